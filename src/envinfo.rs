@@ -1,0 +1,182 @@
+//! The environment a result was produced in: enough to reproduce it and to know when two
+//! results are not comparable.
+
+use serde::{Deserialize, Serialize};
+use std::ffi::CStr;
+
+/// Which allocator a worker links, as recorded in its results.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AllocatorInfo {
+    /// The allocator library's own version (glibc's, jemalloc's or mimalloc's).
+    pub version: String,
+    /// The Rust crates that bring it in, with their versions (empty for system).
+    pub crates: String,
+}
+
+/// How the binaries were compiled.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Codegen {
+    pub target: String,
+    pub target_cpu: String,
+    pub target_features: String,
+    pub profile: String,
+}
+
+impl Codegen {
+    pub fn of_this_build() -> Self {
+        Codegen {
+            target: env!("ALLOCLAB_TARGET").to_string(),
+            target_cpu: env!("ALLOCLAB_TARGET_CPU").to_string(),
+            target_features: env!("ALLOCLAB_TARGET_FEATURES").to_string(),
+            profile: if cfg!(debug_assertions) {
+                "debug"
+            } else {
+                "release"
+            }
+            .to_string(),
+        }
+    }
+
+    /// The SIMD features that matter for the kernels, for one-line summaries.
+    pub fn simd_summary(&self) -> String {
+        let wanted = ["sse4.2", "avx", "avx2", "fma", "avx512f", "neon", "sve"];
+        let have: Vec<&str> = self
+            .target_features
+            .split(',')
+            .filter(|f| wanted.contains(f))
+            .collect();
+        if have.is_empty() {
+            "baseline".into()
+        } else {
+            have.join("+")
+        }
+    }
+}
+
+/// The machine and software a run happened on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Environment {
+    pub allocator_version: String,
+    pub allocator_crates: String,
+    pub glibc_version: String,
+    pub kernel: String,
+    pub cpu_model: String,
+    pub cpus_online: u64,
+    /// /sys/kernel/mm/transparent_hugepage/enabled, the selected mode.
+    pub thp_enabled: String,
+    /// /sys/kernel/mm/transparent_hugepage/defrag, the selected mode.
+    pub thp_defrag: String,
+    pub page_size: u64,
+    pub codegen: Codegen,
+    pub commit: String,
+    pub command_line: Vec<String>,
+}
+
+/// glibc's version, or why it is not known.
+pub fn glibc_version() -> String {
+    // SAFETY: gnu_get_libc_version returns a pointer to a static NUL-terminated string.
+    let p = unsafe { libc::gnu_get_libc_version() };
+    if p.is_null() {
+        return "unknown".into();
+    }
+    // SAFETY: non-null, static, NUL-terminated (see above).
+    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+}
+
+fn kernel() -> String {
+    // SAFETY: all-zero is a valid utsname; uname fills it.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is valid and writable.
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return "unknown".into();
+    }
+    let field = |f: &[libc::c_char]| {
+        // SAFETY: uname NUL-terminates each field inside its array.
+        unsafe { CStr::from_ptr(f.as_ptr()) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    format!(
+        "{} {} {}",
+        field(&u.sysname),
+        field(&u.release),
+        field(&u.machine)
+    )
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// The bracketed choice of a sysfs mode file, e.g. "always [madvise] never" → "madvise".
+pub fn selected_mode(text: &str) -> Option<String> {
+    let start = text.find('[')?;
+    let end = text[start..].find(']')? + start;
+    Some(text[start + 1..end].to_string())
+}
+
+fn thp(file: &str) -> String {
+    let path = format!("/sys/kernel/mm/transparent_hugepage/{file}");
+    match std::fs::read_to_string(&path) {
+        Ok(t) => selected_mode(&t).unwrap_or_else(|| t.trim().to_string()),
+        Err(e) => format!("unavailable: {path}: {e}"),
+    }
+}
+
+impl Environment {
+    /// Reads the environment of this process.
+    pub fn capture(allocator: &AllocatorInfo) -> Self {
+        Environment {
+            allocator_version: allocator.version.clone(),
+            allocator_crates: allocator.crates.clone(),
+            glibc_version: glibc_version(),
+            kernel: kernel(),
+            cpu_model: cpu_model(),
+            cpus_online: std::thread::available_parallelism().map_or(0, |n| n.get() as u64),
+            thp_enabled: thp("enabled"),
+            thp_defrag: thp("defrag"),
+            page_size: crate::counters::memory::page_size(),
+            codegen: Codegen::of_this_build(),
+            commit: env!("ALLOCLAB_COMMIT").to_string(),
+            command_line: std::env::args().collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selected_mode_reads_the_bracketed_choice() {
+        assert_eq!(
+            selected_mode("always [madvise] never\n").as_deref(),
+            Some("madvise")
+        );
+        assert_eq!(
+            selected_mode("[always] madvise never").as_deref(),
+            Some("always")
+        );
+        assert_eq!(selected_mode("never"), None);
+    }
+
+    #[test]
+    fn environment_names_real_things() {
+        let env = Environment::capture(&AllocatorInfo {
+            version: "x".into(),
+            crates: String::new(),
+        });
+        assert!(env.glibc_version.starts_with('2'), "{}", env.glibc_version);
+        assert!(env.kernel.starts_with("Linux"), "{}", env.kernel);
+        assert!(!env.codegen.target.is_empty());
+        assert!(env.page_size >= 4096);
+    }
+}

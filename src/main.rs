@@ -1,0 +1,128 @@
+//! `alloclab`, the driver: parses commands, spawns one worker process per run, prints.
+
+use alloclab::cli::{Cli, Command, ComparePlan, Format};
+use alloclab::driver::{self, Outcome};
+use alloclab::report::{self, SummaryRow};
+use alloclab::spec::{valid_names, Allocator, Variant, Workload};
+use clap::Parser;
+use std::io::Write;
+use std::process::ExitCode;
+
+/// Exit status when some run failed or runs disagree on their output.
+const EXIT_RUN_FAILED: u8 = 1;
+/// Exit status for bad input (clap uses the same for its own usage errors).
+const EXIT_BAD_INPUT: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::List => {
+            println!("allocators: {}", valid_names::<Allocator>());
+            println!("workloads:  {}", valid_names::<Workload>());
+            println!("variants:   {}", valid_names::<Variant>());
+            ExitCode::SUCCESS
+        }
+        Command::Compare(args) => match args.plan() {
+            Ok(plan) => compare(plan),
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(EXIT_BAD_INPUT)
+            }
+        },
+    }
+}
+
+fn compare(mut plan: ComparePlan) -> ExitCode {
+    let total = plan.specs.len();
+    let mut progress = |i: usize, spec: &alloclab::spec::RunSpec| {
+        eprintln!("[{}/{total}] {spec}", i + 1);
+    };
+    let outcomes: Vec<Outcome> = driver::run_all(&plan.specs, &mut plan.executor, &mut progress);
+    let conflicts = driver::checksum_conflicts(&outcomes);
+    if !conflicts.is_empty() {
+        for c in &conflicts {
+            eprintln!("error: {c}");
+        }
+        return ExitCode::from(EXIT_RUN_FAILED);
+    }
+    let rows: Vec<SummaryRow> = outcomes.iter().map(SummaryRow::from_outcome).collect();
+    let text = match plan.format {
+        Format::Json => report::to_json(&rows) + "\n",
+        Format::Csv => report::to_csv(&rows),
+        Format::Markdown => report::to_markdown(&rows),
+        Format::Table => table_screen(&outcomes, &rows),
+    };
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("error: writing the results failed: {e}");
+            return ExitCode::from(EXIT_RUN_FAILED);
+        }
+    }
+    let failed = rows.iter().filter(|r| r.status != "ok").count();
+    if failed > 0 {
+        eprintln!("error: {failed} of {total} runs failed (see their rows)");
+        return ExitCode::from(EXIT_RUN_FAILED);
+    }
+    ExitCode::SUCCESS
+}
+
+/// The one-screen human view: context, table, explanations, notes.
+fn table_screen(outcomes: &[Outcome], rows: &[SummaryRow]) -> String {
+    let mut s = String::new();
+    if let Some(first) = outcomes.first() {
+        let spec = &first.spec;
+        s.push_str(&format!(
+            "{} · {} elements · seed {}\n",
+            spec.workload,
+            report::fmt_count(spec.size as f64),
+            spec.seed
+        ));
+    }
+    let oks: Vec<_> = outcomes
+        .iter()
+        .filter_map(|o| o.result.as_ref().ok())
+        .collect();
+    if let Some(r) = oks.first() {
+        let mut versions: Vec<String> = Vec::new();
+        for r in &oks {
+            if !versions.contains(&r.env.allocator_version) {
+                versions.push(r.env.allocator_version.clone());
+            }
+        }
+        let e = &r.env;
+        s.push_str(&format!(
+            "{} · THP {} · {} · {} · {} target-cpu={} ({})\n",
+            versions.join(" · "),
+            e.thp_enabled,
+            e.kernel,
+            e.cpu_model,
+            e.codegen.profile,
+            e.codegen.target_cpu,
+            e.codegen.simd_summary()
+        ));
+        s.push_str(&format!(
+            "per-iteration latency, {} min-time; harness overhead {:.0} ns/sample (clock pair {:.0} ns)\n\n",
+            report::fmt_ns(r.budget.min_time_ns as f64),
+            r.overhead.harness_overhead_ns_per_sample,
+            r.overhead.timer_overhead_ns
+        ));
+    }
+    s.push_str(&report::to_table(rows));
+    let lines = report::explanations(rows);
+    if !lines.is_empty() {
+        s.push('\n');
+        for l in lines {
+            s.push_str(&l);
+            s.push('\n');
+        }
+    }
+    let notes = report::unavailable_notes(outcomes);
+    if !notes.is_empty() {
+        s.push('\n');
+        for n in notes {
+            s.push_str(&format!("note: {n}\n"));
+        }
+    }
+    s
+}

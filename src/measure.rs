@@ -1,0 +1,296 @@
+//! The measured phase: warm-up, then iterations until a minimum time and a minimum count
+//! are both reached (or a maximum count), each iteration's latency recorded into an HDR
+//! histogram allocated beforehand. Counters are enabled only around the measured loop.
+
+use crate::alloc_count::{self, AllocSnapshot};
+use crate::counters::perf::{SyscallCounters, SyscallCounts};
+use crate::counters::{memory, rusage, Unavailable};
+use crate::workload::Kernel;
+use hdrhistogram::Histogram;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+/// Lowest and highest latency the histogram tracks, in ns, and its precision.
+pub const HIST_LOWEST_NS: u64 = 1;
+pub const HIST_HIGHEST_NS: u64 = 3_600_000_000_000;
+pub const HIST_SIGFIG: u8 = 3;
+
+/// A latency histogram in nanoseconds with the lab's fixed bounds (never resizes, so
+/// recording never allocates).
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(HIST_LOWEST_NS, HIST_HIGHEST_NS, HIST_SIGFIG)
+        .expect("constant histogram bounds are valid")
+}
+
+/// How long to measure.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Budget {
+    /// Warm-up runs at least this long…
+    pub warmup_time_ns: u64,
+    /// …and at least this many iterations.
+    pub warmup_iters: u64,
+    /// The measured phase runs until both this time…
+    pub min_time_ns: u64,
+    /// …and this many iterations are reached,
+    pub min_iters: u64,
+    /// or this many iterations, whichever comes first.
+    pub max_iters: u64,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget {
+            warmup_time_ns: 100_000_000,
+            warmup_iters: 3,
+            min_time_ns: 1_000_000_000,
+            min_iters: 10,
+            max_iters: 10_000_000,
+        }
+    }
+}
+
+impl Budget {
+    /// True when a loop that has run `iters` iterations over `elapsed_ns` may stop.
+    #[inline(always)]
+    pub fn measured_done(&self, iters: u64, elapsed_ns: u64) -> bool {
+        iters >= self.max_iters || (iters >= self.min_iters && elapsed_ns >= self.min_time_ns)
+    }
+
+    #[inline(always)]
+    fn warmup_done(&self, iters: u64, elapsed_ns: u64) -> bool {
+        iters >= self.max_iters.min(self.warmup_iters.max(1)) && elapsed_ns >= self.warmup_time_ns
+            || iters >= self.max_iters
+    }
+}
+
+/// What the measured loop itself saw.
+#[derive(Clone, Copy, Debug)]
+pub struct LoopStats {
+    pub iterations: u64,
+    /// Wall time of the whole measured loop, including the harness's own clock reads.
+    pub wall_ns: u64,
+}
+
+#[inline(always)]
+fn elapsed_ns(from: Instant, to: Instant) -> u64 {
+    to.duration_since(from).as_nanos() as u64
+}
+
+/// Runs `kernel` until `budget` says stop, recording every iteration's latency in ns.
+/// Allocates nothing itself: whatever it allocates is the kernel's.
+pub fn timed_loop(
+    kernel: &mut dyn Kernel,
+    budget: &Budget,
+    hist: &mut Histogram<u64>,
+) -> LoopStats {
+    let start = Instant::now();
+    let mut iterations = 0u64;
+    loop {
+        let t0 = Instant::now();
+        kernel.iterate();
+        let t1 = Instant::now();
+        hist.saturating_record(elapsed_ns(t0, t1));
+        iterations += 1;
+        if budget.measured_done(iterations, elapsed_ns(start, t1)) {
+            return LoopStats {
+                iterations,
+                wall_ns: elapsed_ns(start, t1),
+            };
+        }
+    }
+}
+
+/// Runs the warm-up; returns how many iterations it took.
+pub fn warm_up(kernel: &mut dyn Kernel, budget: &Budget) -> u64 {
+    let start = Instant::now();
+    let mut iterations = 0u64;
+    while !budget.warmup_done(iterations, elapsed_ns(start, Instant::now())) {
+        kernel.iterate();
+        iterations += 1;
+    }
+    iterations
+}
+
+/// The cost of the observer, measured on this machine at start-up.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Overhead {
+    /// Median of back-to-back clock-read pairs: the floor of every recorded latency.
+    pub timer_overhead_ns: f64,
+    /// Smallest back-to-back clock-read pair seen (the clock's resolution in practice).
+    pub timer_min_ns: u64,
+    /// Mean cost per sample of the whole harness around an empty iteration: two clock
+    /// reads, the histogram record and the stop check.
+    pub harness_overhead_ns_per_sample: f64,
+}
+
+struct Empty;
+impl Kernel for Empty {
+    #[inline(never)]
+    fn iterate(&mut self) {
+        black_box(());
+    }
+    fn checksum(&mut self) -> u64 {
+        0
+    }
+}
+
+/// Measures the clock-read cost and the per-sample harness cost.
+pub fn calibrate() -> Overhead {
+    const PAIRS: u64 = 20_000;
+    let mut pairs = new_histogram();
+    for _ in 0..PAIRS {
+        let t0 = Instant::now();
+        let t1 = Instant::now();
+        pairs.saturating_record(elapsed_ns(t0, t1));
+    }
+    let budget = Budget {
+        warmup_time_ns: 0,
+        warmup_iters: 0,
+        min_time_ns: 0,
+        min_iters: 200_000,
+        max_iters: 200_000,
+    };
+    let mut scratch = new_histogram();
+    let stats = timed_loop(&mut Empty, &budget, &mut scratch);
+    Overhead {
+        timer_overhead_ns: pairs.value_at_quantile(0.5) as f64,
+        timer_min_ns: pairs.min(),
+        harness_overhead_ns_per_sample: stats.wall_ns as f64 / stats.iterations as f64,
+    }
+}
+
+/// Everything measured in one run's measured phase.
+#[derive(Debug)]
+pub struct Measurement {
+    pub warmup_iterations: u64,
+    pub stats: LoopStats,
+    pub latency_ns: Histogram<u64>,
+    pub rusage: rusage::Rusage,
+    pub syscalls: Result<SyscallCounts, Unavailable>,
+    pub allocs: Result<AllocSnapshot, Unavailable>,
+    pub rss_start_bytes: Result<u64, Unavailable>,
+    pub rss_end_bytes: Result<u64, Unavailable>,
+}
+
+fn unavailable<E: std::fmt::Display>(what: &str) -> impl Fn(E) -> Unavailable + '_ {
+    move |e| Unavailable(format!("{what}: {e}"))
+}
+
+/// Warm-up, then the measured phase with every counter around it.
+pub fn measure(
+    kernel: &mut dyn Kernel,
+    budget: &Budget,
+    syscall_counters: Result<&SyscallCounters, Unavailable>,
+) -> std::io::Result<Measurement> {
+    let mut hist = new_histogram();
+    let warmup_iterations = warm_up(kernel, budget);
+
+    let rss_start = memory::rss_bytes().map_err(unavailable("reading /proc/self/statm"));
+    let allocs_before = alloc_count::snapshot();
+    let ru_before = rusage::read_self()?;
+    if let Ok(c) = &syscall_counters {
+        c.enable();
+    }
+    let stats = timed_loop(kernel, budget, &mut hist);
+    if let Ok(c) = &syscall_counters {
+        c.disable();
+    }
+    let ru_after = rusage::read_self()?;
+    let allocs_after = alloc_count::snapshot();
+    let rss_end = memory::rss_bytes().map_err(unavailable("reading /proc/self/statm"));
+
+    let allocs = match (allocs_before, allocs_after) {
+        (Some(b), Some(a)) => Ok(AllocSnapshot {
+            allocs: a.allocs - b.allocs,
+            bytes: a.bytes - b.bytes,
+        }),
+        _ => Err(Unavailable(
+            "the global allocator is not wrapped in alloclab::CountingAlloc".into(),
+        )),
+    };
+    Ok(Measurement {
+        warmup_iterations,
+        stats,
+        latency_ns: hist,
+        rusage: ru_after.since(&ru_before),
+        syscalls: syscall_counters.and_then(|c| c.read()),
+        allocs,
+        rss_start_bytes: rss_start,
+        rss_end_bytes: rss_end,
+    })
+}
+
+/// A duration in seconds as a whole number of ns (for budgets given in seconds).
+pub fn secs_to_ns(secs: f64) -> u64 {
+    Duration::from_secs_f64(secs.max(0.0)).as_nanos() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Counting(u64);
+    impl Kernel for Counting {
+        fn iterate(&mut self) {
+            self.0 += 1;
+        }
+        fn checksum(&mut self) -> u64 {
+            self.0
+        }
+    }
+
+    #[test]
+    fn stop_rule_needs_both_minimums_or_the_maximum() {
+        let b = Budget {
+            warmup_time_ns: 0,
+            warmup_iters: 0,
+            min_time_ns: 1000,
+            min_iters: 10,
+            max_iters: 50,
+        };
+        assert!(!b.measured_done(9, 5000));
+        assert!(!b.measured_done(10, 999));
+        assert!(b.measured_done(10, 1000));
+        assert!(b.measured_done(50, 0));
+    }
+
+    #[test]
+    fn loop_records_one_sample_per_iteration() {
+        let b = Budget {
+            warmup_time_ns: 0,
+            warmup_iters: 0,
+            min_time_ns: 0,
+            min_iters: 1234,
+            max_iters: 1234,
+        };
+        let mut k = Counting(0);
+        let mut h = new_histogram();
+        let s = timed_loop(&mut k, &b, &mut h);
+        assert_eq!(s.iterations, 1234);
+        assert_eq!(k.0, 1234);
+        assert_eq!(h.len(), 1234);
+        assert!(s.wall_ns >= h.min() * 1234);
+    }
+
+    #[test]
+    fn warm_up_honours_count_and_max() {
+        let mut b = Budget {
+            warmup_time_ns: 0,
+            warmup_iters: 7,
+            ..Budget::default()
+        };
+        let mut k = Counting(0);
+        assert_eq!(warm_up(&mut k, &b), 7);
+        b.max_iters = 2;
+        assert_eq!(warm_up(&mut k, &b), 2);
+        b.warmup_iters = 0;
+        assert_eq!(warm_up(&mut k, &b), 1);
+    }
+
+    #[test]
+    fn calibration_is_positive_and_ordered() {
+        let o = calibrate();
+        assert!(o.timer_min_ns as f64 <= o.timer_overhead_ns);
+        assert!(o.harness_overhead_ns_per_sample > 0.0);
+    }
+}

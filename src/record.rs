@@ -1,0 +1,294 @@
+//! The result record of one run, as a worker prints it (one JSON object on stdout) and as
+//! the driver reads it back. Field names carry their units.
+
+use crate::counters::perf::SyscallCounts;
+use crate::envinfo::Environment;
+use crate::measure::{Budget, Measurement, Overhead};
+use crate::spec::{Allocator, RunSpec, Variant, Workload};
+use base64::Engine;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Version of the record layout; bumped on any incompatible change.
+pub const SCHEMA: &str = "alloclab.run/1";
+
+/// Encoding of [`EncodedHistogram::data`].
+pub const HISTOGRAM_ENCODING: &str = "hdrhistogram-v2-deflate-base64";
+
+/// The latency histogram in HdrHistogram's standard compressed V2 encoding, base64 — the
+/// form HdrHistogram interval logs use, readable by every HdrHistogram implementation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EncodedHistogram {
+    pub unit: String,
+    pub encoding: String,
+    pub data: String,
+}
+
+impl EncodedHistogram {
+    pub fn encode(h: &Histogram<u64>) -> Self {
+        let mut bytes = Vec::new();
+        V2DeflateSerializer::new()
+            .serialize(h, &mut bytes)
+            .expect("serializing into a Vec cannot fail");
+        EncodedHistogram {
+            unit: "ns".into(),
+            encoding: HISTOGRAM_ENCODING.into(),
+            data: base64::engine::general_purpose::STANDARD.encode(bytes),
+        }
+    }
+
+    pub fn decode(&self) -> Result<Histogram<u64>, String> {
+        if self.encoding != HISTOGRAM_ENCODING {
+            return Err(format!("unknown histogram encoding '{}'", self.encoding));
+        }
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(&self.data)
+            .map_err(|e| format!("histogram is not valid base64: {e}"))?;
+        Deserializer::new()
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|e| format!("histogram does not decode: {e:?}"))
+    }
+}
+
+/// Totals over the measured phase (the `*_per_iter` fields are these / iterations).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Totals {
+    pub minflt: u64,
+    pub majflt: u64,
+    pub nvcsw: u64,
+    pub nivcsw: u64,
+    pub utime_ns: u64,
+    pub stime_ns: u64,
+    pub syscalls: Option<SyscallCounts>,
+    pub allocs: Option<u64>,
+    pub alloc_bytes: Option<u64>,
+}
+
+/// One run's result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub schema: String,
+    pub allocator: Allocator,
+    pub workload: Workload,
+    pub variant: Variant,
+    pub size: u64,
+    pub threads: u32,
+    pub seed: u64,
+    pub budget: Budget,
+    pub iterations: u64,
+    pub warmup_iterations: u64,
+    /// Wall time of the measured loop, harness included.
+    pub measured_wall_ns: u64,
+    pub min_ns: u64,
+    pub p50_ns: u64,
+    pub p90_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    pub max_ns: u64,
+    pub mean_ns: f64,
+    pub stdev_ns: f64,
+    pub minflt_per_iter: f64,
+    pub majflt_per_iter: f64,
+    pub nvcsw_per_iter: f64,
+    pub nivcsw_per_iter: f64,
+    pub utime_ns_per_iter: f64,
+    pub stime_ns_per_iter: f64,
+    pub brk_per_iter: Option<f64>,
+    pub mmap_per_iter: Option<f64>,
+    pub munmap_per_iter: Option<f64>,
+    pub madvise_per_iter: Option<f64>,
+    pub mremap_per_iter: Option<f64>,
+    /// Syscalls of every kind.
+    pub syscalls_per_iter: Option<f64>,
+    pub allocs_per_iter: Option<f64>,
+    pub alloc_bytes_per_iter: Option<f64>,
+    /// Resident set when the measured phase began and ended.
+    pub rss_start_bytes: Option<u64>,
+    pub rss_end_bytes: Option<u64>,
+    /// Peak resident set of the whole process (ru_maxrss), warm-up included.
+    pub rss_peak_bytes: u64,
+    /// FNV-1a 64 of the output's bit patterns, as 16 hex digits.
+    pub checksum: String,
+    #[serde(flatten)]
+    pub overhead: Overhead,
+    pub totals: Totals,
+    /// Where each counter comes from.
+    pub counter_sources: BTreeMap<String, String>,
+    /// Counter group → why it has no value. Absent groups were measured.
+    pub unavailable: BTreeMap<String, String>,
+    pub histogram: EncodedHistogram,
+    pub env: Environment,
+}
+
+fn per_iter(total: u64, iters: u64) -> f64 {
+    total as f64 / iters.max(1) as f64
+}
+
+impl RunRecord {
+    /// Builds the record from a measurement.
+    pub fn new(
+        spec: &RunSpec,
+        budget: Budget,
+        m: &Measurement,
+        overhead: Overhead,
+        checksum: u64,
+        env: Environment,
+    ) -> Self {
+        let n = m.stats.iterations;
+        let h = &m.latency_ns;
+        let ru = &m.rusage;
+        let sc = m.syscalls.as_ref().ok();
+        let sc_per = |f: fn(&SyscallCounts) -> u64| sc.map(|c| per_iter(f(c), n));
+        let allocs = m.allocs.as_ref().ok();
+        let mut unavailable = BTreeMap::new();
+        let mut sources = BTreeMap::new();
+        sources.insert(
+            "faults".to_string(),
+            "getrusage(RUSAGE_SELF) deltas over the measured phase".to_string(),
+        );
+        for (name, what, result) in [
+            (
+                "syscalls",
+                "perf_event_open tracepoints syscalls:sys_enter_{brk,mmap,munmap,madvise,mremap} and raw_syscalls:sys_enter, enabled only around the measured phase",
+                m.syscalls.as_ref().err(),
+            ),
+            (
+                "allocs",
+                "alloclab::CountingAlloc around the global allocator (alloc, alloc_zeroed, realloc calls)",
+                m.allocs.as_ref().err(),
+            ),
+            ("rss_start", "/proc/self/statm", m.rss_start_bytes.as_ref().err()),
+            ("rss_end", "/proc/self/statm", m.rss_end_bytes.as_ref().err()),
+        ] {
+            match result {
+                None => {
+                    sources.insert(name.to_string(), what.to_string());
+                }
+                Some(why) => {
+                    unavailable.insert(name.to_string(), why.0.clone());
+                }
+            }
+        }
+        RunRecord {
+            schema: SCHEMA.into(),
+            allocator: spec.allocator,
+            workload: spec.workload,
+            variant: spec.variant,
+            size: spec.size,
+            threads: spec.threads,
+            seed: spec.seed,
+            budget,
+            iterations: n,
+            warmup_iterations: m.warmup_iterations,
+            measured_wall_ns: m.stats.wall_ns,
+            min_ns: h.min(),
+            p50_ns: h.value_at_quantile(0.5),
+            p90_ns: h.value_at_quantile(0.9),
+            p99_ns: h.value_at_quantile(0.99),
+            p999_ns: h.value_at_quantile(0.999),
+            max_ns: h.max(),
+            mean_ns: h.mean(),
+            stdev_ns: h.stdev(),
+            minflt_per_iter: per_iter(ru.minflt, n),
+            majflt_per_iter: per_iter(ru.majflt, n),
+            nvcsw_per_iter: per_iter(ru.nvcsw, n),
+            nivcsw_per_iter: per_iter(ru.nivcsw, n),
+            utime_ns_per_iter: per_iter(ru.utime_ns, n),
+            stime_ns_per_iter: per_iter(ru.stime_ns, n),
+            brk_per_iter: sc_per(|c| c.brk),
+            mmap_per_iter: sc_per(|c| c.mmap),
+            munmap_per_iter: sc_per(|c| c.munmap),
+            madvise_per_iter: sc_per(|c| c.madvise),
+            mremap_per_iter: sc_per(|c| c.mremap),
+            syscalls_per_iter: sc_per(|c| c.all),
+            allocs_per_iter: allocs.map(|a| per_iter(a.allocs, n)),
+            alloc_bytes_per_iter: allocs.map(|a| per_iter(a.bytes, n)),
+            rss_start_bytes: m.rss_start_bytes.as_ref().ok().copied(),
+            rss_end_bytes: m.rss_end_bytes.as_ref().ok().copied(),
+            rss_peak_bytes: ru.maxrss_bytes,
+            checksum: format!("{checksum:016x}"),
+            overhead,
+            totals: Totals {
+                minflt: ru.minflt,
+                majflt: ru.majflt,
+                nvcsw: ru.nvcsw,
+                nivcsw: ru.nivcsw,
+                utime_ns: ru.utime_ns,
+                stime_ns: ru.stime_ns,
+                syscalls: sc.copied(),
+                allocs: allocs.map(|a| a.allocs),
+                alloc_bytes: allocs.map(|a| a.bytes),
+            },
+            counter_sources: sources,
+            unavailable,
+            histogram: EncodedHistogram::encode(h),
+            env,
+        }
+    }
+
+    pub fn spec(&self) -> RunSpec {
+        RunSpec {
+            allocator: self.allocator,
+            workload: self.workload,
+            variant: self.variant,
+            size: self.size,
+            threads: self.threads,
+            seed: self.seed,
+        }
+    }
+
+    /// Parses a record and checks that it is one this version understands and that it
+    /// is internally consistent.
+    pub fn from_json(text: &str) -> Result<Self, String> {
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+        match value.get("schema").and_then(|s| s.as_str()) {
+            Some(SCHEMA) => {}
+            Some(other) => return Err(format!("schema '{other}', expected '{SCHEMA}'")),
+            None => return Err("no \"schema\" field: not an alloclab run record".into()),
+        }
+        let r: RunRecord =
+            serde_json::from_value(value).map_err(|e| format!("malformed record: {e}"))?;
+        let h = r.histogram.decode()?;
+        if h.len() != r.iterations {
+            return Err(format!(
+                "histogram holds {} samples but the record says {} iterations",
+                h.len(),
+                r.iterations
+            ));
+        }
+        Ok(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_round_trips_exactly() {
+        let mut h = crate::measure::new_histogram();
+        for v in [1u64, 55, 1_000, 1_234_567, 9_999_999_999] {
+            h.record_n(v, v % 7 + 1).unwrap();
+        }
+        let back = EncodedHistogram::encode(&h).decode().unwrap();
+        assert_eq!(back.len(), h.len());
+        for q in [0.0, 0.25, 0.5, 0.9, 0.99, 1.0] {
+            assert_eq!(back.value_at_quantile(q), h.value_at_quantile(q));
+        }
+        assert_eq!(back.max(), h.max());
+        assert_eq!(back.min(), h.min());
+    }
+
+    #[test]
+    fn foreign_json_is_rejected_with_the_reason() {
+        assert!(RunRecord::from_json("nope")
+            .unwrap_err()
+            .contains("not JSON"));
+        assert!(RunRecord::from_json("{}").unwrap_err().contains("schema"));
+        let e = RunRecord::from_json(r#"{"schema":"alloclab.run/99"}"#).unwrap_err();
+        assert!(e.contains("alloclab.run/99"), "{e}");
+    }
+}

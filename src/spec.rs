@@ -1,0 +1,263 @@
+//! What a run is: allocator, workload, variant, size, threads, seed — the names users type,
+//! parsed strictly, with errors that list what is valid.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// A closed set of named choices (allocators, workloads, variants).
+pub trait Choice: Copy + Eq + 'static {
+    /// What the choice is called in messages ("allocator", "variant", …).
+    const KIND: &'static str;
+    /// Every valid value, in display order.
+    const ALL: &'static [Self];
+    /// The name users type.
+    fn name(self) -> &'static str;
+}
+
+/// A name that is not one of the valid choices.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {kind} '{given}': valid {kind}s are {valid}")]
+pub struct UnknownChoice {
+    pub kind: &'static str,
+    pub given: String,
+    pub valid: String,
+}
+
+/// Parses one name of a [`Choice`].
+pub fn parse_choice<T: Choice>(given: &str) -> Result<T, UnknownChoice> {
+    let wanted = given.trim();
+    T::ALL
+        .iter()
+        .copied()
+        .find(|c| c.name().eq_ignore_ascii_case(wanted))
+        .ok_or_else(|| UnknownChoice {
+            kind: T::KIND,
+            given: wanted.to_string(),
+            valid: valid_names::<T>(),
+        })
+}
+
+/// Parses a comma-separated list of names; duplicates are dropped, order is kept.
+pub fn parse_choice_list<T: Choice>(given: &str) -> Result<Vec<T>, UnknownChoice> {
+    let mut out: Vec<T> = Vec::new();
+    for part in given.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let c = parse_choice::<T>(part)?;
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    if out.is_empty() {
+        return Err(UnknownChoice {
+            kind: T::KIND,
+            given: given.to_string(),
+            valid: valid_names::<T>(),
+        });
+    }
+    Ok(out)
+}
+
+/// "a, b, c" for messages.
+pub fn valid_names<T: Choice>() -> String {
+    T::ALL
+        .iter()
+        .map(|c| c.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+macro_rules! choice_enum {
+    ($(#[$meta:meta])* $name:ident, $kind:literal, { $($(#[$vmeta:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        pub enum $name { $($(#[$vmeta])* #[serde(rename = $text)] $variant),+ }
+
+        impl Choice for $name {
+            const KIND: &'static str = $kind;
+            const ALL: &'static [Self] = &[$($name::$variant),+];
+            fn name(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = UnknownChoice;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                parse_choice(s)
+            }
+        }
+    };
+}
+
+choice_enum!(
+    /// The allocator a worker binary is linked with.
+    Allocator, "allocator", {
+        /// The C library's malloc (glibc's ptmalloc on Linux/glibc).
+        System => "system",
+        /// jemalloc through `tikv-jemallocator`.
+        Jemalloc => "jemalloc",
+        /// mimalloc through the `mimalloc` crate.
+        Mimalloc => "mimalloc",
+    }
+);
+
+impl Allocator {
+    /// File name of the worker binary that runs under this allocator.
+    pub fn worker_binary(self) -> &'static str {
+        match self {
+            Allocator::System => "alloclab-system",
+            Allocator::Jemalloc => "alloclab-jemalloc",
+            Allocator::Mimalloc => "alloclab-mimalloc",
+        }
+    }
+}
+
+choice_enum!(
+    /// A temporary-array workload.
+    Workload, "workload", {
+        /// NumPy's `a.astype(np.float64) / 255.0`: u8 input converted to f64 and divided.
+        Scale => "scale",
+    }
+);
+
+choice_enum!(
+    /// How a workload treats its temporaries.
+    Variant, "variant", {
+        /// One temporary, the second operation done in it (NumPy func1).
+        InPlace => "in-place",
+        /// A second buffer for the result of the second operation (NumPy func2).
+        OutOfPlace => "out-of-place",
+        /// A buffer allocated before the measured phase is reused (NumPy's `out=`).
+        Reuse => "reuse",
+    }
+);
+
+/// Largest accepted size, in elements: far above any machine's memory, but keeps byte
+/// arithmetic (`size * 8 * buffers`) well inside `u64`.
+pub const MAX_SIZE_ELEMS: u64 = 1 << 50;
+
+/// A size in elements as users type it: `1000000`, `1_000_000`, `1e6`, `2^20`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SizeError {
+    #[error("invalid size '{0}': expected a whole number of elements of at least 1, e.g. 1000000, 1_000_000, 1e6 or 2^20")]
+    NotANumber(String),
+    #[error("invalid size '{0}': the size is a number of elements and must be at least 1")]
+    Zero(String),
+    #[error("invalid size '{given}': at most {max} elements are accepted")]
+    TooLarge { given: String, max: u64 },
+}
+
+/// Parses a size in elements.
+pub fn parse_size(given: &str) -> Result<u64, SizeError> {
+    let text = given.trim().replace('_', "");
+    let bad = || SizeError::NotANumber(given.to_string());
+    let value: u128 = if let Some((m, e)) = text.split_once(['e', 'E']) {
+        let m: u128 = m.parse().map_err(|_| bad())?;
+        let e: u32 = e.parse().map_err(|_| bad())?;
+        if e > 30 {
+            return Err(SizeError::TooLarge {
+                given: given.to_string(),
+                max: MAX_SIZE_ELEMS,
+            });
+        }
+        m * 10u128.pow(e)
+    } else if let Some((b, e)) = text.split_once('^') {
+        let b: u128 = b.parse().map_err(|_| bad())?;
+        let e: u32 = e.parse().map_err(|_| bad())?;
+        b.checked_pow(e).ok_or_else(|| SizeError::TooLarge {
+            given: given.to_string(),
+            max: MAX_SIZE_ELEMS,
+        })?
+    } else {
+        text.parse().map_err(|_| bad())?
+    };
+    if value == 0 {
+        return Err(SizeError::Zero(given.to_string()));
+    }
+    if value > u128::from(MAX_SIZE_ELEMS) {
+        return Err(SizeError::TooLarge {
+            given: given.to_string(),
+            max: MAX_SIZE_ELEMS,
+        });
+    }
+    Ok(value as u64)
+}
+
+/// Everything that identifies one run; one run is one worker process.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunSpec {
+    pub allocator: Allocator,
+    pub workload: Workload,
+    pub variant: Variant,
+    /// Elements in the input array.
+    pub size: u64,
+    /// Threads running the workload (the main thread is always one of them).
+    pub threads: u32,
+    /// Seed of the input data.
+    pub seed: u64,
+}
+
+impl fmt::Display for RunSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {} {} size={}",
+            self.allocator, self.workload, self.variant, self.size
+        )?;
+        if self.threads != 1 {
+            write!(f, " threads={}", self.threads)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_unknown_lists_valid() {
+        for a in Allocator::ALL {
+            assert_eq!(a.name().parse::<Allocator>(), Ok(*a));
+        }
+        let err = "tcmalloc".parse::<Allocator>().unwrap_err().to_string();
+        assert!(err.contains("unknown allocator 'tcmalloc'"), "{err}");
+        assert!(err.contains("system, jemalloc, mimalloc"), "{err}");
+        let err = "inplace".parse::<Variant>().unwrap_err().to_string();
+        assert!(err.contains("in-place, out-of-place, reuse"), "{err}");
+    }
+
+    #[test]
+    fn lists_dedupe_and_reject_empty() {
+        let v: Vec<Variant> = parse_choice_list("reuse, in-place,reuse").unwrap();
+        assert_eq!(v, vec![Variant::Reuse, Variant::InPlace]);
+        assert!(parse_choice_list::<Variant>(" , ").is_err());
+        assert!(parse_choice_list::<Allocator>("system,glibc").is_err());
+    }
+
+    #[test]
+    fn sizes_parse_in_every_accepted_form() {
+        assert_eq!(parse_size("1000000"), Ok(1_000_000));
+        assert_eq!(parse_size("1_000_000"), Ok(1_000_000));
+        assert_eq!(parse_size("1e6"), Ok(1_000_000));
+        assert_eq!(parse_size("2^20"), Ok(1 << 20));
+        assert!(matches!(parse_size("0"), Err(SizeError::Zero(_))));
+        assert!(matches!(parse_size("abc"), Err(SizeError::NotANumber(_))));
+        assert!(matches!(parse_size("-5"), Err(SizeError::NotANumber(_))));
+        assert!(matches!(parse_size("1.5"), Err(SizeError::NotANumber(_))));
+        assert!(matches!(
+            parse_size("1e40"),
+            Err(SizeError::TooLarge { .. })
+        ));
+        assert!(matches!(
+            parse_size("2^64"),
+            Err(SizeError::TooLarge { .. })
+        ));
+    }
+}

@@ -1,0 +1,160 @@
+//! The entry point every worker binary calls: parse the run, measure it on the main
+//! thread, print one JSON record on stdout.
+
+use crate::counters::perf::SyscallCounters;
+use crate::counters::{CounterMode, Unavailable};
+use crate::envinfo::{AllocatorInfo, Environment};
+use crate::measure::{self, Budget};
+use crate::record::RunRecord;
+use crate::spec::{self, Allocator, RunSpec, Variant, Workload};
+use crate::workload;
+use clap::Parser;
+use std::process::ExitCode;
+
+/// Arguments of a worker (`alloclab-<allocator> --workload scale --variant in-place …`).
+#[derive(Debug, Parser)]
+#[command(
+    about = "Runs one alloclab measurement under this binary's allocator and prints one JSON record"
+)]
+pub struct WorkerArgs {
+    #[arg(long, default_value = "scale", value_parser = spec::parse_choice::<Workload>)]
+    pub workload: Workload,
+    #[arg(long, value_parser = spec::parse_choice::<Variant>)]
+    pub variant: Variant,
+    /// Elements in the input array (1000000, 1e6, 2^20).
+    #[arg(long, value_parser = spec::parse_size)]
+    pub size: u64,
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    #[arg(long, default_value_t = 1)]
+    pub threads: u32,
+    #[command(flatten)]
+    pub budget: BudgetArgs,
+    #[arg(long, value_enum, default_value = "perf")]
+    pub counters: CounterMode,
+    /// Indent the JSON.
+    #[arg(long)]
+    pub pretty: bool,
+}
+
+/// The measurement budget, shared by the worker and the driver's commands.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BudgetArgs {
+    /// Measure at least this many seconds…
+    #[arg(long, default_value_t = 1.0, value_parser = parse_seconds)]
+    pub min_time: f64,
+    /// …and at least this many iterations…
+    #[arg(long, default_value_t = 10)]
+    pub min_iters: u64,
+    /// …but stop at this many iterations.
+    #[arg(long, default_value_t = 10_000_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_iters: u64,
+    /// Warm up for at least this many seconds…
+    #[arg(long, default_value_t = 0.1, value_parser = parse_seconds)]
+    pub warmup_time: f64,
+    /// …and at least this many iterations.
+    #[arg(long, default_value_t = 3)]
+    pub warmup_iters: u64,
+}
+
+impl BudgetArgs {
+    pub fn budget(&self) -> Budget {
+        Budget {
+            warmup_time_ns: measure::secs_to_ns(self.warmup_time),
+            warmup_iters: self.warmup_iters,
+            min_time_ns: measure::secs_to_ns(self.min_time),
+            min_iters: self.min_iters,
+            max_iters: self.max_iters,
+        }
+    }
+
+    /// The same budget as worker arguments.
+    pub fn to_args(&self) -> Vec<String> {
+        vec![
+            format!("--min-time={}", self.min_time),
+            format!("--min-iters={}", self.min_iters),
+            format!("--max-iters={}", self.max_iters),
+            format!("--warmup-time={}", self.warmup_time),
+            format!("--warmup-iters={}", self.warmup_iters),
+        ]
+    }
+}
+
+/// A duration in seconds: finite, not negative, at most a day.
+pub fn parse_seconds(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=86_400.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "'{s}' is not a duration in seconds: expected a number from 0 to 86400, e.g. 0.5"
+        )),
+    }
+}
+
+/// Runs one measurement and returns its record. Must be called on the main thread.
+pub fn run(
+    args: &WorkerArgs,
+    allocator: Allocator,
+    info: &AllocatorInfo,
+) -> anyhow::Result<RunRecord> {
+    if args.threads != 1 {
+        anyhow::bail!(
+            "--threads {}: only 1 thread is supported so far (the workload runs on the main thread)",
+            args.threads
+        );
+    }
+    let size = usize::try_from(args.size)?;
+    let spec = RunSpec {
+        allocator,
+        workload: args.workload,
+        variant: args.variant,
+        size: args.size,
+        threads: args.threads,
+        seed: args.seed,
+    };
+    let budget = args.budget.budget();
+    let overhead = measure::calibrate();
+    let mut kernel = workload::prepare(spec.workload, spec.variant, size, spec.seed);
+    let counters = match args.counters {
+        CounterMode::Perf => SyscallCounters::open(),
+        CounterMode::Off => Err(Unavailable(
+            "syscall counting is off (--counters off)".into(),
+        )),
+    };
+    let m = measure::measure(
+        kernel.as_mut(),
+        &budget,
+        counters.as_ref().map_err(Clone::clone),
+    )?;
+    let checksum = kernel.checksum();
+    let env = Environment::capture(info);
+    Ok(RunRecord::new(&spec, budget, &m, overhead, checksum, env))
+}
+
+/// `main` of a worker binary.
+pub fn main(allocator: Allocator, info: AllocatorInfo) -> ExitCode {
+    let args = WorkerArgs::parse();
+    let bin = allocator.worker_binary();
+    match run(&args, allocator, &info) {
+        Ok(record) => {
+            let text = if args.pretty {
+                serde_json::to_string_pretty(&record)
+            } else {
+                serde_json::to_string(&record)
+            };
+            match text {
+                Ok(t) => {
+                    println!("{t}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("{bin}: error: cannot serialize the record: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Err(e) => {
+            eprintln!("{bin}: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

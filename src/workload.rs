@@ -1,0 +1,193 @@
+//! The temporary-array kernels and their variants. Every allocation goes through the
+//! global allocator's plain `malloc` path (`Vec::with_capacity` + fill), as NumPy's
+//! `astype` does; nothing here takes the zeroed (`calloc`) path.
+
+use crate::spec::{Variant, Workload};
+use std::hint::black_box;
+
+/// One prepared workload: input generated, reuse buffers allocated. `iterate` is what the
+/// measured loop times; it must allocate only what the variant itself allocates.
+pub trait Kernel {
+    /// Runs one iteration and keeps the optimiser from discarding its output.
+    fn iterate(&mut self);
+    /// Runs one more iteration and returns a checksum of its output.
+    fn checksum(&mut self) -> u64;
+}
+
+/// Input bytes, deterministic for a seed (splitmix64), identical in every worker.
+pub fn input_bytes(size: usize, seed: u64) -> Vec<u8> {
+    let mut state = seed;
+    let mut out = Vec::with_capacity(size);
+    while out.len() < size {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        let take = (size - out.len()).min(8);
+        out.extend_from_slice(&z.to_le_bytes()[..take]);
+    }
+    out
+}
+
+/// FNV-1a over the bit patterns of the output: equal only if every element is equal.
+pub fn checksum_f64(values: &[f64]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for v in values {
+        for b in v.to_bits().to_le_bytes() {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// Bytes a run holds at its peak (input plus live temporaries), for the memory check.
+pub fn peak_bytes(workload: Workload, variant: Variant, size: u64) -> u64 {
+    match workload {
+        Workload::Scale => {
+            let buffers = match variant {
+                Variant::InPlace | Variant::Reuse => 1,
+                Variant::OutOfPlace => 2,
+            };
+            size.saturating_mul(1 + 8 * buffers)
+        }
+    }
+}
+
+/// Builds the kernel for a workload and variant.
+pub fn prepare(workload: Workload, variant: Variant, size: usize, seed: u64) -> Box<dyn Kernel> {
+    match workload {
+        Workload::Scale => Box::new(Scale::new(variant, size, seed)),
+    }
+}
+
+/// `a.astype(np.float64) / 255.0` on a u8 array.
+pub struct Scale {
+    input: Vec<u8>,
+    variant: Variant,
+    /// The preallocated output of the `reuse` variant; empty otherwise.
+    out: Vec<f64>,
+}
+
+impl Scale {
+    pub fn new(variant: Variant, size: usize, seed: u64) -> Self {
+        let out = if variant == Variant::Reuse {
+            vec![0.0; size]
+        } else {
+            Vec::new()
+        };
+        Scale {
+            input: input_bytes(size, seed),
+            variant,
+            out,
+        }
+    }
+
+    /// One iteration; `sink` sees the result before its buffers are freed.
+    #[inline(always)]
+    fn run<R>(&mut self, sink: impl FnOnce(&[f64]) -> R) -> R {
+        match self.variant {
+            Variant::InPlace => {
+                let mut t = astype_f64(&self.input);
+                divide_in_place(&mut t, 255.0);
+                sink(&t)
+            }
+            Variant::OutOfPlace => {
+                let t = astype_f64(&self.input);
+                let r = divide(&t, 255.0);
+                // NumPy frees the temporary when func2 returns, then the caller drops r.
+                drop(t);
+                sink(&r)
+            }
+            Variant::Reuse => {
+                astype_f64_into(&self.input, &mut self.out);
+                divide_in_place(&mut self.out, 255.0);
+                sink(&self.out)
+            }
+        }
+    }
+}
+
+impl Kernel for Scale {
+    #[inline(never)]
+    fn iterate(&mut self) {
+        self.run(|out| {
+            black_box(out);
+        });
+    }
+
+    fn checksum(&mut self) -> u64 {
+        self.run(checksum_f64)
+    }
+}
+
+/// `a.astype(np.float64)`: a new buffer through the plain malloc path.
+#[inline(always)]
+fn astype_f64(a: &[u8]) -> Vec<f64> {
+    let mut t = Vec::with_capacity(a.len());
+    t.extend(a.iter().map(|&x| f64::from(x)));
+    t
+}
+
+#[inline(always)]
+fn astype_f64_into(a: &[u8], out: &mut [f64]) {
+    for (o, &x) in out.iter_mut().zip(a) {
+        *o = f64::from(x);
+    }
+}
+
+#[inline(always)]
+fn divide_in_place(t: &mut [f64], d: f64) {
+    for v in t {
+        *v /= d;
+    }
+}
+
+#[inline(always)]
+fn divide(t: &[f64], d: f64) -> Vec<f64> {
+    let mut r = Vec::with_capacity(t.len());
+    r.extend(t.iter().map(|&x| x / d));
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::Choice;
+
+    #[test]
+    fn input_is_deterministic_and_seed_dependent() {
+        assert_eq!(input_bytes(1001, 7), input_bytes(1001, 7));
+        assert_ne!(input_bytes(1001, 7), input_bytes(1001, 8));
+        assert_eq!(input_bytes(13, 1).len(), 13);
+        // All byte values occur: the conversion sees the full u8 range.
+        let bytes = input_bytes(100_000, 42);
+        let mut seen = [false; 256];
+        bytes.iter().for_each(|&b| seen[b as usize] = true);
+        assert!(seen.iter().all(|&s| s));
+    }
+
+    #[test]
+    fn all_variants_compute_the_same_values_as_a_plain_loop() {
+        let size = 4099;
+        let input = input_bytes(size, 3);
+        let expected: Vec<f64> = input.iter().map(|&x| f64::from(x) / 255.0).collect();
+        let want = checksum_f64(&expected);
+        for &v in Variant::ALL {
+            let mut k = Scale::new(v, size, 3);
+            assert_eq!(k.checksum(), want, "variant {v}");
+            k.iterate();
+            assert_eq!(k.checksum(), want, "variant {v} after a second iteration");
+        }
+    }
+
+    #[test]
+    fn checksum_sees_every_element() {
+        let a = vec![0.5; 10];
+        let mut b = a.clone();
+        b[9] = 0.25;
+        assert_ne!(checksum_f64(&a), checksum_f64(&b));
+        assert_ne!(checksum_f64(&a), checksum_f64(&a[..9]));
+    }
+}
