@@ -47,11 +47,11 @@ pub struct CompareArgs {
     #[arg(long, default_value = "scale", value_parser = spec::parse_choice::<Workload>)]
     pub workload: Workload,
     /// Comma-separated variants [default: all: in-place,out-of-place,reuse].
-    #[arg(long, value_parser = spec::parse_choice_list::<Variant>)]
-    pub variants: Option<Vec<Variant>>,
+    #[arg(long)]
+    pub variants: Option<String>,
     /// Comma-separated allocators [default: all: system,jemalloc,mimalloc].
-    #[arg(long, value_parser = spec::parse_choice_list::<Allocator>)]
-    pub allocators: Option<Vec<Allocator>>,
+    #[arg(long)]
+    pub allocators: Option<String>,
     /// Seed of the input data.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
@@ -78,8 +78,14 @@ pub struct ComparePlan {
 impl CompareArgs {
     /// Expands the matrix and checks it can run here before anything is spawned.
     pub fn plan(self) -> Result<ComparePlan, PlanError> {
-        let variants = self.variants.unwrap_or_else(|| Variant::ALL.to_vec());
-        let allocators = self.allocators.unwrap_or_else(|| Allocator::ALL.to_vec());
+        let variants = match &self.variants {
+            Some(list) => spec::parse_choice_list::<Variant>(list)?,
+            None => Variant::ALL.to_vec(),
+        };
+        let allocators = match &self.allocators {
+            Some(list) => spec::parse_choice_list::<Allocator>(list)?,
+            None => Allocator::ALL.to_vec(),
+        };
         let mut specs = Vec::new();
         for &allocator in &allocators {
             for &variant in &variants {

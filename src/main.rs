@@ -102,8 +102,9 @@ fn table_screen(outcomes: &[Outcome], rows: &[SummaryRow]) -> String {
             e.codegen.simd_summary()
         ));
         s.push_str(&format!(
-            "per-iteration latency, {} min-time; harness overhead {:.0} ns/sample (clock pair {:.0} ns)\n\n",
-            report::fmt_ns(r.budget.min_time_ns as f64),
+            "latency per iteration, measured for at least {} s and {} iterations; harness overhead {:.0} ns/sample (clock pair {:.0} ns)\n\n",
+            r.budget.min_time_ns as f64 / 1e9,
+            r.budget.min_iters,
             r.overhead.harness_overhead_ns_per_sample,
             r.overhead.timer_overhead_ns
         ));

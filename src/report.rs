@@ -225,30 +225,31 @@ fn display_columns() -> Vec<Column> {
     ]
 }
 
-/// Aligned plain-text table; failed runs get one line with their cause.
+/// Aligned plain-text table, rows in run order; a failed run gets one line with its cause.
 pub fn to_table(rows: &[SummaryRow]) -> String {
     let cols = display_columns();
-    let cells: Vec<Vec<String>> = rows
+    let cells: Vec<Option<Vec<String>>> = rows
         .iter()
-        .filter(|r| r.status == "ok")
-        .map(|r| cols.iter().map(|(_, f)| f(r)).collect())
+        .map(|r| (r.status == "ok").then(|| cols.iter().map(|(_, f)| f(r)).collect()))
         .collect();
     let mut widths: Vec<usize> = cols.iter().map(|(h, _)| h.chars().count()).collect();
-    for row in &cells {
+    for (i, r) in rows.iter().enumerate() {
+        let names = [r.allocator.to_string(), r.variant.to_string()];
+        let row = cells[i].as_deref().unwrap_or(&names);
         for (w, c) in widths.iter_mut().zip(row) {
             *w = (*w).max(c.chars().count());
         }
     }
-    let line = |items: Vec<&str>| {
+    let line = |items: &[&str]| {
         let mut s = String::new();
         for (i, (item, w)) in items.iter().zip(&widths).enumerate() {
-            let pad = w - item.chars().count();
+            let pad = " ".repeat(w.saturating_sub(item.chars().count()));
+            // Names left-aligned, numbers right-aligned.
             if i < 2 {
-                // Names left-aligned, numbers right-aligned.
                 s.push_str(item);
-                s.push_str(&" ".repeat(pad));
+                s.push_str(&pad);
             } else {
-                s.push_str(&" ".repeat(pad));
+                s.push_str(&pad);
                 s.push_str(item);
             }
             s.push_str("  ");
@@ -256,22 +257,24 @@ pub fn to_table(rows: &[SummaryRow]) -> String {
         s.trim_end().to_string()
     };
     let mut out = String::new();
-    out.push_str(&line(cols.iter().map(|(h, _)| *h).collect()));
+    out.push_str(&line(&cols.iter().map(|(h, _)| *h).collect::<Vec<_>>()));
     out.push('\n');
-    for row in &cells {
-        out.push_str(&line(row.iter().map(String::as_str).collect()));
+    for (r, row) in rows.iter().zip(&cells) {
+        match row {
+            Some(row) => out.push_str(&line(&row.iter().map(String::as_str).collect::<Vec<_>>())),
+            None => {
+                let _ = write!(
+                    out,
+                    "{:w0$}  {:w1$}  FAILED: {}",
+                    r.allocator,
+                    r.variant,
+                    r.error.as_deref().unwrap_or("unknown"),
+                    w0 = widths[0],
+                    w1 = widths[1]
+                );
+            }
+        }
         out.push('\n');
-    }
-    for r in rows.iter().filter(|r| r.status != "ok") {
-        let _ = writeln!(
-            out,
-            "{:w0$}  {:w1$}  FAILED: {}",
-            r.allocator,
-            r.variant,
-            r.error.as_deref().unwrap_or("unknown"),
-            w0 = widths[0],
-            w1 = widths[1]
-        );
     }
     out
 }
@@ -512,6 +515,7 @@ mod tests {
             lines[1].contains("n/a"),
             "allocs unavailable must show n/a: {t}"
         );
+        assert!(lines[3].starts_with("jemalloc   reuse"), "{t}");
         assert!(lines[3].contains("FAILED: killed by signal 9"), "{t}");
         let md = to_markdown(&rows);
         assert_eq!(md.lines().count(), 5);

@@ -82,7 +82,7 @@ macro_rules! choice_enum {
 
         impl fmt::Display for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.name())
+                f.pad(self.name())
             }
         }
 

@@ -41,7 +41,7 @@ pub struct WorkerArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct BudgetArgs {
     /// Measure at least this many seconds…
-    #[arg(long, default_value_t = 1.0, value_parser = parse_seconds)]
+    #[arg(long, default_value_t = 1.0, value_parser = parse_seconds, allow_negative_numbers = true)]
     pub min_time: f64,
     /// …and at least this many iterations…
     #[arg(long, default_value_t = 10)]
@@ -50,7 +50,7 @@ pub struct BudgetArgs {
     #[arg(long, default_value_t = 10_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_iters: u64,
     /// Warm up for at least this many seconds…
-    #[arg(long, default_value_t = 0.1, value_parser = parse_seconds)]
+    #[arg(long, default_value_t = 0.1, value_parser = parse_seconds, allow_negative_numbers = true)]
     pub warmup_time: f64,
     /// …and at least this many iterations.
     #[arg(long, default_value_t = 3)]

@@ -4,6 +4,7 @@
 
 use crate::spec::{Variant, Workload};
 use std::hint::black_box;
+use std::mem::MaybeUninit;
 
 /// One prepared workload: input generated, reuse buffers allocated. `iterate` is what the
 /// measured loop times; it must allocate only what the variant itself allocates.
@@ -122,12 +123,26 @@ impl Kernel for Scale {
     }
 }
 
+/// A new, uninitialised `Vec` of `n` elements through the plain malloc path (not the
+/// zeroed one), filled by `fill` — which must write every element.
+#[inline(always)]
+fn new_filled<T>(n: usize, fill: impl FnOnce(&mut [MaybeUninit<T>])) -> Vec<T> {
+    let mut v: Vec<T> = Vec::with_capacity(n);
+    fill(&mut v.spare_capacity_mut()[..n]);
+    // SAFETY: capacity is at least `n` and `fill` initialised all `n` elements (every
+    // caller writes through a zip over exactly `n` elements).
+    unsafe { v.set_len(n) };
+    v
+}
+
 /// `a.astype(np.float64)`: a new buffer through the plain malloc path.
 #[inline(always)]
 fn astype_f64(a: &[u8]) -> Vec<f64> {
-    let mut t = Vec::with_capacity(a.len());
-    t.extend(a.iter().map(|&x| f64::from(x)));
-    t
+    new_filled(a.len(), |out| {
+        for (o, &x) in out.iter_mut().zip(a) {
+            o.write(f64::from(x));
+        }
+    })
 }
 
 #[inline(always)]
@@ -144,11 +159,14 @@ fn divide_in_place(t: &mut [f64], d: f64) {
     }
 }
 
+/// `t / d` into a new buffer.
 #[inline(always)]
 fn divide(t: &[f64], d: f64) -> Vec<f64> {
-    let mut r = Vec::with_capacity(t.len());
-    r.extend(t.iter().map(|&x| x / d));
-    r
+    new_filled(t.len(), |out| {
+        for (o, &x) in out.iter_mut().zip(t) {
+            o.write(x / d);
+        }
+    })
 }
 
 #[cfg(test)]

@@ -1,0 +1,34 @@
+# alloclab — the lab's entry points. `make compare` runs the main job, `make test` the tests.
+CARGO ?= cargo
+SIZE ?= 1000000
+ALLOCLAB := target/release/alloclab
+
+.PHONY: build test compare lint numpy bench-numpy clean
+
+## build: the driver and the three worker binaries (release, for this machine's CPU)
+build:
+	$(CARGO) build --release --bins
+
+## test: every unit and integration test (release build, so the workers are the real ones)
+test:
+	$(CARGO) test --release
+
+## compare: all allocators x all variants of the NumPy case at SIZE elements
+compare: build
+	$(ALLOCLAB) compare --size $(SIZE)
+
+## lint: formatting and clippy, as CI checks them
+lint:
+	$(CARGO) fmt --check
+	$(CARGO) clippy --release --all-targets -- -D warnings
+
+## numpy: NumPy's func1/func2 timed by themselves (needs: pip install numpy)
+numpy:
+	python3 experiments/numpy_temporaries.py --size $(SIZE)
+
+## bench-numpy: NumPy against the lab's in-place kernel, as ratios in one run
+bench-numpy: build
+	python3 bench/numpy_vs_lab.py --size $(SIZE)
+
+clean:
+	$(CARGO) clean

@@ -1,0 +1,287 @@
+//! The driver end to end: bad input is refused before anything runs, results parse back,
+//! and a crashing, garbage-printing or disagreeing worker is reported without losing the
+//! other rows.
+
+mod common;
+
+use alloclab::spec::Allocator;
+use common::*;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn alloclab(args: &[&str]) -> Output {
+    Command::new(driver_path())
+        .args(args)
+        .output()
+        .expect("driver starts")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[track_caller]
+fn assert_refused(args: &[&str], needle: &str) {
+    let o = alloclab(args);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{args:?} should exit 2: {}",
+        stderr(&o)
+    );
+    assert!(o.stdout.is_empty(), "{args:?} wrote to stdout");
+    assert!(
+        stderr(&o).contains(needle),
+        "{args:?}: expected '{needle}' in: {}",
+        stderr(&o)
+    );
+    assert!(!stderr(&o).contains("[1/"), "{args:?} started runs");
+}
+
+#[test]
+fn bad_input_is_refused_with_what_would_be_right() {
+    assert_refused(&["compare", "--size", "0"], "must be at least 1");
+    assert_refused(
+        &["compare", "--size", "lots"],
+        "expected a whole number of elements",
+    );
+    assert_refused(&["compare", "--size", "1e15"], "only");
+    assert_refused(
+        &["compare", "--size", "1e15"],
+        "is available (MemAvailable)",
+    );
+    assert_refused(
+        &["compare", "--allocators", "system,tcmalloc"],
+        "valid allocators are system, jemalloc, mimalloc",
+    );
+    assert_refused(
+        &["compare", "--variants", "sideways"],
+        "valid variants are in-place, out-of-place, reuse",
+    );
+    assert_refused(
+        &["compare", "--workload", "sort"],
+        "valid workloads are scale",
+    );
+    assert_refused(
+        &["compare", "--min-time", "-1"],
+        "not a duration in seconds",
+    );
+    assert_refused(&["compare", "--format", "xml"], "table");
+}
+
+fn small_compare(format: &str) -> Output {
+    alloclab(&[
+        "compare",
+        "--size",
+        "5000",
+        "--min-time",
+        "0.02",
+        "--warmup-time",
+        "0",
+        "--format",
+        format,
+    ])
+}
+
+#[test]
+fn json_and_csv_carry_every_run_with_the_documented_fields() {
+    let o = small_compare("json");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(rows.len(), 9);
+    let fields = [
+        "allocator",
+        "variant",
+        "workload",
+        "size",
+        "iterations",
+        "p50_ns",
+        "p99_ns",
+        "minflt_per_iter",
+        "majflt_per_iter",
+        "brk_per_iter",
+        "mmap_per_iter",
+        "munmap_per_iter",
+        "madvise_per_iter",
+        "rss_end_bytes",
+        "checksum",
+    ];
+    for r in &rows {
+        for f in fields {
+            assert!(r.get(f).is_some(), "field {f} missing in {r}");
+        }
+        assert_eq!(r["status"], "ok");
+        assert_eq!(r["size"], 5000);
+        assert_eq!(r["checksum"], rows[0]["checksum"]);
+        assert!(r["p50_ns"].as_u64().unwrap() <= r["p99_ns"].as_u64().unwrap());
+    }
+
+    let o = small_compare("csv");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8(o.stdout.clone()).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 10);
+    let header: Vec<&str> = lines[0].split(',').collect();
+    assert!(header.contains(&"minflt_per_iter") && header.contains(&"p50_ns"));
+    let p50 = header.iter().position(|h| *h == "p50_ns").unwrap();
+    for l in &lines[1..] {
+        let cells: Vec<&str> = l.split(',').collect();
+        assert_eq!(cells.len(), header.len(), "{l}");
+        assert!(cells[p50].parse::<u64>().unwrap() > 0);
+    }
+}
+
+#[test]
+fn table_shows_every_run_and_one_explanation_per_allocator() {
+    let o = small_compare("table");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8(o.stdout.clone()).unwrap();
+    for a in ["system", "jemalloc", "mimalloc"] {
+        assert_eq!(
+            text.lines().filter(|l| l.starts_with(a)).count(),
+            4,
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("{a}:")) && text.contains("than in-place"),
+            "{text}"
+        );
+    }
+    assert!(text.contains("p50") && text.contains("minflt/it") && text.contains("brk/it"));
+}
+
+/// A directory with a copy of the driver and the given workers (name → shell script, or
+/// None for the real worker).
+fn lab_dir(workers: &[(Allocator, Option<&str>)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(driver_path(), dir.path().join("alloclab")).unwrap();
+    for (a, script) in workers {
+        let dest = dir.path().join(a.worker_binary());
+        match script {
+            Some(s) => std::fs::write(&dest, format!("#!/bin/sh\n{s}\n")).unwrap(),
+            None => {
+                std::fs::copy(worker_path(*a), &dest).unwrap();
+            }
+        }
+        std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    dir
+}
+
+fn run_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(dir.join("alloclab"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn crashed_and_garbled_workers_are_reported_and_the_rest_still_shown() {
+    let dir = lab_dir(&[
+        (Allocator::System, Some("kill -9 $$")),
+        (Allocator::Jemalloc, Some("echo 'this is not json'")),
+        (Allocator::Mimalloc, None),
+    ]);
+    let args = [
+        "compare",
+        "--size",
+        "2000",
+        "--min-time",
+        "0",
+        "--warmup-time",
+        "0",
+    ];
+    let o = run_in(dir.path(), &args);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let text = String::from_utf8(o.stdout.clone()).unwrap();
+    assert_eq!(
+        text.matches("FAILED: killed by signal 9 (SIGKILL)").count(),
+        3,
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("FAILED: invalid output: not JSON").count(),
+        3,
+        "{text}"
+    );
+    let mimalloc_rows = text.lines().filter(|l| {
+        let mut words = l.split_whitespace();
+        words.next() == Some("mimalloc")
+            && matches!(words.next(), Some("in-place" | "out-of-place" | "reuse"))
+            && !l.contains("FAILED")
+    });
+    assert_eq!(mimalloc_rows.count(), 3, "{text}");
+    assert!(stderr(&o).contains("6 of 9 runs failed"), "{}", stderr(&o));
+
+    let mut json_args = args.to_vec();
+    json_args.extend(["--format", "json"]);
+    let o = run_in(dir.path(), &json_args);
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
+    let failed: Vec<_> = rows.iter().filter(|r| r["status"] == "failed").collect();
+    assert_eq!(failed.len(), 6);
+    assert!(failed
+        .iter()
+        .all(|r| r["p50_ns"].is_null() && r["error"].is_string()));
+}
+
+#[test]
+fn runs_that_disagree_on_the_output_are_not_compared() {
+    let real = worker_path(Allocator::System);
+    let liar = format!(
+        "'{}' \"$@\" | sed 's/\"checksum\":\"[0-9a-f]*\"/\"checksum\":\"00000000deadbeef\"/'",
+        real.display()
+    );
+    let dir = lab_dir(&[
+        (Allocator::System, None),
+        (Allocator::Jemalloc, Some(&liar)),
+    ]);
+    let o = run_in(
+        dir.path(),
+        &[
+            "compare",
+            "--size",
+            "2000",
+            "--min-time",
+            "0",
+            "--allocators",
+            "system,jemalloc",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        o.stdout.is_empty(),
+        "a table was printed despite the mismatch"
+    );
+    assert!(
+        stderr(&o).contains("computed different outputs"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("00000000deadbeef"), "{}", stderr(&o));
+}
+
+#[test]
+fn missing_worker_binaries_are_named_before_anything_runs() {
+    let dir = lab_dir(&[(Allocator::System, None)]);
+    let o = run_in(dir.path(), &["compare", "--size", "1000"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("alloclab-jemalloc not found"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run_in(
+        dir.path(),
+        &[
+            "compare",
+            "--size",
+            "1000",
+            "--allocators",
+            "system",
+            "--min-time",
+            "0",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+}
