@@ -2,6 +2,8 @@
 //! and a crashing, garbage-printing or disagreeing worker is reported without losing the
 //! other rows.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use alloclab::spec::Allocator;

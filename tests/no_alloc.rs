@@ -2,6 +2,8 @@
 //! allocations inside `timed_loop` are the kernel's own (exactly 1, 2 or 0 per
 //! iteration for in-place, out-of-place and reuse).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use alloclab::measure::{new_histogram, timed_loop, Budget};
 use alloclab::spec::Variant;
 use alloclab::{alloc_count, workload, CountingAlloc};

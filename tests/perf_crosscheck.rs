@@ -3,6 +3,8 @@
 //! the lab only its measured phase, so two runs that differ only in their iteration count
 //! are compared: the fixed part cancels, and what is left must agree.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use alloclab::spec::Allocator;

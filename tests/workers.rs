@@ -1,6 +1,8 @@
 //! The real worker binaries: records parse back, every allocator computes the same
 //! output, allocation counts are exact, and the founding phenomenon really happens.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use alloclab::spec::{Allocator, Choice, Variant};

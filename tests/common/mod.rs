@@ -1,5 +1,6 @@
 //! Helpers shared by the integration tests: run the real binaries, parse what they print.
 #![allow(dead_code)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use alloclab::record::RunRecord;
 use alloclab::spec::Allocator;
