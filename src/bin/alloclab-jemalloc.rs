@@ -7,7 +7,12 @@ static GLOBAL: CountingAlloc<tikv_jemallocator::Jemalloc> =
 
 fn main() -> std::process::ExitCode {
     let version = tikv_jemalloc_ctl::version::read()
-        .map(|v| format!("jemalloc {}", v.trim()))
+        .map(|v| {
+            format!(
+                "jemalloc {}",
+                v.trim_matches(|c: char| c == '\0' || c.is_whitespace())
+            )
+        })
         .unwrap_or_else(|e| format!("jemalloc (version unreadable: {e})"));
     let info = AllocatorInfo {
         version,
