@@ -5,9 +5,10 @@
 use crate::alloc_count::{self, AllocSnapshot};
 use crate::counters::perf::{SyscallCounters, SyscallCounts};
 use crate::counters::{memory, rusage, Unavailable};
-use crate::workload::Kernel;
+use crate::workload::{BoxedKernel, Kernel};
 use hdrhistogram::Histogram;
 use std::hint::black_box;
+use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 /// Lowest and highest latency the histogram tracks, in ns, and its precision.
@@ -63,7 +64,8 @@ impl Budget {
     }
 }
 
-/// What the measured loop itself saw.
+/// What the measured loop saw (for several threads: iterations of all of them, wall
+/// time of the main thread).
 #[derive(Clone, Copy, Debug)]
 pub struct LoopStats {
     pub iterations: u64,
@@ -160,8 +162,10 @@ pub fn calibrate() -> Overhead {
 }
 
 /// Everything measured in one run's measured phase.
-#[derive(Debug)]
 pub struct Measurement {
+    /// The main thread's kernel, handed back for the checksum.
+    pub main_kernel: BoxedKernel,
+    /// Warm-up iterations of the main thread.
     pub warmup_iterations: u64,
     pub stats: LoopStats,
     pub latency_ns: Histogram<u64>,
@@ -176,47 +180,89 @@ fn unavailable<E: std::fmt::Display>(what: &str) -> impl Fn(E) -> Unavailable + 
     move |e| Unavailable(format!("{what}: {e}"))
 }
 
-/// Warm-up, then the measured phase with every counter around it.
+/// Warm-up, then the measured phase with every counter around it, on one thread per
+/// kernel: the first kernel runs on the calling (main) thread, each other one on a
+/// thread of its own started before the warm-up. All threads start measuring together
+/// and run the budget on their own; counters cover the span from the common start to the
+/// moment the last thread finished. Latencies of all threads go into one histogram.
 pub fn measure(
-    kernel: &mut dyn Kernel,
+    kernels: Vec<BoxedKernel>,
     budget: &Budget,
     syscall_counters: Result<&SyscallCounters, Unavailable>,
 ) -> std::io::Result<Measurement> {
+    let mut kernels = kernels.into_iter();
+    let mut main_kernel = kernels
+        .next()
+        .ok_or_else(|| std::io::Error::other("measure needs at least one kernel"))?;
+    let others: Vec<BoxedKernel> = kernels.collect();
+    // Three meeting points: everyone warmed up; counters on, go; everyone done.
+    let meet = Barrier::new(others.len() + 1);
     let mut hist = new_histogram();
-    let warmup_iterations = warm_up(kernel, budget);
+    std::thread::scope(|scope| {
+        let helpers: Vec<_> = others
+            .into_iter()
+            .map(|mut kernel| {
+                let meet = &meet;
+                scope.spawn(move || {
+                    let mut h = new_histogram();
+                    warm_up(kernel.as_mut(), budget);
+                    meet.wait();
+                    meet.wait();
+                    let stats = timed_loop(kernel.as_mut(), budget, &mut h);
+                    meet.wait();
+                    (stats, h)
+                })
+            })
+            .collect();
 
-    let rss_start = memory::rss_bytes().map_err(unavailable("reading /proc/self/statm"));
-    let allocs_before = alloc_count::snapshot();
-    let ru_before = rusage::read_self()?;
-    if let Ok(c) = &syscall_counters {
-        c.enable();
-    }
-    let stats = timed_loop(kernel, budget, &mut hist);
-    if let Ok(c) = &syscall_counters {
-        c.disable();
-    }
-    let ru_after = rusage::read_self()?;
-    let allocs_after = alloc_count::snapshot();
-    let rss_end = memory::rss_bytes().map_err(unavailable("reading /proc/self/statm"));
-
-    let allocs = match (allocs_before, allocs_after) {
-        (Some(b), Some(a)) => Ok(AllocSnapshot {
-            allocs: a.allocs - b.allocs,
-            bytes: a.bytes - b.bytes,
-        }),
-        _ => Err(Unavailable(
-            "the global allocator is not wrapped in alloclab::CountingAlloc".into(),
-        )),
-    };
-    Ok(Measurement {
-        warmup_iterations,
-        stats,
-        latency_ns: hist,
-        rusage: ru_after.since(&ru_before),
-        syscalls: syscall_counters.and_then(|c| c.read()),
-        allocs,
-        rss_start_bytes: rss_start,
-        rss_end_bytes: rss_end,
+        let warmup_iterations = warm_up(main_kernel.as_mut(), budget);
+        meet.wait();
+        let rss_start = memory::rss_bytes().map_err(unavailable("reading /proc/self/statm"));
+        let allocs_before = alloc_count::snapshot();
+        let ru_before = rusage::read_self()?;
+        if let Ok(c) = &syscall_counters {
+            c.enable();
+        }
+        meet.wait();
+        let mut stats = timed_loop(main_kernel.as_mut(), budget, &mut hist);
+        meet.wait();
+        if let Ok(c) = &syscall_counters {
+            c.disable();
+        }
+        let ru_after = rusage::read_self()?;
+        let allocs_after = alloc_count::snapshot();
+        let rss_end = memory::rss_bytes().map_err(unavailable("reading /proc/self/statm"));
+        for helper in helpers {
+            let (s, h) = helper
+                .join()
+                .map_err(|_| std::io::Error::other("a workload thread panicked"))?;
+            stats.iterations += s.iterations;
+            hist.add(&h)
+                .map_err(|e| std::io::Error::other(format!("{e:?}")))?;
+        }
+        let allocs = match (allocs_before, allocs_after) {
+            (Some(b), Some(a)) => Ok(AllocSnapshot {
+                allocs: a.allocs - b.allocs,
+                bytes: a.bytes - b.bytes,
+            }),
+            _ => Err(Unavailable(
+                "the global allocator is not wrapped in alloclab::CountingAlloc".into(),
+            )),
+        };
+        // Read after the helper threads exited: their inherited counts are folded into
+        // the counters when they exit (counting stopped before that).
+        let syscalls = syscall_counters.and_then(|c| c.read());
+        Ok(Measurement {
+            main_kernel,
+            warmup_iterations,
+            stats,
+            latency_ns: hist,
+            rusage: ru_after.since(&ru_before),
+            syscalls,
+            allocs,
+            rss_start_bytes: rss_start,
+            rss_end_bytes: rss_end,
+        })
     })
 }
 

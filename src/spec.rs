@@ -123,6 +123,8 @@ choice_enum!(
     Workload, "workload", {
         /// NumPy's `a.astype(np.float64) / 255.0`: u8 input converted to f64 and divided.
         Scale => "scale",
+        /// `((a + b) * c - d) / e` on five f64 arrays, one operator at a time.
+        Chain => "chain",
     }
 );
 
@@ -135,6 +137,8 @@ choice_enum!(
         OutOfPlace => "out-of-place",
         /// A buffer allocated before the measured phase is reused (NumPy's `out=`).
         Reuse => "reuse",
+        /// The whole expression in one pass into the result, no temporary (numexpr-style).
+        Fused => "fused",
     }
 );
 
@@ -230,7 +234,10 @@ mod tests {
         assert!(err.contains("unknown allocator 'tcmalloc'"), "{err}");
         assert!(err.contains("system, jemalloc, mimalloc"), "{err}");
         let err = "inplace".parse::<Variant>().unwrap_err().to_string();
-        assert!(err.contains("in-place, out-of-place, reuse"), "{err}");
+        assert!(
+            err.contains("in-place, out-of-place, reuse, fused"),
+            "{err}"
+        );
     }
 
     #[test]

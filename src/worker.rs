@@ -96,11 +96,8 @@ pub fn run(
     allocator: Allocator,
     info: &AllocatorInfo,
 ) -> anyhow::Result<RunRecord> {
-    if args.threads != 1 {
-        anyhow::bail!(
-            "--threads {}: only 1 thread is supported so far (the workload runs on the main thread)",
-            args.threads
-        );
+    if args.threads == 0 {
+        anyhow::bail!("--threads 0: a run needs at least 1 thread (the main thread)");
     }
     let size = usize::try_from(args.size)?;
     let spec = RunSpec {
@@ -113,19 +110,18 @@ pub fn run(
     };
     let budget = args.budget.budget();
     let overhead = measure::calibrate();
-    let mut kernel = workload::prepare(spec.workload, spec.variant, size, spec.seed);
+    // Every thread gets its own kernel (its own inputs and temporaries), prepared here.
+    let kernels = (0..args.threads)
+        .map(|_| workload::prepare(spec.workload, spec.variant, size, spec.seed))
+        .collect();
     let counters = match args.counters {
         CounterMode::Perf => SyscallCounters::open(),
         CounterMode::Off => Err(Unavailable(
             "syscall counting is off (--counters off)".into(),
         )),
     };
-    let m = measure::measure(
-        kernel.as_mut(),
-        &budget,
-        counters.as_ref().map_err(Clone::clone),
-    )?;
-    let checksum = kernel.checksum();
+    let mut m = measure::measure(kernels, &budget, counters.as_ref().map_err(Clone::clone))?;
+    let checksum = m.main_kernel.checksum();
     let env = Environment::capture(info);
     Ok(RunRecord::new(&spec, budget, &m, overhead, checksum, env))
 }

@@ -43,23 +43,29 @@ pub fn checksum_f64(values: &[f64]) -> u64 {
     h
 }
 
-/// Bytes a run holds at its peak (input plus live temporaries), for the memory check.
+/// Bytes one thread of a run holds at its peak (inputs plus live buffers), for the
+/// memory check.
 pub fn peak_bytes(workload: Workload, variant: Variant, size: u64) -> u64 {
-    match workload {
-        Workload::Scale => {
-            let buffers = match variant {
-                Variant::InPlace | Variant::Reuse => 1,
-                Variant::OutOfPlace => 2,
-            };
-            size.saturating_mul(1 + 8 * buffers)
-        }
-    }
+    // Buffers of 8-byte elements alive at once, besides the inputs.
+    let live = match variant {
+        Variant::InPlace | Variant::Reuse | Variant::Fused => 1,
+        Variant::OutOfPlace => 2,
+    };
+    let input_bytes_per_elem = match workload {
+        Workload::Scale => 1,
+        Workload::Chain => 5 * 8,
+    };
+    size.saturating_mul(input_bytes_per_elem + 8 * live)
 }
 
+/// A kernel that can run on any thread.
+pub type BoxedKernel = Box<dyn Kernel + Send>;
+
 /// Builds the kernel for a workload and variant.
-pub fn prepare(workload: Workload, variant: Variant, size: usize, seed: u64) -> Box<dyn Kernel> {
+pub fn prepare(workload: Workload, variant: Variant, size: usize, seed: u64) -> BoxedKernel {
     match workload {
         Workload::Scale => Box::new(Scale::new(variant, size, seed)),
+        Workload::Chain => Box::new(Chain::new(variant, size, seed)),
     }
 }
 
@@ -105,6 +111,15 @@ impl Scale {
                 astype_f64_into(&self.input, &mut self.out);
                 divide_in_place(&mut self.out, 255.0);
                 sink(&self.out)
+            }
+            Variant::Fused => {
+                let a = &self.input;
+                let r = new_filled(a.len(), |out| {
+                    for (o, &x) in out.iter_mut().zip(a) {
+                        o.write(f64::from(x) / 255.0);
+                    }
+                });
+                sink(&r)
             }
         }
     }
@@ -169,6 +184,117 @@ fn divide(t: &[f64], d: f64) -> Vec<f64> {
     })
 }
 
+/// `((a + b) * c - d) / e` on five f64 arrays, evaluated like NumPy evaluates it: one
+/// operator at a time.
+pub struct Chain {
+    a: Vec<f64>,
+    b: Vec<f64>,
+    c: Vec<f64>,
+    d: Vec<f64>,
+    /// Never zero: values 1..=256.
+    e: Vec<f64>,
+    variant: Variant,
+    /// The preallocated output of the `reuse` variant; empty otherwise.
+    out: Vec<f64>,
+}
+
+impl Chain {
+    pub fn new(variant: Variant, size: usize, seed: u64) -> Self {
+        let input = |k: u64, offset: f64| -> Vec<f64> {
+            input_bytes(size, seed.wrapping_add(k))
+                .into_iter()
+                .map(|x| f64::from(x) + offset)
+                .collect()
+        };
+        Chain {
+            a: input(0, 0.0),
+            b: input(1, 0.0),
+            c: input(2, 0.0),
+            d: input(3, 0.0),
+            e: input(4, 1.0),
+            variant,
+            out: if variant == Variant::Reuse {
+                vec![0.0; size]
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    #[inline(always)]
+    fn run<R>(&mut self, sink: impl FnOnce(&[f64]) -> R) -> R {
+        let (a, b, c, d, e) = (&self.a, &self.b, &self.c, &self.d, &self.e);
+        match self.variant {
+            Variant::OutOfPlace => {
+                // Each temporary is freed as soon as the next operator has consumed it.
+                let t1 = binary(a, b, |x, y| x + y);
+                let t2 = binary(&t1, c, |x, y| x * y);
+                drop(t1);
+                let t3 = binary(&t2, d, |x, y| x - y);
+                drop(t2);
+                let r = binary(&t3, e, |x, y| x / y);
+                drop(t3);
+                sink(&r)
+            }
+            Variant::InPlace => {
+                let mut t = binary(a, b, |x, y| x + y);
+                binary_in_place(&mut t, c, |x, y| x * y);
+                binary_in_place(&mut t, d, |x, y| x - y);
+                binary_in_place(&mut t, e, |x, y| x / y);
+                sink(&t)
+            }
+            Variant::Reuse => {
+                for ((o, &x), &y) in self.out.iter_mut().zip(a).zip(b) {
+                    *o = x + y;
+                }
+                binary_in_place(&mut self.out, c, |x, y| x * y);
+                binary_in_place(&mut self.out, d, |x, y| x - y);
+                binary_in_place(&mut self.out, e, |x, y| x / y);
+                sink(&self.out)
+            }
+            Variant::Fused => {
+                let r = new_filled(a.len(), |out| {
+                    let inputs = a.iter().zip(b).zip(c).zip(d).zip(e);
+                    for (o, ((((&a, &b), &c), &d), &e)) in out.iter_mut().zip(inputs) {
+                        o.write(((a + b) * c - d) / e);
+                    }
+                });
+                sink(&r)
+            }
+        }
+    }
+}
+
+impl Kernel for Chain {
+    #[inline(never)]
+    fn iterate(&mut self) {
+        self.run(|out| {
+            black_box(out);
+        });
+    }
+
+    fn checksum(&mut self) -> u64 {
+        self.run(checksum_f64)
+    }
+}
+
+/// `x op y` elementwise into a new buffer.
+#[inline(always)]
+fn binary(x: &[f64], y: &[f64], op: impl Fn(f64, f64) -> f64) -> Vec<f64> {
+    new_filled(x.len(), |out| {
+        for ((o, &p), &q) in out.iter_mut().zip(x).zip(y) {
+            o.write(op(p, q));
+        }
+    })
+}
+
+#[inline(always)]
+fn binary_in_place(x: &mut [f64], y: &[f64], op: impl Fn(f64, f64) -> f64) {
+    for (p, &q) in x.iter_mut().zip(y) {
+        *p = op(*p, q);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,6 +320,23 @@ mod tests {
         let want = checksum_f64(&expected);
         for &v in Variant::ALL {
             let mut k = Scale::new(v, size, 3);
+            assert_eq!(k.checksum(), want, "variant {v}");
+            k.iterate();
+            assert_eq!(k.checksum(), want, "variant {v} after a second iteration");
+        }
+    }
+
+    #[test]
+    fn chain_variants_agree_with_the_expression() {
+        let size = 3001;
+        let k = Chain::new(Variant::InPlace, size, 9);
+        let expected: Vec<f64> = (0..size)
+            .map(|i| ((k.a[i] + k.b[i]) * k.c[i] - k.d[i]) / k.e[i])
+            .collect();
+        assert!(k.e.iter().all(|&v| v >= 1.0));
+        let want = checksum_f64(&expected);
+        for &v in Variant::ALL {
+            let mut k = Chain::new(v, size, 9);
             assert_eq!(k.checksum(), want, "variant {v}");
             k.iterate();
             assert_eq!(k.checksum(), want, "variant {v} after a second iteration");
