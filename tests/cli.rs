@@ -91,7 +91,7 @@ fn json_and_csv_carry_every_run_with_the_documented_fields() {
     let o = small_compare("json");
     assert!(o.status.success(), "{}", stderr(&o));
     let rows: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(rows.len(), 9);
+    assert_eq!(rows.len(), 12);
     let fields = [
         "allocator",
         "variant",
@@ -123,7 +123,7 @@ fn json_and_csv_carry_every_run_with_the_documented_fields() {
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8(o.stdout.clone()).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 10);
+    assert_eq!(lines.len(), 13);
     let header: Vec<&str> = lines[0].split(',').collect();
     assert!(header.contains(&"minflt_per_iter") && header.contains(&"p50_ns"));
     let p50 = header.iter().position(|h| *h == "p50_ns").unwrap();
@@ -142,7 +142,7 @@ fn table_shows_every_run_and_one_explanation_per_allocator() {
     for a in ["system", "jemalloc", "mimalloc"] {
         assert_eq!(
             text.lines().filter(|l| l.starts_with(a)).count(),
-            4,
+            5, // four variant rows and the explanation line
             "{text}"
         );
         assert!(
@@ -199,29 +199,32 @@ fn crashed_and_garbled_workers_are_reported_and_the_rest_still_shown() {
     let text = String::from_utf8(o.stdout.clone()).unwrap();
     assert_eq!(
         text.matches("FAILED: killed by signal 9 (SIGKILL)").count(),
-        3,
+        4,
         "{text}"
     );
     assert_eq!(
         text.matches("FAILED: invalid output: not JSON").count(),
-        3,
+        4,
         "{text}"
     );
     let mimalloc_rows = text.lines().filter(|l| {
         let mut words = l.split_whitespace();
         words.next() == Some("mimalloc")
-            && matches!(words.next(), Some("in-place" | "out-of-place" | "reuse"))
+            && matches!(
+                words.next(),
+                Some("in-place" | "out-of-place" | "reuse" | "fused")
+            )
             && !l.contains("FAILED")
     });
-    assert_eq!(mimalloc_rows.count(), 3, "{text}");
-    assert!(stderr(&o).contains("6 of 9 runs failed"), "{}", stderr(&o));
+    assert_eq!(mimalloc_rows.count(), 4, "{text}");
+    assert!(stderr(&o).contains("8 of 12 runs failed"), "{}", stderr(&o));
 
     let mut json_args = args.to_vec();
     json_args.extend(["--format", "json"]);
     let o = run_in(dir.path(), &json_args);
     let rows: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
     let failed: Vec<_> = rows.iter().filter(|r| r["status"] == "failed").collect();
-    assert_eq!(failed.len(), 6);
+    assert_eq!(failed.len(), 8);
     assert!(failed
         .iter()
         .all(|r| r["p50_ns"].is_null() && r["error"].is_string()));
