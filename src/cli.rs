@@ -106,7 +106,7 @@ impl CompareArgs {
             specs,
             executor: driver::ProcessExecutor {
                 dir,
-                budget: self.budget,
+                budget: self.budget.budget(),
                 counters: self.counters,
                 timeout: Duration::from_secs_f64(self.timeout),
             },

@@ -3,9 +3,9 @@
 
 use crate::counters::memory;
 use crate::counters::CounterMode;
+use crate::measure::Budget;
 use crate::record::RunRecord;
 use crate::spec::{Allocator, RunSpec};
-use crate::worker::BudgetArgs;
 use crate::workload;
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -100,7 +100,7 @@ pub trait Executor {
 /// Spawns `alloclab-<allocator>` from a directory, one process per run.
 pub struct ProcessExecutor {
     pub dir: PathBuf,
-    pub budget: BudgetArgs,
+    pub budget: Budget,
     pub counters: CounterMode,
     pub timeout: Duration,
 }
@@ -193,7 +193,7 @@ impl ProcessExecutor {
             .arg(format!("--size={}", spec.size))
             .arg(format!("--seed={}", spec.seed))
             .arg(format!("--threads={}", spec.threads))
-            .args(self.budget.to_args())
+            .args(self.budget.to_worker_args())
             .arg(format!(
                 "--counters={}",
                 match self.counters {

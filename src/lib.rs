@@ -9,6 +9,8 @@ pub mod cli;
 pub mod counters;
 pub mod driver;
 pub mod envinfo;
+pub mod experiment;
+pub mod export;
 pub mod measure;
 pub mod record;
 pub mod report;

@@ -13,6 +13,8 @@ use std::fmt::Write as _;
 /// run failed (`status` and `error` say which).
 #[derive(Clone, Debug, Serialize)]
 pub struct SummaryRow {
+    /// Identifies the run's files in a results folder (`runs/<run_id>.json`, …).
+    pub run_id: String,
     pub allocator: Allocator,
     pub workload: Workload,
     pub variant: Variant,
@@ -29,6 +31,8 @@ pub struct SummaryRow {
     pub p999_ns: Option<u64>,
     pub max_ns: Option<u64>,
     pub mean_ns: Option<f64>,
+    /// Inputs read plus result written per iteration, over the p50 time (bytes/ns).
+    pub throughput_gb_per_s: Option<f64>,
     pub minflt_per_iter: Option<f64>,
     pub majflt_per_iter: Option<f64>,
     pub nvcsw_per_iter: Option<f64>,
@@ -59,6 +63,7 @@ impl SummaryRow {
         let f = |get: fn(&RunRecord) -> Option<f64>| r.and_then(get);
         let u = |get: fn(&RunRecord) -> Option<u64>| r.and_then(get);
         SummaryRow {
+            run_id: crate::experiment::run_id(s),
             allocator: s.allocator,
             workload: s.workload,
             variant: s.variant,
@@ -75,6 +80,10 @@ impl SummaryRow {
             p999_ns: u(|r| Some(r.p999_ns)),
             max_ns: u(|r| Some(r.max_ns)),
             mean_ns: f(|r| Some(r.mean_ns)),
+            throughput_gb_per_s: r.map(|r| {
+                crate::workload::useful_bytes(r.workload, r.size) as f64 * f64::from(r.threads)
+                    / r.p50_ns.max(1) as f64
+            }),
             minflt_per_iter: f(|r| Some(r.minflt_per_iter)),
             majflt_per_iter: f(|r| Some(r.majflt_per_iter)),
             nvcsw_per_iter: f(|r| Some(r.nvcsw_per_iter)),
@@ -199,11 +208,26 @@ const NA: &str = "n/a";
 /// A column: header and how to render a row's cell.
 type Column = (&'static str, fn(&SummaryRow) -> String);
 
-fn display_columns() -> Vec<Column> {
+/// The columns shown for `rows`: workload, size and threads only where they vary.
+fn display_columns(rows: &[SummaryRow]) -> Vec<Column> {
     fn opt_count(v: Option<f64>) -> String {
         v.map_or(NA.into(), fmt_count)
     }
-    vec![
+    fn varies<T: PartialEq>(rows: &[SummaryRow], f: impl Fn(&SummaryRow) -> T) -> bool {
+        rows.first()
+            .is_some_and(|first| rows.iter().any(|r| f(r) != f(first)))
+    }
+    let mut cols: Vec<Column> = Vec::new();
+    if varies(rows, |r| r.workload) {
+        cols.push(("workload", |r| r.workload.to_string()));
+    }
+    if varies(rows, |r| r.size) {
+        cols.push(("size", |r| group_thousands(r.size as i64)));
+    }
+    if varies(rows, |r| r.threads) {
+        cols.push(("threads", |r| r.threads.to_string()));
+    }
+    cols.extend::<[Column; 13]>([
         ("allocator", |r| r.allocator.to_string()),
         ("variant", |r| r.variant.to_string()),
         ("iters", |r| {
@@ -222,20 +246,29 @@ fn display_columns() -> Vec<Column> {
         ("rss_end", |r| {
             r.rss_end_bytes.map_or(NA.into(), human_bytes)
         }),
-    ]
+    ]);
+    cols
+}
+
+/// How many leading columns are names (left-aligned) rather than numbers.
+fn name_columns(cols: &[Column]) -> usize {
+    cols.iter()
+        .position(|(h, _)| *h == "variant")
+        .map_or(0, |i| i + 1)
 }
 
 /// Aligned plain-text table, rows in run order; a failed run gets one line with its cause.
 pub fn to_table(rows: &[SummaryRow]) -> String {
-    let cols = display_columns();
+    let cols = display_columns(rows);
+    let names = name_columns(&cols);
     let cells: Vec<Option<Vec<String>>> = rows
         .iter()
         .map(|r| (r.status == "ok").then(|| cols.iter().map(|(_, f)| f(r)).collect()))
         .collect();
     let mut widths: Vec<usize> = cols.iter().map(|(h, _)| h.chars().count()).collect();
     for (i, r) in rows.iter().enumerate() {
-        let names = [r.allocator.to_string(), r.variant.to_string()];
-        let row = cells[i].as_deref().unwrap_or(&names);
+        let failed: Vec<String> = cols[..names].iter().map(|(_, f)| f(r)).collect();
+        let row = cells[i].as_deref().unwrap_or(&failed);
         for (w, c) in widths.iter_mut().zip(row) {
             *w = (*w).max(c.chars().count());
         }
@@ -245,7 +278,7 @@ pub fn to_table(rows: &[SummaryRow]) -> String {
         for (i, (item, w)) in items.iter().zip(&widths).enumerate() {
             let pad = " ".repeat(w.saturating_sub(item.chars().count()));
             // Names left-aligned, numbers right-aligned.
-            if i < 2 {
+            if i < names {
                 s.push_str(item);
                 s.push_str(&pad);
             } else {
@@ -263,15 +296,10 @@ pub fn to_table(rows: &[SummaryRow]) -> String {
         match row {
             Some(row) => out.push_str(&line(&row.iter().map(String::as_str).collect::<Vec<_>>())),
             None => {
-                let _ = write!(
-                    out,
-                    "{:w0$}  {:w1$}  FAILED: {}",
-                    r.allocator,
-                    r.variant,
-                    r.error.as_deref().unwrap_or("unknown"),
-                    w0 = widths[0],
-                    w1 = widths[1]
-                );
+                for (i, (_, f)) in cols[..names].iter().enumerate() {
+                    let _ = write!(out, "{:w$}  ", f(r), w = widths[i]);
+                }
+                let _ = write!(out, "FAILED: {}", r.error.as_deref().unwrap_or("unknown"));
             }
         }
         out.push('\n');
@@ -281,12 +309,13 @@ pub fn to_table(rows: &[SummaryRow]) -> String {
 
 /// GitHub-flavoured Markdown table with the same columns as [`to_table`].
 pub fn to_markdown(rows: &[SummaryRow]) -> String {
-    let cols = display_columns();
+    let cols = display_columns(rows);
+    let names = name_columns(&cols);
     let mut out = String::new();
     let headers: Vec<&str> = cols.iter().map(|(h, _)| *h).collect();
     let _ = writeln!(out, "| {} |", headers.join(" | "));
     let align: Vec<&str> = (0..cols.len())
-        .map(|i| if i < 2 { ":--" } else { "--:" })
+        .map(|i| if i < names { ":--" } else { "--:" })
         .collect();
     let _ = writeln!(out, "|{}|", align.join("|"));
     for r in rows {
@@ -294,7 +323,7 @@ pub fn to_markdown(rows: &[SummaryRow]) -> String {
             let cells: Vec<String> = cols.iter().map(|(_, f)| f(r)).collect();
             let _ = writeln!(out, "| {} |", cells.join(" | "));
         } else {
-            let mut cells = vec![r.allocator.to_string(), r.variant.to_string()];
+            let mut cells: Vec<String> = cols[..names].iter().map(|(_, f)| f(r)).collect();
             cells.push(format!(
                 "FAILED: {}",
                 r.error.as_deref().unwrap_or("unknown")

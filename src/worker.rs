@@ -67,17 +67,6 @@ impl BudgetArgs {
             max_iters: self.max_iters,
         }
     }
-
-    /// The same budget as worker arguments.
-    pub fn to_args(&self) -> Vec<String> {
-        vec![
-            format!("--min-time={}", self.min_time),
-            format!("--min-iters={}", self.min_iters),
-            format!("--max-iters={}", self.max_iters),
-            format!("--warmup-time={}", self.warmup_time),
-            format!("--warmup-iters={}", self.warmup_iters),
-        ]
-    }
 }
 
 /// A duration in seconds: finite, not negative, at most a day.

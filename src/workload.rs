@@ -58,6 +58,16 @@ pub fn peak_bytes(workload: Workload, variant: Variant, size: u64) -> u64 {
     size.saturating_mul(input_bytes_per_elem + 8 * live)
 }
 
+/// Bytes one iteration must read and write at the least — its inputs and its result —
+/// the same for every variant, so that throughput compares variants fairly.
+pub fn useful_bytes(workload: Workload, size: u64) -> u64 {
+    let per_elem = match workload {
+        Workload::Scale => 1 + 8,
+        Workload::Chain => 5 * 8 + 8,
+    };
+    size.saturating_mul(per_elem)
+}
+
 /// A kernel that can run on any thread.
 pub type BoxedKernel = Box<dyn Kernel + Send>;
 

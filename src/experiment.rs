@@ -1,0 +1,474 @@
+//! Experiment files (`experiments/*.toml`): a matrix of workloads × variants × sizes ×
+//! allocators × threads with a measurement budget, validated strictly — every error names
+//! the file, the line and what is allowed — and expanded into runs.
+
+use crate::measure::{self, Budget};
+use crate::spec::{self, Allocator, Choice, RunSpec, Variant, Workload};
+use serde::{Deserialize, Serialize};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use toml::Spanned;
+
+/// An experiment file that cannot be used, with where and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{location}: {message}")]
+pub struct ExperimentError {
+    /// `path:line:column`, or just the path.
+    pub location: String,
+    pub message: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BudgetFile {
+    min_time: Option<Spanned<f64>>,
+    min_iters: Option<u64>,
+    max_iters: Option<Spanned<u64>>,
+    warmup_time: Option<Spanned<f64>>,
+    warmup_iters: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RangeFile {
+    from: toml::Value,
+    to: toml::Value,
+    per_octave: u32,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QuickFile {
+    sizes: Option<Spanned<toml::Value>>,
+    threads: Option<Spanned<Vec<u32>>>,
+    budget: Option<BudgetFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExperimentFile {
+    description: String,
+    workloads: Spanned<Vec<Workload>>,
+    variants: Option<Spanned<Vec<Variant>>>,
+    allocators: Option<Spanned<Vec<Allocator>>>,
+    sizes: Spanned<toml::Value>,
+    threads: Option<Spanned<Vec<u32>>>,
+    seed: Option<u64>,
+    budget: Option<BudgetFile>,
+    quick: Option<QuickFile>,
+}
+
+/// A validated experiment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Experiment {
+    /// The file's stem: `experiments/size-sweep.toml` → `size-sweep`.
+    pub name: String,
+    pub path: PathBuf,
+    pub description: String,
+    pub workloads: Vec<Workload>,
+    pub variants: Vec<Variant>,
+    pub allocators: Vec<Allocator>,
+    pub sizes: Vec<u64>,
+    pub threads: Vec<u32>,
+    pub seed: u64,
+    pub budget: Budget,
+    pub quick: bool,
+}
+
+/// Largest thread count accepted.
+pub const MAX_THREADS: u32 = 256;
+
+struct Source<'a> {
+    path: &'a Path,
+    text: &'a str,
+}
+
+impl Source<'_> {
+    fn at(&self, span: Option<Range<usize>>) -> String {
+        match span {
+            Some(span) => {
+                let before = &self.text[..span.start.min(self.text.len())];
+                let line = before.matches('\n').count() + 1;
+                let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+                format!("{}:{line}:{column}", self.path.display())
+            }
+            None => self.path.display().to_string(),
+        }
+    }
+
+    fn error(&self, span: Option<Range<usize>>, message: impl Into<String>) -> ExperimentError {
+        ExperimentError {
+            location: self.at(span),
+            message: message.into(),
+        }
+    }
+
+    /// Sizes: a list of sizes (numbers, or strings such as "1e6" and "2^20"), or a
+    /// geometric range `{ from = 32, to = "1e8", per_octave = 2 }`.
+    fn sizes(&self, value: &Spanned<toml::Value>) -> Result<Vec<u64>, ExperimentError> {
+        let span = Some(value.span());
+        let one = |v: &toml::Value| -> Result<u64, ExperimentError> {
+            let text = match v {
+                toml::Value::Integer(i) => i.to_string(),
+                toml::Value::String(s) => s.clone(),
+                other => {
+                    return Err(self.error(
+                        span.clone(),
+                        format!("a size must be a whole number or a string like \"1e6\" or \"2^20\", not a {}", other.type_str()),
+                    ))
+                }
+            };
+            spec::parse_size(&text).map_err(|e| self.error(span.clone(), e.to_string()))
+        };
+        let mut sizes = match value.get_ref() {
+            toml::Value::Array(items) => items.iter().map(one).collect::<Result<Vec<_>, _>>()?,
+            toml::Value::Table(t) => {
+                let range: RangeFile = t
+                    .clone()
+                    .try_into()
+                    .map_err(|e: toml::de::Error| self.error(span.clone(), format!("sizes: {}", e.message())))?;
+                let from = one(&range.from)?;
+                let to = one(&range.to)?;
+                let per_octave = range.per_octave;
+                if from > to {
+                    return Err(self.error(span, format!("sizes: from ({from}) is larger than to ({to}); a range goes from the smaller size to the larger")));
+                }
+                if !(1..=64).contains(&per_octave) {
+                    return Err(self.error(span, format!("sizes: per_octave is {per_octave}; it must be 1 to 64 (sizes per doubling)")));
+                }
+                geometric(from, to, per_octave)
+            }
+            _ => {
+                return Err(self.error(
+                    span,
+                    "sizes must be a list such as [1000, \"1e6\"] or a range such as { from = 32, to = \"1e8\", per_octave = 2 }",
+                ))
+            }
+        };
+        sizes.sort_unstable();
+        sizes.dedup();
+        if sizes.is_empty() {
+            return Err(self.error(span, "sizes is empty: give at least one size"));
+        }
+        Ok(sizes)
+    }
+
+    fn threads(&self, t: &Spanned<Vec<u32>>) -> Result<Vec<u32>, ExperimentError> {
+        let mut v = t.get_ref().clone();
+        if v.is_empty() || v.iter().any(|&n| n == 0 || n > MAX_THREADS) {
+            return Err(self.error(
+                Some(t.span()),
+                format!("threads must be a non-empty list of counts from 1 to {MAX_THREADS}"),
+            ));
+        }
+        v.sort_unstable();
+        v.dedup();
+        Ok(v)
+    }
+
+    fn budget(&self, file: Option<&BudgetFile>, base: Budget) -> Result<Budget, ExperimentError> {
+        let Some(f) = file else { return Ok(base) };
+        let secs = |v: &Option<Spanned<f64>>, name: &str, default: u64| match v {
+            None => Ok(default),
+            Some(s) => {
+                let x = *s.get_ref();
+                if x.is_finite() && (0.0..=86_400.0).contains(&x) {
+                    Ok(measure::secs_to_ns(x))
+                } else {
+                    Err(self.error(
+                        Some(s.span()),
+                        format!("budget.{name} is {x}; it must be seconds from 0 to 86400"),
+                    ))
+                }
+            }
+        };
+        let b = Budget {
+            min_time_ns: secs(&f.min_time, "min_time", base.min_time_ns)?,
+            warmup_time_ns: secs(&f.warmup_time, "warmup_time", base.warmup_time_ns)?,
+            min_iters: f.min_iters.unwrap_or(base.min_iters),
+            warmup_iters: f.warmup_iters.unwrap_or(base.warmup_iters),
+            max_iters: f
+                .max_iters
+                .as_ref()
+                .map_or(base.max_iters, |m| *m.get_ref()),
+        };
+        if b.max_iters == 0 {
+            let span = f.max_iters.as_ref().map(|m| m.span());
+            return Err(self.error(span, "budget.max_iters must be at least 1"));
+        }
+        Ok(b)
+    }
+}
+
+/// Sizes from `from` to `to` (both included when they fall on the grid), `per_octave`
+/// per doubling, rounded to whole elements.
+pub fn geometric(from: u64, to: u64, per_octave: u32) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut k = 0u32;
+    loop {
+        let v = (from as f64 * 2f64.powf(f64::from(k) / f64::from(per_octave))).round() as u64;
+        if v > to {
+            break;
+        }
+        if out.last() != Some(&v) {
+            out.push(v);
+        }
+        k += 1;
+    }
+    out
+}
+
+impl Experiment {
+    /// Reads and validates an experiment file; `quick` applies its `[quick]` overrides.
+    pub fn load(path: &Path, quick: bool) -> Result<Self, ExperimentError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ExperimentError {
+            location: path.display().to_string(),
+            message: format!("cannot read the experiment file: {e}"),
+        })?;
+        Self::parse(path, &text, quick)
+    }
+
+    pub fn parse(path: &Path, text: &str, quick: bool) -> Result<Self, ExperimentError> {
+        let src = Source { path, text };
+        let file: ExperimentFile = toml::from_str(text)
+            .map_err(|e| src.error(e.span(), e.message().trim().to_string()))?;
+        let name = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .filter(|s| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)))
+            .ok_or_else(|| src.error(None, "the file name must be letters, digits, '-', '_' or '.' (it names the results folder)"))?
+            .to_string();
+        let nonempty = |what: &str, span: Range<usize>, empty: bool| {
+            if empty {
+                Err(src.error(Some(span), format!("{what} is empty: give at least one")))
+            } else {
+                Ok(())
+            }
+        };
+        let mut workloads = file.workloads.get_ref().clone();
+        nonempty("workloads", file.workloads.span(), workloads.is_empty())?;
+        workloads.dedup();
+        let variants = match &file.variants {
+            Some(v) => {
+                nonempty("variants", v.span(), v.get_ref().is_empty())?;
+                v.get_ref().clone()
+            }
+            None => Variant::ALL.to_vec(),
+        };
+        let allocators = match &file.allocators {
+            Some(a) => {
+                nonempty("allocators", a.span(), a.get_ref().is_empty())?;
+                a.get_ref().clone()
+            }
+            None => Allocator::ALL.to_vec(),
+        };
+        let mut sizes = src.sizes(&file.sizes)?;
+        let mut threads = match &file.threads {
+            Some(t) => src.threads(t)?,
+            None => vec![1],
+        };
+        let mut budget = src.budget(file.budget.as_ref(), Budget::default())?;
+        if quick {
+            if let Some(q) = &file.quick {
+                if let Some(s) = &q.sizes {
+                    sizes = src.sizes(s)?;
+                }
+                if let Some(t) = &q.threads {
+                    threads = src.threads(t)?;
+                }
+                budget = src.budget(q.budget.as_ref(), budget)?;
+            }
+        }
+        Ok(Experiment {
+            name,
+            path: path.to_path_buf(),
+            description: file.description,
+            workloads,
+            variants: dedup(variants),
+            allocators: dedup(allocators),
+            sizes,
+            threads,
+            seed: file.seed.unwrap_or(42),
+            budget,
+            quick,
+        })
+    }
+
+    /// Every run, size by size, so that a partial result covers whole sizes.
+    pub fn runs(&self) -> Vec<RunSpec> {
+        let mut out = Vec::new();
+        for &workload in &self.workloads {
+            for &threads in &self.threads {
+                for &size in &self.sizes {
+                    for &allocator in &self.allocators {
+                        for &variant in &self.variants {
+                            out.push(RunSpec {
+                                allocator,
+                                workload,
+                                variant,
+                                size,
+                                threads,
+                                seed: self.seed,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+fn dedup<T: PartialEq>(items: Vec<T>) -> Vec<T> {
+    let mut out: Vec<T> = Vec::with_capacity(items.len());
+    for i in items {
+        if !out.contains(&i) {
+            out.push(i);
+        }
+    }
+    out
+}
+
+/// A run's identifier, unique within an experiment and usable as a file name:
+/// `scale-out-of-place-system-n1000000-t1`.
+pub fn run_id(spec: &RunSpec) -> String {
+    format!(
+        "{}-{}-{}-n{}-t{}",
+        spec.workload.name(),
+        spec.variant.name(),
+        spec.allocator.name(),
+        spec.size,
+        spec.threads
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Experiment, ExperimentError> {
+        Experiment::parse(Path::new("experiments/t.toml"), text, false)
+    }
+
+    const OK: &str = r#"
+description = "test"
+workloads = ["scale"]
+variants = ["in-place", "out-of-place"]
+allocators = ["system"]
+sizes = [1000, "1e6", "2^10"]
+threads = [2, 1]
+[budget]
+min_time = 0.5
+[quick]
+sizes = [100]
+budget = { min_time = 0.01, warmup_time = 0 }
+"#;
+
+    #[test]
+    fn a_valid_file_expands_to_its_matrix() {
+        let e = parse(OK).unwrap();
+        assert_eq!(e.name, "t");
+        assert_eq!(e.sizes, vec![1000, 1024, 1_000_000]);
+        assert_eq!(e.threads, vec![1, 2]);
+        assert_eq!(e.budget.min_time_ns, 500_000_000);
+        assert_eq!(e.budget.min_iters, Budget::default().min_iters);
+        let runs = e.runs();
+        assert_eq!(runs.len(), 2 * 3 * 2);
+        let ids: std::collections::BTreeSet<String> = runs.iter().map(run_id).collect();
+        assert_eq!(ids.len(), runs.len(), "run ids are unique");
+        let q = Experiment::parse(Path::new("experiments/t.toml"), OK, true).unwrap();
+        assert_eq!(q.sizes, vec![100]);
+        assert_eq!(q.budget.min_time_ns, 10_000_000);
+        assert_eq!(q.budget.warmup_time_ns, 0);
+    }
+
+    #[test]
+    fn geometric_ranges_cover_both_ends_on_the_grid() {
+        assert_eq!(geometric(32, 256, 1), vec![32, 64, 128, 256]);
+        assert_eq!(geometric(32, 128, 2), vec![32, 45, 64, 91, 128]);
+        assert_eq!(geometric(5, 5, 4), vec![5]);
+        let e = parse(&OK.replace(
+            r#"sizes = [1000, "1e6", "2^10"]"#,
+            r#"sizes = { from = "2^5", to = "2^27", per_octave = 2 }"#,
+        ))
+        .unwrap();
+        assert_eq!(e.sizes.first(), Some(&32));
+        assert_eq!(e.sizes.last(), Some(&(1 << 27)));
+        assert_eq!(e.sizes.len(), 45);
+    }
+
+    #[track_caller]
+    fn fails(text: &str, location: &str, needles: &[&str]) {
+        let e = parse(text).unwrap_err();
+        assert_eq!(e.location, location, "{e}");
+        for n in needles {
+            assert!(e.message.contains(n), "expected '{n}' in: {e}");
+        }
+    }
+
+    #[test]
+    fn errors_name_the_line_and_what_is_allowed() {
+        fails(
+            &OK.replace("threads = [2, 1]", "threds = [2]"),
+            "experiments/t.toml:7:1",
+            &["threds", "threads"],
+        );
+        fails(
+            &OK.replace(
+                r#"allocators = ["system"]"#,
+                r#"allocators = ["system", "tcmalloc"]"#,
+            ),
+            "experiments/t.toml:5:25",
+            &["tcmalloc", "system", "jemalloc", "mimalloc"],
+        );
+        fails(
+            &OK.replace(
+                r#"variants = ["in-place", "out-of-place"]"#,
+                r#"variants = ["inplace"]"#,
+            ),
+            "experiments/t.toml:4:13",
+            &["inplace", "in-place", "out-of-place", "reuse", "fused"],
+        );
+        fails(
+            &OK.replace(
+                r#"sizes = [1000, "1e6", "2^10"]"#,
+                r#"sizes = { from = 100, to = 10, per_octave = 2 }"#,
+            ),
+            "experiments/t.toml:6:9",
+            &["from (100) is larger than to (10)"],
+        );
+        fails(
+            &OK.replace(r#"sizes = [1000, "1e6", "2^10"]"#, r#"sizes = [0]"#),
+            "experiments/t.toml:6:9",
+            &["at least 1"],
+        );
+        fails(
+            &OK.replace(
+                r#"sizes = [1000, "1e6", "2^10"]"#,
+                r#"sizes = { from = 1, to = 10, step = 2 }"#,
+            ),
+            "experiments/t.toml:6:9",
+            &["step", "per_octave"],
+        );
+        fails(
+            &OK.replace("threads = [2, 1]", "threads = [0]"),
+            "experiments/t.toml:7:11",
+            &["from 1 to"],
+        );
+        fails(
+            &OK.replace("min_time = 0.5", "min_time = -1.0"),
+            "experiments/t.toml:9:12",
+            &["min_time", "0 to 86400"],
+        );
+        fails(
+            &OK.replace("min_time = 0.5", "min_tme = 0.5"),
+            "experiments/t.toml:9:1",
+            &["min_tme", "min_time"],
+        );
+        fails(
+            "description = \"x\"\nworkloads = [\"scale\"]\n",
+            "experiments/t.toml:1:1",
+            &["missing field `sizes`"],
+        );
+    }
+}

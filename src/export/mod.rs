@@ -1,0 +1,5 @@
+//! Files written for people and tools: HdrHistogram percentile files, SVG plots, the
+//! results folder with its summary and REPORT.md.
+
+pub mod hdr;
+pub mod svg;

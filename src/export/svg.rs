@@ -1,0 +1,374 @@
+//! A small SVG line-chart writer for the lab's plots: linear or log axes with labelled
+//! ticks, one polyline (with point markers) per series, a legend. Zero values on a log
+//! axis are drawn on a separate "0" line at the bottom instead of being dropped.
+
+use std::fmt::Write as _;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scale {
+    Linear,
+    Log,
+}
+
+/// One line of a chart.
+#[derive(Clone, Debug)]
+pub struct Series {
+    pub label: String,
+    pub color: &'static str,
+    /// SVG `stroke-dasharray`, or None for a solid line.
+    pub dash: Option<&'static str>,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// An axis: its label (with unit), scale and tick-label format.
+pub struct Axis {
+    pub label: String,
+    pub scale: Scale,
+    pub format: fn(f64) -> String,
+}
+
+pub struct Chart {
+    pub title: String,
+    pub x: Axis,
+    pub y: Axis,
+    pub series: Vec<Series>,
+}
+
+const W: f64 = 960.0;
+const H: f64 = 540.0;
+const LEFT: f64 = 90.0;
+const RIGHT: f64 = 250.0;
+const TOP: f64 = 50.0;
+const BOTTOM: f64 = 70.0;
+/// Pixels between the "0" line and the lowest decade of a log axis.
+const ZERO_GAP: f64 = 22.0;
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+struct Mapping {
+    scale: Scale,
+    lo: f64,
+    hi: f64,
+    /// Pixel range (from, to) for [lo, hi].
+    px: (f64, f64),
+    /// Pixel of the "0" line on a log axis that has zero values.
+    zero_px: Option<f64>,
+}
+
+impl Mapping {
+    fn new(scale: Scale, values: &[f64], px: (f64, f64), zero_line: bool) -> Self {
+        let usable: Vec<f64> = values
+            .iter()
+            .copied()
+            .filter(|v| v.is_finite() && (scale == Scale::Linear || *v > 0.0))
+            .collect();
+        let has_zero = scale == Scale::Log && values.iter().any(|v| *v <= 0.0);
+        let (mut lo, mut hi) = usable
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
+                (a.min(v), b.max(v))
+            });
+        if !lo.is_finite() {
+            (lo, hi) = if scale == Scale::Log {
+                (1.0, 10.0)
+            } else {
+                (0.0, 1.0)
+            };
+        }
+        match scale {
+            Scale::Log => {
+                lo = 10f64.powf(lo.log10().floor());
+                hi = 10f64.powf(hi.log10().ceil());
+                if hi <= lo {
+                    hi = lo * 10.0;
+                }
+            }
+            Scale::Linear => {
+                if zero_line {
+                    lo = lo.min(0.0);
+                }
+                if hi <= lo {
+                    hi = lo + 1.0;
+                }
+                let step = nice_step((hi - lo) / 6.0);
+                lo = (lo / step).floor() * step;
+                hi = (hi / step).ceil() * step;
+            }
+        }
+        let (mut from, to) = px;
+        let mut zero_px = None;
+        if has_zero {
+            zero_px = Some(from);
+            from += if to < from { -ZERO_GAP } else { ZERO_GAP };
+        }
+        Mapping {
+            scale,
+            lo,
+            hi,
+            px: (from, to),
+            zero_px,
+        }
+    }
+
+    fn map(&self, v: f64) -> f64 {
+        if self.scale == Scale::Log && v <= 0.0 {
+            return self.zero_px.unwrap_or(self.px.0);
+        }
+        let t = match self.scale {
+            Scale::Linear => (v - self.lo) / (self.hi - self.lo),
+            Scale::Log => (v.log10() - self.lo.log10()) / (self.hi.log10() - self.lo.log10()),
+        };
+        self.px.0 + t * (self.px.1 - self.px.0)
+    }
+
+    fn ticks(&self) -> Vec<f64> {
+        match self.scale {
+            Scale::Log => {
+                let (a, b) = (
+                    self.lo.log10().round() as i32,
+                    self.hi.log10().round() as i32,
+                );
+                let decades = b - a;
+                let mut t = Vec::new();
+                for e in a..=b {
+                    let base = 10f64.powi(e);
+                    t.push(base);
+                    if decades <= 2 && e < b {
+                        t.push(2.0 * base);
+                        t.push(5.0 * base);
+                    }
+                }
+                t
+            }
+            Scale::Linear => {
+                let step = nice_step((self.hi - self.lo) / 6.0);
+                let mut t = Vec::new();
+                let mut v = self.lo;
+                while v <= self.hi + step * 1e-9 {
+                    t.push(if v.abs() < step * 1e-9 { 0.0 } else { v });
+                    v += step;
+                }
+                t
+            }
+        }
+    }
+}
+
+/// 1, 2 or 5 times a power of ten, at least `raw`.
+fn nice_step(raw: f64) -> f64 {
+    if raw <= 0.0 || !raw.is_finite() {
+        return 1.0;
+    }
+    let p = 10f64.powf(raw.log10().floor());
+    let m = raw / p;
+    let nice = if m <= 1.0 {
+        1.0
+    } else if m <= 2.0 {
+        2.0
+    } else if m <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    nice * p
+}
+
+/// Renders the chart as a standalone SVG document.
+pub fn render(chart: &Chart) -> String {
+    let xs: Vec<f64> = chart
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .collect();
+    let ys: Vec<f64> = chart
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .collect();
+    let (x0, x1, y0, y1) = (LEFT, W - RIGHT, H - BOTTOM, TOP);
+    let xm = Mapping::new(chart.x.scale, &xs, (x0, x1), false);
+    let ym = Mapping::new(chart.y.scale, &ys, (y0, y1), true);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="13">"#
+    );
+    let _ = writeln!(s, r#"<rect width="{W}" height="{H}" fill="white"/>"#);
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="28" font-size="17" font-weight="bold" text-anchor="middle">{}</text>"#,
+        (x0 + x1) / 2.0,
+        esc(&chart.title)
+    );
+    // Grid and ticks.
+    for t in xm.ticks() {
+        let x = xm.map(t);
+        let _ = writeln!(
+            s,
+            r##"<line x1="{x:.1}" y1="{y1}" x2="{x:.1}" y2="{y0}" stroke="#e3e3e3"/>"##
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{x:.1}" y="{}" text-anchor="middle">{}</text>"#,
+            y0 + 18.0,
+            esc(&(chart.x.format)(t))
+        );
+    }
+    for t in ym.ticks() {
+        let y = ym.map(t);
+        let _ = writeln!(
+            s,
+            r##"<line x1="{x0}" y1="{y:.1}" x2="{x1}" y2="{y:.1}" stroke="#e3e3e3"/>"##
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{:.1}" text-anchor="end">{}</text>"#,
+            x0 - 8.0,
+            y + 4.0,
+            esc(&(chart.y.format)(t))
+        );
+    }
+    if let Some(zy) = ym.zero_px {
+        let _ = writeln!(
+            s,
+            r##"<line x1="{x0}" y1="{zy:.1}" x2="{x1}" y2="{zy:.1}" stroke="#bbbbbb" stroke-dasharray="3,3"/>"##
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{:.1}" text-anchor="end">0</text>"#,
+            x0 - 8.0,
+            zy + 4.0
+        );
+    }
+    let _ = writeln!(
+        s,
+        r##"<rect x="{x0}" y="{y1}" width="{}" height="{}" fill="none" stroke="#444444"/>"##,
+        x1 - x0,
+        y0 - y1
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
+        (x0 + x1) / 2.0,
+        H - 22.0,
+        esc(&chart.x.label)
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="22" y="{}" text-anchor="middle" transform="rotate(-90 22 {})">{}</text>"#,
+        (y0 + y1) / 2.0,
+        (y0 + y1) / 2.0,
+        esc(&chart.y.label)
+    );
+    // Series.
+    for series in &chart.series {
+        let pts: Vec<String> = series
+            .points
+            .iter()
+            .filter(|(x, y)| x.is_finite() && y.is_finite())
+            .map(|&(x, y)| format!("{:.1},{:.1}", xm.map(x), ym.map(y)))
+            .collect();
+        let dash = series
+            .dash
+            .map(|d| format!(r#" stroke-dasharray="{d}""#))
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            r#"<polyline fill="none" stroke="{}" stroke-width="2"{dash} points="{}"/>"#,
+            series.color,
+            pts.join(" ")
+        );
+        for p in &pts {
+            let (x, y) = p.split_once(',').unwrap_or(("0", "0"));
+            let _ = writeln!(
+                s,
+                r#"<circle cx="{x}" cy="{y}" r="2.5" fill="{}"/>"#,
+                series.color
+            );
+        }
+    }
+    // Legend.
+    let lx = x1 + 16.0;
+    for (i, series) in chart.series.iter().enumerate() {
+        let y = y1 + 8.0 + i as f64 * 20.0;
+        let dash = series
+            .dash
+            .map(|d| format!(r#" stroke-dasharray="{d}""#))
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            r#"<line x1="{lx}" y1="{y}" x2="{}" y2="{y}" stroke="{}" stroke-width="2.5"{dash}/>"#,
+            lx + 34.0,
+            series.color
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{}">{}</text>"#,
+            lx + 42.0,
+            y + 4.0,
+            esc(&series.label)
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chart(scale: Scale, ys: &[f64]) -> Chart {
+        Chart {
+            title: "t <&>".into(),
+            x: Axis {
+                label: "x".into(),
+                scale: Scale::Log,
+                format: |v| format!("{v}"),
+            },
+            y: Axis {
+                label: "y".into(),
+                scale,
+                format: |v| format!("{v}"),
+            },
+            series: vec![Series {
+                label: "a".into(),
+                color: "#123456",
+                dash: Some("4,2"),
+                points: ys
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &y)| (10f64.powi(i as i32 + 1), y))
+                    .collect(),
+            }],
+        }
+    }
+
+    #[test]
+    fn renders_well_formed_svg_with_every_point() {
+        let svg = render(&chart(Scale::Log, &[0.0, 5.0, 50.0, 5000.0]));
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        assert_eq!(svg.matches("<circle").count(), 4);
+        assert!(svg.contains("t &lt;&amp;&gt;"));
+        assert!(
+            svg.contains(">0</text>"),
+            "a zero line for zero values on a log axis"
+        );
+        assert_eq!(svg.matches("<polyline").count(), 1);
+    }
+
+    #[test]
+    fn larger_values_are_drawn_higher() {
+        for scale in [Scale::Linear, Scale::Log] {
+            let m = Mapping::new(scale, &[1.0, 1000.0], (500.0, 50.0), true);
+            assert!(m.map(10.0) < m.map(2.0));
+            assert!(m.map(1000.0) >= 50.0 && m.map(1.0) <= 500.0);
+        }
+        assert_eq!(nice_step(0.7), 1.0);
+        assert_eq!(nice_step(13.0), 20.0);
+        assert_eq!(nice_step(420.0), 500.0);
+    }
+}
