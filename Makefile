@@ -1,9 +1,11 @@
-# alloclab — the lab's entry points. `make compare` runs the main job, `make test` the tests.
+# alloclab — the lab's entry points. `make run-all` runs the main job, `make test` the tests.
 CARGO ?= cargo
 SIZE ?= 1000000
+OUT ?= results
 ALLOCLAB := target/release/alloclab
+EXPERIMENTS := $(wildcard experiments/*.toml)
 
-.PHONY: build test compare lint numpy bench-numpy clean
+.PHONY: build test run-all compare lint numpy bench-numpy clean
 
 ## build: the driver and the three worker binaries (release, for this machine's CPU)
 build:
@@ -12,6 +14,11 @@ build:
 ## test: every unit and integration test (release build, so the workers are the real ones)
 test:
 	$(CARGO) test --release
+
+## run-all: every experiment in experiments/ into $(OUT)/<experiment>/ (QUICK=1: reduced
+## matrix for a smoke test; RESUME=1: keep runs already done)
+run-all: build
+	$(ALLOCLAB) run --out $(OUT) $(if $(QUICK),--quick) $(if $(RESUME),--resume) $(EXPERIMENTS)
 
 ## compare: all allocators x all variants of the NumPy case at SIZE elements
 compare: build

@@ -25,8 +25,97 @@ pub struct Cli {
 pub enum Command {
     /// Run one workload under several allocators and variants and compare them.
     Compare(CompareArgs),
+    /// Run experiment files into results folders (summary, histograms, plots, REPORT.md).
+    Run(RunArgs),
+    /// Rebuild summary.csv, histograms, plots and REPORT.md of a results folder from its runs.
+    Report(ReportArgs),
     /// List the allocators, workloads and variants.
     List,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Experiment files (experiments/*.toml).
+    #[arg(required = true)]
+    pub experiments: Vec<PathBuf>,
+    /// Folder that receives one results folder per experiment.
+    #[arg(long, default_value = "results")]
+    pub out: PathBuf,
+    /// Use each experiment's [quick] settings: a reduced matrix for a smoke test.
+    #[arg(long)]
+    pub quick: bool,
+    /// Skip runs whose results (same spec and budget) are already in the folder.
+    #[arg(long)]
+    pub resume: bool,
+    /// How to count memory syscalls.
+    #[arg(long, value_enum, default_value = "perf")]
+    pub counters: CounterMode,
+    /// Kill a worker that runs longer than this many seconds.
+    #[arg(long, default_value_t = 300.0, value_parser = crate::worker::parse_seconds)]
+    pub timeout: f64,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// A results folder written by `alloclab run`, e.g. results/numpy-temporaries.
+    pub dir: PathBuf,
+}
+
+/// Validated experiments, ready to run.
+pub struct RunPlan {
+    pub experiments: Vec<crate::experiment::Experiment>,
+    pub workers_dir: PathBuf,
+    pub args: RunArgs,
+}
+
+/// Why `alloclab run` refuses to start.
+#[derive(Debug, thiserror::Error)]
+pub enum RunPlanError {
+    #[error(transparent)]
+    Experiment(#[from] crate::experiment::ExperimentError),
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    #[error("two experiment files are both named '{0}' and would share a results folder")]
+    DuplicateName(String),
+}
+
+impl RunArgs {
+    /// Loads and validates every experiment and checks the whole matrix can run here.
+    pub fn plan(self) -> Result<RunPlan, RunPlanError> {
+        let mut experiments = Vec::new();
+        for path in &self.experiments {
+            let e = crate::experiment::Experiment::load(path, self.quick)?;
+            if experiments
+                .iter()
+                .any(|x: &crate::experiment::Experiment| x.name == e.name)
+            {
+                return Err(RunPlanError::DuplicateName(e.name));
+            }
+            experiments.push(e);
+        }
+        let mut specs = Vec::new();
+        for e in &experiments {
+            for s in e.runs() {
+                // Every thread holds its own buffers.
+                let mut whole = s.clone();
+                whole.size = s.size.saturating_mul(u64::from(s.threads));
+                specs.push(whole);
+            }
+        }
+        driver::check_memory_here(&specs)?;
+        let dir = driver::workers_dir()?;
+        let allocators: Vec<Allocator> = Allocator::ALL
+            .iter()
+            .copied()
+            .filter(|a| experiments.iter().any(|e| e.allocators.contains(a)))
+            .collect();
+        driver::check_workers(&dir, &allocators)?;
+        Ok(RunPlan {
+            experiments,
+            workers_dir: dir,
+            args: self,
+        })
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -104,12 +193,12 @@ impl CompareArgs {
         driver::check_workers(&dir, &allocators)?;
         Ok(ComparePlan {
             specs,
-            executor: driver::ProcessExecutor {
+            executor: driver::ProcessExecutor::new(
                 dir,
-                budget: self.budget.budget(),
-                counters: self.counters,
-                timeout: Duration::from_secs_f64(self.timeout),
-            },
+                self.budget.budget(),
+                self.counters,
+                Duration::from_secs_f64(self.timeout),
+            ),
             format: self.format,
         })
     }

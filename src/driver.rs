@@ -2,6 +2,7 @@
 //! turning whatever the worker did (JSON, crash, signal, garbage) into an outcome.
 
 use crate::counters::memory;
+use crate::counters::perf::SyscallCounters;
 use crate::counters::CounterMode;
 use crate::measure::Budget;
 use crate::record::RunRecord;
@@ -103,6 +104,27 @@ pub struct ProcessExecutor {
     pub budget: Budget,
     pub counters: CounterMode,
     pub timeout: Duration,
+    /// Disabled tracepoint counters held by the driver itself. The kernel unregisters a
+    /// tracepoint's perf probe — waiting for an RCU grace period, ~35 ms per tracepoint
+    /// here — only when its last event closes; while the driver holds one, a worker's exit
+    /// does not pay that (≈ 0.2 s per run). They count nothing: they are never enabled.
+    _keepalive: Option<SyscallCounters>,
+}
+
+impl ProcessExecutor {
+    pub fn new(dir: PathBuf, budget: Budget, counters: CounterMode, timeout: Duration) -> Self {
+        let keepalive = match counters {
+            CounterMode::Perf => SyscallCounters::open().ok(),
+            CounterMode::Off => None,
+        };
+        ProcessExecutor {
+            dir,
+            budget,
+            counters,
+            timeout,
+            _keepalive: keepalive,
+        }
+    }
 }
 
 /// The directory holding this executable, where the worker binaries are built.

@@ -14,6 +14,7 @@ pub mod export;
 pub mod measure;
 pub mod record;
 pub mod report;
+pub mod runner;
 pub mod spec;
 pub mod worker;
 pub mod workload;

@@ -1,8 +1,9 @@
 //! `alloclab`, the driver: parses commands, spawns one worker process per run, prints.
 
-use alloclab::cli::{Cli, Command, ComparePlan, Format};
+use alloclab::cli::{Cli, Command, ComparePlan, Format, RunPlan};
 use alloclab::driver::{self, Outcome};
 use alloclab::report::{self, SummaryRow};
+use alloclab::runner;
 use alloclab::spec::{valid_names, Allocator, Variant, Workload};
 use clap::Parser;
 use std::io::Write;
@@ -29,6 +30,113 @@ fn main() -> ExitCode {
                 ExitCode::from(EXIT_BAD_INPUT)
             }
         },
+        Command::Run(args) => match args.plan() {
+            Ok(plan) => run(plan),
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(EXIT_BAD_INPUT)
+            }
+        },
+        Command::Report(args) => report_dir(&args.dir),
+    }
+}
+
+/// Exit status after Ctrl-C, as shells report it.
+const EXIT_INTERRUPTED: u8 = 130;
+
+fn run(plan: RunPlan) -> ExitCode {
+    runner::stop_on_interrupt();
+    let total = plan.experiments.iter().map(|e| e.runs().len()).sum();
+    let mut progress = runner::Progress::new(total);
+    let mut failed = 0;
+    let mut executor = driver::ProcessExecutor::new(
+        plan.workers_dir.clone(),
+        alloclab::measure::Budget::default(),
+        plan.args.counters,
+        std::time::Duration::from_secs_f64(plan.args.timeout),
+    );
+    for exp in &plan.experiments {
+        executor.budget = exp.budget;
+        match runner::run_experiment(
+            exp,
+            &plan.args.out,
+            plan.args.resume,
+            &mut executor,
+            &mut progress,
+        ) {
+            Ok(o) => {
+                failed += o.rebuilt.failed;
+                progress.say(&format!(
+                    "{}: {} of {} runs ok, {} failed{}; {} plots; report in {}",
+                    exp.name,
+                    o.rebuilt.ok,
+                    o.rebuilt.planned,
+                    o.rebuilt.failed,
+                    if o.skipped > 0 {
+                        format!(", {} kept from before (--resume)", o.skipped)
+                    } else {
+                        String::new()
+                    },
+                    o.rebuilt.plots,
+                    o.dir.join("REPORT.md").display()
+                ));
+                if o.interrupted {
+                    progress.say(
+                        "interrupted: completed runs are kept; `alloclab run --resume …` continues",
+                    );
+                    return ExitCode::from(EXIT_INTERRUPTED);
+                }
+            }
+            Err(e) => {
+                progress.say(&format!("error: {e}"));
+                return ExitCode::from(match e {
+                    alloclab::export::results::ResultsError::Locked { .. } => EXIT_BAD_INPUT,
+                    _ => EXIT_RUN_FAILED,
+                });
+            }
+        }
+    }
+    progress.finish();
+    if failed > 0 {
+        eprintln!("error: {failed} runs failed (see REPORT.md)");
+        return ExitCode::from(EXIT_RUN_FAILED);
+    }
+    ExitCode::SUCCESS
+}
+
+fn report_dir(dir: &std::path::Path) -> ExitCode {
+    if !dir.join("plan.json").is_file() {
+        eprintln!(
+            "error: {} is not a results folder (no plan.json); give one written by `alloclab run`, e.g. results/numpy-temporaries",
+            dir.display()
+        );
+        return ExitCode::from(EXIT_BAD_INPUT);
+    }
+    let lock = match alloclab::export::results::ResultsDir::open(dir) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    let rebuilt = alloclab::export::report_md::rebuild(dir);
+    drop(lock);
+    match rebuilt {
+        Ok(r) => {
+            eprintln!(
+                "{}: {} of {} runs ok, {} failed; {} plots; REPORT.md rebuilt",
+                dir.display(),
+                r.ok,
+                r.planned,
+                r.failed,
+                r.plots
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(EXIT_RUN_FAILED)
+        }
     }
 }
 

@@ -57,6 +57,23 @@ pub struct SummaryRow {
 }
 
 impl SummaryRow {
+    /// A row with every value null, for the field names.
+    fn empty() -> Self {
+        SummaryRow::from_outcome(&Outcome {
+            spec: crate::spec::RunSpec {
+                allocator: Allocator::System,
+                workload: Workload::Scale,
+                variant: Variant::InPlace,
+                size: 0,
+                threads: 0,
+                seed: 0,
+            },
+            result: Err(crate::driver::RunFailure {
+                cause: String::new(),
+            }),
+        })
+    }
+
     pub fn from_outcome(o: &Outcome) -> Self {
         let s = &o.spec;
         let r = o.result.as_ref().ok();
@@ -135,12 +152,9 @@ pub fn to_csv(rows: &[SummaryRow]) -> String {
             _ => None,
         })
         .collect();
-    let header: Vec<String> = match objects.first() {
-        Some(first) => first.keys().cloned().collect(),
-        None => {
-            // No rows: still print the header, from an empty row's field names.
-            return String::new();
-        }
+    let header: Vec<String> = match serde_json::to_value(SummaryRow::empty()) {
+        Ok(serde_json::Value::Object(m)) => m.keys().cloned().collect(),
+        _ => Vec::new(),
     };
     out.push_str(&header.join(","));
     out.push('\n');
@@ -154,6 +168,9 @@ pub fn to_csv(rows: &[SummaryRow]) -> String {
 
 /// "1.92 ms" — three significant figures, unit chosen by magnitude.
 pub fn fmt_ns(ns: f64) -> String {
+    if ns == 0.0 {
+        return "0".into();
+    }
     let (v, unit) = if ns >= 1e9 {
         (ns / 1e9, "s")
     } else if ns >= 1e6 {
@@ -509,6 +526,11 @@ mod tests {
         }
         assert_eq!(lines[1].split(',').nth(brk), Some("0.0"));
         assert_eq!(lines[2].split(',').nth(brk), Some(""));
+        assert_eq!(
+            to_csv(&[]).lines().next(),
+            Some(lines[0]),
+            "no rows: still the header"
+        );
     }
 
     #[test]
@@ -554,6 +576,7 @@ mod tests {
     #[test]
     fn number_formats() {
         assert_eq!(fmt_ns(55.0), "55.0 ns");
+        assert_eq!(fmt_ns(0.0), "0");
         assert_eq!(fmt_ns(1_920_000.0), "1.92 ms");
         assert_eq!(fmt_ns(123_456_789.0), "123 ms");
         assert_eq!(fmt_count(0.0), "0");

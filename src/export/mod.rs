@@ -2,4 +2,7 @@
 //! results folder with its summary and REPORT.md.
 
 pub mod hdr;
+pub mod plots;
+pub mod report_md;
+pub mod results;
 pub mod svg;

@@ -1,0 +1,325 @@
+//! The lab's plots, drawn from summary rows and run records: latency percentile curves,
+//! median time, throughput, faults and memory syscalls against size (or threads). One
+//! colour per allocator and one dash pattern per variant in every plot.
+
+use crate::driver::{human_bytes, Outcome};
+use crate::export::hdr;
+use crate::export::svg::{render, Axis, Chart, Scale, Series};
+use crate::report::{fmt_ns, SummaryRow};
+use crate::spec::{Allocator, Variant, Workload};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A plot ready to be written to `plots/<name>.svg`.
+pub struct PlotFile {
+    pub name: String,
+    pub title: String,
+    pub svg: String,
+}
+
+pub fn color(a: Allocator) -> &'static str {
+    match a {
+        Allocator::System => "#1f77b4",
+        Allocator::Jemalloc => "#d62728",
+        Allocator::Mimalloc => "#2ca02c",
+    }
+}
+
+pub fn dash(v: Variant) -> Option<&'static str> {
+    match v {
+        Variant::InPlace => None,
+        Variant::OutOfPlace => Some("8,4"),
+        Variant::Reuse => Some("2,3"),
+        Variant::Fused => Some("12,3,2,3"),
+    }
+}
+
+/// The sizes worth a closer look: all of them when there are at most three, else the
+/// ones nearest 10^3 and 10^6 elements and the largest.
+pub fn sizes_of_interest(sizes: &BTreeSet<u64>) -> Vec<u64> {
+    if sizes.len() <= 3 {
+        return sizes.iter().copied().collect();
+    }
+    let nearest = |target: f64| {
+        sizes
+            .iter()
+            .copied()
+            .min_by(|a, b| {
+                let da = ((*a as f64).ln() - target.ln()).abs();
+                let db = ((*b as f64).ln() - target.ln()).abs();
+                da.total_cmp(&db)
+            })
+            .unwrap_or(0)
+    };
+    let mut out: Vec<u64> = vec![nearest(1e3), nearest(1e6)];
+    if let Some(&max) = sizes.iter().next_back() {
+        out.push(max);
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+fn fmt_elems(v: f64) -> String {
+    let (d, unit) = if v >= 1e9 {
+        (v / 1e9, "G")
+    } else if v >= 1e6 {
+        (v / 1e6, "M")
+    } else if v >= 1e3 {
+        (v / 1e3, "k")
+    } else {
+        (v, "")
+    };
+    format!("{}{unit}", trim_float(d))
+}
+
+fn trim_float(v: f64) -> String {
+    let s = format!("{v:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+fn fmt_plain(v: f64) -> String {
+    if v >= 1e4 {
+        fmt_elems(v)
+    } else {
+        trim_float(v)
+    }
+}
+
+/// One line per allocator × variant of `rows` (ok runs only), x and y from the row.
+fn series_by_run(
+    rows: &[&SummaryRow],
+    x: impl Fn(&SummaryRow) -> f64,
+    y: impl Fn(&SummaryRow) -> Option<f64>,
+) -> Vec<Series> {
+    let mut lines: BTreeMap<(Allocator, Variant), Vec<(f64, f64)>> = BTreeMap::new();
+    for r in rows.iter().filter(|r| r.status == "ok") {
+        if let Some(v) = y(r) {
+            lines
+                .entry((r.allocator, r.variant))
+                .or_default()
+                .push((x(r), v));
+        }
+    }
+    lines
+        .into_iter()
+        .map(|((a, v), mut points)| {
+            points.sort_by(|p, q| p.0.total_cmp(&q.0));
+            Series {
+                label: format!("{a} {v}"),
+                color: color(a),
+                dash: dash(v),
+                points,
+            }
+        })
+        .collect()
+}
+
+fn memory_syscalls(r: &SummaryRow) -> Option<f64> {
+    Some(
+        r.brk_per_iter?
+            + r.mmap_per_iter?
+            + r.munmap_per_iter?
+            + r.madvise_per_iter?
+            + r.mremap_per_iter?,
+    )
+}
+
+/// Every plot for one experiment's rows and records.
+pub fn plots(rows: &[SummaryRow], outcomes: &[Outcome]) -> Vec<PlotFile> {
+    let mut files = Vec::new();
+    let workloads: BTreeSet<Workload> = rows.iter().map(|r| r.workload).collect();
+    for w in workloads {
+        let rows_w: Vec<&SummaryRow> = rows.iter().filter(|r| r.workload == w).collect();
+        let threads: BTreeSet<u32> = rows_w.iter().map(|r| r.threads).collect();
+        let sizes: BTreeSet<u64> = rows_w.iter().map(|r| r.size).collect();
+        // Against size, one set per thread count.
+        if sizes.len() > 1 {
+            for &t in &threads {
+                let rs: Vec<&SummaryRow> =
+                    rows_w.iter().copied().filter(|r| r.threads == t).collect();
+                let x_axis = || Axis {
+                    label: "size (elements, log scale)".into(),
+                    scale: Scale::Log,
+                    format: fmt_elems,
+                };
+                let x = |r: &SummaryRow| r.size as f64;
+                files.extend(versus(
+                    &format!("{w}-t{t}-size"),
+                    &format!("{w}, {t} thread(s)"),
+                    &rs,
+                    x_axis,
+                    x,
+                ));
+            }
+        }
+        // Against threads, one set per size.
+        if threads.len() > 1 {
+            for &n in &sizes {
+                let rs: Vec<&SummaryRow> = rows_w.iter().copied().filter(|r| r.size == n).collect();
+                let x_axis = || Axis {
+                    label: "threads".into(),
+                    scale: Scale::Linear,
+                    format: trim_float,
+                };
+                let x = |r: &SummaryRow| f64::from(r.threads);
+                files.extend(versus(
+                    &format!("{w}-n{n}-threads"),
+                    &format!("{w}, {} elements", fmt_elems(n as f64)),
+                    &rs,
+                    x_axis,
+                    x,
+                ));
+            }
+        }
+        // Percentile curves at the sizes of interest, for each thread count.
+        for n in sizes_of_interest(&sizes) {
+            for &t in &threads {
+                let mut series = Vec::new();
+                for o in outcomes {
+                    let s = &o.spec;
+                    if s.workload != w || s.size != n || s.threads != t {
+                        continue;
+                    }
+                    let Ok(rec) = &o.result else { continue };
+                    let Ok(h) = rec.histogram.decode() else {
+                        continue;
+                    };
+                    let points = hdr::rows(&h, 1.0)
+                        .into_iter()
+                        .filter(|r| r.quantile < 1.0)
+                        .map(|r| (1.0 / (1.0 - r.quantile), r.value))
+                        .collect();
+                    series.push(Series {
+                        label: format!("{} {}", s.allocator, s.variant),
+                        color: color(s.allocator),
+                        dash: dash(s.variant),
+                        points,
+                    });
+                }
+                if series.is_empty() {
+                    continue;
+                }
+                let title = format!(
+                    "Latency percentiles: {w}, {} elements ({} per f64 buffer), {t} thread(s)",
+                    fmt_elems(n as f64),
+                    human_bytes(n.saturating_mul(8))
+                );
+                files.push(PlotFile {
+                    name: format!("{w}-n{n}-t{t}-latency"),
+                    svg: render(&Chart {
+                        title: title.clone(),
+                        x: Axis {
+                            label:
+                                "percentile, as 1/(1-p): 2 = p50, 10 = p90, 100 = p99 (log scale)"
+                                    .into(),
+                            scale: Scale::Log,
+                            format: fmt_plain,
+                        },
+                        y: Axis {
+                            label: "latency per iteration".into(),
+                            scale: Scale::Linear,
+                            format: |v| fmt_ns(v),
+                        },
+                        series,
+                    }),
+                    title,
+                });
+            }
+        }
+    }
+    files
+}
+
+/// A plot against one x: file suffix, title, y axis and the value plotted.
+type Metric = (&'static str, String, Axis, fn(&SummaryRow) -> Option<f64>);
+
+/// The four plots against one x: median time, throughput, faults, memory syscalls.
+fn versus(
+    name: &str,
+    what: &str,
+    rows: &[&SummaryRow],
+    x_axis: impl Fn() -> Axis,
+    x: impl Fn(&SummaryRow) -> f64 + Copy,
+) -> Vec<PlotFile> {
+    let specs: [Metric; 4] = [
+        (
+            "median",
+            format!("Median time per iteration: {what}"),
+            Axis {
+                label: "p50 latency per iteration (log scale)".into(),
+                scale: Scale::Log,
+                format: |v| fmt_ns(v),
+            },
+            |r| r.p50_ns.map(|v| v as f64),
+        ),
+        (
+            "throughput",
+            format!("Throughput at the median: {what}"),
+            Axis {
+                label: "GB/s (inputs read + result written, at p50)".into(),
+                scale: Scale::Linear,
+                format: trim_float,
+            },
+            |r| r.throughput_gb_per_s,
+        ),
+        (
+            "faults",
+            format!("Minor page faults per iteration: {what}"),
+            Axis {
+                label: "minor faults per iteration (log scale)".into(),
+                scale: Scale::Log,
+                format: fmt_plain,
+            },
+            |r| r.minflt_per_iter,
+        ),
+        (
+            "syscalls",
+            format!("Memory syscalls per iteration: {what}"),
+            Axis {
+                label: "brk + mmap + munmap + madvise + mremap per iteration (log scale)".into(),
+                scale: Scale::Log,
+                format: fmt_plain,
+            },
+            memory_syscalls,
+        ),
+    ];
+    specs
+        .into_iter()
+        .filter_map(|(suffix, title, y, get)| {
+            let series = series_by_run(rows, x, get);
+            if series.is_empty() {
+                return None;
+            }
+            Some(PlotFile {
+                name: format!("{name}-{suffix}"),
+                svg: render(&Chart {
+                    title: title.clone(),
+                    x: x_axis(),
+                    y,
+                    series,
+                }),
+                title,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_of_interest_pick_near_1e3_1e6_and_the_largest() {
+        let s: BTreeSet<u64> = [32, 1024, 30_000, 1_048_576, 100_000_000].into();
+        assert_eq!(sizes_of_interest(&s), vec![1024, 1_048_576, 100_000_000]);
+        let few: BTreeSet<u64> = [5, 7].into();
+        assert_eq!(sizes_of_interest(&few), vec![5, 7]);
+    }
+
+    #[test]
+    fn element_labels_are_short() {
+        assert_eq!(fmt_elems(1e6), "1M");
+        assert_eq!(fmt_elems(32.0), "32");
+        assert_eq!(fmt_elems(1.5e4), "15k");
+    }
+}

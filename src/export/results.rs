@@ -1,0 +1,332 @@
+//! A results folder, `results/<experiment>/`: written atomically (temp file + rename),
+//! locked against a second writer, resumable, and rebuildable from `runs/*.json` alone.
+//!
+//! ```text
+//!     plan.json               the experiment as run: matrix, budget, run ids
+//!     runs/<id>.json          each worker's full record; runs/<id>.failed.json for failures
+//!     histograms/<id>.us.csv  HdrHistogram percentile distribution (µs), CSV form
+//!     histograms/<id>.us.hgrm the same, text form
+//!     summary.csv, env.json, plots/*.svg, REPORT.md
+//! ```
+
+use crate::driver::RunFailure;
+use crate::experiment::{run_id, Experiment};
+use crate::export::hdr;
+use crate::record::RunRecord;
+use crate::spec::RunSpec;
+use serde::{Deserialize, Serialize};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+/// Histogram files hold microseconds: ns values divided by this.
+pub const HISTOGRAM_SCALING: f64 = 1000.0;
+
+/// Why a results folder can't be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ResultsError {
+    #[error("{} is being written by another alloclab run ({holder}); wait for it to finish or choose another --out", .dir.display())]
+    Locked { dir: PathBuf, holder: String },
+    #[error("{}: {source}", .path.display())]
+    Io { path: PathBuf, source: io::Error },
+    #[error("{}: {why}", .path.display())]
+    Invalid { path: PathBuf, why: String },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ResultsError + '_ {
+    move |source| ResultsError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Writes `contents` to `path` through a temporary file in the same folder and a rename,
+/// so that `path` is either the old file or the whole new one, never half of one.
+pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), ResultsError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    fs::create_dir_all(dir).map_err(io_err(dir))?;
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
+    let result = (|| {
+        let mut f = File::create(&tmp)?;
+        f.write_all(contents)?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result.map_err(io_err(path))
+}
+
+/// What was planned for a results folder: the experiment and its runs.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Plan {
+    pub experiment: Experiment,
+    pub runs: Vec<PlannedRun>,
+    pub command_line: Vec<String>,
+    pub started_unix: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PlannedRun {
+    pub id: String,
+    pub spec: RunSpec,
+}
+
+impl Plan {
+    pub fn new(experiment: &Experiment) -> Self {
+        Plan {
+            experiment: experiment.clone(),
+            runs: experiment
+                .runs()
+                .into_iter()
+                .map(|spec| PlannedRun {
+                    id: run_id(&spec),
+                    spec,
+                })
+                .collect(),
+            command_line: std::env::args().collect(),
+            started_unix: unix_now(),
+        }
+    }
+}
+
+/// Seconds since the epoch.
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// "2026-11-22T01:45:11Z".
+pub fn rfc3339(unix: u64) -> String {
+    let days = (unix / 86_400) as i64;
+    let secs = unix % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+/// A failure as kept on disk.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FailedRun {
+    pub spec: RunSpec,
+    pub error: String,
+}
+
+/// An open, locked results folder.
+pub struct ResultsDir {
+    pub root: PathBuf,
+    /// Held open for the lock's lifetime.
+    _lock: File,
+}
+
+impl ResultsDir {
+    /// Creates the folder if needed and takes its lock, or says who holds it.
+    pub fn open(root: &Path) -> Result<Self, ResultsError> {
+        fs::create_dir_all(root.join("runs")).map_err(io_err(root))?;
+        let lock_path = root.join(".lock");
+        let mut lock = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&lock_path)
+            .map_err(io_err(&lock_path))?;
+        // SAFETY: flock on a descriptor we own; no memory is passed.
+        let rc = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc != 0 {
+            let mut holder = String::new();
+            let _ = lock.read_to_string(&mut holder);
+            let holder = match holder.trim() {
+                "" => "another process".to_string(),
+                pid => format!("pid {pid}"),
+            };
+            return Err(ResultsError::Locked {
+                dir: root.to_path_buf(),
+                holder,
+            });
+        }
+        let _ = lock.set_len(0);
+        let _ = writeln!(lock, "{}", std::process::id());
+        Ok(ResultsDir {
+            root: root.to_path_buf(),
+            _lock: lock,
+        })
+    }
+
+    pub fn save_plan(&self, plan: &Plan) -> Result<(), ResultsError> {
+        let text = serde_json::to_string_pretty(plan).map_err(|e| ResultsError::Invalid {
+            path: self.root.join("plan.json"),
+            why: e.to_string(),
+        })?;
+        write_atomic(&self.root.join("plan.json"), text.as_bytes())
+    }
+
+    fn run_path(&self, id: &str) -> PathBuf {
+        self.root.join("runs").join(format!("{id}.json"))
+    }
+
+    fn failed_path(&self, id: &str) -> PathBuf {
+        self.root.join("runs").join(format!("{id}.failed.json"))
+    }
+
+    /// Keeps a completed run: its record and its histogram files.
+    pub fn save_run(&self, id: &str, record: &RunRecord) -> Result<(), ResultsError> {
+        let text = serde_json::to_string_pretty(record).map_err(|e| ResultsError::Invalid {
+            path: self.run_path(id),
+            why: e.to_string(),
+        })?;
+        write_histograms(&self.root, id, record)?;
+        write_atomic(&self.run_path(id), text.as_bytes())?;
+        let _ = fs::remove_file(self.failed_path(id));
+        Ok(())
+    }
+
+    /// Keeps a failure so that reports show it; a later successful run replaces it.
+    pub fn save_failure(
+        &self,
+        id: &str,
+        spec: &RunSpec,
+        failure: &RunFailure,
+    ) -> Result<(), ResultsError> {
+        let f = FailedRun {
+            spec: spec.clone(),
+            error: failure.cause.clone(),
+        };
+        let text = serde_json::to_string_pretty(&f).map_err(|e| ResultsError::Invalid {
+            path: self.failed_path(id),
+            why: e.to_string(),
+        })?;
+        write_atomic(&self.failed_path(id), text.as_bytes())
+    }
+
+    /// A completed run of exactly this spec and budget, if one is on disk (for --resume).
+    pub fn completed(
+        &self,
+        id: &str,
+        spec: &RunSpec,
+        experiment: &Experiment,
+    ) -> Option<RunRecord> {
+        let r = load_run(&self.run_path(id)).ok()?;
+        (r.spec() == *spec && r.budget == experiment.budget).then_some(r)
+    }
+}
+
+fn load_run(path: &Path) -> Result<RunRecord, ResultsError> {
+    let text = fs::read_to_string(path).map_err(io_err(path))?;
+    RunRecord::from_json(&text).map_err(|why| ResultsError::Invalid {
+        path: path.to_path_buf(),
+        why,
+    })
+}
+
+/// Writes `histograms/<id>.us.csv` and `.us.hgrm` from a record's histogram.
+pub fn write_histograms(root: &Path, id: &str, record: &RunRecord) -> Result<(), ResultsError> {
+    let path = root.join("runs").join(format!("{id}.json"));
+    let h = record
+        .histogram
+        .decode()
+        .map_err(|why| ResultsError::Invalid { path, why })?;
+    let dir = root.join("histograms");
+    write_atomic(
+        &dir.join(format!("{id}.us.csv")),
+        hdr::csv(&h, HISTOGRAM_SCALING).as_bytes(),
+    )?;
+    write_atomic(
+        &dir.join(format!("{id}.us.hgrm")),
+        hdr::text(&h, HISTOGRAM_SCALING).as_bytes(),
+    )
+}
+
+/// What a results folder holds: its plan and, per planned run, a record or a failure
+/// (runs never attempted are absent).
+pub struct Loaded {
+    pub plan: Plan,
+    pub outcomes: Vec<crate::driver::Outcome>,
+}
+
+/// Reads a results folder's plan and runs.
+pub fn load(root: &Path) -> Result<Loaded, ResultsError> {
+    let plan_path = root.join("plan.json");
+    let text = fs::read_to_string(&plan_path).map_err(|e| ResultsError::Invalid {
+        path: plan_path.clone(),
+        why: format!("{e}; is this a results folder written by `alloclab run`?"),
+    })?;
+    let plan: Plan = serde_json::from_str(&text).map_err(|e| ResultsError::Invalid {
+        path: plan_path,
+        why: e.to_string(),
+    })?;
+    let mut outcomes = Vec::new();
+    for run in &plan.runs {
+        let ok = root.join("runs").join(format!("{}.json", run.id));
+        let failed = root.join("runs").join(format!("{}.failed.json", run.id));
+        let result = if ok.exists() {
+            Ok(load_run(&ok)?)
+        } else if failed.exists() {
+            let text = fs::read_to_string(&failed).map_err(io_err(&failed))?;
+            let f: FailedRun = serde_json::from_str(&text).map_err(|e| ResultsError::Invalid {
+                path: failed.clone(),
+                why: e.to_string(),
+            })?;
+            Err(RunFailure { cause: f.error })
+        } else {
+            continue;
+        };
+        outcomes.push(crate::driver::Outcome {
+            spec: run.spec.clone(),
+            result,
+        });
+    }
+    Ok(Loaded { plan, outcomes })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_whole_files_and_leaves_no_temp() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a/b.txt");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(fs::read_to_string(&p).unwrap(), "two");
+        let names: Vec<_> = fs::read_dir(dir.path().join("a")).unwrap().collect();
+        assert_eq!(names.len(), 1);
+    }
+
+    #[test]
+    fn a_second_writer_is_refused_with_the_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = ResultsDir::open(dir.path()).unwrap();
+        // flock locks belong to the open file description: a second open is refused
+        // even within one process.
+        let e = ResultsDir::open(dir.path()).err().unwrap().to_string();
+        assert!(e.contains(&format!("pid {}", std::process::id())), "{e}");
+        drop(first);
+        assert!(ResultsDir::open(dir.path()).is_ok());
+    }
+
+    #[test]
+    fn rfc3339_matches_known_dates() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(1_795_311_911), "2026-11-22T01:45:11Z");
+    }
+}

@@ -1,0 +1,183 @@
+//! `alloclab run`: experiments into results folders, one run at a time, each result
+//! written as soon as it exists, with progress, resume and a clean stop on Ctrl-C.
+
+use crate::driver::Executor;
+use crate::experiment::{run_id, Experiment};
+use crate::export::report_md::{self, Rebuilt};
+use crate::export::results::{Plan, ResultsDir, ResultsError};
+use crate::spec::RunSpec;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_interrupt(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// From now on Ctrl-C (SIGINT) and SIGTERM stop the run after the current worker (which
+/// gets the terminal's SIGINT too) instead of killing the driver mid-write.
+pub fn stop_on_interrupt() {
+    let handler = on_interrupt as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, handler);
+        libc::signal(libc::SIGTERM, handler);
+    }
+}
+
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// Progress on stderr: a redrawn bar on a terminal, one line per run otherwise.
+pub struct Progress {
+    total: usize,
+    done: usize,
+    started: Instant,
+    tty: bool,
+}
+
+fn fmt_duration(secs: f64) -> String {
+    let s = secs.round() as u64;
+    if s >= 3600 {
+        format!("{}h{:02}m", s / 3600, s / 60 % 60)
+    } else if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+impl Progress {
+    pub fn new(total: usize) -> Self {
+        Progress {
+            total,
+            done: 0,
+            started: Instant::now(),
+            tty: std::io::stderr().is_terminal(),
+        }
+    }
+
+    fn eta(&self) -> String {
+        if self.done == 0 {
+            return "ETA …".into();
+        }
+        let per = self.started.elapsed().as_secs_f64() / self.done as f64;
+        format!(
+            "ETA {}",
+            fmt_duration(per * (self.total - self.done) as f64)
+        )
+    }
+
+    pub fn start(&mut self, experiment: &str, spec: &RunSpec) {
+        let mut err = std::io::stderr().lock();
+        if self.tty {
+            let width = 24;
+            let filled = (self.done * width).checked_div(self.total).unwrap_or(width);
+            let _ = write!(
+                err,
+                "\r\x1b[2K[{}{}] {}/{} {}  {experiment}: {spec}",
+                "#".repeat(filled),
+                ".".repeat(width - filled),
+                self.done,
+                self.total,
+                self.eta()
+            );
+        } else {
+            let _ = writeln!(
+                err,
+                "[{}/{}] {experiment}: {spec} ({})",
+                self.done + 1,
+                self.total,
+                self.eta()
+            );
+        }
+        let _ = err.flush();
+    }
+
+    pub fn finish_one(&mut self) {
+        self.done += 1;
+    }
+
+    pub fn finish(&self) {
+        if self.tty {
+            eprintln!(
+                "\r\x1b[2K[{}] {}/{} runs in {}",
+                "#".repeat(24),
+                self.done,
+                self.total,
+                fmt_duration(self.started.elapsed().as_secs_f64())
+            );
+        }
+    }
+
+    /// Prints a message on its own line.
+    pub fn say(&self, msg: &str) {
+        if self.tty {
+            eprint!("\r\x1b[2K");
+        }
+        eprintln!("{msg}");
+    }
+}
+
+/// What happened to one experiment.
+pub struct ExperimentOutcome {
+    pub dir: PathBuf,
+    pub rebuilt: Rebuilt,
+    pub skipped: usize,
+    pub interrupted: bool,
+}
+
+/// Runs (or, with `resume`, completes) one experiment into `out/<name>/`.
+pub fn run_experiment(
+    exp: &Experiment,
+    out: &Path,
+    resume: bool,
+    executor: &mut dyn Executor,
+    progress: &mut Progress,
+) -> Result<ExperimentOutcome, ResultsError> {
+    let dir = out.join(&exp.name);
+    let results = ResultsDir::open(&dir)?;
+    let plan = Plan::new(exp);
+    results.save_plan(&plan)?;
+    let mut skipped = 0;
+    for run in &plan.runs {
+        if interrupted() {
+            break;
+        }
+        if resume && results.completed(&run.id, &run.spec, exp).is_some() {
+            skipped += 1;
+            progress.finish_one();
+            continue;
+        }
+        progress.start(&exp.name, &run.spec);
+        let outcome = executor.execute(&run.spec);
+        if interrupted() {
+            // The worker got the same Ctrl-C: its result is not a measurement.
+            break;
+        }
+        match outcome {
+            Ok(record) => results.save_run(&run.id, &record)?,
+            Err(failure) => {
+                progress.say(&format!(
+                    "{}: {} FAILED: {}",
+                    exp.name,
+                    run_id(&run.spec),
+                    failure.cause
+                ));
+                results.save_failure(&run.id, &run.spec, &failure)?;
+            }
+        }
+        progress.finish_one();
+    }
+    let rebuilt = report_md::rebuild(&dir)?;
+    Ok(ExperimentOutcome {
+        dir,
+        rebuilt,
+        skipped,
+        interrupted: interrupted(),
+    })
+}

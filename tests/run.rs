@@ -1,0 +1,311 @@
+//! `alloclab run` and `alloclab report` end to end on a tiny experiment: every file is
+//! written and parses back, resume keeps completed runs, a second writer is refused,
+//! failures and interruptions lose nothing, and a report rebuilds from the runs alone.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use alloclab::export::hdr;
+use alloclab::export::results::ResultsDir;
+use alloclab::record::RunRecord;
+use alloclab::spec::Allocator;
+use common::*;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const TINY: &str = r#"
+description = "tiny"
+workloads = ["scale"]
+variants = ["in-place", "out-of-place"]
+allocators = ["system", "mimalloc"]
+sizes = [2000, 4000]
+
+[budget]
+min_time = 0
+min_iters = 25
+max_iters = 25
+warmup_time = 0
+warmup_iters = 1
+"#;
+
+fn setup(text: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let exp = dir.path().join("tiny.toml");
+    std::fs::write(&exp, text).unwrap();
+    (dir, exp)
+}
+
+fn run(driver: &Path, args: &[&str]) -> Output {
+    Command::new(driver).args(args).output().unwrap()
+}
+
+fn text(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+#[test]
+fn run_writes_every_file_and_they_parse_back() {
+    let (dir, exp) = setup(TINY);
+    let out = dir.path().join("res");
+    let o = run(
+        &driver_path(),
+        &["run", "--out", out.to_str().unwrap(), exp.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let res = out.join("tiny");
+
+    let summary = text(&res.join("summary.csv"));
+    let lines: Vec<&str> = summary.lines().collect();
+    assert_eq!(lines.len(), 1 + 8);
+    let header: Vec<&str> = lines[0].split(',').collect();
+    let id_col = header.iter().position(|h| *h == "run_id").unwrap();
+    for line in &lines[1..] {
+        let cells: Vec<&str> = line.split(',').collect();
+        assert_eq!(cells.len(), header.len());
+        let id = cells[id_col];
+        let record =
+            RunRecord::from_json(&text(&res.join("runs").join(format!("{id}.json")))).unwrap();
+        assert_eq!(record.iterations, 25);
+        let h = record.histogram.decode().unwrap();
+
+        // CSV form: monotonic, total count = iterations, values = the in-memory histogram's.
+        let rows =
+            hdr::parse_csv(&text(&res.join("histograms").join(format!("{id}.us.csv")))).unwrap();
+        assert!(rows
+            .windows(2)
+            .all(|w| w[0].value <= w[1].value && w[0].quantile <= w[1].quantile));
+        assert_eq!(rows.last().unwrap().total_count, record.iterations);
+        assert_eq!(rows.last().unwrap().quantile, 1.0);
+        let expected = hdr::rows(&h, 1.0);
+        assert_eq!(rows.len(), expected.len());
+        for (r, e) in rows.iter().zip(&expected) {
+            assert_eq!(
+                (r.value * 1000.0).round(),
+                e.value,
+                "µs values are the ns histogram / 1000"
+            );
+            assert_eq!(r.total_count, e.total_count);
+        }
+        // Text form: its footer agrees.
+        let hgrm = text(&res.join("histograms").join(format!("{id}.us.hgrm")));
+        assert!(
+            hgrm.contains(&format!("Total count    = {:>12}]", record.iterations)),
+            "{hgrm}"
+        );
+        assert!(
+            hgrm.contains(&format!("#[Max     = {:>12.3}", h.max() as f64 / 1000.0)),
+            "{hgrm}"
+        );
+    }
+
+    let env: serde_json::Value = serde_json::from_str(&text(&res.join("env.json"))).unwrap();
+    assert!(env["allocators"]["system"]["version"]
+        .as_str()
+        .unwrap()
+        .starts_with("glibc"));
+    assert!(env["allocators"]["mimalloc"]["version"]
+        .as_str()
+        .unwrap()
+        .starts_with("mimalloc"));
+    assert!(env["thp_enabled"].is_string() && env["commit"].is_string());
+
+    let report = text(&res.join("REPORT.md"));
+    assert!(
+        report.contains("## Environment")
+            && report.contains("## Findings")
+            && report.contains("## Summary")
+    );
+    assert!(report.contains("out-of-place is"), "{report}");
+    let mut plots = 0;
+    for link in report.split("](plots/").skip(1) {
+        let name = &link[..link.find(')').unwrap()];
+        let svg = text(&res.join("plots").join(name));
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        plots += 1;
+    }
+    assert!(
+        plots >= 5,
+        "median, throughput, faults, syscalls against size and latency curves: {plots}"
+    );
+    // No temporary files left behind.
+    for sub in ["", "runs", "histograms", "plots"] {
+        for e in std::fs::read_dir(res.join(sub)).unwrap() {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            assert!(!name.contains(".tmp."), "left over: {name}");
+        }
+    }
+
+    // --resume keeps every completed run as it is.
+    let before = text(&res.join("runs/scale-in-place-system-n2000-t1.json"));
+    let o = run(
+        &driver_path(),
+        &[
+            "run",
+            "--resume",
+            "--out",
+            out.to_str().unwrap(),
+            exp.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("8 kept from before"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(
+        text(&res.join("runs/scale-in-place-system-n2000-t1.json")),
+        before
+    );
+
+    // A report rebuilds everything from plan.json and runs/ alone.
+    for gone in ["summary.csv", "REPORT.md", "env.json"] {
+        std::fs::remove_file(res.join(gone)).unwrap();
+    }
+    std::fs::remove_dir_all(res.join("plots")).unwrap();
+    std::fs::remove_dir_all(res.join("histograms")).unwrap();
+    let o = run(&driver_path(), &["report", res.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(text(&res.join("summary.csv")), summary);
+    assert!(res.join("REPORT.md").is_file() && res.join("env.json").is_file());
+    assert!(res
+        .join("histograms/scale-out-of-place-mimalloc-n4000-t1.us.hgrm")
+        .is_file());
+
+    // While another writer holds the folder, a run is refused and changes nothing.
+    let held = ResultsDir::open(&res).unwrap();
+    let o = run(
+        &driver_path(),
+        &["run", "--out", out.to_str().unwrap(), exp.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("being written by another alloclab run"));
+    drop(held);
+    assert_eq!(text(&res.join("summary.csv")), summary);
+}
+
+#[test]
+fn bad_experiment_files_name_the_line_and_write_nothing() {
+    let (dir, exp) =
+        setup(&TINY.replace("sizes = [2000, 4000]", "sizes = [2000, 4000]\nsizez = [1]"));
+    let out = dir.path().join("res");
+    let o = run(
+        &driver_path(),
+        &["run", "--out", out.to_str().unwrap(), exp.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("tiny.toml:7:1") && err.contains("sizez"),
+        "{err}"
+    );
+    assert!(!out.exists(), "nothing may be written for a bad experiment");
+
+    let (dir, exp) = setup(&TINY.replace(r#""mimalloc"]"#, r#""hoard"]"#));
+    let o = run(
+        &driver_path(),
+        &[
+            "run",
+            "--out",
+            dir.path().join("r").to_str().unwrap(),
+            exp.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("tiny.toml:5:") && err.contains("hoard") && err.contains("jemalloc"),
+        "{err}"
+    );
+}
+
+/// A copy of the driver beside the real system worker and a scripted mimalloc worker.
+fn lab_with_mimalloc_script(script: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(driver_path(), dir.path().join("alloclab")).unwrap();
+    std::fs::copy(
+        worker_path(Allocator::System),
+        dir.path().join("alloclab-system"),
+    )
+    .unwrap();
+    let fake = dir.path().join("alloclab-mimalloc");
+    std::fs::write(&fake, format!("#!/bin/sh\n{script}\n")).unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+#[test]
+fn a_failing_worker_loses_no_completed_run() {
+    let lab = lab_with_mimalloc_script("kill -9 $$");
+    let (dir, exp) = setup(TINY);
+    let out = dir.path().join("res");
+    let o = run(
+        &lab.path().join("alloclab"),
+        &["run", "--out", out.to_str().unwrap(), exp.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let res = out.join("tiny");
+    assert!(res
+        .join("runs/scale-out-of-place-system-n4000-t1.json")
+        .is_file());
+    assert!(res
+        .join("runs/scale-out-of-place-mimalloc-n4000-t1.failed.json")
+        .is_file());
+    let report = text(&res.join("REPORT.md"));
+    assert!(report.contains("killed by signal 9 (SIGKILL)"), "{report}");
+    let summary = text(&res.join("summary.csv"));
+    assert_eq!(
+        summary.lines().filter(|l| l.contains(",failed,")).count(),
+        4,
+        "{summary}"
+    );
+}
+
+#[test]
+fn an_interrupted_run_keeps_what_it_finished() {
+    // The mimalloc "worker" hangs until Ctrl-C reaches the process group.
+    let lab = lab_with_mimalloc_script("exec sleep 30");
+    let (dir, exp) = setup(TINY);
+    let out = dir.path().join("res");
+    let child = Command::new(lab.path().join("alloclab"))
+        .args(["run", "--out", out.to_str().unwrap(), exp.to_str().unwrap()])
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let done = out.join("tiny/runs/scale-out-of-place-system-n2000-t1.json");
+    let hung = std::time::Instant::now();
+    while !done.exists() {
+        assert!(
+            hung.elapsed().as_secs() < 60,
+            "the first runs never finished"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Let the driver start the hanging worker, then press Ctrl-C for the whole group.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // SAFETY: kill has no memory-safety preconditions; the group is the child's own.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let res = out.join("tiny");
+    assert!(done.is_file());
+    assert!(
+        RunRecord::from_json(&text(&res.join("runs/scale-in-place-system-n2000-t1.json"))).is_ok()
+    );
+    assert!(
+        !res.join("runs/scale-in-place-mimalloc-n2000-t1.failed.json")
+            .exists(),
+        "an interrupted run is not a failure"
+    );
+    let report = text(&res.join("REPORT.md"));
+    assert!(report.contains("Incomplete:** 2 of 8"), "{report}");
+}
