@@ -194,6 +194,10 @@ pub fn fmt_ns(ns: f64) -> String {
 pub fn fmt_count(v: f64) -> String {
     if v == 0.0 {
         "0".into()
+    } else if v.abs() < 0.01 {
+        // Two significant digits: 0.0012, not a misleading 0.00.
+        let decimals = (1 - v.abs().log10().floor() as i32).max(0) as usize;
+        format!("{v:.decimals$}")
     } else if v.abs() < 10.0 {
         format!("{v:.2}")
     } else if v.abs() < 100.0 {
@@ -581,6 +585,8 @@ mod tests {
         assert_eq!(fmt_ns(123_456_789.0), "123 ms");
         assert_eq!(fmt_count(0.0), "0");
         assert_eq!(fmt_count(3.0), "3.00");
+        assert_eq!(fmt_count(0.0012), "0.0012");
+        assert_eq!(fmt_count(0.05), "0.05");
         assert_eq!(fmt_count(3906.4), "3,906");
         assert_eq!(fmt_count(-1234567.0), "-1,234,567");
     }

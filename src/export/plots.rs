@@ -80,8 +80,10 @@ fn trim_float(v: f64) -> String {
 fn fmt_plain(v: f64) -> String {
     if v >= 1e4 {
         fmt_elems(v)
-    } else {
+    } else if v >= 0.01 || v == 0.0 {
         trim_float(v)
+    } else {
+        format!("{v:.0e}")
     }
 }
 
@@ -321,5 +323,8 @@ mod tests {
         assert_eq!(fmt_elems(1e6), "1M");
         assert_eq!(fmt_elems(32.0), "32");
         assert_eq!(fmt_elems(1.5e4), "15k");
+        assert_eq!(fmt_plain(0.001), "1e-3");
+        assert_eq!(fmt_plain(0.05), "0.05");
+        assert_eq!(fmt_plain(2e5), "200k");
     }
 }

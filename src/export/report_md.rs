@@ -36,8 +36,8 @@ pub struct Jump {
 type LineKey = (Workload, u32, Allocator, Variant);
 
 /// Neighbouring sizes where `get` jumps up or drops: by at least `min_delta` per
-/// iteration and by a factor of 4 or more (faults that merely grow with the size grow
-/// by the size ratio).
+/// iteration, and by a factor of 4 or more per element (faults that merely grow with
+/// the size are not a change of behaviour).
 pub fn jumps(
     rows: &[SummaryRow],
     get: fn(&SummaryRow) -> Option<f64>,
@@ -57,8 +57,9 @@ pub fn jumps(
         pts.sort_by_key(|p| p.0);
         for w in pts.windows(2) {
             let ((s1, v1), (s2, v2)) = (w[0], w[1]);
-            let (lo, hi) = (v1.min(v2), v1.max(v2));
-            if hi - lo >= min_delta && hi >= 4.0 * lo {
+            let (r1, r2) = (v1 / s1 as f64, v2 / s2 as f64);
+            let (lo, hi) = (r1.min(r2), r1.max(r2));
+            if (v2 - v1).abs() >= min_delta && hi >= 4.0 * lo {
                 out.push(Jump {
                     workload,
                     threads,
@@ -332,13 +333,13 @@ fn report_markdown(
         }) {
             let _ = writeln!(
                 md,
-                "No size step changes faults or memory syscalls per iteration by 4x or more.\n"
+                "No size step changes faults or memory syscalls per element by 4x or more.\n"
             );
         }
     } else {
         let _ = writeln!(
             md,
-            "**Where behaviour changes with size** (neighbouring sizes, a change of 4x or more):\n"
+            "**Where behaviour changes with size** (neighbouring sizes whose counts per element differ 4x or more):\n"
         );
         for j in &fault_jumps {
             let _ = writeln!(md, "- {}", describe_jump(j, "minor faults"));
