@@ -47,8 +47,9 @@ pub struct RunArgs {
     /// Skip runs whose results (same spec and budget) are already in the folder.
     #[arg(long)]
     pub resume: bool,
-    /// How to count memory syscalls.
-    #[arg(long, value_enum, default_value = "perf")]
+    /// How to count memory syscalls: perf tracepoints (root / CAP_PERFMON), ptrace (no
+    /// privileges; a second, traced pass per run), auto (perf where it works, else ptrace).
+    #[arg(long, value_enum, default_value = "auto")]
     pub counters: CounterMode,
     /// Kill a worker that runs longer than this many seconds.
     #[arg(long, default_value_t = 300.0, value_parser = crate::worker::parse_seconds)]
@@ -146,8 +147,9 @@ pub struct CompareArgs {
     pub seed: u64,
     #[command(flatten)]
     pub budget: BudgetArgs,
-    /// How to count memory syscalls.
-    #[arg(long, value_enum, default_value = "perf")]
+    /// How to count memory syscalls: perf tracepoints (root / CAP_PERFMON), ptrace (no
+    /// privileges; a second, traced pass per run), auto (perf where it works, else ptrace).
+    #[arg(long, value_enum, default_value = "auto")]
     pub counters: CounterMode,
     /// Output format on stdout.
     #[arg(long, value_enum, default_value = "table")]

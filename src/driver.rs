@@ -3,6 +3,7 @@
 
 use crate::counters::memory;
 use crate::counters::perf::SyscallCounters;
+use crate::counters::ptrace;
 use crate::counters::CounterMode;
 use crate::measure::Budget;
 use crate::record::RunRecord;
@@ -112,10 +113,18 @@ pub struct ProcessExecutor {
 }
 
 impl ProcessExecutor {
+    /// `counters` Auto becomes Perf where the driver can open the tracepoint counters
+    /// (workers run as the same user), else Ptrace where that is supported, else Off.
     pub fn new(dir: PathBuf, budget: Budget, counters: CounterMode, timeout: Duration) -> Self {
         let keepalive = match counters {
-            CounterMode::Perf => SyscallCounters::open().ok(),
-            CounterMode::Off => None,
+            CounterMode::Perf | CounterMode::Auto => SyscallCounters::open().ok(),
+            CounterMode::Ptrace | CounterMode::Off => None,
+        };
+        let counters = match counters {
+            CounterMode::Auto if keepalive.is_some() => CounterMode::Perf,
+            CounterMode::Auto if ptrace::unsupported().is_none() => CounterMode::Ptrace,
+            CounterMode::Auto => CounterMode::Perf,
+            other => other,
         };
         ProcessExecutor {
             dir,
@@ -208,7 +217,7 @@ pub fn interpret(
 }
 
 impl ProcessExecutor {
-    fn command(&self, spec: &RunSpec) -> Command {
+    fn command(&self, spec: &RunSpec, counters: CounterMode) -> Command {
         let mut cmd = Command::new(self.dir.join(spec.allocator.worker_binary()));
         cmd.arg(format!("--workload={}", spec.workload))
             .arg(format!("--variant={}", spec.variant))
@@ -216,21 +225,23 @@ impl ProcessExecutor {
             .arg(format!("--seed={}", spec.seed))
             .arg(format!("--threads={}", spec.threads))
             .args(self.budget.to_worker_args())
-            .arg(format!(
-                "--counters={}",
-                match self.counters {
-                    CounterMode::Perf => "perf",
-                    CounterMode::Off => "off",
-                }
-            ));
+            .arg(format!("--counters={}", counters.name()));
         cmd
     }
-}
 
-impl Executor for ProcessExecutor {
-    fn execute(&mut self, spec: &RunSpec) -> Result<RunRecord, RunFailure> {
+    fn timed_out(&self) -> RunFailure {
+        RunFailure {
+            cause: format!(
+                "timed out after {:.0} s and was killed (raise --timeout or lower --min-time/--size)",
+                self.timeout.as_secs_f64()
+            ),
+        }
+    }
+
+    /// One plain worker process: spawn, collect, interpret.
+    fn spawn_worker(&self, spec: &RunSpec, counters: CounterMode) -> Result<RunRecord, RunFailure> {
         let mut child = self
-            .command(spec)
+            .command(spec, counters)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -272,14 +283,50 @@ impl Executor for ProcessExecutor {
             cause: format!("waiting for the worker failed: {e}"),
         })?;
         if timed_out {
+            return Err(self.timed_out());
+        }
+        interpret(status, &stdout, &stderr)
+    }
+
+    /// The ptrace method: latency and faults from an untraced pass, memory-syscall counts
+    /// from a second, traced pass of the same run.
+    fn ptrace_passes(&self, spec: &RunSpec) -> Result<RunRecord, RunFailure> {
+        let mut record = self.spawn_worker(spec, CounterMode::Off)?;
+        let traced = ptrace::run_traced(self.command(spec, CounterMode::Ptrace), self.timeout)
+            .map_err(|e| RunFailure {
+                cause: format!("cannot trace {}: {e}", spec.allocator.worker_binary()),
+            })?;
+        if traced.timed_out {
+            return Err(self.timed_out());
+        }
+        let counted =
+            interpret(traced.status, &traced.stdout, &traced.stderr).map_err(|f| RunFailure {
+                cause: format!("traced pass: {}", f.cause),
+            })?;
+        if counted.checksum != record.checksum {
             return Err(RunFailure {
                 cause: format!(
-                    "timed out after {:.0} s and was killed (raise --timeout or lower --min-time/--size)",
-                    self.timeout.as_secs_f64()
+                    "the traced pass computed a different output ({} vs {})",
+                    counted.checksum, record.checksum
                 ),
             });
         }
-        interpret(status, &stdout, &stderr)
+        match traced.counts {
+            Ok(counts) => record.set_traced_syscalls(&counts, counted.iterations),
+            Err(why) => {
+                record.unavailable.insert("syscalls".into(), why.0);
+            }
+        }
+        Ok(record)
+    }
+}
+
+impl Executor for ProcessExecutor {
+    fn execute(&mut self, spec: &RunSpec) -> Result<RunRecord, RunFailure> {
+        match self.counters {
+            CounterMode::Ptrace => self.ptrace_passes(spec),
+            mode => self.spawn_worker(spec, mode),
+        }
     }
 }
 

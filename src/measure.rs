@@ -3,7 +3,8 @@
 //! histogram allocated beforehand. Counters are enabled only around the measured loop.
 
 use crate::alloc_count::{self, AllocSnapshot};
-use crate::counters::perf::{SyscallCounters, SyscallCounts};
+use crate::counters::perf::SyscallCounts;
+use crate::counters::SyscallSource;
 use crate::counters::{memory, rusage, Unavailable};
 use crate::workload::{BoxedKernel, Kernel};
 use hdrhistogram::Histogram;
@@ -199,7 +200,7 @@ fn unavailable<E: std::fmt::Display>(what: &str) -> impl Fn(E) -> Unavailable + 
 pub fn measure(
     kernels: Vec<BoxedKernel>,
     budget: &Budget,
-    syscall_counters: Result<&SyscallCounters, Unavailable>,
+    syscalls: SyscallSource<'_>,
 ) -> std::io::Result<Measurement> {
     let mut kernels = kernels.into_iter();
     let mut main_kernel = kernels
@@ -231,15 +232,11 @@ pub fn measure(
         let rss_start = memory::rss_bytes().map_err(unavailable("reading /proc/self/statm"));
         let allocs_before = alloc_count::snapshot();
         let ru_before = rusage::read_self()?;
-        if let Ok(c) = &syscall_counters {
-            c.enable();
-        }
+        syscalls.start();
         meet.wait();
         let mut stats = timed_loop(main_kernel.as_mut(), budget, &mut hist);
         meet.wait();
-        if let Ok(c) = &syscall_counters {
-            c.disable();
-        }
+        syscalls.stop();
         let ru_after = rusage::read_self()?;
         let allocs_after = alloc_count::snapshot();
         let rss_end = memory::rss_bytes().map_err(unavailable("reading /proc/self/statm"));
@@ -262,7 +259,7 @@ pub fn measure(
         };
         // Read after the helper threads exited: their inherited counts are folded into
         // the counters when they exit (counting stopped before that).
-        let syscalls = syscall_counters.and_then(|c| c.read());
+        let syscalls = syscalls.read();
         Ok(Measurement {
             main_kernel,
             warmup_iterations,

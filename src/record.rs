@@ -114,6 +114,9 @@ pub struct RunRecord {
     #[serde(flatten)]
     pub overhead: Overhead,
     pub totals: Totals,
+    /// Which method counted the syscalls: "perf" or "ptrace"; null when none did.
+    #[serde(default)]
+    pub syscall_counter: Option<String>,
     /// Where each counter comes from.
     pub counter_sources: BTreeMap<String, String>,
     /// Counter group → why it has no value. Absent groups were measured.
@@ -202,7 +205,7 @@ impl RunRecord {
             munmap_per_iter: sc_per(|c| c.munmap),
             madvise_per_iter: sc_per(|c| c.madvise),
             mremap_per_iter: sc_per(|c| c.mremap),
-            syscalls_per_iter: sc_per(|c| c.all),
+            syscalls_per_iter: sc.and_then(|c| c.all).map(|v| per_iter(v, n)),
             allocs_per_iter: allocs.map(|a| per_iter(a.allocs, n)),
             alloc_bytes_per_iter: allocs.map(|a| per_iter(a.bytes, n)),
             rss_start_bytes: m.rss_start_bytes.as_ref().ok().copied(),
@@ -221,11 +224,37 @@ impl RunRecord {
                 allocs: allocs.map(|a| a.allocs),
                 alloc_bytes: allocs.map(|a| a.bytes),
             },
+            syscall_counter: sc.map(|_| "perf".to_string()),
             counter_sources: sources,
             unavailable,
             histogram: EncodedHistogram::encode(h),
             env,
         }
+    }
+
+    /// Puts in the memory-syscall counts of a separate ptrace-traced pass of the same
+    /// run (`iterations` measured iterations); everything else stays this pass's.
+    pub fn set_traced_syscalls(&mut self, counts: &SyscallCounts, iterations: u64) {
+        let per = |v: u64| Some(per_iter(v, iterations));
+        self.brk_per_iter = per(counts.brk);
+        self.mmap_per_iter = per(counts.mmap);
+        self.munmap_per_iter = per(counts.munmap);
+        self.madvise_per_iter = per(counts.madvise);
+        self.mremap_per_iter = per(counts.mremap);
+        self.syscalls_per_iter = None;
+        self.totals.syscalls = Some(*counts);
+        self.syscall_counter = Some("ptrace".into());
+        self.unavailable.remove("syscalls");
+        self.unavailable.insert(
+            "syscalls_all".into(),
+            "the ptrace method stops the worker only on memory syscalls, so it does not count syscalls of other kinds".into(),
+        );
+        self.counter_sources.insert(
+            "syscalls".into(),
+            format!(
+                "ptrace with a seccomp filter (only brk, mmap, munmap, madvise, mremap stop the worker), counted between the worker's phase markers in a separate traced pass of {iterations} iterations; latency and faults come from the untraced pass"
+            ),
+        );
     }
 
     pub fn spec(&self) -> RunSpec {

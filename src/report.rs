@@ -45,6 +45,8 @@ pub struct SummaryRow {
     pub madvise_per_iter: Option<f64>,
     pub mremap_per_iter: Option<f64>,
     pub syscalls_per_iter: Option<f64>,
+    /// Which method counted the syscalls: `perf` or `ptrace`.
+    pub syscall_counter: Option<String>,
     pub allocs_per_iter: Option<f64>,
     pub alloc_bytes_per_iter: Option<f64>,
     pub rss_start_bytes: Option<u64>,
@@ -113,6 +115,7 @@ impl SummaryRow {
             madvise_per_iter: f(|r| r.madvise_per_iter),
             mremap_per_iter: f(|r| r.mremap_per_iter),
             syscalls_per_iter: f(|r| r.syscalls_per_iter),
+            syscall_counter: r.and_then(|r| r.syscall_counter.clone()),
             allocs_per_iter: f(|r| r.allocs_per_iter),
             alloc_bytes_per_iter: f(|r| r.alloc_bytes_per_iter),
             rss_start_bytes: u(|r| r.rss_start_bytes),

@@ -2,7 +2,7 @@
 //! thread, print one JSON record on stdout.
 
 use crate::counters::perf::SyscallCounters;
-use crate::counters::{CounterMode, Unavailable};
+use crate::counters::{CounterMode, SyscallSource, Unavailable};
 use crate::envinfo::{AllocatorInfo, Environment};
 use crate::measure::{self, Budget};
 use crate::record::RunRecord;
@@ -103,13 +103,19 @@ pub fn run(
     let kernels = (0..args.threads)
         .map(|_| workload::prepare(spec.workload, spec.variant, size, spec.seed))
         .collect();
-    let counters = match args.counters {
-        CounterMode::Perf => SyscallCounters::open(),
-        CounterMode::Off => Err(Unavailable(
+    let perf = match args.counters {
+        CounterMode::Perf | CounterMode::Auto => Some(SyscallCounters::open()),
+        CounterMode::Ptrace | CounterMode::Off => None,
+    };
+    let source = match (&perf, args.counters) {
+        (Some(Ok(c)), _) => SyscallSource::Perf(c),
+        (Some(Err(why)), _) => SyscallSource::None(why.clone()),
+        (None, CounterMode::Ptrace) => SyscallSource::PtraceMarkers,
+        (None, _) => SyscallSource::None(Unavailable(
             "syscall counting is off (--counters off)".into(),
         )),
     };
-    let mut m = measure::measure(kernels, &budget, counters.as_ref().map_err(Clone::clone))?;
+    let mut m = measure::measure(kernels, &budget, source)?;
     let checksum = m.main_kernel.checksum();
     let env = Environment::capture(info);
     Ok(RunRecord::new(&spec, budget, &m, overhead, checksum, env))

@@ -4,6 +4,7 @@
 
 pub mod memory;
 pub mod perf;
+pub mod ptrace;
 pub mod rusage;
 
 use serde::{Deserialize, Serialize};
@@ -17,8 +18,65 @@ pub struct Unavailable(pub String);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum CounterMode {
+    /// perf where it works, else ptrace.
+    Auto,
     /// perf_event_open tracepoint counters on the worker itself (needs tracefs access).
     Perf,
+    /// The driver traces the worker with ptrace + seccomp (no privileges needed).
+    Ptrace,
     /// Do not count syscalls.
     Off,
+}
+
+impl CounterMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            CounterMode::Auto => "auto",
+            CounterMode::Perf => "perf",
+            CounterMode::Ptrace => "ptrace",
+            CounterMode::Off => "off",
+        }
+    }
+}
+
+/// Where the measured phase's syscall counts come from, inside a worker.
+pub enum SyscallSource<'a> {
+    /// perf counters opened by the worker.
+    Perf(&'a perf::SyscallCounters),
+    /// A ptrace tracer outside; the worker only marks the phase.
+    PtraceMarkers,
+    /// Not counted, and why.
+    None(Unavailable),
+}
+
+impl SyscallSource<'_> {
+    /// At the start of the measured phase. Does not allocate.
+    pub fn start(&self) {
+        match self {
+            SyscallSource::Perf(c) => c.enable(),
+            SyscallSource::PtraceMarkers => ptrace::phase_marker(),
+            SyscallSource::None(_) => {}
+        }
+    }
+
+    /// At the end of the measured phase. Does not allocate.
+    pub fn stop(&self) {
+        match self {
+            SyscallSource::Perf(c) => c.disable(),
+            SyscallSource::PtraceMarkers => ptrace::phase_marker(),
+            SyscallSource::None(_) => {}
+        }
+    }
+
+    /// The counts, or why the worker has none itself.
+    pub fn read(&self) -> Result<perf::SyscallCounts, Unavailable> {
+        match self {
+            SyscallSource::Perf(c) => c.read(),
+            SyscallSource::PtraceMarkers => Err(Unavailable(match ptrace::tracer_pid() {
+                Some(pid) => format!("counted by the ptrace tracer (pid {pid}) outside this worker"),
+                None => "--counters ptrace needs alloclab's tracer (alloclab compare/run --counters ptrace); none is attached".into(),
+            })),
+            SyscallSource::None(why) => Err(why.clone()),
+        }
+    }
 }

@@ -1,0 +1,251 @@
+//! The two syscall-counting methods against each other and against strace, and the
+//! counts of an unprivileged user against root's.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use alloclab::counters::perf::{SyscallCounters, SyscallCounts};
+use alloclab::counters::ptrace;
+use alloclab::spec::Allocator;
+use common::*;
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+use std::time::Duration;
+
+const CASES: [(Allocator, &str); 3] = [
+    (Allocator::System, "out-of-place"),
+    (Allocator::Jemalloc, "out-of-place"),
+    (Allocator::Mimalloc, "in-place"),
+];
+
+fn memory_counts(c: &SyscallCounts) -> [u64; 5] {
+    [c.brk, c.mmap, c.munmap, c.madvise, c.mremap]
+}
+
+/// Counts of the ptrace method for a worker command with exactly `iters` iterations.
+fn traced(a: Allocator, variant: &str, iters: u64) -> (SyscallCounts, alloclab::record::RunRecord) {
+    let mut cmd = worker_cmd(a, variant, 1_000_000, iters);
+    cmd.arg("--counters=ptrace");
+    let t = ptrace::run_traced(cmd, Duration::from_secs(120)).unwrap();
+    assert!(t.status.success(), "{}", t.stderr);
+    let record = alloclab::record::RunRecord::from_json(t.stdout.trim()).unwrap();
+    assert!(
+        record.unavailable["syscalls"].contains("counted by the ptrace tracer"),
+        "{:?}",
+        record.unavailable
+    );
+    (t.counts.unwrap(), record)
+}
+
+#[test]
+fn ptrace_and_perf_count_the_same_calls() {
+    if let Some(why) = ptrace::unsupported() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    if let Err(why) = SyscallCounters::open() {
+        eprintln!("skipped: perf counters unusable here: {why}");
+        return;
+    }
+    for (a, variant) in CASES {
+        let (by_ptrace, _) = traced(a, variant, 30);
+        let mut cmd = worker_cmd(a, variant, 1_000_000, 30);
+        cmd.arg("--counters=perf");
+        let by_perf = parse_record(&cmd.output().unwrap())
+            .totals
+            .syscalls
+            .unwrap();
+        eprintln!("{a} {variant}: ptrace {by_ptrace:?}, perf {by_perf:?}");
+        assert_eq!(
+            memory_counts(&by_ptrace),
+            memory_counts(&by_perf),
+            "{a} {variant}"
+        );
+    }
+    // The founding case really is counted, not zero.
+    let (c, _) = traced(Allocator::System, "out-of-place", 30);
+    assert!(c.brk >= 30, "{c:?}");
+}
+
+/// strace -f -c totals per syscall for a worker command.
+fn strace_counts(a: Allocator, variant: &str, iters: u64) -> Option<BTreeMap<String, u64>> {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("strace.txt");
+    let worker = worker_cmd(a, variant, 1_000_000, iters);
+    let status = Command::new("strace")
+        .args([
+            "-f",
+            "-c",
+            "-e",
+            "trace=brk,mmap,munmap,madvise,mremap",
+            "-o",
+        ])
+        .arg(&out)
+        .arg(worker.get_program())
+        .args(worker.get_args())
+        .arg("--counters=off")
+        .stdout(std::process::Stdio::null())
+        .status()
+        .ok()?;
+    if !status.success() {
+        return None;
+    }
+    let text = std::fs::read_to_string(&out).ok()?;
+    let mut counts = BTreeMap::new();
+    for line in text.lines() {
+        let t: Vec<&str> = line.split_whitespace().collect();
+        if t.len() >= 5 && ["brk", "mmap", "munmap", "madvise", "mremap"].contains(t.last()?) {
+            counts.insert(t.last()?.to_string(), t[3].parse().ok()?);
+        }
+    }
+    Some(counts)
+}
+
+#[test]
+fn ptrace_counts_agree_with_strace() {
+    if let Some(why) = ptrace::unsupported() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    if strace_counts(Allocator::System, "in-place", 1).is_none() {
+        eprintln!("skipped: strace is not usable here");
+        return;
+    }
+    // strace sees the whole process, the lab its measured phase: compare what 30 more
+    // iterations add.
+    for (a, variant) in CASES {
+        let s1 = strace_counts(a, variant, 10).unwrap();
+        let s2 = strace_counts(a, variant, 40).unwrap();
+        let (l1, _) = traced(a, variant, 10);
+        let (l2, _) = traced(a, variant, 40);
+        for (name, lab1, lab2) in [
+            ("brk", l1.brk, l2.brk),
+            ("mmap", l1.mmap, l2.mmap),
+            ("munmap", l1.munmap, l2.munmap),
+            ("madvise", l1.madvise, l2.madvise),
+            ("mremap", l1.mremap, l2.mremap),
+        ] {
+            let st = |m: &BTreeMap<String, u64>| m.get(name).copied().unwrap_or(0) as i64;
+            let d_strace = st(&s2) - st(&s1);
+            let d_lab = lab2 as i64 - lab1 as i64;
+            assert!(
+                lab1 as i64 <= st(&s1),
+                "{a} {variant} {name}: lab {lab1} > strace {}",
+                st(&s1)
+            );
+            assert!(
+                (d_strace - d_lab).abs() <= 2,
+                "{a} {variant} {name}: 30 more iterations added {d_strace} by strace, {d_lab} by the lab"
+            );
+        }
+    }
+}
+
+#[test]
+fn an_unprivileged_user_gets_the_same_counts_as_root() {
+    if let Some(why) = ptrace::unsupported() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    // The binaries, where the unprivileged user can run them.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::copy(driver_path(), dir.path().join("alloclab")).unwrap();
+    for a in [Allocator::System, Allocator::Jemalloc] {
+        std::fs::copy(worker_path(a), dir.path().join(a.worker_binary())).unwrap();
+    }
+    let compare = |drop_to_nobody: bool, counters: &str| -> Vec<serde_json::Value> {
+        let mut cmd = Command::new(dir.path().join("alloclab"));
+        cmd.args([
+            "compare",
+            "--size",
+            "1e6",
+            "--allocators",
+            "system,jemalloc",
+            "--variants",
+            "in-place,out-of-place",
+            "--min-time",
+            "0",
+            "--min-iters",
+            "20",
+            "--max-iters",
+            "20",
+            "--warmup-time",
+            "0",
+            "--format",
+            "json",
+            "--counters",
+            counters,
+        ])
+        .current_dir(dir.path());
+        if drop_to_nobody {
+            // SAFETY: setgroups/setgid/setuid between fork and exec, async-signal-safe.
+            unsafe {
+                cmd.pre_exec(|| {
+                    if libc::setgroups(0, std::ptr::null()) != 0
+                        || libc::setgid(65534) != 0
+                        || libc::setuid(65534) != 0
+                    {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let o = cmd.output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let reference = compare(false, "auto");
+    let unprivileged = if root {
+        compare(true, "auto")
+    } else {
+        reference.clone()
+    };
+    if root && SyscallCounters::open().is_ok() {
+        assert!(reference.iter().all(|r| r["syscall_counter"] == "perf"));
+    }
+    for (r, u) in reference.iter().zip(&unprivileged) {
+        assert_eq!(
+            (&r["allocator"], &r["variant"]),
+            (&u["allocator"], &u["variant"])
+        );
+        assert!(
+            u["syscall_counter"].is_string(),
+            "no syscall counts without privileges: {u}"
+        );
+        for f in [
+            "brk_per_iter",
+            "mmap_per_iter",
+            "munmap_per_iter",
+            "madvise_per_iter",
+            "mremap_per_iter",
+        ] {
+            assert!(u[f].is_number(), "{f} missing: {u}");
+            assert_eq!(
+                r[f], u[f],
+                "{} {} {f}: root {} vs unprivileged {}",
+                r["allocator"], r["variant"], r[f], u[f]
+            );
+        }
+    }
+    if root {
+        assert!(
+            unprivileged
+                .iter()
+                .all(|u| u["syscall_counter"] == "ptrace"),
+            "{unprivileged:?}"
+        );
+        // The glibc fault storm is still seen and counted.
+        let storm = unprivileged
+            .iter()
+            .find(|u| u["allocator"] == "system" && u["variant"] == "out-of-place")
+            .unwrap();
+        assert_eq!(storm["brk_per_iter"], 3.0);
+    }
+}
