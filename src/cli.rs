@@ -29,8 +29,26 @@ pub enum Command {
     Run(RunArgs),
     /// Rebuild summary.csv, histograms, plots and REPORT.md of a results folder from its runs.
     Report(ReportArgs),
+    /// Measure what observing costs: clock, histogram, counters, and their effect on the median.
+    Calibrate(CalibrateArgs),
     /// List the allocators, workloads and variants.
     List,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CalibrateArgs {
+    /// Size of the founding case used to measure the observer's effect.
+    #[arg(long, default_value = "1000000", value_parser = spec::parse_size)]
+    pub size: u64,
+    /// Minimum measuring time of each run, in seconds.
+    #[arg(long, default_value_t = 0.5, value_parser = crate::worker::parse_seconds)]
+    pub min_time: f64,
+    /// Alternating rounds (off, perf, ptrace) per variant; medians are compared.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=50))]
+    pub rounds: u32,
+    /// Print JSON instead of lines.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, clap::Args)]

@@ -2,9 +2,9 @@
 //! turning whatever the worker did (JSON, crash, signal, garbage) into an outcome.
 
 use crate::counters::memory;
-use crate::counters::perf::SyscallCounters;
+use crate::counters::perf::{SyscallCounters, SyscallCounts};
 use crate::counters::ptrace;
-use crate::counters::CounterMode;
+use crate::counters::{CounterMode, Unavailable};
 use crate::measure::Budget;
 use crate::record::RunRecord;
 use crate::spec::{Allocator, RunSpec};
@@ -239,7 +239,11 @@ impl ProcessExecutor {
     }
 
     /// One plain worker process: spawn, collect, interpret.
-    fn spawn_worker(&self, spec: &RunSpec, counters: CounterMode) -> Result<RunRecord, RunFailure> {
+    pub fn spawn_worker(
+        &self,
+        spec: &RunSpec,
+        counters: CounterMode,
+    ) -> Result<RunRecord, RunFailure> {
         let mut child = self
             .command(spec, counters)
             .stdin(Stdio::null())
@@ -288,10 +292,12 @@ impl ProcessExecutor {
         interpret(status, &stdout, &stderr)
     }
 
-    /// The ptrace method: latency and faults from an untraced pass, memory-syscall counts
-    /// from a second, traced pass of the same run.
-    fn ptrace_passes(&self, spec: &RunSpec) -> Result<RunRecord, RunFailure> {
-        let mut record = self.spawn_worker(spec, CounterMode::Off)?;
+    /// One worker run under the ptrace tracer: its record (whose latency includes the
+    /// tracing) and the memory-syscall counts of its measured phase.
+    pub fn traced_pass(
+        &self,
+        spec: &RunSpec,
+    ) -> Result<(RunRecord, Result<SyscallCounts, Unavailable>), RunFailure> {
         let traced = ptrace::run_traced(self.command(spec, CounterMode::Ptrace), self.timeout)
             .map_err(|e| RunFailure {
                 cause: format!("cannot trace {}: {e}", spec.allocator.worker_binary()),
@@ -299,10 +305,18 @@ impl ProcessExecutor {
         if traced.timed_out {
             return Err(self.timed_out());
         }
-        let counted =
+        let record =
             interpret(traced.status, &traced.stdout, &traced.stderr).map_err(|f| RunFailure {
                 cause: format!("traced pass: {}", f.cause),
             })?;
+        Ok((record, traced.counts))
+    }
+
+    /// The ptrace method: latency and faults from an untraced pass, memory-syscall counts
+    /// from a second, traced pass of the same run.
+    fn ptrace_passes(&self, spec: &RunSpec) -> Result<RunRecord, RunFailure> {
+        let mut record = self.spawn_worker(spec, CounterMode::Off)?;
+        let (counted, counts) = self.traced_pass(spec)?;
         if counted.checksum != record.checksum {
             return Err(RunFailure {
                 cause: format!(
@@ -311,7 +325,7 @@ impl ProcessExecutor {
                 ),
             });
         }
-        match traced.counts {
+        match counts {
             Ok(counts) => record.set_traced_syscalls(&counts, counted.iterations),
             Err(why) => {
                 record.unavailable.insert("syscalls".into(), why.0);

@@ -5,6 +5,7 @@
 //! [`worker::main`]; the driver (`src/main.rs`) spawns them, one process per run.
 
 pub mod alloc_count;
+pub mod calibrate;
 pub mod cli;
 pub mod counters;
 pub mod driver;

@@ -38,6 +38,45 @@ fn main() -> ExitCode {
             }
         },
         Command::Report(args) => report_dir(&args.dir),
+        Command::Calibrate(args) => calibrate(&args),
+    }
+}
+
+fn calibrate(args: &alloclab::cli::CalibrateArgs) -> ExitCode {
+    let workers = match driver::workers_dir()
+        .and_then(|d| driver::check_workers(&d, &[Allocator::System]).map(|_| d))
+        .and_then(|d| {
+            driver::check_memory_here(&[alloclab::spec::RunSpec {
+                allocator: Allocator::System,
+                workload: Workload::Scale,
+                variant: Variant::OutOfPlace,
+                size: args.size,
+                threads: 1,
+                seed: 42,
+            }])
+            .map(|_| d)
+        }) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    match alloclab::calibrate::calibrate(&workers, args.size, args.min_time, args.rounds) {
+        Ok(c) => {
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&c).unwrap_or_default());
+            } else {
+                for line in c.describe() {
+                    println!("{line}");
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: calibration failed: {}", e.cause);
+            ExitCode::from(EXIT_RUN_FAILED)
+        }
     }
 }
 
@@ -47,6 +86,20 @@ const EXIT_INTERRUPTED: u8 = 130;
 fn run(plan: RunPlan) -> ExitCode {
     runner::stop_on_interrupt();
     let total = plan.experiments.iter().map(|e| e.runs().len()).sum();
+    // What observing costs on this machine now, recorded with every experiment.
+    let (min_time, rounds) = if plan.args.quick { (0.02, 1) } else { (0.3, 2) };
+    eprintln!("calibrating the observer ({rounds} round(s))…");
+    let calibration =
+        match alloclab::calibrate::calibrate(&plan.workers_dir, 1_000_000, min_time, rounds) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                eprintln!(
+                    "warning: observer calibration failed ({}); the reports will not have it",
+                    e.cause
+                );
+                None
+            }
+        };
     let mut progress = runner::Progress::new(total);
     let mut failed = 0;
     let mut executor = driver::ProcessExecutor::new(
@@ -63,6 +116,7 @@ fn run(plan: RunPlan) -> ExitCode {
             plan.args.resume,
             &mut executor,
             &mut progress,
+            calibration.as_ref(),
         ) {
             Ok(o) => {
                 failed += o.rebuilt.failed;

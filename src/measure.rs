@@ -173,6 +173,70 @@ pub fn calibrate() -> Overhead {
     }
 }
 
+/// What each part of the observer costs, measured in this process.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ObserverCosts {
+    /// Median of back-to-back `Instant::now()` pairs.
+    pub clock_pair_ns: f64,
+    /// One histogram record, averaged over a million records of spread-out values.
+    pub record_ns: f64,
+    /// The whole measured loop around an empty iteration, per sample.
+    pub harness_ns_per_sample: f64,
+    /// Enabling and then disabling the perf counter group once (null if perf is unusable).
+    pub perf_enable_disable_ns: Option<f64>,
+    /// Reading all perf counters once.
+    pub perf_read_ns: Option<f64>,
+    /// One phase-marker syscall of the ptrace method, untraced.
+    pub ptrace_marker_ns: f64,
+    /// Why perf costs are null.
+    pub perf_unavailable: Option<String>,
+}
+
+fn mean_ns(n: u32, mut f: impl FnMut()) -> f64 {
+    let t = Instant::now();
+    for _ in 0..n {
+        f();
+    }
+    t.elapsed().as_nanos() as f64 / f64::from(n)
+}
+
+/// Measures every part of the observer.
+pub fn observer_costs() -> ObserverCosts {
+    let o = calibrate();
+    let mut h = new_histogram();
+    let mut x: u64 = 88172645463325252;
+    let record_ns = mean_ns(1_000_000, || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        h.saturating_record(500 + x % 5_000_000);
+    });
+    black_box(&h);
+    let perf = crate::counters::perf::SyscallCounters::open();
+    let (enable, read, why) = match &perf {
+        Ok(c) => (
+            Some(mean_ns(2_000, || {
+                c.enable();
+                c.disable();
+            })),
+            Some(mean_ns(2_000, || {
+                black_box(c.read().ok());
+            })),
+            None,
+        ),
+        Err(e) => (None, None, Some(e.0.clone())),
+    };
+    ObserverCosts {
+        clock_pair_ns: o.timer_overhead_ns,
+        record_ns,
+        harness_ns_per_sample: o.harness_overhead_ns_per_sample,
+        perf_enable_disable_ns: enable,
+        perf_read_ns: read,
+        ptrace_marker_ns: mean_ns(10_000, crate::counters::ptrace::phase_marker),
+        perf_unavailable: why,
+    }
+}
+
 /// Everything measured in one run's measured phase.
 pub struct Measurement {
     /// The main thread's kernel, handed back for the checksum.

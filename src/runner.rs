@@ -138,11 +138,15 @@ pub fn run_experiment(
     resume: bool,
     executor: &mut dyn Executor,
     progress: &mut Progress,
+    calibration: Option<&crate::calibrate::Calibration>,
 ) -> Result<ExperimentOutcome, ResultsError> {
     let dir = out.join(&exp.name);
     let results = ResultsDir::open(&dir)?;
     let plan = Plan::new(exp);
     results.save_plan(&plan)?;
+    if let Some(c) = calibration {
+        results.save_calibration(c)?;
+    }
     let mut skipped = 0;
     for run in &plan.runs {
         if interrupted() {

@@ -19,11 +19,14 @@ use std::process::ExitCode;
 pub struct WorkerArgs {
     #[arg(long, default_value = "scale", value_parser = spec::parse_choice::<Workload>)]
     pub workload: Workload,
-    #[arg(long, value_parser = spec::parse_choice::<Variant>)]
-    pub variant: Variant,
+    #[arg(long, value_parser = spec::parse_choice::<Variant>, required_unless_present = "observer_costs")]
+    pub variant: Option<Variant>,
     /// Elements in the input array (1000000, 1e6, 2^20).
-    #[arg(long, value_parser = spec::parse_size)]
-    pub size: u64,
+    #[arg(long, value_parser = spec::parse_size, required_unless_present = "observer_costs")]
+    pub size: Option<u64>,
+    /// Instead of a run: measure what each part of the observer costs, print it as JSON.
+    #[arg(long)]
+    pub observer_costs: bool,
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
     #[arg(long, default_value_t = 1)]
@@ -88,12 +91,15 @@ pub fn run(
     if args.threads == 0 {
         anyhow::bail!("--threads 0: a run needs at least 1 thread (the main thread)");
     }
-    let size = usize::try_from(args.size)?;
+    let (Some(variant), Some(size_elems)) = (args.variant, args.size) else {
+        anyhow::bail!("--variant and --size are required for a run");
+    };
+    let size = usize::try_from(size_elems)?;
     let spec = RunSpec {
         allocator,
         workload: args.workload,
-        variant: args.variant,
-        size: args.size,
+        variant,
+        size: size_elems,
         threads: args.threads,
         seed: args.seed,
     };
@@ -125,6 +131,19 @@ pub fn run(
 pub fn main(allocator: Allocator, info: AllocatorInfo) -> ExitCode {
     let args = WorkerArgs::parse();
     let bin = allocator.worker_binary();
+    if args.observer_costs {
+        let costs = measure::observer_costs();
+        return match serde_json::to_string(&costs) {
+            Ok(t) => {
+                println!("{t}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("{bin}: error: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     match run(&args, allocator, &info) {
         Ok(record) => {
             let text = if args.pretty {

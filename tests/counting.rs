@@ -249,3 +249,51 @@ fn an_unprivileged_user_gets_the_same_counts_as_root() {
         assert_eq!(storm["brk_per_iter"], 3.0);
     }
 }
+
+#[test]
+fn calibrate_measures_every_part_of_the_observer() {
+    let o = Command::new(driver_path())
+        .args([
+            "calibrate",
+            "--json",
+            "--rounds",
+            "1",
+            "--min-time",
+            "0.05",
+            "--size",
+            "1e5",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let c: alloclab::calibrate::Calibration = serde_json::from_slice(&o.stdout).unwrap();
+    let k = &c.costs;
+    assert!(k.clock_pair_ns > 0.0 && k.record_ns > 0.0 && k.ptrace_marker_ns > 0.0);
+    assert!(k.clock_pair_ns <= k.harness_ns_per_sample, "{k:?}");
+    assert_eq!(
+        k.perf_enable_disable_ns.is_some(),
+        k.perf_unavailable.is_none()
+    );
+    let methods: std::collections::BTreeSet<&str> =
+        c.effects.iter().map(|e| e.method.as_str()).collect();
+    if SyscallCounters::open().is_ok() {
+        assert!(methods.contains("perf"), "{c:?}");
+    }
+    if ptrace::unsupported().is_none() {
+        assert!(methods.contains("ptrace"), "{c:?}");
+    }
+    for e in &c.effects {
+        assert!(e.off_p50_ns > 0.0 && e.on_p50_ns > 0.0);
+        assert!((e.ratio - e.on_p50_ns / e.off_p50_ns).abs() < 1e-9);
+    }
+    assert_eq!(
+        c.effects.len(),
+        2 * methods.len(),
+        "both variants for every method measured"
+    );
+    assert_eq!(
+        methods.len() + c.unavailable.len(),
+        2,
+        "each method measured or explained"
+    );
+}

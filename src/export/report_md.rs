@@ -155,6 +155,7 @@ fn env_json(loaded: &Loaded, records: &[&RunRecord]) -> serde_json::Value {
         "observer": {
             "timer_overhead_ns": range(&timer),
             "harness_overhead_ns_per_sample": range(&overhead),
+            "calibration": loaded.calibration,
         },
     })
 }
@@ -280,6 +281,14 @@ fn report_markdown(
             env["observer"]["timer_overhead_ns"]["min"].as_f64().unwrap_or(0.0),
             env["observer"]["timer_overhead_ns"]["max"].as_f64().unwrap_or(0.0),
         );
+    }
+
+    if let Some(c) = &loaded.calibration {
+        let _ = writeln!(md, "\n## Observer\n");
+        let _ = writeln!(md, "Measured before the runs (`alloclab calibrate`, {} round(s)); the goal is an observer that moves the median by under 2 %.\n", c.rounds);
+        for line in c.describe() {
+            let _ = writeln!(md, "- {line}");
+        }
     }
 
     // Findings.

@@ -6,6 +6,7 @@
 //!     runs/<id>.json          each worker's full record; runs/<id>.failed.json for failures
 //!     histograms/<id>.us.csv  HdrHistogram percentile distribution (µs), CSV form
 //!     histograms/<id>.us.hgrm the same, text form
+//!     calibration.json        what observing cost, measured before the experiment ran
 //!     summary.csv, env.json, plots/*.svg, REPORT.md
 //! ```
 
@@ -178,6 +179,16 @@ impl ResultsDir {
         write_atomic(&self.root.join("plan.json"), text.as_bytes())
     }
 
+    /// Keeps the observer calibration made for this run of the experiment.
+    pub fn save_calibration(&self, c: &crate::calibrate::Calibration) -> Result<(), ResultsError> {
+        let path = self.root.join("calibration.json");
+        let text = serde_json::to_string_pretty(c).map_err(|e| ResultsError::Invalid {
+            path: path.clone(),
+            why: e.to_string(),
+        })?;
+        write_atomic(&path, text.as_bytes())
+    }
+
     fn run_path(&self, id: &str) -> PathBuf {
         self.root.join("runs").join(format!("{id}.json"))
     }
@@ -259,6 +270,8 @@ pub fn write_histograms(root: &Path, id: &str, record: &RunRecord) -> Result<(),
 pub struct Loaded {
     pub plan: Plan,
     pub outcomes: Vec<crate::driver::Outcome>,
+    /// The observer calibration, if the run made one.
+    pub calibration: Option<crate::calibrate::Calibration>,
 }
 
 /// Reads a results folder's plan and runs.
@@ -293,7 +306,14 @@ pub fn load(root: &Path) -> Result<Loaded, ResultsError> {
             result,
         });
     }
-    Ok(Loaded { plan, outcomes })
+    let calibration = fs::read_to_string(root.join("calibration.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok());
+    Ok(Loaded {
+        plan,
+        outcomes,
+        calibration,
+    })
 }
 
 #[cfg(test)]
