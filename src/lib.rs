@@ -12,6 +12,7 @@ pub mod driver;
 pub mod envinfo;
 pub mod experiment;
 pub mod export;
+pub mod knobs;
 pub mod measure;
 pub mod record;
 pub mod report;

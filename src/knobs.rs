@@ -1,0 +1,453 @@
+//! Allocator knobs: `system:top_pad=64M`, `jemalloc:dirty_decay_ms=-1,oversize_threshold=16M`,
+//! `mimalloc:purge_delay=0,allow_thp=0`. Each allocator has a list of knobs with a type;
+//! names and values are validated against it, and each knob is applied through the
+//! allocator's own mechanism: glibc's `GLIBC_TUNABLES`, jemalloc's config string (read
+//! from `_RJEM_MALLOC_CONF` by tikv-jemallocator's prefixed build, not `MALLOC_CONF`),
+//! mimalloc's `MIMALLOC_<NAME>` options.
+
+use crate::spec::{parse_choice, Allocator, Choice, UnknownChoice};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Bytes; accepts 65536, 64K, 64M, 1G.
+    Size,
+    /// A whole number at least `min`.
+    Int { min: i64 },
+    /// true/false (also 1/0).
+    Bool,
+    /// One of the listed words.
+    Word(&'static [&'static str]),
+}
+
+/// One knob an allocator has.
+#[derive(Clone, Copy, Debug)]
+pub struct KnobDef {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub doc: &'static str,
+}
+
+const SYSTEM: &[KnobDef] = &[
+    KnobDef { name: "top_pad", kind: Kind::Size, doc: "extra bytes glibc asks for whenever it grows the heap and keeps when it trims" },
+    KnobDef { name: "trim_threshold", kind: Kind::Size, doc: "free bytes at the heap top before glibc trims it with brk; setting it disables the dynamic mmap threshold" },
+    KnobDef { name: "mmap_threshold", kind: Kind::Size, doc: "requests at least this large are served by mmap; setting it disables the dynamic threshold" },
+    KnobDef { name: "mmap_max", kind: Kind::Int { min: 0 }, doc: "most mmap'd chunks at once (0: never mmap)" },
+    KnobDef { name: "arena_max", kind: Kind::Int { min: 1 }, doc: "most arenas (threads share them beyond this)" },
+    KnobDef { name: "tcache_count", kind: Kind::Int { min: 0 }, doc: "chunks per thread-cache bin" },
+];
+
+const JEMALLOC: &[KnobDef] = &[
+    KnobDef { name: "dirty_decay_ms", kind: Kind::Int { min: -1 }, doc: "ms before dirty pages are purged (-1: never, 0: at once)" },
+    KnobDef { name: "muzzy_decay_ms", kind: Kind::Int { min: -1 }, doc: "ms before muzzy pages are purged (-1: never, 0: at once)" },
+    KnobDef { name: "oversize_threshold", kind: Kind::Size, doc: "allocations at least this large get a dedicated arena and are purged eagerly (default 8M)" },
+    KnobDef { name: "narenas", kind: Kind::Int { min: 1 }, doc: "number of arenas" },
+    KnobDef { name: "background_thread", kind: Kind::Bool, doc: "purge from background threads instead of inline" },
+    KnobDef { name: "retain", kind: Kind::Bool, doc: "keep virtual memory mapped instead of unmapping it" },
+    KnobDef { name: "thp", kind: Kind::Word(&["default", "always", "never"]), doc: "transparent huge pages for jemalloc's memory" },
+];
+
+const MIMALLOC: &[KnobDef] = &[
+    KnobDef {
+        name: "purge_delay",
+        kind: Kind::Int { min: -1 },
+        doc: "ms before freed memory is purged (-1: never, 0: at once)",
+    },
+    KnobDef {
+        name: "allow_thp",
+        kind: Kind::Bool,
+        doc: "allow transparent huge pages (mimalloc asks for them by default)",
+    },
+    KnobDef {
+        name: "purge_decommits",
+        kind: Kind::Bool,
+        doc: "purge by decommitting (else by resetting)",
+    },
+    KnobDef {
+        name: "arena_eager_commit",
+        kind: Kind::Int { min: 0 },
+        doc: "commit arenas eagerly (0 no, 1 yes, 2 on overcommit systems)",
+    },
+    KnobDef {
+        name: "allow_large_os_pages",
+        kind: Kind::Bool,
+        doc: "use large OS pages",
+    },
+];
+
+/// The knobs `allocator` has.
+pub fn defs(allocator: Allocator) -> &'static [KnobDef] {
+    match allocator {
+        Allocator::System => SYSTEM,
+        Allocator::Jemalloc => JEMALLOC,
+        Allocator::Mimalloc => MIMALLOC,
+    }
+}
+
+/// A knob set to a value; the value is canonical (sizes in bytes, booleans true/false).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Knob {
+    pub name: String,
+    pub value: String,
+}
+
+/// An allocator with knobs, as users write it: `jemalloc:dirty_decay_ms=-1`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct AllocatorSpec {
+    pub allocator: Allocator,
+    #[serde(default)]
+    pub knobs: Vec<Knob>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KnobError {
+    #[error(transparent)]
+    Allocator(#[from] UnknownChoice),
+    #[error("unknown knob '{name}' for {allocator}: valid knobs are {valid}")]
+    UnknownKnob {
+        allocator: Allocator,
+        name: String,
+        valid: String,
+    },
+    #[error("knob '{item}' for {allocator}: expected name=value, e.g. {example}")]
+    NoValue {
+        allocator: Allocator,
+        item: String,
+        example: String,
+    },
+    #[error("{allocator}:{name}={value}: {why}")]
+    BadValue {
+        allocator: Allocator,
+        name: String,
+        value: String,
+        why: String,
+    },
+    #[error("{allocator}:{name} is given twice")]
+    Twice { allocator: Allocator, name: String },
+}
+
+/// Bytes from 65536, 64K, 64M, 1G (binary multiples; a trailing B or iB is allowed).
+pub fn parse_bytes(s: &str) -> Option<u64> {
+    let t = s.trim().trim_end_matches(['B', 'b']).trim_end_matches('i');
+    let (num, mult) = match t.chars().last()? {
+        'k' | 'K' => (&t[..t.len() - 1], 1u64 << 10),
+        'm' | 'M' => (&t[..t.len() - 1], 1 << 20),
+        'g' | 'G' => (&t[..t.len() - 1], 1 << 30),
+        't' | 'T' => (&t[..t.len() - 1], 1 << 40),
+        _ => (t, 1),
+    };
+    num.trim().parse::<u64>().ok()?.checked_mul(mult)
+}
+
+/// "64M" for 67108864; plain bytes when not a whole multiple.
+pub fn fmt_bytes(b: u64) -> String {
+    for (suffix, shift) in [("T", 40), ("G", 30), ("M", 20), ("K", 10)] {
+        if b != 0 && b % (1u64 << shift) == 0 {
+            return format!("{}{suffix}", b >> shift);
+        }
+    }
+    b.to_string()
+}
+
+fn canonical(def: &KnobDef, value: &str) -> Result<String, String> {
+    let v = value.trim();
+    match def.kind {
+        Kind::Size => parse_bytes(v)
+            .map(|b| b.to_string())
+            .ok_or_else(|| "expected a size in bytes such as 65536, 64K, 64M or 1G".to_string()),
+        Kind::Int { min } => match v.parse::<i64>() {
+            Ok(n) if n >= min => Ok(n.to_string()),
+            _ => Err(format!("expected a whole number of at least {min}")),
+        },
+        Kind::Bool => match v.to_ascii_lowercase().as_str() {
+            "1" | "true" | "yes" | "on" => Ok("true".into()),
+            "0" | "false" | "no" | "off" => Ok("false".into()),
+            _ => Err("expected true or false (or 1 or 0)".into()),
+        },
+        Kind::Word(words) => words
+            .iter()
+            .find(|w| w.eq_ignore_ascii_case(v))
+            .map(|w| w.to_string())
+            .ok_or_else(|| format!("expected one of {}", words.join(", "))),
+    }
+}
+
+impl AllocatorSpec {
+    pub fn plain(allocator: Allocator) -> Self {
+        AllocatorSpec {
+            allocator,
+            knobs: Vec::new(),
+        }
+    }
+
+    /// How the knob's value is written in labels ("64M" rather than 67108864).
+    fn display_value(&self, k: &Knob) -> String {
+        let size = defs(self.allocator)
+            .iter()
+            .any(|d| d.name == k.name && d.kind == Kind::Size);
+        match k.value.parse::<u64>() {
+            Ok(b) if size => fmt_bytes(b),
+            _ => k.value.clone(),
+        }
+    }
+
+    /// The environment that applies the knobs (and only them) to a process.
+    pub fn env(&self) -> Vec<(String, String)> {
+        if self.knobs.is_empty() {
+            return Vec::new();
+        }
+        match self.allocator {
+            Allocator::System => {
+                let items: Vec<String> = self
+                    .knobs
+                    .iter()
+                    .map(|k| format!("glibc.malloc.{}={}", k.name, k.value))
+                    .collect();
+                vec![("GLIBC_TUNABLES".into(), items.join(":"))]
+            }
+            Allocator::Jemalloc => {
+                let items: Vec<String> = self
+                    .knobs
+                    .iter()
+                    .map(|k| format!("{}:{}", k.name, k.value))
+                    .collect();
+                vec![(JEMALLOC_CONF_ENV.into(), items.join(","))]
+            }
+            Allocator::Mimalloc => self
+                .knobs
+                .iter()
+                .map(|k| {
+                    let v = match k.value.as_str() {
+                        "true" => "1".to_string(),
+                        "false" => "0".to_string(),
+                        other => other.to_string(),
+                    };
+                    (format!("MIMALLOC_{}", k.name.to_ascii_uppercase()), v)
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The variable tikv-jemallocator's (prefixed) jemalloc reads its configuration from.
+pub const JEMALLOC_CONF_ENV: &str = "_RJEM_MALLOC_CONF";
+
+/// Whether an environment variable configures one of the allocators (and so must not
+/// leak from the user's environment into a run).
+pub fn is_allocator_env(name: &str) -> bool {
+    name == "GLIBC_TUNABLES"
+        || name == JEMALLOC_CONF_ENV
+        || name == "MALLOC_CONF"
+        || name.starts_with("MIMALLOC_")
+}
+
+impl fmt::Display for AllocatorSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut s = self.allocator.name().to_string();
+        if !self.knobs.is_empty() {
+            let items: Vec<String> = self
+                .knobs
+                .iter()
+                .map(|k| format!("{}={}", k.name, self.display_value(k)))
+                .collect();
+            s.push(':');
+            s.push_str(&items.join(","));
+        }
+        f.pad(&s)
+    }
+}
+
+impl std::str::FromStr for AllocatorSpec {
+    type Err = KnobError;
+
+    fn from_str(text: &str) -> Result<Self, KnobError> {
+        let (name, rest) = match text.split_once(':') {
+            Some((n, r)) => (n, Some(r)),
+            None => (text, None),
+        };
+        let allocator: Allocator = parse_choice(name)?;
+        let valid = || {
+            defs(allocator)
+                .iter()
+                .map(|d| d.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut knobs: Vec<Knob> = Vec::new();
+        for item in rest
+            .unwrap_or("")
+            .split(',')
+            .map(str::trim)
+            .filter(|i| !i.is_empty())
+        {
+            let Some((k, v)) = item.split_once('=') else {
+                return Err(KnobError::NoValue {
+                    allocator,
+                    item: item.into(),
+                    example: format!("{}={}", defs(allocator)[0].name, "…"),
+                });
+            };
+            let k = k.trim();
+            let def = defs(allocator)
+                .iter()
+                .find(|d| d.name.eq_ignore_ascii_case(k))
+                .ok_or_else(|| KnobError::UnknownKnob {
+                    allocator,
+                    name: k.into(),
+                    valid: valid(),
+                })?;
+            let value = canonical(def, v).map_err(|why| KnobError::BadValue {
+                allocator,
+                name: def.name.into(),
+                value: v.trim().into(),
+                why,
+            })?;
+            if knobs.iter().any(|x| x.name == def.name) {
+                return Err(KnobError::Twice {
+                    allocator,
+                    name: def.name.into(),
+                });
+            }
+            knobs.push(Knob {
+                name: def.name.into(),
+                value,
+            });
+        }
+        knobs.sort();
+        Ok(AllocatorSpec { allocator, knobs })
+    }
+}
+
+/// Parses a comma-free list of allocator specs separated by spaces or semicolons, or the
+/// usual comma list when no spec has knobs: "system,jemalloc" or
+/// "system:top_pad=64M;jemalloc:dirty_decay_ms=-1".
+pub fn parse_spec_list(text: &str) -> Result<Vec<AllocatorSpec>, KnobError> {
+    let items: Vec<&str> = if text.contains(':') {
+        text.split([';', ' '])
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .collect()
+    } else {
+        text.split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .collect()
+    };
+    if items.is_empty() {
+        return Err(KnobError::Allocator(UnknownChoice {
+            kind: Allocator::KIND,
+            given: text.into(),
+            valid: crate::spec::valid_names::<Allocator>(),
+        }));
+    }
+    let mut out: Vec<AllocatorSpec> = Vec::new();
+    for i in items {
+        let s: AllocatorSpec = i.parse()?;
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_parse_canonicalise_and_print_back() {
+        let s: AllocatorSpec = "jemalloc:oversize_threshold=16M, dirty_decay_ms=-1"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            s.to_string(),
+            "jemalloc:dirty_decay_ms=-1,oversize_threshold=16M"
+        );
+        assert_eq!(
+            s.env(),
+            vec![(
+                JEMALLOC_CONF_ENV.to_string(),
+                "dirty_decay_ms:-1,oversize_threshold:16777216".to_string()
+            )]
+        );
+        let g: AllocatorSpec = "system:trim_threshold=1G,mmap_threshold=1G"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            g.env(),
+            vec![(
+                "GLIBC_TUNABLES".to_string(),
+                "glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=1073741824"
+                    .to_string()
+            )]
+        );
+        let m: AllocatorSpec = "mimalloc:purge_delay=0,allow_thp=0".parse().unwrap();
+        assert_eq!(m.to_string(), "mimalloc:allow_thp=false,purge_delay=0");
+        assert!(m
+            .env()
+            .contains(&("MIMALLOC_ALLOW_THP".to_string(), "0".to_string())));
+        assert_eq!(
+            "system".parse::<AllocatorSpec>().unwrap(),
+            AllocatorSpec::plain(Allocator::System)
+        );
+        assert!(AllocatorSpec::plain(Allocator::System).env().is_empty());
+    }
+
+    #[test]
+    fn typos_and_bad_values_say_what_is_valid() {
+        let e = "jemalloc:dirty_decay=5"
+            .parse::<AllocatorSpec>()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("unknown knob 'dirty_decay' for jemalloc")
+                && e.contains("dirty_decay_ms, muzzy_decay_ms"),
+            "{e}"
+        );
+        let e = "system:top_pad=lots"
+            .parse::<AllocatorSpec>()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("64M"), "{e}");
+        let e = "jemalloc:dirty_decay_ms=-2"
+            .parse::<AllocatorSpec>()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("at least -1"), "{e}");
+        let e = "jemalloc:thp=sometimes"
+            .parse::<AllocatorSpec>()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("default, always, never"), "{e}");
+        let e = "mimalloc:purge_delay"
+            .parse::<AllocatorSpec>()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("expected name=value"), "{e}");
+        let e = "tcmalloc:x=1"
+            .parse::<AllocatorSpec>()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("system, jemalloc, mimalloc"), "{e}");
+        assert!("system:top_pad=1M,top_pad=2M"
+            .parse::<AllocatorSpec>()
+            .is_err());
+    }
+
+    #[test]
+    fn lists_take_commas_without_knobs_and_semicolons_with() {
+        assert_eq!(parse_spec_list("system,jemalloc").unwrap().len(), 2);
+        let l = parse_spec_list(
+            "system:top_pad=64M;system;jemalloc:dirty_decay_ms=-1,muzzy_decay_ms=0",
+        )
+        .unwrap();
+        assert_eq!(l.len(), 3);
+        assert_eq!(l[2].knobs.len(), 2);
+        assert_eq!(parse_bytes("64M"), Some(64 << 20));
+        assert_eq!(parse_bytes("1GiB"), Some(1 << 30));
+        assert_eq!(fmt_bytes(3 << 20), "3M");
+        assert_eq!(fmt_bytes(1000), "1000");
+        assert!(is_allocator_env("MIMALLOC_PURGE_DELAY") && !is_allocator_env("PATH"));
+    }
+}
