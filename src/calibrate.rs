@@ -101,6 +101,8 @@ pub fn calibrate(
             size,
             threads: 1,
             seed: 42,
+            knobs: Vec::new(),
+            thp: Default::default(),
         };
         let (mut off, mut perf, mut traced) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..rounds.max(1) {

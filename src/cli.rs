@@ -205,6 +205,8 @@ impl CompareArgs {
                     size: self.size,
                     threads: 1,
                     seed: self.seed,
+                    knobs: Vec::new(),
+                    thp: Default::default(),
                 });
             }
         }

@@ -401,6 +401,8 @@ mod tests {
             size,
             threads: 1,
             seed: 1,
+            knobs: Vec::new(),
+            thp: Default::default(),
         }
     }
 

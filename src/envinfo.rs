@@ -4,13 +4,46 @@
 use serde::{Deserialize, Serialize};
 use std::ffi::CStr;
 
-/// Which allocator a worker links, as recorded in its results.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// Which allocator a worker links, as recorded in its results, and how to read its
+/// knobs back.
 pub struct AllocatorInfo {
     /// The allocator library's own version (glibc's, jemalloc's or mimalloc's).
     pub version: String,
     /// The Rust crates that bring it in, with their versions (empty for system).
     pub crates: String,
+    /// A knob's effective value as the allocator reports it, in the canonical form of
+    /// [`crate::knobs`] (bytes, true/false), or why it cannot be read.
+    pub read_knob: fn(&str) -> Result<String, String>,
+}
+
+/// A glibc malloc tunable as this glibc parsed it from the same `GLIBC_TUNABLES`: glibc
+/// has no call that reads tunables back, so this asks the dynamic loader of this process
+/// (`ld.so --list-tunables`, glibc 2.33 and later) in a child with the same environment.
+pub fn glibc_tunable(name: &str) -> Result<String, String> {
+    let maps = std::fs::read_to_string("/proc/self/maps").map_err(|e| format!("/proc/self/maps: {e}"))?;
+    let ld = maps
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|p| p.contains("/ld-linux") || p.contains("/ld64.so"))
+        .ok_or("no dynamic loader is mapped in this process")?;
+    let out = std::process::Command::new(ld)
+        .arg("--list-tunables")
+        .output()
+        .map_err(|e| format!("{ld} --list-tunables: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let key = format!("glibc.malloc.{name}:");
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with(&key))
+        .ok_or_else(|| format!("{ld} --list-tunables does not list glibc.malloc.{name}"))?;
+    let value = line.trim_start()[key.len()..].split_whitespace().next().unwrap_or("");
+    let parsed = match value.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => value.parse().ok(),
+    };
+    parsed
+        .map(|v| v.to_string())
+        .ok_or_else(|| format!("unreadable value '{value}' for glibc.malloc.{name}"))
 }
 
 /// How the binaries were compiled.
@@ -156,6 +189,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn glibc_tunables_read_back_from_the_loader() {
+        // Without GLIBC_TUNABLES the loader lists unset tunables as 0.
+        if std::env::var_os("GLIBC_TUNABLES").is_none() {
+            assert_eq!(glibc_tunable("top_pad").as_deref(), Ok("0"));
+        }
+        assert!(glibc_tunable("no_such_tunable").is_err());
+    }
+
+    #[test]
     fn selected_mode_reads_the_bracketed_choice() {
         assert_eq!(
             selected_mode("always [madvise] never\n").as_deref(),
@@ -173,6 +215,7 @@ mod tests {
         let env = Environment::capture(&AllocatorInfo {
             version: "x".into(),
             crates: String::new(),
+            read_knob: glibc_tunable,
         });
         assert!(env.glibc_version.starts_with('2'), "{}", env.glibc_version);
         assert!(env.kernel.starts_with("Linux"), "{}", env.kernel);

@@ -309,6 +309,8 @@ impl Experiment {
                                 size,
                                 threads,
                                 seed: self.seed,
+                                knobs: Vec::new(),
+                                thp: Default::default(),
                             });
                         }
                     }

@@ -53,6 +53,8 @@ fn calibrate(args: &alloclab::cli::CalibrateArgs) -> ExitCode {
                 size: args.size,
                 threads: 1,
                 seed: 42,
+                knobs: Vec::new(),
+                thp: Default::default(),
             }])
             .map(|_| d)
         }) {

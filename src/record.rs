@@ -76,6 +76,17 @@ pub struct RunRecord {
     pub size: u64,
     pub threads: u32,
     pub seed: u64,
+    /// Allocator knobs requested (canonical values).
+    #[serde(default)]
+    pub knobs: Vec<crate::knobs::Knob>,
+    /// Each requested knob as the allocator reports it back (or why it cannot).
+    #[serde(default)]
+    pub knobs_effective: BTreeMap<String, String>,
+    #[serde(default)]
+    pub thp: crate::spec::Thp,
+    /// PR_GET_THP_DISABLE of the worker: whether THP was off for it.
+    #[serde(default)]
+    pub thp_disabled: Option<bool>,
     pub budget: Budget,
     pub iterations: u64,
     pub warmup_iterations: u64,
@@ -182,6 +193,10 @@ impl RunRecord {
             size: spec.size,
             threads: spec.threads,
             seed: spec.seed,
+            knobs: spec.knobs.clone(),
+            knobs_effective: BTreeMap::new(),
+            thp: spec.thp,
+            thp_disabled: None,
             budget,
             iterations: n,
             warmup_iterations: m.warmup_iterations,
@@ -265,6 +280,8 @@ impl RunRecord {
             size: self.size,
             threads: self.threads,
             seed: self.seed,
+            knobs: self.knobs.clone(),
+            thp: self.thp,
         }
     }
 

@@ -69,6 +69,8 @@ impl SummaryRow {
                 size: 0,
                 threads: 0,
                 seed: 0,
+                knobs: Vec::new(),
+                thp: Default::default(),
             },
             result: Err(crate::driver::RunFailure {
                 cause: String::new(),
@@ -477,6 +479,8 @@ mod tests {
                 size: 1000,
                 threads: 1,
                 seed: 1,
+                knobs: Vec::new(),
+                thp: Default::default(),
             },
             result: Err(RunFailure { cause: "x".into() }),
         };
@@ -554,6 +558,8 @@ mod tests {
                 size: 1000,
                 threads: 1,
                 seed: 1,
+                knobs: Vec::new(),
+                thp: Default::default(),
             },
             result: Err(RunFailure {
                 cause: "killed by signal 9 (SIGKILL)".into(),

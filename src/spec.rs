@@ -142,6 +142,22 @@ choice_enum!(
     }
 );
 
+choice_enum!(
+    /// Transparent huge pages for a run.
+    Thp, "THP mode", {
+        /// Whatever the system's THP settings give the worker.
+        System => "system",
+        /// The worker disables THP for itself (prctl PR_SET_THP_DISABLE) before it starts.
+        Never => "never",
+    }
+);
+
+impl Default for Thp {
+    fn default() -> Self {
+        Thp::System
+    }
+}
+
 /// Largest accepted size, in elements: far above any machine's memory, but keeps byte
 /// arithmetic (`size * 8 * buffers`) well inside `u64`.
 pub const MAX_SIZE_ELEMS: u64 = 1 << 50;
@@ -205,6 +221,29 @@ pub struct RunSpec {
     pub threads: u32,
     /// Seed of the input data.
     pub seed: u64,
+    /// Allocator knobs (canonical, sorted by name); empty for the allocator's defaults.
+    #[serde(default)]
+    pub knobs: Vec<crate::knobs::Knob>,
+    #[serde(default)]
+    pub thp: Thp,
+}
+
+impl RunSpec {
+    /// The allocator with its knobs, as users write it: `jemalloc:dirty_decay_ms=-1`.
+    pub fn allocator_spec(&self) -> crate::knobs::AllocatorSpec {
+        crate::knobs::AllocatorSpec {
+            allocator: self.allocator,
+            knobs: self.knobs.clone(),
+        }
+    }
+
+    /// The allocator label of reports: its spec, plus `thp=never` when THP is off.
+    pub fn allocator_label(&self) -> String {
+        match self.thp {
+            Thp::System => self.allocator_spec().to_string(),
+            Thp::Never => format!("{} thp=never", self.allocator_spec()),
+        }
+    }
 }
 
 impl fmt::Display for RunSpec {
@@ -212,7 +251,10 @@ impl fmt::Display for RunSpec {
         write!(
             f,
             "{} {} {} size={}",
-            self.allocator, self.workload, self.variant, self.size
+            self.allocator_label(),
+            self.workload,
+            self.variant,
+            self.size
         )?;
         if self.threads != 1 {
             write!(f, " threads={}", self.threads)?;

@@ -6,7 +6,8 @@ use crate::counters::{CounterMode, SyscallSource, Unavailable};
 use crate::envinfo::{AllocatorInfo, Environment};
 use crate::measure::{self, Budget};
 use crate::record::RunRecord;
-use crate::spec::{self, Allocator, RunSpec, Variant, Workload};
+use crate::knobs::AllocatorSpec;
+use crate::spec::{self, Allocator, RunSpec, Thp, Variant, Workload};
 use crate::workload;
 use clap::Parser;
 use std::process::ExitCode;
@@ -35,6 +36,14 @@ pub struct WorkerArgs {
     pub budget: BudgetArgs,
     #[arg(long, value_enum, default_value = "perf")]
     pub counters: CounterMode,
+    /// Allocator knobs, e.g. "dirty_decay_ms=-1,oversize_threshold=16M" (this worker's
+    /// allocator's; `alloclab list` shows them). Applied through the allocator's own
+    /// mechanism: the worker restarts itself with that environment.
+    #[arg(long, default_value = "")]
+    pub knobs: String,
+    /// never: THP disabled for the worker (prctl) before it starts.
+    #[arg(long, default_value = "system", value_parser = spec::parse_choice::<Thp>)]
+    pub thp: Thp,
     /// Indent the JSON.
     #[arg(long)]
     pub pretty: bool,
@@ -91,6 +100,7 @@ pub fn run(
     if args.threads == 0 {
         anyhow::bail!("--threads 0: a run needs at least 1 thread (the main thread)");
     }
+    let alloc_spec = parse_knobs(allocator, &args.knobs)?;
     let (Some(variant), Some(size_elems)) = (args.variant, args.size) else {
         anyhow::bail!("--variant and --size are required for a run");
     };
@@ -102,6 +112,8 @@ pub fn run(
         size: size_elems,
         threads: args.threads,
         seed: args.seed,
+        knobs: alloc_spec.knobs.clone(),
+        thp: args.thp,
     };
     let budget = args.budget.budget();
     let overhead = measure::calibrate();
@@ -124,13 +136,87 @@ pub fn run(
     let mut m = measure::measure(kernels, &budget, source)?;
     let checksum = m.main_kernel.checksum();
     let env = Environment::capture(info);
-    Ok(RunRecord::new(&spec, budget, &m, overhead, checksum, env))
+    let mut record = RunRecord::new(&spec, budget, &m, overhead, checksum, env);
+    for k in &spec.knobs {
+        let effective = match (info.read_knob)(&k.name) {
+            Ok(v) if v == k.value => v,
+            Ok(v) => anyhow::bail!(
+                "knob {}={} did not take effect: the allocator reports {v}",
+                k.name,
+                k.value
+            ),
+            Err(why) => format!("unverified: {why}"),
+        };
+        record.knobs_effective.insert(k.name.clone(), effective);
+    }
+    record.thp_disabled = thp_disabled();
+    Ok(record)
+}
+
+fn parse_knobs(allocator: Allocator, knobs: &str) -> anyhow::Result<AllocatorSpec> {
+    let text = if knobs.trim().is_empty() {
+        allocator.to_string()
+    } else {
+        format!("{allocator}:{knobs}")
+    };
+    Ok(text.parse::<AllocatorSpec>()?)
+}
+
+/// PR_GET_THP_DISABLE: whether transparent huge pages are off for this process.
+fn thp_disabled() -> Option<bool> {
+    // SAFETY: prctl PR_GET_THP_DISABLE takes no pointers.
+    let r = unsafe { libc::prctl(libc::PR_GET_THP_DISABLE, 0, 0, 0, 0) };
+    (r >= 0).then_some(r == 1)
+}
+
+/// Marks a worker that restarted itself to apply its allocator environment.
+const REEXEC_MARK: &str = "ALLOCLAB_WORKER_RESTARTED";
+
+/// The allocator configuration must be in place before the allocator starts, which is
+/// before `main`: when the environment does not already hold exactly the requested
+/// knobs (and no allocator settings inherited from elsewhere), or THP must be turned off,
+/// the worker sets that up and restarts itself. Returns only if nothing needs doing.
+fn restart_configured(spec: &AllocatorSpec, thp: Thp) -> anyhow::Result<()> {
+    let wanted: std::collections::BTreeMap<String, String> = spec.env().into_iter().collect();
+    let present: std::collections::BTreeMap<String, String> = std::env::vars()
+        .filter(|(k, _)| crate::knobs::is_allocator_env(k))
+        .collect();
+    let thp_ok = thp == Thp::System || thp_disabled() == Some(true);
+    if wanted == present && thp_ok {
+        return Ok(());
+    }
+    if std::env::var_os(REEXEC_MARK).is_some() {
+        anyhow::bail!("the allocator environment or THP setting did not survive the restart");
+    }
+    if thp == Thp::Never {
+        // SAFETY: prctl PR_SET_THP_DISABLE takes no pointers; it survives exec.
+        if unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) } != 0 {
+            anyhow::bail!("prctl(PR_SET_THP_DISABLE): {}", std::io::Error::last_os_error());
+        }
+    }
+    let mut cmd = std::process::Command::new("/proc/self/exe");
+    let mut argv = std::env::args_os();
+    if let Some(arg0) = argv.next() {
+        std::os::unix::process::CommandExt::arg0(&mut cmd, arg0);
+    }
+    cmd.args(argv);
+    for k in present.keys() {
+        cmd.env_remove(k);
+    }
+    cmd.envs(wanted).env(REEXEC_MARK, "1");
+    let err = std::os::unix::process::CommandExt::exec(&mut cmd);
+    anyhow::bail!("restarting the worker with its allocator settings failed: {err}")
 }
 
 /// `main` of a worker binary.
 pub fn main(allocator: Allocator, info: AllocatorInfo) -> ExitCode {
     let args = WorkerArgs::parse();
     let bin = allocator.worker_binary();
+    let configured = parse_knobs(allocator, &args.knobs).and_then(|spec| restart_configured(&spec, args.thp));
+    if let Err(e) = configured {
+        eprintln!("{bin}: error: {e:#}");
+        return ExitCode::from(2);
+    }
     if args.observer_costs {
         let costs = measure::observer_costs();
         return match serde_json::to_string(&costs) {

@@ -21,6 +21,27 @@ fn main() -> std::process::ExitCode {
             env!("ALLOCLAB_JEMALLOCATOR_VERSION"),
             env!("ALLOCLAB_JEMALLOC_SYS_VERSION")
         ),
+        read_knob,
     };
     alloclab::worker::main(Allocator::Jemalloc, info)
+}
+
+/// A knob's effective value from jemalloc's `opt.*` mallctls.
+fn read_knob(name: &str) -> Result<String, String> {
+    use tikv_jemalloc_ctl::raw;
+    let key = format!("opt.{name}\0");
+    let key = key.as_bytes();
+    // SAFETY: each `opt.*` is read with the C type jemalloc declares for it
+    // (ssize_t, size_t, unsigned, bool, const char *).
+    let value = unsafe {
+        match name {
+            "dirty_decay_ms" | "muzzy_decay_ms" => raw::read::<isize>(key).map(|v| v.to_string()),
+            "oversize_threshold" => raw::read::<usize>(key).map(|v| v.to_string()),
+            "narenas" => raw::read::<u32>(key).map(|v| v.to_string()),
+            "background_thread" | "retain" => raw::read::<bool>(key).map(|v| v.to_string()),
+            "thp" => raw::read_str(key).map(|v| String::from_utf8_lossy(v).trim_end_matches('\0').to_string()),
+            _ => return Err(format!("no read-back for jemalloc knob {name}")),
+        }
+    };
+    value.map_err(|e| format!("mallctl opt.{name}: {e}"))
 }

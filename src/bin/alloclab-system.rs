@@ -8,6 +8,7 @@ fn main() -> std::process::ExitCode {
     let info = AllocatorInfo {
         version: format!("glibc {}", alloclab::envinfo::glibc_version()),
         crates: String::new(),
+        read_knob: alloclab::envinfo::glibc_tunable,
     };
     alloclab::worker::main(Allocator::System, info)
 }

@@ -430,6 +430,8 @@ mod tests {
                 size,
                 threads: 1,
                 seed: 1,
+                knobs: Vec::new(),
+                thp: Default::default(),
             },
             result: Err(RunFailure {
                 cause: String::new(),
