@@ -126,7 +126,11 @@ impl RunArgs {
         let allocators: Vec<Allocator> = Allocator::ALL
             .iter()
             .copied()
-            .filter(|a| experiments.iter().any(|e| e.allocators.contains(a)))
+            .filter(|a| {
+                experiments
+                    .iter()
+                    .any(|e| e.allocators.iter().any(|s| s.allocator == *a))
+            })
             .collect();
         driver::check_workers(&dir, &allocators)?;
         Ok(RunPlan {
@@ -157,9 +161,13 @@ pub struct CompareArgs {
     /// Comma-separated variants [default: all: in-place,out-of-place,reuse].
     #[arg(long)]
     pub variants: Option<String>,
-    /// Comma-separated allocators [default: all: system,jemalloc,mimalloc].
+    /// Allocators [default: system,jemalloc,mimalloc], comma-separated; with knobs,
+    /// separated by ';': "system:top_pad=64M;jemalloc:dirty_decay_ms=-1;mimalloc".
     #[arg(long)]
     pub allocators: Option<String>,
+    /// never: every worker runs with transparent huge pages disabled (prctl).
+    #[arg(long, default_value = "system", value_parser = spec::parse_choice::<crate::spec::Thp>)]
+    pub thp: crate::spec::Thp,
     /// Seed of the input data.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
@@ -192,24 +200,28 @@ impl CompareArgs {
             None => Variant::ALL.to_vec(),
         };
         let allocators = match &self.allocators {
-            Some(list) => spec::parse_choice_list::<Allocator>(list)?,
-            None => Allocator::ALL.to_vec(),
+            Some(list) => crate::knobs::parse_spec_list(list)?,
+            None => Allocator::ALL
+                .iter()
+                .map(|&a| crate::knobs::AllocatorSpec::plain(a))
+                .collect(),
         };
         let mut specs = Vec::new();
-        for &allocator in &allocators {
+        for alloc in &allocators {
             for &variant in &variants {
                 specs.push(RunSpec {
-                    allocator,
+                    allocator: alloc.allocator,
                     workload: self.workload,
                     variant,
                     size: self.size,
                     threads: 1,
                     seed: self.seed,
-                    knobs: Vec::new(),
-                    thp: Default::default(),
+                    knobs: alloc.knobs.clone(),
+                    thp: self.thp,
                 });
             }
         }
+        let allocators: Vec<Allocator> = allocators.iter().map(|a| a.allocator).collect();
         driver::check_memory_here(&specs)?;
         let dir: PathBuf = driver::workers_dir()?;
         driver::check_workers(&dir, &allocators)?;

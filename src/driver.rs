@@ -28,6 +28,8 @@ pub enum PlanError {
     },
     #[error(transparent)]
     Choice(#[from] crate::spec::UnknownChoice),
+    #[error(transparent)]
+    Knob(#[from] crate::knobs::KnobError),
     #[error("cannot read available memory: {0}")]
     MemInfo(std::io::Error),
     #[error("worker binary {} not found (looked in {}); build every binary with `make build` (cargo build --release)", .binary, .dir.display())]
@@ -225,7 +227,16 @@ impl ProcessExecutor {
             .arg(format!("--seed={}", spec.seed))
             .arg(format!("--threads={}", spec.threads))
             .args(self.budget.to_worker_args())
-            .arg(format!("--counters={}", counters.name()));
+            .arg(format!("--counters={}", counters.name()))
+            .arg(format!("--thp={}", spec.thp));
+        if !spec.knobs.is_empty() {
+            let knobs: Vec<String> = spec
+                .knobs
+                .iter()
+                .map(|k| format!("{}={}", k.name, k.value))
+                .collect();
+            cmd.arg(format!("--knobs={}", knobs.join(",")));
+        }
         cmd
     }
 
@@ -372,7 +383,10 @@ pub fn checksum_conflicts(outcomes: &[Outcome]) -> Vec<String> {
             groups
                 .entry((r.workload.to_string(), r.size, r.seed))
                 .or_default()
-                .push((format!("{} {}", r.allocator, r.variant), r.checksum.clone()));
+                .push((
+                    format!("{} {}", r.spec().allocator_label(), r.variant),
+                    r.checksum.clone(),
+                ));
         }
     }
     groups

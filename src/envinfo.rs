@@ -20,7 +20,8 @@ pub struct AllocatorInfo {
 /// has no call that reads tunables back, so this asks the dynamic loader of this process
 /// (`ld.so --list-tunables`, glibc 2.33 and later) in a child with the same environment.
 pub fn glibc_tunable(name: &str) -> Result<String, String> {
-    let maps = std::fs::read_to_string("/proc/self/maps").map_err(|e| format!("/proc/self/maps: {e}"))?;
+    let maps =
+        std::fs::read_to_string("/proc/self/maps").map_err(|e| format!("/proc/self/maps: {e}"))?;
     let ld = maps
         .lines()
         .filter_map(|l| l.split_whitespace().nth(5))
@@ -36,7 +37,10 @@ pub fn glibc_tunable(name: &str) -> Result<String, String> {
         .lines()
         .find(|l| l.trim_start().starts_with(&key))
         .ok_or_else(|| format!("{ld} --list-tunables does not list glibc.malloc.{name}"))?;
-    let value = line.trim_start()[key.len()..].split_whitespace().next().unwrap_or("");
+    let value = line.trim_start()[key.len()..]
+        .split_whitespace()
+        .next()
+        .unwrap_or("");
     let parsed = match value.strip_prefix("0x") {
         Some(hex) => u64::from_str_radix(hex, 16).ok(),
         None => value.parse().ok(),

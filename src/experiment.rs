@@ -2,8 +2,9 @@
 //! allocators × threads with a measurement budget, validated strictly — every error names
 //! the file, the line and what is allowed — and expanded into runs.
 
+use crate::knobs::AllocatorSpec;
 use crate::measure::{self, Budget};
-use crate::spec::{self, Allocator, Choice, RunSpec, Variant, Workload};
+use crate::spec::{self, Allocator, Choice, RunSpec, Thp, Variant, Workload};
 use serde::{Deserialize, Serialize};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -50,7 +51,8 @@ struct ExperimentFile {
     description: String,
     workloads: Spanned<Vec<Workload>>,
     variants: Option<Spanned<Vec<Variant>>>,
-    allocators: Option<Spanned<Vec<Allocator>>>,
+    allocators: Option<Spanned<Vec<Spanned<String>>>>,
+    thp: Option<Spanned<Vec<Thp>>>,
     sizes: Spanned<toml::Value>,
     threads: Option<Spanned<Vec<u32>>>,
     seed: Option<u64>,
@@ -67,7 +69,10 @@ pub struct Experiment {
     pub description: String,
     pub workloads: Vec<Workload>,
     pub variants: Vec<Variant>,
-    pub allocators: Vec<Allocator>,
+    pub allocators: Vec<AllocatorSpec>,
+    /// THP modes to run each spec under (default: the system's).
+    #[serde(default = "default_thp")]
+    pub thp: Vec<Thp>,
     pub sizes: Vec<u64>,
     pub threads: Vec<u32>,
     pub seed: u64,
@@ -258,9 +263,26 @@ impl Experiment {
         let allocators = match &file.allocators {
             Some(a) => {
                 nonempty("allocators", a.span(), a.get_ref().is_empty())?;
-                a.get_ref().clone()
+                a.get_ref()
+                    .iter()
+                    .map(|s| {
+                        s.get_ref()
+                            .parse::<AllocatorSpec>()
+                            .map_err(|e| src.error(Some(s.span()), e.to_string()))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?
             }
-            None => Allocator::ALL.to_vec(),
+            None => Allocator::ALL
+                .iter()
+                .map(|&a| AllocatorSpec::plain(a))
+                .collect(),
+        };
+        let thp = match &file.thp {
+            Some(t) => {
+                nonempty("thp", t.span(), t.get_ref().is_empty())?;
+                dedup(t.get_ref().clone())
+            }
+            None => default_thp(),
         };
         let mut sizes = src.sizes(&file.sizes)?;
         let mut threads = match &file.threads {
@@ -286,6 +308,7 @@ impl Experiment {
             workloads,
             variants: dedup(variants),
             allocators: dedup(allocators),
+            thp,
             sizes,
             threads,
             seed: file.seed.unwrap_or(42),
@@ -300,18 +323,20 @@ impl Experiment {
         for &workload in &self.workloads {
             for &threads in &self.threads {
                 for &size in &self.sizes {
-                    for &allocator in &self.allocators {
-                        for &variant in &self.variants {
-                            out.push(RunSpec {
-                                allocator,
-                                workload,
-                                variant,
-                                size,
-                                threads,
-                                seed: self.seed,
-                                knobs: Vec::new(),
-                                thp: Default::default(),
-                            });
+                    for alloc in &self.allocators {
+                        for &thp in &self.thp {
+                            for &variant in &self.variants {
+                                out.push(RunSpec {
+                                    allocator: alloc.allocator,
+                                    workload,
+                                    variant,
+                                    size,
+                                    threads,
+                                    seed: self.seed,
+                                    knobs: alloc.knobs.clone(),
+                                    thp,
+                                });
+                            }
                         }
                     }
                 }
@@ -319,6 +344,10 @@ impl Experiment {
         }
         out
     }
+}
+
+fn default_thp() -> Vec<Thp> {
+    vec![Thp::System]
 }
 
 fn dedup<T: PartialEq>(items: Vec<T>) -> Vec<T> {
@@ -333,12 +362,22 @@ fn dedup<T: PartialEq>(items: Vec<T>) -> Vec<T> {
 
 /// A run's identifier, unique within an experiment and usable as a file name:
 /// `scale-out-of-place-system-n1000000-t1`.
+/// Knobs join the allocator with `+` (`system+top_pad=64M`), THP off adds `-thpnever`.
 pub fn run_id(spec: &RunSpec) -> String {
+    let mut alloc = spec.allocator.name().to_string();
+    let label = spec.allocator_spec().to_string();
+    if let Some((_, knobs)) = label.split_once(':') {
+        alloc.push('+');
+        alloc.push_str(&knobs.replace(',', "+"));
+    }
+    let thp = match spec.thp {
+        crate::spec::Thp::System => "",
+        crate::spec::Thp::Never => "-thpnever",
+    };
     format!(
-        "{}-{}-{}-n{}-t{}",
+        "{}-{}-{alloc}-n{}-t{}{thp}",
         spec.workload.name(),
         spec.variant.name(),
-        spec.allocator.name(),
         spec.size,
         spec.threads
     )
@@ -385,6 +424,36 @@ budget = { min_time = 0.01, warmup_time = 0 }
     }
 
     #[test]
+    fn allocators_take_knobs_and_thp_multiplies_the_matrix() {
+        let e = parse(&OK.replace(
+            r#"allocators = ["system"]"#,
+            "allocators = [\"system\", \"system:top_pad=64M\", \"jemalloc:dirty_decay_ms=-1\"]\nthp = [\"system\", \"never\"]",
+        ))
+        .unwrap();
+        assert_eq!(e.allocators.len(), 3);
+        assert_eq!(e.allocators[1].to_string(), "system:top_pad=64M");
+        let runs = e.runs();
+        assert_eq!(runs.len(), 2 * 3 * 3 * 2 * 2);
+        let ids: std::collections::BTreeSet<String> = runs.iter().map(run_id).collect();
+        assert_eq!(
+            ids.len(),
+            runs.len(),
+            "knobs and THP are part of the run id"
+        );
+        assert!(
+            ids.contains("scale-in-place-system+top_pad=64M-n1000-t1-thpnever"),
+            "{ids:?}"
+        );
+        let bad = parse(&OK.replace(
+            r#"allocators = ["system"]"#,
+            r#"allocators = ["jemalloc:dirty_decay=1"]"#,
+        ))
+        .unwrap_err();
+        assert_eq!(bad.location, "experiments/t.toml:5:15");
+        assert!(bad.message.contains("dirty_decay_ms"), "{bad}");
+    }
+
+    #[test]
     fn geometric_ranges_cover_both_ends_on_the_grid() {
         assert_eq!(geometric(32, 256, 1), vec![32, 64, 128, 256]);
         assert_eq!(geometric(32, 128, 2), vec![32, 45, 64, 91, 128]);
@@ -421,7 +490,7 @@ budget = { min_time = 0.01, warmup_time = 0 }
                 r#"allocators = ["system", "tcmalloc"]"#,
             ),
             "experiments/t.toml:5:25",
-            &["tcmalloc", "system", "jemalloc", "mimalloc"],
+            &["tcmalloc", "system, jemalloc, mimalloc"],
         );
         fails(
             &OK.replace(

@@ -16,6 +16,8 @@ pub struct SummaryRow {
     /// Identifies the run's files in a results folder (`runs/<run_id>.json`, …).
     pub run_id: String,
     pub allocator: Allocator,
+    /// The allocator with its knobs and THP mode, e.g. `system:top_pad=64M thp=never`.
+    pub allocator_spec: String,
     pub workload: Workload,
     pub variant: Variant,
     pub size: u64,
@@ -86,6 +88,7 @@ impl SummaryRow {
         SummaryRow {
             run_id: crate::experiment::run_id(s),
             allocator: s.allocator,
+            allocator_spec: s.allocator_label(),
             workload: s.workload,
             variant: s.variant,
             size: s.size,
@@ -254,7 +257,7 @@ fn display_columns(rows: &[SummaryRow]) -> Vec<Column> {
         cols.push(("threads", |r| r.threads.to_string()));
     }
     cols.extend::<[Column; 13]>([
-        ("allocator", |r| r.allocator.to_string()),
+        ("allocator", |r| r.allocator_spec.clone()),
         ("variant", |r| r.variant.to_string()),
         ("iters", |r| {
             r.iterations
@@ -386,21 +389,17 @@ fn signed(v: f64) -> String {
 /// One line per allocator: how much slower out-of-place is than in-place, and the
 /// counter differences that go with it.
 pub fn explanations(rows: &[SummaryRow]) -> Vec<String> {
-    let mut by_alloc: BTreeMap<(Allocator, u64), BTreeMap<Variant, &SummaryRow>> = BTreeMap::new();
+    let mut by_alloc: BTreeMap<(Allocator, &str, u64), BTreeMap<Variant, &SummaryRow>> =
+        BTreeMap::new();
     for r in rows.iter().filter(|r| r.status == "ok") {
         by_alloc
-            .entry((r.allocator, r.size))
+            .entry((r.allocator, r.allocator_spec.as_str(), r.size))
             .or_default()
             .insert(r.variant, r);
     }
-    let width = by_alloc
-        .keys()
-        .map(|k| k.0.to_string().len())
-        .max()
-        .unwrap_or(0)
-        + 1;
+    let width = by_alloc.keys().map(|k| k.1.len()).max().unwrap_or(0) + 1;
     let mut lines = Vec::new();
-    for ((alloc, _), variants) in &by_alloc {
+    for ((_, alloc, _), variants) in &by_alloc {
         let Some(base) = variants.get(&Variant::InPlace) else {
             continue;
         };

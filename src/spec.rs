@@ -152,6 +152,8 @@ choice_enum!(
     }
 );
 
+// The enum comes from `choice_enum!`, which derives no Default.
+#[allow(clippy::derivable_impls)]
 impl Default for Thp {
     fn default() -> Self {
         Thp::System

@@ -4,9 +4,9 @@
 use crate::counters::perf::SyscallCounters;
 use crate::counters::{CounterMode, SyscallSource, Unavailable};
 use crate::envinfo::{AllocatorInfo, Environment};
+use crate::knobs::AllocatorSpec;
 use crate::measure::{self, Budget};
 use crate::record::RunRecord;
-use crate::knobs::AllocatorSpec;
 use crate::spec::{self, Allocator, RunSpec, Thp, Variant, Workload};
 use crate::workload;
 use clap::Parser;
@@ -191,7 +191,10 @@ fn restart_configured(spec: &AllocatorSpec, thp: Thp) -> anyhow::Result<()> {
     if thp == Thp::Never {
         // SAFETY: prctl PR_SET_THP_DISABLE takes no pointers; it survives exec.
         if unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) } != 0 {
-            anyhow::bail!("prctl(PR_SET_THP_DISABLE): {}", std::io::Error::last_os_error());
+            anyhow::bail!(
+                "prctl(PR_SET_THP_DISABLE): {}",
+                std::io::Error::last_os_error()
+            );
         }
     }
     let mut cmd = std::process::Command::new("/proc/self/exe");
@@ -212,7 +215,8 @@ fn restart_configured(spec: &AllocatorSpec, thp: Thp) -> anyhow::Result<()> {
 pub fn main(allocator: Allocator, info: AllocatorInfo) -> ExitCode {
     let args = WorkerArgs::parse();
     let bin = allocator.worker_binary();
-    let configured = parse_knobs(allocator, &args.knobs).and_then(|spec| restart_configured(&spec, args.thp));
+    let configured =
+        parse_knobs(allocator, &args.knobs).and_then(|spec| restart_configured(&spec, args.thp));
     if let Err(e) = configured {
         eprintln!("{bin}: error: {e:#}");
         return ExitCode::from(2);

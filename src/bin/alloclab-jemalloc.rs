@@ -39,7 +39,11 @@ fn read_knob(name: &str) -> Result<String, String> {
             "oversize_threshold" => raw::read::<usize>(key).map(|v| v.to_string()),
             "narenas" => raw::read::<u32>(key).map(|v| v.to_string()),
             "background_thread" | "retain" => raw::read::<bool>(key).map(|v| v.to_string()),
-            "thp" => raw::read_str(key).map(|v| String::from_utf8_lossy(v).trim_end_matches('\0').to_string()),
+            "thp" => raw::read_str(key).map(|v| {
+                String::from_utf8_lossy(v)
+                    .trim_end_matches('\0')
+                    .to_string()
+            }),
             _ => return Err(format!("no read-back for jemalloc knob {name}")),
         }
     };

@@ -25,7 +25,11 @@ fn read_knob(name: &str) -> Result<String, String> {
     };
     // SAFETY: mi_option_get takes an option index in range and returns its value.
     let v = unsafe { mi_option_get(index) };
-    Ok(if boolean { (v != 0).to_string() } else { v.to_string() })
+    Ok(if boolean {
+        (v != 0).to_string()
+    } else {
+        v.to_string()
+    })
 }
 
 fn main() -> std::process::ExitCode {

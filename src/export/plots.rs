@@ -16,12 +16,30 @@ pub struct PlotFile {
     pub svg: String,
 }
 
-pub fn color(a: Allocator) -> &'static str {
-    match a {
-        Allocator::System => "#1f77b4",
-        Allocator::Jemalloc => "#d62728",
-        Allocator::Mimalloc => "#2ca02c",
+/// The allocator's colour; further specs of the same allocator (other knobs) get
+/// darker and lighter shades of it, in order.
+pub fn color(a: Allocator, shade: usize) -> &'static str {
+    const SYSTEM: [&str; 4] = ["#1f77b4", "#08306b", "#6baed6", "#4292c6"];
+    const JEMALLOC: [&str; 4] = ["#d62728", "#67000d", "#fc9272", "#ef3b2c"];
+    const MIMALLOC: [&str; 4] = ["#2ca02c", "#00441b", "#74c476", "#41ab5d"];
+    let palette = match a {
+        Allocator::System => SYSTEM,
+        Allocator::Jemalloc => JEMALLOC,
+        Allocator::Mimalloc => MIMALLOC,
+    };
+    palette[shade % palette.len()]
+}
+
+/// The shade index of each allocator spec label: its rank among the labels of the same
+/// allocator, in sorted order.
+fn shades<'a>(labels: impl Iterator<Item = (Allocator, &'a str)>) -> BTreeMap<String, usize> {
+    let mut seen: BTreeMap<Allocator, BTreeSet<&str>> = BTreeMap::new();
+    for (a, l) in labels {
+        seen.entry(a).or_default().insert(l);
     }
+    seen.values()
+        .flat_map(|ls| ls.iter().enumerate().map(|(i, l)| (l.to_string(), i)))
+        .collect()
 }
 
 pub fn dash(v: Variant) -> Option<&'static str> {
@@ -87,28 +105,32 @@ fn fmt_plain(v: f64) -> String {
     }
 }
 
+/// A line of a plot: allocator, its spec label, variant.
+type SeriesKey<'a> = (Allocator, &'a str, Variant);
+
 /// One line per allocator × variant of `rows` (ok runs only), x and y from the row.
 fn series_by_run(
     rows: &[&SummaryRow],
     x: impl Fn(&SummaryRow) -> f64,
     y: impl Fn(&SummaryRow) -> Option<f64>,
 ) -> Vec<Series> {
-    let mut lines: BTreeMap<(Allocator, Variant), Vec<(f64, f64)>> = BTreeMap::new();
+    let mut lines: BTreeMap<SeriesKey, Vec<(f64, f64)>> = BTreeMap::new();
     for r in rows.iter().filter(|r| r.status == "ok") {
         if let Some(v) = y(r) {
             lines
-                .entry((r.allocator, r.variant))
+                .entry((r.allocator, r.allocator_spec.as_str(), r.variant))
                 .or_default()
                 .push((x(r), v));
         }
     }
+    let shade = shades(lines.keys().map(|k| (k.0, k.1)));
     lines
         .into_iter()
-        .map(|((a, v), mut points)| {
+        .map(|((a, label, v), mut points)| {
             points.sort_by(|p, q| p.0.total_cmp(&q.0));
             Series {
-                label: format!("{a} {v}"),
-                color: color(a),
+                label: format!("{label} {v}"),
+                color: color(a, shade.get(label).copied().unwrap_or(0)),
                 dash: dash(v),
                 points,
             }
@@ -177,6 +199,11 @@ pub fn plots(rows: &[SummaryRow], outcomes: &[Outcome]) -> Vec<PlotFile> {
         for n in sizes_of_interest(&sizes) {
             for &t in &threads {
                 let mut series = Vec::new();
+                let labels: Vec<(Allocator, String)> = outcomes
+                    .iter()
+                    .map(|o| (o.spec.allocator, o.spec.allocator_label()))
+                    .collect();
+                let shade = shades(labels.iter().map(|(a, l)| (*a, l.as_str())));
                 for o in outcomes {
                     let s = &o.spec;
                     if s.workload != w || s.size != n || s.threads != t {
@@ -192,8 +219,11 @@ pub fn plots(rows: &[SummaryRow], outcomes: &[Outcome]) -> Vec<PlotFile> {
                         .map(|r| (1.0 / (1.0 - r.quantile), r.value))
                         .collect();
                     series.push(Series {
-                        label: format!("{} {}", s.allocator, s.variant),
-                        color: color(s.allocator),
+                        label: format!("{} {}", s.allocator_label(), s.variant),
+                        color: color(
+                            s.allocator,
+                            shade.get(&s.allocator_label()).copied().unwrap_or(0),
+                        ),
                         dash: dash(s.variant),
                         points,
                     });

@@ -6,7 +6,7 @@ use crate::export::plots::{self, sizes_of_interest};
 use crate::export::results::{self, rfc3339, unix_now, write_atomic, Loaded, ResultsError};
 use crate::record::RunRecord;
 use crate::report::{self, fmt_count, SummaryRow};
-use crate::spec::{Allocator, Variant, Workload};
+use crate::spec::{Variant, Workload};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -24,7 +24,8 @@ pub struct Rebuilt {
 pub struct Jump {
     pub workload: Workload,
     pub threads: u32,
-    pub allocator: Allocator,
+    /// The allocator with its knobs.
+    pub allocator: String,
     pub variant: Variant,
     pub from_size: u64,
     pub from_value: f64,
@@ -33,7 +34,7 @@ pub struct Jump {
 }
 
 /// One line of a size sweep: workload, threads, allocator, variant.
-type LineKey = (Workload, u32, Allocator, Variant);
+type LineKey = (Workload, u32, String, Variant);
 
 /// Neighbouring sizes where `get` jumps up or drops: by at least `min_delta` per
 /// iteration, and by a factor of 4 or more per element (faults that merely grow with
@@ -47,7 +48,7 @@ pub fn jumps(
     for r in rows.iter().filter(|r| r.status == "ok") {
         if let Some(v) = get(r) {
             series
-                .entry((r.workload, r.threads, r.allocator, r.variant))
+                .entry((r.workload, r.threads, r.allocator_spec.clone(), r.variant))
                 .or_default()
                 .push((r.size, v));
         }
@@ -63,7 +64,7 @@ pub fn jumps(
                 out.push(Jump {
                     workload,
                     threads,
-                    allocator,
+                    allocator: allocator.clone(),
                     variant,
                     from_size: s1,
                     from_value: v1,
@@ -419,7 +420,7 @@ fn report_markdown(
 mod tests {
     use super::*;
     use crate::driver::{Outcome, RunFailure};
-    use crate::spec::RunSpec;
+    use crate::spec::{Allocator, RunSpec};
 
     fn row(size: u64, minflt: f64) -> SummaryRow {
         let mut r = SummaryRow::from_outcome(&Outcome {
