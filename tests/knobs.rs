@@ -1,0 +1,148 @@
+//! Allocator knobs reach the allocator (read back from it), and on glibc a knob set that
+//! removes the out-of-place fault storm really does.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use alloclab::spec::Allocator;
+use common::*;
+use std::process::Command;
+
+fn with_knobs(a: Allocator, variant: &str, size: u64, knobs: &str) -> alloclab::record::RunRecord {
+    let mut cmd = worker_cmd(a, variant, size, 30);
+    cmd.arg(format!("--knobs={knobs}"));
+    parse_record(&cmd.output().unwrap())
+}
+
+#[test]
+fn every_knob_is_read_back_from_the_allocator() {
+    let r = with_knobs(
+        Allocator::Jemalloc,
+        "in-place",
+        1000,
+        "dirty_decay_ms=-1,oversize_threshold=16M,retain=true,thp=never",
+    );
+    assert_eq!(r.knobs_effective["dirty_decay_ms"], "-1");
+    assert_eq!(r.knobs_effective["oversize_threshold"], "16777216");
+    assert_eq!(r.knobs_effective["retain"], "true");
+    assert_eq!(r.knobs_effective["thp"], "never");
+    // The mimalloc option indices of this build: each option set through its
+    // environment variable reads back as set.
+    let r = with_knobs(
+        Allocator::Mimalloc,
+        "in-place",
+        1000,
+        "purge_delay=123,allow_thp=0,purge_decommits=0,arena_eager_commit=1,allow_large_os_pages=0",
+    );
+    assert_eq!(r.knobs_effective["purge_delay"], "123");
+    assert_eq!(r.knobs_effective["allow_thp"], "false");
+    assert_eq!(r.knobs_effective["purge_decommits"], "false");
+    assert_eq!(r.knobs_effective["arena_eager_commit"], "1");
+    let r = with_knobs(
+        Allocator::System,
+        "in-place",
+        1000,
+        "top_pad=64M,mmap_max=0",
+    );
+    assert_eq!(r.knobs_effective["top_pad"], (64u64 << 20).to_string());
+    assert_eq!(r.knobs_effective["mmap_max"], "0");
+    assert_eq!(r.knobs[0].name, "mmap_max", "knobs are recorded, sorted");
+}
+
+#[test]
+fn top_pad_removes_the_glibc_fault_storm() {
+    let plain = with_knobs(Allocator::System, "out-of-place", 1_000_000, "");
+    let padded = with_knobs(Allocator::System, "out-of-place", 1_000_000, "top_pad=64M");
+    assert!(plain.minflt_per_iter >= 1000.0, "{}", plain.minflt_per_iter);
+    assert!(
+        padded.minflt_per_iter < 10.0,
+        "top_pad=64M still faults: {}",
+        padded.minflt_per_iter
+    );
+    if let (Some(pb), Some(qb)) = (plain.brk_per_iter, padded.brk_per_iter) {
+        assert!(
+            pb >= 1.0 && qb == 0.0,
+            "brk per iteration: {pb} without, {qb} with top_pad"
+        );
+    }
+    assert_eq!(plain.checksum, padded.checksum);
+}
+
+#[test]
+fn thp_never_is_in_force_and_recorded() {
+    let mut cmd = worker_cmd(Allocator::Mimalloc, "in-place", 1000, 5);
+    cmd.arg("--thp=never");
+    let r = parse_record(&cmd.output().unwrap());
+    assert_eq!(r.thp_disabled, Some(true));
+    let r = with_knobs(Allocator::Mimalloc, "in-place", 1000, "");
+    assert_eq!(r.thp_disabled, Some(false));
+}
+
+#[test]
+fn inherited_allocator_settings_do_not_leak_into_a_run() {
+    // A MALLOC_CONF-style variable in the caller's environment must not change a run
+    // silently: the worker restarts without it.
+    let mut cmd = worker_cmd(Allocator::Jemalloc, "in-place", 1000, 5);
+    cmd.env("_RJEM_MALLOC_CONF", "dirty_decay_ms:-1")
+        .arg("--knobs=muzzy_decay_ms=0");
+    let r = parse_record(&cmd.output().unwrap());
+    assert_eq!(r.knobs_effective["muzzy_decay_ms"], "0");
+    // jemalloc's default dirty_decay_ms is 10000: the inherited -1 did not apply.
+    let out = Command::new(worker_path(Allocator::Jemalloc))
+        .args([
+            "--variant=in-place",
+            "--size=1000",
+            "--min-time=0",
+            "--knobs=dirty_decay_ms=10000",
+        ])
+        .env("_RJEM_MALLOC_CONF", "dirty_decay_ms:-1")
+        .output()
+        .unwrap();
+    assert_eq!(
+        parse_record(&out).knobs_effective["dirty_decay_ms"],
+        "10000"
+    );
+}
+
+#[test]
+fn compare_labels_runs_by_their_full_spec() {
+    let o = Command::new(driver_path())
+        .args([
+            "compare",
+            "--size",
+            "1e6",
+            "--allocators",
+            "system:top_pad=64M;system",
+            "--variants",
+            "out-of-place",
+            "--min-time",
+            "0",
+            "--min-iters",
+            "10",
+            "--max-iters",
+            "10",
+            "--warmup-time",
+            "0",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
+    let labels: Vec<&str> = rows
+        .iter()
+        .map(|r| r["allocator_spec"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["system:top_pad=64M", "system"]);
+    assert!(rows[0]["minflt_per_iter"].as_f64().unwrap() < 10.0);
+    assert!(rows[1]["minflt_per_iter"].as_f64().unwrap() >= 1000.0);
+
+    let bad = Command::new(driver_path())
+        .args(["compare", "--allocators", "jemalloc:decay=1"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("valid knobs are dirty_decay_ms"));
+}
