@@ -31,8 +31,58 @@ pub enum Command {
     Report(ReportArgs),
     /// Measure what observing costs: clock, histogram, counters, and their effect on the median.
     Calibrate(CalibrateArgs),
+    /// Find by bisection the exact size where faults or syscalls per iteration change.
+    Cliff(CliffArgs),
+    /// Try curated knob sets per allocator: which remove the faults and syscalls, at what cost.
+    Tune(TuneArgs),
     /// List the allocators, workloads and variants.
     List,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CliffArgs {
+    /// The allocator, with knobs if wanted: system, "jemalloc:dirty_decay_ms=-1".
+    #[arg(long)]
+    pub allocator: String,
+    #[arg(long, default_value = "scale", value_parser = spec::parse_choice::<Workload>)]
+    pub workload: Workload,
+    #[arg(long, value_parser = spec::parse_choice::<Variant>)]
+    pub variant: Variant,
+    /// Smallest size of the range, in elements.
+    #[arg(long, value_parser = spec::parse_size)]
+    pub from: u64,
+    /// Largest size of the range, in elements.
+    #[arg(long, value_parser = spec::parse_size)]
+    pub to: u64,
+    /// What must change: faults (≥ 1 per iteration) or syscalls (≥ 0.5 memory syscalls).
+    #[arg(long, value_enum, default_value = "faults")]
+    pub metric: crate::cliff::Metric,
+    #[arg(long, default_value = "system", value_parser = spec::parse_choice::<crate::spec::Thp>)]
+    pub thp: crate::spec::Thp,
+    /// Minimum measuring time per probe, in seconds.
+    #[arg(long, default_value_t = 0.05, value_parser = crate::worker::parse_seconds)]
+    pub min_time: f64,
+    #[arg(long, value_enum, default_value = "auto")]
+    pub counters: CounterMode,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct TuneArgs {
+    #[arg(long, default_value = "1000000", value_parser = spec::parse_size)]
+    pub size: u64,
+    #[arg(long, default_value = "scale", value_parser = spec::parse_choice::<Workload>)]
+    pub workload: Workload,
+    #[arg(long, default_value = "out-of-place", value_parser = spec::parse_choice::<Variant>)]
+    pub variant: Variant,
+    /// Comma-separated allocators to tune [default: all].
+    #[arg(long)]
+    pub allocators: Option<String>,
+    #[arg(long, default_value_t = 0.5, value_parser = crate::worker::parse_seconds)]
+    pub min_time: f64,
+    #[arg(long, value_enum, default_value = "auto")]
+    pub counters: CounterMode,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
 }
 
 #[derive(Debug, clap::Args)]

@@ -42,6 +42,7 @@ struct RangeFile {
 struct QuickFile {
     sizes: Option<Spanned<toml::Value>>,
     threads: Option<Spanned<Vec<u32>>>,
+    thp: Option<Spanned<Vec<Thp>>>,
     budget: Option<BudgetFile>,
 }
 
@@ -277,7 +278,7 @@ impl Experiment {
                 .map(|&a| AllocatorSpec::plain(a))
                 .collect(),
         };
-        let thp = match &file.thp {
+        let mut thp = match &file.thp {
             Some(t) => {
                 nonempty("thp", t.span(), t.get_ref().is_empty())?;
                 dedup(t.get_ref().clone())
@@ -297,6 +298,10 @@ impl Experiment {
                 }
                 if let Some(t) = &q.threads {
                     threads = src.threads(t)?;
+                }
+                if let Some(t) = &q.thp {
+                    nonempty("quick.thp", t.span(), t.get_ref().is_empty())?;
+                    thp = dedup(t.get_ref().clone());
                 }
                 budget = src.budget(q.budget.as_ref(), budget)?;
             }

@@ -7,6 +7,7 @@
 pub mod alloc_count;
 pub mod calibrate;
 pub mod cli;
+pub mod cliff;
 pub mod counters;
 pub mod driver;
 pub mod envinfo;
@@ -18,6 +19,7 @@ pub mod record;
 pub mod report;
 pub mod runner;
 pub mod spec;
+pub mod tune;
 pub mod worker;
 pub mod workload;
 

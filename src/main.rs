@@ -39,7 +39,188 @@ fn main() -> ExitCode {
         },
         Command::Report(args) => report_dir(&args.dir),
         Command::Calibrate(args) => calibrate(&args),
+        Command::Cliff(args) => cliff(args),
+        Command::Tune(args) => tune(args),
     }
+}
+
+/// The worker directory with the given allocators' workers, and memory for `specs`.
+fn ready(
+    allocators: &[Allocator],
+    specs: &[alloclab::spec::RunSpec],
+) -> Result<std::path::PathBuf, String> {
+    let dir = driver::workers_dir().map_err(|e| e.to_string())?;
+    driver::check_workers(&dir, allocators).map_err(|e| e.to_string())?;
+    driver::check_memory_here(specs).map_err(|e| e.to_string())?;
+    Ok(dir)
+}
+
+fn short_budget(min_time: f64) -> alloclab::measure::Budget {
+    alloclab::measure::Budget {
+        min_time_ns: alloclab::measure::secs_to_ns(min_time),
+        warmup_time_ns: 20_000_000,
+        ..Default::default()
+    }
+}
+
+fn cliff(args: alloclab::cli::CliffArgs) -> ExitCode {
+    let alloc: alloclab::knobs::AllocatorSpec = match args.allocator.parse() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    if args.from >= args.to {
+        eprintln!(
+            "error: --from ({}) must be smaller than --to ({})",
+            args.from, args.to
+        );
+        return ExitCode::from(EXIT_BAD_INPUT);
+    }
+    let base = alloclab::spec::RunSpec {
+        allocator: alloc.allocator,
+        workload: args.workload,
+        variant: args.variant,
+        size: args.to,
+        threads: 1,
+        seed: 42,
+        knobs: alloc.knobs.clone(),
+        thp: args.thp,
+    };
+    let dir = match ready(&[alloc.allocator], std::slice::from_ref(&base)) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    let mut exec = driver::ProcessExecutor::new(
+        dir,
+        short_budget(args.min_time),
+        args.counters,
+        std::time::Duration::from_secs(300),
+    );
+    let metric = args.metric;
+    let mut show = |p: &alloclab::cliff::Probe| {
+        eprintln!(
+            "  size {:>12}: {} {} per iteration",
+            report::fmt_count(p.size as f64),
+            report::fmt_count(p.value),
+            metric.name()
+        );
+    };
+    match alloclab::cliff::find(&mut exec, &base, args.from, args.to, metric, &mut show) {
+        Ok(c) => {
+            let side = |p: &alloclab::cliff::Probe| {
+                format!(
+                    "{} elements ({} per f64 buffer): {} {} per iteration, p50 {}",
+                    report::fmt_count(p.size as f64),
+                    driver::human_bytes(p.size * 8),
+                    report::fmt_count(p.value),
+                    metric.name(),
+                    report::fmt_ns(p.record.p50_ns as f64)
+                )
+            };
+            println!(
+                "{} {} {}: {} per iteration cross {} between",
+                base.allocator_label(),
+                base.workload,
+                base.variant,
+                metric.name(),
+                metric.threshold()
+            );
+            println!("  below: {}", side(&c.below));
+            println!("  above: {}", side(&c.above));
+            println!("({} probes)", c.probes);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(EXIT_RUN_FAILED)
+        }
+    }
+}
+
+fn tune(args: alloclab::cli::TuneArgs) -> ExitCode {
+    let allocators = match &args.allocators {
+        Some(list) => match alloclab::spec::parse_choice_list::<Allocator>(list) {
+            Ok(a) => a,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(EXIT_BAD_INPUT);
+            }
+        },
+        None => <Allocator as alloclab::spec::Choice>::ALL.to_vec(),
+    };
+    let specs: Vec<alloclab::spec::RunSpec> = allocators
+        .iter()
+        .flat_map(|a| alloclab::tune::specs(*a))
+        .map(|a| alloclab::spec::RunSpec {
+            allocator: a.allocator,
+            workload: args.workload,
+            variant: args.variant,
+            size: args.size,
+            threads: 1,
+            seed: 42,
+            knobs: a.knobs,
+            thp: Default::default(),
+        })
+        .collect();
+    let dir = match ready(&allocators, &specs) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    let mut exec = driver::ProcessExecutor::new(
+        dir,
+        short_budget(args.min_time),
+        args.counters,
+        std::time::Duration::from_secs(300),
+    );
+    let total = specs.len();
+    let outcomes = driver::run_all(&specs, &mut exec, &mut |i, s| {
+        eprintln!("[{}/{total}] {s}", i + 1)
+    });
+    let rows: Vec<SummaryRow> = outcomes.iter().map(SummaryRow::from_outcome).collect();
+    let text = match args.format {
+        Format::Json => report::to_json(&rows) + "\n",
+        Format::Csv => report::to_csv(&rows),
+        Format::Markdown => report::to_markdown(&rows),
+        Format::Table => {
+            let mut t = format!(
+                "{} {} at {} elements\n\n",
+                args.workload,
+                args.variant,
+                report::fmt_count(args.size as f64)
+            );
+            t.push_str(&report::to_table(&rows));
+            t.push('\n');
+            for line in alloclab::tune::verdicts(&rows) {
+                t.push_str(&line);
+                t.push('\n');
+            }
+            t.push_str("\nWhy each set was tried:\n");
+            for a in &allocators {
+                for (knobs, why) in alloclab::tune::curated(*a) {
+                    let label = if knobs.is_empty() {
+                        a.to_string()
+                    } else {
+                        format!("{a}:{knobs}")
+                    };
+                    t.push_str(&format!("  {label}: {why}\n"));
+                }
+            }
+            t
+        }
+    };
+    print!("{text}");
+    if rows.iter().any(|r| r.status != "ok") {
+        return ExitCode::from(EXIT_RUN_FAILED);
+    }
+    ExitCode::SUCCESS
 }
 
 fn calibrate(args: &alloclab::cli::CalibrateArgs) -> ExitCode {

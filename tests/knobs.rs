@@ -146,3 +146,96 @@ fn compare_labels_runs_by_their_full_spec() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("valid knobs are dirty_decay_ms"));
 }
+
+#[test]
+fn cliff_finds_neighbouring_sizes_and_says_when_there_is_none() {
+    let o = Command::new(driver_path())
+        .args([
+            "cliff",
+            "--allocator",
+            "system",
+            "--variant",
+            "out-of-place",
+            "--from",
+            "1000",
+            "--to",
+            "1e5",
+            "--min-time",
+            "0",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    let size_of = |prefix: &str| -> u64 {
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(prefix))
+            .unwrap();
+        line.split(':')
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .replace(',', "")
+            .parse()
+            .unwrap()
+    };
+    let (below, above) = (size_of("below"), size_of("above"));
+    assert_eq!(above, below + 1, "{text}");
+    assert!(text.contains("0 minor faults per iteration"), "{text}");
+
+    let o = Command::new(driver_path())
+        .args([
+            "cliff",
+            "--allocator",
+            "system",
+            "--variant",
+            "in-place",
+            "--from",
+            "1000",
+            "--to",
+            "2000",
+            "--min-time",
+            "0",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no cliff"));
+}
+
+#[test]
+fn tune_reports_which_knob_sets_remove_the_storm() {
+    let o = Command::new(driver_path())
+        .args([
+            "tune",
+            "--allocators",
+            "system",
+            "--min-time",
+            "0.05",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(rows[0]["allocator_spec"], "system");
+    assert!(rows[0]["minflt_per_iter"].as_f64().unwrap() >= 1000.0);
+    let padded = rows
+        .iter()
+        .find(|r| r["allocator_spec"] == "system:top_pad=64M")
+        .unwrap();
+    assert!(padded["minflt_per_iter"].as_f64().unwrap() < 10.0);
+    let o = Command::new(driver_path())
+        .args(["tune", "--allocators", "system", "--min-time", "0.05"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        text.contains("system:top_pad=64M: removes the faults and the memory syscalls"),
+        "{text}"
+    );
+}

@@ -6,7 +6,7 @@ use crate::driver::{human_bytes, Outcome};
 use crate::export::hdr;
 use crate::export::svg::{render, Axis, Chart, Scale, Series};
 use crate::report::{fmt_ns, SummaryRow};
-use crate::spec::{Allocator, Variant, Workload};
+use crate::spec::{Allocator, Choice, Variant, Workload};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A plot ready to be written to `plots/<name>.svg`.
@@ -19,9 +19,15 @@ pub struct PlotFile {
 /// The allocator's colour; further specs of the same allocator (other knobs) get
 /// darker and lighter shades of it, in order.
 pub fn color(a: Allocator, shade: usize) -> &'static str {
-    const SYSTEM: [&str; 4] = ["#1f77b4", "#08306b", "#6baed6", "#4292c6"];
-    const JEMALLOC: [&str; 4] = ["#d62728", "#67000d", "#fc9272", "#ef3b2c"];
-    const MIMALLOC: [&str; 4] = ["#2ca02c", "#00441b", "#74c476", "#41ab5d"];
+    const SYSTEM: [&str; 8] = [
+        "#1f77b4", "#08306b", "#6baed6", "#17becf", "#3f51b5", "#9ecae1", "#2171b5", "#5e3c99",
+    ];
+    const JEMALLOC: [&str; 8] = [
+        "#d62728", "#67000d", "#fc9272", "#ff7f0e", "#a50f15", "#e377c2", "#fb6a4a", "#8c564b",
+    ];
+    const MIMALLOC: [&str; 8] = [
+        "#2ca02c", "#00441b", "#74c476", "#bcbd22", "#238b45", "#a1d99b", "#006d2c", "#7f7f00",
+    ];
     let palette = match a {
         Allocator::System => SYSTEM,
         Allocator::Jemalloc => JEMALLOC,
@@ -195,71 +201,104 @@ pub fn plots(rows: &[SummaryRow], outcomes: &[Outcome]) -> Vec<PlotFile> {
                 ));
             }
         }
-        // Percentile curves at the sizes of interest, for each thread count.
+        // Percentile curves at the sizes of interest, for each thread count; one plot per
+        // allocator when there are too many lines for one.
         for n in sizes_of_interest(&sizes) {
             for &t in &threads {
-                let mut series = Vec::new();
-                let labels: Vec<(Allocator, String)> = outcomes
+                let here: Vec<&Outcome> = outcomes
                     .iter()
-                    .map(|o| (o.spec.allocator, o.spec.allocator_label()))
+                    .filter(|o| o.spec.workload == w && o.spec.size == n && o.spec.threads == t)
                     .collect();
-                let shade = shades(labels.iter().map(|(a, l)| (*a, l.as_str())));
-                for o in outcomes {
-                    let s = &o.spec;
-                    if s.workload != w || s.size != n || s.threads != t {
-                        continue;
+                let groups: Vec<(String, Vec<&Outcome>)> = if here.len() > MAX_LINES {
+                    Allocator::ALL
+                        .iter()
+                        .map(|a| {
+                            (
+                                format!("-{a}"),
+                                here.iter()
+                                    .copied()
+                                    .filter(|o| o.spec.allocator == *a)
+                                    .collect(),
+                            )
+                        })
+                        .collect()
+                } else {
+                    vec![(String::new(), here)]
+                };
+                for (suffix, group) in groups {
+                    if let Some(p) = percentile_plot(w, n, t, &suffix, &group) {
+                        files.push(p);
                     }
-                    let Ok(rec) = &o.result else { continue };
-                    let Ok(h) = rec.histogram.decode() else {
-                        continue;
-                    };
-                    let points = hdr::rows(&h, 1.0)
-                        .into_iter()
-                        .filter(|r| r.quantile < 1.0)
-                        .map(|r| (1.0 / (1.0 - r.quantile), r.value))
-                        .collect();
-                    series.push(Series {
-                        label: format!("{} {}", s.allocator_label(), s.variant),
-                        color: color(
-                            s.allocator,
-                            shade.get(&s.allocator_label()).copied().unwrap_or(0),
-                        ),
-                        dash: dash(s.variant),
-                        points,
-                    });
                 }
-                if series.is_empty() {
-                    continue;
-                }
-                let title = format!(
-                    "Latency percentiles: {w}, {} elements ({} per f64 buffer), {t} thread(s)",
-                    fmt_elems(n as f64),
-                    human_bytes(n.saturating_mul(8))
-                );
-                files.push(PlotFile {
-                    name: format!("{w}-n{n}-t{t}-latency"),
-                    svg: render(&Chart {
-                        title: title.clone(),
-                        x: Axis {
-                            label:
-                                "percentile, as 1/(1-p): 2 = p50, 10 = p90, 100 = p99 (log scale)"
-                                    .into(),
-                            scale: Scale::Log,
-                            format: fmt_plain,
-                        },
-                        y: Axis {
-                            label: "latency per iteration".into(),
-                            scale: Scale::Linear,
-                            format: |v| fmt_ns(v),
-                        },
-                        series,
-                    }),
-                    title,
-                });
             }
         }
     }
     files
+}
+
+/// Most lines in one percentile plot before it is split by allocator.
+const MAX_LINES: usize = 24;
+
+fn percentile_plot(
+    w: Workload,
+    n: u64,
+    t: u32,
+    suffix: &str,
+    outcomes: &[&Outcome],
+) -> Option<PlotFile> {
+    let labels: Vec<(Allocator, String)> = outcomes
+        .iter()
+        .map(|o| (o.spec.allocator, o.spec.allocator_label()))
+        .collect();
+    let shade = shades(labels.iter().map(|(a, l)| (*a, l.as_str())));
+    let mut series = Vec::new();
+    for o in outcomes {
+        let s = &o.spec;
+        let Ok(rec) = &o.result else { continue };
+        let Ok(h) = rec.histogram.decode() else {
+            continue;
+        };
+        let points = hdr::rows(&h, 1.0)
+            .into_iter()
+            .filter(|r| r.quantile < 1.0)
+            .map(|r| (1.0 / (1.0 - r.quantile), r.value))
+            .collect();
+        series.push(Series {
+            label: format!("{} {}", s.allocator_label(), s.variant),
+            color: color(
+                s.allocator,
+                shade.get(&s.allocator_label()).copied().unwrap_or(0),
+            ),
+            dash: dash(s.variant),
+            points,
+        });
+    }
+    if series.is_empty() {
+        return None;
+    }
+    let title = format!(
+        "Latency percentiles: {w}, {} elements ({} per f64 buffer), {t} thread(s)",
+        fmt_elems(n as f64),
+        human_bytes(n.saturating_mul(8))
+    );
+    Some(PlotFile {
+        name: format!("{w}-n{n}-t{t}-latency{suffix}"),
+        svg: render(&Chart {
+            title: title.clone(),
+            x: Axis {
+                label: "percentile, as 1/(1-p): 2 = p50, 10 = p90, 100 = p99 (log scale)".into(),
+                scale: Scale::Log,
+                format: fmt_plain,
+            },
+            y: Axis {
+                label: "latency per iteration".into(),
+                scale: Scale::Linear,
+                format: |v| fmt_ns(v),
+            },
+            series,
+        }),
+        title,
+    })
 }
 
 /// A plot against one x: file suffix, title, y axis and the value plotted.

@@ -34,10 +34,10 @@ pub struct Chart {
     pub series: Vec<Series>,
 }
 
-const W: f64 = 960.0;
+/// Width of the plot area's canvas without the legend.
+const PLOT_W: f64 = 710.0;
 const H: f64 = 540.0;
 const LEFT: f64 = 90.0;
-const RIGHT: f64 = 250.0;
 const TOP: f64 = 50.0;
 const BOTTOM: f64 = 70.0;
 /// Pixels between the "0" line and the lowest decade of a log axis.
@@ -189,15 +189,26 @@ pub fn render(chart: &Chart) -> String {
         .iter()
         .flat_map(|s| s.points.iter().map(|p| p.1))
         .collect();
-    let (x0, x1, y0, y1) = (LEFT, W - RIGHT, H - BOTTOM, TOP);
+    // The legend gets as much room as its longest label needs (≈ 7.5 px a character).
+    let longest = chart
+        .series
+        .iter()
+        .map(|s| s.label.chars().count())
+        .max()
+        .unwrap_or(0);
+    let legend_w = 70.0 + 7.5 * longest as f64;
+    let rows = chart.series.len().max(1) as f64;
+    let h = H.max(TOP + 20.0 + rows * 20.0);
+    let w = PLOT_W + legend_w;
+    let (x0, x1, y0, y1) = (LEFT, PLOT_W, h - BOTTOM, TOP);
     let xm = Mapping::new(chart.x.scale, &xs, (x0, x1), false);
     let ym = Mapping::new(chart.y.scale, &ys, (y0, y1), true);
     let mut s = String::new();
     let _ = writeln!(
         s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="13">"#
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="13">"#
     );
-    let _ = writeln!(s, r#"<rect width="{W}" height="{H}" fill="white"/>"#);
+    let _ = writeln!(s, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
     let _ = writeln!(
         s,
         r#"<text x="{}" y="28" font-size="17" font-weight="bold" text-anchor="middle">{}</text>"#,
@@ -254,7 +265,7 @@ pub fn render(chart: &Chart) -> String {
         s,
         r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
         (x0 + x1) / 2.0,
-        H - 22.0,
+        h - 22.0,
         esc(&chart.x.label)
     );
     let _ = writeln!(

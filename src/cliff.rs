@@ -1,0 +1,221 @@
+//! `alloclab cliff`: the exact size where an allocator's behaviour changes. Given a range
+//! whose two ends differ — minor faults per iteration at least 1 at one end and not at
+//! the other, or memory syscalls per iteration at least 0.5 — bisection over the size
+//! finds the two neighbouring sizes where it flips, and reports both sides.
+
+use crate::driver::{Executor, RunFailure};
+use crate::record::RunRecord;
+use crate::spec::RunSpec;
+
+/// What flips.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Metric {
+    /// Minor page faults per iteration ≥ 1.
+    Faults,
+    /// brk + mmap + munmap + madvise + mremap per iteration ≥ 0.5.
+    Syscalls,
+}
+
+impl Metric {
+    pub fn value(self, r: &RunRecord) -> Option<f64> {
+        match self {
+            Metric::Faults => Some(r.minflt_per_iter),
+            Metric::Syscalls => Some(
+                r.brk_per_iter?
+                    + r.mmap_per_iter?
+                    + r.munmap_per_iter?
+                    + r.madvise_per_iter?
+                    + r.mremap_per_iter?,
+            ),
+        }
+    }
+
+    pub fn threshold(self) -> f64 {
+        match self {
+            Metric::Faults => 1.0,
+            Metric::Syscalls => 0.5,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Faults => "minor faults",
+            Metric::Syscalls => "memory syscalls",
+        }
+    }
+}
+
+/// One measured size.
+#[derive(Clone, Debug)]
+pub struct Probe {
+    pub size: u64,
+    pub value: f64,
+    pub record: RunRecord,
+}
+
+/// The two neighbouring sizes where the metric crosses its threshold.
+pub struct Cliff {
+    pub below: Probe,
+    pub above: Probe,
+    pub probes: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CliffError {
+    #[error("{0}")]
+    Run(String),
+    #[error("{metric} per iteration is {from_value} at {from} and {to_value} at {to}: both {side} {threshold}, so there is no cliff to find in this range; widen it")]
+    NoChange {
+        metric: &'static str,
+        from: u64,
+        from_value: f64,
+        to: u64,
+        to_value: f64,
+        side: &'static str,
+        threshold: f64,
+    },
+    #[error("{0} is unavailable in these runs: {1}")]
+    Unavailable(&'static str, String),
+}
+
+fn probe(
+    exec: &mut dyn Executor,
+    base: &RunSpec,
+    size: u64,
+    metric: Metric,
+) -> Result<Probe, CliffError> {
+    let spec = RunSpec {
+        size,
+        ..base.clone()
+    };
+    let record = exec.execute(&spec).map_err(|RunFailure { cause }| {
+        CliffError::Run(format!("run at size {size} failed: {cause}"))
+    })?;
+    let value = metric.value(&record).ok_or_else(|| {
+        CliffError::Unavailable(
+            metric.name(),
+            record
+                .unavailable
+                .get("syscalls")
+                .cloned()
+                .unwrap_or_default(),
+        )
+    })?;
+    Ok(Probe {
+        size,
+        value,
+        record,
+    })
+}
+
+/// Bisects `[from, to]` for the size where `metric` crosses its threshold.
+pub fn find(
+    exec: &mut dyn Executor,
+    base: &RunSpec,
+    from: u64,
+    to: u64,
+    metric: Metric,
+    progress: &mut dyn FnMut(&Probe),
+) -> Result<Cliff, CliffError> {
+    let above = |p: &Probe| p.value >= metric.threshold();
+    let mut lo = probe(exec, base, from, metric)?;
+    progress(&lo);
+    let mut hi = probe(exec, base, to, metric)?;
+    progress(&hi);
+    let mut probes = 2;
+    if above(&lo) == above(&hi) {
+        return Err(CliffError::NoChange {
+            metric: metric.name(),
+            from,
+            from_value: lo.value,
+            to,
+            to_value: hi.value,
+            side: if above(&lo) { "at or above" } else { "below" },
+            threshold: metric.threshold(),
+        });
+    }
+    while hi.size - lo.size > 1 {
+        let mid = lo.size + (hi.size - lo.size) / 2;
+        let m = probe(exec, base, mid, metric)?;
+        progress(&m);
+        probes += 1;
+        if above(&m) == above(&lo) {
+            lo = m;
+        } else {
+            hi = m;
+        }
+    }
+    let (below, above_side) = if above(&lo) { (hi, lo) } else { (lo, hi) };
+    Ok(Cliff {
+        below,
+        above: above_side,
+        probes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::RunFailure;
+    use crate::spec::{Allocator, Variant, Workload};
+
+    /// A pretend allocator whose faults start at 12,345 elements.
+    struct Step(RunRecord);
+    impl Executor for Step {
+        fn execute(&mut self, spec: &RunSpec) -> Result<RunRecord, RunFailure> {
+            let mut r = self.0.clone();
+            r.size = spec.size;
+            r.minflt_per_iter = if spec.size >= 12_345 {
+                spec.size as f64 / 512.0
+            } else {
+                0.0
+            };
+            Ok(r)
+        }
+    }
+
+    fn template() -> RunRecord {
+        let json = include_str!("../tests/data/record.json");
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn bisection_finds_the_exact_neighbours() {
+        let base = RunSpec {
+            allocator: Allocator::System,
+            workload: Workload::Scale,
+            variant: Variant::OutOfPlace,
+            size: 1,
+            threads: 1,
+            seed: 42,
+            knobs: Vec::new(),
+            thp: Default::default(),
+        };
+        let mut exec = Step(template());
+        let mut seen = 0;
+        let c = find(
+            &mut exec,
+            &base,
+            1000,
+            1_000_000,
+            Metric::Faults,
+            &mut |_| seen += 1,
+        )
+        .unwrap();
+        assert_eq!((c.below.size, c.above.size), (12_344, 12_345));
+        assert_eq!(c.below.value, 0.0);
+        assert_eq!(c.probes, seen);
+        assert!(c.probes <= 2 + 20, "bisection, not a scan: {}", c.probes);
+        let e = find(
+            &mut exec,
+            &base,
+            20_000,
+            30_000,
+            Metric::Faults,
+            &mut |_| {},
+        )
+        .err()
+        .unwrap();
+        assert!(e.to_string().contains("no cliff"), "{e}");
+    }
+}
