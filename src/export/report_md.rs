@@ -191,6 +191,17 @@ pub fn rebuild(root: &Path) -> Result<Rebuilt, ResultsError> {
             p.svg.as_bytes(),
         )?;
     }
+    // Plots an earlier report drew but this one does not (the matrix changed) would
+    // mislead: remove them.
+    if let Ok(entries) = std::fs::read_dir(root.join("plots")) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let current = plot_files.iter().any(|p| format!("{}.svg", p.name) == name);
+            if name.ends_with(".svg") && !current {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
     let md = report_markdown(&loaded, &rows, &env, &plot_files);
     write_atomic(&root.join("REPORT.md"), md.as_bytes())?;
     Ok(Rebuilt {
