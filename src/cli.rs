@@ -233,6 +233,9 @@ pub struct CompareArgs {
     /// Kill a worker that runs longer than this many seconds.
     #[arg(long, default_value_t = 300.0, value_parser = crate::worker::parse_seconds)]
     pub timeout: f64,
+    /// Also show each run's allocator statistics and effective knobs (table format).
+    #[arg(long)]
+    pub verbose: bool,
 }
 
 /// A validated comparison, ready to run.
@@ -240,6 +243,7 @@ pub struct ComparePlan {
     pub specs: Vec<RunSpec>,
     pub executor: driver::ProcessExecutor,
     pub format: Format,
+    pub verbose: bool,
 }
 
 impl CompareArgs {
@@ -284,6 +288,7 @@ impl CompareArgs {
                 Duration::from_secs_f64(self.timeout),
             ),
             format: self.format,
+            verbose: self.verbose,
         })
     }
 }

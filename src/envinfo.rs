@@ -14,6 +14,24 @@ pub struct AllocatorInfo {
     /// A knob's effective value as the allocator reports it, in the canonical form of
     /// [`crate::knobs`] (bytes, true/false), or why it cannot be read.
     pub read_knob: fn(&str) -> Result<String, String>,
+    /// The allocator's own statistics (name → bytes), or why there are none.
+    pub stats: fn() -> AllocatorStats,
+}
+
+/// Named byte counts from the allocator, or why it has none.
+pub type AllocatorStats = Result<Vec<(&'static str, u64)>, String>;
+
+/// glibc's `mallinfo2`: the main arena and mmap'd totals, in bytes.
+pub fn glibc_stats() -> AllocatorStats {
+    // SAFETY: mallinfo2 takes nothing and returns a plain struct.
+    let m = unsafe { libc::mallinfo2() };
+    Ok(vec![
+        ("arena", m.arena as u64),
+        ("hblkhd", m.hblkhd as u64),
+        ("uordblks", m.uordblks as u64),
+        ("fordblks", m.fordblks as u64),
+        ("keepcost", m.keepcost as u64),
+    ])
 }
 
 /// A glibc malloc tunable as this glibc parsed it from the same `GLIBC_TUNABLES`: glibc
@@ -220,6 +238,7 @@ mod tests {
             version: "x".into(),
             crates: String::new(),
             read_knob: glibc_tunable,
+            stats: glibc_stats,
         });
         assert!(env.glibc_version.starts_with('2'), "{}", env.glibc_version);
         assert!(env.kernel.starts_with("Linux"), "{}", env.kernel);

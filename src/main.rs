@@ -395,7 +395,7 @@ fn compare(mut plan: ComparePlan) -> ExitCode {
         Format::Json => report::to_json(&rows) + "\n",
         Format::Csv => report::to_csv(&rows),
         Format::Markdown => report::to_markdown(&rows),
-        Format::Table => table_screen(&outcomes, &rows),
+        Format::Table => table_screen(&outcomes, &rows, plan.verbose),
     };
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
@@ -413,7 +413,7 @@ fn compare(mut plan: ComparePlan) -> ExitCode {
 }
 
 /// The one-screen human view: context, table, explanations, notes.
-fn table_screen(outcomes: &[Outcome], rows: &[SummaryRow]) -> String {
+fn table_screen(outcomes: &[Outcome], rows: &[SummaryRow], verbose: bool) -> String {
     let mut s = String::new();
     if let Some(first) = outcomes.first() {
         let spec = &first.spec;
@@ -461,6 +461,41 @@ fn table_screen(outcomes: &[Outcome], rows: &[SummaryRow]) -> String {
         for l in lines {
             s.push_str(&l);
             s.push('\n');
+        }
+    }
+    if verbose {
+        s.push_str("\nallocator statistics at the end of the measured phase (bytes) and knobs as the allocator reports them:\n");
+        for o in outcomes {
+            let Ok(r) = &o.result else { continue };
+            let stats: Vec<String> = r
+                .allocator_stats
+                .iter()
+                .map(|(k, v)| format!("{k} {}", report::fmt_count(*v as f64)))
+                .collect();
+            let knobs: Vec<String> = r
+                .knobs_effective
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            s.push_str(&format!(
+                "  {} {}: {}{}{}\n",
+                o.spec.allocator_label(),
+                o.spec.variant,
+                if stats.is_empty() {
+                    "no statistics".to_string()
+                } else {
+                    stats.join(", ")
+                },
+                if knobs.is_empty() {
+                    String::new()
+                } else {
+                    format!("; knobs {}", knobs.join(", "))
+                },
+                match r.thp_disabled {
+                    Some(true) => "; THP disabled",
+                    _ => "",
+                }
+            ));
         }
     }
     let notes = report::unavailable_notes(outcomes);

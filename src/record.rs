@@ -87,6 +87,10 @@ pub struct RunRecord {
     /// PR_GET_THP_DISABLE of the worker: whether THP was off for it.
     #[serde(default)]
     pub thp_disabled: Option<bool>,
+    /// The allocator's own statistics at the end of the measured phase, in bytes
+    /// (jemalloc stats.*, mimalloc process info, glibc mallinfo2).
+    #[serde(default)]
+    pub allocator_stats: BTreeMap<String, u64>,
     pub budget: Budget,
     pub iterations: u64,
     pub warmup_iterations: u64,
@@ -197,6 +201,7 @@ impl RunRecord {
             knobs_effective: BTreeMap::new(),
             thp: spec.thp,
             thp_disabled: None,
+            allocator_stats: BTreeMap::new(),
             budget,
             iterations: n,
             warmup_iterations: m.warmup_iterations,

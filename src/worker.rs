@@ -134,6 +134,7 @@ pub fn run(
         )),
     };
     let mut m = measure::measure(kernels, &budget, source)?;
+    let stats = (info.stats)();
     let checksum = m.main_kernel.checksum();
     let env = Environment::capture(info);
     let mut record = RunRecord::new(&spec, budget, &m, overhead, checksum, env);
@@ -150,6 +151,12 @@ pub fn run(
         record.knobs_effective.insert(k.name.clone(), effective);
     }
     record.thp_disabled = thp_disabled();
+    match stats {
+        Ok(s) => record.allocator_stats = s.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+        Err(why) => {
+            record.unavailable.insert("allocator_stats".into(), why);
+        }
+    }
     Ok(record)
 }
 

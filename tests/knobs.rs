@@ -239,3 +239,38 @@ fn tune_reports_which_knob_sets_remove_the_storm() {
         "{text}"
     );
 }
+
+#[test]
+fn each_allocator_reports_its_own_statistics() {
+    for (a, keys) in [
+        (
+            Allocator::System,
+            &["arena", "hblkhd", "uordblks", "fordblks", "keepcost"][..],
+        ),
+        (
+            Allocator::Jemalloc,
+            &["allocated", "active", "resident", "mapped", "retained"][..],
+        ),
+        (
+            Allocator::Mimalloc,
+            &["current_rss", "peak_rss", "current_commit", "peak_commit"][..],
+        ),
+    ] {
+        let r = with_knobs(a, "reuse", 100_000, "");
+        for k in keys {
+            assert!(
+                r.allocator_stats.contains_key(*k),
+                "{a}: no {k} in {:?} ({:?})",
+                r.allocator_stats,
+                r.unavailable
+            );
+        }
+        // The reuse buffer (800 kB) is live at the end of the measured phase.
+        let live = match a {
+            Allocator::System => r.allocator_stats["uordblks"] + r.allocator_stats["hblkhd"],
+            Allocator::Jemalloc => r.allocator_stats["allocated"],
+            Allocator::Mimalloc => r.allocator_stats["current_commit"],
+        };
+        assert!(live >= 800_000, "{a}: {:?}", r.allocator_stats);
+    }
+}

@@ -22,6 +22,7 @@ fn main() -> std::process::ExitCode {
             env!("ALLOCLAB_JEMALLOC_SYS_VERSION")
         ),
         read_knob,
+        stats,
     };
     alloclab::worker::main(Allocator::Jemalloc, info)
 }
@@ -48,4 +49,31 @@ fn read_knob(name: &str) -> Result<String, String> {
         }
     };
     value.map_err(|e| format!("mallctl opt.{name}: {e}"))
+}
+
+/// jemalloc's `stats.*` after advancing its epoch, in bytes — where jemalloc was built
+/// with statistics.
+fn stats() -> alloclab::envinfo::AllocatorStats {
+    use tikv_jemalloc_ctl::raw;
+    // SAFETY: config.stats is a bool, epoch a u64, stats.* are size_t.
+    unsafe {
+        if !raw::read::<bool>(b"config.stats\0").map_err(|e| e.to_string())? {
+            return Err("this jemalloc (tikv-jemalloc-sys without its `stats` feature) was built without statistics".into());
+        }
+        raw::update(b"epoch\0", 1u64).map_err(|e| format!("epoch: {e}"))?;
+        let mut out = Vec::new();
+        for (name, key) in [
+            ("allocated", &b"stats.allocated\0"[..]),
+            ("active", b"stats.active\0"),
+            ("resident", b"stats.resident\0"),
+            ("mapped", b"stats.mapped\0"),
+            ("retained", b"stats.retained\0"),
+        ] {
+            out.push((
+                name,
+                raw::read::<usize>(key).map_err(|e| format!("{name}: {e}"))? as u64,
+            ));
+        }
+        Ok(out)
+    }
 }

@@ -9,6 +9,31 @@ extern "C" {
     fn mi_version() -> std::os::raw::c_int;
     /// An option's current value (mimalloc.h).
     fn mi_option_get(option: std::os::raw::c_int) -> std::os::raw::c_long;
+    /// Process information as mimalloc sees it (mimalloc.h).
+    fn mi_process_info(
+        elapsed_msecs: *mut usize,
+        user_msecs: *mut usize,
+        system_msecs: *mut usize,
+        current_rss: *mut usize,
+        peak_rss: *mut usize,
+        current_commit: *mut usize,
+        peak_commit: *mut usize,
+        page_faults: *mut usize,
+    );
+}
+
+/// mimalloc's process information: current and peak RSS and commit, in bytes.
+fn stats() -> alloclab::envinfo::AllocatorStats {
+    let mut v = [0usize; 8];
+    let [a, b, c, d, e, f, g, h] = &mut v;
+    // SAFETY: every pointer is to a distinct, writable usize.
+    unsafe { mi_process_info(a, b, c, d, e, f, g, h) };
+    Ok(vec![
+        ("current_rss", v[3] as u64),
+        ("peak_rss", v[4] as u64),
+        ("current_commit", v[5] as u64),
+        ("peak_commit", v[6] as u64),
+    ])
 }
 
 /// A knob's effective value from mi_option_get. The indices are those of `mi_option_t`
@@ -43,6 +68,7 @@ fn main() -> std::process::ExitCode {
             env!("ALLOCLAB_LIBMIMALLOC_SYS_VERSION")
         ),
         read_knob,
+        stats,
     };
     alloclab::worker::main(Allocator::Mimalloc, info)
 }

@@ -9,6 +9,7 @@ fn main() -> std::process::ExitCode {
         version: format!("glibc {}", alloclab::envinfo::glibc_version()),
         crates: String::new(),
         read_knob: alloclab::envinfo::glibc_tunable,
+        stats: alloclab::envinfo::glibc_stats,
     };
     alloclab::worker::main(Allocator::System, info)
 }
