@@ -53,6 +53,57 @@ pub struct Probe {
     pub record: RunRecord,
 }
 
+/// A cliff as kept in a results folder.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct FoundCliff {
+    /// The allocator label (spec and THP mode).
+    pub allocator: String,
+    pub workload: crate::spec::Workload,
+    pub variant: crate::spec::Variant,
+    pub threads: u32,
+    /// "minor faults" or "memory syscalls".
+    pub metric: String,
+    pub below_size: u64,
+    pub below_value: f64,
+    pub above_size: u64,
+    pub above_value: f64,
+    pub probes: usize,
+}
+
+impl FoundCliff {
+    pub fn new(spec: &RunSpec, metric: Metric, c: &Cliff) -> Self {
+        FoundCliff {
+            allocator: spec.allocator_label(),
+            workload: spec.workload,
+            variant: spec.variant,
+            threads: spec.threads,
+            metric: metric.name().into(),
+            below_size: c.below.size,
+            below_value: c.below.value,
+            above_size: c.above.size,
+            above_value: c.above.value,
+            probes: c.probes,
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        use crate::report::fmt_count;
+        format!(
+            "{} {} ({}, {} thread(s)): {} per iteration {} at {} elements ({} B per f64 buffer), {} at {} elements",
+            self.allocator,
+            self.variant,
+            self.workload,
+            self.threads,
+            self.metric,
+            fmt_count(self.below_value),
+            fmt_count(self.below_size as f64),
+            fmt_count((self.below_size * 8) as f64),
+            fmt_count(self.above_value),
+            fmt_count(self.above_size as f64),
+        )
+    }
+}
+
 /// The two neighbouring sizes where the metric crosses its threshold.
 pub struct Cliff {
     pub below: Probe,

@@ -57,6 +57,7 @@ struct ExperimentFile {
     sizes: Spanned<toml::Value>,
     threads: Option<Spanned<Vec<u32>>>,
     seed: Option<u64>,
+    find_cliffs: Option<bool>,
     budget: Option<BudgetFile>,
     quick: Option<QuickFile>,
 }
@@ -77,6 +78,10 @@ pub struct Experiment {
     pub sizes: Vec<u64>,
     pub threads: Vec<u32>,
     pub seed: u64,
+    /// After the runs, bisect every change between neighbouring sizes to its exact size
+    /// (not in quick mode).
+    #[serde(default)]
+    pub find_cliffs: bool,
     pub budget: Budget,
     pub quick: bool,
 }
@@ -317,6 +322,7 @@ impl Experiment {
             sizes,
             threads,
             seed: file.seed.unwrap_or(42),
+            find_cliffs: file.find_cliffs.unwrap_or(false) && !quick,
             budget,
             quick,
         })

@@ -177,6 +177,10 @@ pub fn run_experiment(
         }
         progress.finish_one();
     }
+    if exp.find_cliffs && !interrupted() {
+        let cliffs = find_cliffs(&dir, executor, progress)?;
+        results.save_cliffs(&cliffs)?;
+    }
     let rebuilt = report_md::rebuild(&dir)?;
     Ok(ExperimentOutcome {
         dir,
@@ -184,4 +188,59 @@ pub fn run_experiment(
         skipped,
         interrupted: interrupted(),
     })
+}
+
+/// Bisects every change between neighbouring sizes of a finished experiment to the exact
+/// size, with a short budget per probe.
+fn find_cliffs(
+    dir: &Path,
+    executor: &mut dyn Executor,
+    progress: &mut Progress,
+) -> Result<Vec<crate::cliff::FoundCliff>, ResultsError> {
+    use crate::cliff::{self, Metric};
+    let loaded = crate::export::results::load(dir)?;
+    let rows: Vec<crate::report::SummaryRow> = loaded
+        .outcomes
+        .iter()
+        .map(crate::report::SummaryRow::from_outcome)
+        .collect();
+    let mut found = Vec::new();
+    for (metric, jumps) in [
+        (
+            Metric::Faults,
+            report_md::jumps(&rows, |r| r.minflt_per_iter, 10.0),
+        ),
+        (
+            Metric::Syscalls,
+            report_md::jumps(&rows, report_md::memory_syscalls, 0.5),
+        ),
+    ] {
+        for j in jumps {
+            if interrupted() {
+                return Ok(found);
+            }
+            let Some(base) = loaded.outcomes.iter().map(|o| &o.spec).find(|s| {
+                s.allocator_label() == j.allocator
+                    && s.workload == j.workload
+                    && s.variant == j.variant
+                    && s.threads == j.threads
+                    && s.size == j.from_size
+            }) else {
+                continue;
+            };
+            progress.say(&format!(
+                "bisecting: {} {} {} between {} and {} elements",
+                j.allocator,
+                j.variant,
+                metric.name(),
+                j.from_size,
+                j.to_size
+            ));
+            match cliff::find(executor, base, j.from_size, j.to_size, metric, &mut |_| {}) {
+                Ok(c) => found.push(cliff::FoundCliff::new(base, metric, &c)),
+                Err(e) => progress.say(&format!("  not found: {e}")),
+            }
+        }
+    }
+    Ok(found)
 }

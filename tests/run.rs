@@ -309,3 +309,43 @@ fn an_interrupted_run_keeps_what_it_finished() {
     let report = text(&res.join("REPORT.md"));
     assert!(report.contains("Incomplete:** 2 of 8"), "{report}");
 }
+
+#[test]
+fn a_sweep_with_find_cliffs_reports_exact_sizes() {
+    let (dir, exp) = setup(
+        r#"
+description = "cliff"
+workloads = ["scale"]
+variants = ["out-of-place"]
+allocators = ["system"]
+sizes = [2000, 40000]
+find_cliffs = true
+
+[budget]
+min_time = 0
+min_iters = 10
+max_iters = 10
+warmup_time = 0
+warmup_iters = 3
+"#,
+    );
+    let out = dir.path().join("res");
+    let o = run(
+        &driver_path(),
+        &["run", "--out", out.to_str().unwrap(), exp.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let res = out.join("tiny");
+    let cliffs: Vec<alloclab::cliff::FoundCliff> =
+        serde_json::from_str(&text(&res.join("cliffs.json"))).unwrap();
+    assert!(
+        !cliffs.is_empty(),
+        "glibc's out-of-place fault storm starts between 2,000 and 40,000 elements"
+    );
+    for c in &cliffs {
+        assert_eq!(c.above_size, c.below_size + 1, "{c:?}");
+        assert!(c.below_size >= 2000 && c.above_size <= 40000);
+    }
+    let report = text(&res.join("REPORT.md"));
+    assert!(report.contains("**Exact cliffs**"), "{report}");
+}

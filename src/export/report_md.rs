@@ -98,7 +98,7 @@ fn describe_jump(j: &Jump, what: &str) -> String {
     )
 }
 
-fn memory_syscalls(r: &SummaryRow) -> Option<f64> {
+pub fn memory_syscalls(r: &SummaryRow) -> Option<f64> {
     Some(
         r.brk_per_iter?
             + r.mmap_per_iter?
@@ -367,6 +367,16 @@ fn report_markdown(
         }
         for j in &syscall_jumps {
             let _ = writeln!(md, "- {}", describe_jump(j, "memory syscalls"));
+        }
+        md.push('\n');
+    }
+    if !loaded.cliffs.is_empty() {
+        let _ = writeln!(
+            md,
+            "**Exact cliffs** (each change above, bisected to neighbouring sizes with `alloclab cliff`'s method):\n"
+        );
+        for c in &loaded.cliffs {
+            let _ = writeln!(md, "- {}", c.describe());
         }
         md.push('\n');
     }

@@ -7,6 +7,7 @@
 //!     histograms/<id>.us.csv  HdrHistogram percentile distribution (µs), CSV form
 //!     histograms/<id>.us.hgrm the same, text form
 //!     calibration.json        what observing cost, measured before the experiment ran
+//!     cliffs.json             exact sizes where behaviour changes (experiments with find_cliffs)
 //!     summary.csv, env.json, plots/*.svg, REPORT.md
 //! ```
 
@@ -189,6 +190,16 @@ impl ResultsDir {
         write_atomic(&path, text.as_bytes())
     }
 
+    /// Keeps the exact cliffs found after the runs.
+    pub fn save_cliffs(&self, cliffs: &[crate::cliff::FoundCliff]) -> Result<(), ResultsError> {
+        let path = self.root.join("cliffs.json");
+        let text = serde_json::to_string_pretty(cliffs).map_err(|e| ResultsError::Invalid {
+            path: path.clone(),
+            why: e.to_string(),
+        })?;
+        write_atomic(&path, text.as_bytes())
+    }
+
     fn run_path(&self, id: &str) -> PathBuf {
         self.root.join("runs").join(format!("{id}.json"))
     }
@@ -272,6 +283,8 @@ pub struct Loaded {
     pub outcomes: Vec<crate::driver::Outcome>,
     /// The observer calibration, if the run made one.
     pub calibration: Option<crate::calibrate::Calibration>,
+    /// Exact cliffs found by bisection after the runs, if any were looked for.
+    pub cliffs: Vec<crate::cliff::FoundCliff>,
 }
 
 /// Reads a results folder's plan and runs.
@@ -309,10 +322,15 @@ pub fn load(root: &Path) -> Result<Loaded, ResultsError> {
     let calibration = fs::read_to_string(root.join("calibration.json"))
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok());
+    let cliffs = fs::read_to_string(root.join("cliffs.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default();
     Ok(Loaded {
         plan,
         outcomes,
         calibration,
+        cliffs,
     })
 }
 
