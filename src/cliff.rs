@@ -70,6 +70,12 @@ pub struct FoundCliff {
     pub probes: usize,
 }
 
+/// The resolution run-all bisects to: neighbouring sizes up to 8,192 elements, then a
+/// 1/8,192 of the size (64 KiB of f64 at a million elements).
+pub fn auto_resolution(size: u64) -> u64 {
+    (size / 8192).max(1)
+}
+
 impl FoundCliff {
     pub fn new(spec: &RunSpec, metric: Metric, c: &Cliff) -> Self {
         FoundCliff {
@@ -88,8 +94,16 @@ impl FoundCliff {
 
     pub fn describe(&self) -> String {
         use crate::report::fmt_count;
+        let gap = if self.above_size == self.below_size + 1 {
+            String::new()
+        } else {
+            format!(
+                " (bisected to {} elements)",
+                fmt_count((self.above_size - self.below_size) as f64)
+            )
+        };
         format!(
-            "{} {} ({}, {} thread(s)): {} per iteration {} at {} elements ({} B per f64 buffer), {} at {} elements",
+            "{} {} ({}, {} thread(s)): {} per iteration {} at {} elements ({} B per f64 buffer), {} at {} elements{gap}",
             self.allocator,
             self.variant,
             self.workload,
@@ -159,13 +173,15 @@ fn probe(
     })
 }
 
-/// Bisects `[from, to]` for the size where `metric` crosses its threshold.
+/// Bisects `[from, to]` for the size where `metric` crosses its threshold, until the two
+/// sides are at most `resolution` elements apart (1: neighbouring sizes).
 pub fn find(
     exec: &mut dyn Executor,
     base: &RunSpec,
     from: u64,
     to: u64,
     metric: Metric,
+    resolution: u64,
     progress: &mut dyn FnMut(&Probe),
 ) -> Result<Cliff, CliffError> {
     let above = |p: &Probe| p.value >= metric.threshold();
@@ -185,7 +201,7 @@ pub fn find(
             threshold: metric.threshold(),
         });
     }
-    while hi.size - lo.size > 1 {
+    while hi.size - lo.size > resolution.max(1) {
         let mid = lo.size + (hi.size - lo.size) / 2;
         let m = probe(exec, base, mid, metric)?;
         progress(&m);
@@ -250,6 +266,7 @@ mod tests {
             1000,
             1_000_000,
             Metric::Faults,
+            1,
             &mut |_| seen += 1,
         )
         .unwrap();
@@ -257,12 +274,25 @@ mod tests {
         assert_eq!(c.below.value, 0.0);
         assert_eq!(c.probes, seen);
         assert!(c.probes <= 2 + 20, "bisection, not a scan: {}", c.probes);
+        let coarse = find(
+            &mut exec,
+            &base,
+            1000,
+            1_000_000,
+            Metric::Faults,
+            100,
+            &mut |_| {},
+        )
+        .unwrap();
+        assert!(coarse.below.size < 12_345 && coarse.above.size >= 12_345);
+        assert!(coarse.above.size - coarse.below.size <= 100 && coarse.probes < c.probes);
         let e = find(
             &mut exec,
             &base,
             20_000,
             30_000,
             Metric::Faults,
+            1,
             &mut |_| {},
         )
         .err()

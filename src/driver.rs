@@ -99,6 +99,8 @@ pub struct Outcome {
 /// Runs one spec and returns its record; a real one spawns a worker, tests use mocks.
 pub trait Executor {
     fn execute(&mut self, spec: &RunSpec) -> Result<RunRecord, RunFailure>;
+    /// Changes the measurement budget of the runs that follow (where it has one).
+    fn set_budget(&mut self, _budget: Budget) {}
 }
 
 /// Spawns `alloclab-<allocator>` from a directory, one process per run.
@@ -352,6 +354,10 @@ impl Executor for ProcessExecutor {
             CounterMode::Ptrace => self.ptrace_passes(spec),
             mode => self.spawn_worker(spec, mode),
         }
+    }
+
+    fn set_budget(&mut self, budget: Budget) {
+        self.budget = budget;
     }
 }
 

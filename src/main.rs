@@ -110,7 +110,7 @@ fn cliff(args: alloclab::cli::CliffArgs) -> ExitCode {
             metric.name()
         );
     };
-    match alloclab::cliff::find(&mut exec, &base, args.from, args.to, metric, &mut show) {
+    match alloclab::cliff::find(&mut exec, &base, args.from, args.to, metric, 1, &mut show) {
         Ok(c) => {
             let side = |p: &alloclab::cliff::Probe| {
                 format!(
@@ -292,7 +292,7 @@ fn run(plan: RunPlan) -> ExitCode {
         std::time::Duration::from_secs_f64(plan.args.timeout),
     );
     for exp in &plan.experiments {
-        executor.budget = exp.budget;
+        alloclab::driver::Executor::set_budget(&mut executor, exp.budget);
         match runner::run_experiment(
             exp,
             &plan.args.out,

@@ -178,7 +178,17 @@ pub fn run_experiment(
         progress.finish_one();
     }
     if exp.find_cliffs && !interrupted() {
-        let cliffs = find_cliffs(&dir, executor, progress)?;
+        // Each probe only has to tell which side of the threshold it is on.
+        executor.set_budget(crate::measure::Budget {
+            warmup_time_ns: 10_000_000,
+            warmup_iters: 1,
+            min_time_ns: 50_000_000,
+            min_iters: 3,
+            max_iters: exp.budget.max_iters,
+        });
+        let cliffs = find_cliffs(&dir, executor, progress);
+        executor.set_budget(exp.budget);
+        let cliffs = cliffs?;
         results.save_cliffs(&cliffs)?;
     }
     let rebuilt = report_md::rebuild(&dir)?;
@@ -236,7 +246,16 @@ fn find_cliffs(
                 j.from_size,
                 j.to_size
             ));
-            match cliff::find(executor, base, j.from_size, j.to_size, metric, &mut |_| {}) {
+            let resolution = cliff::auto_resolution(j.from_size);
+            match cliff::find(
+                executor,
+                base,
+                j.from_size,
+                j.to_size,
+                metric,
+                resolution,
+                &mut |_| {},
+            ) {
                 Ok(c) => found.push(cliff::FoundCliff::new(base, metric, &c)),
                 Err(e) => progress.say(&format!("  not found: {e}")),
             }
