@@ -44,23 +44,28 @@ fn main() -> ExitCode {
     }
 }
 
-/// The worker directory with the given allocators' workers, and memory for `specs`.
-fn ready(
+/// An executor with a short budget, once the allocators' workers are found and `specs`
+/// fit in memory.
+fn short_executor(
     allocators: &[Allocator],
     specs: &[alloclab::spec::RunSpec],
-) -> Result<std::path::PathBuf, String> {
+    min_time: f64,
+    counters: alloclab::counters::CounterMode,
+) -> Result<driver::ProcessExecutor, String> {
     let dir = driver::workers_dir().map_err(|e| e.to_string())?;
     driver::check_workers(&dir, allocators).map_err(|e| e.to_string())?;
     driver::check_memory_here(specs).map_err(|e| e.to_string())?;
-    Ok(dir)
-}
-
-fn short_budget(min_time: f64) -> alloclab::measure::Budget {
-    alloclab::measure::Budget {
+    let budget = alloclab::measure::Budget {
         min_time_ns: alloclab::measure::secs_to_ns(min_time),
         warmup_time_ns: 20_000_000,
         ..Default::default()
-    }
+    };
+    Ok(driver::ProcessExecutor::new(
+        dir,
+        budget,
+        counters,
+        std::time::Duration::from_secs(300),
+    ))
 }
 
 fn cliff(args: alloclab::cli::CliffArgs) -> ExitCode {
@@ -88,19 +93,18 @@ fn cliff(args: alloclab::cli::CliffArgs) -> ExitCode {
         knobs: alloc.knobs.clone(),
         thp: args.thp,
     };
-    let dir = match ready(&[alloc.allocator], std::slice::from_ref(&base)) {
-        Ok(d) => d,
+    let mut exec = match short_executor(
+        &[alloc.allocator],
+        std::slice::from_ref(&base),
+        args.min_time,
+        args.counters,
+    ) {
+        Ok(e) => e,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(EXIT_BAD_INPUT);
         }
     };
-    let mut exec = driver::ProcessExecutor::new(
-        dir,
-        short_budget(args.min_time),
-        args.counters,
-        std::time::Duration::from_secs(300),
-    );
     let metric = args.metric;
     let mut show = |p: &alloclab::cliff::Probe| {
         eprintln!(
@@ -167,19 +171,13 @@ fn tune(args: alloclab::cli::TuneArgs) -> ExitCode {
             thp: Default::default(),
         })
         .collect();
-    let dir = match ready(&allocators, &specs) {
-        Ok(d) => d,
+    let mut exec = match short_executor(&allocators, &specs, args.min_time, args.counters) {
+        Ok(e) => e,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(EXIT_BAD_INPUT);
         }
     };
-    let mut exec = driver::ProcessExecutor::new(
-        dir,
-        short_budget(args.min_time),
-        args.counters,
-        std::time::Duration::from_secs(300),
-    );
     let total = specs.len();
     let outcomes = driver::run_all(&specs, &mut exec, &mut |i, s| {
         eprintln!("[{}/{total}] {s}", i + 1)

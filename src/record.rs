@@ -277,6 +277,17 @@ impl RunRecord {
         );
     }
 
+    /// brk + mmap + munmap + madvise + mremap per iteration, where counted.
+    pub fn memory_syscalls_per_iter(&self) -> Option<f64> {
+        Some(
+            self.brk_per_iter?
+                + self.mmap_per_iter?
+                + self.munmap_per_iter?
+                + self.madvise_per_iter?
+                + self.mremap_per_iter?,
+        )
+    }
+
     pub fn spec(&self) -> RunSpec {
         RunSpec {
             allocator: self.allocator,

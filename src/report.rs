@@ -47,6 +47,8 @@ pub struct SummaryRow {
     pub madvise_per_iter: Option<f64>,
     pub mremap_per_iter: Option<f64>,
     pub syscalls_per_iter: Option<f64>,
+    /// brk + mmap + munmap + madvise + mremap per iteration.
+    pub memory_syscalls_per_iter: Option<f64>,
     /// Which method counted the syscalls: `perf` or `ptrace`.
     pub syscall_counter: Option<String>,
     pub allocs_per_iter: Option<f64>,
@@ -120,6 +122,7 @@ impl SummaryRow {
             madvise_per_iter: f(|r| r.madvise_per_iter),
             mremap_per_iter: f(|r| r.mremap_per_iter),
             syscalls_per_iter: f(|r| r.syscalls_per_iter),
+            memory_syscalls_per_iter: f(|r| r.memory_syscalls_per_iter()),
             syscall_counter: r.and_then(|r| r.syscall_counter.clone()),
             allocs_per_iter: f(|r| r.allocs_per_iter),
             alloc_bytes_per_iter: f(|r| r.alloc_bytes_per_iter),

@@ -222,7 +222,7 @@ fn find_cliffs(
         ),
         (
             Metric::Syscalls,
-            report_md::jumps(&rows, report_md::memory_syscalls, 0.5),
+            report_md::jumps(&rows, |r| r.memory_syscalls_per_iter, 0.5),
         ),
     ] {
         for j in jumps {

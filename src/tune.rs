@@ -48,16 +48,6 @@ pub fn specs(a: Allocator) -> Vec<AllocatorSpec> {
         .collect()
 }
 
-fn memory_syscalls(r: &SummaryRow) -> Option<f64> {
-    Some(
-        r.brk_per_iter?
-            + r.mmap_per_iter?
-            + r.munmap_per_iter?
-            + r.madvise_per_iter?
-            + r.mremap_per_iter?,
-    )
-}
-
 /// One verdict line per knob set, against the allocator's defaults (the first row of
 /// each allocator).
 pub fn verdicts(rows: &[SummaryRow]) -> Vec<String> {
@@ -78,7 +68,7 @@ pub fn verdicts(rows: &[SummaryRow]) -> Vec<String> {
                 base.minflt_per_iter.unwrap_or(0.0),
                 r.minflt_per_iter.unwrap_or(0.0),
             );
-            let what = match (memory_syscalls(base), memory_syscalls(r)) {
+            let what = match (base.memory_syscalls_per_iter, r.memory_syscalls_per_iter) {
                 (Some(bs), Some(rs)) => {
                     let faults_gone = bf >= 1.0 && rf < 1.0;
                     let calls_gone = bs >= 0.5 && rs < 0.5;

@@ -144,16 +144,6 @@ fn series_by_run(
         .collect()
 }
 
-fn memory_syscalls(r: &SummaryRow) -> Option<f64> {
-    Some(
-        r.brk_per_iter?
-            + r.mmap_per_iter?
-            + r.munmap_per_iter?
-            + r.madvise_per_iter?
-            + r.mremap_per_iter?,
-    )
-}
-
 /// Every plot for one experiment's rows and records.
 pub fn plots(rows: &[SummaryRow], outcomes: &[Outcome]) -> Vec<PlotFile> {
     let mut files = Vec::new();
@@ -351,7 +341,7 @@ fn versus(
                 scale: Scale::Log,
                 format: fmt_plain,
             },
-            memory_syscalls,
+            |r| r.memory_syscalls_per_iter,
         ),
     ];
     specs

@@ -98,16 +98,6 @@ fn describe_jump(j: &Jump, what: &str) -> String {
     )
 }
 
-pub fn memory_syscalls(r: &SummaryRow) -> Option<f64> {
-    Some(
-        r.brk_per_iter?
-            + r.mmap_per_iter?
-            + r.munmap_per_iter?
-            + r.madvise_per_iter?
-            + r.mremap_per_iter?,
-    )
-}
-
 /// The environment of a folder's runs, for env.json and the report.
 fn env_json(loaded: &Loaded, records: &[&RunRecord]) -> serde_json::Value {
     let mut allocators = BTreeMap::new();
@@ -342,7 +332,7 @@ fn report_markdown(
         }
     }
     let fault_jumps = jumps(rows, |r| r.minflt_per_iter, 10.0);
-    let syscall_jumps = jumps(rows, memory_syscalls, 0.5);
+    let syscall_jumps = jumps(rows, |r| r.memory_syscalls_per_iter, 0.5);
     if fault_jumps.is_empty() && syscall_jumps.is_empty() {
         if groups.iter().any(|&(w, t)| {
             rows.iter()
