@@ -116,12 +116,14 @@ pub struct Environment {
     pub glibc_version: String,
     pub kernel: String,
     pub cpu_model: String,
-    pub cpus_online: u64,
+    /// None where the count cannot be read.
+    pub cpus_online: Option<u64>,
     /// /sys/kernel/mm/transparent_hugepage/enabled, the selected mode.
     pub thp_enabled: String,
     /// /sys/kernel/mm/transparent_hugepage/defrag, the selected mode.
     pub thp_defrag: String,
-    pub page_size: u64,
+    /// None where the page size cannot be read.
+    pub page_size: Option<u64>,
     pub codegen: Codegen,
     pub commit: String,
     pub command_line: Vec<String>,
@@ -195,10 +197,12 @@ impl Environment {
             glibc_version: glibc_version(),
             kernel: kernel(),
             cpu_model: cpu_model(),
-            cpus_online: std::thread::available_parallelism().map_or(0, |n| n.get() as u64),
+            cpus_online: std::thread::available_parallelism()
+                .ok()
+                .map(|n| n.get() as u64),
             thp_enabled: thp("enabled"),
             thp_defrag: thp("defrag"),
-            page_size: crate::counters::memory::page_size(),
+            page_size: crate::counters::memory::page_size().ok(),
             codegen: Codegen::of_this_build(),
             commit: env!("ALLOCLAB_COMMIT").to_string(),
             command_line: std::env::args().collect(),
@@ -243,6 +247,6 @@ mod tests {
         assert!(env.glibc_version.starts_with('2'), "{}", env.glibc_version);
         assert!(env.kernel.starts_with("Linux"), "{}", env.kernel);
         assert!(!env.codegen.target.is_empty());
-        assert!(env.page_size >= 4096);
+        assert!(env.page_size.unwrap() >= 4096);
     }
 }

@@ -3,13 +3,15 @@
 use std::io::Read;
 
 /// The system page size in bytes.
-pub fn page_size() -> u64 {
+pub fn page_size() -> std::io::Result<u64> {
     // SAFETY: sysconf has no memory-safety preconditions.
     let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if v > 0 {
-        v as u64
+        Ok(v as u64)
     } else {
-        4096
+        Err(std::io::Error::other(
+            "sysconf(_SC_PAGESIZE) gave no page size",
+        ))
     }
 }
 
@@ -25,7 +27,7 @@ pub fn rss_bytes() -> std::io::Result<u64> {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .ok_or_else(|| std::io::Error::other("unexpected /proc/self/statm format"))?;
-    Ok(resident * page_size())
+    Ok(resident * page_size()?)
 }
 
 /// MemAvailable from /proc/meminfo, in bytes.

@@ -262,6 +262,11 @@ pub fn run_traced(mut cmd: Command, timeout: Duration) -> std::io::Result<Traced
         .map(|h| h.join().unwrap_or_default())
         .unwrap_or_default();
     drop(child); // already reaped above; dropping does not wait
+    let Some(main_status) = main_status else {
+        return Err(std::io::Error::other(
+            "the traced worker's exit status was never reported to the tracer",
+        ));
+    };
     let counts = match markers {
         2 => Ok(counts),
         n => Err(Unavailable(format!(
@@ -269,7 +274,7 @@ pub fn run_traced(mut cmd: Command, timeout: Duration) -> std::io::Result<Traced
         ))),
     };
     Ok(Traced {
-        status: ExitStatus::from_raw(main_status.unwrap_or(0x7f00)),
+        status: ExitStatus::from_raw(main_status),
         stdout,
         stderr,
         counts,

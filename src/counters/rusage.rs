@@ -57,7 +57,7 @@ mod tests {
     #[test]
     fn touching_fresh_pages_shows_as_minor_faults() {
         let pages = 512;
-        let page = crate::counters::memory::page_size() as usize;
+        let page = crate::counters::memory::page_size().unwrap() as usize;
         let before = read_self().unwrap();
         // SAFETY: anonymous private mapping, checked below, unmapped at the end.
         let p = unsafe {
