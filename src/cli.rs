@@ -35,8 +35,82 @@ pub enum Command {
     Cliff(CliffArgs),
     /// Try curated knob sets per allocator: which remove the faults and syscalls, at what cost.
     Tune(TuneArgs),
+    /// Run any command under each allocator (preloaded) and compare time, faults and syscalls.
+    Exec(ExecArgs),
     /// List the allocators, workloads and variants.
     List,
+    /// (internal) Report where malloc resolves and the preloaded allocator's knobs, as JSON.
+    #[command(hide = true, name = "probe-preload")]
+    ProbePreload {
+        #[arg(long)]
+        kind: String,
+        #[arg(long)]
+        knob: Vec<String>,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  alloclab exec --runs 10 -- python3 my_script.py\n  alloclab exec --allocators 'system;jemalloc:dirty_decay_ms=-1;tcmalloc=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4' -- ./server --bench\n\nsystem runs the command as it is (glibc malloc); jemalloc and mimalloc preload the project's libraries (liballoclab_preload_*.so beside alloclab, or in $ALLOCLAB_PRELOAD_DIR); name=/path/lib.so preloads any other allocator."
+)]
+pub struct ExecArgs {
+    /// Allocators, comma-separated (system,jemalloc,mimalloc,name=/path/to/lib.so); with
+    /// knobs, separated by ';': "system:top_pad=64M;jemalloc:dirty_decay_ms=-1".
+    #[arg(long, default_value = "system,jemalloc,mimalloc")]
+    pub allocators: String,
+    /// Measured runs per allocator; the allocators alternate run by run.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub runs: u32,
+    /// Runs per allocator before the measured ones, not counted.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=1000))]
+    pub warmup: u32,
+    /// Let the command's stdout and stderr through (discarded by default).
+    #[arg(long)]
+    pub show_output: bool,
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+    /// Also write the results into this folder (exec.json with every run, summary.csv,
+    /// histograms of the run times, env.json, REPORT.md), updated after every run.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Syscall counts of the process tree: perf (tracepoints; root or CAP_PERFMON), auto
+    /// (perf where it works, else reported unavailable), off.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub counters: CounterMode,
+    /// never: the command runs with transparent huge pages disabled (prctl, inherited).
+    #[arg(long, default_value = "system", value_parser = spec::parse_choice::<crate::spec::Thp>)]
+    pub thp: crate::spec::Thp,
+    /// Kill a run (and its process group) after this many seconds; that row fails.
+    #[arg(long, value_parser = crate::worker::parse_seconds)]
+    pub timeout: Option<f64>,
+    /// The command and its arguments (put them after `--`).
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "COMMAND")]
+    pub command: Vec<std::ffi::OsString>,
+}
+
+impl ExecArgs {
+    /// Validates everything that can be checked before any run.
+    pub fn settings(&self) -> Result<crate::exec::ExecSettings, String> {
+        let allocators = crate::exec::parse_allocators(&self.allocators)?;
+        if self.counters == CounterMode::Ptrace {
+            return Err("--counters ptrace is not supported by exec (its tracer follows one worker, not a process tree); use perf, auto or off".into());
+        }
+        Ok(crate::exec::ExecSettings {
+            allocators,
+            command: self.command.clone(),
+            runs: self.runs,
+            warmup: self.warmup,
+            show_output: self.show_output,
+            thp: self.thp,
+            timeout: self
+                .timeout
+                .filter(|t| *t > 0.0)
+                .map(Duration::from_secs_f64),
+            counters: self.counters,
+            preload_dir: crate::exec::preload_dir(),
+        })
+    }
 }
 
 #[derive(Debug, clap::Args)]

@@ -162,7 +162,7 @@ pub fn check_workers(dir: &Path, allocators: &[Allocator]) -> Result<(), PlanErr
     Ok(())
 }
 
-fn signal_name(sig: i32) -> &'static str {
+pub fn signal_name(sig: i32) -> &'static str {
     match sig {
         libc::SIGABRT => "SIGABRT",
         libc::SIGBUS => "SIGBUS",

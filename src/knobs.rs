@@ -239,6 +239,8 @@ pub fn is_allocator_env(name: &str) -> bool {
     name == "GLIBC_TUNABLES"
         || name == JEMALLOC_CONF_ENV
         || name == "MALLOC_CONF"
+        // glibc's older variables (MALLOC_ARENA_MAX, MALLOC_TOP_PAD_, MALLOC_CHECK_, …).
+        || name.starts_with("MALLOC_")
         || name.starts_with("MIMALLOC_")
 }
 
@@ -319,21 +321,26 @@ impl std::str::FromStr for AllocatorSpec {
     }
 }
 
+/// The items of a spec list: separated by ';' or spaces when any has knobs (a ':'),
+/// else by commas.
+pub fn split_spec_list(text: &str) -> Vec<&str> {
+    let parts: Vec<&str> = if text.contains(':') {
+        text.split([';', ' ']).collect()
+    } else {
+        text.split(',').collect()
+    };
+    parts
+        .into_iter()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
 /// Parses a comma-free list of allocator specs separated by spaces or semicolons, or the
 /// usual comma list when no spec has knobs: "system,jemalloc" or
 /// "system:top_pad=64M;jemalloc:dirty_decay_ms=-1".
 pub fn parse_spec_list(text: &str) -> Result<Vec<AllocatorSpec>, KnobError> {
-    let items: Vec<&str> = if text.contains(':') {
-        text.split([';', ' '])
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .collect()
-    } else {
-        text.split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .collect()
-    };
+    let items = split_spec_list(text);
     if items.is_empty() {
         return Err(KnobError::Allocator(UnknownChoice {
             kind: Allocator::KIND,

@@ -41,6 +41,20 @@ fn main() -> ExitCode {
         Command::Calibrate(args) => calibrate(&args),
         Command::Cliff(args) => cliff(args),
         Command::Tune(args) => tune(args),
+        Command::Exec(args) => exec(&args),
+        Command::ProbePreload { kind, knob } => {
+            let report = alloclab::exec::probe::probe_here(&kind, &knob);
+            match serde_json::to_string(&report) {
+                Ok(t) => {
+                    println!("{t}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(EXIT_RUN_FAILED)
+                }
+            }
+        }
     }
 }
 
@@ -504,4 +518,152 @@ fn table_screen(outcomes: &[Outcome], rows: &[SummaryRow], verbose: bool) -> Str
         }
     }
     s
+}
+
+/// Progress of `alloclab exec` on stderr: one line per run (redrawn on a terminal).
+struct ExecProgress {
+    total: usize,
+    done: usize,
+    tty: bool,
+    started: std::time::Instant,
+}
+
+impl alloclab::exec::Observer for ExecProgress {
+    fn run_started(&mut self, label: &str, what: &str) {
+        if self.tty {
+            eprint!(
+                "\r\x1b[K[{}/{}] {label} {what} … ({:.0} s)",
+                self.done + 1,
+                self.total,
+                self.started.elapsed().as_secs_f64()
+            );
+        } else {
+            eprint!("[{}/{}] {label} {what}: ", self.done + 1, self.total);
+        }
+    }
+
+    fn run_finished(&mut self, _label: &str, run: Result<&alloclab::exec::launch::ChildRun, &str>) {
+        self.done += 1;
+        let text = match run {
+            Ok(r) if r.termination.success() => report::fmt_ns(r.wall_ns as f64),
+            Ok(r) => r.termination.describe(None),
+            Err(e) => format!("failed: {e}"),
+        };
+        if !self.tty {
+            eprintln!("{text}");
+        } else if run.is_err() || !run.is_ok_and(|r| r.termination.success()) {
+            eprintln!("\r\x1b[K{text}");
+        }
+    }
+
+    fn say(&mut self, msg: &str) {
+        if self.tty {
+            eprint!("\r\x1b[K");
+        }
+        eprintln!("{msg}");
+    }
+}
+
+/// Takes `dir` for this exec's results: created if missing, locked against a second
+/// writer, refused when it holds results of another kind.
+fn exec_out_dir(dir: &std::path::Path) -> Result<std::fs::File, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    for foreign in ["plan.json", "runs"] {
+        if dir.join(foreign).exists() {
+            return Err(format!(
+                "{} holds results of `alloclab run` ({foreign}); give exec a folder of its own",
+                dir.display()
+            ));
+        }
+    }
+    let lock = std::fs::File::create(dir.join(".lock"))
+        .map_err(|e| format!("cannot write in {}: {e}", dir.display()))?;
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on an open descriptor.
+    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return Err(format!(
+            "{} is in use by another alloclab (its .lock is held)",
+            dir.display()
+        ));
+    }
+    Ok(lock)
+}
+
+fn exec(args: &alloclab::cli::ExecArgs) -> ExitCode {
+    use alloclab::exec::{self, output};
+    let settings = match args.settings() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    let _lock = match args.out.as_deref().map(exec_out_dir).transpose() {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    runner::stop_on_interrupt();
+    let mut progress = ExecProgress {
+        total: settings.allocators.len() * (settings.runs + settings.warmup) as usize,
+        done: 0,
+        tty: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        started: std::time::Instant::now(),
+    };
+    let out = args.out.clone();
+    let mut save = |record: &exec::ExecRecord| match &out {
+        Some(dir) => output::save(dir, record),
+        None => Ok(()),
+    };
+    let record = match exec::run_session(&settings, &mut progress, &mut save) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(if settings.counters == alloclab::counters::CounterMode::Perf {
+                EXIT_BAD_INPUT
+            } else {
+                EXIT_RUN_FAILED
+            });
+        }
+    };
+    if progress.tty {
+        eprint!("\r\x1b[K");
+    }
+    let rows = output::rows(&record);
+    let text = match args.format {
+        Format::Json => output::to_json(&rows) + "\n",
+        Format::Csv => output::to_csv(&rows),
+        Format::Markdown => output::to_markdown(&rows),
+        Format::Table => {
+            let mut s = output::header(&record);
+            s.push('\n');
+            s.push_str(&output::to_table(&rows));
+            s
+        }
+    };
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout.write_all(text.as_bytes()).and_then(|_| stdout.flush()) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("error: writing the results failed: {e}");
+            return ExitCode::from(EXIT_RUN_FAILED);
+        }
+    }
+    if let Some(dir) = &args.out {
+        eprintln!("results in {}", dir.display());
+    }
+    if !record.complete {
+        eprintln!("interrupted: the finished runs are kept");
+        return ExitCode::from(130);
+    }
+    let failed = rows.iter().filter(|r| r.status != "ok").count();
+    if failed > 0 {
+        eprintln!(
+            "error: {failed} of {} allocators failed (see their rows)",
+            rows.len()
+        );
+        return ExitCode::from(EXIT_RUN_FAILED);
+    }
+    ExitCode::SUCCESS
 }

@@ -155,6 +155,12 @@ fn csv_cell(v: &serde_json::Value) -> String {
 
 /// CSV with a header of the summary field names; empty cells where JSON has null.
 pub fn to_csv(rows: &[SummaryRow]) -> String {
+    csv_of(rows, &SummaryRow::empty())
+}
+
+/// CSV of serializable rows: the header is `empty`'s field names (so that it is the same
+/// whatever the rows hold), the cells the rows' values, empty where JSON has null.
+pub fn csv_of<T: Serialize>(rows: &[T], empty: &T) -> String {
     let mut out = String::new();
     let objects: Vec<serde_json::Map<String, serde_json::Value>> = rows
         .iter()
@@ -163,14 +169,17 @@ pub fn to_csv(rows: &[SummaryRow]) -> String {
             _ => None,
         })
         .collect();
-    let header: Vec<String> = match serde_json::to_value(SummaryRow::empty()) {
+    let header: Vec<String> = match serde_json::to_value(empty) {
         Ok(serde_json::Value::Object(m)) => m.keys().cloned().collect(),
         _ => Vec::new(),
     };
     out.push_str(&header.join(","));
     out.push('\n');
     for obj in &objects {
-        let cells: Vec<String> = obj.values().map(csv_cell).collect();
+        let cells: Vec<String> = header
+            .iter()
+            .map(|k| obj.get(k).map_or(String::new(), csv_cell))
+            .collect();
         out.push_str(&cells.join(","));
         out.push('\n');
     }
@@ -289,19 +298,26 @@ fn name_columns(cols: &[Column]) -> usize {
         .map_or(0, |i| i + 1)
 }
 
-/// Aligned plain-text table, rows in run order; a failed run gets one line with its cause.
-pub fn to_table(rows: &[SummaryRow]) -> String {
-    let cols = display_columns(rows);
-    let names = name_columns(&cols);
-    let cells: Vec<Option<Vec<String>>> = rows
-        .iter()
-        .map(|r| (r.status == "ok").then(|| cols.iter().map(|(_, f)| f(r)).collect()))
-        .collect();
-    let mut widths: Vec<usize> = cols.iter().map(|(h, _)| h.chars().count()).collect();
-    for (i, r) in rows.iter().enumerate() {
-        let failed: Vec<String> = cols[..names].iter().map(|(_, f)| f(r)).collect();
-        let row = cells[i].as_deref().unwrap_or(&failed);
-        for (w, c) in widths.iter_mut().zip(row) {
+/// A table row for [`render_table`] / [`render_markdown`]: every cell, or — for a failed
+/// row — the name cells and the cause.
+pub struct TableRow {
+    pub cells: Vec<String>,
+    pub failure: Option<String>,
+}
+
+/// Aligned plain-text table: the first `names` columns are names (left-aligned), the rest
+/// numbers (right-aligned); a failed row shows its names and then its cause.
+pub fn render_table(headers: &[&str], names: usize, rows: &[TableRow]) -> String {
+    let shown = |r: &TableRow| -> usize {
+        if r.failure.is_some() {
+            names.min(r.cells.len())
+        } else {
+            r.cells.len()
+        }
+    };
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (w, c) in widths.iter_mut().zip(&r.cells[..shown(r)]) {
             *w = (*w).max(c.chars().count());
         }
     }
@@ -309,7 +325,6 @@ pub fn to_table(rows: &[SummaryRow]) -> String {
         let mut s = String::new();
         for (i, (item, w)) in items.iter().zip(&widths).enumerate() {
             let pad = " ".repeat(w.saturating_sub(item.chars().count()));
-            // Names left-aligned, numbers right-aligned.
             if i < names {
                 s.push_str(item);
                 s.push_str(&pad);
@@ -319,52 +334,69 @@ pub fn to_table(rows: &[SummaryRow]) -> String {
             }
             s.push_str("  ");
         }
-        s.trim_end().to_string()
+        s
     };
-    let mut out = String::new();
-    out.push_str(&line(&cols.iter().map(|(h, _)| *h).collect::<Vec<_>>()));
+    let mut out = line(headers).trim_end().to_string();
     out.push('\n');
-    for (r, row) in rows.iter().zip(&cells) {
-        match row {
-            Some(row) => out.push_str(&line(&row.iter().map(String::as_str).collect::<Vec<_>>())),
-            None => {
-                for (i, (_, f)) in cols[..names].iter().enumerate() {
-                    let _ = write!(out, "{:w$}  ", f(r), w = widths[i]);
-                }
-                let _ = write!(out, "FAILED: {}", r.error.as_deref().unwrap_or("unknown"));
-            }
+    for r in rows {
+        let cells: Vec<&str> = r.cells[..shown(r)].iter().map(String::as_str).collect();
+        let mut l = line(&cells);
+        if let Some(why) = &r.failure {
+            let _ = write!(l, "FAILED: {why}");
         }
+        out.push_str(l.trim_end());
         out.push('\n');
     }
     out
 }
 
-/// GitHub-flavoured Markdown table with the same columns as [`to_table`].
-pub fn to_markdown(rows: &[SummaryRow]) -> String {
-    let cols = display_columns(rows);
-    let names = name_columns(&cols);
+/// GitHub-flavoured Markdown table with the same layout as [`render_table`].
+pub fn render_markdown(headers: &[&str], names: usize, rows: &[TableRow]) -> String {
     let mut out = String::new();
-    let headers: Vec<&str> = cols.iter().map(|(h, _)| *h).collect();
     let _ = writeln!(out, "| {} |", headers.join(" | "));
-    let align: Vec<&str> = (0..cols.len())
+    let align: Vec<&str> = (0..headers.len())
         .map(|i| if i < names { ":--" } else { "--:" })
         .collect();
     let _ = writeln!(out, "|{}|", align.join("|"));
     for r in rows {
-        if r.status == "ok" {
-            let cells: Vec<String> = cols.iter().map(|(_, f)| f(r)).collect();
-            let _ = writeln!(out, "| {} |", cells.join(" | "));
-        } else {
-            let mut cells: Vec<String> = cols[..names].iter().map(|(_, f)| f(r)).collect();
-            cells.push(format!(
-                "FAILED: {}",
-                r.error.as_deref().unwrap_or("unknown")
-            ));
-            cells.resize(cols.len(), String::new());
-            let _ = writeln!(out, "| {} |", cells.join(" | "));
+        let mut cells: Vec<String> = match &r.failure {
+            None => r.cells.clone(),
+            Some(why) => {
+                let mut c: Vec<String> = r.cells[..names.min(r.cells.len())].to_vec();
+                c.push(format!("FAILED: {why}"));
+                c.resize(headers.len(), String::new());
+                c
+            }
+        };
+        for c in &mut cells {
+            *c = c.replace('|', "\\|");
         }
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
     }
     out
+}
+
+fn summary_table_rows(rows: &[SummaryRow], cols: &[Column]) -> Vec<TableRow> {
+    rows.iter()
+        .map(|r| TableRow {
+            cells: cols.iter().map(|(_, f)| f(r)).collect(),
+            failure: (r.status != "ok").then(|| r.error.clone().unwrap_or_else(|| "unknown".into())),
+        })
+        .collect()
+}
+
+/// Aligned plain-text table, rows in run order; a failed run gets one line with its cause.
+pub fn to_table(rows: &[SummaryRow]) -> String {
+    let cols = display_columns(rows);
+    let headers: Vec<&str> = cols.iter().map(|(h, _)| *h).collect();
+    render_table(&headers, name_columns(&cols), &summary_table_rows(rows, &cols))
+}
+
+/// GitHub-flavoured Markdown table with the same columns as [`to_table`].
+pub fn to_markdown(rows: &[SummaryRow]) -> String {
+    let cols = display_columns(rows);
+    let headers: Vec<&str> = cols.iter().map(|(h, _)| *h).collect();
+    render_markdown(&headers, name_columns(&cols), &summary_table_rows(rows, &cols))
 }
 
 /// Per-iteration counters compared in the explanation lines, with the smallest

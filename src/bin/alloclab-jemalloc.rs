@@ -6,13 +6,7 @@ static GLOBAL: CountingAlloc<tikv_jemallocator::Jemalloc> =
     CountingAlloc(tikv_jemallocator::Jemalloc);
 
 fn main() -> std::process::ExitCode {
-    let version = tikv_jemalloc_ctl::version::read()
-        .map(|v| {
-            format!(
-                "jemalloc {}",
-                v.trim_matches(|c: char| c == '\0' || c.is_whitespace())
-            )
-        })
+    let version = alloclab::readback::jemalloc_version(tikv_jemalloc_sys::mallctl)
         .unwrap_or_else(|e| format!("jemalloc (version unreadable: {e})"));
     let info = AllocatorInfo {
         version,
@@ -29,26 +23,7 @@ fn main() -> std::process::ExitCode {
 
 /// A knob's effective value from jemalloc's `opt.*` mallctls.
 fn read_knob(name: &str) -> Result<String, String> {
-    use tikv_jemalloc_ctl::raw;
-    let key = format!("opt.{name}\0");
-    let key = key.as_bytes();
-    // SAFETY: each `opt.*` is read with the C type jemalloc declares for it
-    // (ssize_t, size_t, unsigned, bool, const char *).
-    let value = unsafe {
-        match name {
-            "dirty_decay_ms" | "muzzy_decay_ms" => raw::read::<isize>(key).map(|v| v.to_string()),
-            "oversize_threshold" => raw::read::<usize>(key).map(|v| v.to_string()),
-            "narenas" => raw::read::<u32>(key).map(|v| v.to_string()),
-            "background_thread" | "retain" => raw::read::<bool>(key).map(|v| v.to_string()),
-            "thp" => raw::read_str(key).map(|v| {
-                String::from_utf8_lossy(v)
-                    .trim_end_matches('\0')
-                    .to_string()
-            }),
-            _ => return Err(format!("no read-back for jemalloc knob {name}")),
-        }
-    };
-    value.map_err(|e| format!("mallctl opt.{name}: {e}"))
+    alloclab::readback::jemalloc_opt(tikv_jemalloc_sys::mallctl, name)
 }
 
 /// jemalloc's `stats.*` after advancing its epoch, in bytes — where jemalloc was built

@@ -36,32 +36,16 @@ fn stats() -> alloclab::envinfo::AllocatorStats {
     ])
 }
 
-/// A knob's effective value from mi_option_get. The indices are those of `mi_option_t`
-/// in the mimalloc 3.3 bundled with the pinned libmimalloc-sys; a test checks them by
-/// setting each option through its environment variable and reading it back.
+/// A knob's effective value from mi_option_get.
 fn read_knob(name: &str) -> Result<String, String> {
-    let (index, boolean) = match name {
-        "arena_eager_commit" => (4, false),
-        "purge_decommits" => (5, true),
-        "allow_large_os_pages" => (6, true),
-        "purge_delay" => (15, false),
-        "allow_thp" => (43, true),
-        _ => return Err(format!("no read-back for mimalloc knob {name}")),
-    };
-    // SAFETY: mi_option_get takes an option index in range and returns its value.
-    let v = unsafe { mi_option_get(index) };
-    Ok(if boolean {
-        (v != 0).to_string()
-    } else {
-        v.to_string()
-    })
+    alloclab::readback::mimalloc_option(mi_option_get, name)
 }
 
 fn main() -> std::process::ExitCode {
     // SAFETY: mi_version takes nothing and returns a constant.
     let v = unsafe { mi_version() };
     let info = AllocatorInfo {
-        version: format!("mimalloc {}.{}.{}", v / 10000, v / 100 % 100, v % 100),
+        version: alloclab::readback::mimalloc_version(v),
         crates: format!(
             "mimalloc {}, libmimalloc-sys {}",
             env!("ALLOCLAB_MIMALLOC_CRATE_VERSION"),

@@ -68,6 +68,7 @@ const PERF_TYPE_TRACEPOINT: u32 = 2;
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
 const ATTR_DISABLED: u64 = 1 << 0;
 const ATTR_INHERIT: u64 = 1 << 1;
+const ATTR_ENABLE_ON_EXEC: u64 = 1 << 12;
 const IOC_ENABLE: libc::c_ulong = 0x2400;
 const IOC_DISABLE: libc::c_ulong = 0x2401;
 const IOC_RESET: libc::c_ulong = 0x2403;
@@ -142,26 +143,23 @@ fn paranoid_level() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
-fn open_one(config: u64, group_fd: i32) -> std::io::Result<OwnedFd> {
+fn open_one(config: u64, flags: u64, pid: libc::pid_t, group_fd: i32) -> std::io::Result<OwnedFd> {
     let attr = PerfEventAttr {
         type_: PERF_TYPE_TRACEPOINT,
         size: std::mem::size_of::<PerfEventAttr>() as u32,
         config,
         sample_period: 1,
-        flags: if group_fd == -1 {
-            ATTR_DISABLED | ATTR_INHERIT
-        } else {
-            ATTR_INHERIT
-        },
+        flags,
         ..Default::default()
     };
     // SAFETY: `attr` is a valid perf_event_attr of the size it declares; pid 0 / cpu -1
-    // means "this process, any CPU"; the returned fd is checked before use.
+    // means "this process, any CPU" (another pid: that task); the returned fd is checked
+    // before use.
     let fd = unsafe {
         libc::syscall(
             libc::SYS_perf_event_open,
             &attr as *const PerfEventAttr,
-            0 as libc::pid_t,
+            pid,
             -1 as libc::c_int,
             group_fd as libc::c_int,
             PERF_FLAG_FD_CLOEXEC,
@@ -177,12 +175,35 @@ fn open_one(config: u64, group_fd: i32) -> std::io::Result<OwnedFd> {
 impl SyscallCounters {
     /// Opens every counter, or says why syscall counts are unavailable.
     pub fn open() -> Result<Self, Unavailable> {
+        Self::open_on(0, true)
+    }
+
+    /// Counters on another process (`pid`, not yet exec'd) that start counting when it
+    /// calls execve and are inherited by every thread and child it creates afterwards
+    /// (`perf stat`'s way of counting a command). Ungrouped: each counter is enabled by
+    /// the exec on its own. Read them after the process is reaped: the counts of its
+    /// exited descendants are folded in as they exit.
+    pub fn open_for_exec(pid: libc::pid_t) -> Result<Self, Unavailable> {
+        Self::open_on(pid, false)
+    }
+
+    fn open_on(pid: libc::pid_t, grouped: bool) -> Result<Self, Unavailable> {
         let root = tracefs_root()?;
         let mut fds: Vec<(Syscall, OwnedFd)> = Vec::with_capacity(TRACEPOINTS.len());
         for (syscall, category, name) in TRACEPOINTS {
             let id = tracepoint_id(&root, category, name)?;
-            let leader = fds.first().map_or(-1, |(_, fd)| fd.as_raw_fd());
-            let fd = open_one(id, leader).map_err(|e| {
+            let leader = match fds.first() {
+                Some((_, fd)) if grouped => fd.as_raw_fd(),
+                _ => -1,
+            };
+            let flags = if !grouped {
+                ATTR_DISABLED | ATTR_INHERIT | ATTR_ENABLE_ON_EXEC
+            } else if leader == -1 {
+                ATTR_DISABLED | ATTR_INHERIT
+            } else {
+                ATTR_INHERIT
+            };
+            let fd = open_one(id, flags, pid, leader).map_err(|e| {
                 Unavailable(format!(
                     "perf_event_open({category}:{name}) failed: {e} (kernel.perf_event_paranoid = {}; tracepoint counters need root or CAP_PERFMON)",
                     paranoid_level()

@@ -1,0 +1,397 @@
+//! One run of a user's command, accounted for on its own: fork, attach the counters to the
+//! child while it waits, let it exec, wait for it with `wait4` (its own rusage, not the
+//! cumulative RUSAGE_CHILDREN), read the counters.
+//!
+//! `std::process::Command` cannot be used here: `spawn` returns only after the child has
+//! exec'd, and the counters must be attached before that. The child therefore blocks on a
+//! pipe until the parent has opened them (with `enable_on_exec`, so counting starts at the
+//! exec, as `perf stat` does); between fork and exec it only makes async-signal-safe calls
+//! on data prepared beforehand.
+
+use crate::counters::perf::{SyscallCounters, SyscallCounts};
+use crate::counters::rusage::Rusage;
+use crate::counters::Unavailable;
+use serde::{Deserialize, Serialize};
+use std::ffi::{CString, OsStr, OsString};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// A command with its exact environment, converted once for every run of it.
+pub struct Prepared {
+    program: CString,
+    _argv: Vec<CString>,
+    argv_ptrs: Vec<*const libc::c_char>,
+    _envp: Vec<CString>,
+    envp_ptrs: Vec<*const libc::c_char>,
+}
+
+/// Why a command could not be prepared or started.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LaunchError {
+    #[error("{0} contains a NUL byte")]
+    Nul(String),
+    #[error("cannot start {program}: {error}")]
+    Exec { program: String, error: String },
+    #[error("{0}")]
+    Setup(String),
+}
+
+fn cstring(s: &OsStr) -> Result<CString, LaunchError> {
+    CString::new(s.as_bytes()).map_err(|_| LaunchError::Nul(format!("{s:?}")))
+}
+
+impl Prepared {
+    /// `program` is the resolved executable, `argv` the full argument vector (argv[0]
+    /// included), `env` the complete environment of the child.
+    pub fn new(
+        program: &Path,
+        argv: &[OsString],
+        env: &[(OsString, OsString)],
+    ) -> Result<Self, LaunchError> {
+        let program = cstring(program.as_os_str())?;
+        let argv: Vec<CString> = argv.iter().map(|a| cstring(a)).collect::<Result<_, _>>()?;
+        let envp: Vec<CString> = env
+            .iter()
+            .map(|(k, v)| {
+                let mut kv = k.clone();
+                kv.push("=");
+                kv.push(v);
+                cstring(&kv)
+            })
+            .collect::<Result<_, _>>()?;
+        let nul_terminated = |v: &[CString]| {
+            v.iter()
+                .map(|c| c.as_ptr())
+                .chain(std::iter::once(std::ptr::null()))
+                .collect::<Vec<_>>()
+        };
+        Ok(Prepared {
+            program,
+            argv_ptrs: nul_terminated(&argv),
+            _argv: argv,
+            envp_ptrs: nul_terminated(&envp),
+            _envp: envp,
+        })
+    }
+}
+
+/// Finds `name` like execvp does: as given when it contains a '/', else in `PATH`.
+pub fn resolve_program(name: &OsStr, path_var: Option<&OsStr>) -> Result<PathBuf, String> {
+    let is_exec = |p: &Path| {
+        let Ok(c) = CString::new(p.as_os_str().as_bytes()) else {
+            return false;
+        };
+        // SAFETY: `c` is a valid NUL-terminated path.
+        p.is_file() && unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0
+    };
+    if name.as_bytes().contains(&b'/') {
+        let p = PathBuf::from(name);
+        return if !p.exists() {
+            Err(format!("{} does not exist", p.display()))
+        } else if !is_exec(&p) {
+            Err(format!("{} is not an executable file", p.display()))
+        } else {
+            Ok(p)
+        };
+    }
+    let path_var = path_var.unwrap_or(OsStr::new("/usr/local/bin:/usr/bin:/bin"));
+    std::env::split_paths(path_var)
+        .map(|dir| dir.join(name))
+        .find(|p| is_exec(p))
+        .ok_or_else(|| {
+            format!(
+                "command not found: {} (searched PATH={})",
+                name.to_string_lossy(),
+                path_var.to_string_lossy()
+            )
+        })
+}
+
+/// How a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum Termination {
+    Exited { code: i32 },
+    Signaled { signal: i32, core_dumped: bool },
+    /// Killed by alloclab after the timeout.
+    TimedOut,
+    /// Killed by alloclab after Ctrl-C / SIGTERM.
+    Interrupted,
+}
+
+impl Termination {
+    pub fn success(&self) -> bool {
+        *self == Termination::Exited { code: 0 }
+    }
+
+    pub fn describe(&self, timeout: Option<Duration>) -> String {
+        match *self {
+            Termination::Exited { code } => format!("exited with status {code}"),
+            Termination::Signaled {
+                signal,
+                core_dumped,
+            } => format!(
+                "killed by signal {signal} ({}){}",
+                crate::driver::signal_name(signal),
+                if core_dumped { ", core dumped" } else { "" }
+            ),
+            Termination::TimedOut => match timeout {
+                Some(t) => format!("timed out after {} s and was killed", t.as_secs_f64()),
+                None => "timed out and was killed".into(),
+            },
+            Termination::Interrupted => "interrupted (Ctrl-C) and killed".into(),
+        }
+    }
+}
+
+/// One run, measured.
+#[derive(Clone, Debug)]
+pub struct ChildRun {
+    /// From just before the child is released to exec until `wait4` has reaped it.
+    pub wall_ns: u64,
+    pub termination: Termination,
+    /// `wait4`'s rusage of this child (and of the descendants it waited for).
+    pub usage: Rusage,
+    pub syscalls: Result<SyscallCounts, Unavailable>,
+}
+
+/// What a run does besides executing the command.
+#[derive(Clone, Copy, Debug)]
+pub struct LaunchOptions {
+    pub show_output: bool,
+    pub thp_never: bool,
+    pub timeout: Option<Duration>,
+    /// Attach syscall counters (perf tracepoints) to the child.
+    pub count_syscalls: bool,
+}
+
+fn pipe_cloexec() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 returns.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors are fresh and owned by nothing else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+fn kill_group(pgid: libc::pid_t) {
+    // SAFETY: kill takes plain integers; ESRCH (nobody left) is fine.
+    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+}
+
+fn wait4(pid: libc::pid_t) -> std::io::Result<(libc::c_int, libc::rusage)> {
+    let mut status = 0;
+    // SAFETY: all-zero bytes are a valid rusage.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: `status` and `ru` are writable; `pid` is our child.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+        if r == pid {
+            return Ok((status, ru));
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Runs `cmd` once. `Err` means it could not be started (the reason is for the row);
+/// how it ended once started is in [`ChildRun::termination`].
+pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError> {
+    let setup = |what: &str, e: std::io::Error| LaunchError::Setup(format!("{what}: {e}"));
+    let devnull = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+        .map_err(|e| setup("opening /dev/null", e))?;
+    let (go_r, go_w) = pipe_cloexec().map_err(|e| setup("pipe", e))?;
+    let (err_r, err_w) = pipe_cloexec().map_err(|e| setup("pipe", e))?;
+    let null_fd = devnull.as_raw_fd();
+    let (go_fd, err_fd) = (go_r.as_raw_fd(), err_w.as_raw_fd());
+
+    // SAFETY: the child below only makes async-signal-safe calls (setpgid, signal,
+    // sigprocmask, prctl, read, dup2, execve, write, _exit) on data prepared before the
+    // fork, and never returns.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(setup("fork", std::io::Error::last_os_error()));
+    }
+    if pid == 0 {
+        // SAFETY: see above; every pointer is to memory prepared before the fork.
+        unsafe {
+            libc::setpgid(0, 0);
+            // Rust ignores SIGPIPE; an ignored signal stays ignored across exec.
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+            if opts.thp_never {
+                libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+            }
+            let mut byte = 0u8;
+            if libc::read(go_fd, (&mut byte as *mut u8).cast(), 1) != 1 {
+                libc::_exit(127);
+            }
+            libc::dup2(null_fd, 0);
+            if !opts.show_output {
+                libc::dup2(null_fd, 1);
+                libc::dup2(null_fd, 2);
+            }
+            libc::execve(
+                cmd.program.as_ptr(),
+                cmd.argv_ptrs.as_ptr(),
+                cmd.envp_ptrs.as_ptr(),
+            );
+            let errno = *libc::__errno_location();
+            libc::write(err_fd, (&errno as *const i32).cast(), 4);
+            libc::_exit(127);
+        }
+    }
+    drop(go_r);
+    drop(err_w);
+    drop(devnull);
+    // Both sides set the group, so it exists whichever runs first.
+    // SAFETY: plain integers.
+    unsafe { libc::setpgid(pid, pid) };
+
+    let syscalls = if opts.count_syscalls {
+        SyscallCounters::open_for_exec(pid).map_err(|e| Unavailable(e.0))
+    } else {
+        Err(Unavailable("syscall counting is off".into()))
+    };
+    if let Err(Unavailable(why)) = &syscalls {
+        if opts.count_syscalls {
+            kill_group(pid);
+            let _ = wait4(pid);
+            return Err(LaunchError::Setup(format!(
+                "attaching the syscall counters failed: {why}"
+            )));
+        }
+    }
+
+    let start = Instant::now();
+    // SAFETY: writes one byte from a live buffer to our end of the pipe.
+    let wrote = unsafe { libc::write(go_w.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
+    drop(go_w);
+    if wrote != 1 {
+        let e = std::io::Error::last_os_error();
+        kill_group(pid);
+        let _ = wait4(pid);
+        return Err(setup("releasing the child", e));
+    }
+    let mut errno = [0u8; 4];
+    let n = loop {
+        // SAFETY: reads at most 4 bytes into `errno`.
+        let n = unsafe { libc::read(err_r.as_raw_fd(), errno.as_mut_ptr().cast(), 4) };
+        if n >= 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            break n;
+        }
+    };
+    if n == 4 {
+        let _ = wait4(pid);
+        return Err(LaunchError::Exec {
+            program: cmd.program.to_string_lossy().into_owned(),
+            error: std::io::Error::from_raw_os_error(i32::from_ne_bytes(errno)).to_string(),
+        });
+    }
+
+    let forced = wait_for_exit(pid, opts.timeout);
+    let (status, ru) = wait4(pid).map_err(|e| setup("wait4", e))?;
+    let wall_ns = start.elapsed().as_nanos() as u64;
+    // Whatever the command left running in its process group does not outlive its run.
+    kill_group(pid);
+
+    let termination = match forced {
+        Some(t) => t,
+        None if libc::WIFEXITED(status) => Termination::Exited {
+            code: libc::WEXITSTATUS(status),
+        },
+        None => Termination::Signaled {
+            signal: libc::WTERMSIG(status),
+            core_dumped: libc::WCOREDUMP(status),
+        },
+    };
+    let ns = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000_000 + tv.tv_usec as u64 * 1_000;
+    let usage = Rusage {
+        minflt: ru.ru_minflt as u64,
+        majflt: ru.ru_majflt as u64,
+        nvcsw: ru.ru_nvcsw as u64,
+        nivcsw: ru.ru_nivcsw as u64,
+        utime_ns: ns(ru.ru_utime),
+        stime_ns: ns(ru.ru_stime),
+        maxrss_bytes: ru.ru_maxrss as u64 * 1024,
+    };
+    let syscalls = syscalls.and_then(|c| c.read());
+    Ok(ChildRun {
+        wall_ns,
+        termination,
+        usage,
+        syscalls,
+    })
+}
+
+/// Waits until `pid` has exited (without reaping it), killing its process group on
+/// timeout or Ctrl-C; says which of those happened. Uses a pidfd so that the wait can
+/// time out and be interrupted; where pidfds are missing (Linux < 5.3) it blocks in
+/// `waitid(WNOWAIT)` and cannot time out.
+fn wait_for_exit(pid: libc::pid_t, timeout: Option<Duration>) -> Option<Termination> {
+    // SAFETY: pidfd_open takes a pid and flags; the result is checked.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if pidfd < 0 {
+        // SAFETY: all-zero is a valid siginfo_t; WNOWAIT leaves the child for wait4.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        loop {
+            // SAFETY: `info` is writable; `pid` is our child.
+            let r = unsafe {
+                libc::waitid(
+                    libc::P_PID,
+                    pid as libc::id_t,
+                    &mut info,
+                    libc::WEXITED | libc::WNOWAIT,
+                )
+            };
+            if r == 0 {
+                return None;
+            }
+            if crate::runner::interrupted() {
+                kill_group(pid);
+                return Some(Termination::Interrupted);
+            }
+        }
+    }
+    // SAFETY: `pidfd` is a fresh descriptor owned by nothing else.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd as i32) };
+    let deadline = timeout.map(|t| Instant::now() + t);
+    loop {
+        let wait_ms = match deadline {
+            None => -1,
+            Some(d) => {
+                let left = d.saturating_duration_since(Instant::now());
+                left.as_millis().min(i32::MAX as u128) as i32
+            }
+        };
+        let mut pfd = libc::pollfd {
+            fd: pidfd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd. poll is never restarted after a signal handler, so
+        // Ctrl-C wakes it up.
+        let r = unsafe { libc::poll(&mut pfd, 1, wait_ms) };
+        if r > 0 {
+            return None;
+        }
+        if crate::runner::interrupted() {
+            kill_group(pid);
+            return Some(Termination::Interrupted);
+        }
+        if r == 0 && deadline.is_some_and(|d| Instant::now() >= d) {
+            kill_group(pid);
+            return Some(Termination::TimedOut);
+        }
+    }
+}

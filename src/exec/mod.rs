@@ -1,0 +1,508 @@
+//! `alloclab exec`: any program, run again and again under each allocator, with the same
+//! counters as the lab's own workloads.
+//!
+//! `system` runs the command as it is; `jemalloc` and `mimalloc` preload the project's own
+//! libraries (`preload/`, built from the same crates and versions as the workers);
+//! `name=/path/to/lib.so` preloads any other allocator. Each allocator gets its knobs'
+//! environment and nothing inherited that configures an allocator. A probe first checks
+//! that each preload takes over `malloc` and that each knob took (see [`probe`]); then
+//! warm-up runs, then `--runs` rounds in which the allocators alternate (A B C A B C …).
+//! Every run is accounted for on its own ([`launch`]).
+
+pub mod launch;
+pub mod output;
+pub mod probe;
+
+use crate::counters::perf::SyscallCounts;
+use crate::counters::rusage::Rusage;
+use crate::counters::CounterMode;
+use crate::knobs::AllocatorSpec;
+use crate::spec::{Allocator, Choice, Thp};
+use launch::{LaunchOptions, Prepared, Termination};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Where `jemalloc` and `mimalloc` preload libraries are looked for, instead of beside
+/// the alloclab executable.
+pub const PRELOAD_DIR_ENV: &str = "ALLOCLAB_PRELOAD_DIR";
+
+/// An allocator as `exec` runs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExecAllocator {
+    /// glibc (no preload) or one of the project's preload libraries, with knobs.
+    Builtin(AllocatorSpec),
+    /// Any other allocator library, preloaded as given.
+    Custom { name: String, path: PathBuf },
+}
+
+impl ExecAllocator {
+    pub fn label(&self) -> String {
+        match self {
+            ExecAllocator::Builtin(s) => s.to_string(),
+            ExecAllocator::Custom { name, .. } => name.clone(),
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            ExecAllocator::Builtin(s) => s.allocator.name(),
+            ExecAllocator::Custom { .. } => "custom",
+        }
+    }
+
+    /// The library to preload, if any.
+    pub fn preload(&self, dir: &Path) -> Option<PathBuf> {
+        match self {
+            ExecAllocator::Builtin(s) => match s.allocator {
+                Allocator::System => None,
+                a => Some(dir.join(preload_file(a))),
+            },
+            ExecAllocator::Custom { path, .. } => Some(probe::absolute(path)),
+        }
+    }
+}
+
+/// The file name of the project's preload library for `a`.
+pub fn preload_file(a: Allocator) -> String {
+    format!("liballoclab_preload_{}.so", a.name())
+}
+
+/// Where the project's preload libraries are: `$ALLOCLAB_PRELOAD_DIR`, else beside this
+/// executable (cargo puts `target/release/liballoclab_preload_*.so` there).
+pub fn preload_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os(PRELOAD_DIR_ENV) {
+        return PathBuf::from(d);
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// Parses `--allocators`: "system,jemalloc,tcmalloc=/usr/lib/…/libtcmalloc.so.4", or with
+/// knobs, separated by ';': "system:top_pad=64M;jemalloc:dirty_decay_ms=-1;mimalloc".
+pub fn parse_allocators(text: &str) -> Result<Vec<ExecAllocator>, String> {
+    let mut out: Vec<ExecAllocator> = Vec::new();
+    for item in crate::knobs::split_spec_list(text) {
+        let custom = item
+            .split_once('=')
+            .filter(|(name, _)| !name.contains(':'));
+        let a = match custom {
+            Some((name, path)) => {
+                let name = name.trim();
+                if crate::spec::parse_choice::<Allocator>(name).is_ok() {
+                    return Err(format!(
+                        "'{item}': {name} is built in (its preload library is the project's own); give another name for a library of your own, e.g. my{name}={path}"
+                    ));
+                }
+                if name.is_empty()
+                    || !name
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+                {
+                    return Err(format!(
+                        "'{item}': a custom allocator is name=/path/to/lib.so with a name of letters, digits, '-', '_' or '.'"
+                    ));
+                }
+                if path.trim().is_empty() {
+                    return Err(format!("'{item}': no library path after '='"));
+                }
+                ExecAllocator::Custom {
+                    name: name.to_string(),
+                    path: PathBuf::from(path.trim()),
+                }
+            }
+            None => ExecAllocator::Builtin(item.parse().map_err(|e| format!("{e}"))?),
+        };
+        if out.iter().any(|x| x.label() == a.label()) {
+            return Err(format!("allocator '{}' is given twice", a.label()));
+        }
+        out.push(a);
+    }
+    if out.is_empty() {
+        return Err(format!(
+            "no allocator in '{text}': expected e.g. system,jemalloc,mimalloc"
+        ));
+    }
+    Ok(out)
+}
+
+/// What `alloclab exec` was asked to do, validated.
+#[derive(Clone, Debug)]
+pub struct ExecSettings {
+    pub allocators: Vec<ExecAllocator>,
+    /// The command and its arguments, as given.
+    pub command: Vec<OsString>,
+    pub runs: u32,
+    pub warmup: u32,
+    pub show_output: bool,
+    pub thp: Thp,
+    pub timeout: Option<Duration>,
+    pub counters: CounterMode,
+    pub preload_dir: PathBuf,
+}
+
+/// One measured (or warm-up) run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExecRun {
+    /// 1-based round; warm-ups are not recorded.
+    pub round: u32,
+    pub wall_ns: u64,
+    pub termination: Termination,
+    /// From `wait4` on this run's process (its waited-for descendants included).
+    pub usage: Rusage,
+    /// brk/mmap/munmap/madvise/mremap and all syscalls of the whole process tree.
+    pub syscalls: Option<SyscallCounts>,
+}
+
+/// Everything about one allocator's runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AllocatorRuns {
+    pub allocator: String,
+    /// The preloaded library (absolute path), or None for glibc.
+    pub preload: Option<String>,
+    /// The allocator variables set for the command (LD_PRELOAD and knobs).
+    pub env: BTreeMap<String, String>,
+    /// Where the probe found `malloc` defined under this environment.
+    pub malloc_from: Option<String>,
+    pub version: Option<String>,
+    /// Knobs as the allocator reports them.
+    pub knobs_effective: BTreeMap<String, String>,
+    /// Why this allocator's row failed (its remaining runs were skipped).
+    pub failure: Option<String>,
+    pub warmup_runs: u32,
+    pub runs: Vec<ExecRun>,
+}
+
+/// The whole `exec` result, as `--out DIR` stores it (`exec.json`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExecRecord {
+    pub schema: String,
+    pub command: Vec<String>,
+    pub started: String,
+    /// False while running and after an interruption: later rounds are missing.
+    pub complete: bool,
+    pub runs_requested: u32,
+    pub warmup: u32,
+    pub thp: Thp,
+    pub timeout_s: Option<f64>,
+    /// "perf" (tracepoint counters inherited by the process tree) or why syscalls were
+    /// not counted.
+    pub syscall_counter: String,
+    pub environment: crate::envinfo::Environment,
+    pub allocators: Vec<AllocatorRuns>,
+}
+
+pub const SCHEMA: &str = "alloclab.exec/1";
+
+/// The command's environment under `a`: this process's, minus everything that configures
+/// an allocator or preloads a library, plus `a`'s knobs and preload.
+fn child_env(a: &ExecAllocator, preload: Option<&Path>) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
+        .filter(|(k, _)| {
+            let k = k.to_string_lossy();
+            k != "LD_PRELOAD" && !crate::knobs::is_allocator_env(&k)
+        })
+        .collect();
+    if let ExecAllocator::Builtin(spec) = a {
+        env.extend(spec.env().into_iter().map(|(k, v)| (k.into(), v.into())));
+    }
+    if let Some(p) = preload {
+        env.push(("LD_PRELOAD".into(), p.as_os_str().to_owned()));
+    }
+    env
+}
+
+/// Prepares one allocator: its environment, the probe's verdict, the prepared command.
+fn prepare(
+    a: &ExecAllocator,
+    settings: &ExecSettings,
+    program: &Result<PathBuf, String>,
+) -> (AllocatorRuns, Option<Prepared>) {
+    let preload = a.preload(&settings.preload_dir);
+    let env = child_env(a, preload.as_deref());
+    let mut row = AllocatorRuns {
+        allocator: a.label(),
+        preload: preload.as_ref().map(|p| p.display().to_string()),
+        env: env
+            .iter()
+            .filter(|(k, _)| {
+                let k = k.to_string_lossy();
+                k == "LD_PRELOAD" || crate::knobs::is_allocator_env(&k)
+            })
+            .map(|(k, v)| (k.to_string_lossy().into(), v.to_string_lossy().into()))
+            .collect(),
+        malloc_from: None,
+        version: None,
+        knobs_effective: BTreeMap::new(),
+        failure: None,
+        warmup_runs: 0,
+        runs: Vec::new(),
+    };
+    let fail = |mut row: AllocatorRuns, why: String| {
+        row.failure = Some(why);
+        (row, None)
+    };
+    if let Some(p) = &preload {
+        if !p.is_file() {
+            let hint = match a {
+                ExecAllocator::Builtin(_) => format!(
+                    "; build it with `cargo build --release` (the workspace builds the preload libraries) or point {PRELOAD_DIR_ENV} at them"
+                ),
+                ExecAllocator::Custom { .. } => String::new(),
+            };
+            return fail(
+                row,
+                format!("preload library {} does not exist{hint}", p.display()),
+            );
+        }
+    }
+    let knob_names: Vec<String> = match a {
+        ExecAllocator::Builtin(s) => s.knobs.iter().map(|k| k.name.clone()).collect(),
+        ExecAllocator::Custom { .. } => Vec::new(),
+    };
+    let (report, probe_stderr) = match probe::run_probe(a.kind(), &knob_names, &env) {
+        Ok(r) => r,
+        Err(why) => return fail(row, why),
+    };
+    row.malloc_from = report.malloc_from.clone();
+    row.version = report.version.clone();
+    let from = report.malloc_from.as_deref().unwrap_or("nowhere");
+    match &preload {
+        Some(p) if !report
+            .malloc_from
+            .as_deref()
+            .is_some_and(|f| probe::same_file(Path::new(f), p)) =>
+        {
+            let loader = probe_stderr
+                .lines()
+                .find(|l| l.contains("LD_PRELOAD"))
+                .map(|l| format!(" (the loader said: {})", l.trim()))
+                .unwrap_or_default();
+            return fail(
+                row,
+                format!(
+                    "preload library {} did not take over malloc: malloc comes from {from}{loader}",
+                    p.display()
+                ),
+            );
+        }
+        None if !from.contains("libc.so") => {
+            return fail(
+                row,
+                format!("glibc's malloc expected without a preload, but malloc comes from {from}"),
+            );
+        }
+        _ => {}
+    }
+    if let ExecAllocator::Builtin(spec) = a {
+        if spec.allocator != Allocator::System
+            && report.preload_allocator.as_deref() != Some(spec.allocator.name())
+        {
+            let why = format!(
+                "{} is not alloclab's {} preload library (it says {:?})",
+                row.preload.as_deref().unwrap_or("?"),
+                spec.allocator,
+                report.preload_allocator
+            );
+            return fail(row, why);
+        }
+        for k in &spec.knobs {
+            match report.knobs.iter().find(|(n, _)| *n == k.name) {
+                Some((_, Ok(v))) if *v == k.value => {
+                    row.knobs_effective.insert(k.name.clone(), v.clone());
+                }
+                Some((_, Ok(v))) => {
+                    return fail(
+                        row,
+                        format!(
+                            "knob {}={} did not take effect: the allocator reports {v}",
+                            k.name, k.value
+                        ),
+                    )
+                }
+                Some((_, Err(e))) => {
+                    return fail(row, format!("knob {} cannot be read back: {e}", k.name))
+                }
+                None => return fail(row, format!("the probe did not read knob {}", k.name)),
+            }
+        }
+    }
+    let program = match program {
+        Ok(p) => p,
+        Err(why) => return fail(row, format!("cannot start the command: {why}")),
+    };
+    match Prepared::new(program, &settings.command, &env) {
+        Ok(p) => (row, Some(p)),
+        Err(e) => fail(row, e.to_string()),
+    }
+}
+
+/// How the syscalls of the command's process tree are counted here, or why they are not.
+/// `Ok(keepalive)` holds a disabled counter set open for the whole session: closing the
+/// last user of a tracepoint costs an RCU grace period (~35 ms here) per run otherwise.
+pub fn resolve_counters(
+    mode: CounterMode,
+) -> Result<Option<crate::counters::perf::SyscallCounters>, String> {
+    match mode {
+        CounterMode::Off => Ok(None),
+        CounterMode::Ptrace => Err(
+            "--counters ptrace is not supported by exec (its tracer follows one worker, not a process tree); use perf or off"
+                .into(),
+        ),
+        CounterMode::Perf | CounterMode::Auto => {
+            match crate::counters::perf::SyscallCounters::open() {
+                Ok(c) => Ok(Some(c)),
+                Err(why) if mode == CounterMode::Perf => Err(why.0),
+                Err(_) => Ok(None),
+            }
+        }
+    }
+}
+
+/// Progress and events of a session, for the terminal.
+pub trait Observer {
+    fn run_started(&mut self, label: &str, what: &str);
+    fn run_finished(&mut self, label: &str, run: Result<&launch::ChildRun, &str>);
+    fn say(&mut self, msg: &str);
+}
+
+/// Runs the whole session. `save` is called with the record after every run (and at the
+/// end), so that finished runs survive an interruption. Returns the record; `complete` is
+/// false when Ctrl-C stopped it.
+pub fn run_session(
+    settings: &ExecSettings,
+    observer: &mut dyn Observer,
+    save: &mut dyn FnMut(&ExecRecord) -> Result<(), String>,
+) -> Result<ExecRecord, String> {
+    let keepalive = resolve_counters(settings.counters)?;
+    let syscall_counter = match (&keepalive, settings.counters) {
+        (Some(_), _) => "perf".to_string(),
+        (None, CounterMode::Off) => "off: --counters off".to_string(),
+        (None, _) => format!(
+            "unavailable: {}",
+            crate::counters::perf::SyscallCounters::open()
+                .err()
+                .map_or("perf tracepoints are not usable".into(), |e| e.0)
+        ),
+    };
+    let path_var = std::env::var_os("PATH");
+    let program = launch::resolve_program(&settings.command[0], path_var.as_deref());
+    let inherited_preload = std::env::var_os("LD_PRELOAD");
+    if let Some(p) = &inherited_preload {
+        observer.say(&format!(
+            "note: LD_PRELOAD={} from this environment is not passed to the command (each allocator sets its own)",
+            p.to_string_lossy()
+        ));
+    }
+    let mut rows: Vec<AllocatorRuns> = Vec::new();
+    let mut prepared: Vec<Option<Prepared>> = Vec::new();
+    for a in &settings.allocators {
+        let (row, p) = prepare(a, settings, &program);
+        if let Some(why) = &row.failure {
+            observer.say(&format!("{}: {why}", row.allocator));
+        }
+        rows.push(row);
+        prepared.push(p);
+    }
+    let opts = LaunchOptions {
+        show_output: settings.show_output,
+        thp_never: settings.thp == Thp::Never,
+        timeout: settings.timeout,
+        count_syscalls: keepalive.is_some(),
+    };
+    let mut record = ExecRecord {
+        schema: SCHEMA.into(),
+        command: settings
+            .command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        started: crate::export::results::rfc3339(crate::export::results::unix_now()),
+        complete: false,
+        runs_requested: settings.runs,
+        warmup: settings.warmup,
+        thp: settings.thp,
+        timeout_s: settings.timeout.map(|t| t.as_secs_f64()),
+        syscall_counter,
+        environment: crate::envinfo::Environment::capture(&exec_allocator_info()),
+        allocators: rows,
+    };
+    save(&record)?;
+
+    let total_rounds = settings.warmup + settings.runs;
+    'rounds: for round in 0..total_rounds {
+        let warm = round < settings.warmup;
+        for (i, cmd) in prepared.iter_mut().enumerate() {
+            if crate::runner::interrupted() {
+                break 'rounds;
+            }
+            let Some(c) = cmd.as_ref() else { continue };
+            let label = record.allocators[i].allocator.clone();
+            let what = if warm {
+                format!("warm-up {}/{}", round + 1, settings.warmup)
+            } else {
+                format!("run {}/{}", round - settings.warmup + 1, settings.runs)
+            };
+            observer.run_started(&label, &what);
+            let outcome = launch::run(c, &opts);
+            let row = &mut record.allocators[i];
+            match outcome {
+                Err(e) => {
+                    let why = e.to_string();
+                    observer.run_finished(&label, Err(&why));
+                    row.failure = Some(why);
+                    *cmd = None;
+                }
+                Ok(run) => {
+                    observer.run_finished(&label, Ok(&run));
+                    if run.termination == Termination::Interrupted {
+                        break 'rounds;
+                    }
+                    if let (true, Err(why)) = (opts.count_syscalls, &run.syscalls) {
+                        row.failure = Some(format!("reading the syscall counters failed: {why}"));
+                        *cmd = None;
+                    } else if !run.termination.success() {
+                        row.failure = Some(format!(
+                            "the command {} ({what})",
+                            run.termination.describe(settings.timeout)
+                        ));
+                        *cmd = None;
+                    } else if warm {
+                        row.warmup_runs += 1;
+                    } else {
+                        row.runs.push(ExecRun {
+                            round: round - settings.warmup + 1,
+                            wall_ns: run.wall_ns,
+                            termination: run.termination,
+                            usage: run.usage,
+                            syscalls: run.syscalls.ok(),
+                        });
+                    }
+                }
+            }
+            save(&record)?;
+        }
+    }
+    record.complete = !crate::runner::interrupted();
+    save(&record)?;
+    Ok(record)
+}
+
+fn exec_allocator_info() -> crate::envinfo::AllocatorInfo {
+    crate::envinfo::AllocatorInfo {
+        version: "per allocator: see each row".into(),
+        crates: format!(
+            "tikv-jemallocator {}, tikv-jemalloc-sys {}, mimalloc {}, libmimalloc-sys {}",
+            env!("ALLOCLAB_JEMALLOCATOR_VERSION"),
+            env!("ALLOCLAB_JEMALLOC_SYS_VERSION"),
+            env!("ALLOCLAB_MIMALLOC_CRATE_VERSION"),
+            env!("ALLOCLAB_LIBMIMALLOC_SYS_VERSION")
+        ),
+        read_knob: |_| Err("not in this process".into()),
+        stats: || Err("not in this process".into()),
+    }
+}

@@ -1,0 +1,339 @@
+//! `alloclab exec` results: one summary row per allocator (medians over its runs), as a
+//! table, Markdown, CSV or JSON, and `--out DIR` with the same files as the rest of the
+//! lab (summary.csv, HdrHistogram `.us.csv` / `.us.hgrm` of the run times, env.json) plus
+//! `exec.json` with every run and `REPORT.md`.
+
+use super::{AllocatorRuns, ExecRecord, ExecRun};
+use crate::export::results::{write_atomic, HISTOGRAM_SCALING};
+use crate::report::{fmt_count, fmt_ns, render_markdown, render_table, TableRow};
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use std::path::Path;
+
+/// One allocator over its runs. Times and counts are medians over the runs; the wall
+/// time's spread is given by min, max and the median absolute deviation.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ExecRow {
+    pub allocator: String,
+    /// "ok" or "failed".
+    pub status: String,
+    pub error: Option<String>,
+    pub runs: usize,
+    pub wall_median_ms: Option<f64>,
+    pub wall_min_ms: Option<f64>,
+    pub wall_max_ms: Option<f64>,
+    /// Median absolute deviation of the wall time, in % of the median.
+    pub wall_mad_pct: Option<f64>,
+    /// Median wall time relative to the first allocator's (the baseline).
+    pub vs_baseline: Option<f64>,
+    pub baseline: Option<String>,
+    pub user_ms: Option<f64>,
+    pub sys_ms: Option<f64>,
+    pub minflt: Option<f64>,
+    pub majflt: Option<f64>,
+    pub voluntary_csw: Option<f64>,
+    pub involuntary_csw: Option<f64>,
+    pub peak_rss_mib: Option<f64>,
+    pub brk: Option<f64>,
+    pub mmap: Option<f64>,
+    pub munmap: Option<f64>,
+    pub madvise: Option<f64>,
+    pub mremap: Option<f64>,
+    pub syscalls: Option<f64>,
+    /// How syscalls were counted ("perf"), or why they were not.
+    pub syscall_counter: String,
+    pub allocator_version: Option<String>,
+    pub preload: Option<String>,
+    pub malloc_from: Option<String>,
+}
+
+/// The median of `v` (mean of the middle two for an even count).
+pub fn median(v: &[f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    Some(if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    })
+}
+
+fn med(runs: &[ExecRun], f: impl Fn(&ExecRun) -> Option<f64>) -> Option<f64> {
+    let v: Vec<f64> = runs.iter().filter_map(f).collect();
+    // A value only where every run has it.
+    (v.len() == runs.len()).then(|| median(&v)).flatten()
+}
+
+fn row_of(a: &AllocatorRuns, syscall_counter: &str) -> ExecRow {
+    let runs = &a.runs;
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let walls: Vec<f64> = runs.iter().map(|r| ms(r.wall_ns)).collect();
+    let wall_median = median(&walls);
+    let mad = wall_median.and_then(|m| {
+        let dev: Vec<f64> = walls.iter().map(|w| (w - m).abs()).collect();
+        median(&dev).map(|d| 100.0 * d / m)
+    });
+    let sc = |f: fn(&crate::counters::perf::SyscallCounts) -> Option<u64>| {
+        med(runs, move |r| r.syscalls.as_ref().and_then(f).map(|v| v as f64))
+    };
+    ExecRow {
+        allocator: a.allocator.clone(),
+        status: if a.failure.is_none() { "ok" } else { "failed" }.into(),
+        error: a.failure.clone(),
+        runs: runs.len(),
+        wall_median_ms: wall_median,
+        wall_min_ms: walls.iter().copied().reduce(f64::min),
+        wall_max_ms: walls.iter().copied().reduce(f64::max),
+        wall_mad_pct: mad,
+        vs_baseline: None,
+        baseline: None,
+        user_ms: med(runs, |r| Some(ms(r.usage.utime_ns))),
+        sys_ms: med(runs, |r| Some(ms(r.usage.stime_ns))),
+        minflt: med(runs, |r| Some(r.usage.minflt as f64)),
+        majflt: med(runs, |r| Some(r.usage.majflt as f64)),
+        voluntary_csw: med(runs, |r| Some(r.usage.nvcsw as f64)),
+        involuntary_csw: med(runs, |r| Some(r.usage.nivcsw as f64)),
+        peak_rss_mib: med(runs, |r| Some(r.usage.maxrss_bytes as f64 / (1 << 20) as f64)),
+        brk: sc(|s| Some(s.brk)),
+        mmap: sc(|s| Some(s.mmap)),
+        munmap: sc(|s| Some(s.munmap)),
+        madvise: sc(|s| Some(s.madvise)),
+        mremap: sc(|s| Some(s.mremap)),
+        syscalls: sc(|s| s.all),
+        syscall_counter: syscall_counter.to_string(),
+        allocator_version: a.version.clone(),
+        preload: a.preload.clone(),
+        malloc_from: a.malloc_from.clone(),
+    }
+}
+
+/// Summary rows, in the order given; ratios against the first allocator that has runs.
+pub fn rows(record: &ExecRecord) -> Vec<ExecRow> {
+    let mut rows: Vec<ExecRow> = record
+        .allocators
+        .iter()
+        .map(|a| row_of(a, &record.syscall_counter))
+        .collect();
+    let base = rows
+        .iter()
+        .find(|r| r.status == "ok" && r.wall_median_ms.is_some())
+        .map(|r| (r.allocator.clone(), r.wall_median_ms));
+    if let Some((name, Some(b))) = base {
+        for r in &mut rows {
+            if let Some(m) = r.wall_median_ms {
+                r.vs_baseline = Some(m / b);
+                r.baseline = Some(name.clone());
+            }
+        }
+    }
+    rows
+}
+
+const NA: &str = "n/a";
+
+type Column = (&'static str, fn(&ExecRow) -> String);
+
+fn count(v: Option<f64>) -> String {
+    v.map_or(NA.into(), fmt_count)
+}
+
+fn columns(baseline: &str) -> (Vec<String>, Vec<Column>) {
+    let cols: Vec<Column> = vec![
+        ("allocator", |r| r.allocator.clone()),
+        ("runs", |r| r.runs.to_string()),
+        ("wall p50", |r| {
+            r.wall_median_ms.map_or(NA.into(), |v| fmt_ns(v * 1e6))
+        }),
+        ("±MAD", |r| {
+            r.wall_mad_pct.map_or(NA.into(), |v| format!("{v:.1}%"))
+        }),
+        ("min", |r| r.wall_min_ms.map_or(NA.into(), |v| fmt_ns(v * 1e6))),
+        ("max", |r| r.wall_max_ms.map_or(NA.into(), |v| fmt_ns(v * 1e6))),
+        ("vs base", |r| {
+            r.vs_baseline.map_or(NA.into(), |v| format!("{v:.2}x"))
+        }),
+        ("user", |r| r.user_ms.map_or(NA.into(), |v| fmt_ns(v * 1e6))),
+        ("sys", |r| r.sys_ms.map_or(NA.into(), |v| fmt_ns(v * 1e6))),
+        ("minflt", |r| count(r.minflt)),
+        ("majflt", |r| count(r.majflt)),
+        ("vcsw", |r| count(r.voluntary_csw)),
+        ("ivcsw", |r| count(r.involuntary_csw)),
+        ("peak RSS", |r| {
+            r.peak_rss_mib.map_or(NA.into(), |v| format!("{v:.1} MiB"))
+        }),
+        ("brk", |r| count(r.brk)),
+        ("mmap", |r| count(r.mmap)),
+        ("munmap", |r| count(r.munmap)),
+        ("madvise", |r| count(r.madvise)),
+        ("syscalls", |r| count(r.syscalls)),
+    ];
+    let headers = cols
+        .iter()
+        .map(|(h, _)| {
+            if *h == "vs base" {
+                format!("vs {baseline}")
+            } else {
+                h.to_string()
+            }
+        })
+        .collect();
+    (headers, cols)
+}
+
+fn table_rows(rows: &[ExecRow], cols: &[Column]) -> Vec<TableRow> {
+    rows.iter()
+        .map(|r| TableRow {
+            cells: cols.iter().map(|(_, f)| f(r)).collect(),
+            failure: r.error.clone(),
+        })
+        .collect()
+}
+
+fn baseline(rows: &[ExecRow]) -> String {
+    rows.iter()
+        .find_map(|r| r.baseline.clone())
+        .unwrap_or_else(|| "base".into())
+}
+
+/// Aligned text table. A failed row shows its name and cause.
+pub fn to_table(rows: &[ExecRow]) -> String {
+    let (headers, cols) = columns(&baseline(rows));
+    let h: Vec<&str> = headers.iter().map(String::as_str).collect();
+    render_table(&h, 1, &table_rows(rows, &cols))
+}
+
+pub fn to_markdown(rows: &[ExecRow]) -> String {
+    let (headers, cols) = columns(&baseline(rows));
+    let h: Vec<&str> = headers.iter().map(String::as_str).collect();
+    render_markdown(&h, 1, &table_rows(rows, &cols))
+}
+
+pub fn to_csv(rows: &[ExecRow]) -> String {
+    crate::report::csv_of(rows, &ExecRow::default())
+}
+
+pub fn to_json(rows: &[ExecRow]) -> String {
+    serde_json::to_string_pretty(rows).expect("exec rows always serialize")
+}
+
+/// The lines above the table: the command, how it was run, and what counted.
+pub fn header(record: &ExecRecord) -> String {
+    let e = &record.environment;
+    let mut s = format!("command: {}\n", shell_words(&record.command));
+    s.push_str(&format!(
+        "{} run(s) per allocator after {} warm-up(s), allocators alternating; THP {}{}; {} · {}\n",
+        record.runs_requested,
+        record.warmup,
+        e.thp_enabled,
+        if record.thp == crate::spec::Thp::Never {
+            " (disabled for the command by prctl)"
+        } else {
+            ""
+        },
+        e.kernel,
+        e.cpu_model,
+    ));
+    s.push_str(&format!(
+        "per run: wall time from release to reaping, rusage from wait4, syscalls of the whole process tree: {}\n",
+        record.syscall_counter
+    ));
+    let versions: Vec<String> = record
+        .allocators
+        .iter()
+        .filter_map(|a| a.version.as_ref().map(|v| format!("{}: {v}", a.allocator)))
+        .collect();
+    if !versions.is_empty() {
+        s.push_str(&versions.join(" · "));
+        s.push('\n');
+    }
+    if !record.complete {
+        s.push_str("INCOMPLETE: stopped before every round ran\n");
+    }
+    s
+}
+
+/// The command as one could type it again.
+pub fn shell_words(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| {
+            if !w.is_empty()
+                && w
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+            {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The run times of one allocator as an HDR histogram (nanoseconds, 3 significant
+/// digits), or None without runs.
+pub fn histogram(a: &AllocatorRuns) -> Option<Histogram<u64>> {
+    if a.runs.is_empty() {
+        return None;
+    }
+    let mut h = Histogram::<u64>::new(3).ok()?;
+    for r in &a.runs {
+        h.record(r.wall_ns.max(1)).ok()?;
+    }
+    Some(h)
+}
+
+/// A file-name-safe form of an allocator label.
+pub fn file_stem(label: &str) -> String {
+    label
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Writes (atomically, file by file) the record and everything derived from it into
+/// `dir`: exec.json, summary.csv, env.json, histograms/<allocator>.us.csv/.us.hgrm,
+/// REPORT.md.
+pub fn save(dir: &Path, record: &ExecRecord) -> Result<(), String> {
+    let err = |e: crate::export::results::ResultsError| e.to_string();
+    let json = serde_json::to_string_pretty(record).map_err(|e| e.to_string())? + "\n";
+    write_atomic(&dir.join("exec.json"), json.as_bytes()).map_err(err)?;
+    let rows = rows(record);
+    write_atomic(&dir.join("summary.csv"), to_csv(&rows).as_bytes()).map_err(err)?;
+    let env = serde_json::to_string_pretty(&record.environment).map_err(|e| e.to_string())? + "\n";
+    write_atomic(&dir.join("env.json"), env.as_bytes()).map_err(err)?;
+    let hist_dir = dir.join("histograms");
+    std::fs::create_dir_all(&hist_dir)
+        .map_err(|e| format!("creating {}: {e}", hist_dir.display()))?;
+    for a in &record.allocators {
+        if let Some(h) = histogram(a) {
+            let stem = file_stem(&a.allocator);
+            let csv = crate::export::hdr::csv(&h, HISTOGRAM_SCALING);
+            let text = crate::export::hdr::text(&h, HISTOGRAM_SCALING);
+            write_atomic(&hist_dir.join(format!("{stem}.us.csv")), csv.as_bytes()).map_err(err)?;
+            write_atomic(&hist_dir.join(format!("{stem}.us.hgrm")), text.as_bytes())
+                .map_err(err)?;
+        }
+    }
+    let mut md = String::from("# alloclab exec\n\n```\n");
+    md.push_str(&header(record));
+    md.push_str("```\n\n");
+    md.push_str(&to_markdown(&rows));
+    md.push_str(
+        "\nTimes and counts are medians over the runs; ±MAD is the median absolute deviation of the wall time. \
+Run times per allocator: `histograms/<allocator>.us.csv` (HdrHistogram, µs). Every run: `exec.json`.\n",
+    );
+    write_atomic(&dir.join("REPORT.md"), md.as_bytes()).map_err(err)?;
+    Ok(())
+}

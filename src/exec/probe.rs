@@ -1,0 +1,144 @@
+//! Before a command runs under a preload, a probe checks that the preload really takes
+//! over malloc and reads the allocator's version and knobs back from the library itself.
+//!
+//! The probe is this executable started with exactly the environment the command will get
+//! (`LD_PRELOAD`, knob variables): it asks the dynamic linker where `malloc` now resolves
+//! (`dlsym` + `dladdr`) and calls the preload library's read-back entry points. The
+//! dynamic loader only *warns* when an `LD_PRELOAD` library cannot be loaded and runs the
+//! program under glibc anyway, so without this check such a run would be silently wrong.
+
+use serde::{Deserialize, Serialize};
+use std::ffi::{c_char, c_int, CStr, CString};
+use std::path::{Path, PathBuf};
+
+/// What the probe found, as it prints it (JSON) for the driver.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProbeReport {
+    /// The file that defines the `malloc` the process uses.
+    pub malloc_from: Option<String>,
+    /// What an alloclab preload library says it carries ("jemalloc", "mimalloc").
+    pub preload_allocator: Option<String>,
+    /// The allocator's own version, where it can be read.
+    pub version: Option<String>,
+    /// Each requested knob: its effective value, or why it cannot be read.
+    pub knobs: Vec<(String, Result<String, String>)>,
+}
+
+fn symbol(name: &str) -> Option<*mut libc::c_void> {
+    let c = CString::new(name).ok()?;
+    // SAFETY: RTLD_DEFAULT searches the global scope for a NUL-terminated name.
+    let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c.as_ptr()) };
+    (!p.is_null()).then_some(p)
+}
+
+/// The object file that defines the address `p`.
+fn defining_object(p: *mut libc::c_void) -> Option<String> {
+    // SAFETY: all-zero is a valid Dl_info; dladdr fills it for a mapped address.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: `info` is writable; `p` is an address from dlsym.
+    if unsafe { libc::dladdr(p, &mut info) } == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: dladdr returned a NUL-terminated file name owned by the loader.
+    let name = unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy();
+    Some(
+        std::fs::canonicalize(&*name)
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| name.into_owned()),
+    )
+}
+
+/// Runs inside the probe process: `kind` is system, jemalloc, mimalloc or custom.
+pub fn probe_here(kind: &str, knob_names: &[String]) -> ProbeReport {
+    let mut report = ProbeReport {
+        malloc_from: symbol("malloc").and_then(defining_object),
+        ..Default::default()
+    };
+    if let Some(f) = symbol("alloclab_preload_allocator") {
+        // SAFETY: the preload libraries export this as `extern "C" fn() -> *const c_char`
+        // returning a static string.
+        let f: extern "C" fn() -> *const c_char = unsafe { std::mem::transmute(f) };
+        // SAFETY: a static NUL-terminated string.
+        report.preload_allocator = Some(unsafe { CStr::from_ptr(f()) }.to_string_lossy().into());
+    }
+    let read: Box<dyn Fn(&str) -> Result<String, String>> = match kind {
+        "system" => {
+            report.version = Some(format!("glibc {}", crate::envinfo::glibc_version()));
+            Box::new(crate::envinfo::glibc_tunable)
+        }
+        "jemalloc" => match symbol("alloclab_preload_mallctl") {
+            Some(p) => {
+                // SAFETY: the jemalloc preload exports this with mallctl's signature.
+                let mallctl: crate::readback::Mallctl = unsafe { std::mem::transmute(p) };
+                report.version = crate::readback::jemalloc_version(mallctl).ok();
+                Box::new(move |n| crate::readback::jemalloc_opt(mallctl, n))
+            }
+            None => Box::new(|_| Err("the jemalloc preload library is not loaded".into())),
+        },
+        "mimalloc" => match (
+            symbol("alloclab_preload_mi_option_get"),
+            symbol("alloclab_preload_mi_version"),
+        ) {
+            (Some(get), Some(version)) => {
+                // SAFETY: the mimalloc preload exports these with these signatures.
+                let get: crate::readback::MiOptionGet = unsafe { std::mem::transmute(get) };
+                // SAFETY: as above.
+                let version: extern "C" fn() -> c_int = unsafe { std::mem::transmute(version) };
+                report.version = Some(crate::readback::mimalloc_version(version()));
+                Box::new(move |n| crate::readback::mimalloc_option(get, n))
+            }
+            _ => Box::new(|_| Err("the mimalloc preload library is not loaded".into())),
+        },
+        _ => Box::new(|_| Err("knobs are only read back for system, jemalloc and mimalloc".into())),
+    };
+    report.knobs = knob_names.iter().map(|n| (n.clone(), read(n))).collect();
+    report
+}
+
+/// Runs the probe (this executable's hidden `probe-preload` command) with `env` as its
+/// whole environment; returns its report, or its failure with what it printed.
+pub fn run_probe(
+    kind: &str,
+    knob_names: &[String],
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
+) -> Result<(ProbeReport, String), String> {
+    let exe = std::env::current_exe().map_err(|e| format!("locating alloclab itself: {e}"))?;
+    let mut cmd = std::process::Command::new(&exe);
+    cmd.arg("probe-preload").arg("--kind").arg(kind);
+    for k in knob_names {
+        cmd.arg("--knob").arg(k);
+    }
+    cmd.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
+    let out = cmd
+        .output()
+        .map_err(|e| format!("starting the preload probe {}: {e}", exe.display()))?;
+    let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    if !out.status.success() {
+        return Err(format!(
+            "the preload probe failed ({}){}",
+            out.status,
+            if stderr.is_empty() {
+                String::new()
+            } else {
+                format!(": {stderr}")
+            }
+        ));
+    }
+    let report: ProbeReport = serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("the preload probe's report does not parse: {e}"))?;
+    Ok((report, stderr))
+}
+
+/// Whether `a` and `b` name the same file.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
+}
+
+/// A path made absolute (the child may run in another directory).
+pub fn absolute(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+}

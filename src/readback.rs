@@ -1,0 +1,103 @@
+//! Reading an allocator's version and effective options back from the allocator itself,
+//! through its own C entry points. Shared by the in-process workers (which link the
+//! allocator) and by `alloclab exec`'s preload probe (which finds the same entry points in
+//! the preloaded library with `dlsym`), so both read knobs the same way.
+
+use std::ffi::{c_char, c_int, c_long, c_void, CStr};
+
+/// jemalloc's `mallctl`.
+pub type Mallctl = unsafe extern "C" fn(
+    name: *const c_char,
+    oldp: *mut c_void,
+    oldlenp: *mut usize,
+    newp: *mut c_void,
+    newlen: usize,
+) -> c_int;
+
+/// mimalloc's `mi_option_get`.
+pub type MiOptionGet = unsafe extern "C" fn(option: c_int) -> c_long;
+
+/// Reads one mallctl value of C type `T` (a plain integer, bool or pointer).
+fn mallctl_read<T: Copy + Default>(mallctl: Mallctl, key: &str) -> Result<T, String> {
+    let name = std::ffi::CString::new(key).map_err(|_| format!("bad mallctl name {key:?}"))?;
+    let mut value = T::default();
+    let mut len = std::mem::size_of::<T>();
+    // SAFETY: `value` is a writable T of `len` bytes; jemalloc writes at most `len` bytes
+    // and reports a size mismatch as EINVAL instead of writing.
+    let rc = unsafe {
+        mallctl(
+            name.as_ptr(),
+            (&mut value as *mut T).cast(),
+            &mut len,
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    if rc != 0 {
+        return Err(format!(
+            "mallctl {key}: {}",
+            std::io::Error::from_raw_os_error(rc)
+        ));
+    }
+    Ok(value)
+}
+
+fn mallctl_read_str(mallctl: Mallctl, key: &str) -> Result<String, String> {
+    let p: usize = mallctl_read::<usize>(mallctl, key)?;
+    if p == 0 {
+        return Err(format!("mallctl {key}: null string"));
+    }
+    // SAFETY: jemalloc returns a pointer to a static NUL-terminated string for
+    // string-valued mallctls.
+    let s = unsafe { CStr::from_ptr(p as *const c_char) };
+    Ok(s.to_string_lossy().trim().to_string())
+}
+
+/// "jemalloc 5.3.1-0-g…", from the `version` mallctl.
+pub fn jemalloc_version(mallctl: Mallctl) -> Result<String, String> {
+    mallctl_read_str(mallctl, "version").map(|v| format!("jemalloc {v}"))
+}
+
+/// A jemalloc knob's effective value from `opt.<name>`, in [`crate::knobs`]' canonical
+/// form, read with the C type jemalloc declares for it.
+pub fn jemalloc_opt(mallctl: Mallctl, name: &str) -> Result<String, String> {
+    let key = format!("opt.{name}");
+    match name {
+        "dirty_decay_ms" | "muzzy_decay_ms" => {
+            mallctl_read::<isize>(mallctl, &key).map(|v| v.to_string())
+        }
+        "oversize_threshold" => mallctl_read::<usize>(mallctl, &key).map(|v| v.to_string()),
+        "narenas" => mallctl_read::<u32>(mallctl, &key).map(|v| v.to_string()),
+        "background_thread" | "retain" => {
+            mallctl_read::<bool>(mallctl, &key).map(|v| v.to_string())
+        }
+        "thp" => mallctl_read_str(mallctl, &key),
+        _ => Err(format!("no read-back for jemalloc knob {name}")),
+    }
+}
+
+/// "mimalloc 3.3.2" from `mi_version()`'s major*10000 + minor*100 + patch.
+pub fn mimalloc_version(v: c_int) -> String {
+    format!("mimalloc {}.{}.{}", v / 10000, v / 100 % 100, v % 100)
+}
+
+/// A mimalloc knob's effective value from `mi_option_get`. The indices are those of
+/// `mi_option_t` in the mimalloc 3.3 bundled with the pinned libmimalloc-sys; a test checks
+/// them by setting each option through its environment variable and reading it back.
+pub fn mimalloc_option(option_get: MiOptionGet, name: &str) -> Result<String, String> {
+    let (index, boolean) = match name {
+        "arena_eager_commit" => (4, false),
+        "purge_decommits" => (5, true),
+        "allow_large_os_pages" => (6, true),
+        "purge_delay" => (15, false),
+        "allow_thp" => (43, true),
+        _ => return Err(format!("no read-back for mimalloc knob {name}")),
+    };
+    // SAFETY: `index` is a valid mi_option_t of the bundled mimalloc.
+    let v = unsafe { option_get(index) };
+    Ok(if boolean {
+        (v != 0).to_string()
+    } else {
+        v.to_string()
+    })
+}
