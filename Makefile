@@ -7,9 +7,10 @@ EXPERIMENTS := $(wildcard experiments/*.toml)
 
 .PHONY: build test run-all compare lint numpy bench-numpy clean
 
-## build: the driver and the three worker binaries (release, for this machine's CPU)
+## build: the driver, the three worker binaries and the preload libraries of `exec`
+## (release, for this machine's CPU)
 build:
-	$(CARGO) build --release --bins
+	$(CARGO) build --release --bins --examples
 
 ## test: every unit and integration test (release build, so the workers are the real ones)
 test:

@@ -85,7 +85,12 @@ pub struct ExecArgs {
     #[arg(long, value_parser = crate::worker::parse_seconds)]
     pub timeout: Option<f64>,
     /// The command and its arguments (put them after `--`).
-    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "COMMAND")]
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
     pub command: Vec<std::ffi::OsString>,
 }
 

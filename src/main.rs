@@ -620,11 +620,13 @@ fn exec(args: &alloclab::cli::ExecArgs) -> ExitCode {
     let record = match exec::run_session(&settings, &mut progress, &mut save) {
         Ok(r) => r,
         Err(e) => {
+            if progress.tty {
+                eprint!("\r\x1b[K");
+            }
             eprintln!("error: {e}");
-            return ExitCode::from(if settings.counters == alloclab::counters::CounterMode::Perf {
-                EXIT_BAD_INPUT
-            } else {
-                EXIT_RUN_FAILED
+            return ExitCode::from(match e {
+                exec::SessionError::BadInput(_) => EXIT_BAD_INPUT,
+                exec::SessionError::Save(_) => EXIT_RUN_FAILED,
             });
         }
     };
@@ -644,7 +646,10 @@ fn exec(args: &alloclab::cli::ExecArgs) -> ExitCode {
         }
     };
     let mut stdout = std::io::stdout().lock();
-    if let Err(e) = stdout.write_all(text.as_bytes()).and_then(|_| stdout.flush()) {
+    if let Err(e) = stdout
+        .write_all(text.as_bytes())
+        .and_then(|_| stdout.flush())
+    {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
             eprintln!("error: writing the results failed: {e}");
             return ExitCode::from(EXIT_RUN_FAILED);

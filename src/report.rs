@@ -380,7 +380,8 @@ fn summary_table_rows(rows: &[SummaryRow], cols: &[Column]) -> Vec<TableRow> {
     rows.iter()
         .map(|r| TableRow {
             cells: cols.iter().map(|(_, f)| f(r)).collect(),
-            failure: (r.status != "ok").then(|| r.error.clone().unwrap_or_else(|| "unknown".into())),
+            failure: (r.status != "ok")
+                .then(|| r.error.clone().unwrap_or_else(|| "unknown".into())),
         })
         .collect()
 }
@@ -389,14 +390,22 @@ fn summary_table_rows(rows: &[SummaryRow], cols: &[Column]) -> Vec<TableRow> {
 pub fn to_table(rows: &[SummaryRow]) -> String {
     let cols = display_columns(rows);
     let headers: Vec<&str> = cols.iter().map(|(h, _)| *h).collect();
-    render_table(&headers, name_columns(&cols), &summary_table_rows(rows, &cols))
+    render_table(
+        &headers,
+        name_columns(&cols),
+        &summary_table_rows(rows, &cols),
+    )
 }
 
 /// GitHub-flavoured Markdown table with the same columns as [`to_table`].
 pub fn to_markdown(rows: &[SummaryRow]) -> String {
     let cols = display_columns(rows);
     let headers: Vec<&str> = cols.iter().map(|(h, _)| *h).collect();
-    render_markdown(&headers, name_columns(&cols), &summary_table_rows(rows, &cols))
+    render_markdown(
+        &headers,
+        name_columns(&cols),
+        &summary_table_rows(rows, &cols),
+    )
 }
 
 /// Per-iteration counters compared in the explanation lines, with the smallest

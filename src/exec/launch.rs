@@ -113,8 +113,13 @@ pub fn resolve_program(name: &OsStr, path_var: Option<&OsStr>) -> Result<PathBuf
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
 pub enum Termination {
-    Exited { code: i32 },
-    Signaled { signal: i32, core_dumped: bool },
+    Exited {
+        code: i32,
+    },
+    Signaled {
+        signal: i32,
+        core_dumped: bool,
+    },
     /// Killed by alloclab after the timeout.
     TimedOut,
     /// Killed by alloclab after Ctrl-C / SIGTERM.

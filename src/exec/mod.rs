@@ -70,16 +70,27 @@ pub fn preload_file(a: Allocator) -> String {
     format!("liballoclab_preload_{}.so", a.name())
 }
 
-/// Where the project's preload libraries are: `$ALLOCLAB_PRELOAD_DIR`, else beside this
-/// executable (cargo puts `target/release/liballoclab_preload_*.so` there).
+/// Where the project's preload libraries are: `$ALLOCLAB_PRELOAD_DIR`; else `examples/`
+/// beside this executable, where cargo builds them (`target/release/examples/`); else
+/// beside this executable (an installed layout).
 pub fn preload_dir() -> PathBuf {
     if let Some(d) = std::env::var_os(PRELOAD_DIR_ENV) {
         return PathBuf::from(d);
     }
-    std::env::current_exe()
+    let exe_dir = std::env::current_exe()
         .ok()
         .and_then(|p| p.parent().map(Path::to_path_buf))
-        .unwrap_or_else(|| PathBuf::from("."))
+        .unwrap_or_else(|| PathBuf::from("."));
+    let built = exe_dir.join("examples");
+    if Allocator::ALL
+        .iter()
+        .filter(|a| **a != Allocator::System)
+        .any(|a| built.join(preload_file(*a)).is_file())
+    {
+        built
+    } else {
+        exe_dir
+    }
 }
 
 /// Parses `--allocators`: "system,jemalloc,tcmalloc=/usr/lib/…/libtcmalloc.so.4", or with
@@ -87,9 +98,7 @@ pub fn preload_dir() -> PathBuf {
 pub fn parse_allocators(text: &str) -> Result<Vec<ExecAllocator>, String> {
     let mut out: Vec<ExecAllocator> = Vec::new();
     for item in crate::knobs::split_spec_list(text) {
-        let custom = item
-            .split_once('=')
-            .filter(|(name, _)| !name.contains(':'));
+        let custom = item.split_once('=').filter(|(name, _)| !name.contains(':'));
         let a = match custom {
             Some((name, path)) => {
                 let name = name.trim();
@@ -220,7 +229,7 @@ fn child_env(a: &ExecAllocator, preload: Option<&Path>) -> Vec<(OsString, OsStri
 fn prepare(
     a: &ExecAllocator,
     settings: &ExecSettings,
-    program: &Result<PathBuf, String>,
+    program: &Path,
 ) -> (AllocatorRuns, Option<Prepared>) {
     let preload = a.preload(&settings.preload_dir);
     let env = child_env(a, preload.as_deref());
@@ -250,7 +259,7 @@ fn prepare(
         if !p.is_file() {
             let hint = match a {
                 ExecAllocator::Builtin(_) => format!(
-                    "; build it with `cargo build --release` (the workspace builds the preload libraries) or point {PRELOAD_DIR_ENV} at them"
+                    "; build it with `make build` (cargo build --release --examples) or point {PRELOAD_DIR_ENV} at the folder that holds it"
                 ),
                 ExecAllocator::Custom { .. } => String::new(),
             };
@@ -272,10 +281,11 @@ fn prepare(
     row.version = report.version.clone();
     let from = report.malloc_from.as_deref().unwrap_or("nowhere");
     match &preload {
-        Some(p) if !report
-            .malloc_from
-            .as_deref()
-            .is_some_and(|f| probe::same_file(Path::new(f), p)) =>
+        Some(p)
+            if !report
+                .malloc_from
+                .as_deref()
+                .is_some_and(|f| probe::same_file(Path::new(f), p)) =>
         {
             let loader = probe_stderr
                 .lines()
@@ -331,10 +341,6 @@ fn prepare(
             }
         }
     }
-    let program = match program {
-        Ok(p) => p,
-        Err(why) => return fail(row, format!("cannot start the command: {why}")),
-    };
     match Prepared::new(program, &settings.command, &env) {
         Ok(p) => (row, Some(p)),
         Err(e) => fail(row, e.to_string()),
@@ -363,6 +369,17 @@ pub fn resolve_counters(
     }
 }
 
+/// Why a session stopped before its end.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SessionError {
+    /// Nothing could run as asked (exit status 2).
+    #[error("{0}")]
+    BadInput(String),
+    /// Saving the results failed (exit status 1).
+    #[error("saving the results failed: {0}")]
+    Save(String),
+}
+
 /// Progress and events of a session, for the terminal.
 pub trait Observer {
     fn run_started(&mut self, label: &str, what: &str);
@@ -372,13 +389,14 @@ pub trait Observer {
 
 /// Runs the whole session. `save` is called with the record after every run (and at the
 /// end), so that finished runs survive an interruption. Returns the record; `complete` is
-/// false when Ctrl-C stopped it.
+/// false when Ctrl-C stopped it. `Err` is for what fails before any run: counters asked
+/// for but unusable, a command that is not there, results that cannot be saved.
 pub fn run_session(
     settings: &ExecSettings,
     observer: &mut dyn Observer,
     save: &mut dyn FnMut(&ExecRecord) -> Result<(), String>,
-) -> Result<ExecRecord, String> {
-    let keepalive = resolve_counters(settings.counters)?;
+) -> Result<ExecRecord, SessionError> {
+    let keepalive = resolve_counters(settings.counters).map_err(SessionError::BadInput)?;
     let syscall_counter = match (&keepalive, settings.counters) {
         (Some(_), _) => "perf".to_string(),
         (None, CounterMode::Off) => "off: --counters off".to_string(),
@@ -390,7 +408,9 @@ pub fn run_session(
         ),
     };
     let path_var = std::env::var_os("PATH");
-    let program = launch::resolve_program(&settings.command[0], path_var.as_deref());
+    // A command that is not there fails the same under every allocator: bad input.
+    let program = launch::resolve_program(&settings.command[0], path_var.as_deref())
+        .map_err(|why| SessionError::BadInput(format!("cannot run the command: {why}")))?;
     let inherited_preload = std::env::var_os("LD_PRELOAD");
     if let Some(p) = &inherited_preload {
         observer.say(&format!(
@@ -431,7 +451,7 @@ pub fn run_session(
         environment: crate::envinfo::Environment::capture(&exec_allocator_info()),
         allocators: rows,
     };
-    save(&record)?;
+    save(&record).map_err(SessionError::Save)?;
 
     let total_rounds = settings.warmup + settings.runs;
     'rounds: for round in 0..total_rounds {
@@ -484,11 +504,11 @@ pub fn run_session(
                     }
                 }
             }
-            save(&record)?;
+            save(&record).map_err(SessionError::Save)?;
         }
     }
     record.complete = !crate::runner::interrupted();
-    save(&record)?;
+    save(&record).map_err(SessionError::Save)?;
     Ok(record)
 }
 

@@ -78,7 +78,9 @@ fn row_of(a: &AllocatorRuns, syscall_counter: &str) -> ExecRow {
         median(&dev).map(|d| 100.0 * d / m)
     });
     let sc = |f: fn(&crate::counters::perf::SyscallCounts) -> Option<u64>| {
-        med(runs, move |r| r.syscalls.as_ref().and_then(f).map(|v| v as f64))
+        med(runs, move |r| {
+            r.syscalls.as_ref().and_then(f).map(|v| v as f64)
+        })
     };
     ExecRow {
         allocator: a.allocator.clone(),
@@ -97,7 +99,9 @@ fn row_of(a: &AllocatorRuns, syscall_counter: &str) -> ExecRow {
         majflt: med(runs, |r| Some(r.usage.majflt as f64)),
         voluntary_csw: med(runs, |r| Some(r.usage.nvcsw as f64)),
         involuntary_csw: med(runs, |r| Some(r.usage.nivcsw as f64)),
-        peak_rss_mib: med(runs, |r| Some(r.usage.maxrss_bytes as f64 / (1 << 20) as f64)),
+        peak_rss_mib: med(runs, |r| {
+            Some(r.usage.maxrss_bytes as f64 / (1 << 20) as f64)
+        }),
         brk: sc(|s| Some(s.brk)),
         mmap: sc(|s| Some(s.mmap)),
         munmap: sc(|s| Some(s.munmap)),
@@ -137,8 +141,14 @@ const NA: &str = "n/a";
 
 type Column = (&'static str, fn(&ExecRow) -> String);
 
+/// A median count: whole numbers as such ("3", "15,342"), halves as "2.5".
 fn count(v: Option<f64>) -> String {
-    v.map_or(NA.into(), fmt_count)
+    match v {
+        None => NA.into(),
+        Some(v) if v.fract() == 0.0 && v.abs() >= 100.0 => fmt_count(v),
+        Some(v) if v.fract() == 0.0 => format!("{v:.0}"),
+        Some(v) => format!("{v:.1}"),
+    }
 }
 
 fn columns(baseline: &str) -> (Vec<String>, Vec<Column>) {
@@ -151,8 +161,12 @@ fn columns(baseline: &str) -> (Vec<String>, Vec<Column>) {
         ("±MAD", |r| {
             r.wall_mad_pct.map_or(NA.into(), |v| format!("{v:.1}%"))
         }),
-        ("min", |r| r.wall_min_ms.map_or(NA.into(), |v| fmt_ns(v * 1e6))),
-        ("max", |r| r.wall_max_ms.map_or(NA.into(), |v| fmt_ns(v * 1e6))),
+        ("min", |r| {
+            r.wall_min_ms.map_or(NA.into(), |v| fmt_ns(v * 1e6))
+        }),
+        ("max", |r| {
+            r.wall_max_ms.map_or(NA.into(), |v| fmt_ns(v * 1e6))
+        }),
         ("vs base", |r| {
             r.vs_baseline.map_or(NA.into(), |v| format!("{v:.2}x"))
         }),
@@ -262,8 +276,7 @@ pub fn shell_words(words: &[String]) -> String {
         .iter()
         .map(|w| {
             if !w.is_empty()
-                && w
-                    .chars()
+                && w.chars()
                     .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
             {
                 w.clone()

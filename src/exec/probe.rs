@@ -48,6 +48,9 @@ fn defining_object(p: *mut libc::c_void) -> Option<String> {
     )
 }
 
+/// Reads one knob back: its value, or why it cannot be read.
+type ReadKnob = dyn Fn(&str) -> Result<String, String>;
+
 /// Runs inside the probe process: `kind` is system, jemalloc, mimalloc or custom.
 pub fn probe_here(kind: &str, knob_names: &[String]) -> ProbeReport {
     let mut report = ProbeReport {
@@ -61,7 +64,7 @@ pub fn probe_here(kind: &str, knob_names: &[String]) -> ProbeReport {
         // SAFETY: a static NUL-terminated string.
         report.preload_allocator = Some(unsafe { CStr::from_ptr(f()) }.to_string_lossy().into());
     }
-    let read: Box<dyn Fn(&str) -> Result<String, String>> = match kind {
+    let read: Box<ReadKnob> = match kind {
         "system" => {
             report.version = Some(format!("glibc {}", crate::envinfo::glibc_version()));
             Box::new(crate::envinfo::glibc_tunable)

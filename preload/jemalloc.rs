@@ -3,7 +3,7 @@
 //! `_RJEM_MALLOC_CONF`, exactly as the in-process `alloclab-jemalloc` worker does).
 
 #[macro_use]
-#[path = "../../family.rs"]
+#[path = "family.rs"]
 mod family;
 
 use std::ffi::{c_char, c_int, c_void};

@@ -3,7 +3,7 @@
 //! `alloclab-mimalloc` worker; mimalloc reads its `MIMALLOC_*` variables itself).
 
 #[macro_use]
-#[path = "../../family.rs"]
+#[path = "family.rs"]
 mod family;
 
 use libmimalloc_sys as mi;
