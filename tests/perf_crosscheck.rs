@@ -10,31 +10,6 @@ mod common;
 use alloclab::spec::Allocator;
 use common::*;
 use std::collections::BTreeMap;
-use std::process::Command;
-
-const EVENTS: [&str; 6] = [
-    "page-faults",
-    "syscalls:sys_enter_brk",
-    "syscalls:sys_enter_mmap",
-    "syscalls:sys_enter_munmap",
-    "syscalls:sys_enter_madvise",
-    "syscalls:sys_enter_mremap",
-];
-
-fn perf_usable() -> Result<(), String> {
-    let out = Command::new("perf")
-        .args(["stat", "-x,", "-e", &EVENTS.join(","), "--", "true"])
-        .output()
-        .map_err(|e| format!("perf not runnable: {e}"))?;
-    let err = String::from_utf8_lossy(&out.stderr);
-    if !out.status.success() || err.contains("<not supported>") || err.contains("<not counted>") {
-        return Err(format!(
-            "perf stat cannot count {EVENTS:?} here: {}",
-            err.trim()
-        ));
-    }
-    Ok(())
-}
 
 /// perf's totals and the lab's record for one worker command.
 fn perf_and_lab(
@@ -42,32 +17,8 @@ fn perf_and_lab(
     variant: &str,
     iters: u64,
 ) -> (BTreeMap<String, u64>, alloclab::record::RunRecord) {
-    let dir = tempfile::tempdir().unwrap();
-    let perf_out = dir.path().join("perf.csv");
-    let worker = worker_cmd(a, variant, 1_000_000, iters);
-    let mut cmd = Command::new("perf");
-    cmd.args(["stat", "-x,", "-o"])
-        .arg(&perf_out)
-        .args(["-e", &EVENTS.join(","), "--"])
-        .arg(worker.get_program())
-        .args(worker.get_args());
-    let out = cmd.output().expect("perf starts");
-    let record = parse_record(&out);
-    let text = std::fs::read_to_string(&perf_out).unwrap();
-    let mut counts = BTreeMap::new();
-    for line in text
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-    {
-        let cells: Vec<&str> = line.split(',').collect();
-        if cells.len() >= 3 {
-            if let Ok(v) = cells[0].parse::<u64>() {
-                counts.insert(cells[2].to_string(), v);
-            }
-        }
-    }
-    assert_eq!(counts.len(), EVENTS.len(), "perf output: {text}");
-    (counts, record)
+    let (counts, out) = perf_stat(&worker_cmd(a, variant, 1_000_000, iters));
+    (counts, parse_record(&out))
 }
 
 fn lab_total(r: &alloclab::record::RunRecord, event: &str) -> Option<u64> {
@@ -99,7 +50,7 @@ fn lab_counts_agree_with_perf_stat() {
     ] {
         let (p1, r1) = perf_and_lab(a, variant, short);
         let (p2, r2) = perf_and_lab(a, variant, long);
-        for event in EVENTS {
+        for event in PERF_EVENTS {
             let (Some(l1), Some(l2)) = (lab_total(&r1, event), lab_total(&r2, event)) else {
                 eprintln!(
                     "{a} {variant}: lab has no {event} ({:?}); compared the rest",

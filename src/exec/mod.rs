@@ -145,6 +145,8 @@ pub struct ExecSettings {
     pub allocators: Vec<ExecAllocator>,
     /// The command and its arguments, as given.
     pub command: Vec<OsString>,
+    /// The command's executable, found as execvp would.
+    pub program: PathBuf,
     pub runs: u32,
     pub warmup: u32,
     pub show_output: bool,
@@ -389,8 +391,8 @@ pub trait Observer {
 
 /// Runs the whole session. `save` is called with the record after every run (and at the
 /// end), so that finished runs survive an interruption. Returns the record; `complete` is
-/// false when Ctrl-C stopped it. `Err` is for what fails before any run: counters asked
-/// for but unusable, a command that is not there, results that cannot be saved.
+/// false when Ctrl-C stopped it. `Err` is for what fails before any run (counters asked
+/// for but unusable) and for results that cannot be saved.
 pub fn run_session(
     settings: &ExecSettings,
     observer: &mut dyn Observer,
@@ -407,10 +409,6 @@ pub fn run_session(
                 .map_or("perf tracepoints are not usable".into(), |e| e.0)
         ),
     };
-    let path_var = std::env::var_os("PATH");
-    // A command that is not there fails the same under every allocator: bad input.
-    let program = launch::resolve_program(&settings.command[0], path_var.as_deref())
-        .map_err(|why| SessionError::BadInput(format!("cannot run the command: {why}")))?;
     let inherited_preload = std::env::var_os("LD_PRELOAD");
     if let Some(p) = &inherited_preload {
         observer.say(&format!(
@@ -421,7 +419,7 @@ pub fn run_session(
     let mut rows: Vec<AllocatorRuns> = Vec::new();
     let mut prepared: Vec<Option<Prepared>> = Vec::new();
     for a in &settings.allocators {
-        let (row, p) = prepare(a, settings, &program);
+        let (row, p) = prepare(a, settings, &settings.program);
         if let Some(why) = &row.failure {
             observer.say(&format!("{}: {why}", row.allocator));
         }

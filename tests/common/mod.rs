@@ -4,6 +4,7 @@
 
 use alloclab::record::RunRecord;
 use alloclab::spec::Allocator;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -52,4 +53,65 @@ pub fn run_worker(a: Allocator, variant: &str, size: u64, iters: u64) -> RunReco
             .output()
             .expect("worker starts"),
     )
+}
+
+/// The events the perf cross-checks compare.
+pub const PERF_EVENTS: [&str; 6] = [
+    "page-faults",
+    "syscalls:sys_enter_brk",
+    "syscalls:sys_enter_mmap",
+    "syscalls:sys_enter_munmap",
+    "syscalls:sys_enter_madvise",
+    "syscalls:sys_enter_mremap",
+];
+
+/// Whether `perf stat` can count [`PERF_EVENTS`] here, or why not.
+pub fn perf_usable() -> Result<(), String> {
+    let out = Command::new("perf")
+        .args(["stat", "-x,", "-e", &PERF_EVENTS.join(","), "--", "true"])
+        .output()
+        .map_err(|e| format!("perf not runnable: {e}"))?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() || err.contains("<not supported>") || err.contains("<not counted>") {
+        return Err(format!(
+            "perf stat cannot count {PERF_EVENTS:?} here: {}",
+            err.trim()
+        ));
+    }
+    Ok(())
+}
+
+/// `perf stat` of `cmd` (its program, arguments and environment): perf's count per event
+/// and the command's output.
+pub fn perf_stat(cmd: &Command) -> (BTreeMap<String, u64>, Output) {
+    let dir = tempfile::tempdir().unwrap();
+    let perf_out = dir.path().join("perf.csv");
+    let mut perf = Command::new("perf");
+    perf.args(["stat", "-x,", "-o"])
+        .arg(&perf_out)
+        .args(["-e", &PERF_EVENTS.join(","), "--"])
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => perf.env(k, v),
+            None => perf.env_remove(k),
+        };
+    }
+    let out = perf.output().expect("perf starts");
+    let text = std::fs::read_to_string(&perf_out).unwrap();
+    let mut counts = BTreeMap::new();
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
+        let cells: Vec<&str> = line.split(',').collect();
+        if cells.len() >= 3 {
+            if let Ok(v) = cells[0].parse::<u64>() {
+                counts.insert(cells[2].to_string(), v);
+            }
+        }
+    }
+    assert_eq!(counts.len(), PERF_EVENTS.len(), "perf output: {text}");
+    (counts, out)
 }

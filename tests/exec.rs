@@ -1,0 +1,502 @@
+//! `alloclab exec` on a real program: `examples/temporaries` (built by `cargo test`), which
+//! allocates and frees the founding case's two 8 MB temporaries through libc's malloc.
+//! The preloads must really take over (each allocator leaves its own fault and syscall
+//! pattern, as in the in-process runs), the counts must agree with `perf stat` on the
+//! same command, cover the whole process tree, and failures must stay in their rows.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const ITERS: u64 = 40;
+
+fn temporaries() -> PathBuf {
+    let p = driver_path()
+        .parent()
+        .unwrap()
+        .join("examples")
+        .join("temporaries");
+    assert!(p.is_file(), "{} is built by cargo test", p.display());
+    p
+}
+
+fn preload(name: &str) -> PathBuf {
+    driver_path()
+        .parent()
+        .unwrap()
+        .join("examples")
+        .join(format!("liballoclab_preload_{name}.so"))
+}
+
+fn exec(args: &[&str], command: &[&str]) -> Output {
+    Command::new(driver_path())
+        .arg("exec")
+        .args(args)
+        .arg("--")
+        .args(command)
+        .output()
+        .expect("alloclab starts")
+}
+
+/// The JSON rows of a successful exec, by allocator.
+fn rows(out: &Output) -> Vec<Value> {
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| {
+        panic!(
+            "exec printed no JSON ({e}): {text}\nstderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    v.as_array().unwrap().clone()
+}
+
+fn row<'a>(rows: &'a [Value], allocator: &str) -> &'a Value {
+    rows.iter()
+        .find(|r| r["allocator"] == allocator)
+        .unwrap_or_else(|| panic!("no row {allocator}: {rows:?}"))
+}
+
+fn num(r: &Value, field: &str) -> f64 {
+    r[field]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{field} is not a number in {r}"))
+}
+
+fn temporaries_args(iters: u64) -> Vec<String> {
+    vec![
+        temporaries().display().to_string(),
+        "--iterations".into(),
+        iters.to_string(),
+    ]
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+fn syscalls_counted(r: &Value) -> bool {
+    r["syscall_counter"] == "perf"
+}
+
+#[test]
+fn preloads_take_over_with_their_own_fault_and_syscall_patterns() {
+    let cmd = temporaries_args(ITERS);
+    let out = exec(
+        &["--runs", "1", "--warmup", "0", "--format", "json"],
+        &strs(&cmd),
+    );
+    assert!(out.status.success(), "{out:?}");
+    let rows = rows(&out);
+    let (sys, je, mi) = (
+        row(&rows, "system"),
+        row(&rows, "jemalloc"),
+        row(&rows, "mimalloc"),
+    );
+    for (r, lib) in [(je, "jemalloc"), (mi, "mimalloc")] {
+        assert_eq!(r["status"], "ok", "{r}");
+        let from = PathBuf::from(r["malloc_from"].as_str().unwrap());
+        assert_eq!(
+            from.canonicalize().unwrap(),
+            preload(lib).canonicalize().unwrap(),
+            "malloc comes from the {lib} preload"
+        );
+    }
+    assert!(sys["malloc_from"].as_str().unwrap().contains("libc.so"));
+    assert!(sys["preload"].is_null());
+    assert!(je["allocator_version"]
+        .as_str()
+        .unwrap()
+        .starts_with("jemalloc 5."));
+    assert!(mi["allocator_version"]
+        .as_str()
+        .unwrap()
+        .starts_with("mimalloc "));
+
+    // glibc trims its heap after every iteration's two frees and faults the 16 MB back
+    // in (≈3,900 faults per iteration); mimalloc keeps its pages.
+    let page_per_iter = 2.0 * 8e6 / 4096.0;
+    let (fs, fm) = (num(sys, "minflt"), num(mi, "minflt"));
+    assert!(
+        fs >= 0.9 * ITERS as f64 * page_per_iter,
+        "glibc re-faults every iteration: {fs}"
+    );
+    assert!(
+        fm < fs / 10.0,
+        "mimalloc keeps its pages: {fm} faults vs glibc's {fs}"
+    );
+    if syscalls_counted(sys) {
+        // glibc shrinks with brk every iteration; jemalloc never uses brk for its heap
+        // but purges with madvise; mimalloc does neither per iteration.
+        let (bs, bj, bm) = (num(sys, "brk"), num(je, "brk"), num(mi, "brk"));
+        assert!(bs >= ITERS as f64, "glibc brk {bs}");
+        assert!(bj < 10.0 && bm < 10.0, "jemalloc brk {bj}, mimalloc brk {bm}");
+        let (ms, mj) = (num(sys, "madvise"), num(je, "madvise"));
+        assert!(
+            mj >= ITERS as f64 && ms < 10.0,
+            "jemalloc purges with madvise: {mj}; glibc: {ms}"
+        );
+        assert!(num(mi, "madvise") < ITERS as f64 / 2.0);
+    } else {
+        eprintln!("syscall checks skipped: {}", sys["syscall_counter"]);
+    }
+}
+
+#[test]
+fn exec_counts_agree_with_perf_stat() {
+    if let Err(why) = perf_usable() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let cmd = temporaries_args(ITERS);
+    for allocator in ["system", "jemalloc", "mimalloc"] {
+        let out = exec(
+            &[
+                "--allocators",
+                allocator,
+                "--runs",
+                "1",
+                "--warmup",
+                "0",
+                "--format",
+                "json",
+            ],
+            &strs(&cmd),
+        );
+        assert!(out.status.success(), "{out:?}");
+        let lab = rows(&out).remove(0);
+        let mut c = Command::new(&cmd[0]);
+        c.args(&cmd[1..]);
+        if allocator != "system" {
+            c.env("LD_PRELOAD", preload(allocator));
+        }
+        let (perf, p_out) = perf_stat(&c);
+        assert!(p_out.status.success(), "{p_out:?}");
+        for (field, event) in [
+            ("brk", "syscalls:sys_enter_brk"),
+            ("mmap", "syscalls:sys_enter_mmap"),
+            ("munmap", "syscalls:sys_enter_munmap"),
+            ("madvise", "syscalls:sys_enter_madvise"),
+            ("mremap", "syscalls:sys_enter_mremap"),
+        ] {
+            let (l, p) = (num(&lab, field) as i64, perf[event] as i64);
+            // glibc is deterministic; jemalloc's and mimalloc's time-based purging may
+            // add or skip a call or two between two runs.
+            let tolerance = if allocator == "system" { 0 } else { 3 };
+            assert!(
+                (l - p).abs() <= tolerance,
+                "{allocator} {field}: exec {l}, perf stat {p}"
+            );
+        }
+        // wait4's faults include the few the child takes between fork and exec.
+        let faults = num(&lab, "minflt") + num(&lab, "majflt");
+        let p = perf["page-faults"] as f64;
+        assert!(
+            (faults - p).abs() <= 0.005 * p + 50.0,
+            "{allocator} faults: exec {faults}, perf stat {p}"
+        );
+    }
+}
+
+#[test]
+fn the_whole_process_tree_is_counted() {
+    let alone = temporaries_args(20);
+    let mut family = alone.clone();
+    family.extend(["--children".into(), "2".into()]);
+    let run = |cmd: &[String]| {
+        let out = exec(
+            &[
+                "--allocators",
+                "system",
+                "--runs",
+                "1",
+                "--warmup",
+                "0",
+                "--format",
+                "json",
+            ],
+            &strs(cmd),
+        );
+        assert!(out.status.success(), "{out:?}");
+        rows(&out).remove(0)
+    };
+    let (one, three) = (run(&alone), run(&family));
+    // Three processes doing the same work: about three times the faults (wait4 includes
+    // the children the program waited for) and the brk calls (counters inherited).
+    let ratio = num(&three, "minflt") / num(&one, "minflt");
+    assert!((2.5..3.5).contains(&ratio), "faults ratio {ratio}");
+    if syscalls_counted(&one) {
+        let ratio = num(&three, "brk") / num(&one, "brk");
+        assert!((2.5..3.5).contains(&ratio), "brk ratio {ratio}");
+    }
+}
+
+#[test]
+fn the_malloc_family_keeps_its_c_semantics_under_every_preload() {
+    let t = temporaries().display().to_string();
+    let out = exec(&["--runs", "1", "--warmup", "0"], &[&t, "--check-family"]);
+    assert!(out.status.success(), "{out:?}");
+    // Threads and a forked child allocating at once.
+    let out = exec(
+        &["--runs", "1", "--warmup", "0"],
+        &[
+            &t,
+            "--iterations",
+            "10",
+            "--threads",
+            "2",
+            "--children",
+            "1",
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+}
+
+#[test]
+fn a_failure_fails_only_its_row_and_the_exit_status() {
+    let allocators = "system,jemalloc,libm=/lib/x86_64-linux-gnu/libm.so.6,gone=/nonexistent/libgone.so";
+    let out = exec(
+        &[
+            "--allocators",
+            allocators,
+            "--runs",
+            "2",
+            "--warmup",
+            "0",
+            "--format",
+            "json",
+        ],
+        // Fails whenever something is preloaded.
+        &["sh", "-c", "test -z \"$LD_PRELOAD\""],
+    );
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let rows = rows(&out);
+    let sys = row(&rows, "system");
+    assert_eq!(sys["status"], "ok");
+    assert_eq!(sys["runs"], 2);
+    let je = row(&rows, "jemalloc");
+    assert_eq!(je["status"], "failed");
+    assert!(
+        je["error"].as_str().unwrap().contains("exited with status 1"),
+        "{je}"
+    );
+    if Path::new("/lib/x86_64-linux-gnu/libm.so.6").exists() {
+        let libm = row(&rows, "libm");
+        assert!(
+            libm["error"]
+                .as_str()
+                .unwrap()
+                .contains("did not take over malloc"),
+            "{libm}"
+        );
+    }
+    let gone = row(&rows, "gone");
+    assert!(
+        gone["error"].as_str().unwrap().contains("does not exist"),
+        "{gone}"
+    );
+}
+
+#[test]
+fn knobs_are_applied_and_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    let cmd = temporaries_args(20);
+    let out = exec(
+        &[
+            "--allocators",
+            "system:top_pad=64M;jemalloc:dirty_decay_ms=-1;mimalloc:purge_delay=0",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--format",
+            "json",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        &strs(&cmd),
+    );
+    assert!(out.status.success(), "{out:?}");
+    let record: alloclab::exec::ExecRecord =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("exec.json")).unwrap())
+            .unwrap();
+    let knobs = |i: usize| record.allocators[i].knobs_effective.clone();
+    assert_eq!(knobs(0)["top_pad"], (64u64 << 20).to_string());
+    assert_eq!(knobs(1)["dirty_decay_ms"], "-1");
+    assert_eq!(knobs(2)["purge_delay"], "0");
+    assert_eq!(
+        record.allocators[1].env["_RJEM_MALLOC_CONF"],
+        "dirty_decay_ms:-1"
+    );
+    // The knobs act: a 64 MiB top pad keeps glibc's heap, so no re-faulting.
+    let rows = rows(&out);
+    let faults = num(row(&rows, "system:top_pad=64M"), "minflt");
+    assert!(faults < 20.0 * 3900.0 / 4.0, "top_pad=64M faults {faults}");
+}
+
+#[test]
+fn out_dir_files_parse_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("exec");
+    let cmd = temporaries_args(5);
+    let out = exec(
+        &[
+            "--runs",
+            "3",
+            "--warmup",
+            "1",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        &strs(&cmd),
+    );
+    assert!(out.status.success(), "{out:?}");
+    let record: alloclab::exec::ExecRecord =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("exec.json")).unwrap())
+            .unwrap();
+    assert!(record.complete);
+    assert_eq!(record.schema, alloclab::exec::SCHEMA);
+    for a in &record.allocators {
+        assert_eq!(a.runs.len(), 3, "{}", a.allocator);
+        assert_eq!(a.warmup_runs, 1);
+        let rounds: Vec<u32> = a.runs.iter().map(|r| r.round).collect();
+        assert_eq!(rounds, [1, 2, 3]);
+        let csv = std::fs::read_to_string(
+            out_dir
+                .join("histograms")
+                .join(format!("{}.us.csv", a.allocator)),
+        )
+        .unwrap();
+        let hist = alloclab::export::hdr::parse_csv(&csv).unwrap();
+        assert!(hist.windows(2).all(|w| w[0].value <= w[1].value
+            && w[0].quantile <= w[1].quantile));
+        // The histogram holds exactly these runs' times (µs, 3 significant digits).
+        let max_us = a.runs.iter().map(|r| r.wall_ns).max().unwrap() as f64 / 1e3;
+        let last = hist.last().unwrap();
+        assert!(
+            (last.value - max_us).abs() <= max_us * 0.002,
+            "{} vs {max_us}",
+            last.value
+        );
+        assert_eq!(last.total_count, 3);
+    }
+    let summary = std::fs::read_to_string(out_dir.join("summary.csv")).unwrap();
+    let lines: Vec<&str> = summary.lines().collect();
+    assert_eq!(lines.len(), 4, "{summary}");
+    assert!(lines[0].starts_with("allocator,status,error,runs,wall_median_ms"));
+    // The printed table is the same data.
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("wall p50") && table.contains("vs system"), "{table}");
+    for f in ["env.json", "REPORT.md"] {
+        assert!(out_dir.join(f).is_file(), "{f}");
+    }
+}
+
+#[test]
+fn bad_input_is_refused_before_anything_runs_or_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("never");
+    let o = out_dir.to_str().unwrap();
+    let t = temporaries().display().to_string();
+    for (args, command, says) in [
+        (
+            vec!["--allocators", "jemallocc"],
+            vec![t.as_str()],
+            "jemalloc",
+        ),
+        (
+            vec!["--allocators", "jemalloc=/tmp/x.so"],
+            vec![t.as_str()],
+            "built in",
+        ),
+        (
+            vec!["--allocators", "system:top_pad=lots"],
+            vec![t.as_str()],
+            "size",
+        ),
+        (vec!["--runs", "0"], vec![t.as_str()], "runs"),
+        (vec![], vec!["no-such-command-here"], "command not found"),
+        (vec![], vec!["/nonexistent/prog"], "does not exist"),
+    ] {
+        let mut a = args.clone();
+        a.extend(["--out", o]);
+        let out = exec(&a, &command);
+        assert_eq!(out.status.code(), Some(2), "{args:?} {command:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!out_dir.exists(), "{args:?} wrote {}", out_dir.display());
+    }
+    // A folder holding `alloclab run` results is not mixed with exec's.
+    std::fs::create_dir_all(&out_dir).unwrap();
+    std::fs::write(out_dir.join("plan.json"), "{}").unwrap();
+    let out = exec(&["--out", o], &[t.as_str()]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(!out_dir.join("exec.json").exists());
+}
+
+#[test]
+fn a_run_over_its_timeout_is_killed_and_fails_its_row() {
+    let out = exec(
+        &[
+            "--allocators",
+            "system",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--timeout",
+            "0.3",
+            "--format",
+            "json",
+        ],
+        &["sh", "-c", "sleep 30"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let rows = rows(&out);
+    assert!(
+        rows[0]["error"].as_str().unwrap().contains("timed out"),
+        "{rows:?}"
+    );
+}
+
+#[test]
+fn ctrl_c_keeps_the_finished_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("exec");
+    let mut child = Command::new(driver_path())
+        .args(["exec", "--allocators", "system", "--runs", "1000", "--warmup", "0"])
+        .arg("--out")
+        .arg(&out_dir)
+        .args(["--", "sleep", "0.05"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let json = out_dir.join("exec.json");
+    let runs_done = || -> usize {
+        std::fs::read_to_string(&json)
+            .ok()
+            .and_then(|t| serde_json::from_str::<alloclab::exec::ExecRecord>(&t).ok())
+            .map_or(0, |r| r.allocators[0].runs.len())
+    };
+    let start = std::time::Instant::now();
+    while runs_done() < 2 {
+        assert!(start.elapsed().as_secs() < 60, "no runs finished");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: signals our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let record: alloclab::exec::ExecRecord =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(!record.complete);
+    let runs = record.allocators[0].runs.len();
+    assert!((2..1000).contains(&runs), "{runs} runs kept");
+    assert!(record.allocators[0].failure.is_none());
+}
