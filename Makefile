@@ -5,7 +5,10 @@ OUT ?= results
 ALLOCLAB := target/release/alloclab
 EXPERIMENTS := $(wildcard experiments/*.toml)
 
-.PHONY: build test run-all compare lint numpy bench-numpy clean
+CALLS ?= 200
+RUNS ?= 5
+
+.PHONY: build test run-all compare lint numpy bench-numpy exec-numpy clean
 
 ## build: the driver, the three worker binaries and the preload libraries of `exec`
 ## (release, for this machine's CPU)
@@ -37,6 +40,19 @@ numpy:
 ## bench-numpy: NumPy against the lab's in-place kernel, as ratios in one run
 bench-numpy: build
 	python3 bench/numpy_vs_lab.py --size $(SIZE)
+
+## exec-numpy: NumPy's func1 and func2 as whole programs (CALLS calls each per run) under
+## every allocator with `alloclab exec` — where NumPy is installed (pip install numpy)
+exec-numpy: build
+	@if python3 -c "import numpy" 2>/dev/null; then \
+	  for f in func1 func2; do \
+	    echo "== $$f: python3 experiments/numpy_temporaries.py --size $(SIZE) --calls $(CALLS) --only $$f"; \
+	    $(ALLOCLAB) exec --runs $(RUNS) -- python3 experiments/numpy_temporaries.py --size $(SIZE) --calls $(CALLS) --only $$f || exit $$?; \
+	    echo; \
+	  done; \
+	else \
+	  echo "exec-numpy: skipped, NumPy is not installed for python3 (pip install numpy)"; \
+	fi
 
 clean:
 	$(CARGO) clean

@@ -3,6 +3,13 @@
 buffer for the quotient), timed by themselves.
 
     python3 experiments/numpy_temporaries.py [--size 1000000] [--min-time 1.0] [--json]
+    python3 experiments/numpy_temporaries.py --calls 200 --only func2   # fixed work
+
+With --calls the script does a fixed amount of work (that many calls of each function
+after 10 warm-up calls) instead of running for a fixed time, so that the whole process's
+time, faults and syscalls compare across allocators:
+
+    alloclab exec -- python3 experiments/numpy_temporaries.py --calls 200 --only func2
 
 Each call is timed on its own (perf_counter_ns around one call), like alloclab's
 per-iteration latency, after a warm-up; the two functions alternate in blocks so that
@@ -10,6 +17,7 @@ drift on a noisy machine hits both alike. Prints median and p99 per call.
 """
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -26,10 +34,14 @@ def func2(a):
     return t / 255.0
 
 
-def time_calls(fn, a, min_time_s, min_calls=10):
+def time_calls(fn, a, min_time_s, min_calls=10, max_calls=None):
     samples = []
     start = time.perf_counter_ns()
-    while len(samples) < min_calls or time.perf_counter_ns() - start < min_time_s * 1e9:
+    while len(samples) < min_calls or (
+        max_calls is None and time.perf_counter_ns() - start < min_time_s * 1e9
+    ):
+        if max_calls is not None and len(samples) >= max_calls:
+            break
         t0 = time.perf_counter_ns()
         fn(a)
         samples.append(time.perf_counter_ns() - t0)
@@ -48,33 +60,49 @@ def main():
     ap.add_argument("--min-time", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--calls", type=int, help="fixed work: exactly this many calls of each function")
+    ap.add_argument("--only", choices=("func1", "func2", "both"), default="both")
     args = ap.parse_args()
     if args.size < 1:
         sys.exit("error: --size must be at least 1 element")
+    if args.calls is not None and args.calls < 4:
+        sys.exit("error: --calls must be at least 4 (the calls are split into 4 blocks)")
     a = np.random.default_rng(args.seed).integers(0, 256, args.size, dtype=np.uint8)
     assert np.array_equal(func1(a), func2(a))
-    results = {"func1": [], "func2": []}
-    for fn, name in ((func1, "func1"), (func2, "func2")):
-        time_calls(fn, a, 0.1)  # warm-up
+    funcs = [(f, n) for f, n in ((func1, "func1"), (func2, "func2")) if args.only in (n, "both")]
+    results = {name: [] for _, name in funcs}
+    for fn, name in funcs:
+        if args.calls is None:
+            time_calls(fn, a, 0.1)  # warm-up
+        else:
+            time_calls(fn, a, 0, min_calls=10, max_calls=10)
     blocks = 4
-    for _ in range(blocks):
-        for fn, name in ((func1, "func1"), (func2, "func2")):
-            results[name] += time_calls(fn, a, args.min_time / blocks)
+    for b in range(blocks):
+        for fn, name in funcs:
+            if args.calls is None:
+                results[name] += time_calls(fn, a, args.min_time / blocks)
+            else:
+                n = args.calls // blocks + (1 if b < args.calls % blocks else 0)
+                results[name] += time_calls(fn, a, 0, min_calls=n, max_calls=n)
+    preload = os.environ.get("LD_PRELOAD")
     out = {
         "numpy": np.__version__,
         "size": args.size,
-        "func1": summary(results["func1"]),
-        "func2": summary(results["func2"]),
+        "malloc": os.path.basename(preload) if preload else "glibc",
     }
-    out["func2_overfunc1_p50"] = out["func2"]["p50_ns"] / out["func1"]["p50_ns"]
+    for _, name in funcs:
+        out[name] = summary(results[name])
+    if len(funcs) == 2:
+        out["func2_overfunc1_p50"] = out["func2"]["p50_ns"] / out["func1"]["p50_ns"]
     if args.json:
         print(json.dumps(out))
     else:
-        print(f"NumPy {out['numpy']}, size {args.size}")
-        for name in ("func1", "func2"):
+        print(f"NumPy {out['numpy']}, size {args.size}, malloc: {out['malloc']}")
+        for _, name in funcs:
             r = out[name]
             print(f"  {name}: p50 {r['p50_ns'] / 1e3:9.1f} µs  p99 {r['p99_ns'] / 1e3:9.1f} µs  ({r['calls']} calls)")
-        print(f"  func2 / func1 (p50): {out['func2_overfunc1_p50']:.2f}x")
+        if len(funcs) == 2:
+            print(f"  func2 / func1 (p50): {out['func2_overfunc1_p50']:.2f}x")
 
 
 if __name__ == "__main__":
