@@ -642,6 +642,14 @@ fn exec(args: &alloclab::cli::ExecArgs) -> ExitCode {
             let mut s = output::header(&record);
             s.push('\n');
             s.push_str(&output::to_table(&rows));
+            let lines = output::explanations(&rows);
+            if !lines.is_empty() {
+                s.push('\n');
+                for l in lines {
+                    s.push_str(&l);
+                    s.push('\n');
+                }
+            }
             s
         }
     };

@@ -109,6 +109,56 @@ pub fn resolve_program(name: &OsStr, path_var: Option<&OsStr>) -> Result<PathBuf
         })
 }
 
+/// Why `LD_PRELOAD` cannot replace the malloc of `program` (a statically linked ELF
+/// executable has no dynamic loader to preload with; a set-user-ID program runs in secure
+/// mode, which ignores preload paths), or None where it can. A script (`#!`) is judged by
+/// its interpreter.
+pub fn preload_obstacle(program: &Path) -> Option<String> {
+    use std::io::Read;
+    use std::os::unix::fs::PermissionsExt;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(program)
+        .and_then(|mut f| f.read(&mut head))
+        .ok()?;
+    let head = &head[..n];
+    if let Some(rest) = head.strip_prefix(b"#!") {
+        let line = rest.split(|&b| b == b'\n').next()?;
+        let interp = String::from_utf8_lossy(line);
+        let interp = interp.split_whitespace().next()?;
+        return preload_obstacle(Path::new(interp))
+            .map(|why| format!("its interpreter {interp}: {why}"));
+    }
+    let mode = std::fs::metadata(program).ok()?.permissions().mode();
+    // SAFETY: geteuid has no preconditions.
+    if mode & 0o4000 != 0 && unsafe { libc::geteuid() } != 0 {
+        return Some(format!(
+            "{} is set-user-ID: the loader ignores LD_PRELOAD paths for it",
+            program.display()
+        ));
+    }
+    // ELF64 little-endian (x86_64): look for a PT_INTERP program header.
+    if n < 64 || &head[..4] != b"\x7fELF" || head[4] != 2 || head[5] != 1 {
+        return None;
+    }
+    let u16_at = |o: usize| u16::from_le_bytes([head[o], head[o + 1]]) as u64;
+    let phoff = u64::from_le_bytes(head[0x20..0x28].try_into().ok()?);
+    let (phentsize, phnum) = (u16_at(0x36), u16_at(0x38));
+    let mut table = vec![0u8; (phentsize * phnum) as usize];
+    let mut f = std::fs::File::open(program).ok()?;
+    std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(phoff)).ok()?;
+    f.read_exact(&mut table).ok()?;
+    const PT_INTERP: u32 = 3;
+    let has_interp = table
+        .chunks_exact(phentsize.max(4) as usize)
+        .any(|ph| u32::from_le_bytes([ph[0], ph[1], ph[2], ph[3]]) == PT_INTERP);
+    (!has_interp).then(|| {
+        format!(
+            "{} is statically linked: there is no dynamic loader to preload an allocator with",
+            program.display()
+        )
+    })
+}
+
 /// How a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "kind")]

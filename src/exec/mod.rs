@@ -271,6 +271,11 @@ fn prepare(
             );
         }
     }
+    if preload.is_some() {
+        if let Some(why) = launch::preload_obstacle(program) {
+            return fail(row, format!("cannot preload into this command: {why}"));
+        }
+    }
     let knob_names: Vec<String> = match a {
         ExecAllocator::Builtin(s) => s.knobs.iter().map(|k| k.name.clone()).collect(),
         ExecAllocator::Custom { .. } => Vec::new(),

@@ -234,6 +234,56 @@ pub fn to_json(rows: &[ExecRow]) -> String {
     serde_json::to_string_pretty(rows).expect("exec rows always serialize")
 }
 
+/// One line per allocator against the baseline: the time ratio and the counters that
+/// differ (by at least 2 and 10 %), as medians per run.
+pub fn explanations(rows: &[ExecRow]) -> Vec<String> {
+    type Field = (&'static str, fn(&ExecRow) -> Option<f64>);
+    const FIELDS: [Field; 7] = [
+        ("minor faults", |r| r.minflt),
+        ("major faults", |r| r.majflt),
+        ("brk", |r| r.brk),
+        ("mmap", |r| r.mmap),
+        ("munmap", |r| r.munmap),
+        ("madvise", |r| r.madvise),
+        ("mremap", |r| r.mremap),
+    ];
+    let Some(base) = rows.iter().find(|r| r.status == "ok" && r.runs > 0) else {
+        return Vec::new();
+    };
+    let mut lines = Vec::new();
+    for r in rows
+        .iter()
+        .filter(|r| r.status == "ok" && r.runs > 0 && r.allocator != base.allocator)
+    {
+        let (Some(ratio), Some(sys), Some(bsys)) = (r.vs_baseline, r.sys_ms, base.sys_ms) else {
+            continue;
+        };
+        let mut diffs = Vec::new();
+        for (name, f) in FIELDS {
+            if let (Some(a), Some(b)) = (f(r), f(base)) {
+                let d = a - b;
+                if d.abs() >= 2.0 && d.abs() >= 0.1 * a.abs().max(b.abs()) {
+                    let sign = if d > 0.0 { "+" } else { "−" };
+                    diffs.push(format!("{sign}{} {name}", count(Some(d.abs()))));
+                }
+            }
+        }
+        lines.push(format!(
+            "{}: {ratio:.2}x {}'s wall time, system time {} vs {}{}",
+            r.allocator,
+            base.allocator,
+            fmt_ns(sys * 1e6),
+            fmt_ns(bsys * 1e6),
+            if diffs.is_empty() {
+                String::new()
+            } else {
+                format!("; per run {}", diffs.join(", "))
+            }
+        ));
+    }
+    lines
+}
+
 /// The lines above the table: the command, how it was run, and what counted.
 pub fn header(record: &ExecRecord) -> String {
     let e = &record.environment;
@@ -343,6 +393,13 @@ pub fn save(dir: &Path, record: &ExecRecord) -> Result<(), String> {
     md.push_str(&header(record));
     md.push_str("```\n\n");
     md.push_str(&to_markdown(&rows));
+    let lines = explanations(&rows);
+    if !lines.is_empty() {
+        md.push('\n');
+        for l in lines {
+            md.push_str(&format!("* {l}\n"));
+        }
+    }
     md.push_str(
         "\nTimes and counts are medians over the runs; ±MAD is the median absolute deviation of the wall time. \
 Run times per allocator: `histograms/<allocator>.us.csv` (HdrHistogram, µs). Every run: `exec.json`.\n",
