@@ -102,7 +102,10 @@ impl ExecArgs {
             return Err("--counters ptrace is not supported by exec (its tracer follows one worker, not a process tree); use perf, auto or off".into());
         }
         // A command that is not there fails the same under every allocator: bad input.
-        let first = self.command.first().ok_or("no command given: put it after `--`")?;
+        let first = self
+            .command
+            .first()
+            .ok_or("no command given: put it after `--`")?;
         let path_var = std::env::var_os("PATH");
         let program = crate::exec::launch::resolve_program(first, path_var.as_deref())
             .map_err(|why| format!("cannot run the command: {why}"))?;

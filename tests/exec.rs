@@ -134,7 +134,10 @@ fn preloads_take_over_with_their_own_fault_and_syscall_patterns() {
         // but purges with madvise; mimalloc does neither per iteration.
         let (bs, bj, bm) = (num(sys, "brk"), num(je, "brk"), num(mi, "brk"));
         assert!(bs >= ITERS as f64, "glibc brk {bs}");
-        assert!(bj < 10.0 && bm < 10.0, "jemalloc brk {bj}, mimalloc brk {bm}");
+        assert!(
+            bj < 10.0 && bm < 10.0,
+            "jemalloc brk {bj}, mimalloc brk {bm}"
+        );
         let (ms, mj) = (num(sys, "madvise"), num(je, "madvise"));
         assert!(
             mj >= ITERS as f64 && ms < 10.0,
@@ -258,7 +261,8 @@ fn the_malloc_family_keeps_its_c_semantics_under_every_preload() {
 
 #[test]
 fn a_failure_fails_only_its_row_and_the_exit_status() {
-    let allocators = "system,jemalloc,libm=/lib/x86_64-linux-gnu/libm.so.6,gone=/nonexistent/libgone.so";
+    let allocators =
+        "system,jemalloc,libm=/lib/x86_64-linux-gnu/libm.so.6,gone=/nonexistent/libgone.so";
     let out = exec(
         &[
             "--allocators",
@@ -281,7 +285,10 @@ fn a_failure_fails_only_its_row_and_the_exit_status() {
     let je = row(&rows, "jemalloc");
     assert_eq!(je["status"], "failed");
     assert!(
-        je["error"].as_str().unwrap().contains("exited with status 1"),
+        je["error"]
+            .as_str()
+            .unwrap()
+            .contains("exited with status 1"),
         "{je}"
     );
     if Path::new("/lib/x86_64-linux-gnu/libm.so.6").exists() {
@@ -323,8 +330,7 @@ fn knobs_are_applied_and_read_back() {
     );
     assert!(out.status.success(), "{out:?}");
     let record: alloclab::exec::ExecRecord =
-        serde_json::from_str(&std::fs::read_to_string(out_dir.join("exec.json")).unwrap())
-            .unwrap();
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("exec.json")).unwrap()).unwrap();
     let knobs = |i: usize| record.allocators[i].knobs_effective.clone();
     assert_eq!(knobs(0)["top_pad"], (64u64 << 20).to_string());
     assert_eq!(knobs(1)["dirty_decay_ms"], "-1");
@@ -357,8 +363,7 @@ fn out_dir_files_parse_back() {
     );
     assert!(out.status.success(), "{out:?}");
     let record: alloclab::exec::ExecRecord =
-        serde_json::from_str(&std::fs::read_to_string(out_dir.join("exec.json")).unwrap())
-            .unwrap();
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("exec.json")).unwrap()).unwrap();
     assert!(record.complete);
     assert_eq!(record.schema, alloclab::exec::SCHEMA);
     for a in &record.allocators {
@@ -373,8 +378,9 @@ fn out_dir_files_parse_back() {
         )
         .unwrap();
         let hist = alloclab::export::hdr::parse_csv(&csv).unwrap();
-        assert!(hist.windows(2).all(|w| w[0].value <= w[1].value
-            && w[0].quantile <= w[1].quantile));
+        assert!(hist
+            .windows(2)
+            .all(|w| w[0].value <= w[1].value && w[0].quantile <= w[1].quantile));
         // The histogram holds exactly these runs' times (µs, 3 significant digits).
         let max_us = a.runs.iter().map(|r| r.wall_ns).max().unwrap() as f64 / 1e3;
         let last = hist.last().unwrap();
@@ -391,7 +397,10 @@ fn out_dir_files_parse_back() {
     assert!(lines[0].starts_with("allocator,status,error,runs,wall_median_ms"));
     // The printed table is the same data.
     let table = String::from_utf8_lossy(&out.stdout);
-    assert!(table.contains("wall p50") && table.contains("vs system"), "{table}");
+    assert!(
+        table.contains("wall p50") && table.contains("vs system"),
+        "{table}"
+    );
     for f in ["env.json", "REPORT.md"] {
         assert!(out_dir.join(f).is_file(), "{f}");
     }
@@ -469,7 +478,15 @@ fn ctrl_c_keeps_the_finished_runs() {
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("exec");
     let mut child = Command::new(driver_path())
-        .args(["exec", "--allocators", "system", "--runs", "1000", "--warmup", "0"])
+        .args([
+            "exec",
+            "--allocators",
+            "system",
+            "--runs",
+            "1000",
+            "--warmup",
+            "0",
+        ])
         .arg("--out")
         .arg(&out_dir)
         .args(["--", "sleep", "0.05"])
@@ -499,4 +516,69 @@ fn ctrl_c_keeps_the_finished_runs() {
     let runs = record.allocators[0].runs.len();
     assert!((2..1000).contains(&runs), "{runs} runs kept");
     assert!(record.allocators[0].failure.is_none());
+}
+
+#[test]
+fn an_unprivileged_user_gets_everything_but_syscall_counts_and_is_told_why() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root to drop to user nobody");
+        return;
+    }
+    // The binaries and preload libraries, where user nobody can run them.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let examples = dir.path().join("examples");
+    std::fs::create_dir(&examples).unwrap();
+    std::fs::copy(driver_path(), dir.path().join("alloclab")).unwrap();
+    std::fs::copy(temporaries(), examples.join("temporaries")).unwrap();
+    for lib in ["jemalloc", "mimalloc"] {
+        std::fs::copy(
+            preload(lib),
+            examples.join(format!("liballoclab_preload_{lib}.so")),
+        )
+        .unwrap();
+    }
+    let mut cmd = Command::new(dir.path().join("alloclab"));
+    cmd.args([
+        "exec", "--runs", "1", "--warmup", "0", "--format", "json", "--",
+    ])
+    .arg(examples.join("temporaries"))
+    .args(["--iterations", "20"])
+    .current_dir(dir.path());
+    // SAFETY: setgroups/setgid/setuid between fork and exec, async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setgroups(0, std::ptr::null()) != 0
+                || libc::setgid(65534) != 0
+                || libc::setuid(65534) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let rows = rows(&out);
+    for r in &rows {
+        assert_eq!(r["status"], "ok", "{r}");
+        let counter = r["syscall_counter"].as_str().unwrap();
+        if counter != "perf" {
+            assert!(counter.starts_with("unavailable: "), "{counter}");
+            assert!(r["brk"].is_null() && r["syscalls"].is_null(), "{r}");
+        }
+    }
+    let je = row(&rows, "jemalloc");
+    assert!(je["malloc_from"]
+        .as_str()
+        .unwrap()
+        .starts_with(&*examples.canonicalize().unwrap().to_string_lossy()));
+    let (fs, fm) = (
+        num(row(&rows, "system"), "minflt"),
+        num(row(&rows, "mimalloc"), "minflt"),
+    );
+    assert!(fs > 20.0 * 1000.0 && fm < fs / 10.0, "{fs} {fm}");
 }

@@ -529,3 +529,68 @@ fn exec_allocator_info() -> crate::envinfo::AllocatorInfo {
         stats: || Err("not in this process".into()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allocator_lists_parse_with_and_without_knobs() {
+        let a = parse_allocators("system,jemalloc,tc=/usr/lib/libtcmalloc.so.4").unwrap();
+        assert_eq!(
+            a.iter().map(ExecAllocator::label).collect::<Vec<_>>(),
+            ["system", "jemalloc", "tc"]
+        );
+        assert_eq!(
+            a[2],
+            ExecAllocator::Custom {
+                name: "tc".into(),
+                path: "/usr/lib/libtcmalloc.so.4".into()
+            }
+        );
+        let a = parse_allocators("system:top_pad=64M;mimalloc:purge_delay=0;x=/a/b.so").unwrap();
+        assert_eq!(a[0].label(), "system:top_pad=64M");
+        assert_eq!(a[1].label(), "mimalloc:purge_delay=0");
+        assert!(matches!(a[2], ExecAllocator::Custom { .. }));
+        for bad in [
+            "",
+            "jemalloc=/x.so",
+            "a b=/x.so",
+            "x=",
+            "system,system",
+            "glibc",
+        ] {
+            assert!(parse_allocators(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn preloads_are_where_cargo_builds_them() {
+        let dir = Path::new("/d");
+        assert_eq!(
+            ExecAllocator::Builtin(AllocatorSpec::plain(Allocator::Jemalloc)).preload(dir),
+            Some(PathBuf::from("/d/liballoclab_preload_jemalloc.so"))
+        );
+        assert_eq!(
+            ExecAllocator::Builtin(AllocatorSpec::plain(Allocator::System)).preload(dir),
+            None
+        );
+    }
+
+    #[test]
+    fn the_child_environment_drops_inherited_allocator_settings() {
+        let spec: AllocatorSpec = "jemalloc:dirty_decay_ms=-1".parse().unwrap();
+        let env = child_env(&ExecAllocator::Builtin(spec), Some(Path::new("/x/lib.so")));
+        let get = |k: &str| {
+            env.iter()
+                .filter(|(n, _)| n == k)
+                .map(|(_, v)| v.to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(get("LD_PRELOAD"), ["/x/lib.so"]);
+        assert_eq!(get("_RJEM_MALLOC_CONF"), ["dirty_decay_ms:-1"]);
+        assert!(env
+            .iter()
+            .all(|(k, _)| k != "GLIBC_TUNABLES" && !k.to_string_lossy().starts_with("MIMALLOC_")));
+    }
+}

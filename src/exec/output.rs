@@ -407,3 +407,36 @@ Run times per allocator: `histograms/<allocator>.us.csv` (HdrHistogram, µs). Ev
     write_atomic(&dir.join("REPORT.md"), md.as_bytes()).map_err(err)?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians_and_counts() {
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(count(Some(3.0)), "3");
+        assert_eq!(count(Some(2.5)), "2.5");
+        assert_eq!(count(Some(155_392.0)), "155,392");
+        assert_eq!(count(None), "n/a");
+    }
+
+    #[test]
+    fn commands_are_quoted_for_the_shell() {
+        let w = |v: &[&str]| shell_words(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(w(&["python3", "x.py", "--n=3"]), "python3 x.py --n=3");
+        assert_eq!(w(&["sh", "-c", "echo 'a b'"]), "sh -c 'echo '\\''a b'\\'''");
+        assert_eq!(w(&[""]), "''");
+    }
+
+    #[test]
+    fn file_stems_are_safe() {
+        assert_eq!(
+            file_stem("jemalloc:dirty_decay_ms=-1"),
+            "jemalloc_dirty_decay_ms_-1"
+        );
+        assert_eq!(file_stem("../x"), ".._x");
+    }
+}
