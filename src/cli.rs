@@ -74,8 +74,9 @@ pub struct ExecArgs {
     /// histograms of the run times, env.json, REPORT.md), updated after every run.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Syscall counts of the process tree: perf (tracepoints; root or CAP_PERFMON), auto
-    /// (perf where it works, else reported unavailable), off.
+    /// Syscall counts of the process tree: perf (tracepoints on every run; root or
+    /// CAP_PERFMON), ptrace (memory syscalls, from one extra traced run per allocator; no
+    /// privileges), auto (perf where it works, else ptrace), off.
     #[arg(long, value_enum, default_value = "auto")]
     pub counters: CounterMode,
     /// never: the command runs with transparent huge pages disabled (prctl, inherited).
@@ -98,9 +99,6 @@ impl ExecArgs {
     /// Validates everything that can be checked before any run.
     pub fn settings(&self) -> Result<crate::exec::ExecSettings, String> {
         let allocators = crate::exec::parse_allocators(&self.allocators)?;
-        if self.counters == CounterMode::Ptrace {
-            return Err("--counters ptrace is not supported by exec (its tracer follows one worker, not a process tree); use perf, auto or off".into());
-        }
         // A command that is not there fails the same under every allocator: bad input.
         let first = self
             .command

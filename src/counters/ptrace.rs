@@ -81,6 +81,16 @@ const COUNTED: [libc::c_long; 5] = [
 /// The seccomp program: memory syscalls and the marker stop the process for the tracer,
 /// everything else is allowed.
 fn filter() -> Vec<libc::sock_filter> {
+    filter_with(true)
+}
+
+/// The seccomp program for counting a whole program (`alloclab exec`): only the memory
+/// syscalls stop it (a program's own getppid is not a marker).
+pub fn tree_filter() -> Vec<libc::sock_filter> {
+    filter_with(false)
+}
+
+fn filter_with(marker: bool) -> Vec<libc::sock_filter> {
     let n = COUNTED.len() as u8;
     let mut f = vec![
         stmt(BPF_LD_W_ABS, 4), // seccomp_data.arch
@@ -93,7 +103,13 @@ fn filter() -> Vec<libc::sock_filter> {
     for (i, nr) in COUNTED.iter().enumerate() {
         f.push(jeq(*nr as u32, n - i as u8 + 1, 0));
     }
-    f.push(jeq(libc::SYS_getppid as u32, 2, 0));
+    // Without a marker the comparison stays but never matches a syscall number.
+    let marker_nr = if marker {
+        libc::SYS_getppid as u32
+    } else {
+        u32::MAX
+    };
+    f.push(jeq(marker_nr, 2, 0));
     f.push(stmt(BPF_RET_K, SECCOMP_RET_ALLOW));
     f.push(stmt(BPF_RET_K, SECCOMP_RET_TRACE | DATA_COUNTED));
     f.push(stmt(BPF_RET_K, SECCOMP_RET_TRACE | DATA_MARKER));
@@ -294,7 +310,7 @@ mod tests {
         for (i, ins) in f.iter().enumerate() {
             if ins.code == BPF_JEQ_K && ins.jt > 0 {
                 let target = i + 1 + ins.jt as usize;
-                if ins.k == libc::SYS_getppid as u32 {
+                if ins.k == libc::SYS_getppid as u32 || ins.k == u32::MAX {
                     assert_eq!(target, marker_ret);
                 } else if ins.k != AUDIT_ARCH_X86_64 {
                     assert_eq!(target, counted_ret, "syscall {}", ins.k);
@@ -302,6 +318,9 @@ mod tests {
             }
         }
         assert_eq!(f[counted_ret].k, SECCOMP_RET_TRACE | DATA_COUNTED);
+        let t = tree_filter();
+        assert_eq!(t.len(), f.len());
+        assert!(t.iter().all(|i| i.k != libc::SYS_getppid as u32));
         assert_eq!(f[marker_ret].k, SECCOMP_RET_TRACE | DATA_MARKER);
     }
 }

@@ -186,6 +186,12 @@ pub struct AllocatorRuns {
     pub failure: Option<String>,
     pub warmup_runs: u32,
     pub runs: Vec<ExecRun>,
+    /// With `--counters ptrace`: the memory-syscall counts of the extra traced run.
+    #[serde(default)]
+    pub traced_syscalls: Option<SyscallCounts>,
+    /// Why the traced run has no counts.
+    #[serde(default)]
+    pub traced_note: Option<String>,
 }
 
 /// The whole `exec` result, as `--out DIR` stores it (`exec.json`).
@@ -200,7 +206,8 @@ pub struct ExecRecord {
     pub warmup: u32,
     pub thp: Thp,
     pub timeout_s: Option<f64>,
-    /// "perf" (tracepoint counters inherited by the process tree) or why syscalls were
+    /// "perf" (tracepoint counters inherited by the process tree, every run), "ptrace"
+    /// (one extra traced run per allocator, memory syscalls only) or why syscalls were
     /// not counted.
     pub syscall_counter: String,
     pub environment: crate::envinfo::Environment,
@@ -252,6 +259,8 @@ fn prepare(
         failure: None,
         warmup_runs: 0,
         runs: Vec::new(),
+        traced_syscalls: None,
+        traced_note: None,
     };
     let fail = |mut row: AllocatorRuns, why: String| {
         row.failure = Some(why);
@@ -354,25 +363,40 @@ fn prepare(
     }
 }
 
-/// How the syscalls of the command's process tree are counted here, or why they are not.
-/// `Ok(keepalive)` holds a disabled counter set open for the whole session: closing the
-/// last user of a tracepoint costs an RCU grace period (~35 ms here) per run otherwise.
-pub fn resolve_counters(
-    mode: CounterMode,
-) -> Result<Option<crate::counters::perf::SyscallCounters>, String> {
+/// How the syscalls of the command's process tree are counted in a session.
+pub enum CounterPlan {
+    /// perf tracepoint counters on every measured run. The set held here stays open,
+    /// disabled, for the whole session: closing the last user of a tracepoint costs an
+    /// RCU grace period (~35 ms here) per run otherwise.
+    Perf(crate::counters::perf::SyscallCounters),
+    /// One extra run per allocator under the ptrace + seccomp tracer, after the measured
+    /// ones (a trapped syscall slows a run, so traced runs are not timed).
+    Ptrace,
+    /// Not counted, and why.
+    Unavailable(String),
+}
+
+/// Resolves `--counters`: `Err` when the method asked for cannot work here.
+pub fn resolve_counters(mode: CounterMode) -> Result<CounterPlan, String> {
+    use crate::counters::{perf::SyscallCounters, ptrace};
     match mode {
-        CounterMode::Off => Ok(None),
-        CounterMode::Ptrace => Err(
-            "--counters ptrace is not supported by exec (its tracer follows one worker, not a process tree); use perf or off"
-                .into(),
-        ),
-        CounterMode::Perf | CounterMode::Auto => {
-            match crate::counters::perf::SyscallCounters::open() {
-                Ok(c) => Ok(Some(c)),
-                Err(why) if mode == CounterMode::Perf => Err(why.0),
-                Err(_) => Ok(None),
-            }
-        }
+        CounterMode::Off => Ok(CounterPlan::Unavailable("off: --counters off".into())),
+        CounterMode::Perf => SyscallCounters::open()
+            .map(CounterPlan::Perf)
+            .map_err(|e| e.0),
+        CounterMode::Ptrace => match ptrace::unsupported() {
+            Some(why) => Err(why.0),
+            None => Ok(CounterPlan::Ptrace),
+        },
+        CounterMode::Auto => match SyscallCounters::open() {
+            Ok(c) => Ok(CounterPlan::Perf(c)),
+            Err(perf) => Ok(match ptrace::unsupported() {
+                None => CounterPlan::Ptrace,
+                Some(why) => {
+                    CounterPlan::Unavailable(format!("unavailable: {}; {}", perf.0, why.0))
+                }
+            }),
+        },
     }
 }
 
@@ -403,16 +427,11 @@ pub fn run_session(
     observer: &mut dyn Observer,
     save: &mut dyn FnMut(&ExecRecord) -> Result<(), String>,
 ) -> Result<ExecRecord, SessionError> {
-    let keepalive = resolve_counters(settings.counters).map_err(SessionError::BadInput)?;
-    let syscall_counter = match (&keepalive, settings.counters) {
-        (Some(_), _) => "perf".to_string(),
-        (None, CounterMode::Off) => "off: --counters off".to_string(),
-        (None, _) => format!(
-            "unavailable: {}",
-            crate::counters::perf::SyscallCounters::open()
-                .err()
-                .map_or("perf tracepoints are not usable".into(), |e| e.0)
-        ),
+    let plan = resolve_counters(settings.counters).map_err(SessionError::BadInput)?;
+    let syscall_counter = match &plan {
+        CounterPlan::Perf(_) => "perf".to_string(),
+        CounterPlan::Ptrace => "ptrace".to_string(),
+        CounterPlan::Unavailable(why) => why.clone(),
     };
     let inherited_preload = std::env::var_os("LD_PRELOAD");
     if let Some(p) = &inherited_preload {
@@ -435,7 +454,8 @@ pub fn run_session(
         show_output: settings.show_output,
         thp_never: settings.thp == Thp::Never,
         timeout: settings.timeout,
-        count_syscalls: keepalive.is_some(),
+        count_syscalls: matches!(plan, CounterPlan::Perf(_)),
+        trace: false,
     };
     let mut record = ExecRecord {
         schema: SCHEMA.into(),
@@ -506,6 +526,46 @@ pub fn run_session(
                         });
                     }
                 }
+            }
+            save(&record).map_err(SessionError::Save)?;
+        }
+    }
+    if matches!(plan, CounterPlan::Ptrace) {
+        let traced = LaunchOptions {
+            trace: true,
+            count_syscalls: false,
+            ..opts
+        };
+        for (i, cmd) in prepared.iter().enumerate() {
+            if crate::runner::interrupted() {
+                break;
+            }
+            let Some(c) = cmd.as_ref() else { continue };
+            let label = record.allocators[i].allocator.clone();
+            observer.run_started(&label, "traced run (syscall counts)");
+            let outcome = launch::run(c, &traced);
+            let why = outcome.as_ref().err().map(|e| e.to_string());
+            observer.run_finished(
+                &label,
+                match (&outcome, &why) {
+                    (Ok(run), _) => Ok(run),
+                    (Err(_), Some(w)) => Err(w.as_str()),
+                    (Err(_), None) => Err("failed"),
+                },
+            );
+            let row = &mut record.allocators[i];
+            match outcome {
+                Ok(run) if run.termination.success() => {
+                    row.traced_syscalls = run.syscalls.ok();
+                }
+                Ok(run) if run.termination == Termination::Interrupted => break,
+                Ok(run) => {
+                    row.traced_note = Some(format!(
+                        "the traced run {}",
+                        run.termination.describe(settings.timeout)
+                    ))
+                }
+                Err(e) => row.traced_note = Some(format!("the traced run failed: {e}")),
             }
             save(&record).map_err(SessionError::Save)?;
         }

@@ -77,10 +77,16 @@ fn row_of(a: &AllocatorRuns, syscall_counter: &str) -> ExecRow {
         let dev: Vec<f64> = walls.iter().map(|w| (w - m).abs()).collect();
         median(&dev).map(|d| 100.0 * d / m)
     });
+    let traced = syscall_counter == "ptrace";
     let sc = |f: fn(&crate::counters::perf::SyscallCounts) -> Option<u64>| {
-        med(runs, move |r| {
-            r.syscalls.as_ref().and_then(f).map(|v| v as f64)
-        })
+        if traced {
+            // One traced run per allocator: its counts, if it has them.
+            a.traced_syscalls.as_ref().and_then(f).map(|v| v as f64)
+        } else {
+            med(runs, move |r| {
+                r.syscalls.as_ref().and_then(f).map(|v| v as f64)
+            })
+        }
     };
     ExecRow {
         allocator: a.allocator.clone(),
@@ -108,7 +114,10 @@ fn row_of(a: &AllocatorRuns, syscall_counter: &str) -> ExecRow {
         madvise: sc(|s| Some(s.madvise)),
         mremap: sc(|s| Some(s.mremap)),
         syscalls: sc(|s| s.all),
-        syscall_counter: syscall_counter.to_string(),
+        syscall_counter: match (&a.traced_note, traced) {
+            (Some(note), true) => format!("ptrace: {note}"),
+            _ => syscall_counter.to_string(),
+        },
         allocator_version: a.version.clone(),
         preload: a.preload.clone(),
         malloc_from: a.malloc_from.clone(),
@@ -301,9 +310,14 @@ pub fn header(record: &ExecRecord) -> String {
         e.kernel,
         e.cpu_model,
     ));
+    let counter = match record.syscall_counter.as_str() {
+        "ptrace" => {
+            "ptrace (memory syscalls only, from one extra untimed traced run per allocator)"
+        }
+        other => other,
+    };
     s.push_str(&format!(
-        "per run: wall time from release to reaping, rusage from wait4, syscalls of the whole process tree: {}\n",
-        record.syscall_counter
+        "per run: wall time from release to reaping, rusage from wait4, syscalls of the whole process tree: {counter}\n"
     ));
     let versions: Vec<String> = record
         .allocators
