@@ -529,6 +529,10 @@ struct ExecProgress {
 }
 
 impl alloclab::exec::Observer for ExecProgress {
+    fn session_started(&mut self, total_runs: usize) {
+        self.total = total_runs;
+    }
+
     fn run_started(&mut self, label: &str, what: &str) {
         if self.tty {
             eprint!(
@@ -607,7 +611,7 @@ fn exec(args: &alloclab::cli::ExecArgs) -> ExitCode {
     };
     runner::stop_on_interrupt();
     let mut progress = ExecProgress {
-        total: settings.allocators.len() * (settings.runs + settings.warmup) as usize,
+        total: 0,
         done: 0,
         tty: std::io::IsTerminal::is_terminal(&std::io::stderr()),
         started: std::time::Instant::now(),

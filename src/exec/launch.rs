@@ -226,6 +226,9 @@ pub struct LaunchOptions {
     pub trace: bool,
 }
 
+/// Marks an errno from the child's tracer set-up (rather than from execve).
+const TRACER_SETUP_FAILED: i32 = 1 << 24;
+
 fn pipe_cloexec() -> std::io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
     // SAFETY: `fds` has room for the two descriptors pipe2 returns.
@@ -323,8 +326,8 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
                         0,
                     ) != 0)
             {
-                let errno = *libc::__errno_location();
-                libc::write(err_fd, (&errno as *const i32).cast(), 4);
+                let code = *libc::__errno_location() | TRACER_SETUP_FAILED;
+                libc::write(err_fd, (&code as *const i32).cast(), 4);
                 libc::_exit(127);
             }
             libc::execve(
@@ -383,9 +386,17 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
     };
     if n == 4 {
         let _ = wait4(pid);
-        return Err(LaunchError::Exec {
-            program: cmd.program.to_string_lossy().into_owned(),
-            error: std::io::Error::from_raw_os_error(i32::from_ne_bytes(errno)).to_string(),
+        let code = i32::from_ne_bytes(errno);
+        let error = std::io::Error::from_raw_os_error(code & !TRACER_SETUP_FAILED);
+        return Err(if code & TRACER_SETUP_FAILED != 0 {
+            LaunchError::Setup(format!(
+                "setting up the tracer in the child (PTRACE_TRACEME, no_new_privs, seccomp) failed: {error}"
+            ))
+        } else {
+            LaunchError::Exec {
+                program: cmd.program.to_string_lossy().into_owned(),
+                error: error.to_string(),
+            }
         });
     }
 

@@ -58,7 +58,7 @@ impl ExecAllocator {
         match self {
             ExecAllocator::Builtin(s) => match s.allocator {
                 Allocator::System => None,
-                a => Some(dir.join(preload_file(a))),
+                a => Some(probe::absolute(&dir.join(preload_file(a)))),
             },
             ExecAllocator::Custom { path, .. } => Some(probe::absolute(path)),
         }
@@ -413,6 +413,8 @@ pub enum SessionError {
 
 /// Progress and events of a session, for the terminal.
 pub trait Observer {
+    /// How many runs the session will make (warm-ups and traced runs included).
+    fn session_started(&mut self, total_runs: usize);
     fn run_started(&mut self, label: &str, what: &str);
     fn run_finished(&mut self, label: &str, run: Result<&launch::ChildRun, &str>);
     fn say(&mut self, msg: &str);
@@ -477,6 +479,13 @@ pub fn run_session(
     save(&record).map_err(SessionError::Save)?;
 
     let total_rounds = settings.warmup + settings.runs;
+    let alive = prepared.iter().filter(|p| p.is_some()).count();
+    let traced_runs = if matches!(plan, CounterPlan::Ptrace) {
+        alive
+    } else {
+        0
+    };
+    observer.session_started(alive * total_rounds as usize + traced_runs);
     'rounds: for round in 0..total_rounds {
         let warm = round < settings.warmup;
         for (i, cmd) in prepared.iter_mut().enumerate() {
