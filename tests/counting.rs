@@ -11,7 +11,6 @@ use alloclab::spec::Allocator;
 use common::*;
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::time::Duration;
 
@@ -159,7 +158,7 @@ fn an_unprivileged_user_gets_the_same_counts_as_root() {
     for a in [Allocator::System, Allocator::Jemalloc] {
         std::fs::copy(worker_path(a), dir.path().join(a.worker_binary())).unwrap();
     }
-    let compare = |drop_to_nobody: bool, counters: &str| -> Vec<serde_json::Value> {
+    let compare = |as_nobody: bool, counters: &str| -> Vec<serde_json::Value> {
         let mut cmd = Command::new(dir.path().join("alloclab"));
         cmd.args([
             "compare",
@@ -183,19 +182,8 @@ fn an_unprivileged_user_gets_the_same_counts_as_root() {
             counters,
         ])
         .current_dir(dir.path());
-        if drop_to_nobody {
-            // SAFETY: setgroups/setgid/setuid between fork and exec, async-signal-safe.
-            unsafe {
-                cmd.pre_exec(|| {
-                    if libc::setgroups(0, std::ptr::null()) != 0
-                        || libc::setgid(65534) != 0
-                        || libc::setuid(65534) != 0
-                    {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
-            }
+        if as_nobody {
+            drop_to_nobody(&mut cmd);
         }
         let o = cmd.output().unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

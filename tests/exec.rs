@@ -43,6 +43,18 @@ fn exec(args: &[&str], command: &[&str]) -> Output {
         .expect("alloclab starts")
 }
 
+/// The `exec.json` of an `--out` folder.
+fn read_record(dir: &Path) -> alloclab::exec::ExecRecord {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("exec.json")).unwrap()).unwrap()
+}
+
+/// One run per allocator, no warm-up, JSON rows on stdout.
+fn exec_once(args: &[&str], command: &[&str]) -> Output {
+    let mut all = vec!["--runs", "1", "--warmup", "0", "--format", "json"];
+    all.extend_from_slice(args);
+    exec(&all, command)
+}
+
 /// The JSON rows of a successful exec, by allocator.
 fn rows(out: &Output) -> Vec<Value> {
     let text = String::from_utf8_lossy(&out.stdout);
@@ -90,10 +102,7 @@ fn syscalls_counted(r: &Value) -> bool {
 #[test]
 fn preloads_take_over_with_their_own_fault_and_syscall_patterns() {
     let cmd = temporaries_args(ITERS);
-    let out = exec(
-        &["--runs", "1", "--warmup", "0", "--format", "json"],
-        &strs(&cmd),
-    );
+    let out = exec_once(&[], &strs(&cmd));
     assert!(out.status.success(), "{out:?}");
     let rows = rows(&out);
     let (sys, je, mi) = (
@@ -161,19 +170,7 @@ fn exec_counts_agree_with_perf_stat() {
     }
     let cmd = temporaries_args(ITERS);
     for allocator in ["system", "jemalloc", "mimalloc"] {
-        let out = exec(
-            &[
-                "--allocators",
-                allocator,
-                "--runs",
-                "1",
-                "--warmup",
-                "0",
-                "--format",
-                "json",
-            ],
-            &strs(&cmd),
-        );
+        let out = exec_once(&["--allocators", allocator], &strs(&cmd));
         assert!(out.status.success(), "{out:?}");
         let lab = rows(&out).remove(0);
         let mut c = Command::new(&cmd[0]);
@@ -215,19 +212,8 @@ fn the_whole_process_tree_is_counted() {
     let mut family = alone.clone();
     family.extend(["--children".into(), "2".into()]);
     let run = |cmd: &[String], counters: &str| {
-        let out = exec(
-            &[
-                "--counters",
-                counters,
-                "--allocators",
-                "system",
-                "--runs",
-                "1",
-                "--warmup",
-                "0",
-                "--format",
-                "json",
-            ],
+        let out = exec_once(
+            &["--counters", counters, "--allocators", "system"],
             &strs(cmd),
         );
         assert!(out.status.success(), "{out:?}");
@@ -341,24 +327,17 @@ fn knobs_are_applied_and_read_back() {
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("out");
     let cmd = temporaries_args(20);
-    let out = exec(
+    let out = exec_once(
         &[
             "--allocators",
             "system:top_pad=64M;jemalloc:dirty_decay_ms=-1;mimalloc:purge_delay=0",
-            "--runs",
-            "1",
-            "--warmup",
-            "0",
-            "--format",
-            "json",
             "--out",
             out_dir.to_str().unwrap(),
         ],
         &strs(&cmd),
     );
     assert!(out.status.success(), "{out:?}");
-    let record: alloclab::exec::ExecRecord =
-        serde_json::from_str(&std::fs::read_to_string(out_dir.join("exec.json")).unwrap()).unwrap();
+    let record = read_record(&out_dir);
     let knobs = |i: usize| record.allocators[i].knobs_effective.clone();
     assert_eq!(knobs(0)["top_pad"], (64u64 << 20).to_string());
     assert_eq!(knobs(1)["dirty_decay_ms"], "-1");
@@ -390,8 +369,7 @@ fn out_dir_files_parse_back() {
         &strs(&cmd),
     );
     assert!(out.status.success(), "{out:?}");
-    let record: alloclab::exec::ExecRecord =
-        serde_json::from_str(&std::fs::read_to_string(out_dir.join("exec.json")).unwrap()).unwrap();
+    let record = read_record(&out_dir);
     assert!(record.complete);
     assert_eq!(record.schema, alloclab::exec::SCHEMA);
     for a in &record.allocators {
@@ -478,19 +456,8 @@ fn bad_input_is_refused_before_anything_runs_or_is_written() {
 
 #[test]
 fn a_run_over_its_timeout_is_killed_and_fails_its_row() {
-    let out = exec(
-        &[
-            "--allocators",
-            "system",
-            "--runs",
-            "1",
-            "--warmup",
-            "0",
-            "--timeout",
-            "0.3",
-            "--format",
-            "json",
-        ],
+    let out = exec_once(
+        &["--allocators", "system", "--timeout", "0.3"],
         &["sh", "-c", "sleep 30"],
     );
     assert_eq!(out.status.code(), Some(1), "{out:?}");
@@ -549,7 +516,6 @@ fn ctrl_c_keeps_the_finished_runs() {
 #[test]
 fn an_unprivileged_user_gets_the_same_counts_through_ptrace() {
     use std::os::unix::fs::PermissionsExt;
-    use std::os::unix::process::CommandExt;
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         eprintln!("skipped: needs root to drop to user nobody");
@@ -576,24 +542,13 @@ fn an_unprivileged_user_gets_the_same_counts_through_ptrace() {
     .arg(examples.join("temporaries"))
     .args(["--iterations", "20"])
     .current_dir(dir.path());
-    // SAFETY: setgroups/setgid/setuid between fork and exec, async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::setgroups(0, std::ptr::null()) != 0
-                || libc::setgid(65534) != 0
-                || libc::setuid(65534) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    drop_to_nobody(&mut cmd);
     let out = cmd.output().unwrap();
     assert!(out.status.success(), "{out:?}");
     let rows = rows(&out);
     // Root's counts of the same command, by perf where it works.
-    let reference = exec(
-        &["--runs", "1", "--warmup", "0", "--format", "json"],
+    let reference = exec_once(
+        &[],
         &[
             examples.join("temporaries").to_str().unwrap(),
             "--iterations",

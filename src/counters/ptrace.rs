@@ -116,6 +116,31 @@ fn filter_with(marker: bool) -> Vec<libc::sock_filter> {
     f
 }
 
+/// Counts the memory syscall that `tid` is stopped at (a seccomp trap), by its number.
+pub fn count_trapped(tid: libc::pid_t, counts: &mut SyscallCounts) {
+    // SAFETY: all-zero is a valid user_regs_struct; GETREGS fills it.
+    let mut regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
+    // SAFETY: GETREGS writes one user_regs_struct to `regs`.
+    let rc = unsafe {
+        libc::ptrace(
+            libc::PTRACE_GETREGS,
+            tid,
+            0usize,
+            &mut regs as *mut libc::user_regs_struct,
+        )
+    };
+    if rc == 0 {
+        match regs.orig_rax as libc::c_long {
+            libc::SYS_brk => counts.brk += 1,
+            libc::SYS_mmap => counts.mmap += 1,
+            libc::SYS_munmap => counts.munmap += 1,
+            libc::SYS_madvise => counts.madvise += 1,
+            libc::SYS_mremap => counts.mremap += 1,
+            _ => {}
+        }
+    }
+}
+
 /// What a traced worker left behind.
 pub struct Traced {
     pub status: ExitStatus,
@@ -232,27 +257,7 @@ pub fn run_traced(mut cmd: Command, timeout: Duration) -> std::io::Result<Traced
             if data as u32 == DATA_MARKER {
                 markers += 1;
             } else if markers == 1 {
-                // SAFETY: all-zero is a valid user_regs_struct; GETREGS fills it.
-                let mut regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
-                // SAFETY: GETREGS writes one user_regs_struct to `regs`.
-                let rc = unsafe {
-                    libc::ptrace(
-                        libc::PTRACE_GETREGS,
-                        tid,
-                        0usize,
-                        &mut regs as *mut libc::user_regs_struct,
-                    )
-                };
-                if rc == 0 {
-                    match regs.orig_rax as libc::c_long {
-                        libc::SYS_brk => counts.brk += 1,
-                        libc::SYS_mmap => counts.mmap += 1,
-                        libc::SYS_munmap => counts.munmap += 1,
-                        libc::SYS_madvise => counts.madvise += 1,
-                        libc::SYS_mremap => counts.mremap += 1,
-                        _ => {}
-                    }
-                }
+                count_trapped(tid, &mut counts);
             }
         } else if sig == libc::SIGTRAP && event == 0 && !options_set {
             // The stop after exec: from here on seccomp and clone events reach us.

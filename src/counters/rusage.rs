@@ -23,19 +23,24 @@ pub fn read_self() -> std::io::Result<Rusage> {
     if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
-    let ns = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000_000 + tv.tv_usec as u64 * 1_000;
-    Ok(Rusage {
-        minflt: ru.ru_minflt as u64,
-        majflt: ru.ru_majflt as u64,
-        nvcsw: ru.ru_nvcsw as u64,
-        nivcsw: ru.ru_nivcsw as u64,
-        utime_ns: ns(ru.ru_utime),
-        stime_ns: ns(ru.ru_stime),
-        maxrss_bytes: ru.ru_maxrss as u64 * 1024,
-    })
+    Ok(Rusage::from_libc(&ru))
 }
 
 impl Rusage {
+    /// From the kernel's struct (getrusage, wait4).
+    pub fn from_libc(ru: &libc::rusage) -> Self {
+        let ns = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000_000 + tv.tv_usec as u64 * 1_000;
+        Rusage {
+            minflt: ru.ru_minflt as u64,
+            majflt: ru.ru_majflt as u64,
+            nvcsw: ru.ru_nvcsw as u64,
+            nivcsw: ru.ru_nivcsw as u64,
+            utime_ns: ns(ru.ru_utime),
+            stime_ns: ns(ru.ru_stime),
+            maxrss_bytes: ru.ru_maxrss as u64 * 1024,
+        }
+    }
+
     /// What happened between `earlier` and `self` (maxrss is taken from `self`).
     pub fn since(&self, earlier: &Rusage) -> Rusage {
         Rusage {

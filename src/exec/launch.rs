@@ -422,16 +422,7 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
             core_dumped: libc::WCOREDUMP(status),
         },
     };
-    let ns = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000_000 + tv.tv_usec as u64 * 1_000;
-    let usage = Rusage {
-        minflt: ru.ru_minflt as u64,
-        majflt: ru.ru_majflt as u64,
-        nvcsw: ru.ru_nvcsw as u64,
-        nivcsw: ru.ru_nivcsw as u64,
-        utime_ns: ns(ru.ru_utime),
-        stime_ns: ns(ru.ru_stime),
-        maxrss_bytes: ru.ru_maxrss as u64 * 1024,
-    };
+    let usage = Rusage::from_libc(&ru);
     let syscalls = match traced {
         Some(counts) => Ok(counts),
         None => syscalls.and_then(|c| c.read()),
@@ -580,27 +571,7 @@ fn trace_tree(pid: libc::pid_t, timeout: Option<Duration>) -> std::io::Result<Tr
         let event = (status >> 16) & 0xff;
         let mut inject = 0;
         if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_SECCOMP {
-            // SAFETY: all-zero is a valid user_regs_struct; GETREGS fills it.
-            let mut regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
-            // SAFETY: GETREGS writes one user_regs_struct to `regs`.
-            let rc = unsafe {
-                libc::ptrace(
-                    libc::PTRACE_GETREGS,
-                    tid,
-                    0usize,
-                    &mut regs as *mut libc::user_regs_struct,
-                )
-            };
-            if rc == 0 {
-                match regs.orig_rax as libc::c_long {
-                    libc::SYS_brk => counts.brk += 1,
-                    libc::SYS_mmap => counts.mmap += 1,
-                    libc::SYS_munmap => counts.munmap += 1,
-                    libc::SYS_madvise => counts.madvise += 1,
-                    libc::SYS_mremap => counts.mremap += 1,
-                    _ => {}
-                }
-            }
+            crate::counters::ptrace::count_trapped(tid, &mut counts);
         } else if sig == libc::SIGTRAP && event == 0 && tid == pid && !options_set {
             // The stop at the command's exec: from here on follow everything.
             let opts = libc::PTRACE_O_TRACESECCOMP

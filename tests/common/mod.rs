@@ -115,3 +115,20 @@ pub fn perf_stat(cmd: &Command) -> (BTreeMap<String, u64>, Output) {
     assert_eq!(counts.len(), PERF_EVENTS.len(), "perf output: {text}");
     (counts, out)
 }
+
+/// Makes `cmd` run as user and group `nobody` (65534), without supplementary groups.
+pub fn drop_to_nobody(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setgroups/setgid/setuid between fork and exec, async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setgroups(0, std::ptr::null()) != 0
+                || libc::setgid(65534) != 0
+                || libc::setuid(65534) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
