@@ -500,17 +500,15 @@ pub fn run_session(
                 format!("run {}/{}", round - settings.warmup + 1, settings.runs)
             };
             observer.run_started(&label, &what);
-            let outcome = launch::run(c, &opts);
+            let outcome = launch::run(c, &opts).map_err(|e| e.to_string());
+            observer.run_finished(&label, outcome.as_ref().map_err(String::as_str));
             let row = &mut record.allocators[i];
             match outcome {
-                Err(e) => {
-                    let why = e.to_string();
-                    observer.run_finished(&label, Err(&why));
+                Err(why) => {
                     row.failure = Some(why);
                     *cmd = None;
                 }
                 Ok(run) => {
-                    observer.run_finished(&label, Ok(&run));
                     if run.termination == Termination::Interrupted {
                         break 'rounds;
                     }
@@ -552,16 +550,8 @@ pub fn run_session(
             let Some(c) = cmd.as_ref() else { continue };
             let label = record.allocators[i].allocator.clone();
             observer.run_started(&label, "traced run (syscall counts)");
-            let outcome = launch::run(c, &traced);
-            let why = outcome.as_ref().err().map(|e| e.to_string());
-            observer.run_finished(
-                &label,
-                match (&outcome, &why) {
-                    (Ok(run), _) => Ok(run),
-                    (Err(_), Some(w)) => Err(w.as_str()),
-                    (Err(_), None) => Err("failed"),
-                },
-            );
+            let outcome = launch::run(c, &traced).map_err(|e| e.to_string());
+            observer.run_finished(&label, outcome.as_ref().map_err(String::as_str));
             let row = &mut record.allocators[i];
             match outcome {
                 Ok(run) if run.termination.success() => {
@@ -574,7 +564,7 @@ pub fn run_session(
                         run.termination.describe(settings.timeout)
                     ))
                 }
-                Err(e) => row.traced_note = Some(format!("the traced run failed: {e}")),
+                Err(why) => row.traced_note = Some(format!("the traced run failed: {why}")),
             }
             save(&record).map_err(SessionError::Save)?;
         }

@@ -22,7 +22,7 @@ pub struct ExecRow {
     pub wall_median_ms: Option<f64>,
     pub wall_min_ms: Option<f64>,
     pub wall_max_ms: Option<f64>,
-    /// Median absolute deviation of the wall time, in % of the median.
+    /// Median absolute deviation of the wall time, in % of the median (two runs or more).
     pub wall_mad_pct: Option<f64>,
     /// Median wall time relative to the first allocator's (the baseline).
     pub vs_baseline: Option<f64>,
@@ -73,7 +73,8 @@ fn row_of(a: &AllocatorRuns, syscall_counter: &str) -> ExecRow {
     let ms = |ns: u64| ns as f64 / 1e6;
     let walls: Vec<f64> = runs.iter().map(|r| ms(r.wall_ns)).collect();
     let wall_median = median(&walls);
-    let mad = wall_median.and_then(|m| {
+    // One run has no spread to speak of: n/a rather than 0 %.
+    let mad = wall_median.filter(|_| walls.len() > 1).and_then(|m| {
         let dev: Vec<f64> = walls.iter().map(|w| (w - m).abs()).collect();
         median(&dev).map(|d| 100.0 * d / m)
     });
