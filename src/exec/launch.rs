@@ -347,24 +347,20 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
     // SAFETY: plain integers.
     unsafe { libc::setpgid(pid, pid) };
 
-    let syscalls = if opts.count_syscalls && !opts.trace {
-        SyscallCounters::open_for_exec(pid).map_err(|e| Unavailable(e.0))
-    } else {
-        Err(Unavailable(if opts.trace {
-            "counted by ptrace".into()
-        } else {
-            "syscall counting is off".into()
-        }))
-    };
-    if let Err(Unavailable(why)) = &syscalls {
-        if opts.count_syscalls && !opts.trace {
-            kill_group(pid);
-            let _ = wait4(pid);
-            return Err(LaunchError::Setup(format!(
-                "attaching the syscall counters failed: {why}"
-            )));
+    let counters = if opts.count_syscalls && !opts.trace {
+        match SyscallCounters::open_for_exec(pid) {
+            Ok(c) => Some(c),
+            Err(why) => {
+                kill_group(pid);
+                let _ = wait4(pid);
+                return Err(LaunchError::Setup(format!(
+                    "attaching the syscall counters failed: {why}"
+                )));
+            }
         }
-    }
+    } else {
+        None
+    };
 
     let start = Instant::now();
     // SAFETY: writes one byte from a live buffer to our end of the pipe.
@@ -423,9 +419,10 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
         },
     };
     let usage = Rusage::from_libc(&ru);
-    let syscalls = match traced {
-        Some(counts) => Ok(counts),
-        None => syscalls.and_then(|c| c.read()),
+    let syscalls = match (traced, counters) {
+        (Some(counts), _) => Ok(counts),
+        (None, Some(c)) => c.read(),
+        (None, None) => Err(Unavailable("syscall counting is off".into())),
     };
     Ok(ChildRun {
         wall_ns,
