@@ -279,7 +279,7 @@ impl RunArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
-    /// Aligned columns with units, plus the out-of-place/in-place lines.
+    /// Aligned columns with units, plus one explanation line per allocator.
     Table,
     Markdown,
     Csv,
