@@ -19,10 +19,14 @@ build:
 test:
 	$(CARGO) test --release
 
-## run-all: every experiment in experiments/ into $(OUT)/<experiment>/ (QUICK=1: reduced
-## matrix for a smoke test; RESUME=1: keep runs already done)
+## run-all: every experiment in experiments/ into $(OUT)/<experiment>/, then the founding
+## case as a whole program under every allocator (alloclab exec) into $(OUT)/exec-temporaries/
+## and, where NumPy is installed, NumPy's func1/func2 into $(OUT)/exec-numpy-func{1,2}/
+## (QUICK=1: reduced matrix and fewer runs for a smoke test; RESUME=1: keep runs already done)
 run-all: build
 	$(ALLOCLAB) run --out $(OUT) $(if $(QUICK),--quick) $(if $(RESUME),--resume) $(EXPERIMENTS)
+	$(ALLOCLAB) exec --runs $(if $(QUICK),2,$(RUNS)) --out $(OUT)/exec-temporaries -- target/release/examples/temporaries --iterations $(if $(QUICK),20,100)
+	@$(MAKE) --no-print-directory exec-numpy EXEC_OUT=$(OUT) $(if $(QUICK),RUNS=1 CALLS=20)
 
 ## compare: all allocators x all variants of the NumPy case at SIZE elements
 compare: build
@@ -41,13 +45,14 @@ numpy:
 bench-numpy: build
 	python3 bench/numpy_vs_lab.py --size $(SIZE)
 
-## exec-numpy: NumPy's func1 and func2 as whole programs (CALLS calls each per run) under
-## every allocator with `alloclab exec` — where NumPy is installed (pip install numpy)
+## exec-numpy: NumPy's func1 and func2 as whole programs (CALLS calls each per run, RUNS runs)
+## under every allocator with `alloclab exec` — where NumPy is installed (pip install numpy);
+## EXEC_OUT=dir also writes dir/exec-numpy-func1/ and dir/exec-numpy-func2/
 exec-numpy: build
 	@if python3 -c "import numpy" 2>/dev/null; then \
 	  for f in func1 func2; do \
 	    echo "== $$f: python3 experiments/numpy_temporaries.py --size $(SIZE) --calls $(CALLS) --only $$f"; \
-	    $(ALLOCLAB) exec --runs $(RUNS) -- python3 experiments/numpy_temporaries.py --size $(SIZE) --calls $(CALLS) --only $$f || exit $$?; \
+	    $(ALLOCLAB) exec --runs $(RUNS) $(if $(EXEC_OUT),--out $(EXEC_OUT)/exec-numpy-$$f) -- python3 experiments/numpy_temporaries.py --size $(SIZE) --calls $(CALLS) --only $$f || exit $$?; \
 	    echo; \
 	  done; \
 	else \
