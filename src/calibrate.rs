@@ -41,15 +41,6 @@ pub struct Calibration {
 /// The goal for the observer's effect on the median.
 pub const GOAL_RATIO: f64 = 1.02;
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
 /// Measures the observer with the system allocator's scale workload at `size`.
 pub fn calibrate(
     workers: &Path,
@@ -114,12 +105,13 @@ pub fn calibrate(
                 traced.push(exec.traced_pass(&spec)?.0.p50_ns as f64);
             }
         }
-        let off = median(off);
+        let Some(off) = crate::report::median(&off) else {
+            continue;
+        };
         for (method, on) in [("perf", perf), ("ptrace", traced)] {
-            if on.is_empty() {
+            let Some(on) = crate::report::median(&on) else {
                 continue;
-            }
-            let on = median(on);
+            };
             effects.push(Effect {
                 allocator: spec.allocator,
                 workload: spec.workload,

@@ -555,7 +555,7 @@ impl alloclab::exec::Observer for ExecProgress {
         };
         if !self.tty {
             eprintln!("{text}");
-        } else if run.is_err() || !run.is_ok_and(|r| r.termination.success()) {
+        } else if !run.is_ok_and(|r| r.termination.success()) {
             eprintln!("\r\x1b[K{text}");
         }
     }

@@ -186,6 +186,21 @@ pub fn csv_of<T: Serialize>(rows: &[T], empty: &T) -> String {
     out
 }
 
+/// The median of `v` (mean of the middle two for an even count), None for no values.
+pub fn median(v: &[f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    Some(if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    })
+}
+
 /// "1.92 ms" — three significant figures, unit chosen by magnitude.
 pub fn fmt_ns(ns: f64) -> String {
     if ns == 0.0 {

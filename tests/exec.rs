@@ -67,10 +67,6 @@ fn rows(out: &Output) -> Vec<Value> {
     v.as_array().unwrap().clone()
 }
 
-fn common_rows(out: &Output) -> Vec<Value> {
-    rows(out)
-}
-
 fn row<'a>(rows: &'a [Value], allocator: &str) -> &'a Value {
     rows.iter()
         .find(|r| r["allocator"] == allocator)
@@ -557,7 +553,7 @@ fn an_unprivileged_user_gets_the_same_counts_through_ptrace() {
     drop_to_nobody(&mut cmd);
     let out = cmd.output().unwrap();
     assert!(out.status.success(), "{out:?}");
-    let rows = rows(&out);
+    let nobody = rows(&out);
     // Root's counts of the same command, by perf where it works.
     let reference = exec_once(
         &[],
@@ -567,8 +563,8 @@ fn an_unprivileged_user_gets_the_same_counts_through_ptrace() {
             "20",
         ],
     );
-    let reference = common_rows(&reference);
-    for (r, root) in rows.iter().zip(&reference) {
+    let reference = rows(&reference);
+    for (r, root) in nobody.iter().zip(&reference) {
         assert_eq!(r["status"], "ok", "{r}");
         let counter = r["syscall_counter"].as_str().unwrap();
         assert!(
@@ -597,14 +593,14 @@ fn an_unprivileged_user_gets_the_same_counts_through_ptrace() {
             );
         }
     }
-    let je = row(&rows, "jemalloc");
+    let je = row(&nobody, "jemalloc");
     assert!(je["malloc_from"]
         .as_str()
         .unwrap()
         .starts_with(&*examples.canonicalize().unwrap().to_string_lossy()));
     let (fs, fm) = (
-        num(row(&rows, "system"), "minflt"),
-        num(row(&rows, "mimalloc"), "minflt"),
+        num(row(&nobody, "system"), "minflt"),
+        num(row(&nobody, "mimalloc"), "minflt"),
     );
     assert!(fs > 20.0 * 1000.0 && fm < fs / 10.0, "{fs} {fm}");
 }

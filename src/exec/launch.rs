@@ -274,7 +274,11 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
     let (err_r, err_w) = pipe_cloexec().map_err(|e| setup("pipe", e))?;
     let null_fd = devnull.as_raw_fd();
     let (go_fd, err_fd) = (go_r.as_raw_fd(), err_w.as_raw_fd());
-    let filter = crate::counters::ptrace::tree_filter();
+    let filter = if opts.trace {
+        crate::counters::ptrace::tree_filter()
+    } else {
+        Vec::new()
+    };
     let fprog = libc::sock_fprog {
         len: filter.len() as u16,
         filter: filter.as_ptr() as *mut libc::sock_filter,

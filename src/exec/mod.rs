@@ -156,13 +156,12 @@ pub struct ExecSettings {
     pub preload_dir: PathBuf,
 }
 
-/// One measured (or warm-up) run.
+/// One measured run (only runs that exited with status 0 are kept).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ExecRun {
     /// 1-based round; warm-ups are not recorded.
     pub round: u32,
     pub wall_ns: u64,
-    pub termination: Termination,
     /// From `wait4` on this run's process (its waited-for descendants included).
     pub usage: Rusage,
     /// brk/mmap/munmap/madvise/mremap and all syscalls of the whole process tree.
@@ -527,7 +526,6 @@ pub fn run_session(
                         row.runs.push(ExecRun {
                             round: round - settings.warmup + 1,
                             wall_ns: run.wall_ns,
-                            termination: run.termination,
                             usage: run.usage,
                             syscalls: run.syscalls.ok(),
                         });

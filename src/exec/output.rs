@@ -5,7 +5,7 @@
 
 use super::{AllocatorRuns, ExecRecord, ExecRun};
 use crate::export::results::{write_atomic, HISTOGRAM_SCALING};
-use crate::report::{fmt_count, fmt_ns, render_markdown, render_table, TableRow};
+use crate::report::{fmt_count, fmt_ns, median, render_markdown, render_table, TableRow};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::path::Path;
@@ -45,21 +45,6 @@ pub struct ExecRow {
     pub allocator_version: Option<String>,
     pub preload: Option<String>,
     pub malloc_from: Option<String>,
-}
-
-/// The median of `v` (mean of the middle two for an even count).
-pub fn median(v: &[f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    Some(if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        (s[n / 2 - 1] + s[n / 2]) / 2.0
-    })
 }
 
 fn med(runs: &[ExecRun], f: impl Fn(&ExecRun) -> Option<f64>) -> Option<f64> {
