@@ -88,7 +88,7 @@ fn check_family() -> Result<(), String> {
         }
         libc::free(ra);
         let mut out: *mut c_void = std::ptr::null_mut();
-        if libc::posix_memalign(&mut out, 256, 1000) != 0 || out as usize % 256 != 0 {
+        if libc::posix_memalign(&mut out, 256, 1000) != 0 || !(out as usize).is_multiple_of(256) {
             return Err("posix_memalign".into());
         }
         libc::free(out);
@@ -102,7 +102,7 @@ fn check_family() -> Result<(), String> {
             ("pvalloc", pvalloc(100), page),
         ];
         for (name, p, align) in checks {
-            if p.is_null() || p as usize % align != 0 {
+            if p.is_null() || !(p as usize).is_multiple_of(align) {
                 return Err(format!("{name}: {p:?} not aligned to {align}"));
             }
             libc::free(p);

@@ -4,25 +4,16 @@
 //! Workers (`src/bin/alloclab-<allocator>.rs`) set the global allocator and call
 //! [`worker::main`]; the driver (`src/main.rs`) spawns them, one process per run.
 
-pub mod alloc_count;
-pub mod calibrate;
+pub mod analysis;
 pub mod cli;
-pub mod cliff;
+pub mod commands;
 pub mod counters;
 pub mod driver;
-pub mod envinfo;
+pub mod error;
 pub mod exec;
-pub mod experiment;
 pub mod export;
-pub mod knobs;
-pub mod measure;
-pub mod readback;
-pub mod record;
-pub mod report;
-pub mod runner;
-pub mod spec;
-pub mod tune;
+pub mod model;
+pub mod ui;
 pub mod worker;
-pub mod workload;
 
-pub use alloc_count::CountingAlloc;
+pub use worker::alloc_count::CountingAlloc;

@@ -6,7 +6,7 @@
 
 mod common;
 
-use alloclab::spec::Allocator;
+use alloclab::model::spec::Allocator;
 use common::*;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

@@ -5,11 +5,16 @@
 
 mod common;
 
-use alloclab::spec::Allocator;
+use alloclab::model::spec::Allocator;
 use common::*;
 use std::process::Command;
 
-fn with_knobs(a: Allocator, variant: &str, size: u64, knobs: &str) -> alloclab::record::RunRecord {
+fn with_knobs(
+    a: Allocator,
+    variant: &str,
+    size: u64,
+    knobs: &str,
+) -> alloclab::model::record::RunRecord {
     let mut cmd = worker_cmd(a, variant, size, 30);
     cmd.arg(format!("--knobs={knobs}"));
     parse_record(&cmd.output().unwrap())

@@ -5,9 +5,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use alloclab::measure::{new_histogram, timed_loop, Budget};
-use alloclab::spec::Variant;
-use alloclab::workload;
+use alloclab::model::spec::Variant;
+use alloclab::worker::measure::{new_histogram, timed_loop, Budget};
+use alloclab::worker::workload;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
@@ -68,7 +68,8 @@ fn recording_allocates_nothing() {
         (Variant::OutOfPlace, 2),
         (Variant::Fused, 1),
     ] {
-        let mut kernel = workload::prepare(alloclab::spec::Workload::Scale, variant, 4096, 1);
+        let mut kernel =
+            workload::prepare(alloclab::model::spec::Workload::Scale, variant, 4096, 1);
         let mut hist = new_histogram();
         let before = mine();
         let stats = timed_loop(kernel.as_mut(), &budget, &mut hist);

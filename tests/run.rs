@@ -8,8 +8,8 @@ mod common;
 
 use alloclab::export::hdr;
 use alloclab::export::results::ResultsDir;
-use alloclab::record::RunRecord;
-use alloclab::spec::Allocator;
+use alloclab::model::record::RunRecord;
+use alloclab::model::spec::Allocator;
 use common::*;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
@@ -285,8 +285,27 @@ fn an_interrupted_run_keeps_what_it_finished() {
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    // Let the driver start the hanging worker, then press Ctrl-C for the whole group.
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // Wait until the driver has started the hanging worker (a `sleep` in the child's
+    // process group), then press Ctrl-C for the whole group.
+    let in_group_sleeping = || {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            // pid (comm) state ppid pgrp …
+            let Some((_, rest)) = stat.rsplit_once(") ") else {
+                return false;
+            };
+            stat.contains("(sleep)")
+                && rest.split_whitespace().nth(2) == Some(&child.id().to_string())
+        })
+    };
+    let waiting = std::time::Instant::now();
+    while !in_group_sleeping() {
+        assert!(
+            waiting.elapsed().as_secs() < 60,
+            "the hanging worker never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     // SAFETY: kill has no memory-safety preconditions; the group is the child's own.
     unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
     let o = child.wait_with_output().unwrap();
@@ -336,7 +355,7 @@ warmup_iters = 3
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let res = out.join("tiny");
-    let cliffs: Vec<alloclab::cliff::FoundCliff> =
+    let cliffs: Vec<alloclab::analysis::cliff::FoundCliff> =
         serde_json::from_str(&text(&res.join("cliffs.json"))).unwrap();
     assert!(
         !cliffs.is_empty(),

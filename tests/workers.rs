@@ -5,8 +5,8 @@
 
 mod common;
 
-use alloclab::spec::{Allocator, Choice, Variant};
-use alloclab::workload::{checksum_f64, input_bytes};
+use alloclab::model::spec::{Allocator, Choice, Variant};
+use alloclab::worker::workload::{checksum_f64, input_bytes};
 use common::*;
 
 #[test]

@@ -1,12 +1,12 @@
 //! Worker under jemalloc (tikv-jemallocator).
-use alloclab::{envinfo::AllocatorInfo, spec::Allocator, CountingAlloc};
+use alloclab::{counters::envinfo::AllocatorInfo, model::spec::Allocator, CountingAlloc};
 
 #[global_allocator]
 static GLOBAL: CountingAlloc<tikv_jemallocator::Jemalloc> =
     CountingAlloc(tikv_jemallocator::Jemalloc);
 
 fn main() -> std::process::ExitCode {
-    let version = alloclab::readback::jemalloc_version(tikv_jemalloc_sys::mallctl)
+    let version = alloclab::counters::readback::jemalloc_version(tikv_jemalloc_sys::mallctl)
         .unwrap_or_else(|e| format!("jemalloc (version unreadable: {e})"));
     let info = AllocatorInfo {
         version,
@@ -23,12 +23,12 @@ fn main() -> std::process::ExitCode {
 
 /// A knob's effective value from jemalloc's `opt.*` mallctls.
 fn read_knob(name: &str) -> Result<String, String> {
-    alloclab::readback::jemalloc_opt(tikv_jemalloc_sys::mallctl, name)
+    alloclab::counters::readback::jemalloc_opt(tikv_jemalloc_sys::mallctl, name)
 }
 
 /// jemalloc's `stats.*` after advancing its epoch, in bytes — where jemalloc was built
 /// with statistics.
-fn stats() -> alloclab::envinfo::AllocatorStats {
+fn stats() -> alloclab::counters::envinfo::AllocatorStats {
     use tikv_jemalloc_ctl::raw;
     // SAFETY: config.stats is a bool, epoch a u64, stats.* are size_t.
     unsafe {

@@ -1,5 +1,5 @@
 //! Worker under mimalloc (the mimalloc crate, which bundles mimalloc's C sources).
-use alloclab::{envinfo::AllocatorInfo, spec::Allocator, CountingAlloc};
+use alloclab::{counters::envinfo::AllocatorInfo, model::spec::Allocator, CountingAlloc};
 
 #[global_allocator]
 static GLOBAL: CountingAlloc<mimalloc::MiMalloc> = CountingAlloc(mimalloc::MiMalloc);
@@ -23,7 +23,7 @@ extern "C" {
 }
 
 /// mimalloc's process information: current and peak RSS and commit, in bytes.
-fn stats() -> alloclab::envinfo::AllocatorStats {
+fn stats() -> alloclab::counters::envinfo::AllocatorStats {
     let mut v = [0usize; 8];
     let [a, b, c, d, e, f, g, h] = &mut v;
     // SAFETY: every pointer is to a distinct, writable usize.
@@ -38,14 +38,14 @@ fn stats() -> alloclab::envinfo::AllocatorStats {
 
 /// A knob's effective value from mi_option_get.
 fn read_knob(name: &str) -> Result<String, String> {
-    alloclab::readback::mimalloc_option(mi_option_get, name)
+    alloclab::counters::readback::mimalloc_option(mi_option_get, name)
 }
 
 fn main() -> std::process::ExitCode {
     // SAFETY: mi_version takes nothing and returns a constant.
     let v = unsafe { mi_version() };
     let info = AllocatorInfo {
-        version: alloclab::readback::mimalloc_version(v),
+        version: alloclab::counters::readback::mimalloc_version(v),
         crates: format!(
             "mimalloc {}, libmimalloc-sys {}",
             env!("ALLOCLAB_MIMALLOC_CRATE_VERSION"),

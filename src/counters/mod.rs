@@ -2,10 +2,13 @@
 //! time), resident memory, and memory-syscall counts from perf tracepoints. Each source
 //! answers with a value or an honest `Unavailable` reason, never a stand-in 0.
 
+pub mod envinfo;
+pub mod linux;
 pub mod memory;
-pub mod perf;
-pub mod ptrace;
+pub mod readback;
 pub mod rusage;
+
+pub use linux::{perf, ptrace};
 
 use serde::{Deserialize, Serialize};
 

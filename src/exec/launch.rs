@@ -8,7 +8,7 @@
 //! exec, as `perf stat` does); between fork and exec it only makes async-signal-safe calls
 //! on data prepared beforehand.
 
-use crate::counters::perf::{SyscallCounters, SyscallCounts};
+use crate::counters::linux::perf::{SyscallCounters, SyscallCounts};
 use crate::counters::rusage::Rusage;
 use crate::counters::Unavailable;
 use serde::{Deserialize, Serialize};
@@ -275,7 +275,7 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
     let null_fd = devnull.as_raw_fd();
     let (go_fd, err_fd) = (go_r.as_raw_fd(), err_w.as_raw_fd());
     let filter = if opts.trace {
-        crate::counters::ptrace::tree_filter()
+        crate::counters::linux::ptrace::tree_filter()
     } else {
         Vec::new()
     };
@@ -284,7 +284,7 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
         filter: filter.as_ptr() as *mut libc::sock_filter,
     };
     if opts.trace {
-        if let Some(why) = crate::counters::ptrace::unsupported() {
+        if let Some(why) = crate::counters::linux::ptrace::unsupported() {
             return Err(LaunchError::Setup(why.0));
         }
     }
@@ -459,7 +459,7 @@ fn wait_for_exit(pid: libc::pid_t, timeout: Option<Duration>) -> Option<Terminat
             if r == 0 {
                 return None;
             }
-            if crate::runner::interrupted() {
+            if crate::ui::interrupt::interrupted() {
                 kill_group(pid);
                 return Some(Termination::Interrupted);
             }
@@ -487,7 +487,7 @@ fn wait_for_exit(pid: libc::pid_t, timeout: Option<Duration>) -> Option<Terminat
         if r > 0 {
             return None;
         }
-        if crate::runner::interrupted() {
+        if crate::ui::interrupt::interrupted() {
             kill_group(pid);
             return Some(Termination::Interrupted);
         }
@@ -520,7 +520,7 @@ fn trace_tree(pid: libc::pid_t, timeout: Option<Duration>) -> std::io::Result<Tr
         let deadline = timeout.map(|t| Instant::now() + t);
         std::thread::spawn(move || {
             while !done.load(Ordering::SeqCst) {
-                let why = if crate::runner::interrupted() {
+                let why = if crate::ui::interrupt::interrupted() {
                     2
                 } else if deadline.is_some_and(|d| Instant::now() >= d) {
                     1
@@ -572,7 +572,7 @@ fn trace_tree(pid: libc::pid_t, timeout: Option<Duration>) -> std::io::Result<Tr
         let event = (status >> 16) & 0xff;
         let mut inject = 0;
         if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_SECCOMP {
-            crate::counters::ptrace::count_trapped(tid, &mut counts);
+            crate::counters::linux::ptrace::count_trapped(tid, &mut counts);
         } else if sig == libc::SIGTRAP && event == 0 && tid == pid && !options_set {
             // The stop at the command's exec: from here on follow everything.
             let opts = libc::PTRACE_O_TRACESECCOMP

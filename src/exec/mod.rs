@@ -13,11 +13,11 @@ pub mod launch;
 pub mod output;
 pub mod probe;
 
-use crate::counters::perf::SyscallCounts;
+use crate::counters::linux::perf::SyscallCounts;
 use crate::counters::rusage::Rusage;
 use crate::counters::CounterMode;
-use crate::knobs::AllocatorSpec;
-use crate::spec::{Allocator, Choice, Thp};
+use crate::model::knobs::AllocatorSpec;
+use crate::model::spec::{Allocator, Choice, Thp};
 use launch::{LaunchOptions, Prepared, Termination};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -97,12 +97,12 @@ pub fn preload_dir() -> PathBuf {
 /// knobs, separated by ';': "system:top_pad=64M;jemalloc:dirty_decay_ms=-1;mimalloc".
 pub fn parse_allocators(text: &str) -> Result<Vec<ExecAllocator>, String> {
     let mut out: Vec<ExecAllocator> = Vec::new();
-    for item in crate::knobs::split_spec_list(text) {
+    for item in crate::model::knobs::split_spec_list(text) {
         let custom = item.split_once('=').filter(|(name, _)| !name.contains(':'));
         let a = match custom {
             Some((name, path)) => {
                 let name = name.trim();
-                if crate::spec::parse_choice::<Allocator>(name).is_ok() {
+                if crate::model::spec::parse_choice::<Allocator>(name).is_ok() {
                     return Err(format!(
                         "'{item}': {name} is built in (its preload library is the project's own); give another name for a library of your own, e.g. my{name}={path}"
                     ));
@@ -209,7 +209,7 @@ pub struct ExecRecord {
     /// (one extra traced run per allocator, memory syscalls only) or why syscalls were
     /// not counted.
     pub syscall_counter: String,
-    pub environment: crate::envinfo::Environment,
+    pub environment: crate::counters::envinfo::Environment,
     pub allocators: Vec<AllocatorRuns>,
 }
 
@@ -221,7 +221,7 @@ fn child_env(a: &ExecAllocator, preload: Option<&Path>) -> Vec<(OsString, OsStri
     let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
         .filter(|(k, _)| {
             let k = k.to_string_lossy();
-            k != "LD_PRELOAD" && !crate::knobs::is_allocator_env(&k)
+            k != "LD_PRELOAD" && !crate::model::knobs::is_allocator_env(&k)
         })
         .collect();
     if let ExecAllocator::Builtin(spec) = a {
@@ -248,7 +248,7 @@ fn prepare(
             .iter()
             .filter(|(k, _)| {
                 let k = k.to_string_lossy();
-                k == "LD_PRELOAD" || crate::knobs::is_allocator_env(&k)
+                k == "LD_PRELOAD" || crate::model::knobs::is_allocator_env(&k)
             })
             .map(|(k, v)| (k.to_string_lossy().into(), v.to_string_lossy().into()))
             .collect(),
@@ -367,7 +367,7 @@ pub enum CounterPlan {
     /// perf tracepoint counters on every measured run. The set held here stays open,
     /// disabled, for the whole session: closing the last user of a tracepoint costs an
     /// RCU grace period (~35 ms here) per run otherwise.
-    Perf(crate::counters::perf::SyscallCounters),
+    Perf(crate::counters::linux::perf::SyscallCounters),
     /// One extra run per allocator under the ptrace + seccomp tracer, after the measured
     /// ones (a trapped syscall slows a run, so traced runs are not timed).
     Ptrace,
@@ -472,7 +472,7 @@ pub fn run_session(
         thp: settings.thp,
         timeout_s: settings.timeout.map(|t| t.as_secs_f64()),
         syscall_counter,
-        environment: crate::envinfo::Environment::capture(&exec_allocator_info()),
+        environment: crate::counters::envinfo::Environment::capture(&exec_allocator_info()),
         allocators: rows,
     };
     save(&record).map_err(SessionError::Save)?;
@@ -488,7 +488,7 @@ pub fn run_session(
     'rounds: for round in 0..total_rounds {
         let warm = round < settings.warmup;
         for (i, cmd) in prepared.iter_mut().enumerate() {
-            if crate::runner::interrupted() {
+            if crate::ui::interrupt::interrupted() {
                 break 'rounds;
             }
             let Some(c) = cmd.as_ref() else { continue };
@@ -542,7 +542,7 @@ pub fn run_session(
             ..opts
         };
         for (i, cmd) in prepared.iter().enumerate() {
-            if crate::runner::interrupted() {
+            if crate::ui::interrupt::interrupted() {
                 break;
             }
             let Some(c) = cmd.as_ref() else { continue };
@@ -567,13 +567,13 @@ pub fn run_session(
             save(&record).map_err(SessionError::Save)?;
         }
     }
-    record.complete = !crate::runner::interrupted();
+    record.complete = !crate::ui::interrupt::interrupted();
     save(&record).map_err(SessionError::Save)?;
     Ok(record)
 }
 
-fn exec_allocator_info() -> crate::envinfo::AllocatorInfo {
-    crate::envinfo::AllocatorInfo {
+fn exec_allocator_info() -> crate::counters::envinfo::AllocatorInfo {
+    crate::counters::envinfo::AllocatorInfo {
         version: "per allocator: see each row".into(),
         crates: format!(
             "tikv-jemallocator {}, tikv-jemalloc-sys {}, mimalloc {}, libmimalloc-sys {}",

@@ -4,8 +4,11 @@
 //! `exec.json` with every run and `REPORT.md`.
 
 use super::{AllocatorRuns, ExecRecord, ExecRun};
+use crate::analysis::stats::median;
 use crate::export::results::{write_atomic, HISTOGRAM_SCALING};
-use crate::report::{fmt_count, fmt_ns, median, render_markdown, render_table, TableRow};
+use crate::export::table::{render_markdown, render_table, TableRow};
+use crate::model::summary::RunStatus;
+use crate::ui::fmt::{fmt_count, fmt_ns};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::path::Path;
@@ -16,7 +19,7 @@ use std::path::Path;
 pub struct ExecRow {
     pub allocator: String,
     /// "ok" or "failed".
-    pub status: String,
+    pub status: RunStatus,
     pub error: Option<String>,
     pub runs: usize,
     pub wall_median_ms: Option<f64>,
@@ -64,7 +67,7 @@ fn row_of(a: &AllocatorRuns, syscall_counter: &str) -> ExecRow {
         median(&dev).map(|d| 100.0 * d / m)
     });
     let traced = syscall_counter == "ptrace";
-    let sc = |f: fn(&crate::counters::perf::SyscallCounts) -> Option<u64>| {
+    let sc = |f: fn(&crate::counters::linux::perf::SyscallCounts) -> Option<u64>| {
         if traced {
             // One traced run per allocator: its counts, if it has them.
             a.traced_syscalls.as_ref().and_then(f).map(|v| v as f64)
@@ -76,7 +79,11 @@ fn row_of(a: &AllocatorRuns, syscall_counter: &str) -> ExecRow {
     };
     ExecRow {
         allocator: a.allocator.clone(),
-        status: if a.failure.is_none() { "ok" } else { "failed" }.into(),
+        status: if a.failure.is_none() {
+            RunStatus::Ok
+        } else {
+            RunStatus::Failed
+        },
         error: a.failure.clone(),
         runs: runs.len(),
         wall_median_ms: wall_median,
@@ -119,7 +126,7 @@ pub fn rows(record: &ExecRecord) -> Vec<ExecRow> {
         .collect();
     let base = rows
         .iter()
-        .find(|r| r.status == "ok" && r.wall_median_ms.is_some())
+        .find(|r| r.status.is_ok() && r.wall_median_ms.is_some())
         .map(|r| (r.allocator.clone(), r.wall_median_ms));
     if let Some((name, Some(b))) = base {
         for r in &mut rows {
@@ -221,12 +228,16 @@ pub fn to_markdown(rows: &[ExecRow]) -> String {
     render_markdown(&h, 1, &table_rows(rows, &cols))
 }
 
-pub fn to_csv(rows: &[ExecRow]) -> String {
-    crate::report::csv_of(rows, &ExecRow::default())
-}
-
-pub fn to_json(rows: &[ExecRow]) -> String {
-    serde_json::to_string_pretty(rows).expect("exec rows always serialize")
+impl crate::export::Rows for ExecRow {
+    fn empty() -> Self {
+        ExecRow::default()
+    }
+    fn table(rows: &[Self]) -> String {
+        to_table(rows)
+    }
+    fn markdown(rows: &[Self]) -> String {
+        to_markdown(rows)
+    }
 }
 
 /// One line per allocator against the baseline: the time ratio and the counters that
@@ -242,13 +253,13 @@ pub fn explanations(rows: &[ExecRow]) -> Vec<String> {
         ("madvise", |r| r.madvise),
         ("mremap", |r| r.mremap),
     ];
-    let Some(base) = rows.iter().find(|r| r.status == "ok" && r.runs > 0) else {
+    let Some(base) = rows.iter().find(|r| r.status.is_ok() && r.runs > 0) else {
         return Vec::new();
     };
     let mut lines = Vec::new();
     for r in rows
         .iter()
-        .filter(|r| r.status == "ok" && r.runs > 0 && r.allocator != base.allocator)
+        .filter(|r| r.status.is_ok() && r.runs > 0 && r.allocator != base.allocator)
     {
         let (Some(ratio), Some(sys), Some(bsys)) = (r.vs_baseline, r.sys_ms, base.sys_ms) else {
             continue;
@@ -288,7 +299,7 @@ pub fn header(record: &ExecRecord) -> String {
         record.runs_requested,
         record.warmup,
         e.thp_enabled,
-        if record.thp == crate::spec::Thp::Never {
+        if record.thp == crate::model::spec::Thp::Never {
             " (disabled for the command by prctl)"
         } else {
             ""
@@ -373,7 +384,11 @@ pub fn save(dir: &Path, record: &ExecRecord) -> Result<(), String> {
     let json = serde_json::to_string_pretty(record).map_err(|e| e.to_string())? + "\n";
     write_atomic(&dir.join("exec.json"), json.as_bytes()).map_err(err)?;
     let rows = rows(record);
-    write_atomic(&dir.join("summary.csv"), to_csv(&rows).as_bytes()).map_err(err)?;
+    write_atomic(
+        &dir.join("summary.csv"),
+        crate::export::csv::csv_of(&rows, &ExecRow::default()).as_bytes(),
+    )
+    .map_err(err)?;
     let env = serde_json::to_string_pretty(&record.environment).map_err(|e| e.to_string())? + "\n";
     write_atomic(&dir.join("env.json"), env.as_bytes()).map_err(err)?;
     let hist_dir = dir.join("histograms");

@@ -66,15 +66,18 @@ pub fn probe_here(kind: &str, knob_names: &[String]) -> ProbeReport {
     }
     let read: Box<ReadKnob> = match kind {
         "system" => {
-            report.version = Some(format!("glibc {}", crate::envinfo::glibc_version()));
-            Box::new(crate::envinfo::glibc_tunable)
+            report.version = Some(format!(
+                "glibc {}",
+                crate::counters::envinfo::glibc_version()
+            ));
+            Box::new(crate::counters::envinfo::glibc_tunable)
         }
         "jemalloc" => match symbol("alloclab_preload_mallctl") {
             Some(p) => {
                 // SAFETY: the jemalloc preload exports this with mallctl's signature.
-                let mallctl: crate::readback::Mallctl = unsafe { std::mem::transmute(p) };
-                report.version = crate::readback::jemalloc_version(mallctl).ok();
-                Box::new(move |n| crate::readback::jemalloc_opt(mallctl, n))
+                let mallctl: crate::counters::readback::Mallctl = unsafe { std::mem::transmute(p) };
+                report.version = crate::counters::readback::jemalloc_version(mallctl).ok();
+                Box::new(move |n| crate::counters::readback::jemalloc_opt(mallctl, n))
             }
             None => Box::new(|_| Err("the jemalloc preload library is not loaded".into())),
         },
@@ -84,11 +87,12 @@ pub fn probe_here(kind: &str, knob_names: &[String]) -> ProbeReport {
         ) {
             (Some(get), Some(version)) => {
                 // SAFETY: the mimalloc preload exports these with these signatures.
-                let get: crate::readback::MiOptionGet = unsafe { std::mem::transmute(get) };
+                let get: crate::counters::readback::MiOptionGet =
+                    unsafe { std::mem::transmute(get) };
                 // SAFETY: as above.
                 let version: extern "C" fn() -> c_int = unsafe { std::mem::transmute(version) };
-                report.version = Some(crate::readback::mimalloc_version(version()));
-                Box::new(move |n| crate::readback::mimalloc_option(get, n))
+                report.version = Some(crate::counters::readback::mimalloc_version(version()));
+                Box::new(move |n| crate::counters::readback::mimalloc_option(get, n))
             }
             _ => Box::new(|_| Err("the mimalloc preload library is not loaded".into())),
         },

@@ -140,7 +140,7 @@ pub fn parse_csv(text: &str) -> Result<Vec<Row>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::new_histogram;
+    use crate::worker::measure::new_histogram;
 
     fn sample() -> Histogram<u64> {
         // 10,000 values around 1.3 µs with a long tail, like the reference's data.

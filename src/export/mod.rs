@@ -1,8 +1,61 @@
-//! Files written for people and tools: HdrHistogram percentile files, SVG plots, the
-//! results folder with its summary and REPORT.md.
+//! Files and text written for people and tools: one exporter per format (table,
+//! Markdown, CSV, JSON), HdrHistogram percentile files, SVG plots, the results folder with
+//! its summary and REPORT.md.
 
+pub mod csv;
 pub mod hdr;
 pub mod plots;
 pub mod report_md;
 pub mod results;
 pub mod svg;
+pub mod table;
+
+use serde::Serialize;
+
+/// The output formats of the commands that print rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Aligned columns with units, plus one explanation line per allocator.
+    Table,
+    Markdown,
+    Csv,
+    Json,
+}
+
+/// Rows that every format can render: JSON and CSV from their serialized fields, the two
+/// tables from the type's own columns.
+pub trait Rows: Serialize + Sized {
+    /// A row with every value null: its field names are the CSV header.
+    fn empty() -> Self;
+    /// The aligned plain-text table.
+    fn table(rows: &[Self]) -> String;
+    /// The GitHub-flavoured Markdown table.
+    fn markdown(rows: &[Self]) -> String;
+}
+
+/// A pretty JSON array of rows.
+pub fn to_json<R: Serialize>(rows: &[R]) -> String {
+    serde_json::to_string_pretty(rows).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+}
+
+/// `rows` in `format` (the table without any context lines around it).
+pub fn render<R: Rows>(format: Format, rows: &[R]) -> String {
+    match format {
+        Format::Json => to_json(rows) + "\n",
+        Format::Csv => csv::csv_of(rows, &R::empty()),
+        Format::Markdown => R::markdown(rows),
+        Format::Table => R::table(rows),
+    }
+}
+
+impl Rows for crate::model::summary::SummaryRow {
+    fn empty() -> Self {
+        crate::model::summary::SummaryRow::empty()
+    }
+    fn table(rows: &[Self]) -> String {
+        table::to_table(rows)
+    }
+    fn markdown(rows: &[Self]) -> String {
+        table::to_markdown(rows)
+    }
+}

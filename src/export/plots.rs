@@ -2,11 +2,13 @@
 //! median time, throughput, faults and memory syscalls against size (or threads). One
 //! colour per allocator and one dash pattern per variant in every plot.
 
-use crate::driver::{human_bytes, Outcome};
 use crate::export::hdr;
 use crate::export::svg::{render, Axis, Chart, Scale, Series};
-use crate::report::{fmt_ns, SummaryRow};
-use crate::spec::{Allocator, Choice, Variant, Workload};
+use crate::model::record::Outcome;
+use crate::model::spec::{Allocator, Choice, Variant, Workload};
+use crate::model::summary::SummaryRow;
+use crate::ui::fmt::fmt_ns;
+use crate::ui::fmt::{fmt_elems, fmt_plain, human_bytes, trim_float};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A plot ready to be written to `plots/<name>.svg`.
@@ -83,34 +85,6 @@ pub fn sizes_of_interest(sizes: &BTreeSet<u64>) -> Vec<u64> {
     out
 }
 
-fn fmt_elems(v: f64) -> String {
-    let (d, unit) = if v >= 1e9 {
-        (v / 1e9, "G")
-    } else if v >= 1e6 {
-        (v / 1e6, "M")
-    } else if v >= 1e3 {
-        (v / 1e3, "k")
-    } else {
-        (v, "")
-    };
-    format!("{}{unit}", trim_float(d))
-}
-
-fn trim_float(v: f64) -> String {
-    let s = format!("{v:.2}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
-}
-
-fn fmt_plain(v: f64) -> String {
-    if v >= 1e4 {
-        fmt_elems(v)
-    } else if v >= 0.01 || v == 0.0 {
-        trim_float(v)
-    } else {
-        format!("{v:.0e}")
-    }
-}
-
 /// A line of a plot: allocator, its spec label, variant.
 type SeriesKey<'a> = (Allocator, &'a str, Variant);
 
@@ -121,7 +95,7 @@ fn series_by_run(
     y: impl Fn(&SummaryRow) -> Option<f64>,
 ) -> Vec<Series> {
     let mut lines: BTreeMap<SeriesKey, Vec<(f64, f64)>> = BTreeMap::new();
-    for r in rows.iter().filter(|r| r.status == "ok") {
+    for r in rows.iter().filter(|r| r.status.is_ok()) {
         if let Some(v) = y(r) {
             lines
                 .entry((r.allocator, r.allocator_spec.as_str(), r.variant))

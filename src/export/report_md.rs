@@ -1,12 +1,16 @@
 //! REPORT.md and the rest of a results folder rebuilt from its runs: summary.csv, the
 //! histogram files, env.json, plots. Findings are computed from the data.
 
-use crate::driver::human_bytes;
+use crate::analysis::explain;
+use crate::analysis::jumps::{self, Jump};
+use crate::export::csv::to_csv;
 use crate::export::plots::{self, sizes_of_interest};
 use crate::export::results::{self, rfc3339, unix_now, write_atomic, Loaded, ResultsError};
-use crate::record::RunRecord;
-use crate::report::{self, fmt_count, SummaryRow};
-use crate::spec::{Variant, Workload};
+use crate::export::table;
+use crate::model::record::RunRecord;
+use crate::model::spec::Workload;
+use crate::model::summary::SummaryRow;
+use crate::ui::fmt::{fmt_count, human_bytes};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -17,64 +21,6 @@ pub struct Rebuilt {
     pub ok: usize,
     pub failed: usize,
     pub plots: usize,
-}
-
-/// A change in a per-iteration counter between two neighbouring sizes.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Jump {
-    pub workload: Workload,
-    pub threads: u32,
-    /// The allocator with its knobs.
-    pub allocator: String,
-    pub variant: Variant,
-    pub from_size: u64,
-    pub from_value: f64,
-    pub to_size: u64,
-    pub to_value: f64,
-}
-
-/// One line of a size sweep: workload, threads, allocator, variant.
-type LineKey = (Workload, u32, String, Variant);
-
-/// Neighbouring sizes where `get` jumps up or drops: by at least `min_delta` per
-/// iteration, and by a factor of 4 or more per element (faults that merely grow with
-/// the size are not a change of behaviour).
-pub fn jumps(
-    rows: &[SummaryRow],
-    get: fn(&SummaryRow) -> Option<f64>,
-    min_delta: f64,
-) -> Vec<Jump> {
-    let mut series: BTreeMap<LineKey, Vec<(u64, f64)>> = BTreeMap::new();
-    for r in rows.iter().filter(|r| r.status == "ok") {
-        if let Some(v) = get(r) {
-            series
-                .entry((r.workload, r.threads, r.allocator_spec.clone(), r.variant))
-                .or_default()
-                .push((r.size, v));
-        }
-    }
-    let mut out = Vec::new();
-    for ((workload, threads, allocator, variant), mut pts) in series {
-        pts.sort_by_key(|p| p.0);
-        for w in pts.windows(2) {
-            let ((s1, v1), (s2, v2)) = (w[0], w[1]);
-            let (r1, r2) = (v1 / s1 as f64, v2 / s2 as f64);
-            let (lo, hi) = (r1.min(r2), r1.max(r2));
-            if (v2 - v1).abs() >= min_delta && hi >= 4.0 * lo {
-                out.push(Jump {
-                    workload,
-                    threads,
-                    allocator: allocator.clone(),
-                    variant,
-                    from_size: s1,
-                    from_value: v1,
-                    to_size: s2,
-                    to_value: v2,
-                });
-            }
-        }
-    }
-    out
 }
 
 fn describe_jump(j: &Jump, what: &str) -> String {
@@ -151,10 +97,14 @@ fn env_json(loaded: &Loaded, records: &[&RunRecord]) -> serde_json::Value {
     })
 }
 
-/// Rebuilds summary.csv, histograms, env.json, plots and REPORT.md of a results folder
-/// from its plan and `runs/`.
-pub fn rebuild(root: &Path) -> Result<Rebuilt, ResultsError> {
-    let loaded = results::load(root)?;
+/// Writes summary.csv, env.json, plots and REPORT.md of a results folder from what it
+/// holds (`loaded`: in memory after a run, read from disk by `alloclab report`); with
+/// `rewrite_histograms`, the histogram files too (a run wrote them as each run finished).
+pub fn rebuild(
+    root: &Path,
+    loaded: &Loaded,
+    rewrite_histograms: bool,
+) -> Result<Rebuilt, ResultsError> {
     let rows: Vec<SummaryRow> = loaded
         .outcomes
         .iter()
@@ -165,13 +115,15 @@ pub fn rebuild(root: &Path) -> Result<Rebuilt, ResultsError> {
         .iter()
         .filter_map(|o| o.result.as_ref().ok())
         .collect();
-    write_atomic(&root.join("summary.csv"), report::to_csv(&rows).as_bytes())?;
-    for o in &loaded.outcomes {
-        if let Ok(r) = &o.result {
-            results::write_histograms(root, &crate::experiment::run_id(&o.spec), r)?;
+    write_atomic(&root.join("summary.csv"), to_csv(&rows).as_bytes())?;
+    if rewrite_histograms {
+        for o in &loaded.outcomes {
+            if let Ok(r) = &o.result {
+                results::write_histograms(root, &crate::model::experiment::run_id(&o.spec), r)?;
+            }
         }
     }
-    let env = env_json(&loaded, &records);
+    let env = env_json(loaded, &records);
     let env_text = serde_json::to_string_pretty(&env).unwrap_or_default();
     write_atomic(&root.join("env.json"), env_text.as_bytes())?;
     let plot_files = plots::plots(&rows, &loaded.outcomes);
@@ -192,7 +144,7 @@ pub fn rebuild(root: &Path) -> Result<Rebuilt, ResultsError> {
             }
         }
     }
-    let md = report_markdown(&loaded, &rows, &env, &plot_files);
+    let md = report_markdown(loaded, &rows, &env, &plot_files);
     write_atomic(&root.join("REPORT.md"), md.as_bytes())?;
     Ok(Rebuilt {
         planned: loaded.plan.runs.len(),
@@ -312,7 +264,7 @@ fn report_markdown(
                 .filter(|r| r.workload == w && r.threads == t && r.size == n)
                 .cloned()
                 .collect();
-            let lines = report::explanations(&at);
+            let lines = explain::explanations(&at);
             if lines.is_empty() {
                 continue;
             }
@@ -331,8 +283,8 @@ fn report_markdown(
             md.push('\n');
         }
     }
-    let fault_jumps = jumps(rows, |r| r.minflt_per_iter, 10.0);
-    let syscall_jumps = jumps(rows, |r| r.memory_syscalls_per_iter, 0.5);
+    let fault_jumps = jumps::fault_jumps(rows);
+    let syscall_jumps = jumps::syscall_jumps(rows);
     if fault_jumps.is_empty() && syscall_jumps.is_empty() {
         if groups.iter().any(|&(w, t)| {
             rows.iter()
@@ -370,11 +322,11 @@ fn report_markdown(
         }
         md.push('\n');
     }
-    let notes = report::unavailable_notes(&loaded.outcomes);
+    let notes = explain::unavailable_notes(&loaded.outcomes);
     for n in notes {
         let _ = writeln!(md, "- Note: {n}");
     }
-    let failed: Vec<&SummaryRow> = rows.iter().filter(|r| r.status != "ok").collect();
+    let failed: Vec<&SummaryRow> = rows.iter().filter(|r| !r.status.is_ok()).collect();
     if !failed.is_empty() {
         let _ = writeln!(md, "\n**Failed runs:**\n");
         for r in failed {
@@ -423,39 +375,18 @@ fn report_markdown(
     } else {
         let _ = writeln!(md, "Every run; also in [summary.csv](summary.csv), with per-run records in `runs/` and latency distributions in `histograms/`.\n");
     }
-    md.push_str(&report::to_markdown(&shown));
+    md.push_str(&table::to_markdown(&shown));
     md
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::driver::{Outcome, RunFailure};
-    use crate::spec::{Allocator, RunSpec};
-
-    fn row(size: u64, minflt: f64) -> SummaryRow {
-        let mut r = SummaryRow::from_outcome(&Outcome {
-            spec: RunSpec {
-                allocator: Allocator::System,
-                workload: Workload::Scale,
-                variant: Variant::OutOfPlace,
-                size,
-                threads: 1,
-                seed: 1,
-                knobs: Vec::new(),
-                thp: Default::default(),
-            },
-            result: Err(RunFailure {
-                cause: String::new(),
-            }),
-        });
-        r.status = "ok";
-        r.minflt_per_iter = Some(minflt);
-        r
-    }
+    use crate::analysis::jumps::fault_jumps;
+    use crate::analysis::jumps::tests::row;
 
     #[test]
-    fn jumps_find_steps_but_not_proportional_growth() {
+    fn jumps_are_described_as_jumps_and_drops() {
         let rows = vec![
             row(1000, 0.0),
             row(2000, 0.0),
@@ -464,12 +395,10 @@ mod tests {
             row(16000, 70.0),
             row(32000, 140.0),
         ];
-        let j = jumps(&rows, |r| r.minflt_per_iter, 10.0);
-        assert_eq!(j.len(), 1, "{j:?}");
-        assert_eq!((j[0].from_size, j[0].to_size), (4000, 8000));
+        let j = fault_jumps(&rows);
         let text = describe_jump(&j[0], "minor faults");
         assert!(text.contains("jump from 0.02 at 4,000 elements"), "{text}");
-        let drops = jumps(&[row(1, 500.0), row(2, 3.0)], |r| r.minflt_per_iter, 10.0);
+        let drops = fault_jumps(&[row(1, 500.0), row(2, 3.0)]);
         assert!(describe_jump(&drops[0], "minor faults").contains("drop"));
     }
 }

@@ -11,15 +11,15 @@
 //!     summary.csv, env.json, plots/*.svg, REPORT.md
 //! ```
 
-use crate::driver::RunFailure;
-use crate::experiment::{run_id, Experiment};
+use crate::analysis::cliff::FoundCliff;
 use crate::export::hdr;
-use crate::record::RunRecord;
-use crate::spec::RunSpec;
+use crate::model::experiment::{run_id, Experiment};
+use crate::model::record::RunRecord;
+use crate::model::record::{Outcome, RunFailure};
+use crate::model::run::RunSpec;
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 /// Histogram files hold microseconds: ns values divided by this.
@@ -131,6 +131,39 @@ pub struct FailedRun {
     pub error: String,
 }
 
+/// Takes `dir/.lock` for this process (the one lock of every results folder, `run`'s and
+/// `exec`'s): a second alloclab writing the same folder is refused with the holder's pid.
+/// The lock lasts as long as the returned file is open.
+pub fn lock_folder(dir: &Path) -> Result<File, ResultsError> {
+    let lock_path = dir.join(".lock");
+    let mut lock = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&lock_path)
+        .map_err(io_err(&lock_path))?;
+    match lock.try_lock() {
+        Ok(()) => {}
+        Err(fs::TryLockError::WouldBlock) => {
+            let mut holder = String::new();
+            let _ = lock.read_to_string(&mut holder);
+            let holder = match holder.trim() {
+                "" => "another process".to_string(),
+                pid => format!("pid {pid}"),
+            };
+            return Err(ResultsError::Locked {
+                dir: dir.to_path_buf(),
+                holder,
+            });
+        }
+        Err(fs::TryLockError::Error(e)) => return Err(io_err(&lock_path)(e)),
+    }
+    let _ = lock.set_len(0);
+    let _ = writeln!(lock, "{}", std::process::id());
+    Ok(lock)
+}
+
 /// An open, locked results folder.
 pub struct ResultsDir {
     pub root: PathBuf,
@@ -142,33 +175,9 @@ impl ResultsDir {
     /// Creates the folder if needed and takes its lock, or says who holds it.
     pub fn open(root: &Path) -> Result<Self, ResultsError> {
         fs::create_dir_all(root.join("runs")).map_err(io_err(root))?;
-        let lock_path = root.join(".lock");
-        let mut lock = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&lock_path)
-            .map_err(io_err(&lock_path))?;
-        // SAFETY: flock on a descriptor we own; no memory is passed.
-        let rc = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if rc != 0 {
-            let mut holder = String::new();
-            let _ = lock.read_to_string(&mut holder);
-            let holder = match holder.trim() {
-                "" => "another process".to_string(),
-                pid => format!("pid {pid}"),
-            };
-            return Err(ResultsError::Locked {
-                dir: root.to_path_buf(),
-                holder,
-            });
-        }
-        let _ = lock.set_len(0);
-        let _ = writeln!(lock, "{}", std::process::id());
         Ok(ResultsDir {
             root: root.to_path_buf(),
-            _lock: lock,
+            _lock: lock_folder(root)?,
         })
     }
 
@@ -181,7 +190,10 @@ impl ResultsDir {
     }
 
     /// Keeps the observer calibration made for this run of the experiment.
-    pub fn save_calibration(&self, c: &crate::calibrate::Calibration) -> Result<(), ResultsError> {
+    pub fn save_calibration(
+        &self,
+        c: &crate::analysis::calibration::Calibration,
+    ) -> Result<(), ResultsError> {
         let path = self.root.join("calibration.json");
         let text = serde_json::to_string_pretty(c).map_err(|e| ResultsError::Invalid {
             path: path.clone(),
@@ -191,7 +203,7 @@ impl ResultsDir {
     }
 
     /// Keeps the exact cliffs found after the runs.
-    pub fn save_cliffs(&self, cliffs: &[crate::cliff::FoundCliff]) -> Result<(), ResultsError> {
+    pub fn save_cliffs(&self, cliffs: &[FoundCliff]) -> Result<(), ResultsError> {
         let path = self.root.join("cliffs.json");
         let text = serde_json::to_string_pretty(cliffs).map_err(|e| ResultsError::Invalid {
             path: path.clone(),
@@ -280,11 +292,41 @@ pub fn write_histograms(root: &Path, id: &str, record: &RunRecord) -> Result<(),
 /// (runs never attempted are absent).
 pub struct Loaded {
     pub plan: Plan,
-    pub outcomes: Vec<crate::driver::Outcome>,
+    pub outcomes: Vec<Outcome>,
     /// The observer calibration, if the run made one.
-    pub calibration: Option<crate::calibrate::Calibration>,
+    pub calibration: Option<crate::analysis::calibration::Calibration>,
     /// Exact cliffs found by bisection after the runs, if any were looked for.
-    pub cliffs: Vec<crate::cliff::FoundCliff>,
+    pub cliffs: Vec<FoundCliff>,
+}
+
+/// A planned run's record or failure as kept on disk; `None` if it never ran.
+pub fn load_outcome(root: &Path, run: &PlannedRun) -> Result<Option<Outcome>, ResultsError> {
+    let ok = root.join("runs").join(format!("{}.json", run.id));
+    let failed = root.join("runs").join(format!("{}.failed.json", run.id));
+    let result = if ok.exists() {
+        Ok(load_run(&ok)?)
+    } else if failed.exists() {
+        let text = fs::read_to_string(&failed).map_err(io_err(&failed))?;
+        let f: FailedRun = serde_json::from_str(&text).map_err(|e| ResultsError::Invalid {
+            path: failed.clone(),
+            why: e.to_string(),
+        })?;
+        Err(RunFailure { cause: f.error })
+    } else {
+        return Ok(None);
+    };
+    Ok(Some(Outcome {
+        spec: run.spec.clone(),
+        result,
+    }))
+}
+
+/// The exact cliffs kept in a results folder (none if it has no cliffs.json).
+pub fn load_cliffs(root: &Path) -> Vec<FoundCliff> {
+    fs::read_to_string(root.join("cliffs.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default()
 }
 
 /// Reads a results folder's plan and runs.
@@ -300,32 +342,14 @@ pub fn load(root: &Path) -> Result<Loaded, ResultsError> {
     })?;
     let mut outcomes = Vec::new();
     for run in &plan.runs {
-        let ok = root.join("runs").join(format!("{}.json", run.id));
-        let failed = root.join("runs").join(format!("{}.failed.json", run.id));
-        let result = if ok.exists() {
-            Ok(load_run(&ok)?)
-        } else if failed.exists() {
-            let text = fs::read_to_string(&failed).map_err(io_err(&failed))?;
-            let f: FailedRun = serde_json::from_str(&text).map_err(|e| ResultsError::Invalid {
-                path: failed.clone(),
-                why: e.to_string(),
-            })?;
-            Err(RunFailure { cause: f.error })
-        } else {
-            continue;
-        };
-        outcomes.push(crate::driver::Outcome {
-            spec: run.spec.clone(),
-            result,
-        });
+        if let Some(o) = load_outcome(root, run)? {
+            outcomes.push(o);
+        }
     }
     let calibration = fs::read_to_string(root.join("calibration.json"))
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok());
-    let cliffs = fs::read_to_string(root.join("cliffs.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_default();
+    let cliffs = load_cliffs(root);
     Ok(Loaded {
         plan,
         outcomes,

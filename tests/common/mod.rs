@@ -2,8 +2,8 @@
 #![allow(dead_code)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use alloclab::record::RunRecord;
-use alloclab::spec::Allocator;
+use alloclab::model::record::RunRecord;
+use alloclab::model::spec::Allocator;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Command, Output};

@@ -1,112 +1,34 @@
 //! The driver's side of a run: checks before spawning, one worker process per run, and
 //! turning whatever the worker did (JSON, crash, signal, garbage) into an outcome.
 
-use crate::counters::memory;
-use crate::counters::perf::{SyscallCounters, SyscallCounts};
-use crate::counters::ptrace;
+pub mod calibrate;
+pub mod preflight;
+
+use crate::analysis::cliff::{CliffError, Metric, Probe};
+use crate::counters::linux::perf::{SyscallCounters, SyscallCounts};
+use crate::counters::linux::ptrace;
 use crate::counters::{CounterMode, Unavailable};
-use crate::measure::Budget;
-use crate::record::RunRecord;
-use crate::spec::{Allocator, RunSpec};
-use crate::workload;
+use crate::model::record::{Outcome, RunFailure, RunRecord};
+use crate::worker::measure::Budget;
+
+use crate::model::run::RunSpec;
+use crate::ui::progress::Progress;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-/// Problems found before anything runs.
-#[derive(Debug, thiserror::Error)]
-pub enum PlanError {
-    #[error("{what} needs about {} per run (input plus live temporaries), but only {} is available (MemAvailable); choose a smaller --size", human_bytes(*.needed), human_bytes(*.available))]
-    NotEnoughMemory {
-        what: String,
-        needed: u64,
-        available: u64,
-    },
-    #[error(transparent)]
-    Choice(#[from] crate::spec::UnknownChoice),
-    #[error(transparent)]
-    Knob(#[from] crate::knobs::KnobError),
-    #[error("cannot read available memory: {0}")]
-    MemInfo(std::io::Error),
-    #[error("worker binary {} not found (looked in {}); build every binary with `make build` (cargo build --release)", .binary, .dir.display())]
-    MissingWorker { binary: String, dir: PathBuf },
-    #[error("cannot locate this executable to find the worker binaries beside it: {0}")]
-    NoExe(std::io::Error),
-}
-
-/// "8.0 MiB" — binary units, one decimal.
-pub fn human_bytes(b: u64) -> String {
-    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let mut v = b as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u < UNITS.len() - 1 {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{b} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
-}
-
-/// Refuses runs that would not fit in the memory available now (runs go one at a time,
-/// so the largest one counts).
-pub fn check_memory(specs: &[RunSpec], available: u64) -> Result<(), PlanError> {
-    let Some((spec, needed)) = specs
-        .iter()
-        .map(|s| (s, workload::peak_bytes(s.workload, s.variant, s.size)))
-        .max_by_key(|(_, b)| *b)
-    else {
-        return Ok(());
-    };
-    if needed > available {
-        return Err(PlanError::NotEnoughMemory {
-            what: format!("{} {} at size {}", spec.workload, spec.variant, spec.size),
-            needed,
-            available,
-        });
-    }
-    Ok(())
-}
-
-/// [`check_memory`] against this machine's MemAvailable.
-pub fn check_memory_here(specs: &[RunSpec]) -> Result<(), PlanError> {
-    check_memory(
-        specs,
-        memory::available_bytes().map_err(PlanError::MemInfo)?,
-    )
-}
-
-/// Why a run produced no record.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RunFailure {
-    /// One line: "killed by signal 9 (SIGKILL)", "exit code 1: …", "invalid output: …".
-    pub cause: String,
-}
-
-/// One run's spec and what came of it.
-#[derive(Clone, Debug)]
-pub struct Outcome {
-    pub spec: RunSpec,
-    pub result: Result<RunRecord, RunFailure>,
-}
-
 /// Runs one spec and returns its record; a real one spawns a worker, tests use mocks.
 pub trait Executor {
-    fn execute(&mut self, spec: &RunSpec) -> Result<RunRecord, RunFailure>;
-    /// Changes the measurement budget of the runs that follow (where it has one).
-    fn set_budget(&mut self, _budget: Budget) {}
+    fn execute(&mut self, spec: &RunSpec, budget: &Budget) -> Result<RunRecord, RunFailure>;
 }
 
 /// Spawns `alloclab-<allocator>` from a directory, one process per run.
 pub struct ProcessExecutor {
     pub dir: PathBuf,
-    pub budget: Budget,
     pub counters: CounterMode,
     pub timeout: Duration,
     /// Disabled tracepoint counters held by the driver itself. The kernel unregisters a
@@ -119,7 +41,7 @@ pub struct ProcessExecutor {
 impl ProcessExecutor {
     /// `counters` Auto becomes Perf where the driver can open the tracepoint counters
     /// (workers run as the same user), else Ptrace where that is supported, else Off.
-    pub fn new(dir: PathBuf, budget: Budget, counters: CounterMode, timeout: Duration) -> Self {
+    pub fn new(dir: PathBuf, counters: CounterMode, timeout: Duration) -> Self {
         let keepalive = match counters {
             CounterMode::Perf | CounterMode::Auto => SyscallCounters::open().ok(),
             CounterMode::Ptrace | CounterMode::Off => None,
@@ -132,34 +54,11 @@ impl ProcessExecutor {
         };
         ProcessExecutor {
             dir,
-            budget,
             counters,
             timeout,
             _keepalive: keepalive,
         }
     }
-}
-
-/// The directory holding this executable, where the worker binaries are built.
-pub fn workers_dir() -> Result<PathBuf, PlanError> {
-    let exe = std::env::current_exe().map_err(PlanError::NoExe)?;
-    Ok(exe
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from(".")))
-}
-
-/// Checks that every needed worker binary exists.
-pub fn check_workers(dir: &Path, allocators: &[Allocator]) -> Result<(), PlanError> {
-    for a in allocators {
-        if !dir.join(a.worker_binary()).is_file() {
-            return Err(PlanError::MissingWorker {
-                binary: a.worker_binary().to_string(),
-                dir: dir.to_path_buf(),
-            });
-        }
-    }
-    Ok(())
 }
 
 pub fn signal_name(sig: i32) -> &'static str {
@@ -221,14 +120,14 @@ pub fn interpret(
 }
 
 impl ProcessExecutor {
-    fn command(&self, spec: &RunSpec, counters: CounterMode) -> Command {
+    fn command(&self, spec: &RunSpec, budget: &Budget, counters: CounterMode) -> Command {
         let mut cmd = Command::new(self.dir.join(spec.allocator.worker_binary()));
         cmd.arg(format!("--workload={}", spec.workload))
             .arg(format!("--variant={}", spec.variant))
             .arg(format!("--size={}", spec.size))
             .arg(format!("--seed={}", spec.seed))
             .arg(format!("--threads={}", spec.threads))
-            .args(self.budget.to_worker_args())
+            .args(budget.to_worker_args())
             .arg(format!("--counters={}", counters.name()))
             .arg(format!("--thp={}", spec.thp));
         if !spec.knobs.is_empty() {
@@ -255,10 +154,11 @@ impl ProcessExecutor {
     pub fn spawn_worker(
         &self,
         spec: &RunSpec,
+        budget: &Budget,
         counters: CounterMode,
     ) -> Result<RunRecord, RunFailure> {
         let mut child = self
-            .command(spec, counters)
+            .command(spec, budget, counters)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -310,11 +210,15 @@ impl ProcessExecutor {
     pub fn traced_pass(
         &self,
         spec: &RunSpec,
+        budget: &Budget,
     ) -> Result<(RunRecord, Result<SyscallCounts, Unavailable>), RunFailure> {
-        let traced = ptrace::run_traced(self.command(spec, CounterMode::Ptrace), self.timeout)
-            .map_err(|e| RunFailure {
-                cause: format!("cannot trace {}: {e}", spec.allocator.worker_binary()),
-            })?;
+        let traced = ptrace::run_traced(
+            self.command(spec, budget, CounterMode::Ptrace),
+            self.timeout,
+        )
+        .map_err(|e| RunFailure {
+            cause: format!("cannot trace {}: {e}", spec.allocator.worker_binary()),
+        })?;
         if traced.timed_out {
             return Err(self.timed_out());
         }
@@ -327,9 +231,9 @@ impl ProcessExecutor {
 
     /// The ptrace method: latency and faults from an untraced pass, memory-syscall counts
     /// from a second, traced pass of the same run.
-    fn ptrace_passes(&self, spec: &RunSpec) -> Result<RunRecord, RunFailure> {
-        let mut record = self.spawn_worker(spec, CounterMode::Off)?;
-        let (counted, counts) = self.traced_pass(spec)?;
+    fn ptrace_passes(&self, spec: &RunSpec, budget: &Budget) -> Result<RunRecord, RunFailure> {
+        let mut record = self.spawn_worker(spec, budget, CounterMode::Off)?;
+        let (counted, counts) = self.traced_pass(spec, budget)?;
         if counted.checksum != record.checksum {
             return Err(RunFailure {
                 cause: format!(
@@ -349,35 +253,67 @@ impl ProcessExecutor {
 }
 
 impl Executor for ProcessExecutor {
-    fn execute(&mut self, spec: &RunSpec) -> Result<RunRecord, RunFailure> {
+    fn execute(&mut self, spec: &RunSpec, budget: &Budget) -> Result<RunRecord, RunFailure> {
         match self.counters {
-            CounterMode::Ptrace => self.ptrace_passes(spec),
-            mode => self.spawn_worker(spec, mode),
+            CounterMode::Ptrace => self.ptrace_passes(spec, budget),
+            mode => self.spawn_worker(spec, budget, mode),
         }
-    }
-
-    fn set_budget(&mut self, budget: Budget) {
-        self.budget = budget;
     }
 }
 
-/// Runs every spec in order, one at a time, telling `progress` before each one.
+/// Runs every spec in order, one at a time, with `budget`, shown on `progress`.
 pub fn run_all(
     specs: &[RunSpec],
+    budget: &Budget,
     executor: &mut dyn Executor,
-    progress: &mut dyn FnMut(usize, &RunSpec),
+    progress: &mut Progress,
 ) -> Vec<Outcome> {
     specs
         .iter()
-        .enumerate()
-        .map(|(i, spec)| {
-            progress(i, spec);
+        .map(|spec| {
+            progress.start(&spec.to_string());
+            let result = executor.execute(spec, budget);
+            progress.finish_one();
             Outcome {
                 spec: spec.clone(),
-                result: executor.execute(spec),
+                result,
             }
         })
         .collect()
+}
+
+/// Measures `base` at `size` for a cliff search: the run's record and its `metric`.
+pub fn probe(
+    exec: &mut dyn Executor,
+    base: &RunSpec,
+    budget: &Budget,
+    size: u64,
+    metric: Metric,
+) -> Result<Probe, CliffError> {
+    let spec = RunSpec {
+        size,
+        ..base.clone()
+    };
+    let record = exec
+        .execute(&spec, budget)
+        .map_err(|RunFailure { cause }| {
+            CliffError::Run(format!("run at size {size} failed: {cause}"))
+        })?;
+    let value = metric.value(&record).ok_or_else(|| {
+        CliffError::Unavailable(
+            metric.name(),
+            record
+                .unavailable
+                .get("syscalls")
+                .cloned()
+                .unwrap_or_default(),
+        )
+    })?;
+    Ok(Probe {
+        size,
+        value,
+        record,
+    })
 }
 
 /// Runs that compute the same thing (workload, size, seed) but disagree on the answer.
@@ -411,40 +347,6 @@ pub fn checksum_conflicts(outcomes: &[Outcome]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::{Variant, Workload};
-
-    fn spec(variant: Variant, size: u64) -> RunSpec {
-        RunSpec {
-            allocator: Allocator::System,
-            workload: Workload::Scale,
-            variant,
-            size,
-            threads: 1,
-            seed: 1,
-            knobs: Vec::new(),
-            thp: Default::default(),
-        }
-    }
-
-    #[test]
-    fn memory_check_names_the_largest_run_and_both_amounts() {
-        let specs = [
-            spec(Variant::InPlace, 1000),
-            spec(Variant::OutOfPlace, 1000),
-        ];
-        assert!(check_memory(&specs, 17_000).is_ok());
-        let e = check_memory(&specs, 16_999).unwrap_err().to_string();
-        assert!(e.contains("out-of-place"), "{e}");
-        assert!(e.contains("16.6 KiB"), "{e}");
-        assert!(e.contains("available"), "{e}");
-    }
-
-    #[test]
-    fn human_bytes_scales() {
-        assert_eq!(human_bytes(512), "512 B");
-        assert_eq!(human_bytes(8 << 20), "8.0 MiB");
-        assert_eq!(human_bytes(3 << 30), "3.0 GiB");
-    }
 
     #[test]
     fn interpret_reports_signals_codes_and_garbage() {

@@ -2,9 +2,10 @@
 //! allocators × threads with a measurement budget, validated strictly — every error names
 //! the file, the line and what is allowed — and expanded into runs.
 
-use crate::knobs::AllocatorSpec;
-use crate::measure::{self, Budget};
-use crate::spec::{self, Allocator, Choice, RunSpec, Thp, Variant, Workload};
+use crate::model::knobs::AllocatorSpec;
+use crate::model::run::RunSpec;
+use crate::model::spec::{self, Allocator, Choice, Thp, Variant, Workload};
+use crate::worker::measure::{self, Budget};
 use serde::{Deserialize, Serialize};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -382,8 +383,8 @@ pub fn run_id(spec: &RunSpec) -> String {
         alloc.push_str(&knobs.replace(',', "+"));
     }
     let thp = match spec.thp {
-        crate::spec::Thp::System => "",
-        crate::spec::Thp::Never => "-thpnever",
+        crate::model::spec::Thp::System => "",
+        crate::model::spec::Thp::Never => "-thpnever",
     };
     format!(
         "{}-{}-{alloc}-n{}-t{}{thp}",

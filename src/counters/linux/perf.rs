@@ -5,7 +5,7 @@
 //! single ioctl on the group leader around the measured phase. `inherit` is set so that
 //! threads started later are counted too. Tracepoint ids come from tracefs.
 
-use super::Unavailable;
+use crate::counters::Unavailable;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io::Read;

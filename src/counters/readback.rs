@@ -58,7 +58,7 @@ pub fn jemalloc_version(mallctl: Mallctl) -> Result<String, String> {
     mallctl_read_str(mallctl, "version").map(|v| format!("jemalloc {v}"))
 }
 
-/// A jemalloc knob's effective value from `opt.<name>`, in [`crate::knobs`]' canonical
+/// A jemalloc knob's effective value from `opt.<name>`, in [`crate::model::knobs`]' canonical
 /// form, read with the C type jemalloc declares for it.
 pub fn jemalloc_opt(mallctl: Mallctl, name: &str) -> Result<String, String> {
     let key = format!("opt.{name}");

@@ -5,7 +5,7 @@
 //! from `_RJEM_MALLOC_CONF` by tikv-jemallocator's prefixed build, not `MALLOC_CONF`),
 //! mimalloc's `MIMALLOC_<NAME>` options.
 
-use crate::spec::{parse_choice, Allocator, Choice, UnknownChoice};
+use crate::model::spec::{parse_choice, Allocator, Choice, UnknownChoice};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -143,7 +143,7 @@ pub fn parse_bytes(s: &str) -> Option<u64> {
 /// "64M" for 67108864; plain bytes when not a whole multiple.
 pub fn fmt_bytes(b: u64) -> String {
     for (suffix, shift) in [("T", 40), ("G", 30), ("M", 20), ("K", 10)] {
-        if b != 0 && b % (1u64 << shift) == 0 {
+        if b != 0 && b.is_multiple_of(1u64 << shift) {
             return format!("{}{suffix}", b >> shift);
         }
     }
@@ -345,7 +345,7 @@ pub fn parse_spec_list(text: &str) -> Result<Vec<AllocatorSpec>, KnobError> {
         return Err(KnobError::Allocator(UnknownChoice {
             kind: Allocator::KIND,
             given: text.into(),
-            valid: crate::spec::valid_names::<Allocator>(),
+            valid: crate::model::spec::valid_names::<Allocator>(),
         }));
     }
     let mut out: Vec<AllocatorSpec> = Vec::new();

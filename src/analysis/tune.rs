@@ -2,9 +2,10 @@
 //! on one workload, variant and size, and which combinations remove the faults and
 //! syscalls, at what time and RSS cost.
 
-use crate::knobs::AllocatorSpec;
-use crate::report::{fmt_count, fmt_ns, SummaryRow};
-use crate::spec::{Allocator, Choice};
+use crate::model::knobs::AllocatorSpec;
+use crate::model::spec::{Allocator, Choice};
+use crate::model::summary::SummaryRow;
+use crate::ui::fmt::{fmt_count, fmt_ns, human_bytes};
 
 /// The curated knob sets, each with why it is worth trying.
 pub fn curated(a: Allocator) -> Vec<(&'static str, &'static str)> {
@@ -56,7 +57,7 @@ pub fn verdicts(rows: &[SummaryRow]) -> Vec<String> {
         let mine: Vec<&SummaryRow> = rows.iter().filter(|r| r.allocator == *a).collect();
         let Some(base) = mine.first() else { continue };
         for r in mine.iter().skip(1) {
-            if r.status != "ok" || base.status != "ok" {
+            if !r.status.is_ok() || !base.status.is_ok() {
                 lines.push(format!(
                     "{}: failed: {}",
                     r.allocator_spec,
@@ -102,11 +103,7 @@ pub fn verdicts(rows: &[SummaryRow]) -> Vec<String> {
                 _ => String::new(),
             };
             let rss = match (base.rss_end_bytes, r.rss_end_bytes) {
-                (Some(b), Some(x)) => format!(
-                    ", RSS {} vs {}",
-                    crate::driver::human_bytes(x),
-                    crate::driver::human_bytes(b)
-                ),
+                (Some(b), Some(x)) => format!(", RSS {} vs {}", human_bytes(x), human_bytes(b)),
                 _ => String::new(),
             };
             lines.push(format!("{}: {what}; {time}{rss}", r.allocator_spec));

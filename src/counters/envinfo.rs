@@ -12,7 +12,7 @@ pub struct AllocatorInfo {
     /// The Rust crates that bring it in, with their versions (empty for system).
     pub crates: String,
     /// A knob's effective value as the allocator reports it, in the canonical form of
-    /// [`crate::knobs`] (bytes, true/false), or why it cannot be read.
+    /// [`crate::model::knobs`] (bytes, true/false), or why it cannot be read.
     pub read_knob: fn(&str) -> Result<String, String>,
     /// The allocator's own statistics (name → bytes), or why there are none.
     pub stats: fn() -> AllocatorStats,

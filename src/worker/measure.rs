@@ -2,11 +2,12 @@
 //! are both reached (or a maximum count), each iteration's latency recorded into an HDR
 //! histogram allocated beforehand. Counters are enabled only around the measured loop.
 
-use crate::alloc_count::{self, AllocSnapshot};
-use crate::counters::perf::SyscallCounts;
+use crate::counters::linux::perf::SyscallCounts;
 use crate::counters::SyscallSource;
 use crate::counters::{memory, rusage, Unavailable};
-use crate::workload::{BoxedKernel, Kernel};
+pub use crate::model::budget::{secs_to_ns, Budget};
+use crate::worker::alloc_count::{self, AllocSnapshot};
+use crate::worker::workload::{BoxedKernel, Kernel};
 use hdrhistogram::Histogram;
 use std::hint::black_box;
 use std::sync::Barrier;
@@ -22,58 +23,6 @@ pub const HIST_SIGFIG: u8 = 3;
 pub fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(HIST_LOWEST_NS, HIST_HIGHEST_NS, HIST_SIGFIG)
         .expect("constant histogram bounds are valid")
-}
-
-/// How long to measure.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Budget {
-    /// Warm-up runs at least this long…
-    pub warmup_time_ns: u64,
-    /// …and at least this many iterations.
-    pub warmup_iters: u64,
-    /// The measured phase runs until both this time…
-    pub min_time_ns: u64,
-    /// …and this many iterations are reached,
-    pub min_iters: u64,
-    /// or this many iterations, whichever comes first.
-    pub max_iters: u64,
-}
-
-impl Default for Budget {
-    fn default() -> Self {
-        Budget {
-            warmup_time_ns: 100_000_000,
-            warmup_iters: 3,
-            min_time_ns: 1_000_000_000,
-            min_iters: 10,
-            max_iters: 10_000_000,
-        }
-    }
-}
-
-impl Budget {
-    /// The budget as worker arguments; read back, it gives exactly this budget.
-    pub fn to_worker_args(&self) -> Vec<String> {
-        vec![
-            format!("--min-time={}", ns_to_secs_text(self.min_time_ns)),
-            format!("--min-iters={}", self.min_iters),
-            format!("--max-iters={}", self.max_iters),
-            format!("--warmup-time={}", ns_to_secs_text(self.warmup_time_ns)),
-            format!("--warmup-iters={}", self.warmup_iters),
-        ]
-    }
-
-    /// True when a loop that has run `iters` iterations over `elapsed_ns` may stop.
-    #[inline(always)]
-    pub fn measured_done(&self, iters: u64, elapsed_ns: u64) -> bool {
-        iters >= self.max_iters || (iters >= self.min_iters && elapsed_ns >= self.min_time_ns)
-    }
-
-    #[inline(always)]
-    fn warmup_done(&self, iters: u64, elapsed_ns: u64) -> bool {
-        iters >= self.max_iters.min(self.warmup_iters.max(1)) && elapsed_ns >= self.warmup_time_ns
-            || iters >= self.max_iters
-    }
 }
 
 /// What the measured loop saw (for several threads: iterations of all of them, wall
@@ -212,7 +161,7 @@ pub fn observer_costs() -> ObserverCosts {
         h.saturating_record(500 + x % 5_000_000);
     });
     black_box(&h);
-    let perf = crate::counters::perf::SyscallCounters::open();
+    let perf = crate::counters::linux::perf::SyscallCounters::open();
     let (enable, read, why) = match &perf {
         Ok(c) => (
             Some(mean_ns(2_000, || {
@@ -232,7 +181,7 @@ pub fn observer_costs() -> ObserverCosts {
         harness_ns_per_sample: o.harness_overhead_ns_per_sample,
         perf_enable_disable_ns: enable,
         perf_read_ns: read,
-        ptrace_marker_ns: mean_ns(10_000, crate::counters::ptrace::phase_marker),
+        ptrace_marker_ns: mean_ns(10_000, crate::counters::linux::ptrace::phase_marker),
         perf_unavailable: why,
     }
 }
@@ -336,16 +285,6 @@ pub fn measure(
             rss_end_bytes: rss_end,
         })
     })
-}
-
-/// A duration in seconds as a whole number of ns, rounded (so that the 9-decimal form
-/// of [`Budget::to_worker_args`] reads back exactly).
-pub fn secs_to_ns(secs: f64) -> u64 {
-    (secs.max(0.0) * 1e9).round() as u64
-}
-
-fn ns_to_secs_text(ns: u64) -> String {
-    format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
 }
 
 #[cfg(test)]

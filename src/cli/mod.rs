@@ -2,10 +2,13 @@
 //! and validating are two steps; everything after sees only valid options.
 
 use crate::counters::CounterMode;
-use crate::driver::{self, PlanError};
-use crate::spec::{self, Allocator, Choice, RunSpec, Variant, Workload};
-use crate::worker::BudgetArgs;
-use clap::{Parser, Subcommand, ValueEnum};
+use crate::error::Error;
+use crate::export::Format;
+use crate::model::budget::BudgetArgs;
+use crate::model::experiment::Experiment;
+use crate::model::run::RunSpec;
+use crate::model::spec::{self, Allocator, Choice, Variant, Workload};
+use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -80,10 +83,10 @@ pub struct ExecArgs {
     #[arg(long, value_enum, default_value = "auto")]
     pub counters: CounterMode,
     /// never: the command runs with transparent huge pages disabled (prctl, inherited).
-    #[arg(long, default_value = "system", value_parser = spec::parse_choice::<crate::spec::Thp>)]
-    pub thp: crate::spec::Thp,
+    #[arg(long, default_value = "system", value_parser = spec::parse_choice::<crate::model::spec::Thp>)]
+    pub thp: crate::model::spec::Thp,
     /// Kill a run (and its process group) after this many seconds; that row fails.
-    #[arg(long, value_parser = crate::worker::parse_seconds)]
+    #[arg(long, value_parser = crate::model::budget::parse_seconds)]
     pub timeout: Option<f64>,
     /// The command and its arguments (put them after `--`).
     #[arg(
@@ -142,11 +145,11 @@ pub struct CliffArgs {
     pub to: u64,
     /// What must change: faults (≥ 1 per iteration) or syscalls (≥ 0.5 memory syscalls).
     #[arg(long, value_enum, default_value = "faults")]
-    pub metric: crate::cliff::Metric,
-    #[arg(long, default_value = "system", value_parser = spec::parse_choice::<crate::spec::Thp>)]
-    pub thp: crate::spec::Thp,
+    pub metric: crate::analysis::cliff::Metric,
+    #[arg(long, default_value = "system", value_parser = spec::parse_choice::<crate::model::spec::Thp>)]
+    pub thp: crate::model::spec::Thp,
     /// Minimum measuring time per probe, in seconds.
-    #[arg(long, default_value_t = 0.05, value_parser = crate::worker::parse_seconds)]
+    #[arg(long, default_value_t = 0.05, value_parser = crate::model::budget::parse_seconds)]
     pub min_time: f64,
     #[arg(long, value_enum, default_value = "auto")]
     pub counters: CounterMode,
@@ -163,7 +166,7 @@ pub struct TuneArgs {
     /// Comma-separated allocators to tune [default: all].
     #[arg(long)]
     pub allocators: Option<String>,
-    #[arg(long, default_value_t = 0.5, value_parser = crate::worker::parse_seconds)]
+    #[arg(long, default_value_t = 0.5, value_parser = crate::model::budget::parse_seconds)]
     pub min_time: f64,
     #[arg(long, value_enum, default_value = "auto")]
     pub counters: CounterMode,
@@ -177,7 +180,7 @@ pub struct CalibrateArgs {
     #[arg(long, default_value = "1000000", value_parser = spec::parse_size)]
     pub size: u64,
     /// Minimum measuring time of each run, in seconds.
-    #[arg(long, default_value_t = 0.5, value_parser = crate::worker::parse_seconds)]
+    #[arg(long, default_value_t = 0.5, value_parser = crate::model::budget::parse_seconds)]
     pub min_time: f64,
     /// Alternating rounds (off, perf, ptrace) per variant; medians are compared.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=50))]
@@ -206,7 +209,7 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value = "auto")]
     pub counters: CounterMode,
     /// Kill a worker that runs longer than this many seconds.
-    #[arg(long, default_value_t = 300.0, value_parser = crate::worker::parse_seconds)]
+    #[arg(long, default_value_t = 300.0, value_parser = crate::model::budget::parse_seconds)]
     pub timeout: f64,
 }
 
@@ -216,74 +219,28 @@ pub struct ReportArgs {
     pub dir: PathBuf,
 }
 
-/// Validated experiments, ready to run.
-pub struct RunPlan {
-    pub experiments: Vec<crate::experiment::Experiment>,
-    pub workers_dir: PathBuf,
-    pub args: RunArgs,
-}
-
 /// Why `alloclab run` refuses to start.
 #[derive(Debug, thiserror::Error)]
 pub enum RunPlanError {
     #[error(transparent)]
-    Experiment(#[from] crate::experiment::ExperimentError),
-    #[error(transparent)]
-    Plan(#[from] PlanError),
+    Experiment(#[from] crate::model::experiment::ExperimentError),
     #[error("two experiment files are both named '{0}' and would share a results folder")]
     DuplicateName(String),
 }
 
 impl RunArgs {
-    /// Loads and validates every experiment and checks the whole matrix can run here.
-    pub fn plan(self) -> Result<RunPlan, RunPlanError> {
-        let mut experiments = Vec::new();
+    /// Loads and validates every experiment file.
+    pub fn experiments(&self) -> Result<Vec<Experiment>, RunPlanError> {
+        let mut experiments: Vec<Experiment> = Vec::new();
         for path in &self.experiments {
-            let e = crate::experiment::Experiment::load(path, self.quick)?;
-            if experiments
-                .iter()
-                .any(|x: &crate::experiment::Experiment| x.name == e.name)
-            {
+            let e = Experiment::load(path, self.quick)?;
+            if experiments.iter().any(|x| x.name == e.name) {
                 return Err(RunPlanError::DuplicateName(e.name));
             }
             experiments.push(e);
         }
-        let mut specs = Vec::new();
-        for e in &experiments {
-            for s in e.runs() {
-                // Every thread holds its own buffers.
-                let mut whole = s.clone();
-                whole.size = s.size.saturating_mul(u64::from(s.threads));
-                specs.push(whole);
-            }
-        }
-        driver::check_memory_here(&specs)?;
-        let dir = driver::workers_dir()?;
-        let allocators: Vec<Allocator> = Allocator::ALL
-            .iter()
-            .copied()
-            .filter(|a| {
-                experiments
-                    .iter()
-                    .any(|e| e.allocators.iter().any(|s| s.allocator == *a))
-            })
-            .collect();
-        driver::check_workers(&dir, &allocators)?;
-        Ok(RunPlan {
-            experiments,
-            workers_dir: dir,
-            args: self,
-        })
+        Ok(experiments)
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// Aligned columns with units, plus one explanation line per allocator.
-    Table,
-    Markdown,
-    Csv,
-    Json,
 }
 
 #[derive(Debug, clap::Args)]
@@ -302,8 +259,8 @@ pub struct CompareArgs {
     #[arg(long)]
     pub allocators: Option<String>,
     /// never: every worker runs with transparent huge pages disabled (prctl).
-    #[arg(long, default_value = "system", value_parser = spec::parse_choice::<crate::spec::Thp>)]
-    pub thp: crate::spec::Thp,
+    #[arg(long, default_value = "system", value_parser = spec::parse_choice::<crate::model::spec::Thp>)]
+    pub thp: crate::model::spec::Thp,
     /// Seed of the input data.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
@@ -317,33 +274,25 @@ pub struct CompareArgs {
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
     /// Kill a worker that runs longer than this many seconds.
-    #[arg(long, default_value_t = 300.0, value_parser = crate::worker::parse_seconds)]
+    #[arg(long, default_value_t = 300.0, value_parser = crate::model::budget::parse_seconds)]
     pub timeout: f64,
     /// Also show each run's allocator statistics and effective knobs (table format).
     #[arg(long)]
     pub verbose: bool,
 }
 
-/// A validated comparison, ready to run.
-pub struct ComparePlan {
-    pub specs: Vec<RunSpec>,
-    pub executor: driver::ProcessExecutor,
-    pub format: Format,
-    pub verbose: bool,
-}
-
 impl CompareArgs {
-    /// Expands the matrix and checks it can run here before anything is spawned.
-    pub fn plan(self) -> Result<ComparePlan, PlanError> {
+    /// The matrix to run: every allocator spec with every variant, in that order.
+    pub fn specs(&self) -> Result<Vec<RunSpec>, Error> {
         let variants = match &self.variants {
-            Some(list) => spec::parse_choice_list::<Variant>(list)?,
+            Some(list) => spec::parse_choice_list::<Variant>(list).map_err(Error::bad)?,
             None => Variant::ALL.to_vec(),
         };
         let allocators = match &self.allocators {
-            Some(list) => crate::knobs::parse_spec_list(list)?,
+            Some(list) => crate::model::knobs::parse_spec_list(list).map_err(Error::bad)?,
             None => Allocator::ALL
                 .iter()
-                .map(|&a| crate::knobs::AllocatorSpec::plain(a))
+                .map(|&a| crate::model::knobs::AllocatorSpec::plain(a))
                 .collect(),
         };
         let mut specs = Vec::new();
@@ -361,20 +310,6 @@ impl CompareArgs {
                 });
             }
         }
-        let allocators: Vec<Allocator> = allocators.iter().map(|a| a.allocator).collect();
-        driver::check_memory_here(&specs)?;
-        let dir: PathBuf = driver::workers_dir()?;
-        driver::check_workers(&dir, &allocators)?;
-        Ok(ComparePlan {
-            specs,
-            executor: driver::ProcessExecutor::new(
-                dir,
-                self.budget.budget(),
-                self.counters,
-                Duration::from_secs_f64(self.timeout),
-            ),
-            format: self.format,
-            verbose: self.verbose,
-        })
+        Ok(specs)
     }
 }

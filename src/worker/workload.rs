@@ -2,7 +2,7 @@
 //! global allocator's plain `malloc` path (`Vec::with_capacity` + fill), as NumPy's
 //! `astype` does; nothing here takes the zeroed (`calloc`) path.
 
-use crate::spec::{Variant, Workload};
+use crate::model::spec::{Variant, Workload};
 use std::hint::black_box;
 use std::mem::MaybeUninit;
 
@@ -41,31 +41,6 @@ pub fn checksum_f64(values: &[f64]) -> u64 {
         }
     }
     h
-}
-
-/// Bytes one thread of a run holds at its peak (inputs plus live buffers), for the
-/// memory check.
-pub fn peak_bytes(workload: Workload, variant: Variant, size: u64) -> u64 {
-    // Buffers of 8-byte elements alive at once, besides the inputs.
-    let live = match variant {
-        Variant::InPlace | Variant::Reuse | Variant::Fused => 1,
-        Variant::OutOfPlace => 2,
-    };
-    let input_bytes_per_elem = match workload {
-        Workload::Scale => 1,
-        Workload::Chain => 5 * 8,
-    };
-    size.saturating_mul(input_bytes_per_elem + 8 * live)
-}
-
-/// Bytes one iteration must read and write at the least — its inputs and its result —
-/// the same for every variant, so that throughput compares variants fairly.
-pub fn useful_bytes(workload: Workload, size: u64) -> u64 {
-    let per_elem = match workload {
-        Workload::Scale => 1 + 8,
-        Workload::Chain => 5 * 8 + 8,
-    };
-    size.saturating_mul(per_elem)
 }
 
 /// A kernel that can run on any thread.
@@ -308,7 +283,7 @@ fn binary_in_place(x: &mut [f64], y: &[f64], op: impl Fn(f64, f64) -> f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::Choice;
+    use crate::model::spec::Choice;
 
     #[test]
     fn input_is_deterministic_and_seed_dependent() {

@@ -1,14 +1,15 @@
 //! The entry point every worker binary calls: parse the run, measure it on the main
 //! thread, print one JSON record on stdout.
 
-use crate::counters::perf::SyscallCounters;
+use crate::counters::envinfo::{AllocatorInfo, Environment};
+use crate::counters::linux::perf::SyscallCounters;
 use crate::counters::{CounterMode, SyscallSource, Unavailable};
-use crate::envinfo::{AllocatorInfo, Environment};
-use crate::knobs::AllocatorSpec;
-use crate::measure::{self, Budget};
-use crate::record::RunRecord;
-use crate::spec::{self, Allocator, RunSpec, Thp, Variant, Workload};
-use crate::workload;
+use crate::model::knobs::AllocatorSpec;
+use crate::model::record::RunRecord;
+use crate::model::run::RunSpec;
+use crate::model::spec::{self, Allocator, Thp, Variant, Workload};
+use crate::worker::measure;
+use crate::worker::workload;
 use clap::Parser;
 use std::process::ExitCode;
 
@@ -33,7 +34,7 @@ pub struct WorkerArgs {
     #[arg(long, default_value_t = 1)]
     pub threads: u32,
     #[command(flatten)]
-    pub budget: BudgetArgs,
+    pub budget: crate::model::budget::BudgetArgs,
     #[arg(long, value_enum, default_value = "perf")]
     pub counters: CounterMode,
     /// Allocator knobs, e.g. "dirty_decay_ms=-1,oversize_threshold=16M" (this worker's
@@ -47,48 +48,6 @@ pub struct WorkerArgs {
     /// Indent the JSON.
     #[arg(long)]
     pub pretty: bool,
-}
-
-/// The measurement budget, shared by the worker and the driver's commands.
-#[derive(Debug, Clone, clap::Args)]
-pub struct BudgetArgs {
-    /// Measure at least this many seconds…
-    #[arg(long, default_value_t = 1.0, value_parser = parse_seconds, allow_negative_numbers = true)]
-    pub min_time: f64,
-    /// …and at least this many iterations…
-    #[arg(long, default_value_t = 10)]
-    pub min_iters: u64,
-    /// …but stop at this many iterations.
-    #[arg(long, default_value_t = 10_000_000, value_parser = clap::value_parser!(u64).range(1..))]
-    pub max_iters: u64,
-    /// Warm up for at least this many seconds…
-    #[arg(long, default_value_t = 0.1, value_parser = parse_seconds, allow_negative_numbers = true)]
-    pub warmup_time: f64,
-    /// …and at least this many iterations.
-    #[arg(long, default_value_t = 3)]
-    pub warmup_iters: u64,
-}
-
-impl BudgetArgs {
-    pub fn budget(&self) -> Budget {
-        Budget {
-            warmup_time_ns: measure::secs_to_ns(self.warmup_time),
-            warmup_iters: self.warmup_iters,
-            min_time_ns: measure::secs_to_ns(self.min_time),
-            min_iters: self.min_iters,
-            max_iters: self.max_iters,
-        }
-    }
-}
-
-/// A duration in seconds: finite, not negative, at most a day.
-pub fn parse_seconds(s: &str) -> Result<f64, String> {
-    match s.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && (0.0..=86_400.0).contains(&v) => Ok(v),
-        _ => Err(format!(
-            "'{s}' is not a duration in seconds: expected a number from 0 to 86400, e.g. 0.5"
-        )),
-    }
 }
 
 /// Runs one measurement and returns its record. Must be called on the main thread.
@@ -186,7 +145,7 @@ const REEXEC_MARK: &str = "ALLOCLAB_WORKER_RESTARTED";
 fn restart_configured(spec: &AllocatorSpec, thp: Thp) -> anyhow::Result<()> {
     let wanted: std::collections::BTreeMap<String, String> = spec.env().into_iter().collect();
     let present: std::collections::BTreeMap<String, String> = std::env::vars()
-        .filter(|(k, _)| crate::knobs::is_allocator_env(k))
+        .filter(|(k, _)| crate::model::knobs::is_allocator_env(k))
         .collect();
     let thp_ok = thp == Thp::System || thp_disabled() == Some(true);
     if wanted == present && thp_ok {

@@ -128,6 +128,33 @@ choice_enum!(
     }
 );
 
+impl Workload {
+    /// Bytes one thread of a run holds at its peak (inputs plus live buffers), for the
+    /// memory check.
+    pub fn peak_bytes(self, variant: Variant, size: u64) -> u64 {
+        // Buffers of 8-byte elements alive at once, besides the inputs.
+        let live = match variant {
+            Variant::InPlace | Variant::Reuse | Variant::Fused => 1,
+            Variant::OutOfPlace => 2,
+        };
+        let input_bytes_per_elem = match self {
+            Workload::Scale => 1,
+            Workload::Chain => 5 * 8,
+        };
+        size.saturating_mul(input_bytes_per_elem + 8 * live)
+    }
+
+    /// Bytes one iteration must read and write at the least — its inputs and its result —
+    /// the same for every variant, so that throughput compares variants fairly.
+    pub fn useful_bytes(self, size: u64) -> u64 {
+        let per_elem = match self {
+            Workload::Scale => 1 + 8,
+            Workload::Chain => 5 * 8 + 8,
+        };
+        size.saturating_mul(per_elem)
+    }
+}
+
 choice_enum!(
     /// How a workload treats its temporaries.
     Variant, "variant", {
@@ -209,60 +236,6 @@ pub fn parse_size(given: &str) -> Result<u64, SizeError> {
         });
     }
     Ok(value as u64)
-}
-
-/// Everything that identifies one run; one run is one worker process.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RunSpec {
-    pub allocator: Allocator,
-    pub workload: Workload,
-    pub variant: Variant,
-    /// Elements in the input array.
-    pub size: u64,
-    /// Threads running the workload (the main thread is always one of them).
-    pub threads: u32,
-    /// Seed of the input data.
-    pub seed: u64,
-    /// Allocator knobs (canonical, sorted by name); empty for the allocator's defaults.
-    #[serde(default)]
-    pub knobs: Vec<crate::knobs::Knob>,
-    #[serde(default)]
-    pub thp: Thp,
-}
-
-impl RunSpec {
-    /// The allocator with its knobs, as users write it: `jemalloc:dirty_decay_ms=-1`.
-    pub fn allocator_spec(&self) -> crate::knobs::AllocatorSpec {
-        crate::knobs::AllocatorSpec {
-            allocator: self.allocator,
-            knobs: self.knobs.clone(),
-        }
-    }
-
-    /// The allocator label of reports: its spec, plus `thp=never` when THP is off.
-    pub fn allocator_label(&self) -> String {
-        match self.thp {
-            Thp::System => self.allocator_spec().to_string(),
-            Thp::Never => format!("{} thp=never", self.allocator_spec()),
-        }
-    }
-}
-
-impl fmt::Display for RunSpec {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} {} {} size={}",
-            self.allocator_label(),
-            self.workload,
-            self.variant,
-            self.size
-        )?;
-        if self.threads != 1 {
-            write!(f, " threads={}", self.threads)?;
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]

@@ -1,10 +1,11 @@
 //! The result record of one run, as a worker prints it (one JSON object on stdout) and as
 //! the driver reads it back. Field names carry their units.
 
-use crate::counters::perf::SyscallCounts;
-use crate::envinfo::Environment;
-use crate::measure::{Budget, Measurement, Overhead};
-use crate::spec::{Allocator, RunSpec, Variant, Workload};
+use crate::counters::envinfo::Environment;
+use crate::counters::linux::perf::SyscallCounts;
+use crate::model::run::RunSpec;
+use crate::model::spec::{Allocator, Variant, Workload};
+use crate::worker::measure::{Budget, Measurement, Overhead};
 use base64::Engine;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
@@ -78,12 +79,12 @@ pub struct RunRecord {
     pub seed: u64,
     /// Allocator knobs requested (canonical values).
     #[serde(default)]
-    pub knobs: Vec<crate::knobs::Knob>,
+    pub knobs: Vec<crate::model::knobs::Knob>,
     /// Each requested knob as the allocator reports it back (or why it cannot).
     #[serde(default)]
     pub knobs_effective: BTreeMap<String, String>,
     #[serde(default)]
-    pub thp: crate::spec::Thp,
+    pub thp: crate::model::spec::Thp,
     /// PR_GET_THP_DISABLE of the worker: whether THP was off for it.
     #[serde(default)]
     pub thp_disabled: Option<bool>,
@@ -325,13 +326,27 @@ impl RunRecord {
     }
 }
 
+/// Why a run produced no record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunFailure {
+    /// One line: "killed by signal 9 (SIGKILL)", "exit code 1: …", "invalid output: …".
+    pub cause: String,
+}
+
+/// One run's spec and what came of it.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    pub spec: RunSpec,
+    pub result: Result<RunRecord, RunFailure>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn histogram_round_trips_exactly() {
-        let mut h = crate::measure::new_histogram();
+        let mut h = crate::worker::measure::new_histogram();
         for v in [1u64, 55, 1_000, 1_234_567, 9_999_999_999] {
             h.record_n(v, v % 7 + 1).unwrap();
         }

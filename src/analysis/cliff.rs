@@ -1,11 +1,11 @@
 //! `alloclab cliff`: the exact size where an allocator's behaviour changes. Given a range
 //! whose two ends differ — minor faults per iteration at least 1 at one end and not at
 //! the other, or memory syscalls per iteration at least 0.5 — bisection over the size
-//! finds the two neighbouring sizes where it flips, and reports both sides.
+//! finds the two neighbouring sizes where it flips, and reports both sides. Measuring a
+//! size is the caller's (the driver's [`crate::driver::probe`]); the search is pure.
 
-use crate::driver::{Executor, RunFailure};
-use crate::record::RunRecord;
-use crate::spec::RunSpec;
+use crate::model::record::RunRecord;
+use crate::model::run::RunSpec;
 
 /// What flips.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -58,8 +58,8 @@ pub struct Probe {
 pub struct FoundCliff {
     /// The allocator label (spec and THP mode).
     pub allocator: String,
-    pub workload: crate::spec::Workload,
-    pub variant: crate::spec::Variant,
+    pub workload: crate::model::spec::Workload,
+    pub variant: crate::model::spec::Variant,
     pub threads: u32,
     /// "minor faults" or "memory syscalls".
     pub metric: String,
@@ -93,7 +93,7 @@ impl FoundCliff {
     }
 
     pub fn describe(&self) -> String {
-        use crate::report::fmt_count;
+        use crate::ui::fmt::fmt_count;
         let gap = if self.above_size == self.below_size + 1 {
             String::new()
         } else {
@@ -143,41 +143,10 @@ pub enum CliffError {
     Unavailable(&'static str, String),
 }
 
-fn probe(
-    exec: &mut dyn Executor,
-    base: &RunSpec,
-    size: u64,
-    metric: Metric,
-) -> Result<Probe, CliffError> {
-    let spec = RunSpec {
-        size,
-        ..base.clone()
-    };
-    let record = exec.execute(&spec).map_err(|RunFailure { cause }| {
-        CliffError::Run(format!("run at size {size} failed: {cause}"))
-    })?;
-    let value = metric.value(&record).ok_or_else(|| {
-        CliffError::Unavailable(
-            metric.name(),
-            record
-                .unavailable
-                .get("syscalls")
-                .cloned()
-                .unwrap_or_default(),
-        )
-    })?;
-    Ok(Probe {
-        size,
-        value,
-        record,
-    })
-}
-
 /// Bisects `[from, to]` for the size where `metric` crosses its threshold, until the two
 /// sides are at most `resolution` elements apart (1: neighbouring sizes).
 pub fn find(
-    exec: &mut dyn Executor,
-    base: &RunSpec,
+    measure: &mut dyn FnMut(u64) -> Result<Probe, CliffError>,
     from: u64,
     to: u64,
     metric: Metric,
@@ -185,9 +154,9 @@ pub fn find(
     progress: &mut dyn FnMut(&Probe),
 ) -> Result<Cliff, CliffError> {
     let above = |p: &Probe| p.value >= metric.threshold();
-    let mut lo = probe(exec, base, from, metric)?;
+    let mut lo = measure(from)?;
     progress(&lo);
-    let mut hi = probe(exec, base, to, metric)?;
+    let mut hi = measure(to)?;
     progress(&hi);
     let mut probes = 2;
     if above(&lo) == above(&hi) {
@@ -203,7 +172,7 @@ pub fn find(
     }
     while hi.size - lo.size > resolution.max(1) {
         let mid = lo.size + (hi.size - lo.size) / 2;
-        let m = probe(exec, base, mid, metric)?;
+        let m = measure(mid)?;
         progress(&m);
         probes += 1;
         if above(&m) == above(&lo) {
@@ -223,80 +192,47 @@ pub fn find(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::driver::RunFailure;
-    use crate::spec::{Allocator, Variant, Workload};
 
     /// A pretend allocator whose faults start at 12,345 elements.
-    struct Step(RunRecord);
-    impl Executor for Step {
-        fn execute(&mut self, spec: &RunSpec) -> Result<RunRecord, RunFailure> {
-            let mut r = self.0.clone();
-            r.size = spec.size;
-            r.minflt_per_iter = if spec.size >= 12_345 {
-                spec.size as f64 / 512.0
-            } else {
-                0.0
-            };
-            Ok(r)
-        }
+    fn step(record: &RunRecord, size: u64) -> Result<Probe, CliffError> {
+        let mut r = record.clone();
+        r.size = size;
+        r.minflt_per_iter = if size >= 12_345 {
+            size as f64 / 512.0
+        } else {
+            0.0
+        };
+        Ok(Probe {
+            size,
+            value: Metric::Faults.value(&r).unwrap_or(0.0),
+            record: r,
+        })
     }
 
     fn template() -> RunRecord {
-        let json = include_str!("../tests/data/record.json");
+        let json = include_str!("../../tests/data/record.json");
         serde_json::from_str(json).unwrap()
     }
 
     #[test]
     fn bisection_finds_the_exact_neighbours() {
-        let base = RunSpec {
-            allocator: Allocator::System,
-            workload: Workload::Scale,
-            variant: Variant::OutOfPlace,
-            size: 1,
-            threads: 1,
-            seed: 42,
-            knobs: Vec::new(),
-            thp: Default::default(),
-        };
-        let mut exec = Step(template());
+        let template = template();
+        let mut exec = |size| step(&template, size);
         let mut seen = 0;
-        let c = find(
-            &mut exec,
-            &base,
-            1000,
-            1_000_000,
-            Metric::Faults,
-            1,
-            &mut |_| seen += 1,
-        )
+        let c = find(&mut exec, 1000, 1_000_000, Metric::Faults, 1, &mut |_| {
+            seen += 1
+        })
         .unwrap();
         assert_eq!((c.below.size, c.above.size), (12_344, 12_345));
         assert_eq!(c.below.value, 0.0);
         assert_eq!(c.probes, seen);
         assert!(c.probes <= 2 + 20, "bisection, not a scan: {}", c.probes);
-        let coarse = find(
-            &mut exec,
-            &base,
-            1000,
-            1_000_000,
-            Metric::Faults,
-            100,
-            &mut |_| {},
-        )
-        .unwrap();
+        let coarse = find(&mut exec, 1000, 1_000_000, Metric::Faults, 100, &mut |_| {}).unwrap();
         assert!(coarse.below.size < 12_345 && coarse.above.size >= 12_345);
         assert!(coarse.above.size - coarse.below.size <= 100 && coarse.probes < c.probes);
-        let e = find(
-            &mut exec,
-            &base,
-            20_000,
-            30_000,
-            Metric::Faults,
-            1,
-            &mut |_| {},
-        )
-        .err()
-        .unwrap();
+        let e = find(&mut exec, 20_000, 30_000, Metric::Faults, 1, &mut |_| {})
+            .err()
+            .unwrap();
         assert!(e.to_string().contains("no cliff"), "{e}");
     }
 }

@@ -9,7 +9,7 @@
 //! from the traced pass.
 
 use super::perf::SyscallCounts;
-use super::Unavailable;
+use crate::counters::Unavailable;
 use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Command, ExitStatus, Stdio};

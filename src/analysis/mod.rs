@@ -1,0 +1,8 @@
+//! Pure functions on measured data: explanations, jumps and cliffs, tune verdicts.
+
+pub mod calibration;
+pub mod cliff;
+pub mod explain;
+pub mod jumps;
+pub mod stats;
+pub mod tune;

@@ -1,0 +1,29 @@
+//! `alloclab calibrate`: what observing costs here, printed as lines or JSON.
+
+use crate::cli::CalibrateArgs;
+use crate::driver::{calibrate, preflight};
+use crate::error::{Error, Result};
+use crate::model::run::RunSpec;
+use crate::model::spec::{Allocator, Variant, Workload};
+
+pub fn run(args: &CalibrateArgs) -> Result<()> {
+    let founding_case = RunSpec {
+        allocator: Allocator::System,
+        workload: Workload::Scale,
+        variant: Variant::OutOfPlace,
+        size: args.size,
+        threads: 1,
+        seed: 42,
+        knobs: Vec::new(),
+        thp: Default::default(),
+    };
+    let workers = preflight::check(&[founding_case]).map_err(Error::bad)?;
+    let c = calibrate::calibrate(&workers, args.size, args.min_time, args.rounds)
+        .map_err(|e| Error::RunFailed(format!("calibration failed: {}", e.cause)))?;
+    let text = if args.json {
+        serde_json::to_string_pretty(&c).map_err(Error::failed)? + "\n"
+    } else {
+        c.describe().iter().map(|l| format!("{l}\n")).collect()
+    };
+    super::print_out(&text)
+}

@@ -1,0 +1,100 @@
+//! `alloclab exec`: any command under each allocator (preloaded), alternating runs, with
+//! per-run rusage and syscall counts; a table (or Markdown, CSV, JSON) and, with `--out`,
+//! a results folder updated after every run.
+
+use crate::cli::ExecArgs;
+use crate::error::{Error, Result};
+use crate::exec::{self, launch::ChildRun, output, ExecRecord};
+use crate::export::{self, results, Format};
+use crate::ui::fmt::fmt_ns;
+use crate::ui::interrupt::stop_on_interrupt;
+use crate::ui::progress::Progress;
+use std::path::Path;
+
+/// The session's progress on the lab's one progress display.
+struct ExecProgress(Progress);
+
+impl exec::Observer for ExecProgress {
+    fn session_started(&mut self, total_runs: usize) {
+        self.0.set_total(total_runs);
+    }
+
+    fn run_started(&mut self, label: &str, what: &str) {
+        self.0.start(&format!("{label} {what}"));
+    }
+
+    fn run_finished(&mut self, _label: &str, run: std::result::Result<&ChildRun, &str>) {
+        match run {
+            Ok(r) if r.termination.success() => {
+                self.0.finish_with(&fmt_ns(r.wall_ns as f64), false)
+            }
+            Ok(r) => self.0.finish_with(&r.termination.describe(None), true),
+            Err(e) => self.0.finish_with(&format!("failed: {e}"), true),
+        }
+    }
+
+    fn say(&mut self, msg: &str) {
+        self.0.say(msg);
+    }
+}
+
+/// Takes `dir` for this exec's results: created if missing, locked against a second
+/// writer, refused when it holds results of `alloclab run`.
+fn take_out_dir(dir: &Path) -> Result<std::fs::File> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Error::BadInput(format!("cannot create {}: {e}", dir.display())))?;
+    for foreign in ["plan.json", "runs"] {
+        if dir.join(foreign).exists() {
+            return Err(Error::BadInput(format!(
+                "{} holds results of `alloclab run` ({foreign}); give exec a folder of its own",
+                dir.display()
+            )));
+        }
+    }
+    results::lock_folder(dir).map_err(Error::bad)
+}
+
+pub fn run(args: &ExecArgs) -> Result<()> {
+    let settings = args.settings().map_err(Error::BadInput)?;
+    let _lock = args.out.as_deref().map(take_out_dir).transpose()?;
+    stop_on_interrupt();
+    let mut progress = ExecProgress(Progress::with_results(0));
+    let out = args.out.clone();
+    let mut save = |record: &ExecRecord| match &out {
+        Some(dir) => output::save(dir, record),
+        None => Ok(()),
+    };
+    let record = exec::run_session(&settings, &mut progress, &mut save);
+    progress.0.clear();
+    let record = record.map_err(|e| match e {
+        exec::SessionError::BadInput(why) => Error::BadInput(why),
+        e @ exec::SessionError::Save(_) => Error::failed(e),
+    })?;
+    let rows = output::rows(&record);
+    let text = match args.format {
+        Format::Table => {
+            let mut s = output::header(&record);
+            s.push('\n');
+            s.push_str(&output::to_table(&rows));
+            let lines = output::explanations(&rows);
+            if !lines.is_empty() {
+                s.push('\n');
+                for l in lines {
+                    s.push_str(&l);
+                    s.push('\n');
+                }
+            }
+            s
+        }
+        format => export::render(format, &rows),
+    };
+    super::print_out(&text)?;
+    if let Some(dir) = &args.out {
+        eprintln!("results in {}", dir.display());
+    }
+    if !record.complete {
+        return Err(Error::Interrupted("the finished runs are kept".into()));
+    }
+    let failed = rows.iter().filter(|r| !r.status.is_ok()).count();
+    super::failed_runs(failed, rows.len(), "allocators")
+}

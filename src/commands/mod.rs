@@ -1,0 +1,55 @@
+//! One file per subcommand, each a short story: options → preflight → executor →
+//! analysis → export. Each returns the lab's [`Error`]; `main` maps it to an exit code.
+
+pub mod calibrate;
+pub mod cliff;
+pub mod compare;
+pub mod exec;
+pub mod list;
+pub mod report;
+pub mod run;
+pub mod tune;
+
+use crate::cli::Command;
+use crate::error::{Error, Result};
+use std::io::Write;
+
+/// Runs one parsed command.
+pub fn dispatch(command: Command) -> Result<()> {
+    match command {
+        Command::List => list::run(),
+        Command::Compare(args) => compare::run(args),
+        Command::Run(args) => run::run(args),
+        Command::Report(args) => report::run(&args),
+        Command::Calibrate(args) => calibrate::run(&args),
+        Command::Cliff(args) => cliff::run(&args),
+        Command::Tune(args) => tune::run(&args),
+        Command::Exec(args) => exec::run(&args),
+        Command::ProbePreload { kind, knob } => {
+            let report = crate::exec::probe::probe_here(&kind, &knob);
+            let text = serde_json::to_string(&report).map_err(Error::failed)?;
+            print_out(&(text + "\n"))
+        }
+    }
+}
+
+/// Prints a command's result on stdout; a closed pipe (`| head`) is not an error.
+pub fn print_out(text: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(Error::RunFailed(format!("writing the results failed: {e}")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The error for `failed` of `total` runs, if any failed.
+pub fn failed_runs(failed: usize, total: usize, what: &str) -> Result<()> {
+    if failed > 0 {
+        return Err(Error::RunFailed(format!(
+            "{failed} of {total} {what} failed (see their rows)"
+        )));
+    }
+    Ok(())
+}

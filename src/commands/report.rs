@@ -1,0 +1,29 @@
+//! `alloclab report DIR`: rebuild a results folder's summary, histograms, plots and
+//! REPORT.md from its runs on disk alone.
+
+use crate::cli::ReportArgs;
+use crate::error::{Error, Result};
+use crate::export::{report_md, results};
+
+pub fn run(args: &ReportArgs) -> Result<()> {
+    let dir = &args.dir;
+    if !dir.join("plan.json").is_file() {
+        return Err(Error::BadInput(format!(
+            "{} is not a results folder (no plan.json); give one written by `alloclab run`, e.g. results/numpy-temporaries",
+            dir.display()
+        )));
+    }
+    let lock = results::ResultsDir::open(dir).map_err(Error::bad)?;
+    let loaded = results::load(dir).map_err(Error::failed)?;
+    let rebuilt = report_md::rebuild(dir, &loaded, true).map_err(Error::failed)?;
+    drop(lock);
+    eprintln!(
+        "{}: {} of {} runs ok, {} failed; {} plots; REPORT.md rebuilt",
+        dir.display(),
+        rebuilt.ok,
+        rebuilt.planned,
+        rebuilt.failed,
+        rebuilt.plots
+    );
+    Ok(())
+}

@@ -1,0 +1,246 @@
+//! `alloclab run`: experiments into results folders, one run at a time, each result
+//! written as soon as it exists, with progress, resume and a clean stop on Ctrl-C; then
+//! the exact cliffs of the size sweeps, and the report from the results in memory.
+
+use crate::analysis::calibration::Calibration;
+use crate::analysis::cliff::{self, FoundCliff, Metric};
+use crate::analysis::jumps;
+use crate::cli::RunArgs;
+use crate::driver::{self, calibrate, preflight, Executor, ProcessExecutor};
+use crate::error::{Error, Result};
+use crate::export::report_md::{self, Rebuilt};
+use crate::export::results::{self, Loaded, Plan, ResultsDir, ResultsError};
+use crate::model::budget::Budget;
+use crate::model::experiment::{run_id, Experiment};
+use crate::model::record::Outcome;
+use crate::model::run::RunSpec;
+use crate::model::summary::SummaryRow;
+use crate::ui::interrupt::{interrupted, stop_on_interrupt};
+use crate::ui::progress::Progress;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub fn run(args: RunArgs) -> Result<()> {
+    let experiments = args.experiments().map_err(Error::bad)?;
+    // Every thread holds its own buffers: the memory check counts them all.
+    let specs: Vec<RunSpec> = experiments
+        .iter()
+        .flat_map(Experiment::runs)
+        .map(|s| RunSpec {
+            size: s.size.saturating_mul(u64::from(s.threads)),
+            ..s
+        })
+        .collect();
+    let workers = preflight::check(&specs).map_err(Error::bad)?;
+    stop_on_interrupt();
+    // What observing costs on this machine now, recorded with every experiment.
+    let (min_time, rounds) = if args.quick { (0.02, 1) } else { (0.3, 2) };
+    eprintln!("calibrating the observer ({rounds} round(s))…");
+    let calibration = match calibrate::calibrate(&workers, 1_000_000, min_time, rounds) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            eprintln!(
+                "warning: observer calibration failed ({}); the reports will not have it",
+                e.cause
+            );
+            None
+        }
+    };
+    let mut progress = Progress::new(specs.len());
+    let mut executor = ProcessExecutor::new(
+        workers,
+        args.counters,
+        Duration::from_secs_f64(args.timeout),
+    );
+    let mut failed = 0;
+    for exp in &experiments {
+        let o = run_experiment(
+            exp,
+            &args.out,
+            args.resume,
+            &mut executor,
+            &mut progress,
+            calibration.as_ref(),
+        )
+        .map_err(|e| match e {
+            ResultsError::Locked { .. } => Error::bad(e),
+            e => Error::failed(e),
+        });
+        let o = match o {
+            Ok(o) => o,
+            Err(e) => {
+                progress.clear();
+                return Err(e);
+            }
+        };
+        failed += o.rebuilt.failed;
+        progress.say(&format!(
+            "{}: {} of {} runs ok, {} failed{}; {} plots; report in {}",
+            exp.name,
+            o.rebuilt.ok,
+            o.rebuilt.planned,
+            o.rebuilt.failed,
+            if o.skipped > 0 {
+                format!(", {} kept from before (--resume)", o.skipped)
+            } else {
+                String::new()
+            },
+            o.rebuilt.plots,
+            o.dir.join("REPORT.md").display()
+        ));
+        if o.interrupted {
+            progress.clear();
+            return Err(Error::Interrupted(
+                "completed runs are kept; `alloclab run --resume …` continues".into(),
+            ));
+        }
+    }
+    progress.finish();
+    if failed > 0 {
+        return Err(Error::RunFailed(format!(
+            "{failed} runs failed (see REPORT.md)"
+        )));
+    }
+    Ok(())
+}
+
+/// What happened to one experiment.
+pub struct ExperimentOutcome {
+    pub dir: PathBuf,
+    pub rebuilt: Rebuilt,
+    pub skipped: usize,
+    pub interrupted: bool,
+}
+
+/// Runs (or, with `resume`, completes) one experiment into `out/<name>/`: each run is
+/// saved as it finishes, the report is written from the outcomes in memory.
+pub fn run_experiment(
+    exp: &Experiment,
+    out: &Path,
+    resume: bool,
+    executor: &mut dyn Executor,
+    progress: &mut Progress,
+    calibration: Option<&Calibration>,
+) -> Result<ExperimentOutcome, ResultsError> {
+    let dir = out.join(&exp.name);
+    let results = ResultsDir::open(&dir)?;
+    let plan = Plan::new(exp);
+    results.save_plan(&plan)?;
+    if let Some(c) = calibration {
+        results.save_calibration(c)?;
+    }
+    let mut skipped = 0;
+    let mut outcomes: Vec<Outcome> = Vec::new();
+    for run in &plan.runs {
+        if interrupted() {
+            // Not reached this time: what an earlier run left for it still counts.
+            if let Some(o) = results::load_outcome(&dir, run)? {
+                outcomes.push(o);
+            }
+            continue;
+        }
+        if resume {
+            if let Some(record) = results.completed(&run.id, &run.spec, exp) {
+                skipped += 1;
+                progress.finish_one();
+                outcomes.push(Outcome {
+                    spec: run.spec.clone(),
+                    result: Ok(record),
+                });
+                continue;
+            }
+        }
+        progress.start(&format!("{}: {}", exp.name, run.spec));
+        let result = executor.execute(&run.spec, &exp.budget);
+        if interrupted() {
+            // The worker got the same Ctrl-C: its result is not a measurement.
+            if let Some(o) = results::load_outcome(&dir, run)? {
+                outcomes.push(o);
+            }
+            continue;
+        }
+        match &result {
+            Ok(record) => results.save_run(&run.id, record)?,
+            Err(failure) => {
+                progress.say(&format!(
+                    "{}: {} FAILED: {}",
+                    exp.name,
+                    run_id(&run.spec),
+                    failure.cause
+                ));
+                results.save_failure(&run.id, &run.spec, failure)?;
+            }
+        }
+        progress.finish_one();
+        outcomes.push(Outcome {
+            spec: run.spec.clone(),
+            result,
+        });
+    }
+    let cliffs = if exp.find_cliffs && !interrupted() {
+        let budget = Budget::probe(exp.budget.max_iters);
+        let cliffs = find_cliffs(&outcomes, &budget, executor, progress);
+        results.save_cliffs(&cliffs)?;
+        cliffs
+    } else {
+        // Not looked for this time: the cliffs an earlier run found stay in the report.
+        results::load_cliffs(&dir)
+    };
+    let loaded = Loaded {
+        plan,
+        outcomes,
+        calibration: calibration.cloned(),
+        cliffs,
+    };
+    let rebuilt = report_md::rebuild(&dir, &loaded, false)?;
+    Ok(ExperimentOutcome {
+        dir,
+        rebuilt,
+        skipped,
+        interrupted: interrupted(),
+    })
+}
+
+/// Bisects every change between neighbouring sizes of a finished experiment to the exact
+/// size, each probe run with `budget`.
+fn find_cliffs(
+    outcomes: &[Outcome],
+    budget: &Budget,
+    executor: &mut dyn Executor,
+    progress: &mut Progress,
+) -> Vec<FoundCliff> {
+    let rows: Vec<SummaryRow> = outcomes.iter().map(SummaryRow::from_outcome).collect();
+    let mut found = Vec::new();
+    for (metric, jumps) in [
+        (Metric::Faults, jumps::fault_jumps(&rows)),
+        (Metric::Syscalls, jumps::syscall_jumps(&rows)),
+    ] {
+        for j in jumps {
+            if interrupted() {
+                return found;
+            }
+            let base = &outcomes[j.from_row].spec;
+            progress.say(&format!(
+                "bisecting: {} {} {} between {} and {} elements",
+                j.allocator,
+                j.variant,
+                metric.name(),
+                j.from_size,
+                j.to_size
+            ));
+            let mut measure = |size| driver::probe(executor, base, budget, size, metric);
+            match cliff::find(
+                &mut measure,
+                j.from_size,
+                j.to_size,
+                metric,
+                cliff::auto_resolution(j.from_size),
+                &mut |_| {},
+            ) {
+                Ok(c) => found.push(FoundCliff::new(base, metric, &c)),
+                Err(e) => progress.say(&format!("  not found: {e}")),
+            }
+        }
+    }
+    found
+}

@@ -1,0 +1,83 @@
+//! `alloclab tune`: each allocator's defaults against its curated knob sets on one
+//! workload, variant and size, with a verdict per set.
+
+use crate::analysis::tune;
+use crate::cli::TuneArgs;
+use crate::driver::{self, preflight, ProcessExecutor};
+use crate::error::{Error, Result};
+use crate::export::{self, table, Format};
+use crate::model::budget::Budget;
+use crate::model::run::RunSpec;
+use crate::model::spec::{parse_choice_list, Allocator, Choice};
+use crate::model::summary::SummaryRow;
+use crate::ui::fmt::fmt_count;
+use crate::ui::progress::Progress;
+use std::time::Duration;
+
+pub fn run(args: &TuneArgs) -> Result<()> {
+    let allocators = match &args.allocators {
+        Some(list) => parse_choice_list::<Allocator>(list).map_err(Error::bad)?,
+        None => Allocator::ALL.to_vec(),
+    };
+    let specs: Vec<RunSpec> = allocators
+        .iter()
+        .flat_map(|a| tune::specs(*a))
+        .map(|a| RunSpec {
+            allocator: a.allocator,
+            workload: args.workload,
+            variant: args.variant,
+            size: args.size,
+            threads: 1,
+            seed: 42,
+            knobs: a.knobs,
+            thp: Default::default(),
+        })
+        .collect();
+    let workers = preflight::check(&specs).map_err(Error::bad)?;
+    let mut exec = ProcessExecutor::new(workers, args.counters, Duration::from_secs(300));
+    let mut progress = Progress::new(specs.len());
+    let outcomes = driver::run_all(
+        &specs,
+        &Budget::short(args.min_time),
+        &mut exec,
+        &mut progress,
+    );
+    progress.clear();
+    let rows: Vec<SummaryRow> = outcomes.iter().map(SummaryRow::from_outcome).collect();
+    let text = match args.format {
+        Format::Table => {
+            let mut t = format!(
+                "{} {} at {} elements\n\n",
+                args.workload,
+                args.variant,
+                fmt_count(args.size as f64)
+            );
+            t.push_str(&table::to_table(&rows));
+            t.push('\n');
+            for line in tune::verdicts(&rows) {
+                t.push_str(&line);
+                t.push('\n');
+            }
+            t.push_str("\nWhy each set was tried:\n");
+            for a in &allocators {
+                for (knobs, why) in tune::curated(*a) {
+                    let label = if knobs.is_empty() {
+                        a.to_string()
+                    } else {
+                        format!("{a}:{knobs}")
+                    };
+                    t.push_str(&format!("  {label}: {why}\n"));
+                }
+            }
+            t
+        }
+        format => export::render(format, &rows),
+    };
+    super::print_out(&text)?;
+    if rows.iter().any(|r| !r.status.is_ok()) {
+        return Err(Error::RunFailed(
+            "some knob sets failed (see their rows)".into(),
+        ));
+    }
+    Ok(())
+}

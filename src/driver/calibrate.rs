@@ -1,0 +1,105 @@
+//! `alloclab calibrate`: what observing costs. The cost of each part of the observer
+//! (clock reads, histogram record, perf enable/disable/read, the ptrace marker), measured
+//! in a worker, and the observer's effect on the measured median of the founding case:
+//! p50 with each counting method against p50 with no counters, alternating rounds.
+
+use crate::analysis::calibration::{Calibration, Effect};
+use crate::counters::linux::perf::SyscallCounters;
+use crate::counters::{ptrace, CounterMode};
+use crate::driver::ProcessExecutor;
+use crate::model::record::RunFailure;
+use crate::model::run::RunSpec;
+use crate::model::spec::{Allocator, Variant, Workload};
+use crate::worker::measure::{Budget, ObserverCosts};
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+/// Measures the observer with the system allocator's scale workload at `size`.
+pub fn calibrate(
+    workers: &Path,
+    size: u64,
+    min_time_s: f64,
+    rounds: u32,
+) -> Result<Calibration, RunFailure> {
+    let out = Command::new(workers.join(Allocator::System.worker_binary()))
+        .arg("--observer-costs")
+        .output()
+        .map_err(|e| RunFailure {
+            cause: format!("cannot start the system worker: {e}"),
+        })?;
+    let costs: ObserverCosts = serde_json::from_slice(&out.stdout).map_err(|e| RunFailure {
+        cause: format!("the worker's observer costs do not parse: {e}"),
+    })?;
+    let budget = Budget {
+        warmup_time_ns: 50_000_000,
+        ..Budget::short(min_time_s)
+    };
+    let exec = ProcessExecutor::new(
+        workers.to_path_buf(),
+        CounterMode::Off,
+        Duration::from_secs(300),
+    );
+    let mut unavailable = Vec::new();
+    let perf_ok = match SyscallCounters::open() {
+        Ok(_) => true,
+        Err(why) => {
+            unavailable.push(format!("perf: {why}"));
+            false
+        }
+    };
+    let ptrace_ok = match ptrace::unsupported() {
+        None => true,
+        Some(why) => {
+            unavailable.push(format!("ptrace: {why}"));
+            false
+        }
+    };
+    let mut effects = Vec::new();
+    for variant in [Variant::InPlace, Variant::OutOfPlace] {
+        let spec = RunSpec {
+            allocator: Allocator::System,
+            workload: Workload::Scale,
+            variant,
+            size,
+            threads: 1,
+            seed: 42,
+            knobs: Vec::new(),
+            thp: Default::default(),
+        };
+        let (mut off, mut perf, mut traced) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..rounds.max(1) {
+            off.push(exec.spawn_worker(&spec, &budget, CounterMode::Off)?.p50_ns as f64);
+            if perf_ok {
+                perf.push(exec.spawn_worker(&spec, &budget, CounterMode::Perf)?.p50_ns as f64);
+            }
+            if ptrace_ok {
+                traced.push(exec.traced_pass(&spec, &budget)?.0.p50_ns as f64);
+            }
+        }
+        let Some(off) = crate::analysis::stats::median(&off) else {
+            continue;
+        };
+        for (method, on) in [("perf", perf), ("ptrace", traced)] {
+            let Some(on) = crate::analysis::stats::median(&on) else {
+                continue;
+            };
+            effects.push(Effect {
+                allocator: spec.allocator,
+                workload: spec.workload,
+                variant,
+                size,
+                method: method.into(),
+                off_p50_ns: off,
+                on_p50_ns: on,
+                ratio: on / off,
+            });
+        }
+    }
+    Ok(Calibration {
+        costs,
+        effects,
+        unavailable,
+        rounds,
+    })
+}

@@ -1,0 +1,125 @@
+//! Checks made before any worker is spawned: the worker binaries are there and the
+//! largest run fits in the memory available now.
+
+use crate::counters::memory;
+use crate::model::run::RunSpec;
+use crate::model::spec::{Allocator, Choice};
+use crate::ui::fmt::human_bytes;
+use std::path::{Path, PathBuf};
+
+/// Problems found before anything runs.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error("{what} needs about {} per run (input plus live temporaries), but only {} is available (MemAvailable); choose a smaller --size", human_bytes(*.needed), human_bytes(*.available))]
+    NotEnoughMemory {
+        what: String,
+        needed: u64,
+        available: u64,
+    },
+    #[error(transparent)]
+    Choice(#[from] crate::model::spec::UnknownChoice),
+    #[error(transparent)]
+    Knob(#[from] crate::model::knobs::KnobError),
+    #[error("cannot read available memory: {0}")]
+    MemInfo(std::io::Error),
+    #[error("worker binary {} not found (looked in {}); build every binary with `make build` (cargo build --release)", .binary, .dir.display())]
+    MissingWorker { binary: String, dir: PathBuf },
+    #[error("cannot locate this executable to find the worker binaries beside it: {0}")]
+    NoExe(std::io::Error),
+}
+
+/// Refuses runs that would not fit in the memory available now (runs go one at a time,
+/// so the largest one counts).
+pub fn check_memory(specs: &[RunSpec], available: u64) -> Result<(), PlanError> {
+    let Some((spec, needed)) = specs
+        .iter()
+        .map(|s| (s, s.workload.peak_bytes(s.variant, s.size)))
+        .max_by_key(|(_, b)| *b)
+    else {
+        return Ok(());
+    };
+    if needed > available {
+        return Err(PlanError::NotEnoughMemory {
+            what: format!("{} {} at size {}", spec.workload, spec.variant, spec.size),
+            needed,
+            available,
+        });
+    }
+    Ok(())
+}
+
+/// [`check_memory`] against this machine's MemAvailable.
+pub fn check_memory_here(specs: &[RunSpec]) -> Result<(), PlanError> {
+    check_memory(
+        specs,
+        memory::available_bytes().map_err(PlanError::MemInfo)?,
+    )
+}
+
+/// The directory holding this executable, where the worker binaries are built.
+pub fn workers_dir() -> Result<PathBuf, PlanError> {
+    let exe = std::env::current_exe().map_err(PlanError::NoExe)?;
+    Ok(exe
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from(".")))
+}
+
+/// Checks that every needed worker binary exists.
+pub fn check_workers(dir: &Path, allocators: &[Allocator]) -> Result<(), PlanError> {
+    for a in allocators {
+        if !dir.join(a.worker_binary()).is_file() {
+            return Err(PlanError::MissingWorker {
+                binary: a.worker_binary().to_string(),
+                dir: dir.to_path_buf(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Everything checked before `specs` run: the worker binaries of their allocators beside
+/// this executable, and memory for the largest of them. Returns the workers' folder.
+pub fn check(specs: &[RunSpec]) -> Result<PathBuf, PlanError> {
+    check_memory_here(specs)?;
+    let dir = workers_dir()?;
+    let allocators: Vec<Allocator> = Allocator::ALL
+        .iter()
+        .copied()
+        .filter(|a| specs.iter().any(|s| s.allocator == *a))
+        .collect();
+    check_workers(&dir, &allocators)?;
+    Ok(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::spec::{Variant, Workload};
+
+    fn spec(variant: Variant, size: u64) -> RunSpec {
+        RunSpec {
+            allocator: Allocator::System,
+            workload: Workload::Scale,
+            variant,
+            size,
+            threads: 1,
+            seed: 1,
+            knobs: Vec::new(),
+            thp: Default::default(),
+        }
+    }
+
+    #[test]
+    fn memory_check_names_the_largest_run_and_both_amounts() {
+        let specs = [
+            spec(Variant::InPlace, 1000),
+            spec(Variant::OutOfPlace, 1000),
+        ];
+        assert!(check_memory(&specs, 17_000).is_ok());
+        let e = check_memory(&specs, 16_999).unwrap_err().to_string();
+        assert!(e.contains("out-of-place"), "{e}");
+        assert!(e.contains("16.6 KiB"), "{e}");
+        assert!(e.contains("available"), "{e}");
+    }
+}

@@ -1,0 +1,347 @@
+//! Tables for people: the aligned plain-text table and the GitHub Markdown table of
+//! summary rows, and the renderers other tables (exec, tune) share.
+
+use crate::analysis::explain;
+use crate::model::record::Outcome;
+use crate::model::summary::SummaryRow;
+use crate::ui::fmt::{fmt_count, fmt_ns, group_thousands, human_bytes};
+use std::fmt::Write as _;
+
+const NA: &str = "n/a";
+
+/// The columns of the human table and the Markdown table.
+/// A column: header and how to render a row's cell.
+type Column = (&'static str, fn(&SummaryRow) -> String);
+
+/// The columns shown for `rows`: workload, size and threads only where they vary.
+fn display_columns(rows: &[SummaryRow]) -> Vec<Column> {
+    fn opt_count(v: Option<f64>) -> String {
+        v.map_or(NA.into(), fmt_count)
+    }
+    fn varies<T: PartialEq>(rows: &[SummaryRow], f: impl Fn(&SummaryRow) -> T) -> bool {
+        rows.first()
+            .is_some_and(|first| rows.iter().any(|r| f(r) != f(first)))
+    }
+    let mut cols: Vec<Column> = Vec::new();
+    if varies(rows, |r| r.workload) {
+        cols.push(("workload", |r| r.workload.to_string()));
+    }
+    if varies(rows, |r| r.size) {
+        cols.push(("size", |r| group_thousands(r.size as i64)));
+    }
+    if varies(rows, |r| r.threads) {
+        cols.push(("threads", |r| r.threads.to_string()));
+    }
+    cols.extend::<[Column; 13]>([
+        ("allocator", |r| r.allocator_spec.clone()),
+        ("variant", |r| r.variant.to_string()),
+        ("iters", |r| {
+            r.iterations
+                .map_or(NA.into(), |n| group_thousands(n as i64))
+        }),
+        ("p50", |r| r.p50_ns.map_or(NA.into(), |v| fmt_ns(v as f64))),
+        ("p99", |r| r.p99_ns.map_or(NA.into(), |v| fmt_ns(v as f64))),
+        ("minflt/it", |r| opt_count(r.minflt_per_iter)),
+        ("majflt/it", |r| opt_count(r.majflt_per_iter)),
+        ("brk/it", |r| opt_count(r.brk_per_iter)),
+        ("mmap/it", |r| opt_count(r.mmap_per_iter)),
+        ("munmap/it", |r| opt_count(r.munmap_per_iter)),
+        ("madvise/it", |r| opt_count(r.madvise_per_iter)),
+        ("allocs/it", |r| opt_count(r.allocs_per_iter)),
+        ("rss_end", |r| {
+            r.rss_end_bytes.map_or(NA.into(), human_bytes)
+        }),
+    ]);
+    cols
+}
+
+/// How many leading columns are names (left-aligned) rather than numbers.
+fn name_columns(cols: &[Column]) -> usize {
+    cols.iter()
+        .position(|(h, _)| *h == "variant")
+        .map_or(0, |i| i + 1)
+}
+
+/// A table row for [`render_table`] / [`render_markdown`]: every cell, or — for a failed
+/// row — the name cells and the cause.
+pub struct TableRow {
+    pub cells: Vec<String>,
+    pub failure: Option<String>,
+}
+
+/// Aligned plain-text table: the first `names` columns are names (left-aligned), the rest
+/// numbers (right-aligned); a failed row shows its names and then its cause.
+pub fn render_table(headers: &[&str], names: usize, rows: &[TableRow]) -> String {
+    let shown = |r: &TableRow| -> usize {
+        if r.failure.is_some() {
+            names.min(r.cells.len())
+        } else {
+            r.cells.len()
+        }
+    };
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (w, c) in widths.iter_mut().zip(&r.cells[..shown(r)]) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |items: &[&str]| {
+        let mut s = String::new();
+        for (i, (item, w)) in items.iter().zip(&widths).enumerate() {
+            let pad = " ".repeat(w.saturating_sub(item.chars().count()));
+            if i < names {
+                s.push_str(item);
+                s.push_str(&pad);
+            } else {
+                s.push_str(&pad);
+                s.push_str(item);
+            }
+            s.push_str("  ");
+        }
+        s
+    };
+    let mut out = line(headers).trim_end().to_string();
+    out.push('\n');
+    for r in rows {
+        let cells: Vec<&str> = r.cells[..shown(r)].iter().map(String::as_str).collect();
+        let mut l = line(&cells);
+        if let Some(why) = &r.failure {
+            let _ = write!(l, "FAILED: {why}");
+        }
+        out.push_str(l.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// GitHub-flavoured Markdown table with the same layout as [`render_table`].
+pub fn render_markdown(headers: &[&str], names: usize, rows: &[TableRow]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "| {} |", headers.join(" | "));
+    let align: Vec<&str> = (0..headers.len())
+        .map(|i| if i < names { ":--" } else { "--:" })
+        .collect();
+    let _ = writeln!(out, "|{}|", align.join("|"));
+    for r in rows {
+        let mut cells: Vec<String> = match &r.failure {
+            None => r.cells.clone(),
+            Some(why) => {
+                let mut c: Vec<String> = r.cells[..names.min(r.cells.len())].to_vec();
+                c.push(format!("FAILED: {why}"));
+                c.resize(headers.len(), String::new());
+                c
+            }
+        };
+        for c in &mut cells {
+            *c = c.replace('|', "\\|");
+        }
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
+    }
+    out
+}
+
+fn summary_table_rows(rows: &[SummaryRow], cols: &[Column]) -> Vec<TableRow> {
+    rows.iter()
+        .map(|r| TableRow {
+            cells: cols.iter().map(|(_, f)| f(r)).collect(),
+            failure: (!r.status.is_ok())
+                .then(|| r.error.clone().unwrap_or_else(|| "unknown".into())),
+        })
+        .collect()
+}
+
+/// Aligned plain-text table, rows in run order; a failed run gets one line with its cause.
+pub fn to_table(rows: &[SummaryRow]) -> String {
+    let cols = display_columns(rows);
+    let headers: Vec<&str> = cols.iter().map(|(h, _)| *h).collect();
+    render_table(
+        &headers,
+        name_columns(&cols),
+        &summary_table_rows(rows, &cols),
+    )
+}
+
+/// GitHub-flavoured Markdown table with the same columns as [`to_table`].
+pub fn to_markdown(rows: &[SummaryRow]) -> String {
+    let cols = display_columns(rows);
+    let headers: Vec<&str> = cols.iter().map(|(h, _)| *h).collect();
+    render_markdown(
+        &headers,
+        name_columns(&cols),
+        &summary_table_rows(rows, &cols),
+    )
+}
+
+/// The one-screen human view: context, table, explanations, notes.
+pub fn compare_screen(outcomes: &[Outcome], rows: &[SummaryRow], verbose: bool) -> String {
+    let mut s = String::new();
+    if let Some(first) = outcomes.first() {
+        let spec = &first.spec;
+        s.push_str(&format!(
+            "{} · {} elements · seed {}\n",
+            spec.workload,
+            fmt_count(spec.size as f64),
+            spec.seed
+        ));
+    }
+    let oks: Vec<_> = outcomes
+        .iter()
+        .filter_map(|o| o.result.as_ref().ok())
+        .collect();
+    if let Some(r) = oks.first() {
+        let mut versions: Vec<String> = Vec::new();
+        for r in &oks {
+            if !versions.contains(&r.env.allocator_version) {
+                versions.push(r.env.allocator_version.clone());
+            }
+        }
+        let e = &r.env;
+        s.push_str(&format!(
+            "{} · THP {} · {} · {} · {} target-cpu={} ({})\n",
+            versions.join(" · "),
+            e.thp_enabled,
+            e.kernel,
+            e.cpu_model,
+            e.codegen.profile,
+            e.codegen.target_cpu,
+            e.codegen.simd_summary()
+        ));
+        s.push_str(&format!(
+            "latency per iteration, measured for at least {} s and {} iterations; harness overhead {:.0} ns/sample (clock pair {:.0} ns)\n\n",
+            r.budget.min_time_ns as f64 / 1e9,
+            r.budget.min_iters,
+            r.overhead.harness_overhead_ns_per_sample,
+            r.overhead.timer_overhead_ns
+        ));
+    }
+    s.push_str(&to_table(rows));
+    let lines = explain::explanations(rows);
+    if !lines.is_empty() {
+        s.push('\n');
+        for l in lines {
+            s.push_str(&l);
+            s.push('\n');
+        }
+    }
+    if verbose {
+        s.push_str("\nallocator statistics at the end of the measured phase (bytes) and knobs as the allocator reports them:\n");
+        for o in outcomes {
+            let Ok(r) = &o.result else { continue };
+            let stats: Vec<String> = r
+                .allocator_stats
+                .iter()
+                .map(|(k, v)| format!("{k} {}", fmt_count(*v as f64)))
+                .collect();
+            let knobs: Vec<String> = r
+                .knobs_effective
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            s.push_str(&format!(
+                "  {} {}: {}{}{}\n",
+                o.spec.allocator_label(),
+                o.spec.variant,
+                if stats.is_empty() {
+                    "no statistics".to_string()
+                } else {
+                    stats.join(", ")
+                },
+                if knobs.is_empty() {
+                    String::new()
+                } else {
+                    format!("; knobs {}", knobs.join(", "))
+                },
+                match r.thp_disabled {
+                    Some(true) => "; THP disabled",
+                    _ => "",
+                }
+            ));
+        }
+    }
+    let notes = explain::unavailable_notes(outcomes);
+    if !notes.is_empty() {
+        s.push('\n');
+        for n in notes {
+            s.push_str(&format!("note: {n}\n"));
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::csv::to_csv;
+    use crate::model::record::{Outcome, RunFailure};
+    use crate::model::run::RunSpec;
+    use crate::model::spec::{Allocator, Variant, Workload};
+    use crate::model::summary::sample as row;
+
+    #[test]
+    fn csv_parses_back_with_nulls_as_empty_cells() {
+        let rows = vec![
+            row("system", "in-place", 2_000_000, 0.0, Some(0.0)),
+            row("jemalloc", "reuse", 1_000_000, 1.5, None),
+        ];
+        let csv = to_csv(&rows);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines.len(), 3);
+        let header: Vec<&str> = lines[0].split(',').collect();
+        let brk = header.iter().position(|h| *h == "brk_per_iter").unwrap();
+        let p50 = header.iter().position(|h| *h == "p50_ns").unwrap();
+        for (i, line) in lines[1..].iter().enumerate() {
+            let cells: Vec<&str> = line.split(',').collect();
+            assert_eq!(cells.len(), header.len());
+            assert_eq!(cells[p50].parse::<u64>().unwrap(), rows[i].p50_ns.unwrap());
+        }
+        assert_eq!(lines[1].split(',').nth(brk), Some("0.0"));
+        assert_eq!(lines[2].split(',').nth(brk), Some(""));
+        assert_eq!(
+            to_csv(&[]).lines().next(),
+            Some(lines[0]),
+            "no rows: still the header"
+        );
+    }
+
+    #[test]
+    fn table_columns_line_up_and_failures_say_why() {
+        let mut rows = vec![
+            row("system", "in-place", 2_000_000, 0.0, Some(0.0)),
+            row("mimalloc", "out-of-place", 123_456_789, 4096.0, Some(3.0)),
+        ];
+        let failed = Outcome {
+            spec: RunSpec {
+                allocator: Allocator::Jemalloc,
+                workload: Workload::Scale,
+                variant: Variant::Reuse,
+                size: 1000,
+                threads: 1,
+                seed: 1,
+                knobs: Vec::new(),
+                thp: Default::default(),
+            },
+            result: Err(RunFailure {
+                cause: "killed by signal 9 (SIGKILL)".into(),
+            }),
+        };
+        rows.push(SummaryRow::from_outcome(&failed));
+        let t = to_table(&rows);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 4);
+        assert_eq!(lines[0].chars().count(), lines[1].chars().count());
+        assert_eq!(lines[1].chars().count(), lines[2].chars().count());
+        assert!(
+            lines[2].contains("123 ms") && lines[2].contains("4,096"),
+            "{t}"
+        );
+        assert!(
+            lines[1].contains("n/a"),
+            "allocs unavailable must show n/a: {t}"
+        );
+        assert!(lines[3].starts_with("jemalloc   reuse"), "{t}");
+        assert!(lines[3].contains("FAILED: killed by signal 9"), "{t}");
+        let md = to_markdown(&rows);
+        assert_eq!(md.lines().count(), 5);
+        assert!(md.lines().all(|l| l.starts_with('|') && l.ends_with('|')));
+    }
+}

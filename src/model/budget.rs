@@ -1,0 +1,128 @@
+//! How long a run measures: the budget (one default for full runs, one for short
+//! probes), its worker arguments, and the command-line flags that set it.
+
+/// How long to measure.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Budget {
+    /// Warm-up runs at least this long…
+    pub warmup_time_ns: u64,
+    /// …and at least this many iterations.
+    pub warmup_iters: u64,
+    /// The measured phase runs until both this time…
+    pub min_time_ns: u64,
+    /// …and this many iterations are reached,
+    pub min_iters: u64,
+    /// or this many iterations, whichever comes first.
+    pub max_iters: u64,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget {
+            warmup_time_ns: 100_000_000,
+            warmup_iters: 3,
+            min_time_ns: 1_000_000_000,
+            min_iters: 10,
+            max_iters: 10_000_000,
+        }
+    }
+}
+
+impl Budget {
+    /// A short budget for commands that run many small probes (cliff, tune): at least
+    /// `min_time_s` measured after 20 ms of warm-up.
+    pub fn short(min_time_s: f64) -> Self {
+        Budget {
+            min_time_ns: secs_to_ns(min_time_s),
+            warmup_time_ns: 20_000_000,
+            ..Budget::default()
+        }
+    }
+
+    /// The budget of one bisection probe after an experiment's runs: each probe only has
+    /// to tell which side of a threshold it is on.
+    pub fn probe(max_iters: u64) -> Self {
+        Budget {
+            warmup_time_ns: 10_000_000,
+            warmup_iters: 1,
+            min_time_ns: 50_000_000,
+            min_iters: 3,
+            max_iters,
+        }
+    }
+
+    /// The budget as worker arguments; read back, it gives exactly this budget.
+    pub fn to_worker_args(&self) -> Vec<String> {
+        vec![
+            format!("--min-time={}", ns_to_secs_text(self.min_time_ns)),
+            format!("--min-iters={}", self.min_iters),
+            format!("--max-iters={}", self.max_iters),
+            format!("--warmup-time={}", ns_to_secs_text(self.warmup_time_ns)),
+            format!("--warmup-iters={}", self.warmup_iters),
+        ]
+    }
+
+    /// True when a loop that has run `iters` iterations over `elapsed_ns` may stop.
+    #[inline(always)]
+    pub fn measured_done(&self, iters: u64, elapsed_ns: u64) -> bool {
+        iters >= self.max_iters || (iters >= self.min_iters && elapsed_ns >= self.min_time_ns)
+    }
+
+    #[inline(always)]
+    pub fn warmup_done(&self, iters: u64, elapsed_ns: u64) -> bool {
+        iters >= self.max_iters.min(self.warmup_iters.max(1)) && elapsed_ns >= self.warmup_time_ns
+            || iters >= self.max_iters
+    }
+}
+
+/// A duration in seconds as a whole number of ns, rounded (so that the 9-decimal form
+/// of [`Budget::to_worker_args`] reads back exactly).
+pub fn secs_to_ns(secs: f64) -> u64 {
+    (secs.max(0.0) * 1e9).round() as u64
+}
+
+fn ns_to_secs_text(ns: u64) -> String {
+    format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
+}
+
+/// The measurement budget, shared by the worker and the driver's commands.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BudgetArgs {
+    /// Measure at least this many seconds…
+    #[arg(long, default_value_t = 1.0, value_parser = parse_seconds, allow_negative_numbers = true)]
+    pub min_time: f64,
+    /// …and at least this many iterations…
+    #[arg(long, default_value_t = 10)]
+    pub min_iters: u64,
+    /// …but stop at this many iterations.
+    #[arg(long, default_value_t = 10_000_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_iters: u64,
+    /// Warm up for at least this many seconds…
+    #[arg(long, default_value_t = 0.1, value_parser = parse_seconds, allow_negative_numbers = true)]
+    pub warmup_time: f64,
+    /// …and at least this many iterations.
+    #[arg(long, default_value_t = 3)]
+    pub warmup_iters: u64,
+}
+
+impl BudgetArgs {
+    pub fn budget(&self) -> Budget {
+        Budget {
+            warmup_time_ns: secs_to_ns(self.warmup_time),
+            warmup_iters: self.warmup_iters,
+            min_time_ns: secs_to_ns(self.min_time),
+            min_iters: self.min_iters,
+            max_iters: self.max_iters,
+        }
+    }
+}
+
+/// A duration in seconds: finite, not negative, at most a day.
+pub fn parse_seconds(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=86_400.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "'{s}' is not a duration in seconds: expected a number from 0 to 86400, e.g. 0.5"
+        )),
+    }
+}

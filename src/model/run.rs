@@ -1,0 +1,60 @@
+//! A run: everything that identifies one worker process's measurement.
+
+use crate::model::knobs::{AllocatorSpec, Knob};
+use crate::model::spec::{Allocator, Thp, Variant, Workload};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Everything that identifies one run; one run is one worker process.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunSpec {
+    pub allocator: Allocator,
+    pub workload: Workload,
+    pub variant: Variant,
+    /// Elements in the input array.
+    pub size: u64,
+    /// Threads running the workload (the main thread is always one of them).
+    pub threads: u32,
+    /// Seed of the input data.
+    pub seed: u64,
+    /// Allocator knobs (canonical, sorted by name); empty for the allocator's defaults.
+    #[serde(default)]
+    pub knobs: Vec<Knob>,
+    #[serde(default)]
+    pub thp: Thp,
+}
+
+impl RunSpec {
+    /// The allocator with its knobs, as users write it: `jemalloc:dirty_decay_ms=-1`.
+    pub fn allocator_spec(&self) -> AllocatorSpec {
+        AllocatorSpec {
+            allocator: self.allocator,
+            knobs: self.knobs.clone(),
+        }
+    }
+
+    /// The allocator label of reports: its spec, plus `thp=never` when THP is off.
+    pub fn allocator_label(&self) -> String {
+        match self.thp {
+            Thp::System => self.allocator_spec().to_string(),
+            Thp::Never => format!("{} thp=never", self.allocator_spec()),
+        }
+    }
+}
+
+impl fmt::Display for RunSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {} {} size={}",
+            self.allocator_label(),
+            self.workload,
+            self.variant,
+            self.size
+        )?;
+        if self.threads != 1 {
+            write!(f, " threads={}", self.threads)?;
+        }
+        Ok(())
+    }
+}

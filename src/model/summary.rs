@@ -1,0 +1,181 @@
+//! One flat summary row per run, with units in the field names: what summary.csv, the
+//! JSON output and every table are made from.
+
+use crate::model::record::{Outcome, RunFailure, RunRecord};
+use crate::model::spec::{Allocator, Variant, Workload};
+use serde::{Deserialize, Serialize};
+
+/// Whether a run produced a record.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Ok,
+    /// No record: the run failed (or, in an empty row, has not run).
+    #[default]
+    Failed,
+}
+
+impl RunStatus {
+    pub fn is_ok(self) -> bool {
+        self == RunStatus::Ok
+    }
+}
+
+/// One run, flat, with units in the names; `null` where a value is unavailable or the
+/// run failed (`status` and `error` say which).
+#[derive(Clone, Debug, Serialize)]
+pub struct SummaryRow {
+    /// Identifies the run's files in a results folder (`runs/<run_id>.json`, …).
+    pub run_id: String,
+    pub allocator: Allocator,
+    /// The allocator with its knobs and THP mode, e.g. `system:top_pad=64M thp=never`.
+    pub allocator_spec: String,
+    pub workload: Workload,
+    pub variant: Variant,
+    pub size: u64,
+    pub threads: u32,
+    pub seed: u64,
+    pub status: RunStatus,
+    pub error: Option<String>,
+    pub iterations: Option<u64>,
+    pub min_ns: Option<u64>,
+    pub p50_ns: Option<u64>,
+    pub p90_ns: Option<u64>,
+    pub p99_ns: Option<u64>,
+    pub p999_ns: Option<u64>,
+    pub max_ns: Option<u64>,
+    pub mean_ns: Option<f64>,
+    /// Inputs read plus result written per iteration, over the p50 time (bytes/ns).
+    pub throughput_gb_per_s: Option<f64>,
+    pub minflt_per_iter: Option<f64>,
+    pub majflt_per_iter: Option<f64>,
+    pub nvcsw_per_iter: Option<f64>,
+    pub nivcsw_per_iter: Option<f64>,
+    pub utime_ns_per_iter: Option<f64>,
+    pub stime_ns_per_iter: Option<f64>,
+    pub brk_per_iter: Option<f64>,
+    pub mmap_per_iter: Option<f64>,
+    pub munmap_per_iter: Option<f64>,
+    pub madvise_per_iter: Option<f64>,
+    pub mremap_per_iter: Option<f64>,
+    pub syscalls_per_iter: Option<f64>,
+    /// brk + mmap + munmap + madvise + mremap per iteration.
+    pub memory_syscalls_per_iter: Option<f64>,
+    /// Which method counted the syscalls: `perf` or `ptrace`.
+    pub syscall_counter: Option<String>,
+    pub allocs_per_iter: Option<f64>,
+    pub alloc_bytes_per_iter: Option<f64>,
+    pub rss_start_bytes: Option<u64>,
+    pub rss_end_bytes: Option<u64>,
+    pub rss_peak_bytes: Option<u64>,
+    pub checksum: Option<String>,
+    pub timer_overhead_ns: Option<f64>,
+    pub harness_overhead_ns_per_sample: Option<f64>,
+    pub allocator_version: Option<String>,
+}
+
+impl SummaryRow {
+    /// A row with every value null, for the field names.
+    pub fn empty() -> Self {
+        SummaryRow::from_outcome(&Outcome {
+            spec: crate::model::run::RunSpec {
+                allocator: Allocator::System,
+                workload: Workload::Scale,
+                variant: Variant::InPlace,
+                size: 0,
+                threads: 0,
+                seed: 0,
+                knobs: Vec::new(),
+                thp: Default::default(),
+            },
+            result: Err(RunFailure {
+                cause: String::new(),
+            }),
+        })
+    }
+
+    pub fn from_outcome(o: &Outcome) -> Self {
+        let s = &o.spec;
+        let r = o.result.as_ref().ok();
+        let f = |get: fn(&RunRecord) -> Option<f64>| r.and_then(get);
+        let u = |get: fn(&RunRecord) -> Option<u64>| r.and_then(get);
+        SummaryRow {
+            run_id: crate::model::experiment::run_id(s),
+            allocator: s.allocator,
+            allocator_spec: s.allocator_label(),
+            workload: s.workload,
+            variant: s.variant,
+            size: s.size,
+            threads: s.threads,
+            seed: s.seed,
+            status: if r.is_some() {
+                RunStatus::Ok
+            } else {
+                RunStatus::Failed
+            },
+            error: o.result.as_ref().err().map(|e| e.cause.clone()),
+            iterations: u(|r| Some(r.iterations)),
+            min_ns: u(|r| Some(r.min_ns)),
+            p50_ns: u(|r| Some(r.p50_ns)),
+            p90_ns: u(|r| Some(r.p90_ns)),
+            p99_ns: u(|r| Some(r.p99_ns)),
+            p999_ns: u(|r| Some(r.p999_ns)),
+            max_ns: u(|r| Some(r.max_ns)),
+            mean_ns: f(|r| Some(r.mean_ns)),
+            throughput_gb_per_s: r.map(|r| {
+                r.workload.useful_bytes(r.size) as f64 * f64::from(r.threads)
+                    / r.p50_ns.max(1) as f64
+            }),
+            minflt_per_iter: f(|r| Some(r.minflt_per_iter)),
+            majflt_per_iter: f(|r| Some(r.majflt_per_iter)),
+            nvcsw_per_iter: f(|r| Some(r.nvcsw_per_iter)),
+            nivcsw_per_iter: f(|r| Some(r.nivcsw_per_iter)),
+            utime_ns_per_iter: f(|r| Some(r.utime_ns_per_iter)),
+            stime_ns_per_iter: f(|r| Some(r.stime_ns_per_iter)),
+            brk_per_iter: f(|r| r.brk_per_iter),
+            mmap_per_iter: f(|r| r.mmap_per_iter),
+            munmap_per_iter: f(|r| r.munmap_per_iter),
+            madvise_per_iter: f(|r| r.madvise_per_iter),
+            mremap_per_iter: f(|r| r.mremap_per_iter),
+            syscalls_per_iter: f(|r| r.syscalls_per_iter),
+            memory_syscalls_per_iter: f(|r| r.memory_syscalls_per_iter()),
+            syscall_counter: r.and_then(|r| r.syscall_counter.clone()),
+            allocs_per_iter: f(|r| r.allocs_per_iter),
+            alloc_bytes_per_iter: f(|r| r.alloc_bytes_per_iter),
+            rss_start_bytes: u(|r| r.rss_start_bytes),
+            rss_end_bytes: u(|r| r.rss_end_bytes),
+            rss_peak_bytes: u(|r| Some(r.rss_peak_bytes)),
+            checksum: r.map(|r| r.checksum.clone()),
+            timer_overhead_ns: f(|r| Some(r.overhead.timer_overhead_ns)),
+            harness_overhead_ns_per_sample: f(|r| Some(r.overhead.harness_overhead_ns_per_sample)),
+            allocator_version: r.map(|r| r.env.allocator_version.clone()),
+        }
+    }
+}
+
+/// A successful scale row at 1,000 elements with the given figures, for tests.
+#[cfg(test)]
+pub fn sample(alloc: &str, variant: &str, p50: u64, minflt: f64, brk: Option<f64>) -> SummaryRow {
+    let o = Outcome {
+        spec: crate::model::run::RunSpec {
+            allocator: alloc.parse().unwrap(),
+            workload: Workload::Scale,
+            variant: variant.parse().unwrap(),
+            size: 1000,
+            threads: 1,
+            seed: 1,
+            knobs: Vec::new(),
+            thp: Default::default(),
+        },
+        result: Err(RunFailure { cause: "x".into() }),
+    };
+    let mut r = SummaryRow::from_outcome(&o);
+    r.status = RunStatus::Ok;
+    r.error = None;
+    r.iterations = Some(100);
+    r.p50_ns = Some(p50);
+    r.p99_ns = Some(p50 * 2);
+    r.minflt_per_iter = Some(minflt);
+    r.brk_per_iter = brk;
+    r
+}

@@ -1,0 +1,153 @@
+//! Numbers as people read them: durations, per-iteration counts, byte sizes, elapsed
+//! time. The one place that formats numbers for tables, reports and progress.
+
+/// "1.92 ms" — three significant figures, unit chosen by magnitude.
+pub fn fmt_ns(ns: f64) -> String {
+    if ns == 0.0 {
+        return "0".into();
+    }
+    let (v, unit) = if ns >= 1e9 {
+        (ns / 1e9, "s")
+    } else if ns >= 1e6 {
+        (ns / 1e6, "ms")
+    } else if ns >= 1e3 {
+        (ns / 1e3, "µs")
+    } else {
+        (ns, "ns")
+    };
+    let digits = if v >= 100.0 {
+        0
+    } else if v >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{v:.digits$} {unit}")
+}
+
+/// A per-iteration count: "0", "0.02", "3.00", "41.5", "3,906".
+pub fn fmt_count(v: f64) -> String {
+    if v == 0.0 {
+        "0".into()
+    } else if v.abs() < 0.01 {
+        // Two significant digits: 0.0012, not a misleading 0.00.
+        let decimals = (1 - v.abs().log10().floor() as i32).max(0) as usize;
+        format!("{v:.decimals$}")
+    } else if v.abs() < 10.0 {
+        format!("{v:.2}")
+    } else if v.abs() < 100.0 {
+        format!("{v:.1}")
+    } else {
+        group_thousands(v.round() as i64)
+    }
+}
+
+/// "1,234,567".
+pub fn group_thousands(n: i64) -> String {
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if n < 0 {
+        format!("-{out}")
+    } else {
+        out
+    }
+}
+
+/// "8.0 MiB" — binary units, one decimal.
+pub fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// "1h02m", "3m05s", "42s".
+pub fn fmt_duration(secs: f64) -> String {
+    let s = secs.round() as u64;
+    if s >= 3600 {
+        format!("{}h{:02}m", s / 3600, s / 60 % 60)
+    } else if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+/// An element count on a plot axis: "512", "64k", "1.5M".
+pub fn fmt_elems(v: f64) -> String {
+    let (d, unit) = if v >= 1e9 {
+        (v / 1e9, "G")
+    } else if v >= 1e6 {
+        (v / 1e6, "M")
+    } else if v >= 1e3 {
+        (v / 1e3, "k")
+    } else {
+        (v, "")
+    };
+    format!("{}{unit}", trim_float(d))
+}
+
+pub fn trim_float(v: f64) -> String {
+    let s = format!("{v:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// A plot tick value: plain, element-style from 10,000, exponent below 0.01.
+pub fn fmt_plain(v: f64) -> String {
+    if v >= 1e4 {
+        fmt_elems(v)
+    } else if v >= 0.01 || v == 0.0 {
+        trim_float(v)
+    } else {
+        format!("{v:.0e}")
+    }
+}
+
+/// A count with its sign: "+3,906", "-0.50".
+pub fn signed(v: f64) -> String {
+    if v > 0.0 {
+        format!("+{}", fmt_count(v))
+    } else {
+        fmt_count(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn number_formats() {
+        assert_eq!(fmt_ns(55.0), "55.0 ns");
+        assert_eq!(fmt_ns(0.0), "0");
+        assert_eq!(fmt_ns(1_920_000.0), "1.92 ms");
+        assert_eq!(fmt_ns(123_456_789.0), "123 ms");
+        assert_eq!(fmt_count(0.0), "0");
+        assert_eq!(fmt_count(3.0), "3.00");
+        assert_eq!(fmt_count(0.0012), "0.0012");
+        assert_eq!(fmt_count(0.05), "0.05");
+        assert_eq!(fmt_count(3906.4), "3,906");
+        assert_eq!(fmt_count(-1234567.0), "-1,234,567");
+    }
+
+    #[test]
+    fn human_bytes_scales() {
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(8 << 20), "8.0 MiB");
+        assert_eq!(human_bytes(3 << 30), "3.0 GiB");
+    }
+}

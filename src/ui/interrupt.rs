@@ -1,0 +1,25 @@
+//! The Ctrl-C flag: after [`stop_on_interrupt`], SIGINT and SIGTERM set a flag that the
+//! run loops check between runs, so finished results are kept and nothing is torn.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_interrupt(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// From now on Ctrl-C (SIGINT) and SIGTERM stop the run after the current worker (which
+/// gets the terminal's SIGINT too) instead of killing the driver mid-write.
+pub fn stop_on_interrupt() {
+    let handler = on_interrupt as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, handler);
+        libc::signal(libc::SIGTERM, handler);
+    }
+}
+
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}

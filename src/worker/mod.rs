@@ -1,0 +1,9 @@
+//! Everything that runs inside a worker process: the entry point, the workloads, the
+//! measured loop and the allocation counter.
+
+pub mod alloc_count;
+pub mod entry;
+pub mod measure;
+pub mod workload;
+
+pub use entry::{main, run, WorkerArgs};
