@@ -22,6 +22,7 @@ pub struct AllocatorInfo {
 pub type AllocatorStats = Result<Vec<(&'static str, u64)>, String>;
 
 /// glibc's `mallinfo2`: the main arena and mmap'd totals, in bytes.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 pub fn glibc_stats() -> AllocatorStats {
     // SAFETY: mallinfo2 takes nothing and returns a plain struct.
     let m = unsafe { libc::mallinfo2() };
@@ -32,6 +33,12 @@ pub fn glibc_stats() -> AllocatorStats {
         ("fordblks", m.fordblks as u64),
         ("keepcost", m.keepcost as u64),
     ])
+}
+
+/// Without glibc there is no `mallinfo2`.
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+pub fn glibc_stats() -> AllocatorStats {
+    Err("unsupported on this platform: mallinfo2 is glibc's".into())
 }
 
 /// A glibc malloc tunable as this glibc parsed it from the same `GLIBC_TUNABLES`: glibc
