@@ -30,7 +30,8 @@ pub fn run(args: &CliffArgs) -> Result<()> {
         thp: args.thp,
     };
     let workers = preflight::check(std::slice::from_ref(&base)).map_err(Error::bad)?;
-    let mut exec = ProcessExecutor::new(workers, args.counters, Duration::from_secs(300));
+    let mut exec = ProcessExecutor::new(workers, args.counters, Duration::from_secs(300))
+        .map_err(|why| Error::BadInput(format!("--counters {}: {why}", args.counters.name())))?;
     let budget = Budget::short(args.min_time);
     let metric = args.metric;
     let mut show = |p: &Probe| {

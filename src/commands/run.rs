@@ -51,7 +51,8 @@ pub fn run(args: RunArgs) -> Result<()> {
         workers,
         args.counters,
         Duration::from_secs_f64(args.timeout),
-    );
+    )
+    .map_err(|why| Error::BadInput(format!("--counters {}: {why}", args.counters.name())))?;
     let mut failed = 0;
     for exp in &experiments {
         let o = run_experiment(

@@ -42,6 +42,43 @@ impl CounterMode {
     }
 }
 
+/// How syscalls are counted, once `--counters` is resolved on this machine (the one
+/// place `auto` is decided, for compare, run, tune, cliff and exec alike).
+pub enum CounterPlan {
+    /// perf tracepoint counters on every measured run. The set held here stays open,
+    /// disabled, for the whole session: closing the last user of a tracepoint costs an
+    /// RCU grace period (~35 ms here) per run otherwise.
+    Perf(perf::SyscallCounters),
+    /// One extra run per allocator under the ptrace + seccomp tracer, after the measured
+    /// ones (a trapped syscall slows a run, so traced runs are not timed).
+    Ptrace,
+    /// Not counted, and why.
+    Unavailable(String),
+}
+
+/// Resolves `--counters`: `Err` when the method asked for cannot work here.
+pub fn resolve(mode: CounterMode) -> Result<CounterPlan, String> {
+    match mode {
+        CounterMode::Off => Ok(CounterPlan::Unavailable("off: --counters off".into())),
+        CounterMode::Perf => perf::SyscallCounters::open()
+            .map(CounterPlan::Perf)
+            .map_err(|e| e.0),
+        CounterMode::Ptrace => match ptrace::unsupported() {
+            Some(why) => Err(why.0),
+            None => Ok(CounterPlan::Ptrace),
+        },
+        CounterMode::Auto => match perf::SyscallCounters::open() {
+            Ok(c) => Ok(CounterPlan::Perf(c)),
+            Err(perf) => Ok(match ptrace::unsupported() {
+                None => CounterPlan::Ptrace,
+                Some(why) => {
+                    CounterPlan::Unavailable(format!("unavailable: {}; {}", perf.0, why.0))
+                }
+            }),
+        },
+    }
+}
+
 /// Where the measured phase's syscall counts come from, inside a worker.
 pub enum SyscallSource<'a> {
     /// perf counters opened by the worker.

@@ -39,7 +39,8 @@ pub fn calibrate(
         workers.to_path_buf(),
         CounterMode::Off,
         Duration::from_secs(300),
-    );
+    )
+    .map_err(|why| RunFailure { cause: why })?;
     let mut unavailable = Vec::new();
     let perf_ok = match SyscallCounters::open() {
         Ok(_) => true,

@@ -7,7 +7,7 @@ pub mod preflight;
 use crate::analysis::cliff::{CliffError, Metric, Probe};
 use crate::counters::linux::perf::{SyscallCounters, SyscallCounts};
 use crate::counters::linux::ptrace;
-use crate::counters::{CounterMode, Unavailable};
+use crate::counters::{CounterMode, CounterPlan, Unavailable};
 use crate::model::record::{Outcome, RunFailure, RunRecord};
 use crate::worker::measure::Budget;
 
@@ -39,25 +39,23 @@ pub struct ProcessExecutor {
 }
 
 impl ProcessExecutor {
-    /// `counters` Auto becomes Perf where the driver can open the tracepoint counters
-    /// (workers run as the same user), else Ptrace where that is supported, else Off.
-    pub fn new(dir: PathBuf, counters: CounterMode, timeout: Duration) -> Self {
-        let keepalive = match counters {
-            CounterMode::Perf | CounterMode::Auto => SyscallCounters::open().ok(),
-            CounterMode::Ptrace | CounterMode::Off => None,
+    /// `counters` resolved by [`crate::counters::resolve`]: perf where the driver can
+    /// open the tracepoint counters (workers run as the same user), else ptrace where that
+    /// is supported. With neither, workers still ask perf, so that each record says why
+    /// it has no counts. `Err`: a method asked for by name cannot work here.
+    pub fn new(dir: PathBuf, counters: CounterMode, timeout: Duration) -> Result<Self, String> {
+        let (counters, keepalive) = match crate::counters::resolve(counters)? {
+            CounterPlan::Perf(c) => (CounterMode::Perf, Some(c)),
+            CounterPlan::Ptrace => (CounterMode::Ptrace, None),
+            CounterPlan::Unavailable(_) if counters == CounterMode::Off => (CounterMode::Off, None),
+            CounterPlan::Unavailable(_) => (CounterMode::Perf, None),
         };
-        let counters = match counters {
-            CounterMode::Auto if keepalive.is_some() => CounterMode::Perf,
-            CounterMode::Auto if ptrace::unsupported().is_none() => CounterMode::Ptrace,
-            CounterMode::Auto => CounterMode::Perf,
-            other => other,
-        };
-        ProcessExecutor {
+        Ok(ProcessExecutor {
             dir,
             counters,
             timeout,
             _keepalive: keepalive,
-        }
+        })
     }
 }
 

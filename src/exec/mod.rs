@@ -15,7 +15,7 @@ pub mod probe;
 
 use crate::counters::linux::perf::SyscallCounts;
 use crate::counters::rusage::Rusage;
-use crate::counters::CounterMode;
+use crate::counters::{CounterMode, CounterPlan};
 use crate::model::knobs::AllocatorSpec;
 use crate::model::spec::{Allocator, Choice, Thp};
 use launch::{LaunchOptions, Prepared, Termination};
@@ -362,43 +362,6 @@ fn prepare(
     }
 }
 
-/// How the syscalls of the command's process tree are counted in a session.
-pub enum CounterPlan {
-    /// perf tracepoint counters on every measured run. The set held here stays open,
-    /// disabled, for the whole session: closing the last user of a tracepoint costs an
-    /// RCU grace period (~35 ms here) per run otherwise.
-    Perf(crate::counters::linux::perf::SyscallCounters),
-    /// One extra run per allocator under the ptrace + seccomp tracer, after the measured
-    /// ones (a trapped syscall slows a run, so traced runs are not timed).
-    Ptrace,
-    /// Not counted, and why.
-    Unavailable(String),
-}
-
-/// Resolves `--counters`: `Err` when the method asked for cannot work here.
-pub fn resolve_counters(mode: CounterMode) -> Result<CounterPlan, String> {
-    use crate::counters::{perf::SyscallCounters, ptrace};
-    match mode {
-        CounterMode::Off => Ok(CounterPlan::Unavailable("off: --counters off".into())),
-        CounterMode::Perf => SyscallCounters::open()
-            .map(CounterPlan::Perf)
-            .map_err(|e| e.0),
-        CounterMode::Ptrace => match ptrace::unsupported() {
-            Some(why) => Err(why.0),
-            None => Ok(CounterPlan::Ptrace),
-        },
-        CounterMode::Auto => match SyscallCounters::open() {
-            Ok(c) => Ok(CounterPlan::Perf(c)),
-            Err(perf) => Ok(match ptrace::unsupported() {
-                None => CounterPlan::Ptrace,
-                Some(why) => {
-                    CounterPlan::Unavailable(format!("unavailable: {}; {}", perf.0, why.0))
-                }
-            }),
-        },
-    }
-}
-
 /// Why a session stopped before its end.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SessionError {
@@ -428,7 +391,7 @@ pub fn run_session(
     observer: &mut dyn Observer,
     save: &mut dyn FnMut(&ExecRecord) -> Result<(), String>,
 ) -> Result<ExecRecord, SessionError> {
-    let plan = resolve_counters(settings.counters).map_err(SessionError::BadInput)?;
+    let plan = crate::counters::resolve(settings.counters).map_err(SessionError::BadInput)?;
     let syscall_counter = match &plan {
         CounterPlan::Perf(_) => "perf".to_string(),
         CounterPlan::Ptrace => "ptrace".to_string(),
