@@ -2,10 +2,10 @@
 //! allocators × threads with a measurement budget, validated strictly — every error names
 //! the file, the line and what is allowed — and expanded into runs.
 
+use crate::model::budget::{secs_to_ns, Budget};
 use crate::model::knobs::AllocatorSpec;
 use crate::model::run::RunSpec;
 use crate::model::spec::{self, Allocator, Choice, Thp, Variant, Workload};
-use crate::worker::measure::{self, Budget};
 use serde::{Deserialize, Serialize};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -185,7 +185,7 @@ impl Source<'_> {
             Some(s) => {
                 let x = *s.get_ref();
                 if x.is_finite() && (0.0..=86_400.0).contains(&x) {
-                    Ok(measure::secs_to_ns(x))
+                    Ok(secs_to_ns(x))
                 } else {
                     Err(self.error(
                         Some(s.span()),

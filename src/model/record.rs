@@ -3,9 +3,10 @@
 
 use crate::counters::envinfo::Environment;
 use crate::counters::linux::perf::SyscallCounts;
+use crate::model::budget::Budget;
 use crate::model::run::RunSpec;
 use crate::model::spec::{Allocator, Variant, Workload};
-use crate::worker::measure::{Budget, Measurement, Overhead};
+use crate::worker::measure::{Measurement, Overhead};
 use base64::Engine;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
