@@ -8,9 +8,8 @@ use crate::analysis::cliff::{CliffError, Metric, Probe};
 use crate::counters::linux::perf::{SyscallCounters, SyscallCounts};
 use crate::counters::linux::ptrace;
 use crate::counters::{CounterMode, CounterPlan, Unavailable};
+use crate::model::budget::Budget;
 use crate::model::record::{Outcome, RunFailure, RunRecord};
-use crate::worker::measure::Budget;
-
 use crate::model::run::RunSpec;
 use crate::ui::progress::Progress;
 use std::collections::BTreeMap;
