@@ -25,8 +25,12 @@ fn main() {
     println!("cargo:rustc-env=ALLOCLAB_TARGET_CPU={cpu}");
     println!("cargo:rustc-env=ALLOCLAB_TARGET_FEATURES={features}");
 
+    // --no-optional-locks: `git status` must not refresh and rewrite .git/index (as it
+    // does on a fresh clone), or the index it watches below would change under it and
+    // the next build would run this script, and rebuild the crate, again.
     let git = |args: &[&str]| {
         Command::new("git")
+            .arg("--no-optional-locks")
             .args(args)
             .output()
             .ok()
