@@ -16,10 +16,6 @@ pub enum PlanError {
         needed: u64,
         available: u64,
     },
-    #[error(transparent)]
-    Choice(#[from] crate::model::spec::UnknownChoice),
-    #[error(transparent)]
-    Knob(#[from] crate::model::knobs::KnobError),
     #[error("cannot read available memory: {0}")]
     MemInfo(std::io::Error),
     #[error("worker binary {} not found (looked in {}); build every binary with `make build` (cargo build --release)", .binary, .dir.display())]

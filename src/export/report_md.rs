@@ -387,15 +387,7 @@ mod tests {
 
     #[test]
     fn jumps_are_described_as_jumps_and_drops() {
-        let rows = vec![
-            row(1000, 0.0),
-            row(2000, 0.0),
-            row(4000, 0.02),
-            row(8000, 35.0),
-            row(16000, 70.0),
-            row(32000, 140.0),
-        ];
-        let j = fault_jumps(&rows);
+        let j = fault_jumps(&[row(4000, 0.02), row(8000, 35.0)]);
         let text = describe_jump(&j[0], "minor faults");
         assert!(text.contains("jump from 0.02 at 4,000 elements"), "{text}");
         let drops = fault_jumps(&[row(1, 500.0), row(2, 3.0)]);

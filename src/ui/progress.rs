@@ -53,11 +53,6 @@ impl Progress {
         }
     }
 
-    /// Whether a bar is drawn (stderr is a terminal).
-    pub fn is_bar(&self) -> bool {
-        self.bar.is_some()
-    }
-
     /// Changes the number of runs (once a session knows it).
     pub fn set_total(&mut self, total: usize) {
         self.total = total;
