@@ -82,7 +82,7 @@ pub fn resolve(mode: CounterMode) -> Result<CounterPlan, String> {
 /// Where the measured phase's syscall counts come from, inside a worker.
 pub enum SyscallSource<'a> {
     /// perf counters opened by the worker.
-    Perf(&'a perf::SyscallCounters),
+    Perf(&'a mut perf::SyscallCounters),
     /// A ptrace tracer outside; the worker only marks the phase.
     PtraceMarkers,
     /// Not counted, and why.
@@ -91,7 +91,7 @@ pub enum SyscallSource<'a> {
 
 impl SyscallSource<'_> {
     /// At the start of the measured phase. Does not allocate.
-    pub fn start(&self) {
+    pub fn start(&mut self) {
         match self {
             SyscallSource::Perf(c) => c.enable(),
             SyscallSource::PtraceMarkers => ptrace::phase_marker(),
@@ -100,7 +100,7 @@ impl SyscallSource<'_> {
     }
 
     /// At the end of the measured phase. Does not allocate.
-    pub fn stop(&self) {
+    pub fn stop(&mut self) {
         match self {
             SyscallSource::Perf(c) => c.disable(),
             SyscallSource::PtraceMarkers => ptrace::phase_marker(),
@@ -109,7 +109,7 @@ impl SyscallSource<'_> {
     }
 
     /// The counts, or why the worker has none itself.
-    pub fn read(&self) -> Result<perf::SyscallCounts, Unavailable> {
+    pub fn read(&mut self) -> Result<perf::SyscallCounts, Unavailable> {
         match self {
             SyscallSource::Perf(c) => c.read(),
             SyscallSource::PtraceMarkers => Err(Unavailable(match ptrace::tracer_pid() {

@@ -425,7 +425,7 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
     let usage = Rusage::from_libc(&ru);
     let syscalls = match (traced, counters) {
         (Some(counts), _) => Ok(counts),
-        (None, Some(c)) => c.read(),
+        (None, Some(mut c)) => c.read(),
         (None, None) => Err(Unavailable("syscall counting is off".into())),
     };
     Ok(ChildRun {

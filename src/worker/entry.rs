@@ -80,11 +80,11 @@ pub fn run(
     let kernels = (0..args.threads)
         .map(|_| workload::prepare(spec.workload, spec.variant, size, spec.seed))
         .collect();
-    let perf = match args.counters {
+    let mut perf = match args.counters {
         CounterMode::Perf | CounterMode::Auto => Some(SyscallCounters::open()),
         CounterMode::Ptrace | CounterMode::Off => None,
     };
-    let source = match (&perf, args.counters) {
+    let source = match (&mut perf, args.counters) {
         (Some(Ok(c)), _) => SyscallSource::Perf(c),
         (Some(Err(why)), _) => SyscallSource::None(why.clone()),
         (None, CounterMode::Ptrace) => SyscallSource::PtraceMarkers,

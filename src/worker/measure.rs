@@ -161,8 +161,8 @@ pub fn observer_costs() -> ObserverCosts {
         h.saturating_record(500 + x % 5_000_000);
     });
     black_box(&h);
-    let perf = crate::counters::linux::perf::SyscallCounters::open();
-    let (enable, read, why) = match &perf {
+    let mut perf = crate::counters::linux::perf::SyscallCounters::open();
+    let (enable, read, why) = match &mut perf {
         Ok(c) => (
             Some(mean_ns(2_000, || {
                 c.enable();
@@ -213,7 +213,7 @@ fn unavailable<E: std::fmt::Display>(what: &str) -> impl Fn(E) -> Unavailable + 
 pub fn measure(
     kernels: Vec<BoxedKernel>,
     budget: &Budget,
-    syscalls: SyscallSource<'_>,
+    mut syscalls: SyscallSource<'_>,
 ) -> std::io::Result<Measurement> {
     let mut kernels = kernels.into_iter();
     let mut main_kernel = kernels
