@@ -9,6 +9,7 @@
 //! on data prepared beforehand.
 
 use crate::counters::linux::perf::{SyscallCounters, SyscallCounts};
+use crate::counters::linux::ptrace;
 use crate::counters::rusage::Rusage;
 use crate::counters::Unavailable;
 use serde::{Deserialize, Serialize};
@@ -275,19 +276,13 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
     let null_fd = devnull.as_raw_fd();
     let (go_fd, err_fd) = (go_r.as_raw_fd(), err_w.as_raw_fd());
     let filter = if opts.trace {
-        crate::counters::linux::ptrace::tree_filter()
-    } else {
-        Vec::new()
-    };
-    let fprog = libc::sock_fprog {
-        len: filter.len() as u16,
-        filter: filter.as_ptr() as *mut libc::sock_filter,
-    };
-    if opts.trace {
-        if let Some(why) = crate::counters::linux::ptrace::unsupported() {
+        if let Some(why) = ptrace::unsupported() {
             return Err(LaunchError::Setup(why.0));
         }
-    }
+        Some(ptrace::Filter::new(ptrace::Scope::Tree))
+    } else {
+        None
+    };
 
     // SAFETY: the child below only makes async-signal-safe calls (setpgid, signal,
     // sigprocmask, prctl, read, dup2, execve, write, _exit) on data prepared before the
@@ -319,18 +314,8 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
             }
             // Traced: stop at the exec for the tracer; from then on every memory syscall
             // of this process and of everything it starts traps to the tracer.
-            if opts.trace
-                && (libc::ptrace(libc::PTRACE_TRACEME, 0, 0usize, 0usize) != 0
-                    || libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
-                    || libc::prctl(
-                        libc::PR_SET_SECCOMP,
-                        libc::SECCOMP_MODE_FILTER,
-                        &fprog as *const libc::sock_fprog as usize,
-                        0,
-                        0,
-                    ) != 0)
-            {
-                let code = *libc::__errno_location() | TRACER_SETUP_FAILED;
+            if let Some(Err(errno)) = filter.as_ref().map(|f| f.install_in_child()) {
+                let code = errno | TRACER_SETUP_FAILED;
                 libc::write(err_fd, (&code as *const i32).cast(), 4);
                 libc::_exit(127);
             }
@@ -401,8 +386,18 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
     }
 
     let (forced, status, ru, traced) = if opts.trace {
-        let t = trace_tree(pid, opts.timeout).map_err(|e| setup("tracing the command", e))?;
-        (t.forced, t.status, t.rusage, Some(t.counts))
+        let watch = ptrace::Watch {
+            kill: -pid,
+            timeout: opts.timeout,
+            interrupted: Some(crate::ui::interrupt::interrupted),
+        };
+        let t = ptrace::trace(pid, ptrace::Scope::Tree, watch)
+            .map_err(|e| setup("tracing the command", e))?;
+        let forced = t.forced.map(|f| match f {
+            ptrace::Forced::TimedOut => Termination::TimedOut,
+            ptrace::Forced::Interrupted => Termination::Interrupted,
+        });
+        (forced, t.status, t.rusage, Some(t.counts))
     } else {
         let forced = wait_for_exit(pid, opts.timeout);
         let (status, ru) = wait4(pid).map_err(|e| setup("wait4", e))?;
@@ -496,117 +491,4 @@ fn wait_for_exit(pid: libc::pid_t, timeout: Option<Duration>) -> Option<Terminat
             return Some(Termination::TimedOut);
         }
     }
-}
-
-/// What tracing a whole run found.
-struct TreeTrace {
-    forced: Option<Termination>,
-    status: libc::c_int,
-    rusage: libc::rusage,
-    counts: SyscallCounts,
-}
-
-/// The tracer of a traced run: counts every trapped memory syscall of the child and of
-/// every thread and process it starts (they are attached automatically), until all of
-/// them are gone; reaps the child with its rusage. A watchdog thread kills the process
-/// group on timeout or Ctrl-C (the tracer itself blocks in wait4).
-fn trace_tree(pid: libc::pid_t, timeout: Option<Duration>) -> std::io::Result<TreeTrace> {
-    use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-    use std::sync::Arc;
-    let done = Arc::new(AtomicBool::new(false));
-    let forced = Arc::new(AtomicU8::new(0));
-    let watchdog = {
-        let (done, forced) = (done.clone(), forced.clone());
-        let deadline = timeout.map(|t| Instant::now() + t);
-        std::thread::spawn(move || {
-            while !done.load(Ordering::SeqCst) {
-                let why = if crate::ui::interrupt::interrupted() {
-                    2
-                } else if deadline.is_some_and(|d| Instant::now() >= d) {
-                    1
-                } else {
-                    std::thread::sleep(Duration::from_millis(10));
-                    continue;
-                };
-                forced.store(why, Ordering::SeqCst);
-                kill_group(pid);
-                break;
-            }
-        })
-    };
-    let mut counts = SyscallCounts {
-        all: None,
-        ..Default::default()
-    };
-    let mut seen: std::collections::HashSet<libc::pid_t> = std::collections::HashSet::new();
-    seen.insert(pid);
-    let mut main: Option<(libc::c_int, libc::rusage)> = None;
-    let mut options_set = false;
-    loop {
-        let mut status = 0;
-        // SAFETY: all-zero is a valid rusage.
-        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: waits for this thread's children and tracees; `status` and `ru` are
-        // writable.
-        let tid =
-            unsafe { libc::wait4(-1, &mut status, libc::__WALL | libc::__WNOTHREAD, &mut ru) };
-        if tid < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            break; // ECHILD: the command and everything it started are gone.
-        }
-        if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
-            if tid == pid {
-                main = Some((status, ru));
-                // What it leaves running does not outlive its run.
-                kill_group(pid);
-            }
-            continue;
-        }
-        if !libc::WIFSTOPPED(status) {
-            continue;
-        }
-        let sig = libc::WSTOPSIG(status);
-        let event = (status >> 16) & 0xff;
-        let mut inject = 0;
-        if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_SECCOMP {
-            crate::counters::linux::ptrace::count_trapped(tid, &mut counts);
-        } else if sig == libc::SIGTRAP && event == 0 && tid == pid && !options_set {
-            // The stop at the command's exec: from here on follow everything.
-            let opts = libc::PTRACE_O_TRACESECCOMP
-                | libc::PTRACE_O_TRACECLONE
-                | libc::PTRACE_O_TRACEFORK
-                | libc::PTRACE_O_TRACEVFORK
-                | libc::PTRACE_O_TRACEEXEC
-                | libc::PTRACE_O_EXITKILL;
-            // SAFETY: SETOPTIONS takes the options as `data`.
-            unsafe { libc::ptrace(libc::PTRACE_SETOPTIONS, tid, 0usize, opts as usize) };
-            options_set = true;
-        } else if sig == libc::SIGTRAP && event != 0 {
-            // fork / vfork / clone / exec events: the new tracee reports on its own.
-        } else if sig == libc::SIGSTOP && seen.insert(tid) {
-            // A new thread's or process's first stop.
-        } else {
-            inject = sig;
-        }
-        // SAFETY: CONT takes the signal to deliver as `data`.
-        unsafe { libc::ptrace(libc::PTRACE_CONT, tid, 0usize, inject as usize) };
-    }
-    done.store(true, Ordering::SeqCst);
-    let _ = watchdog.join();
-    let (status, rusage) = main.ok_or_else(|| {
-        std::io::Error::other("the traced command's exit was never reported to the tracer")
-    })?;
-    Ok(TreeTrace {
-        forced: match forced.load(Ordering::SeqCst) {
-            1 => Some(Termination::TimedOut),
-            2 => Some(Termination::Interrupted),
-            _ => None,
-        },
-        status,
-        rusage,
-        counts,
-    })
 }

@@ -10,11 +10,17 @@
 
 use super::perf::SyscallCounts;
 use crate::counters::Unavailable;
+use nix::sys::ptrace::{self, Options};
+use nix::sys::signal::Signal;
+use nix::sys::wait::WaitStatus;
+use nix::unistd::Pid;
+use std::collections::HashSet;
 use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// The syscall the worker makes at the start and at the end of its measured phase when
 /// its syscalls are counted by this tracer.
@@ -83,18 +89,6 @@ const COUNTED: [libc::c_long; 5] = [
     libc::SYS_mremap,
 ];
 
-/// The seccomp program: memory syscalls and the marker stop the process for the tracer,
-/// everything else is allowed.
-fn filter() -> Vec<libc::sock_filter> {
-    filter_with(true)
-}
-
-/// The seccomp program for counting a whole program (`alloclab exec`): only the memory
-/// syscalls stop it (a program's own getppid is not a marker).
-pub fn tree_filter() -> Vec<libc::sock_filter> {
-    filter_with(false)
-}
-
 fn filter_with(marker: bool) -> Vec<libc::sock_filter> {
     let n = COUNTED.len() as u8;
     let mut f = vec![
@@ -124,33 +118,241 @@ fn filter_with(marker: bool) -> Vec<libc::sock_filter> {
 /// Counts the memory syscall that `tid` is stopped at (a seccomp trap), by its number
 /// (x86_64's `orig_rax`).
 #[cfg(target_arch = "x86_64")]
-pub fn count_trapped(tid: libc::pid_t, counts: &mut SyscallCounts) {
-    // SAFETY: all-zero is a valid user_regs_struct; GETREGS fills it.
-    let mut regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
-    // SAFETY: GETREGS writes one user_regs_struct to `regs`.
-    let rc = unsafe {
-        libc::ptrace(
-            libc::PTRACE_GETREGS,
-            tid,
-            0usize,
-            &mut regs as *mut libc::user_regs_struct,
-        )
+fn count_trapped(tid: libc::pid_t, counts: &mut SyscallCounts) {
+    let Ok(regs) = ptrace::getregs(Pid::from_raw(tid)) else {
+        return;
     };
-    if rc == 0 {
-        match regs.orig_rax as libc::c_long {
-            libc::SYS_brk => counts.brk += 1,
-            libc::SYS_mmap => counts.mmap += 1,
-            libc::SYS_munmap => counts.munmap += 1,
-            libc::SYS_madvise => counts.madvise += 1,
-            libc::SYS_mremap => counts.mremap += 1,
-            _ => {}
-        }
+    match regs.orig_rax as libc::c_long {
+        libc::SYS_brk => counts.brk += 1,
+        libc::SYS_mmap => counts.mmap += 1,
+        libc::SYS_munmap => counts.munmap += 1,
+        libc::SYS_madvise => counts.madvise += 1,
+        libc::SYS_mremap => counts.mremap += 1,
+        _ => {}
     }
 }
 
 /// Elsewhere nothing is traced ([`unsupported`] refuses first), so nothing is counted.
 #[cfg(not(target_arch = "x86_64"))]
-pub fn count_trapped(_tid: libc::pid_t, _counts: &mut SyscallCounts) {}
+fn count_trapped(_tid: libc::pid_t, _counts: &mut SyscallCounts) {}
+
+/// Which tracees the tracer follows and which of their trapped calls it counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// A lab worker: its threads, and only the calls between its two phase markers.
+    Worker,
+    /// A user's command: every thread and process it starts, every call.
+    Tree,
+}
+
+/// The seccomp program of a traced child, built before the fork so that the child only
+/// has to install it.
+pub struct Filter {
+    program: Vec<libc::sock_filter>,
+}
+
+impl Filter {
+    pub fn new(scope: Scope) -> Self {
+        Filter {
+            program: filter_with(scope == Scope::Worker),
+        }
+    }
+
+    /// Turns the calling process into a tracee of its parent whose memory syscalls (and,
+    /// for a worker, its phase markers) stop it; from its next exec on, nothing can lift
+    /// that (no_new_privs). Returns the errno of the step that failed.
+    ///
+    /// # Safety
+    /// Meant for a child between fork and exec: it makes only async-signal-safe calls
+    /// (ptrace, prctl) and allocates nothing.
+    pub unsafe fn install_in_child(&self) -> Result<(), i32> {
+        let fprog = libc::sock_fprog {
+            len: self.program.len() as u16,
+            filter: self.program.as_ptr() as *mut libc::sock_filter,
+        };
+        let errno = || std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+        if ptrace::traceme().is_err() {
+            return Err(errno());
+        }
+        // SAFETY: prctl with integer arguments; PR_SET_SECCOMP reads `fprog`, which lives
+        // until the call returns, and the program it points to, owned by `self`.
+        unsafe {
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                || libc::prctl(
+                    libc::PR_SET_SECCOMP,
+                    libc::SECCOMP_MODE_FILTER,
+                    &fprog as *const libc::sock_fprog as usize,
+                    0,
+                    0,
+                ) != 0
+            {
+                return Err(errno());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why the tracer's watchdog killed the run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Forced {
+    TimedOut,
+    Interrupted,
+}
+
+/// What tracing one run found.
+pub struct Trace {
+    /// The traced child's raw wait status.
+    pub status: libc::c_int,
+    /// `wait4`'s rusage of the traced child.
+    pub rusage: libc::rusage,
+    /// The counted calls (for a worker: between its phase markers).
+    pub counts: SyscallCounts,
+    /// How many phase markers the worker made (0 for a command).
+    pub markers: u32,
+    /// Set when the watchdog killed the run.
+    pub forced: Option<Forced>,
+}
+
+/// Who the watchdog kills, and when.
+pub struct Watch {
+    /// Passed to kill(2): the child's pid, or minus its process group.
+    pub kill: libc::pid_t,
+    pub timeout: Option<Duration>,
+    /// Polled every 10 ms; true kills the run as [`Forced::Interrupted`].
+    pub interrupted: Option<fn() -> bool>,
+}
+
+fn decode(tid: libc::pid_t, status: libc::c_int) -> WaitStatus {
+    // nix has no Signal for real-time signals, so a stop by one does not decode; it is
+    // passed on to the tracee all the same (see `stop_signal`).
+    WaitStatus::from_raw(Pid::from_raw(tid), status).unwrap_or(WaitStatus::StillAlive)
+}
+
+/// The tracer: follows `pid` (a child of this thread that called
+/// [`Filter::install_in_child`] and then exec'd) and whatever `scope` says, counts its
+/// trapped memory syscalls until every tracee is gone, and reaps `pid` with its rusage.
+/// Must run on the thread that started the child (ptrace requests come from the tracer
+/// thread). A watchdog thread kills `watch.kill` on timeout or interrupt.
+pub fn trace(pid: libc::pid_t, scope: Scope, watch: Watch) -> std::io::Result<Trace> {
+    let done = Arc::new(AtomicBool::new(false));
+    let forced = Arc::new(AtomicU8::new(0));
+    let watchdog = {
+        let (done, forced) = (done.clone(), forced.clone());
+        let deadline = watch.timeout.map(|t| Instant::now() + t);
+        std::thread::spawn(move || {
+            while !done.load(Ordering::SeqCst) {
+                let why = if watch.interrupted.is_some_and(|f| f()) {
+                    2
+                } else if deadline.is_some_and(|d| Instant::now() >= d) {
+                    1
+                } else {
+                    std::thread::sleep(Duration::from_millis(10));
+                    continue;
+                };
+                forced.store(why, Ordering::SeqCst);
+                // SAFETY: kill takes plain integers; `pid` is not reaped before the tracer
+                // loop ends, which waits for this thread.
+                unsafe { libc::kill(watch.kill, libc::SIGKILL) };
+                break;
+            }
+        })
+    };
+    let mut options =
+        Options::PTRACE_O_TRACESECCOMP | Options::PTRACE_O_TRACECLONE | Options::PTRACE_O_EXITKILL;
+    if scope == Scope::Tree {
+        options |= Options::PTRACE_O_TRACEFORK
+            | Options::PTRACE_O_TRACEVFORK
+            | Options::PTRACE_O_TRACEEXEC;
+    }
+    let mut counts = SyscallCounts {
+        all: None,
+        ..Default::default()
+    };
+    let mut markers = 0u32;
+    let mut seen = HashSet::from([pid]);
+    let mut main = None;
+    let mut options_set = false;
+    let mut setup_error = None;
+    loop {
+        let mut status = 0;
+        // SAFETY: all-zero is a valid rusage.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: waits for this thread's children and tracees only (__WNOTHREAD: not
+        // those of the process's other threads); `status` and `ru` are writable.
+        let tid =
+            unsafe { libc::wait4(-1, &mut status, libc::__WALL | libc::__WNOTHREAD, &mut ru) };
+        if tid < 0 {
+            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            break; // ECHILD: the child and everything it started are gone.
+        }
+        let mut inject = 0;
+        match decode(tid, status) {
+            WaitStatus::Exited(..) | WaitStatus::Signaled(..) => {
+                if tid == pid {
+                    main = Some((status, ru));
+                    if scope == Scope::Tree {
+                        // What a command leaves running does not outlive its run.
+                        // SAFETY: plain integers.
+                        unsafe { libc::kill(watch.kill, libc::SIGKILL) };
+                    }
+                }
+                continue;
+            }
+            WaitStatus::PtraceEvent(_, Signal::SIGTRAP, libc::PTRACE_EVENT_SECCOMP) => {
+                let data = ptrace::getevent(Pid::from_raw(tid)).unwrap_or(0) as u32;
+                if data == DATA_MARKER {
+                    markers += 1;
+                } else if scope == Scope::Tree || markers == 1 {
+                    count_trapped(tid, &mut counts);
+                }
+            }
+            // fork / vfork / clone / exec events: a new tracee reports on its own.
+            WaitStatus::PtraceEvent(..) => {}
+            WaitStatus::Stopped(_, Signal::SIGTRAP) if tid == pid && !options_set => {
+                // The stop at the child's exec: from here on the filter's traps and the
+                // new tracees reach us.
+                if let Err(e) = ptrace::setoptions(Pid::from_raw(tid), options) {
+                    // Untraced traps would fail the child's memory calls: stop it here.
+                    setup_error = Some(std::io::Error::from(e));
+                    // SAFETY: plain integers.
+                    unsafe { libc::kill(watch.kill, libc::SIGKILL) };
+                }
+                options_set = true;
+            }
+            // A new thread's or process's first stop.
+            WaitStatus::Stopped(_, Signal::SIGSTOP) if seen.insert(tid) => {}
+            _ if libc::WIFSTOPPED(status) => inject = libc::WSTOPSIG(status),
+            _ => continue,
+        }
+        // Raw: nix's `cont` cannot pass on a real-time signal.
+        // SAFETY: CONT takes the signal to deliver as `data`.
+        unsafe { libc::ptrace(libc::PTRACE_CONT, tid, 0usize, inject as usize) };
+    }
+    done.store(true, Ordering::SeqCst);
+    let _ = watchdog.join();
+    if let Some(e) = setup_error {
+        return Err(std::io::Error::other(format!(
+            "PTRACE_SETOPTIONS failed: {e}"
+        )));
+    }
+    let (status, rusage) = main.ok_or_else(|| {
+        std::io::Error::other("the traced child's exit was never reported to the tracer")
+    })?;
+    Ok(Trace {
+        status,
+        rusage,
+        counts,
+        markers,
+        forced: match forced.load(Ordering::SeqCst) {
+            1 => Some(Forced::TimedOut),
+            2 => Some(Forced::Interrupted),
+            _ => None,
+        },
+    })
+}
 
 /// What a traced worker left behind.
 pub struct Traced {
@@ -162,46 +364,21 @@ pub struct Traced {
     pub timed_out: bool,
 }
 
-fn ptrace(req: libc::c_uint, pid: libc::pid_t, data: usize) -> libc::c_long {
-    // SAFETY: every request used here takes an integer `data` (options, a signal) or
-    // none; the ones that write memory are called through their own wrappers below.
-    unsafe { libc::ptrace(req, pid, std::ptr::null_mut::<libc::c_void>(), data) }
-}
-
-/// Runs `cmd` under the tracer and counts its memory syscalls inside the measured phase.
-/// Must run on one thread from spawn to the end (ptrace requests come from the tracer
-/// thread).
+/// Runs a worker under the tracer and counts its memory syscalls inside the measured
+/// phase. Must run on one thread from spawn to the end (ptrace requests come from the
+/// tracer thread).
 pub fn run_traced(mut cmd: Command, timeout: Duration) -> std::io::Result<Traced> {
     if let Some(why) = unsupported() {
         return Err(std::io::Error::other(why.0));
     }
-    let program = filter();
-    let fprog = libc::sock_fprog {
-        len: program.len() as u16,
-        filter: program.as_ptr() as *mut libc::sock_filter,
-    };
-    let fprog_addr = &fprog as *const libc::sock_fprog as usize;
+    let filter = Arc::new(Filter::new(Scope::Worker));
     // SAFETY: the closure runs in the child between fork and exec and only makes
-    // async-signal-safe syscalls; `fprog` and `program` outlive the spawn.
+    // async-signal-safe calls on the filter built here.
     unsafe {
         cmd.pre_exec(move || {
-            if libc::ptrace(libc::PTRACE_TRACEME, 0, 0usize, 0usize) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if libc::prctl(
-                libc::PR_SET_SECCOMP,
-                libc::SECCOMP_MODE_FILTER,
-                fprog_addr,
-                0,
-                0,
-            ) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
+            filter
+                .install_in_child()
+                .map_err(std::io::Error::from_raw_os_error)
         });
     }
     let mut child = cmd
@@ -209,6 +386,7 @@ pub fn run_traced(mut cmd: Command, timeout: Duration) -> std::io::Result<Traced
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()?;
+    drop(cmd);
     let pid = child.id() as libc::pid_t;
     let pipe_reader = |mut p: Box<dyn Read + Send>| {
         std::thread::spawn(move || {
@@ -219,98 +397,32 @@ pub fn run_traced(mut cmd: Command, timeout: Duration) -> std::io::Result<Traced
     };
     let out = child.stdout.take().map(|p| pipe_reader(Box::new(p)));
     let err = child.stderr.take().map(|p| pipe_reader(Box::new(p)));
-    let (done_tx, done_rx) = mpsc::channel::<()>();
-    let watchdog = std::thread::spawn(move || {
-        let fired = done_rx.recv_timeout(timeout).is_err();
-        if fired {
-            // SAFETY: kill has no memory-safety preconditions; the child is not reaped
-            // before the tracer loop below ends, which waits for this thread.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
-        fired
-    });
-
-    let mut counts = SyscallCounts::default();
-    let mut markers = 0u32;
-    let mut options_set = false;
-    let mut main_status = None;
-    loop {
-        let mut status = 0;
-        // SAFETY: waits for children and tracees of this thread only (__WNOTHREAD: not
-        // those of the process's other threads) — the traced worker and its threads.
-        let tid = unsafe { libc::waitpid(-1, &mut status, libc::__WALL | libc::__WNOTHREAD) };
-        if tid < 0 {
-            break; // ECHILD: the worker and all its threads are gone.
-        }
-        if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
-            if tid == pid {
-                main_status = Some(status);
-            }
-            continue;
-        }
-        if !libc::WIFSTOPPED(status) {
-            continue;
-        }
-        let sig = libc::WSTOPSIG(status);
-        let event = (status >> 16) & 0xff;
-        let mut inject = 0;
-        if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_SECCOMP {
-            let mut data: libc::c_ulong = 0;
-            // SAFETY: GETEVENTMSG writes one c_ulong to `data`.
-            unsafe {
-                libc::ptrace(
-                    libc::PTRACE_GETEVENTMSG,
-                    tid,
-                    0usize,
-                    &mut data as *mut libc::c_ulong,
-                )
-            };
-            if data as u32 == DATA_MARKER {
-                markers += 1;
-            } else if markers == 1 {
-                count_trapped(tid, &mut counts);
-            }
-        } else if sig == libc::SIGTRAP && event == 0 && !options_set {
-            // The stop after exec: from here on seccomp and clone events reach us.
-            let opts =
-                libc::PTRACE_O_TRACESECCOMP | libc::PTRACE_O_TRACECLONE | libc::PTRACE_O_EXITKILL;
-            ptrace(libc::PTRACE_SETOPTIONS, tid, opts as usize);
-            options_set = true;
-        } else if sig == libc::SIGTRAP && event != 0 {
-            // Clone events: nothing to do.
-        } else if sig == libc::SIGSTOP && tid != pid {
-            // A new thread's first stop.
-        } else {
-            inject = sig;
-        }
-        ptrace(libc::PTRACE_CONT, tid, inject as usize);
-    }
-    let _ = done_tx.send(());
-    let timed_out = watchdog.join().unwrap_or(false);
+    let watch = Watch {
+        kill: pid,
+        timeout: Some(timeout),
+        interrupted: None,
+    };
+    let trace = trace(pid, Scope::Worker, watch);
     let stdout = out
         .map(|h| h.join().unwrap_or_default())
         .unwrap_or_default();
     let stderr = err
         .map(|h| h.join().unwrap_or_default())
         .unwrap_or_default();
-    drop(child); // already reaped above; dropping does not wait
-    let Some(main_status) = main_status else {
-        return Err(std::io::Error::other(
-            "the traced worker's exit status was never reported to the tracer",
-        ));
-    };
-    let counts = match markers {
-        2 => Ok(counts),
+    drop(child); // already reaped by the tracer; dropping does not wait
+    let trace = trace?;
+    let counts = match trace.markers {
+        2 => Ok(trace.counts),
         n => Err(Unavailable(format!(
             "the traced worker marked {n} phase boundaries instead of 2, so its counts are not trusted"
         ))),
     };
     Ok(Traced {
-        status: ExitStatus::from_raw(main_status),
+        status: ExitStatus::from_raw(trace.status),
         stdout,
         stderr,
         counts,
-        timed_out,
+        timed_out: trace.forced.is_some(),
     })
 }
 
@@ -320,7 +432,7 @@ mod tests {
 
     #[test]
     fn filter_jumps_land_on_the_right_returns() {
-        let f = filter();
+        let f = filter_with(true);
         let counted_ret = f.len() - 2;
         let marker_ret = f.len() - 1;
         for (i, ins) in f.iter().enumerate() {
@@ -334,7 +446,7 @@ mod tests {
             }
         }
         assert_eq!(f[counted_ret].k, SECCOMP_RET_TRACE | DATA_COUNTED);
-        let t = tree_filter();
+        let t = filter_with(false);
         assert_eq!(t.len(), f.len());
         assert!(t.iter().all(|i| i.k != libc::SYS_getppid as u32));
         assert_eq!(f[marker_ret].k, SECCOMP_RET_TRACE | DATA_MARKER);
