@@ -2,8 +2,8 @@
 //! the observer and each counting method's effect on the founding case's median, and the
 //! lines that describe them.
 
+use crate::model::overhead::ObserverCosts;
 use crate::model::spec::{Allocator, Variant, Workload};
-use crate::worker::measure::ObserverCosts;
 use serde::{Deserialize, Serialize};
 
 /// How much a counting method moves the measured median of one case.

@@ -4,9 +4,9 @@
 use crate::counters::envinfo::Environment;
 use crate::counters::linux::perf::SyscallCounts;
 use crate::model::budget::Budget;
+use crate::model::overhead::Overhead;
 use crate::model::run::RunSpec;
 use crate::model::spec::{Allocator, Variant, Workload};
-use crate::worker::measure::{Measurement, Overhead};
 use base64::Engine;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
@@ -142,118 +142,12 @@ pub struct RunRecord {
     pub env: Environment,
 }
 
-fn per_iter(total: u64, iters: u64) -> f64 {
+/// A total per iteration (a run of no iterations divides by one).
+pub(crate) fn per_iter(total: u64, iters: u64) -> f64 {
     total as f64 / iters.max(1) as f64
 }
 
 impl RunRecord {
-    /// Builds the record from a measurement.
-    pub fn new(
-        spec: &RunSpec,
-        budget: Budget,
-        m: &Measurement,
-        overhead: Overhead,
-        checksum: u64,
-        env: Environment,
-    ) -> Self {
-        let n = m.stats.iterations;
-        let h = &m.latency_ns;
-        let ru = &m.rusage;
-        let sc = m.syscalls.as_ref().ok();
-        let sc_per = |f: fn(&SyscallCounts) -> u64| sc.map(|c| per_iter(f(c), n));
-        let allocs = m.allocs.as_ref().ok();
-        let mut unavailable = BTreeMap::new();
-        let mut sources = BTreeMap::new();
-        sources.insert(
-            "faults".to_string(),
-            "getrusage(RUSAGE_SELF) deltas over the measured phase".to_string(),
-        );
-        for (name, what, result) in [
-            (
-                "syscalls",
-                "perf_event_open tracepoints syscalls:sys_enter_{brk,mmap,munmap,madvise,mremap} and raw_syscalls:sys_enter, enabled only around the measured phase",
-                m.syscalls.as_ref().err(),
-            ),
-            (
-                "allocs",
-                "alloclab::CountingAlloc around the global allocator (alloc, alloc_zeroed, realloc calls)",
-                m.allocs.as_ref().err(),
-            ),
-            ("rss_start", "/proc/self/statm", m.rss_start_bytes.as_ref().err()),
-            ("rss_end", "/proc/self/statm", m.rss_end_bytes.as_ref().err()),
-        ] {
-            match result {
-                None => {
-                    sources.insert(name.to_string(), what.to_string());
-                }
-                Some(why) => {
-                    unavailable.insert(name.to_string(), why.0.clone());
-                }
-            }
-        }
-        RunRecord {
-            schema: SCHEMA.into(),
-            allocator: spec.allocator,
-            workload: spec.workload,
-            variant: spec.variant,
-            size: spec.size,
-            threads: spec.threads,
-            seed: spec.seed,
-            knobs: spec.knobs.clone(),
-            knobs_effective: BTreeMap::new(),
-            thp: spec.thp,
-            thp_disabled: None,
-            allocator_stats: BTreeMap::new(),
-            budget,
-            iterations: n,
-            warmup_iterations: m.warmup_iterations,
-            measured_wall_ns: m.stats.wall_ns,
-            min_ns: h.min(),
-            p50_ns: h.value_at_quantile(0.5),
-            p90_ns: h.value_at_quantile(0.9),
-            p99_ns: h.value_at_quantile(0.99),
-            p999_ns: h.value_at_quantile(0.999),
-            max_ns: h.max(),
-            mean_ns: h.mean(),
-            stdev_ns: h.stdev(),
-            minflt_per_iter: per_iter(ru.minflt, n),
-            majflt_per_iter: per_iter(ru.majflt, n),
-            nvcsw_per_iter: per_iter(ru.nvcsw, n),
-            nivcsw_per_iter: per_iter(ru.nivcsw, n),
-            utime_ns_per_iter: per_iter(ru.utime_ns, n),
-            stime_ns_per_iter: per_iter(ru.stime_ns, n),
-            brk_per_iter: sc_per(|c| c.brk),
-            mmap_per_iter: sc_per(|c| c.mmap),
-            munmap_per_iter: sc_per(|c| c.munmap),
-            madvise_per_iter: sc_per(|c| c.madvise),
-            mremap_per_iter: sc_per(|c| c.mremap),
-            syscalls_per_iter: sc.and_then(|c| c.all).map(|v| per_iter(v, n)),
-            allocs_per_iter: allocs.map(|a| per_iter(a.allocs, n)),
-            alloc_bytes_per_iter: allocs.map(|a| per_iter(a.bytes, n)),
-            rss_start_bytes: m.rss_start_bytes.as_ref().ok().copied(),
-            rss_end_bytes: m.rss_end_bytes.as_ref().ok().copied(),
-            rss_peak_bytes: ru.maxrss_bytes,
-            checksum: format!("{checksum:016x}"),
-            overhead,
-            totals: Totals {
-                minflt: ru.minflt,
-                majflt: ru.majflt,
-                nvcsw: ru.nvcsw,
-                nivcsw: ru.nivcsw,
-                utime_ns: ru.utime_ns,
-                stime_ns: ru.stime_ns,
-                syscalls: sc.copied(),
-                allocs: allocs.map(|a| a.allocs),
-                alloc_bytes: allocs.map(|a| a.bytes),
-            },
-            syscall_counter: sc.map(|_| "perf".to_string()),
-            counter_sources: sources,
-            unavailable,
-            histogram: EncodedHistogram::encode(h),
-            env,
-        }
-    }
-
     /// Puts in the memory-syscall counts of a separate ptrace-traced pass of the same
     /// run (`iterations` measured iterations); everything else stays this pass's.
     pub fn set_traced_syscalls(&mut self, counts: &SyscallCounts, iterations: u64) {

@@ -6,6 +6,7 @@ use crate::counters::linux::perf::SyscallCounts;
 use crate::counters::SyscallSource;
 use crate::counters::{memory, rusage, Unavailable};
 pub use crate::model::budget::{secs_to_ns, Budget};
+pub use crate::model::overhead::{ObserverCosts, Overhead};
 use crate::worker::alloc_count::{self, AllocSnapshot};
 use crate::worker::workload::{BoxedKernel, Kernel};
 use hdrhistogram::Histogram;
@@ -74,18 +75,6 @@ pub fn warm_up(kernel: &mut dyn Kernel, budget: &Budget) -> u64 {
     iterations
 }
 
-/// The cost of the observer, measured on this machine at start-up.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Overhead {
-    /// Median of back-to-back clock-read pairs: the floor of every recorded latency.
-    pub timer_overhead_ns: f64,
-    /// Smallest back-to-back clock-read pair seen (the clock's resolution in practice).
-    pub timer_min_ns: u64,
-    /// Mean cost per sample of the whole harness around an empty iteration: two clock
-    /// reads, the histogram record and the stop check.
-    pub harness_overhead_ns_per_sample: f64,
-}
-
 struct Empty;
 impl Kernel for Empty {
     #[inline(never)]
@@ -120,25 +109,6 @@ pub fn calibrate() -> Overhead {
         timer_min_ns: pairs.min(),
         harness_overhead_ns_per_sample: stats.wall_ns as f64 / stats.iterations as f64,
     }
-}
-
-/// What each part of the observer costs, measured in this process.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct ObserverCosts {
-    /// Median of back-to-back `Instant::now()` pairs.
-    pub clock_pair_ns: f64,
-    /// One histogram record, averaged over a million records of spread-out values.
-    pub record_ns: f64,
-    /// The whole measured loop around an empty iteration, per sample.
-    pub harness_ns_per_sample: f64,
-    /// Enabling and then disabling the perf counter group once (null if perf is unusable).
-    pub perf_enable_disable_ns: Option<f64>,
-    /// Reading all perf counters once.
-    pub perf_read_ns: Option<f64>,
-    /// One phase-marker syscall of the ptrace method, untraced.
-    pub ptrace_marker_ns: f64,
-    /// Why perf costs are null.
-    pub perf_unavailable: Option<String>,
 }
 
 fn mean_ns(n: u32, mut f: impl FnMut()) -> f64 {

@@ -4,6 +4,7 @@
 pub mod alloc_count;
 pub mod entry;
 pub mod measure;
+pub mod record;
 pub mod workload;
 
 pub use entry::{main, run, WorkerArgs};
