@@ -160,13 +160,21 @@ fn main() {
         pids.push(pid);
     }
     // One thread: the main thread itself, whose malloc arena is glibc's brk heap (a
-    // spawned thread would get an mmap'd arena of its own).
+    // spawned thread would get an mmap'd arena of its own). Spawned threads all start
+    // work together, so none can exit and hand its arena to a late starter: each gets
+    // its own, and the arena set-up calls are the same in every run.
     let sums: Vec<f64> = if threads == 1 {
         vec![out_of_place(&input, iterations)]
     } else {
+        let start = std::sync::Barrier::new(threads);
         std::thread::scope(|s| {
             let handles: Vec<_> = (0..threads)
-                .map(|_| s.spawn(|| out_of_place(&input, iterations)))
+                .map(|_| {
+                    s.spawn(|| {
+                        start.wait();
+                        out_of_place(&input, iterations)
+                    })
+                })
                 .collect();
             handles
                 .into_iter()
