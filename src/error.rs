@@ -1,6 +1,7 @@
 //! The lab's one error type and the exit codes it maps to: 2 for bad input and for what
 //! this platform or machine cannot do, 1 for a run that failed, 130 after Ctrl-C.
 
+use crate::counters::{CounterMode, Unavailable};
 use std::fmt::Display;
 
 /// Why a command did not finish with success.
@@ -34,6 +35,11 @@ impl Error {
 
     pub fn failed(e: impl Display) -> Self {
         Error::RunFailed(e.to_string())
+    }
+
+    /// A `--counters` method that cannot work on this machine.
+    pub fn counters(mode: CounterMode, why: Unavailable) -> Self {
+        Error::Unsupported(format!("--counters {}: {why}", mode.name()))
     }
 
     /// The process exit status for this error.

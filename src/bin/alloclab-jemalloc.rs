@@ -22,7 +22,7 @@ fn main() -> std::process::ExitCode {
 }
 
 /// A knob's effective value from jemalloc's `opt.*` mallctls.
-fn read_knob(name: &str) -> Result<String, String> {
+fn read_knob(name: &str) -> Result<String, alloclab::counters::Unavailable> {
     alloclab::counters::readback::jemalloc_opt(tikv_jemalloc_sys::mallctl, name)
 }
 

@@ -37,7 +37,7 @@ fn stats() -> alloclab::counters::envinfo::AllocatorStats {
 }
 
 /// A knob's effective value from mi_option_get.
-fn read_knob(name: &str) -> Result<String, String> {
+fn read_knob(name: &str) -> Result<String, alloclab::counters::Unavailable> {
     alloclab::counters::readback::mimalloc_option(mi_option_get, name)
 }
 

@@ -31,7 +31,7 @@ pub fn run(args: &CliffArgs) -> Result<()> {
     };
     let workers = preflight::check(std::slice::from_ref(&base)).map_err(Error::bad)?;
     let mut exec = ProcessExecutor::new(workers, args.counters, Duration::from_secs(300))
-        .map_err(|why| Error::BadInput(format!("--counters {}: {why}", args.counters.name())))?;
+        .map_err(|why| Error::counters(args.counters, why))?;
     let budget = Budget::short(args.min_time);
     let metric = args.metric;
     let mut show = |p: &Probe| {

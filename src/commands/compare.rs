@@ -17,7 +17,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
         args.counters,
         Duration::from_secs_f64(args.timeout),
     )
-    .map_err(|why| Error::BadInput(format!("--counters {}: {why}", args.counters.name())))?;
+    .map_err(|why| Error::counters(args.counters, why))?;
     let mut progress = Progress::new(specs.len());
     let outcomes = driver::run_all(&specs, &args.budget.budget(), &mut executor, &mut progress);
     progress.clear();

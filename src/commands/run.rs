@@ -52,7 +52,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         args.counters,
         Duration::from_secs_f64(args.timeout),
     )
-    .map_err(|why| Error::BadInput(format!("--counters {}: {why}", args.counters.name())))?;
+    .map_err(|why| Error::counters(args.counters, why))?;
     let mut failed = 0;
     for exp in &experiments {
         let o = run_experiment(

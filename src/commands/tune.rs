@@ -35,7 +35,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         .collect();
     let workers = preflight::check(&specs).map_err(Error::bad)?;
     let mut exec = ProcessExecutor::new(workers, args.counters, Duration::from_secs(300))
-        .map_err(|why| Error::BadInput(format!("--counters {}: {why}", args.counters.name())))?;
+        .map_err(|why| Error::counters(args.counters, why))?;
     let mut progress = Progress::new(specs.len());
     let outcomes = driver::run_all(
         &specs,

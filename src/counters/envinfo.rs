@@ -1,6 +1,7 @@
 //! The environment a result was produced in: enough to reproduce it and to know when two
 //! results are not comparable.
 
+use crate::counters::Unavailable;
 use serde::{Deserialize, Serialize};
 use std::ffi::CStr;
 
@@ -13,7 +14,7 @@ pub struct AllocatorInfo {
     pub crates: String,
     /// A knob's effective value as the allocator reports it, in the canonical form of
     /// [`crate::model::knobs`] (bytes, true/false), or why it cannot be read.
-    pub read_knob: fn(&str) -> Result<String, String>,
+    pub read_knob: fn(&str) -> Result<String, Unavailable>,
     /// The allocator's own statistics (name → bytes), or why there are none.
     pub stats: fn() -> AllocatorStats,
 }
@@ -44,7 +45,7 @@ pub fn glibc_stats() -> AllocatorStats {
 /// A glibc malloc tunable as this glibc parsed it from the same `GLIBC_TUNABLES`: glibc
 /// has no call that reads tunables back, so this asks the dynamic loader of this process
 /// (`ld.so --list-tunables`, glibc 2.33 and later) in a child with the same environment.
-pub fn glibc_tunable(name: &str) -> Result<String, String> {
+pub fn glibc_tunable(name: &str) -> Result<String, Unavailable> {
     let maps =
         std::fs::read_to_string("/proc/self/maps").map_err(|e| format!("/proc/self/maps: {e}"))?;
     let ld = maps
@@ -70,9 +71,11 @@ pub fn glibc_tunable(name: &str) -> Result<String, String> {
         Some(hex) => u64::from_str_radix(hex, 16).ok(),
         None => value.parse().ok(),
     };
-    parsed
-        .map(|v| v.to_string())
-        .ok_or_else(|| format!("unreadable value '{value}' for glibc.malloc.{name}"))
+    parsed.map(|v| v.to_string()).ok_or_else(|| {
+        Unavailable(format!(
+            "unreadable value '{value}' for glibc.malloc.{name}"
+        ))
+    })
 }
 
 /// How the binaries were compiled.

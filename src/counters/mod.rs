@@ -12,10 +12,23 @@ pub use linux::{perf, ptrace};
 
 use serde::{Deserialize, Serialize};
 
-/// Why a counter has no value.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+/// Why a counter has no value (serialized as the bare reason).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
 #[error("{0}")]
+#[serde(transparent)]
 pub struct Unavailable(pub String);
+
+impl From<String> for Unavailable {
+    fn from(why: String) -> Self {
+        Unavailable(why)
+    }
+}
+
+impl From<&str> for Unavailable {
+    fn from(why: &str) -> Self {
+        Unavailable(why.to_string())
+    }
+}
 
 /// How syscalls are counted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -57,14 +70,12 @@ pub enum CounterPlan {
 }
 
 /// Resolves `--counters`: `Err` when the method asked for cannot work here.
-pub fn resolve(mode: CounterMode) -> Result<CounterPlan, String> {
+pub fn resolve(mode: CounterMode) -> Result<CounterPlan, Unavailable> {
     match mode {
         CounterMode::Off => Ok(CounterPlan::Unavailable("off: --counters off".into())),
-        CounterMode::Perf => perf::SyscallCounters::open()
-            .map(CounterPlan::Perf)
-            .map_err(|e| e.0),
+        CounterMode::Perf => perf::SyscallCounters::open().map(CounterPlan::Perf),
         CounterMode::Ptrace => match ptrace::unsupported() {
-            Some(why) => Err(why.0),
+            Some(why) => Err(why),
             None => Ok(CounterPlan::Ptrace),
         },
         CounterMode::Auto => match perf::SyscallCounters::open() {

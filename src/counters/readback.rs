@@ -3,6 +3,7 @@
 //! allocator) and by `alloclab exec`'s preload probe (which finds the same entry points in
 //! the preloaded library with `dlsym`), so both read knobs the same way.
 
+use crate::counters::Unavailable;
 use std::ffi::{c_char, c_int, c_long, c_void, CStr};
 
 /// jemalloc's `mallctl`.
@@ -18,7 +19,7 @@ pub type Mallctl = unsafe extern "C" fn(
 pub type MiOptionGet = unsafe extern "C" fn(option: c_int) -> c_long;
 
 /// Reads one mallctl value of C type `T` (a plain integer, bool or pointer).
-fn mallctl_read<T: Copy + Default>(mallctl: Mallctl, key: &str) -> Result<T, String> {
+fn mallctl_read<T: Copy + Default>(mallctl: Mallctl, key: &str) -> Result<T, Unavailable> {
     let name = std::ffi::CString::new(key).map_err(|_| format!("bad mallctl name {key:?}"))?;
     let mut value = T::default();
     let mut len = std::mem::size_of::<T>();
@@ -34,18 +35,18 @@ fn mallctl_read<T: Copy + Default>(mallctl: Mallctl, key: &str) -> Result<T, Str
         )
     };
     if rc != 0 {
-        return Err(format!(
+        return Err(Unavailable(format!(
             "mallctl {key}: {}",
             std::io::Error::from_raw_os_error(rc)
-        ));
+        )));
     }
     Ok(value)
 }
 
-fn mallctl_read_str(mallctl: Mallctl, key: &str) -> Result<String, String> {
+fn mallctl_read_str(mallctl: Mallctl, key: &str) -> Result<String, Unavailable> {
     let p: usize = mallctl_read::<usize>(mallctl, key)?;
     if p == 0 {
-        return Err(format!("mallctl {key}: null string"));
+        return Err(Unavailable(format!("mallctl {key}: null string")));
     }
     // SAFETY: jemalloc returns a pointer to a static NUL-terminated string for
     // string-valued mallctls.
@@ -54,13 +55,13 @@ fn mallctl_read_str(mallctl: Mallctl, key: &str) -> Result<String, String> {
 }
 
 /// "jemalloc 5.3.1-0-g…", from the `version` mallctl.
-pub fn jemalloc_version(mallctl: Mallctl) -> Result<String, String> {
+pub fn jemalloc_version(mallctl: Mallctl) -> Result<String, Unavailable> {
     mallctl_read_str(mallctl, "version").map(|v| format!("jemalloc {v}"))
 }
 
 /// A jemalloc knob's effective value from `opt.<name>`, in [`crate::model::knobs`]' canonical
 /// form, read with the C type jemalloc declares for it.
-pub fn jemalloc_opt(mallctl: Mallctl, name: &str) -> Result<String, String> {
+pub fn jemalloc_opt(mallctl: Mallctl, name: &str) -> Result<String, Unavailable> {
     let key = format!("opt.{name}");
     match name {
         "dirty_decay_ms" | "muzzy_decay_ms" => {
@@ -72,7 +73,9 @@ pub fn jemalloc_opt(mallctl: Mallctl, name: &str) -> Result<String, String> {
             mallctl_read::<bool>(mallctl, &key).map(|v| v.to_string())
         }
         "thp" => mallctl_read_str(mallctl, &key),
-        _ => Err(format!("no read-back for jemalloc knob {name}")),
+        _ => Err(Unavailable(format!(
+            "no read-back for jemalloc knob {name}"
+        ))),
     }
 }
 
@@ -84,14 +87,18 @@ pub fn mimalloc_version(v: c_int) -> String {
 /// A mimalloc knob's effective value from `mi_option_get`. The indices are those of
 /// `mi_option_t` in the mimalloc 3.3 bundled with the pinned libmimalloc-sys; a test checks
 /// them by setting each option through its environment variable and reading it back.
-pub fn mimalloc_option(option_get: MiOptionGet, name: &str) -> Result<String, String> {
+pub fn mimalloc_option(option_get: MiOptionGet, name: &str) -> Result<String, Unavailable> {
     let (index, boolean) = match name {
         "arena_eager_commit" => (4, false),
         "purge_decommits" => (5, true),
         "allow_large_os_pages" => (6, true),
         "purge_delay" => (15, false),
         "allow_thp" => (43, true),
-        _ => return Err(format!("no read-back for mimalloc knob {name}")),
+        _ => {
+            return Err(Unavailable(format!(
+                "no read-back for mimalloc knob {name}"
+            )))
+        }
     };
     // SAFETY: `index` is a valid mi_option_t of the bundled mimalloc.
     let v = unsafe { option_get(index) };

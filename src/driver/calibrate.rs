@@ -40,7 +40,7 @@ pub fn calibrate(
         CounterMode::Off,
         Duration::from_secs(300),
     )
-    .map_err(|why| RunFailure { cause: why })?;
+    .map_err(|why| RunFailure { cause: why.0 })?;
     let mut unavailable = Vec::new();
     let perf_ok = match SyscallCounters::open() {
         Ok(_) => true,

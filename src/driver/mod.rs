@@ -42,7 +42,11 @@ impl ProcessExecutor {
     /// open the tracepoint counters (workers run as the same user), else ptrace where that
     /// is supported. With neither, workers still ask perf, so that each record says why
     /// it has no counts. `Err`: a method asked for by name cannot work here.
-    pub fn new(dir: PathBuf, counters: CounterMode, timeout: Duration) -> Result<Self, String> {
+    pub fn new(
+        dir: PathBuf,
+        counters: CounterMode,
+        timeout: Duration,
+    ) -> Result<Self, Unavailable> {
         let (counters, keepalive) = match crate::counters::resolve(counters)? {
             CounterPlan::Perf(c) => (CounterMode::Perf, Some(c)),
             CounterPlan::Ptrace => (CounterMode::Ptrace, None),

@@ -391,7 +391,8 @@ pub fn run_session(
     observer: &mut dyn Observer,
     save: &mut dyn FnMut(&ExecRecord) -> Result<(), String>,
 ) -> Result<ExecRecord, SessionError> {
-    let plan = crate::counters::resolve(settings.counters).map_err(SessionError::BadInput)?;
+    let plan =
+        crate::counters::resolve(settings.counters).map_err(|why| SessionError::BadInput(why.0))?;
     let syscall_counter = match &plan {
         CounterPlan::Perf(_) => "perf".to_string(),
         CounterPlan::Ptrace => "ptrace".to_string(),

@@ -7,6 +7,7 @@
 //! dynamic loader only *warns* when an `LD_PRELOAD` library cannot be loaded and runs the
 //! program under glibc anyway, so without this check such a run would be silently wrong.
 
+use crate::counters::Unavailable;
 use serde::{Deserialize, Serialize};
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::path::{Path, PathBuf};
@@ -21,7 +22,7 @@ pub struct ProbeReport {
     /// The allocator's own version, where it can be read.
     pub version: Option<String>,
     /// Each requested knob: its effective value, or why it cannot be read.
-    pub knobs: Vec<(String, Result<String, String>)>,
+    pub knobs: Vec<(String, Result<String, Unavailable>)>,
 }
 
 fn symbol(name: &str) -> Option<*mut libc::c_void> {
@@ -49,7 +50,7 @@ fn defining_object(p: *mut libc::c_void) -> Option<String> {
 }
 
 /// Reads one knob back: its value, or why it cannot be read.
-type ReadKnob = dyn Fn(&str) -> Result<String, String>;
+type ReadKnob = dyn Fn(&str) -> Result<String, Unavailable>;
 
 /// Runs inside the probe process: `kind` is system, jemalloc, mimalloc or custom.
 pub fn probe_here(kind: &str, knob_names: &[String]) -> ProbeReport {
