@@ -48,13 +48,16 @@ pub fn explanations(rows: &[SummaryRow]) -> Vec<String> {
                 continue;
             };
             let ratio = o50 as f64 / b50.max(1) as f64;
-            let speed = if ratio >= 1.0 {
-                format!("{ratio:.2}x slower")
+            // Ratios that print as 1.00x either way are no difference.
+            let speed = if (ratio - 1.0).abs() < 0.005 {
+                "as fast as".to_string()
+            } else if ratio > 1.0 {
+                format!("{ratio:.2}x slower than")
             } else {
-                format!("{:.2}x faster", 1.0 / ratio)
+                format!("{:.2}x faster than", 1.0 / ratio)
             };
             let mut s = format!(
-                "{other} is {speed} than in-place (p50 {} vs {})",
+                "{other} is {speed} in-place (p50 {} vs {})",
                 fmt_ns(o50 as f64),
                 fmt_ns(b50 as f64)
             );

@@ -86,7 +86,7 @@ pub struct ExecArgs {
     #[arg(long, default_value = "system", value_parser = spec::parse_choice::<crate::model::spec::Thp>)]
     pub thp: crate::model::spec::Thp,
     /// Kill a run (and its process group) after this many seconds; that row fails.
-    #[arg(long, value_parser = crate::model::budget::parse_seconds)]
+    #[arg(long, value_parser = crate::model::budget::parse_timeout)]
     pub timeout: Option<f64>,
     /// The command and its arguments (put them after `--`).
     #[arg(
@@ -209,8 +209,12 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value = "auto")]
     pub counters: CounterMode,
     /// Kill a worker that runs longer than this many seconds.
-    #[arg(long, default_value_t = 300.0, value_parser = crate::model::budget::parse_seconds)]
+    #[arg(long, default_value_t = 300.0, value_parser = crate::model::budget::parse_timeout)]
     pub timeout: f64,
+    /// Refuse a run set larger than this many runs (its size and estimated time are
+    /// shown); raise it to run a larger one on purpose.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_runs: u64,
 }
 
 #[derive(Debug, clap::Args)]
@@ -274,7 +278,7 @@ pub struct CompareArgs {
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
     /// Kill a worker that runs longer than this many seconds.
-    #[arg(long, default_value_t = 300.0, value_parser = crate::model::budget::parse_seconds)]
+    #[arg(long, default_value_t = 300.0, value_parser = crate::model::budget::parse_timeout)]
     pub timeout: f64,
     /// Also show each run's allocator statistics and effective knobs (table format).
     #[arg(long)]

@@ -58,6 +58,11 @@ pub fn run(args: &ExecArgs) -> Result<()> {
     let settings = args.settings().map_err(Error::BadInput)?;
     let _lock = args.out.as_deref().map(take_out_dir).transpose()?;
     stop_on_interrupt();
+    if let Err(e) = crate::driver::lifetime::become_subreaper() {
+        eprintln!(
+            "warning: cannot become a child subreaper ({e}): what a command starts in another session may outlive its run"
+        );
+    }
     let mut progress = ExecProgress(Progress::with_results(0));
     let out = args.out.clone();
     let mut save = |record: &ExecRecord| match &out {

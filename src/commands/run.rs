@@ -15,23 +15,60 @@ use crate::model::experiment::{run_id, Experiment};
 use crate::model::record::Outcome;
 use crate::model::run::RunSpec;
 use crate::model::summary::SummaryRow;
+use crate::ui::fmt::{fmt_duration, group_thousands};
 use crate::ui::interrupt::{interrupted, stop_on_interrupt};
 use crate::ui::progress::Progress;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
+
+/// Refuses a run set larger than `max_runs`, with its size and the least time it takes.
+fn check_run_count(experiments: &[Experiment], max_runs: u64) -> Result<()> {
+    let runs: u64 = experiments.iter().map(Experiment::run_count).sum();
+    if runs <= max_runs {
+        return Ok(());
+    }
+    let seconds: f64 = experiments.iter().map(Experiment::min_seconds).sum();
+    let each: Vec<String> = experiments
+        .iter()
+        .map(|e| {
+            format!(
+                "{}: {}",
+                e.path.display(),
+                group_thousands(e.run_count() as i64)
+            )
+        })
+        .collect();
+    Err(Error::BadInput(format!(
+        "{} runs ({}) would take at least {}, more than --max-runs {} allows; narrow the experiment (fewer sizes, allocators, threads) or raise --max-runs to run it on purpose",
+        group_thousands(runs as i64),
+        each.join(", "),
+        fmt_duration(seconds),
+        group_thousands(max_runs as i64)
+    )))
+}
 
 pub fn run(args: RunArgs) -> Result<()> {
     let experiments = args.experiments().map_err(Error::bad)?;
-    // Every thread holds its own buffers: the memory check counts them all.
-    let specs: Vec<RunSpec> = experiments
-        .iter()
-        .flat_map(Experiment::runs)
-        .map(|s| RunSpec {
-            size: s.size.saturating_mul(u64::from(s.threads)),
-            ..s
-        })
-        .collect();
+    // Everything that can be refused is refused before any worker starts: the size of
+    // the run set, memory, the worker binaries, the counting method, the folders.
+    check_run_count(&experiments, args.max_runs)?;
+    for exp in &experiments {
+        preflight::check_memory_here(&exp.runs())
+            .map_err(|e| Error::BadInput(format!("{}: {e}", exp.path.display())))?;
+    }
+    let specs: Vec<RunSpec> = experiments.iter().flat_map(Experiment::runs).collect();
     let workers = preflight::check(&specs).map_err(Error::bad)?;
+    let mut executor = ProcessExecutor::new(
+        workers.clone(),
+        args.counters,
+        Duration::from_secs_f64(args.timeout),
+    )
+    .map_err(|why| Error::counters(args.counters, why))?;
+    let folders = experiments
+        .iter()
+        .map(|e| ResultsDir::open(&args.out.join(&e.name)))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(Error::bad)?;
     stop_on_interrupt();
     // What observing costs on this machine now, recorded with every experiment.
     let (min_time, rounds) = if args.quick { (0.02, 1) } else { (0.3, 2) };
@@ -47,26 +84,17 @@ pub fn run(args: RunArgs) -> Result<()> {
         }
     };
     let mut progress = Progress::new(specs.len());
-    let mut executor = ProcessExecutor::new(
-        workers,
-        args.counters,
-        Duration::from_secs_f64(args.timeout),
-    )
-    .map_err(|why| Error::counters(args.counters, why))?;
     let mut failed = 0;
-    for exp in &experiments {
+    for (exp, folder) in experiments.iter().zip(&folders) {
         let o = run_experiment(
             exp,
-            &args.out,
+            folder,
             args.resume,
             &mut executor,
             &mut progress,
             calibration.as_ref(),
         )
-        .map_err(|e| match e {
-            ResultsError::Locked { .. } => Error::bad(e),
-            e => Error::failed(e),
-        });
+        .map_err(Error::failed);
         let o = match o {
             Ok(o) => o,
             Err(e) => {
@@ -113,18 +141,17 @@ pub struct ExperimentOutcome {
     pub interrupted: bool,
 }
 
-/// Runs (or, with `resume`, completes) one experiment into `out/<name>/`: each run is
-/// saved as it finishes, the report is written from the outcomes in memory.
+/// Runs (or, with `resume`, completes) one experiment into its open results folder: each
+/// run is saved as it finishes, the report is written from the outcomes in memory.
 pub fn run_experiment(
     exp: &Experiment,
-    out: &Path,
+    results: &ResultsDir,
     resume: bool,
     executor: &mut dyn Executor,
     progress: &mut Progress,
     calibration: Option<&Calibration>,
 ) -> Result<ExperimentOutcome, ResultsError> {
-    let dir = out.join(&exp.name);
-    let results = ResultsDir::open(&dir)?;
+    let dir = results.root.clone();
     let plan = Plan::new(exp);
     results.save_plan(&plan)?;
     if let Some(c) = calibration {

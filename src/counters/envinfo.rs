@@ -42,6 +42,14 @@ pub fn glibc_stats() -> AllocatorStats {
     Err("unsupported on this platform: mallinfo2 is glibc's".into())
 }
 
+/// This process's arguments as text (bytes that are not UTF-8 shown as U+FFFD: an
+/// argument need not be UTF-8 on Linux).
+pub fn command_line() -> Vec<String> {
+    std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect()
+}
+
 /// A glibc malloc tunable as this glibc parsed it from the same `GLIBC_TUNABLES`: glibc
 /// has no call that reads tunables back, so this asks the dynamic loader of this process
 /// (`ld.so --list-tunables`, glibc 2.33 and later) in a child with the same environment.
@@ -215,7 +223,7 @@ impl Environment {
             page_size: crate::counters::memory::page_size().ok(),
             codegen: Codegen::of_this_build(),
             commit: env!("ALLOCLAB_COMMIT").to_string(),
-            command_line: std::env::args().collect(),
+            command_line: command_line(),
         }
     }
 }

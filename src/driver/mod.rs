@@ -2,6 +2,7 @@
 //! turning whatever the worker did (JSON, crash, signal, garbage) into an outcome.
 
 pub mod calibrate;
+pub mod lifetime;
 pub mod preflight;
 
 use crate::analysis::cliff::{CliffError, Metric, Probe};
@@ -11,10 +12,11 @@ use crate::counters::{CounterMode, CounterPlan, Unavailable};
 use crate::model::budget::Budget;
 use crate::model::record::{Outcome, RunFailure, RunRecord};
 use crate::model::run::RunSpec;
+use crate::ui::interrupt::interrupted;
 use crate::ui::progress::Progress;
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
@@ -76,12 +78,15 @@ pub fn signal_name(sig: i32) -> &'static str {
     }
 }
 
+/// The last line of a worker's stderr that says something: not the runtime's notes about
+/// backtraces, which follow the real message of an abort ("memory allocation of 4 bytes
+/// failed").
 fn last_line(text: &str) -> &str {
     text.lines()
         .rev()
-        .find(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.contains("backtrace"))
         .unwrap_or("")
-        .trim()
 }
 
 /// Turns what a finished worker left behind into a record or a failure.
@@ -123,6 +128,15 @@ pub fn interpret(
 impl ProcessExecutor {
     fn command(&self, spec: &RunSpec, budget: &Budget, counters: CounterMode) -> Command {
         let mut cmd = Command::new(self.dir.join(spec.allocator.worker_binary()));
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: the closure runs in the child between fork and exec and makes only
+        // async-signal-safe calls.
+        unsafe {
+            cmd.pre_exec(move || {
+                lifetime::die_with_parent(parent);
+                Ok(())
+            });
+        }
         cmd.arg(format!("--workload={}", spec.workload))
             .arg(format!("--variant={}", spec.variant))
             .arg(format!("--size={}", spec.size))
@@ -262,25 +276,33 @@ impl Executor for ProcessExecutor {
     }
 }
 
-/// Runs every spec in order, one at a time, with `budget`, shown on `progress`.
+/// Runs every spec in order, one at a time, with `budget`, shown on `progress`. After
+/// Ctrl-C (once [`crate::ui::interrupt::stop_on_interrupt`] is in force) it stops and
+/// returns the runs finished before it: the run under way got the same Ctrl-C, so its
+/// result is not a measurement.
 pub fn run_all(
     specs: &[RunSpec],
     budget: &Budget,
     executor: &mut dyn Executor,
     progress: &mut Progress,
 ) -> Vec<Outcome> {
-    specs
-        .iter()
-        .map(|spec| {
-            progress.start(&spec.to_string());
-            let result = executor.execute(spec, budget);
-            progress.finish_one();
-            Outcome {
-                spec: spec.clone(),
-                result,
-            }
-        })
-        .collect()
+    let mut outcomes = Vec::with_capacity(specs.len());
+    for spec in specs {
+        if interrupted() {
+            break;
+        }
+        progress.start(&spec.to_string());
+        let result = executor.execute(spec, budget);
+        progress.finish_one();
+        if interrupted() {
+            break;
+        }
+        outcomes.push(Outcome {
+            spec: spec.clone(),
+            result,
+        });
+    }
+    outcomes
 }
 
 /// Measures `base` at `size` for a cliff search: the run's record and its `metric`.

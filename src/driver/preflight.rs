@@ -10,10 +10,16 @@ use std::path::{Path, PathBuf};
 /// Problems found before anything runs.
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
-    #[error("{what} needs about {} per run (input plus live temporaries), but only {} is available (MemAvailable); choose a smaller --size", human_bytes(*.needed), human_bytes(*.available))]
+    #[error("{what} needs about {} per run (input plus live temporaries of every thread), but only {} is available (MemAvailable); choose a smaller size or fewer threads", human_bytes(*.needed), human_bytes(*.available))]
     NotEnoughMemory {
         what: String,
         needed: u64,
+        available: u64,
+    },
+    #[error("{knob}={} asks glibc to grow the heap by that much each time, more than the {} available (MemAvailable): every run would fail to allocate; choose a smaller {knob}", human_bytes(*.value), human_bytes(*.available))]
+    PaddingTooLarge {
+        knob: String,
+        value: u64,
         available: u64,
     },
     #[error("cannot read available memory: {0}")]
@@ -29,14 +35,23 @@ pub enum PlanError {
 pub fn check_memory(specs: &[RunSpec], available: u64) -> Result<(), PlanError> {
     let Some((spec, needed)) = specs
         .iter()
-        .map(|s| (s, s.workload.peak_bytes(s.variant, s.size)))
+        .map(|s| {
+            let one = s.workload.peak_bytes(s.variant, s.size);
+            (s, one.saturating_mul(u64::from(s.threads.max(1))))
+        })
         .max_by_key(|(_, b)| *b)
     else {
         return Ok(());
     };
     if needed > available {
         return Err(PlanError::NotEnoughMemory {
-            what: format!("{} {} at size {}", spec.workload, spec.variant, spec.size),
+            what: match spec.threads {
+                1 => format!("{} {} at size {}", spec.workload, spec.variant, spec.size),
+                t => format!(
+                    "{} {} at size {} with {t} threads",
+                    spec.workload, spec.variant, spec.size
+                ),
+            },
             needed,
             available,
         });
@@ -44,12 +59,31 @@ pub fn check_memory(specs: &[RunSpec], available: u64) -> Result<(), PlanError> 
     Ok(())
 }
 
-/// [`check_memory`] against this machine's MemAvailable.
+/// [`check_memory`] against this machine's MemAvailable, and the knobs that make the
+/// allocator reserve memory on every heap growth (glibc's top_pad) against it too.
 pub fn check_memory_here(specs: &[RunSpec]) -> Result<(), PlanError> {
-    check_memory(
-        specs,
-        memory::available_bytes().map_err(PlanError::MemInfo)?,
-    )
+    let available = memory::available_bytes().map_err(PlanError::MemInfo)?;
+    check_memory(specs, available)?;
+    check_padding(specs, available)
+}
+
+/// Refuses a glibc `top_pad` larger than `available`: glibc would ask for that much on
+/// the first heap growth and the worker would abort.
+pub fn check_padding(specs: &[RunSpec], available: u64) -> Result<(), PlanError> {
+    for s in specs.iter().filter(|s| s.allocator == Allocator::System) {
+        for k in s.knobs.iter().filter(|k| k.name == "top_pad") {
+            if let Ok(value) = k.value.parse::<u64>() {
+                if value > available {
+                    return Err(PlanError::PaddingTooLarge {
+                        knob: k.name.clone(),
+                        value,
+                        available,
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The directory holding this executable, where the worker binaries are built.

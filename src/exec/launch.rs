@@ -189,7 +189,7 @@ impl Termination {
                 signal,
                 core_dumped,
             } => format!(
-                "killed by signal {signal} ({}){}",
+                "was killed by signal {signal} ({}){}",
                 crate::driver::signal_name(signal),
                 if core_dumped { ", core dumped" } else { "" }
             ),
@@ -197,7 +197,7 @@ impl Termination {
                 Some(t) => format!("timed out after {} s and was killed", t.as_secs_f64()),
                 None => "timed out and was killed".into(),
             },
-            Termination::Interrupted => "interrupted (Ctrl-C) and killed".into(),
+            Termination::Interrupted => "was interrupted (Ctrl-C) and killed".into(),
         }
     }
 }
@@ -284,9 +284,10 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
         None
     };
 
+    let parent = std::process::id() as libc::pid_t;
     // SAFETY: the child below only makes async-signal-safe calls (setpgid, signal,
-    // sigprocmask, prctl, read, dup2, execve, write, _exit) on data prepared before the
-    // fork, and never returns.
+    // sigprocmask, prctl, getppid, read, dup2, execve, write, _exit) on data prepared
+    // before the fork, and never returns.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(setup("fork", std::io::Error::last_os_error()));
@@ -294,6 +295,7 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
     if pid == 0 {
         // SAFETY: see above; every pointer is to memory prepared before the fork.
         unsafe {
+            crate::driver::lifetime::die_with_parent(parent);
             libc::setpgid(0, 0);
             // Rust ignores SIGPIPE; an ignored signal stays ignored across exec.
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
@@ -404,8 +406,10 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
         (forced, status, ru, None)
     };
     let wall_ns = start.elapsed().as_nanos() as u64;
-    // Whatever the command left running in its process group does not outlive its run.
+    // Whatever the command left running does not outlive its run: its process group,
+    // and (exec being their subreaper) descendants that left the group or the session.
     kill_group(pid);
+    crate::driver::lifetime::kill_leftovers();
 
     let termination = match forced {
         Some(t) => t,

@@ -34,6 +34,8 @@ pub enum ResultsError {
     Io { path: PathBuf, source: io::Error },
     #[error("{}: {why}", .path.display())]
     Invalid { path: PathBuf, why: String },
+    #[error("{} holds results of `alloclab exec` (exec.json); give run a folder of its own", .dir.display())]
+    ExecFolder { dir: PathBuf },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ResultsError + '_ {
@@ -89,7 +91,7 @@ impl Plan {
                     spec,
                 })
                 .collect(),
-            command_line: std::env::args().collect(),
+            command_line: crate::counters::envinfo::command_line(),
             started_unix: unix_now(),
         }
     }
@@ -156,12 +158,20 @@ pub struct ResultsDir {
 }
 
 impl ResultsDir {
-    /// Creates the folder if needed and takes its lock, or says who holds it.
+    /// Creates the folder if needed and takes its lock, or says who holds it; refuses a
+    /// folder of `alloclab exec` results (exec refuses run's in turn).
     pub fn open(root: &Path) -> Result<Self, ResultsError> {
+        fs::create_dir_all(root).map_err(io_err(root))?;
+        if root.join("exec.json").exists() {
+            return Err(ResultsError::ExecFolder {
+                dir: root.to_path_buf(),
+            });
+        }
+        let lock = lock_folder(root)?;
         fs::create_dir_all(root.join("runs")).map_err(io_err(root))?;
         Ok(ResultsDir {
             root: root.to_path_buf(),
-            _lock: lock_folder(root)?,
+            _lock: lock,
         })
     }
 

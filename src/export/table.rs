@@ -180,7 +180,7 @@ pub fn compare_screen(outcomes: &[Outcome], rows: &[SummaryRow], verbose: bool) 
         s.push_str(&format!(
             "{} · {} elements · seed {}\n",
             spec.workload,
-            fmt_count(spec.size as f64),
+            group_thousands(spec.size as i64),
             spec.seed
         ));
     }

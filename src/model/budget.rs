@@ -118,6 +118,17 @@ impl BudgetArgs {
 }
 
 /// A duration in seconds: finite, not negative, at most a day.
+/// A timeout in seconds: more than 0 (a zero timeout would kill every run at once), at
+/// most a day.
+pub fn parse_timeout(s: &str) -> Result<f64, String> {
+    match parse_seconds(s) {
+        Ok(v) if v > 0.0 => Ok(v),
+        _ => Err(format!(
+            "'{s}' is not a timeout: expected seconds above 0 and at most 86400, e.g. 300"
+        )),
+    }
+}
+
 pub fn parse_seconds(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && (0.0..=86_400.0).contains(&v) => Ok(v),

@@ -330,6 +330,26 @@ impl Experiment {
     }
 
     /// Every run, size by size, so that a partial result covers whole sizes.
+    /// How many runs [`Experiment::runs`] would give, without building them.
+    pub fn run_count(&self) -> u64 {
+        [
+            self.workloads.len(),
+            self.threads.len(),
+            self.sizes.len(),
+            self.allocators.len(),
+            self.thp.len(),
+            self.variants.len(),
+        ]
+        .iter()
+        .fold(1u64, |n, &k| n.saturating_mul(k as u64))
+    }
+
+    /// A lower bound on the time its runs take: each one's warm-up and measured phase.
+    pub fn min_seconds(&self) -> f64 {
+        let per_run = (self.budget.warmup_time_ns + self.budget.min_time_ns) as f64 / 1e9;
+        self.run_count() as f64 * per_run
+    }
+
     pub fn runs(&self) -> Vec<RunSpec> {
         let mut out = Vec::new();
         for &workload in &self.workloads {

@@ -291,12 +291,21 @@ pub fn trace(pid: libc::pid_t, scope: Scope, watch: Watch) -> std::io::Result<Tr
         let mut inject = 0;
         match decode(tid, status) {
             WaitStatus::Exited(..) | WaitStatus::Signaled(..) => {
+                seen.remove(&tid);
                 if tid == pid {
                     main = Some((status, ru));
                     if scope == Scope::Tree {
-                        // What a command leaves running does not outlive its run.
-                        // SAFETY: plain integers.
-                        unsafe { libc::kill(watch.kill, libc::SIGKILL) };
+                        // What a command leaves running does not outlive its run: its
+                        // group, and every tracee still alive (also those that left the
+                        // group or the session).
+                        // SAFETY: plain integers; every pid in `seen` is a live tracee,
+                        // not yet reaped, so not reused.
+                        unsafe {
+                            libc::kill(watch.kill, libc::SIGKILL);
+                            for &t in &seen {
+                                libc::kill(t, libc::SIGKILL);
+                            }
+                        }
                     }
                 }
                 continue;

@@ -1,0 +1,72 @@
+//! No child outlives the driver: workers and exec'd commands get a parent-death signal
+//! (checked against the driver having died before it was set), and `alloclab exec`
+//! becomes a child subreaper, so that descendants that leave the command's process group
+//! or session come back to it and are killed after the run.
+
+/// Makes the calling child receive SIGKILL when `parent` (the pid of the process that
+/// forked it) dies; if `parent` has already died, exits at once.
+///
+/// # Safety
+/// Meant for a child between fork and exec: only async-signal-safe calls (prctl,
+/// getppid, _exit).
+pub unsafe fn die_with_parent(parent: libc::pid_t) {
+    // SAFETY: prctl and getppid take and return plain integers; _exit never returns.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        // The parent may have died between fork and the prctl: then it is not ours.
+        if libc::getppid() != parent {
+            libc::_exit(127);
+        }
+    }
+}
+
+/// Makes this process the reaper of its orphaned descendants (PR_SET_CHILD_SUBREAPER).
+pub fn become_subreaper() -> std::io::Result<()> {
+    // SAFETY: prctl with integer arguments.
+    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// This process's children, from /proc (every process whose parent is this one).
+fn children() -> Vec<libc::pid_t> {
+    let me = std::process::id() as libc::pid_t;
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<libc::pid_t>().ok())
+        .filter(|pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            // pid (comm) state ppid …: comm may hold spaces and parentheses.
+            let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+            after.split_whitespace().nth(1).and_then(|p| p.parse().ok()) == Some(me)
+        })
+        .collect()
+}
+
+/// Kills and reaps every child of this process, and the children they leave behind in
+/// turn (a subreaper inherits them), until none is left. Returns how many were killed.
+/// Call it only when no child of this process should be alive.
+pub fn kill_leftovers() -> usize {
+    let mut killed = 0;
+    // Each round kills one generation; a bound guards against a fork bomb racing us.
+    for _ in 0..64 {
+        let left = children();
+        if left.is_empty() {
+            break;
+        }
+        for pid in left {
+            // SAFETY: kill and waitpid take plain integers; `pid` is our child, so it
+            // cannot be reused before we reap it.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, std::ptr::null_mut(), 0);
+            }
+            killed += 1;
+        }
+    }
+    killed
+}
