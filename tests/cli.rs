@@ -70,6 +70,11 @@ fn bad_input_is_refused_with_what_would_be_right() {
         "not a duration in seconds",
     );
     assert_refused(&["compare", "--format", "xml"], "table");
+    assert_refused(&["compare", "--timeout", "0"], "expected seconds above 0");
+    assert_refused(
+        &["compare", "--allocators", "system:top_pad=99999999G"],
+        "more than the",
+    );
 }
 
 fn small_compare(format: &str) -> Output {

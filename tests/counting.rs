@@ -237,6 +237,34 @@ fn an_unprivileged_user_gets_the_same_counts_as_root() {
             .find(|u| u["allocator"] == "system" && u["variant"] == "out-of-place")
             .unwrap();
         assert_eq!(storm["brk_per_iter"], 3.0);
+
+        // perf is not this user's (auto fell back to ptrace above): asked for by name, it
+        // is refused before anything runs, by compare and exec alike.
+        let compare = ["compare", "--allocators", "system", "--counters", "perf"];
+        let exec = [
+            "exec",
+            "--runs",
+            "1",
+            "--allocators",
+            "system",
+            "--counters",
+            "perf",
+        ];
+        for args in [&compare[..], &exec[..]] {
+            let mut cmd = Command::new(dir.path().join("alloclab"));
+            cmd.args(args).current_dir(dir.path());
+            if args[0] == "exec" {
+                cmd.args(["--", "true"]);
+            }
+            drop_to_nobody(&mut cmd);
+            let o = cmd.output().unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+            assert!(
+                err.contains("perf tracepoints") && o.stdout.is_empty(),
+                "{args:?}: {err}"
+            );
+        }
     }
 }
 

@@ -129,4 +129,17 @@ mod tests {
         assert!(lines[1].contains("1.05x slower"), "{lines:?}");
         assert!(lines[1].contains("no difference"), "{lines:?}");
     }
+
+    #[test]
+    fn medians_that_print_as_one_x_are_the_same_speed() {
+        let rows = vec![
+            row("system", "in-place", 2_000_000, 0.0, Some(0.0)),
+            row("system", "out-of-place", 2_009_000, 0.0, Some(0.0)),
+        ];
+        let lines = explanations(&rows);
+        assert!(
+            lines[0].contains("out-of-place is as fast as in-place"),
+            "{lines:?}"
+        );
+    }
 }

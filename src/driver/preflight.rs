@@ -152,4 +152,27 @@ mod tests {
         assert!(e.contains("16.6 KiB"), "{e}");
         assert!(e.contains("available"), "{e}");
     }
+
+    #[test]
+    fn memory_check_counts_every_thread_and_says_how_many() {
+        let mut four = spec(Variant::OutOfPlace, 1000);
+        four.threads = 4;
+        assert!(check_memory(std::slice::from_ref(&four), 4 * 17_000).is_ok());
+        let e = check_memory(&[four], 4 * 17_000 - 1)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("at size 1000 with 4 threads"), "{e}");
+    }
+
+    #[test]
+    fn a_top_pad_beyond_available_memory_is_refused() {
+        let mut padded = spec(Variant::InPlace, 1000);
+        padded.knobs = vec![crate::model::knobs::Knob {
+            name: "top_pad".into(),
+            value: "1000001".into(),
+        }];
+        assert!(check_padding(std::slice::from_ref(&padded), 1_000_001).is_ok());
+        let e = check_padding(&[padded], 1_000_000).unwrap_err().to_string();
+        assert!(e.contains("top_pad=") && e.contains("MemAvailable"), "{e}");
+    }
 }

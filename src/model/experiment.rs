@@ -447,6 +447,7 @@ budget = { min_time = 0.01, warmup_time = 0 }
         assert_eq!(e.budget.min_iters, Budget::default().min_iters);
         let runs = e.runs();
         assert_eq!(runs.len(), 2 * 3 * 2);
+        assert_eq!(e.run_count(), runs.len() as u64);
         let ids: std::collections::BTreeSet<String> = runs.iter().map(run_id).collect();
         assert_eq!(ids.len(), runs.len(), "run ids are unique");
         let q = Experiment::parse(Path::new("experiments/t.toml"), OK, true).unwrap();
