@@ -363,10 +363,59 @@ fn compare_shows_the_finished_rows_after_ctrl_c() {
         out.starts_with("incomplete: Ctrl-C after 2 of 4 runs"),
         "{out}"
     );
+    assert!(out.contains("scale · 2,000 elements"), "{out}");
     let rows: Vec<&str> = out
         .lines()
         .filter(|l| l.starts_with("system ") || l.starts_with("mimalloc "))
         .collect();
     assert_eq!(rows.len(), 2, "{out}");
     assert!(rows.iter().all(|r| r.starts_with("system ")), "{out}");
+}
+
+#[test]
+fn messages_say_what_happened_in_words() {
+    // The memory refusal names the experiment file and counts every thread.
+    let dir = tempfile::tempdir().unwrap();
+    let exp = experiment(
+        dir.path(),
+        &TINY
+            .replace("sizes = [2000]", "sizes = [\"2^33\"]\nthreads = [8]")
+            .replace(
+                r#"variants = ["in-place", "out-of-place"]"#,
+                r#"variants = ["in-place"]"#,
+            ),
+    );
+    let o = Command::new(driver_path())
+        .args(["run", "--out"])
+        .arg(dir.path().join("res"))
+        .arg(&exp)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("tiny.toml") && err.contains("at size 8589934592 with 8 threads"),
+        "{err}"
+    );
+
+    // A command killed by a signal: "the command was killed by signal 11 (SIGSEGV)".
+    let o = Command::new(driver_path())
+        .args([
+            "exec",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--allocators",
+            "system",
+        ])
+        .args(["--", "sh", "-c", "kill -SEGV $$"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let all = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+    assert!(
+        all.contains("the command was killed by signal 11 (SIGSEGV)"),
+        "{all}"
+    );
 }

@@ -372,6 +372,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_aborted_worker_row_carries_its_message_not_the_backtrace_note() {
+        // What a Rust worker prints when the allocator fails it (glibc with a huge
+        // top_pad): the message, then the runtime's note, then SIGABRT.
+        let stderr = "memory allocation of 4 bytes failed\nmemory allocation of 1 bytes failed\nskipping backtrace printing to avoid potential recursion\n";
+        let aborted = std::process::ExitStatus::from_raw(libc::SIGABRT);
+        let e = interpret(aborted, "", stderr).unwrap_err().cause;
+        assert_eq!(
+            e,
+            "killed by signal 6 (SIGABRT): memory allocation of 1 bytes failed"
+        );
+    }
+
+    #[test]
     fn interpret_reports_signals_codes_and_garbage() {
         use std::process::ExitStatus;
         let killed = ExitStatus::from_raw(libc::SIGKILL);
