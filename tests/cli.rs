@@ -122,6 +122,35 @@ fn json_and_csv_carry_every_run_with_the_documented_fields() {
         assert_eq!(r["size"], 5000);
         assert_eq!(r["checksum"], rows[0]["checksum"]);
         assert!(r["p50_ns"].as_u64().unwrap() <= r["p99_ns"].as_u64().unwrap());
+        // Six processes per cell: the p50 is their median, inside its interval, and the
+        // counts' medians lie inside their min–max.
+        assert_eq!(r["processes"], 6, "{r}");
+        let (lo, p50, hi) = (
+            r["p50_ci_low_ns"].as_u64().unwrap(),
+            r["p50_ns"].as_u64().unwrap(),
+            r["p50_ci_high_ns"].as_u64().unwrap(),
+        );
+        assert!(lo <= p50 && p50 <= hi, "{r}");
+        assert!((r["ci_coverage"].as_f64().unwrap() - 62.0 / 64.0).abs() < 1e-9);
+        let f = |k: &str| r[k].as_f64().unwrap();
+        assert!(f("minflt_per_iter_min") <= f("minflt_per_iter"));
+        assert!(f("minflt_per_iter") <= f("minflt_per_iter_max"));
+        // Ratios to in-place, with interval and verdict, on every other variant.
+        if r["variant"] == "in-place" {
+            assert!(r["vs_in_place"].is_null(), "{r}");
+        } else {
+            let (lo, x, hi) = (
+                f("vs_in_place_ci_low"),
+                f("vs_in_place"),
+                f("vs_in_place_ci_high"),
+            );
+            assert!(lo <= x && x <= hi, "{r}");
+            let verdict = r["vs_in_place_verdict"].as_str().unwrap();
+            assert!(
+                ["faster", "slower", "no significant difference"].contains(&verdict),
+                "{r}"
+            );
+        }
     }
 
     let o = small_compare("csv");
@@ -150,12 +179,27 @@ fn table_shows_every_run_and_one_explanation_per_allocator() {
             5, // four variant rows and the explanation line
             "{text}"
         );
-        assert!(
-            text.contains(&format!("{a}:")) && text.contains("than in-place"),
-            "{text}"
+        // Every ratio to in-place comes with its interval and a verdict.
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{a}:")))
+            .unwrap_or_else(|| panic!("no explanation for {a}: {text}"));
+        assert!(line.contains("vs in-place: out-of-place "), "{line}");
+        assert_eq!(
+            line.matches(" slower [").count()
+                + line.matches(" faster [").count()
+                + line.matches("no significant difference (").count(),
+            3,
+            "one verdict per variant: {line}"
         );
     }
-    assert!(text.contains("p50") && text.contains("minflt/it") && text.contains("brk/it"));
+    // Per variant, the allocators against the fastest.
+    for v in ["in-place", "out-of-place", "reuse", "fused"] {
+        assert!(text.contains(&format!("\n{v}: fastest ")), "{text}");
+    }
+    for h in ["procs", "p50", "±p50", "minflt/it", "brk/it"] {
+        assert!(text.contains(h), "{h}: {text}");
+    }
 }
 
 /// A directory with a copy of the driver and the given workers (name → shell script, or
@@ -203,12 +247,14 @@ fn crashed_and_garbled_workers_are_reported_and_the_rest_still_shown() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let text = String::from_utf8(o.stdout.clone()).unwrap();
     assert_eq!(
-        text.matches("FAILED: killed by signal 9 (SIGKILL)").count(),
+        text.matches("FAILED: 6 of 6 processes failed: killed by signal 9 (SIGKILL)")
+            .count(),
         4,
         "{text}"
     );
     assert_eq!(
-        text.matches("FAILED: invalid output: not JSON").count(),
+        text.matches("processes failed: invalid output: not JSON")
+            .count(),
         4,
         "{text}"
     );
@@ -222,7 +268,11 @@ fn crashed_and_garbled_workers_are_reported_and_the_rest_still_shown() {
             && !l.contains("FAILED")
     });
     assert_eq!(mimalloc_rows.count(), 4, "{text}");
-    assert!(stderr(&o).contains("8 of 12 runs failed"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("8 of 12 cells failed"),
+        "{}",
+        stderr(&o)
+    );
 
     let mut json_args = args.to_vec();
     json_args.extend(["--format", "json"]);

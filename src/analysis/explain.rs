@@ -1,10 +1,12 @@
 //! Explanation lines computed from summary rows: how much slower out-of-place is than
 //! in-place and which counters go with it, and the notes on unavailable counters.
 
-use crate::model::record::Outcome;
-use crate::model::spec::{Allocator, Variant};
+use crate::analysis::cells;
+use crate::analysis::stats::{Comparison, Verdict};
+use crate::model::record::{Cell, Outcome};
+use crate::model::spec::{Allocator, Choice, Variant};
 use crate::model::summary::SummaryRow;
-use crate::ui::fmt::{fmt_ns, signed};
+use crate::ui::fmt::{fmt_ns, human_bytes, signed};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -82,6 +84,125 @@ pub fn explanations(rows: &[SummaryRow]) -> Vec<String> {
                 parts.join(". ")
             ));
         }
+    }
+    lines
+}
+
+/// A ratio in words with its interval and verdict: "8.10x slower [7.90x, 8.31x]",
+/// "no significant difference (1.01x [0.99x, 1.03x])", or, from one process, the bare
+/// ratio and why there is no interval.
+pub fn describe(c: &Comparison) -> String {
+    let x = |v: f64| format!("{v:.2}x");
+    match (c.verdict, c.interval) {
+        (Some(Verdict::Slower), Some(ci)) => {
+            format!("{} slower [{}, {}]", x(c.ratio), x(ci.low), x(ci.high))
+        }
+        (Some(Verdict::Faster), Some(ci)) => format!(
+            "{} faster [{}, {}]",
+            x(1.0 / c.ratio),
+            x(1.0 / ci.high),
+            x(1.0 / ci.low)
+        ),
+        (_, Some(ci)) => format!(
+            "no significant difference ({} [{}, {}])",
+            x(c.ratio),
+            x(ci.low),
+            x(ci.high)
+        ),
+        (_, None) => format!("{} (one process: no interval)", x(c.ratio)),
+    }
+}
+
+/// The explanation lines of cells measured in paired rounds: per allocator, each
+/// variant against in-place with its interval, verdict and the counter differences; per
+/// variant, every allocator against the fastest, and the memory price of the fastest.
+pub fn cell_explanations(cells: &[&Cell], rows: &[SummaryRow], threshold: f64) -> Vec<String> {
+    let ok = |i: &usize| rows[*i].status.is_ok();
+    let mut lines = Vec::new();
+    // Variant against in-place, per allocator spec (and size).
+    let mut labels: Vec<(String, u64)> = Vec::new();
+    for r in rows {
+        if !labels.contains(&(r.allocator_spec.clone(), r.size)) {
+            labels.push((r.allocator_spec.clone(), r.size));
+        }
+    }
+    let width = labels.iter().map(|(l, _)| l.len()).max().unwrap_or(0) + 1;
+    for (label, size) in &labels {
+        let of = |v: Variant| {
+            (0..rows.len()).filter(ok).find(|&i| {
+                rows[i].allocator_spec == *label && rows[i].size == *size && rows[i].variant == v
+            })
+        };
+        let Some(base) = of(Variant::InPlace) else {
+            continue;
+        };
+        let mut parts = Vec::new();
+        for v in Variant::ALL.iter().filter(|v| **v != Variant::InPlace) {
+            let Some(i) = of(*v) else { continue };
+            let Some(c) = cells::compare(cells[base], cells[i], threshold) else {
+                continue;
+            };
+            let mut s = format!("{v} {}", describe(&c));
+            let diffs: Vec<String> = CAUSES
+                .iter()
+                .filter_map(|(name, get, min)| {
+                    let d = get(&rows[i])? - get(&rows[base])?;
+                    (d.abs() >= *min).then(|| format!("{} {name}", signed(d)))
+                })
+                .collect();
+            if !diffs.is_empty() {
+                let _ = write!(s, " ({}/it)", diffs.join(", "));
+            }
+            parts.push(s);
+        }
+        if !parts.is_empty() {
+            lines.push(format!(
+                "{:width$} vs in-place: {}",
+                format!("{label}:"),
+                parts.join("; ")
+            ));
+        }
+    }
+    // Allocators against the fastest, per variant (and size).
+    let mut groups: Vec<(Variant, u64)> = Vec::new();
+    for r in rows {
+        if !groups.contains(&(r.variant, r.size)) {
+            groups.push((r.variant, r.size));
+        }
+    }
+    for (variant, size) in groups {
+        let members: Vec<usize> = (0..rows.len())
+            .filter(ok)
+            .filter(|&i| rows[i].variant == variant && rows[i].size == size)
+            .collect();
+        if members.len() < 2 {
+            continue;
+        }
+        let Some(&fastest) = members
+            .iter()
+            .min_by_key(|&&i| rows[i].p50_ns.unwrap_or(u64::MAX))
+        else {
+            continue;
+        };
+        let f = &rows[fastest];
+        let mut s = format!(
+            "{variant}: fastest {} (p50 {}, RSS {})",
+            f.allocator_spec,
+            f.p50_ns.map_or("n/a".into(), |v| fmt_ns(v as f64)),
+            f.rss_end_bytes.map_or("n/a".into(), human_bytes)
+        );
+        for &i in members.iter().filter(|&&i| i != fastest) {
+            if let Some(c) = cells::compare(cells[fastest], cells[i], threshold) {
+                let _ = write!(
+                    s,
+                    "; {} {} (RSS {})",
+                    rows[i].allocator_spec,
+                    describe(&c),
+                    rows[i].rss_end_bytes.map_or("n/a".into(), human_bytes)
+                );
+            }
+        }
+        lines.push(s);
     }
     lines
 }

@@ -1,6 +1,7 @@
 //! Pure functions on measured data: explanations, jumps and cliffs, tune verdicts.
 
 pub mod calibration;
+pub mod cells;
 pub mod cliff;
 pub mod explain;
 pub mod jumps;

@@ -1,4 +1,15 @@
-//! Statistics on measured values: the one place that computes medians and spreads.
+//! Statistics on measured values — the one place that computes medians, their confidence
+//! intervals, paired ratios and verdicts. Pure: no I/O.
+//!
+//! The unit of replication is the worker process. A cell's figure is the median over its
+//! processes; its interval is the distribution-free order-statistic interval for a
+//! median: with n values sorted, `[x(k), x(n+1-k)]` covers the true median with
+//! probability `1 - 2·P(B ≤ k-1)`, B ~ Binomial(n, ½), whatever the distribution (for
+//! continuous values). The widest `k` whose coverage reaches the level asked for is used;
+//! when even `[min, max]` cannot reach it (n ≤ 5 for 95 %), `[min, max]` is reported with
+//! the coverage it has. A comparison pairs the two cells' processes of the same round
+//! (interleaved rounds see the same machine state) and applies the same interval to the
+//! per-round ratios.
 
 /// The median of `v` (mean of the middle two for an even count), None for no values.
 pub fn median(v: &[f64]) -> Option<f64> {
@@ -15,6 +26,145 @@ pub fn median(v: &[f64]) -> Option<f64> {
     })
 }
 
+/// The confidence level every interval the lab prints aims at.
+pub const LEVEL: f64 = 0.95;
+
+/// A confidence interval and the probability with which it covers the true value.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Interval {
+    pub low: f64,
+    pub high: f64,
+    pub coverage: f64,
+}
+
+/// P(B ≤ k) for B ~ Binomial(n, ½).
+fn binomial_half_cdf(n: usize, k: usize) -> f64 {
+    // ln C(n, i) built up term by term; each term is C(n, i) / 2^n.
+    let ln_half_n = n as f64 * 0.5f64.ln();
+    let mut ln_choose = 0.0f64;
+    let mut total = 0.0;
+    for i in 0..=k.min(n) {
+        if i > 0 {
+            ln_choose += ((n - i + 1) as f64).ln() - (i as f64).ln();
+        }
+        total += (ln_choose + ln_half_n).exp();
+    }
+    total.min(1.0)
+}
+
+/// The order-statistic confidence interval for the median of `v` at `level` (see the
+/// module comment); None for fewer than two values.
+pub fn median_ci(v: &[f64], level: f64) -> Option<Interval> {
+    let n = v.len();
+    if n < 2 {
+        return None;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let coverage = |k: usize| 1.0 - 2.0 * binomial_half_cdf(n, k - 1);
+    let mut k = 1;
+    while k < n / 2 && coverage(k + 1) >= level {
+        k += 1;
+    }
+    Some(Interval {
+        low: s[k - 1],
+        high: s[n - k],
+        coverage: coverage(k),
+    })
+}
+
+/// What a comparison says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// The whole interval of new/base lies below 1 - threshold.
+    Faster,
+    /// The whole interval lies above 1 + threshold.
+    Slower,
+    /// The interval reaches inside ±threshold.
+    NoSignificantDifference,
+}
+
+impl Verdict {
+    pub fn words(self) -> &'static str {
+        match self {
+            Verdict::Faster => "faster",
+            Verdict::Slower => "slower",
+            Verdict::NoSignificantDifference => "no significant difference",
+        }
+    }
+}
+
+/// A ratio new/base from paired values, with its interval and verdict (None without an
+/// interval: fewer than two pairs).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Comparison {
+    pub ratio: f64,
+    pub interval: Option<Interval>,
+    pub pairs: usize,
+    pub verdict: Option<Verdict>,
+}
+
+/// Compares `pairs` of (base, new) values measured side by side (one pair per round):
+/// the median of the per-pair ratios new/base, its interval, and a verdict against a
+/// noise `threshold` (0.02 = ±2 %). None without a pair with a positive base.
+pub fn compare_paired(pairs: &[(f64, f64)], threshold: f64) -> Option<Comparison> {
+    let ratios: Vec<f64> = pairs
+        .iter()
+        .filter(|(base, _)| *base > 0.0)
+        .map(|(base, new)| new / base)
+        .collect();
+    let ratio = median(&ratios)?;
+    let interval = median_ci(&ratios, LEVEL);
+    let verdict = interval.map(|ci| verdict(ci, threshold));
+    Some(Comparison {
+        ratio,
+        interval,
+        pairs: ratios.len(),
+        verdict,
+    })
+}
+
+/// Significant only when the whole interval lies beyond ±threshold.
+pub fn verdict(ci: Interval, threshold: f64) -> Verdict {
+    if ci.low > 1.0 + threshold {
+        Verdict::Slower
+    } else if ci.high < 1.0 - threshold {
+        Verdict::Faster
+    } else {
+        Verdict::NoSignificantDifference
+    }
+}
+
+/// The interval's half-width relative to `center`, in percent (the larger side).
+pub fn half_width_pct(center: f64, ci: Interval) -> f64 {
+    if center <= 0.0 {
+        return 0.0;
+    }
+    100.0 * (ci.high - center).max(center - ci.low) / center
+}
+
+/// A deterministic pseudo-random sequence (SplitMix64), for shuffles with a recorded seed.
+pub struct SplitMix(pub u64);
+
+impl SplitMix {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Shuffles `v` in place (Fisher–Yates).
+    pub fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            let j = (self.next_u64() % (i as u64 + 1)) as usize;
+            v.swap(i, j);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -24,5 +174,107 @@ mod tests {
         assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
         assert_eq!(median(&[]), None);
+    }
+
+    #[test]
+    fn binomial_tail_matches_hand_computed_values() {
+        assert!((binomial_half_cdf(5, 0) - 1.0 / 32.0).abs() < 1e-12);
+        assert!((binomial_half_cdf(6, 1) - 7.0 / 64.0).abs() < 1e-12);
+        assert!((binomial_half_cdf(10, 10) - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn median_interval_uses_the_right_order_statistics() {
+        // n = 6: [min, max] covers with 1 - 2/64 = 96.9 %; the next one in, 78.1 %.
+        let ci = median_ci(&[6.0, 1.0, 5.0, 2.0, 4.0, 3.0], 0.95).unwrap();
+        assert_eq!((ci.low, ci.high), (1.0, 6.0));
+        assert!((ci.coverage - 62.0 / 64.0).abs() < 1e-12);
+        // n = 5 cannot reach 95 %: [min, max] at 93.75 %, said as such.
+        let ci = median_ci(&[1.0, 2.0, 3.0, 4.0, 5.0], 0.95).unwrap();
+        assert_eq!((ci.low, ci.high), (1.0, 5.0));
+        assert!((ci.coverage - 0.9375).abs() < 1e-12);
+        // n = 20: the 6th and 15th values (coverage 95.9 %).
+        let v: Vec<f64> = (1..=20).map(f64::from).collect();
+        let ci = median_ci(&v, 0.95).unwrap();
+        assert_eq!((ci.low, ci.high), (6.0, 15.0));
+        assert!(ci.coverage >= 0.95 && ci.coverage < 0.97, "{ci:?}");
+        assert_eq!(median_ci(&[1.0], 0.95), None);
+    }
+
+    #[test]
+    fn the_interval_covers_the_median_as_often_as_it_says() {
+        // Many samples from a skewed distribution with a known median (exp(U·2), median
+        // e^1): the share of intervals that contain it is the stated coverage.
+        let mut rng = SplitMix(7);
+        let true_median = 1f64.exp();
+        for n in [5usize, 6, 9, 20] {
+            let trials = 20_000;
+            let mut covered = 0;
+            let mut stated = 0.0;
+            for _ in 0..trials {
+                let v: Vec<f64> = (0..n)
+                    .map(|_| ((rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * 2.0).exp())
+                    .collect();
+                let ci = median_ci(&v, 0.95).unwrap();
+                stated = ci.coverage;
+                covered += usize::from(ci.low <= true_median && true_median <= ci.high);
+            }
+            let seen = covered as f64 / trials as f64;
+            assert!((seen - stated).abs() < 0.01, "n={n}: {seen} vs {stated}");
+        }
+    }
+
+    #[test]
+    fn verdicts_for_clearly_different_and_identical_samples() {
+        // New is twice the base in every round: slower, interval around 2.
+        let slower: Vec<(f64, f64)> = (0..6)
+            .map(|i| (100.0 + i as f64, 200.0 + 2.0 * i as f64))
+            .collect();
+        let c = compare_paired(&slower, 0.02).unwrap();
+        assert_eq!(c.verdict, Some(Verdict::Slower));
+        assert!((c.ratio - 2.0).abs() < 1e-9 && c.pairs == 6);
+        // Half the time: faster.
+        let faster: Vec<(f64, f64)> = slower.iter().map(|(b, n)| (*n, *b)).collect();
+        assert_eq!(
+            compare_paired(&faster, 0.02).unwrap().verdict,
+            Some(Verdict::Faster)
+        );
+        // Identical up to ±1 % noise: no significant difference.
+        let same: Vec<(f64, f64)> = [1.0, 0.99, 1.01, 1.0, 0.995, 1.005]
+            .iter()
+            .map(|f| (100.0, 100.0 * f))
+            .collect();
+        assert_eq!(
+            compare_paired(&same, 0.02).unwrap().verdict,
+            Some(Verdict::NoSignificantDifference)
+        );
+        // A 5 % effect whose interval reaches inside ±2 % is not called significant.
+        let unsure: Vec<(f64, f64)> = [1.05, 1.01, 1.06, 1.05, 1.04, 1.07]
+            .iter()
+            .map(|f| (100.0, 100.0 * f))
+            .collect();
+        assert_eq!(
+            compare_paired(&unsure, 0.02).unwrap().verdict,
+            Some(Verdict::NoSignificantDifference)
+        );
+        // One pair: a ratio, no interval, no verdict.
+        let one = compare_paired(&[(100.0, 150.0)], 0.02).unwrap();
+        assert_eq!((one.ratio, one.interval, one.verdict), (1.5, None, None));
+        assert!(compare_paired(&[], 0.02).is_none());
+    }
+
+    #[test]
+    fn shuffles_are_permutations_fixed_by_the_seed() {
+        let mut a: Vec<u32> = (0..12).collect();
+        let mut b = a.clone();
+        SplitMix(42).shuffle(&mut a);
+        SplitMix(42).shuffle(&mut b);
+        assert_eq!(a, b);
+        let mut sorted = a.clone();
+        sorted.sort();
+        assert_eq!(sorted, (0..12).collect::<Vec<_>>());
+        let mut c: Vec<u32> = (0..12).collect();
+        SplitMix(43).shuffle(&mut c);
+        assert_ne!(a, c);
     }
 }

@@ -283,6 +283,28 @@ pub struct CompareArgs {
     /// Also show each run's allocator statistics and effective knobs (table format).
     #[arg(long)]
     pub verbose: bool,
+    /// Worker processes per cell, one per round; rounds are interleaved (every cell once
+    /// per round, in a shuffled order). Medians, intervals and verdicts are over these.
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub processes: u32,
+    /// A ratio is called faster or slower only when its whole 95 % interval lies beyond
+    /// this band around 1 (in percent: 2 means ±2 %).
+    #[arg(long, default_value = "2", value_parser = parse_percent)]
+    pub noise_threshold: f64,
+    /// Seed of the order within rounds [default: from the clock; printed, to repeat it].
+    #[arg(long)]
+    pub order_seed: Option<u64>,
+}
+
+/// A percentage from 0 to 100, with or without '%': "2", "2%", "0.5 %"; as a fraction.
+pub fn parse_percent(s: &str) -> Result<f64, String> {
+    let t = s.trim().trim_end_matches('%').trim();
+    match t.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=100.0).contains(&v) => Ok(v / 100.0),
+        _ => Err(format!(
+            "'{s}' is not a percentage: expected a number from 0 to 100, e.g. 2 or 2%"
+        )),
+    }
 }
 
 impl CompareArgs {

@@ -1,10 +1,14 @@
-//! `alloclab compare`: one workload under several allocators and variants, one worker
-//! process per run, printed as one screen (or Markdown, CSV, JSON).
+//! `alloclab compare`: one workload under several allocators and variants, each cell
+//! measured in several worker processes over interleaved rounds, printed as one screen
+//! with intervals and verdicts (or Markdown, CSV, JSON).
 
+use crate::analysis::{cells, explain};
 use crate::cli::CompareArgs;
 use crate::driver::{self, preflight, ProcessExecutor};
 use crate::error::{Error, Result};
 use crate::export::{self, table, Format};
+use crate::model::record::{Cell, Outcome};
+use crate::model::spec::Variant;
 use crate::model::summary::SummaryRow;
 use crate::ui::interrupt::{interrupted, stop_on_interrupt};
 use crate::ui::progress::Progress;
@@ -20,21 +24,32 @@ pub fn run(args: CompareArgs) -> Result<()> {
     )
     .map_err(|why| Error::counters(args.counters, why))?;
     stop_on_interrupt();
-    let mut progress = Progress::new(specs.len());
-    let outcomes = driver::run_all(&specs, &args.budget.budget(), &mut executor, &mut progress);
+    let order_seed = args.order_seed.unwrap_or_else(clock_seed);
+    let planned = specs.len() * args.processes as usize;
+    let mut progress = Progress::new(planned);
+    let all = driver::run_rounds(
+        &specs,
+        &args.budget.budget(),
+        args.processes,
+        order_seed,
+        &mut executor,
+        &mut progress,
+    );
     progress.clear();
+    let done: usize = all.iter().map(|c| c.runs.len()).sum();
     let incomplete = interrupted().then(|| {
         format!(
-            "incomplete: Ctrl-C after {} of {} runs; the rows below are the finished ones",
-            outcomes.len(),
-            specs.len()
+            "incomplete: Ctrl-C after {done} of {planned} runs; the rows below are from the finished ones"
         )
     });
+    let cells: Vec<&Cell> = all.iter().filter(|c| !c.runs.is_empty()).collect();
+    let outcomes: Vec<Outcome> = cells.iter().flat_map(|c| c.outcomes()).collect();
     let conflicts = driver::checksum_conflicts(&outcomes);
     if !conflicts.is_empty() {
         return Err(Error::RunFailed(conflicts.join("\nerror: ")));
     }
-    let rows: Vec<SummaryRow> = outcomes.iter().map(SummaryRow::from_outcome).collect();
+    let mut rows: Vec<SummaryRow> = cells.iter().map(|c| cells::row(c)).collect();
+    set_in_place_ratios(&cells, &mut rows, args.noise_threshold);
     if let Some(note) = &incomplete {
         if args.format == Format::Table {
             println!("{note}");
@@ -42,7 +57,21 @@ pub fn run(args: CompareArgs) -> Result<()> {
     }
     if !rows.is_empty() {
         super::print_out(&match args.format {
-            Format::Table => table::compare_screen(&outcomes, &rows, args.verbose),
+            Format::Table => {
+                let method = format!(
+                    "{} process(es) per cell in interleaved rounds (order seed {order_seed}); p50 and counts are medians over processes, ±p50 its 95 % interval{}; a ratio is significant when its whole interval lies beyond ±{} %",
+                    args.processes,
+                    coverage_note(&rows),
+                    args.noise_threshold * 100.0
+                );
+                let mut lines = explain::cell_explanations(&cells, &rows, args.noise_threshold);
+                lines.extend(
+                    cells::disagreements(&rows)
+                        .into_iter()
+                        .map(|n| format!("note: {n}")),
+                );
+                table::compare_screen(&outcomes, &rows, &method, &lines, args.verbose)
+            }
             format => export::render(format, &rows),
         })?;
     }
@@ -50,5 +79,45 @@ pub fn run(args: CompareArgs) -> Result<()> {
         return Err(Error::Interrupted(note));
     }
     let failed = rows.iter().filter(|r| !r.status.is_ok()).count();
-    super::failed_runs(failed, rows.len(), "runs")
+    super::failed_runs(failed, rows.len(), "cells")
+}
+
+/// A seed for the order within rounds when none is given: the clock's nanoseconds.
+fn clock_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// Where too few processes keep the interval from reaching 95 %, says what it reaches.
+fn coverage_note(rows: &[SummaryRow]) -> String {
+    let lowest = rows.iter().filter_map(|r| r.ci_coverage).reduce(f64::min);
+    match lowest {
+        Some(c) if c < crate::analysis::stats::LEVEL => {
+            format!(" (with this few processes: {:.1} % coverage)", c * 100.0)
+        }
+        _ => String::new(),
+    }
+}
+
+/// Fills each row's ratio to its allocator's in-place row, from paired rounds.
+fn set_in_place_ratios(cells: &[&Cell], rows: &mut [SummaryRow], threshold: f64) {
+    for i in 0..rows.len() {
+        let base = (0..rows.len()).find(|&j| {
+            rows[j].variant == Variant::InPlace
+                && rows[j].allocator_spec == rows[i].allocator_spec
+                && rows[j].size == rows[i].size
+                && rows[j].status.is_ok()
+        });
+        let Some(base) = base.filter(|&j| j != i && rows[i].status.is_ok()) else {
+            continue;
+        };
+        if let Some(c) = cells::compare(cells[base], cells[i], threshold) {
+            let r = &mut rows[i];
+            r.vs_in_place = Some(c.ratio);
+            r.vs_in_place_ci_low = c.interval.map(|ci| ci.low);
+            r.vs_in_place_ci_high = c.interval.map(|ci| ci.high);
+            r.vs_in_place_verdict = c.verdict.map(|v| v.words().to_string());
+        }
+    }
 }

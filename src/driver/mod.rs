@@ -6,11 +6,12 @@ pub mod lifetime;
 pub mod preflight;
 
 use crate::analysis::cliff::{CliffError, Metric, Probe};
+use crate::analysis::stats::SplitMix;
 use crate::counters::linux::perf::{SyscallCounters, SyscallCounts};
 use crate::counters::linux::ptrace;
 use crate::counters::{CounterMode, CounterPlan, Unavailable};
 use crate::model::budget::Budget;
-use crate::model::record::{Outcome, RunFailure, RunRecord};
+use crate::model::record::{Cell, Outcome, RunFailure, RunRecord};
 use crate::model::run::RunSpec;
 use crate::ui::interrupt::interrupted;
 use crate::ui::progress::Progress;
@@ -305,6 +306,49 @@ pub fn run_all(
     outcomes
 }
 
+/// Runs every spec in `rounds` interleaved rounds: one worker process per spec per round,
+/// the order within each round shuffled from `order_seed` (recorded by the caller), so
+/// that drift over time (heat, neighbours, frequency) reaches every cell alike. Stops
+/// after Ctrl-C as [`run_all`] does; each cell keeps the rounds it finished.
+pub fn run_rounds(
+    specs: &[RunSpec],
+    budget: &Budget,
+    rounds: u32,
+    order_seed: u64,
+    executor: &mut dyn Executor,
+    progress: &mut Progress,
+) -> Vec<Cell> {
+    let mut cells: Vec<Cell> = specs
+        .iter()
+        .map(|spec| Cell {
+            spec: spec.clone(),
+            runs: Vec::new(),
+        })
+        .collect();
+    'rounds: for round in 0..rounds {
+        let mut order: Vec<usize> = (0..specs.len()).collect();
+        SplitMix(order_seed.wrapping_add(u64::from(round))).shuffle(&mut order);
+        for i in order {
+            if interrupted() {
+                break 'rounds;
+            }
+            let spec = &specs[i];
+            progress.start(&if rounds > 1 {
+                format!("{spec} (round {}/{rounds})", round + 1)
+            } else {
+                spec.to_string()
+            });
+            let result = executor.execute(spec, budget);
+            progress.finish_one();
+            if interrupted() {
+                break 'rounds;
+            }
+            cells[i].runs.push((round, result));
+        }
+    }
+    cells
+}
+
 /// Measures `base` at `size` for a cliff search: the run's record and its `metric`.
 pub fn probe(
     exec: &mut dyn Executor,
@@ -370,6 +414,64 @@ pub fn checksum_conflicts(outcomes: &[Outcome]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Fails every run, saying which spec it was asked for, and remembers the order.
+    struct Recorder(Vec<String>);
+    impl Executor for Recorder {
+        fn execute(&mut self, spec: &RunSpec, _: &Budget) -> Result<RunRecord, RunFailure> {
+            self.0.push(spec.to_string());
+            Err(RunFailure {
+                cause: spec.to_string(),
+            })
+        }
+    }
+
+    fn specs(n: u64) -> Vec<RunSpec> {
+        (1..=n)
+            .map(|size| RunSpec {
+                allocator: crate::model::spec::Allocator::System,
+                workload: crate::model::spec::Workload::Scale,
+                variant: crate::model::spec::Variant::InPlace,
+                size,
+                threads: 1,
+                seed: 1,
+                knobs: Vec::new(),
+                thp: Default::default(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn rounds_run_every_cell_once_each_in_a_shuffled_order_fixed_by_the_seed() {
+        let specs = specs(5);
+        let run = |seed: u64| {
+            let mut rec = Recorder(Vec::new());
+            let mut progress = Progress::new(15);
+            let cells = run_rounds(&specs, &Budget::default(), 3, seed, &mut rec, &mut progress);
+            (cells, rec.0)
+        };
+        let (cells, order) = run(9);
+        assert_eq!(order.len(), 15);
+        let mut rounds: Vec<Vec<String>> = order.chunks(5).map(<[String]>::to_vec).collect();
+        assert_ne!(rounds[0], rounds[1], "each round has its own order");
+        for round in &mut rounds {
+            round.sort();
+            let mut all: Vec<String> = specs.iter().map(|s| s.to_string()).collect();
+            all.sort();
+            assert_eq!(*round, all, "every cell once per round");
+        }
+        for (cell, spec) in cells.iter().zip(&specs) {
+            assert_eq!(cell.spec, *spec);
+            let rounds: Vec<u32> = cell.runs.iter().map(|(r, _)| *r).collect();
+            assert_eq!(rounds, vec![0, 1, 2]);
+            assert!(cell
+                .runs
+                .iter()
+                .all(|(_, r)| r.as_ref().unwrap_err().cause == spec.to_string()));
+        }
+        assert_eq!(run(9).1, order, "the same seed gives the same order");
+        assert_ne!(run(10).1, order);
+    }
 
     #[test]
     fn an_aborted_worker_row_carries_its_message_not_the_backtrace_note() {

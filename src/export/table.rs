@@ -32,14 +32,36 @@ fn display_columns(rows: &[SummaryRow]) -> Vec<Column> {
     if varies(rows, |r| r.threads) {
         cols.push(("threads", |r| r.threads.to_string()));
     }
-    cols.extend::<[Column; 13]>([
+    cols.extend::<[Column; 2]>([
         ("allocator", |r| r.allocator_spec.clone()),
         ("variant", |r| r.variant.to_string()),
+    ]);
+    let replicated = rows.iter().any(|r| r.processes.unwrap_or(1) > 1);
+    if replicated {
+        cols.push(("procs", |r| {
+            r.processes.map_or(NA.into(), |n| n.to_string())
+        }));
+    }
+    cols.extend::<[Column; 2]>([
         ("iters", |r| {
             r.iterations
                 .map_or(NA.into(), |n| group_thousands(n as i64))
         }),
         ("p50", |r| r.p50_ns.map_or(NA.into(), |v| fmt_ns(v as f64))),
+    ]);
+    if replicated {
+        // The 95 % interval of the median over processes, as ± the larger side.
+        cols.push(("±p50", |r| {
+            match (r.p50_ns, r.p50_ci_low_ns, r.p50_ci_high_ns) {
+                (Some(c), Some(lo), Some(hi)) if c > 0 => {
+                    let half = hi.saturating_sub(c).max(c.saturating_sub(lo));
+                    format!("±{:.1}%", 100.0 * half as f64 / c as f64)
+                }
+                _ => NA.into(),
+            }
+        }));
+    }
+    cols.extend::<[Column; 9]>([
         ("p99", |r| r.p99_ns.map_or(NA.into(), |v| fmt_ns(v as f64))),
         ("minflt/it", |r| opt_count(r.minflt_per_iter)),
         ("majflt/it", |r| opt_count(r.majflt_per_iter)),
@@ -172,8 +194,15 @@ pub fn to_markdown(rows: &[SummaryRow]) -> String {
     )
 }
 
-/// The one-screen human view: context, table, explanations, notes.
-pub fn compare_screen(outcomes: &[Outcome], rows: &[SummaryRow], verbose: bool) -> String {
+/// The one-screen human view: context, how it was measured (`method`), table, the
+/// explanation `lines`, notes.
+pub fn compare_screen(
+    outcomes: &[Outcome],
+    rows: &[SummaryRow],
+    method: &str,
+    lines: &[String],
+    verbose: bool,
+) -> String {
     let mut s = String::new();
     if let Some(first) = outcomes.first() {
         let spec = &first.spec;
@@ -207,26 +236,35 @@ pub fn compare_screen(outcomes: &[Outcome], rows: &[SummaryRow], verbose: bool) 
             e.codegen.simd_summary()
         ));
         s.push_str(&format!(
-            "latency per iteration, measured for at least {} s and {} iterations; harness overhead {:.0} ns/sample (clock pair {:.0} ns)\n\n",
+            "latency per iteration, measured for at least {} s and {} iterations; harness overhead {:.0} ns/sample (clock pair {:.0} ns)\n",
             r.budget.min_time_ns as f64 / 1e9,
             r.budget.min_iters,
             r.overhead.harness_overhead_ns_per_sample,
             r.overhead.timer_overhead_ns
         ));
+        if !method.is_empty() {
+            s.push_str(method);
+            s.push('\n');
+        }
+        s.push('\n');
     }
     s.push_str(&to_table(rows));
-    let lines = explain::explanations(rows);
     if !lines.is_empty() {
         s.push('\n');
         for l in lines {
-            s.push_str(&l);
+            s.push_str(l);
             s.push('\n');
         }
     }
     if verbose {
         s.push_str("\nallocator statistics at the end of the measured phase (bytes) and knobs as the allocator reports them:\n");
+        let mut shown = std::collections::BTreeSet::new();
         for o in outcomes {
             let Ok(r) = &o.result else { continue };
+            // One process per cell: the others hold the same kind of figures.
+            if !shown.insert(o.spec.to_string()) {
+                continue;
+            }
             let stats: Vec<String> = r
                 .allocator_stats
                 .iter()

@@ -235,6 +235,31 @@ pub struct Outcome {
     pub result: Result<RunRecord, RunFailure>,
 }
 
+/// One spec measured in several worker processes, one per round of interleaved rounds.
+#[derive(Clone, Debug)]
+pub struct Cell {
+    pub spec: RunSpec,
+    /// (round, what came of that round's process), in round order.
+    pub runs: Vec<(u32, Result<RunRecord, RunFailure>)>,
+}
+
+impl Cell {
+    /// The records of the processes that produced one, with their rounds.
+    pub fn records(&self) -> impl Iterator<Item = (u32, &RunRecord)> {
+        self.runs
+            .iter()
+            .filter_map(|(round, r)| r.as_ref().ok().map(|r| (*round, r)))
+    }
+
+    /// Each process as a single-run outcome.
+    pub fn outcomes(&self) -> impl Iterator<Item = Outcome> + '_ {
+        self.runs.iter().map(|(_, result)| Outcome {
+            spec: self.spec.clone(),
+            result: result.clone(),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

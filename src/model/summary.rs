@@ -72,6 +72,27 @@ pub struct SummaryRow {
     pub timer_overhead_ns: Option<f64>,
     pub harness_overhead_ns_per_sample: Option<f64>,
     pub allocator_version: Option<String>,
+    /// Worker processes behind the row's figures (one per round); with more than one,
+    /// `p50_ns`, `p99_ns` and the per-iteration counts are medians over the processes.
+    pub processes: Option<u32>,
+    /// 95 % interval of the median p50 over processes (order statistics; see
+    /// `ci_coverage` for the coverage the process count allows).
+    pub p50_ci_low_ns: Option<u64>,
+    pub p50_ci_high_ns: Option<u64>,
+    pub p99_ci_low_ns: Option<u64>,
+    pub p99_ci_high_ns: Option<u64>,
+    pub ci_coverage: Option<f64>,
+    /// The spread of the per-process counts: min and max over processes.
+    pub minflt_per_iter_min: Option<f64>,
+    pub minflt_per_iter_max: Option<f64>,
+    pub memory_syscalls_per_iter_min: Option<f64>,
+    pub memory_syscalls_per_iter_max: Option<f64>,
+    /// p50 relative to the same allocator's in-place row, from paired rounds: the median
+    /// ratio, its 95 % interval and the verdict against the noise threshold.
+    pub vs_in_place: Option<f64>,
+    pub vs_in_place_ci_low: Option<f64>,
+    pub vs_in_place_ci_high: Option<f64>,
+    pub vs_in_place_verdict: Option<String>,
 }
 
 impl SummaryRow {
@@ -149,6 +170,20 @@ impl SummaryRow {
             timer_overhead_ns: f(|r| Some(r.overhead.timer_overhead_ns)),
             harness_overhead_ns_per_sample: f(|r| Some(r.overhead.harness_overhead_ns_per_sample)),
             allocator_version: r.map(|r| r.env.allocator_version.clone()),
+            processes: r.map(|_| 1),
+            p50_ci_low_ns: None,
+            p50_ci_high_ns: None,
+            p99_ci_low_ns: None,
+            p99_ci_high_ns: None,
+            ci_coverage: None,
+            minflt_per_iter_min: None,
+            minflt_per_iter_max: None,
+            memory_syscalls_per_iter_min: None,
+            memory_syscalls_per_iter_max: None,
+            vs_in_place: None,
+            vs_in_place_ci_low: None,
+            vs_in_place_ci_high: None,
+            vs_in_place_verdict: None,
         }
     }
 }
