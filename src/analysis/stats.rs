@@ -73,6 +73,12 @@ pub fn median_ci(v: &[f64], level: f64) -> Option<Interval> {
     })
 }
 
+/// The coverage [`median_ci`] reaches at `level` with `n` values (None below two).
+pub fn coverage(n: usize, level: f64) -> Option<f64> {
+    let v: Vec<f64> = (0..n).map(|i| i as f64).collect();
+    median_ci(&v, level).map(|ci| ci.coverage)
+}
+
 /// What a comparison says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]

@@ -4,7 +4,7 @@
 //! `exec.json` with every run and `REPORT.md`.
 
 use super::{AllocatorRuns, ExecRecord, ExecRun};
-use crate::analysis::stats::median;
+use crate::analysis::stats::{compare_paired, coverage, median, median_ci, Comparison, LEVEL};
 use crate::export::results::{write_atomic, HISTOGRAM_SCALING};
 use crate::export::table::{render_markdown, render_table, TableRow};
 use crate::model::summary::RunStatus;
@@ -27,8 +27,17 @@ pub struct ExecRow {
     pub wall_max_ms: Option<f64>,
     /// Median absolute deviation of the wall time, in % of the median (two runs or more).
     pub wall_mad_pct: Option<f64>,
-    /// Median wall time relative to the first allocator's (the baseline).
+    /// 95 % interval of the median wall time over the runs (order statistics) and the
+    /// coverage the number of runs allows.
+    pub wall_ci_low_ms: Option<f64>,
+    pub wall_ci_high_ms: Option<f64>,
+    pub wall_ci_coverage: Option<f64>,
+    /// Wall time relative to the first allocator's (the baseline): the median of the
+    /// per-round ratios (runs of one round are paired), its 95 % interval and verdict.
     pub vs_baseline: Option<f64>,
+    pub vs_baseline_ci_low: Option<f64>,
+    pub vs_baseline_ci_high: Option<f64>,
+    pub vs_baseline_verdict: Option<String>,
     pub baseline: Option<String>,
     pub user_ms: Option<f64>,
     pub sys_ms: Option<f64>,
@@ -66,6 +75,7 @@ fn row_of(a: &AllocatorRuns, syscall_counter: &str) -> ExecRow {
         let dev: Vec<f64> = walls.iter().map(|w| (w - m).abs()).collect();
         median(&dev).map(|d| 100.0 * d / m)
     });
+    let ci = median_ci(&walls, LEVEL);
     let traced = syscall_counter == "ptrace";
     let sc = |f: fn(&crate::counters::linux::perf::SyscallCounts) -> Option<u64>| {
         if traced {
@@ -90,7 +100,13 @@ fn row_of(a: &AllocatorRuns, syscall_counter: &str) -> ExecRow {
         wall_min_ms: walls.iter().copied().reduce(f64::min),
         wall_max_ms: walls.iter().copied().reduce(f64::max),
         wall_mad_pct: mad,
+        wall_ci_low_ms: ci.map(|c| c.low),
+        wall_ci_high_ms: ci.map(|c| c.high),
+        wall_ci_coverage: ci.map(|c| c.coverage),
         vs_baseline: None,
+        vs_baseline_ci_low: None,
+        vs_baseline_ci_high: None,
+        vs_baseline_verdict: None,
         baseline: None,
         user_ms: med(runs, |r| Some(ms(r.usage.utime_ns))),
         sys_ms: med(runs, |r| Some(ms(r.usage.stime_ns))),
@@ -117,6 +133,21 @@ fn row_of(a: &AllocatorRuns, syscall_counter: &str) -> ExecRow {
     }
 }
 
+/// The band around 1 within which exec calls a ratio no significant difference.
+pub const NOISE_THRESHOLD: f64 = 0.02;
+
+/// `runs` against `base`, paired by round: the per-round wall-time ratios.
+fn paired(base: &[ExecRun], runs: &[ExecRun]) -> Option<Comparison> {
+    let pairs: Vec<(f64, f64)> = runs
+        .iter()
+        .filter_map(|r| {
+            let b = base.iter().find(|b| b.round == r.round)?;
+            Some((b.wall_ns as f64, r.wall_ns as f64))
+        })
+        .collect();
+    compare_paired(&pairs, NOISE_THRESHOLD)
+}
+
 /// Summary rows, in the order given; ratios against the first allocator that has runs.
 pub fn rows(record: &ExecRecord) -> Vec<ExecRow> {
     let mut rows: Vec<ExecRow> = record
@@ -124,19 +155,46 @@ pub fn rows(record: &ExecRecord) -> Vec<ExecRow> {
         .iter()
         .map(|a| row_of(a, &record.syscall_counter))
         .collect();
-    let base = rows
+    let Some(b) = rows
         .iter()
-        .find(|r| r.status.is_ok() && r.wall_median_ms.is_some())
-        .map(|r| (r.allocator.clone(), r.wall_median_ms));
-    if let Some((name, Some(b))) = base {
-        for r in &mut rows {
-            if let Some(m) = r.wall_median_ms {
-                r.vs_baseline = Some(m / b);
-                r.baseline = Some(name.clone());
-            }
+        .position(|r| r.status.is_ok() && r.wall_median_ms.is_some())
+    else {
+        return rows;
+    };
+    let name = rows[b].allocator.clone();
+    for (r, a) in rows.iter_mut().zip(&record.allocators) {
+        if r.wall_median_ms.is_none() {
+            continue;
+        }
+        if let Some(c) = paired(&record.allocators[b].runs, &a.runs) {
+            r.vs_baseline = Some(c.ratio);
+            r.vs_baseline_ci_low = c.interval.map(|ci| ci.low);
+            r.vs_baseline_ci_high = c.interval.map(|ci| ci.high);
+            r.vs_baseline_verdict = c.verdict.map(|v| v.words().to_string());
+            r.baseline = Some(name.clone());
         }
     }
     rows
+}
+
+/// Allocators whose runs spread widely (max − min more than a fifth of the median over
+/// three runs or more): a median with a small MAD would hide two behaviours.
+pub fn spread_notes(rows: &[ExecRow]) -> Vec<String> {
+    rows.iter()
+        .filter(|r| r.runs >= 3)
+        .filter_map(|r| {
+            let (lo, hi, m) = (r.wall_min_ms?, r.wall_max_ms?, r.wall_median_ms?);
+            (hi - lo > 0.2 * m).then(|| {
+                format!(
+                    "{}'s runs spread from {} to {} ({:.0} % of the median): more than one behaviour may hide behind its median; each run is in exec.json",
+                    r.allocator,
+                    fmt_ns(lo * 1e6),
+                    fmt_ns(hi * 1e6),
+                    100.0 * (hi - lo) / m
+                )
+            })
+        })
+        .collect()
 }
 
 const NA: &str = "n/a";
@@ -264,6 +322,13 @@ pub fn explanations(rows: &[ExecRow]) -> Vec<String> {
         let (Some(ratio), Some(sys), Some(bsys)) = (r.vs_baseline, r.sys_ms, base.sys_ms) else {
             continue;
         };
+        let verdict = match (r.vs_baseline_ci_low, r.vs_baseline_ci_high) {
+            (Some(lo), Some(hi)) => {
+                let words = r.vs_baseline_verdict.as_deref().unwrap_or("");
+                format!(" [{lo:.2}x, {hi:.2}x]: {words}")
+            }
+            _ => " (one run: no interval)".to_string(),
+        };
         let mut diffs = Vec::new();
         for (name, f) in FIELDS {
             if let (Some(a), Some(b)) = (f(r), f(base)) {
@@ -275,7 +340,7 @@ pub fn explanations(rows: &[ExecRow]) -> Vec<String> {
             }
         }
         lines.push(format!(
-            "{}: {ratio:.2}x {}'s wall time, system time {} vs {}{}",
+            "{}: {ratio:.2}x {}'s wall time{verdict}; system time {} vs {}{}",
             r.allocator,
             base.allocator,
             fmt_ns(sys * 1e6),
@@ -287,6 +352,7 @@ pub fn explanations(rows: &[ExecRow]) -> Vec<String> {
             }
         ));
     }
+    lines.extend(spread_notes(rows).into_iter().map(|n| format!("note: {n}")));
     lines
 }
 
@@ -295,9 +361,14 @@ pub fn header(record: &ExecRecord) -> String {
     let e = &record.environment;
     let mut s = format!("command: {}\n", shell_words(&record.command));
     s.push_str(&format!(
-        "{} run(s) per allocator after {} warm-up(s), allocators alternating; THP {}{}; {} · {}\n",
+        "{} run(s) per allocator after {} warm-up(s), allocators alternating (ratios: median of the per-round ratios, {} interval, significant beyond ±2 %); THP {}{}; {} · {}\n",
         record.runs_requested,
         record.warmup,
+        match coverage(record.runs_requested as usize, LEVEL) {
+            Some(c) if c >= LEVEL => "95 %".to_string(),
+            Some(c) => format!("{:.1} % (all {} runs can give)", c * 100.0, record.runs_requested),
+            None => "no".to_string(),
+        },
         e.thp_enabled,
         if record.thp == crate::model::spec::Thp::Never {
             " (disabled for the command by prctl)"
@@ -444,6 +515,54 @@ mod tests {
         assert_eq!(w(&["python3", "x.py", "--n=3"]), "python3 x.py --n=3");
         assert_eq!(w(&["sh", "-c", "echo 'a b'"]), "sh -c 'echo '\\''a b'\\'''");
         assert_eq!(w(&[""]), "''");
+    }
+
+    fn runs(walls: &[(u32, u64)]) -> Vec<ExecRun> {
+        walls
+            .iter()
+            .map(|&(round, wall_ns)| ExecRun {
+                round,
+                wall_ns,
+                usage: Default::default(),
+                syscalls: None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn ratios_pair_runs_of_the_same_round() {
+        // The other allocator takes twice as long in every round, whatever the drift
+        // between rounds; listed out of order.
+        let base = runs(&[(1, 100), (2, 150), (3, 120), (4, 300), (5, 110), (6, 130)]);
+        let other = runs(&[(6, 260), (1, 200), (3, 240), (2, 300), (5, 220), (4, 600)]);
+        let c = paired(&base, &other).unwrap();
+        assert_eq!((c.ratio, c.pairs), (2.0, 6));
+        assert_eq!(c.verdict, Some(crate::analysis::stats::Verdict::Slower));
+        let same = paired(&base, &base).unwrap();
+        assert_eq!(
+            same.verdict,
+            Some(crate::analysis::stats::Verdict::NoSignificantDifference)
+        );
+    }
+
+    #[test]
+    fn widely_spread_runs_are_flagged() {
+        let row = |min: f64, max: f64| ExecRow {
+            allocator: "mimalloc".into(),
+            runs: 3,
+            wall_min_ms: Some(min),
+            wall_max_ms: Some(max),
+            wall_median_ms: Some(1790.0),
+            ..Default::default()
+        };
+        // 0.71 s, 1.79 s, 1.85 s: bimodal, flagged.
+        let notes = spread_notes(&[row(710.0, 1850.0)]);
+        assert_eq!(notes.len(), 1);
+        assert!(
+            notes[0].starts_with("mimalloc's runs spread from 710 ms to 1.85 s"),
+            "{notes:?}"
+        );
+        assert!(spread_notes(&[row(1780.0, 1850.0)]).is_empty());
     }
 
     #[test]
