@@ -160,9 +160,8 @@ fn main() {
         pids.push(pid);
     }
     // One thread: the main thread itself, whose malloc arena is glibc's brk heap (a
-    // spawned thread would get an mmap'd arena of its own). Spawned threads all start
-    // work together, so none can exit and hand its arena to a late starter: each gets
-    // its own, and the arena set-up calls are the same in every run.
+    // spawned thread would get an mmap'd arena of its own). Spawned threads start work
+    // together (a barrier), so that they overlap as the threads of a real program do.
     let sums: Vec<f64> = if threads == 1 {
         vec![out_of_place(&input, iterations)]
     } else {

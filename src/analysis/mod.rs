@@ -3,6 +3,7 @@
 pub mod calibration;
 pub mod cells;
 pub mod cliff;
+pub mod diff;
 pub mod explain;
 pub mod jumps;
 pub mod stats;

@@ -40,6 +40,9 @@ pub enum Command {
     Tune(TuneArgs),
     /// Run any command under each allocator (preloaded) and compare time, faults and syscalls.
     Exec(ExecArgs),
+    /// Compare two results cell by cell (run folders, or compare's JSON/CSV): change,
+    /// interval, verdict; exit 1 when a cell got significantly slower.
+    Diff(DiffArgs),
     /// List the allocators, workloads and variants.
     List,
     /// (internal) Report where malloc resolves and the preloaded allocator's knobs, as JSON.
@@ -294,6 +297,22 @@ pub struct CompareArgs {
     /// Seed of the order within rounds [default: from the clock; printed, to repeat it].
     #[arg(long)]
     pub order_seed: Option<u64>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DiffArgs {
+    /// The baseline: a results folder of `alloclab run` (results/<experiment>) or a file
+    /// from `alloclab compare --format json` (or csv).
+    pub base: PathBuf,
+    /// The results to compare with it, of the same kind.
+    pub new: PathBuf,
+    /// A change is called faster or slower only when its whole interval lies beyond this
+    /// band around 1 (percent).
+    #[arg(long, default_value = "2", value_parser = parse_percent)]
+    pub noise_threshold: f64,
+    /// table, markdown (for a pull-request comment) or json.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
 }
 
 /// A percentage from 0 to 100, with or without '%': "2", "2%", "0.5 %"; as a fraction.

@@ -4,6 +4,7 @@
 pub mod calibrate;
 pub mod cliff;
 pub mod compare;
+pub mod diff;
 pub mod exec;
 pub mod list;
 pub mod report;
@@ -25,6 +26,7 @@ pub fn dispatch(command: Command) -> Result<()> {
         Command::Cliff(args) => cliff::run(&args),
         Command::Tune(args) => tune::run(&args),
         Command::Exec(args) => exec::run(&args),
+        Command::Diff(args) => diff::run(&args),
         Command::ProbePreload { kind, knob } => {
             let report = crate::exec::probe::probe_here(&kind, &knob);
             let text = serde_json::to_string(&report).map_err(Error::failed)?;

@@ -1,0 +1,239 @@
+//! Two sets of summary rows matched cell by cell: the change of each cell's p50 with an
+//! interval and a verdict, the count changes, and the cells found on one side only.
+//!
+//! The two sides are separate sets of processes, not paired rounds, so the ratio's
+//! interval is built from the two medians' intervals: `[new_low / base_high, new_high /
+//! base_low]` covers the true ratio whenever both intervals cover their medians, so with
+//! probability at least `1 − (1 − c_base) − (1 − c_new)` (Bonferroni; 93.8 % for two
+//! six-process cells). Cells without an interval (one process) get the ratio only.
+
+use crate::analysis::stats::{verdict, Interval, Verdict};
+use serde::{Deserialize, Serialize};
+
+/// The fields of a summary row that a diff reads (from summary.csv or compare's JSON);
+/// everything else in the row is ignored.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct DiffInput {
+    pub workload: String,
+    pub variant: String,
+    pub allocator_spec: String,
+    pub size: u64,
+    pub threads: u32,
+    pub status: String,
+    pub p50_ns: Option<f64>,
+    #[serde(default)]
+    pub p50_ci_low_ns: Option<f64>,
+    #[serde(default)]
+    pub p50_ci_high_ns: Option<f64>,
+    #[serde(default)]
+    pub ci_coverage: Option<f64>,
+    pub minflt_per_iter: Option<f64>,
+    pub memory_syscalls_per_iter: Option<f64>,
+    pub rss_end_bytes: Option<f64>,
+    pub allocator_version: Option<String>,
+}
+
+impl DiffInput {
+    fn key(&self) -> String {
+        let threads = if self.threads > 1 {
+            format!(" threads={}", self.threads)
+        } else {
+            String::new()
+        };
+        format!(
+            "{} {} {} size={}{threads}",
+            self.workload, self.allocator_spec, self.variant, self.size
+        )
+    }
+
+    fn interval(&self) -> Option<(f64, f64, f64)> {
+        Some((self.p50_ci_low_ns?, self.p50_ci_high_ns?, self.ci_coverage?))
+    }
+}
+
+/// One matched cell.
+#[derive(Clone, Debug, Serialize)]
+pub struct CellChange {
+    pub cell: String,
+    pub base_p50_ns: Option<f64>,
+    pub new_p50_ns: Option<f64>,
+    /// new / base p50.
+    pub ratio: Option<f64>,
+    pub ratio_ci_low: Option<f64>,
+    pub ratio_ci_high: Option<f64>,
+    /// At least this probability (Bonferroni).
+    pub ratio_ci_coverage: Option<f64>,
+    /// faster / slower / no significant difference; None without intervals.
+    pub verdict: Option<Verdict>,
+    pub minflt_per_iter_change: Option<f64>,
+    pub memory_syscalls_per_iter_change: Option<f64>,
+    pub rss_end_bytes_change: Option<f64>,
+    /// Why the cell could not be compared (a failed side).
+    pub note: Option<String>,
+}
+
+/// The whole comparison.
+#[derive(Clone, Debug, Serialize)]
+pub struct Diff {
+    pub cells: Vec<CellChange>,
+    pub only_in_base: Vec<String>,
+    pub only_in_new: Vec<String>,
+    /// Allocator versions that differ between the sides, per cell.
+    pub version_changes: Vec<String>,
+}
+
+impl Diff {
+    /// Cells significantly slower in NEW.
+    pub fn regressions(&self) -> usize {
+        self.cells
+            .iter()
+            .filter(|c| c.verdict == Some(Verdict::Slower))
+            .count()
+    }
+}
+
+/// Matches `new` against `base` by workload, allocator spec, variant, size and threads.
+pub fn diff(base: &[DiffInput], new: &[DiffInput], threshold: f64) -> Diff {
+    let mut cells = Vec::new();
+    let mut version_changes = Vec::new();
+    for b in base {
+        let Some(n) = new.iter().find(|n| n.key() == b.key()) else {
+            continue;
+        };
+        let failed = [("BASE", b), ("NEW", n)]
+            .iter()
+            .filter(|(_, r)| r.status != "ok" || r.p50_ns.is_none())
+            .map(|(side, _)| *side)
+            .collect::<Vec<_>>();
+        if b.allocator_version != n.allocator_version {
+            version_changes.push(format!(
+                "{}: {} → {}",
+                b.key(),
+                b.allocator_version.as_deref().unwrap_or("unknown"),
+                n.allocator_version.as_deref().unwrap_or("unknown")
+            ));
+        }
+        let change = |f: fn(&DiffInput) -> Option<f64>| Some(f(n)? - f(b)?);
+        let mut c = CellChange {
+            cell: b.key(),
+            base_p50_ns: b.p50_ns,
+            new_p50_ns: n.p50_ns,
+            ratio: None,
+            ratio_ci_low: None,
+            ratio_ci_high: None,
+            ratio_ci_coverage: None,
+            verdict: None,
+            minflt_per_iter_change: change(|r| r.minflt_per_iter),
+            memory_syscalls_per_iter_change: change(|r| r.memory_syscalls_per_iter),
+            rss_end_bytes_change: change(|r| r.rss_end_bytes),
+            note: (!failed.is_empty()).then(|| format!("failed in {}", failed.join(" and "))),
+        };
+        if failed.is_empty() {
+            let (bp, np) = (b.p50_ns.unwrap_or(0.0), n.p50_ns.unwrap_or(0.0));
+            if bp > 0.0 {
+                c.ratio = Some(np / bp);
+            }
+            if let (Some((bl, bh, bc)), Some((nl, nh, nc))) = (b.interval(), n.interval()) {
+                if bl > 0.0 && bh > 0.0 {
+                    let ci = Interval {
+                        low: nl / bh,
+                        high: nh / bl,
+                        coverage: (1.0 - (1.0 - bc) - (1.0 - nc)).max(0.0),
+                    };
+                    c.ratio_ci_low = Some(ci.low);
+                    c.ratio_ci_high = Some(ci.high);
+                    c.ratio_ci_coverage = Some(ci.coverage);
+                    c.verdict = Some(verdict(ci, threshold));
+                }
+            } else {
+                c.note = Some("one process on a side: no interval".into());
+            }
+        }
+        cells.push(c);
+    }
+    let keys = |rows: &[DiffInput]| rows.iter().map(DiffInput::key).collect::<Vec<_>>();
+    let (bk, nk) = (keys(base), keys(new));
+    Diff {
+        cells,
+        only_in_base: bk.iter().filter(|k| !nk.contains(k)).cloned().collect(),
+        only_in_new: nk.iter().filter(|k| !bk.contains(k)).cloned().collect(),
+        version_changes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(alloc: &str, variant: &str, p50: f64, half: f64, minflt: f64) -> DiffInput {
+        DiffInput {
+            workload: "scale".into(),
+            variant: variant.into(),
+            allocator_spec: alloc.into(),
+            size: 1000,
+            threads: 1,
+            status: "ok".into(),
+            p50_ns: Some(p50),
+            p50_ci_low_ns: Some(p50 - half),
+            p50_ci_high_ns: Some(p50 + half),
+            ci_coverage: Some(62.0 / 64.0),
+            minflt_per_iter: Some(minflt),
+            memory_syscalls_per_iter: Some(0.0),
+            rss_end_bytes: Some(1e6),
+            allocator_version: Some("glibc 2.36".into()),
+        }
+    }
+
+    #[test]
+    fn improvement_regression_no_change_and_unmatched_cells() {
+        let base = vec![
+            row("system", "in-place", 1000.0, 10.0, 0.0),
+            row("system", "out-of-place", 10_000.0, 100.0, 3874.0),
+            row("jemalloc", "in-place", 4000.0, 40.0, 1954.0),
+            row("mimalloc", "in-place", 570.0, 5.0, 0.0),
+        ];
+        let mut new = vec![
+            row("system", "in-place", 1005.0, 10.0, 0.0), // noise
+            row("system", "out-of-place", 1000.0, 10.0, 0.0), // fixed
+            row("jemalloc", "in-place", 8000.0, 80.0, 3908.0), // regressed
+            row("tcmalloc", "in-place", 600.0, 6.0, 0.0),
+        ];
+        new[0].allocator_version = Some("glibc 2.41".into());
+        let d = diff(&base, &new, 0.02);
+        assert_eq!(d.cells.len(), 3);
+        let v = |i: usize| d.cells[i].verdict;
+        assert_eq!(v(0), Some(Verdict::NoSignificantDifference));
+        assert_eq!(v(1), Some(Verdict::Faster));
+        assert_eq!(v(2), Some(Verdict::Slower));
+        assert_eq!(d.regressions(), 1);
+        assert_eq!(d.cells[1].minflt_per_iter_change, Some(-3874.0));
+        let ci = (
+            d.cells[2].ratio_ci_low.unwrap(),
+            d.cells[2].ratio_ci_high.unwrap(),
+        );
+        assert!(ci.0 < 2.0 && 2.0 < ci.1, "{ci:?}");
+        assert!((d.cells[2].ratio_ci_coverage.unwrap() - 60.0 / 64.0).abs() < 1e-12);
+        assert_eq!(d.only_in_base, vec!["scale mimalloc in-place size=1000"]);
+        assert_eq!(d.only_in_new, vec!["scale tcmalloc in-place size=1000"]);
+        assert_eq!(
+            d.version_changes,
+            vec!["scale system in-place size=1000: glibc 2.36 → glibc 2.41"]
+        );
+    }
+
+    #[test]
+    fn failed_or_single_process_cells_get_no_verdict() {
+        let base = vec![row("system", "in-place", 1000.0, 10.0, 0.0)];
+        let mut failed = base.clone();
+        failed[0].status = "failed".into();
+        failed[0].p50_ns = None;
+        let d = diff(&base, &failed, 0.02);
+        assert_eq!(d.cells[0].verdict, None);
+        assert_eq!(d.cells[0].note.as_deref(), Some("failed in NEW"));
+        let mut single = base.clone();
+        single[0].p50_ci_low_ns = None;
+        let d = diff(&base, &single, 0.02);
+        assert_eq!((d.cells[0].ratio, d.cells[0].verdict), (Some(1.0), None));
+        assert_eq!(d.regressions(), 0);
+    }
+}

@@ -1,0 +1,137 @@
+//! `alloclab diff` on hand-made results: improvement, regression, no change, cells on
+//! one side only, a changed environment, compare's JSON, and bad input.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A summary row as `alloclab diff` reads it: p50 with a ±1 % interval from six processes.
+fn diff_row(alloc: &str, variant: &str, p50: f64, minflt: f64) -> String {
+    format!(
+        "scale,{variant},{alloc},1000000,1,ok,{p50},{},{},0.96875,{minflt},3,5000000,glibc 2.36",
+        p50 * 0.99,
+        p50 * 1.01
+    )
+}
+
+const DIFF_HEADER: &str = "workload,variant,allocator_spec,size,threads,status,p50_ns,p50_ci_low_ns,p50_ci_high_ns,ci_coverage,minflt_per_iter,memory_syscalls_per_iter,rss_end_bytes,allocator_version";
+
+fn results_folder(dir: &Path, name: &str, rows: &[String], kernel: &str) -> PathBuf {
+    let folder = dir.join(name);
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(
+        folder.join("summary.csv"),
+        format!("{DIFF_HEADER}\n{}\n", rows.join("\n")),
+    )
+    .unwrap();
+    std::fs::write(
+        folder.join("env.json"),
+        format!(r#"{{"kernel": "{kernel}", "cpu_model": "AMD EPYC", "command_line": ["{name}"]}}"#),
+    )
+    .unwrap();
+    folder
+}
+
+#[test]
+fn diff_finds_regressions_improvements_and_what_changed_around_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = results_folder(
+        dir.path(),
+        "base",
+        &[
+            diff_row("system", "in-place", 570_000.0, 0.0),
+            diff_row("system", "out-of-place", 9_000_000.0, 3874.0),
+            diff_row("jemalloc", "in-place", 4_200_000.0, 1954.0),
+        ],
+        "6.1",
+    );
+    let improved = results_folder(
+        dir.path(),
+        "improved",
+        &[
+            diff_row("system", "in-place", 572_000.0, 0.0),
+            diff_row("system", "out-of-place", 600_000.0, 0.0),
+            diff_row("mimalloc", "in-place", 570_000.0, 0.0),
+        ],
+        "6.18",
+    );
+    let diff = |a: &Path, b: &Path, format: &str| {
+        Command::new(driver_path())
+            .args(["diff", "--format", format])
+            .arg(a)
+            .arg(b)
+            .output()
+            .unwrap()
+    };
+    // Improvement, no change, unmatched cells both ways, the kernel that changed: exit 0.
+    let o = diff(&base, &improved, "table");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.starts_with("environment: kernel: 6.1 → 6.18\n"),
+        "{out}"
+    );
+    assert!(!out.contains("command_line"), "{out}");
+    let line = |cell: &str| {
+        out.lines()
+            .find(|l| l.starts_with(cell))
+            .unwrap_or_else(|| panic!("{cell}: {out}"))
+            .to_string()
+    };
+    assert!(
+        line("scale system out-of-place").contains("15.00x faster"),
+        "{out}"
+    );
+    assert!(
+        line("scale system out-of-place").contains("-3,874"),
+        "{out}"
+    );
+    assert!(
+        line("scale system in-place").contains("no significant difference"),
+        "{out}"
+    );
+    assert!(
+        out.contains("only in BASE: scale jemalloc in-place size=1000000"),
+        "{out}"
+    );
+    assert!(
+        out.contains("only in NEW: scale mimalloc in-place size=1000000"),
+        "{out}"
+    );
+
+    // The other way round it is a regression: exit 1, and the Markdown says so.
+    let o = diff(&improved, &base, "markdown");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("| scale system out-of-place size=1000000 |"),
+        "{out}"
+    );
+    assert!(out.contains("15.00x slower"), "{out}");
+    assert!(
+        stderr(&o).contains("1 cell(s) significantly slower"),
+        "{}",
+        stderr(&o)
+    );
+
+    // compare's JSON reads the same way; nothing in common is bad input.
+    let json = dir.path().join("other.json");
+    std::fs::write(
+        &json,
+        r#"[{"workload":"chain","variant":"in-place","allocator_spec":"system","size":5,"threads":1,"status":"ok","p50_ns":1.0,"minflt_per_iter":0.0,"memory_syscalls_per_iter":null,"rss_end_bytes":null,"allocator_version":null}]"#,
+    )
+    .unwrap();
+    let o = diff(&base, &json, "table");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no cell is in both"), "{}", stderr(&o));
+    let o = diff(&base, &dir.path().join("missing"), "table");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
