@@ -18,8 +18,17 @@ pub struct Effect {
     /// Median over rounds of the runs' p50, without counters and with this method.
     pub off_p50_ns: f64,
     pub on_p50_ns: f64,
-    /// on / off: 1.01 means the observer adds 1 % to the median.
+    /// on / off: 1.01 means the observer adds 1 % to the median. The median of the
+    /// per-round ratios (each round runs off and on back to back).
     pub ratio: f64,
+    /// Interval of that ratio and its coverage (absent with one round, and in
+    /// calibrations saved before intervals existed).
+    #[serde(default)]
+    pub ratio_ci_low: Option<f64>,
+    #[serde(default)]
+    pub ratio_ci_high: Option<f64>,
+    #[serde(default)]
+    pub ci_coverage: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -57,15 +66,20 @@ impl Calibration {
             format!("ptrace phase marker: {:.0} ns untraced (twice per run)", c.ptrace_marker_ns),
         ];
         for e in &self.effects {
-            let verdict = if e.ratio > GOAL_RATIO {
-                format!(
-                    "over the 2 % goal by {:.1} points",
-                    (e.ratio - GOAL_RATIO) * 100.0
-                )
-            } else if e.ratio < 1.0 / GOAL_RATIO {
-                "faster with counters than without: run-to-run noise is at least this large here (more --rounds narrow it)".to_string()
-            } else {
-                "within the 2 % goal".to_string()
+            let pct = |r: f64| format!("{:+.2} %", (r - 1.0) * 100.0);
+            let verdict = match (e.ratio_ci_low, e.ratio_ci_high, e.ci_coverage) {
+                (Some(lo), Some(hi), Some(cov)) => {
+                    let interval =
+                        format!("[{}, {}] ({:.1} % interval)", pct(lo), pct(hi), cov * 100.0);
+                    if hi <= GOAL_RATIO && lo >= 1.0 / GOAL_RATIO {
+                        format!("{interval}: within the 2 % goal")
+                    } else if lo > GOAL_RATIO {
+                        format!("{interval}: over the 2 % goal")
+                    } else {
+                        format!("{interval}: not resolved, the interval reaches beyond ±2 % (run-to-run noise; more --rounds narrow it)")
+                    }
+                }
+                _ => "one round: no interval (more --rounds give one)".to_string(),
             };
             lines.push(format!(
                 "{} {} {} n={}: {} moves the median {:+.2} % ({:.0} → {:.0} ns), {verdict}",

@@ -183,10 +183,11 @@ pub struct CalibrateArgs {
     #[arg(long, default_value = "1000000", value_parser = spec::parse_size)]
     pub size: u64,
     /// Minimum measuring time of each run, in seconds.
-    #[arg(long, default_value_t = 0.5, value_parser = crate::model::budget::parse_seconds)]
+    #[arg(long, default_value_t = 0.2, value_parser = crate::model::budget::parse_seconds)]
     pub min_time: f64,
-    /// Alternating rounds (off, perf, ptrace) per variant; medians are compared.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=50))]
+    /// Alternating rounds (off, perf, ptrace) per variant; the per-round ratios give the
+    /// effect and its 95 % interval (6 rounds reach 95 %).
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=50))]
     pub rounds: u32,
     /// Print JSON instead of lines.
     #[arg(long)]

@@ -71,7 +71,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         .map_err(Error::bad)?;
     stop_on_interrupt();
     // What observing costs on this machine now, recorded with every experiment.
-    let (min_time, rounds) = if args.quick { (0.02, 1) } else { (0.3, 2) };
+    let (min_time, rounds) = if args.quick { (0.02, 1) } else { (0.15, 6) };
     eprintln!("calibrating the observer ({rounds} round(s))…");
     let calibration = match calibrate::calibrate(&workers, 1_000_000, min_time, rounds) {
         Ok(c) => Some(c),

@@ -3,7 +3,8 @@
 //! in a worker, and the observer's effect on the measured median of the founding case:
 //! p50 with each counting method against p50 with no counters, alternating rounds.
 
-use crate::analysis::calibration::{Calibration, Effect};
+use crate::analysis::calibration::{Calibration, Effect, GOAL_RATIO};
+use crate::analysis::stats::{compare_paired, median};
 use crate::counters::linux::perf::SyscallCounters;
 use crate::counters::{ptrace, CounterMode};
 use crate::driver::ProcessExecutor;
@@ -78,11 +79,16 @@ pub fn calibrate(
                 traced.push(exec.traced_pass(&spec, &budget)?.0.p50_ns as f64);
             }
         }
-        let Some(off) = crate::analysis::stats::median(&off) else {
+        let Some(off_median) = median(&off) else {
             continue;
         };
         for (method, on) in [("perf", perf), ("ptrace", traced)] {
-            let Some(on) = crate::analysis::stats::median(&on) else {
+            let Some(on_median) = median(&on) else {
+                continue;
+            };
+            // Each round ran off and on back to back: the rounds pair them.
+            let pairs: Vec<(f64, f64)> = off.iter().copied().zip(on.iter().copied()).collect();
+            let Some(c) = compare_paired(&pairs, GOAL_RATIO - 1.0) else {
                 continue;
             };
             effects.push(Effect {
@@ -91,9 +97,12 @@ pub fn calibrate(
                 variant,
                 size,
                 method: method.into(),
-                off_p50_ns: off,
-                on_p50_ns: on,
-                ratio: on / off,
+                off_p50_ns: off_median,
+                on_p50_ns: on_median,
+                ratio: c.ratio,
+                ratio_ci_low: c.interval.map(|ci| ci.low),
+                ratio_ci_high: c.interval.map(|ci| ci.high),
+                ci_coverage: c.interval.map(|ci| ci.coverage),
             });
         }
     }
