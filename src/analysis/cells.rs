@@ -135,3 +135,90 @@ pub fn disagreements(rows: &[SummaryRow]) -> Vec<String> {
         })
         .collect()
 }
+
+/// What says the machine was noisy during a run set: other processes running, a load
+/// average above half the CPUs before the run set started (the lab's own single worker
+/// adds about one by the end), or cells whose 95 % interval is wider than ±5 % of their
+/// median. Empty when nothing does.
+pub fn noise_notes(
+    start: &crate::counters::load::Load,
+    end: &crate::counters::load::Load,
+    cpus: Option<u64>,
+    rows: &[SummaryRow],
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    let others = [start.others_running, end.others_running];
+    if others.iter().any(|o| o.is_some_and(|n| n > 0)) {
+        notes.push(format!(
+            "other processes were running: {} at the start, {} at the end (/proc/stat); they share the CPUs with the workers",
+            others[0].map_or("?".into(), |n| n.to_string()),
+            others[1].map_or("?".into(), |n| n.to_string())
+        ));
+    }
+    if let (Some(load), Some(cpus)) = (start.loadavg_1m, cpus) {
+        if load > 0.5 * cpus as f64 {
+            notes.push(format!(
+                "the load average was {load:.2} on {cpus} CPUs before the first run (and {} at the end)",
+                end.loadavg_1m.map_or("?".into(), |l| format!("{l:.2}"))
+            ));
+        }
+    }
+    let wide: Vec<String> = rows
+        .iter()
+        .filter_map(|r| {
+            let (c, lo, hi) = (r.p50_ns?, r.p50_ci_low_ns?, r.p50_ci_high_ns?);
+            let half = hi.saturating_sub(c).max(c.saturating_sub(lo)) as f64 / c.max(1) as f64;
+            (half > 0.05)
+                .then(|| format!("{} {} ±{:.0} %", r.allocator_spec, r.variant, half * 100.0))
+        })
+        .collect();
+    if !wide.is_empty() {
+        notes.push(format!(
+            "processes of the same cell spread by more than ±5 % in {} of {} cells ({}): verdicts there need a larger effect or more --processes",
+            wide.len(),
+            rows.len(),
+            wide.join(", ")
+        ));
+    }
+    notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::counters::load::Load;
+    use crate::model::summary::sample;
+
+    #[test]
+    fn a_quiet_machine_gets_no_note_and_a_busy_one_says_why() {
+        let quiet = Load {
+            loadavg_1m: Some(0.1),
+            others_running: Some(0),
+            governor: None,
+        };
+        let mut row = sample("system", "in-place", 1000, 0.0, None);
+        (row.p50_ci_low_ns, row.p50_ci_high_ns) = (Some(990), Some(1010));
+        assert!(noise_notes(&quiet, &quiet, Some(2), std::slice::from_ref(&row)).is_empty());
+
+        let busy = Load {
+            loadavg_1m: Some(1.7),
+            others_running: Some(1),
+            governor: None,
+        };
+        let notes = noise_notes(&busy, &quiet, Some(2), std::slice::from_ref(&row));
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(
+            notes[0].contains("1 at the start, 0 at the end"),
+            "{notes:?}"
+        );
+        assert!(notes[1].contains("1.70 on 2 CPUs"), "{notes:?}");
+
+        (row.p50_ci_low_ns, row.p50_ci_high_ns) = (Some(900), Some(1010));
+        let notes = noise_notes(&quiet, &quiet, Some(2), &[row]);
+        assert_eq!(notes.len(), 1);
+        assert!(
+            notes[0].contains("1 of 1 cells (system in-place ±10 %)"),
+            "{notes:?}"
+        );
+    }
+}

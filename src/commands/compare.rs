@@ -4,6 +4,7 @@
 
 use crate::analysis::{cells, explain};
 use crate::cli::CompareArgs;
+use crate::counters::load::Load;
 use crate::driver::{self, preflight, ProcessExecutor};
 use crate::error::{Error, Result};
 use crate::export::{self, table, Format};
@@ -26,6 +27,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
     stop_on_interrupt();
     let order_seed = args.order_seed.unwrap_or_else(clock_seed);
     let planned = specs.len() * args.processes as usize;
+    let load_start = Load::now();
     let mut progress = Progress::new(planned);
     let all = driver::run_rounds(
         &specs,
@@ -36,6 +38,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
         &mut progress,
     );
     progress.clear();
+    let load_end = Load::now();
     let done: usize = all.iter().map(|c| c.runs.len()).sum();
     let incomplete = interrupted().then(|| {
         format!(
@@ -69,6 +72,14 @@ pub fn run(args: CompareArgs) -> Result<()> {
                     cells::disagreements(&rows)
                         .into_iter()
                         .map(|n| format!("note: {n}")),
+                );
+                let cpus = std::thread::available_parallelism()
+                    .ok()
+                    .map(|n| n.get() as u64);
+                lines.extend(
+                    cells::noise_notes(&load_start, &load_end, cpus, &rows)
+                        .into_iter()
+                        .map(|n| format!("noisy: {n}")),
                 );
                 table::compare_screen(&outcomes, &rows, &method, &lines, args.verbose)
             }

@@ -4,6 +4,7 @@
 
 pub mod envinfo;
 pub mod linux;
+pub mod load;
 pub mod memory;
 pub mod readback;
 pub mod rusage;
