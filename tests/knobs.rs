@@ -240,7 +240,7 @@ fn tune_reports_which_knob_sets_remove_the_storm() {
         .unwrap();
     let text = String::from_utf8(o.stdout).unwrap();
     assert!(
-        text.contains("system:top_pad=64M: removes the faults and the memory syscalls"),
+        text.contains("system:top_pad=64M: removes the faults and the memory syscalls; helps: "),
         "{text}"
     );
 }

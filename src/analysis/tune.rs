@@ -2,6 +2,8 @@
 //! on one workload, variant and size, and which combinations remove the faults and
 //! syscalls, at what time and RSS cost.
 
+use crate::analysis::explain::describe;
+use crate::analysis::stats::{Comparison, Verdict};
 use crate::model::knobs::AllocatorSpec;
 use crate::model::spec::{Allocator, Choice};
 use crate::model::summary::SummaryRow;
@@ -50,13 +52,20 @@ pub fn specs(a: Allocator) -> Vec<AllocatorSpec> {
 }
 
 /// One verdict line per knob set, against the allocator's defaults (the first row of
-/// each allocator).
-pub fn verdicts(rows: &[SummaryRow]) -> Vec<String> {
+/// each allocator). `time[i]` is row i's p50 against its defaults from paired rounds: a
+/// set helps only when it is significantly faster.
+pub fn verdicts(rows: &[SummaryRow], time: &[Option<Comparison>]) -> Vec<String> {
     let mut lines = Vec::new();
     for a in Allocator::ALL {
-        let mine: Vec<&SummaryRow> = rows.iter().filter(|r| r.allocator == *a).collect();
-        let Some(base) = mine.first() else { continue };
-        for r in mine.iter().skip(1) {
+        let mine: Vec<(usize, &SummaryRow)> = rows
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.allocator == *a)
+            .collect();
+        let Some(&(_, base)) = mine.first() else {
+            continue;
+        };
+        for &(i, r) in mine.iter().skip(1) {
             if !r.status.is_ok() || !base.status.is_ok() {
                 lines.push(format!(
                     "{}: failed: {}",
@@ -93,13 +102,20 @@ pub fn verdicts(rows: &[SummaryRow]) -> Vec<String> {
                     fmt_count(bf)
                 ),
             };
-            let time = match (base.p50_ns, r.p50_ns) {
-                (Some(b), Some(x)) => format!(
-                    "p50 {} vs {} ({:.2}x)",
-                    fmt_ns(x as f64),
-                    fmt_ns(b as f64),
-                    x as f64 / b.max(1) as f64
-                ),
+            let time = match (base.p50_ns, r.p50_ns, time.get(i).copied().flatten()) {
+                (Some(b), Some(x), Some(c)) => {
+                    let call = match c.verdict {
+                        Some(Verdict::Faster) => "helps: ",
+                        Some(Verdict::Slower) => "costs time: ",
+                        _ => "",
+                    };
+                    format!(
+                        "{call}p50 {} vs {}, {}",
+                        fmt_ns(x as f64),
+                        fmt_ns(b as f64),
+                        describe(&c)
+                    )
+                }
                 _ => String::new(),
             };
             let rss = match (base.rss_end_bytes, r.rss_end_bytes) {

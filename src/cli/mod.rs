@@ -169,12 +169,20 @@ pub struct TuneArgs {
     /// Comma-separated allocators to tune [default: all].
     #[arg(long)]
     pub allocators: Option<String>,
-    #[arg(long, default_value_t = 0.5, value_parser = crate::model::budget::parse_seconds)]
+    /// Measuring time of each process, in seconds.
+    #[arg(long, default_value_t = 0.15, value_parser = crate::model::budget::parse_seconds)]
     pub min_time: f64,
     #[arg(long, value_enum, default_value = "auto")]
     pub counters: CounterMode,
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
+    /// Worker processes per knob set, one per interleaved round.
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub processes: u32,
+    /// A set helps (or costs time) only when its whole 95 % interval against the
+    /// defaults lies beyond this band around 1 (percent).
+    #[arg(long, default_value = "2", value_parser = parse_percent)]
+    pub noise_threshold: f64,
 }
 
 #[derive(Debug, clap::Args)]

@@ -1,7 +1,7 @@
 //! `alloclab tune`: each allocator's defaults against its curated knob sets on one
 //! workload, variant and size, with a verdict per set.
 
-use crate::analysis::tune;
+use crate::analysis::{cells, tune};
 use crate::cli::TuneArgs;
 use crate::driver::{self, preflight, ProcessExecutor};
 use crate::error::{Error, Result};
@@ -10,7 +10,7 @@ use crate::model::budget::Budget;
 use crate::model::run::RunSpec;
 use crate::model::spec::{parse_choice_list, Allocator, Choice};
 use crate::model::summary::SummaryRow;
-use crate::ui::fmt::fmt_count;
+use crate::ui::fmt::group_thousands;
 use crate::ui::progress::Progress;
 use std::time::Duration;
 
@@ -36,26 +36,46 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     let workers = preflight::check(&specs).map_err(Error::bad)?;
     let mut exec = ProcessExecutor::new(workers, args.counters, Duration::from_secs(300))
         .map_err(|why| Error::counters(args.counters, why))?;
-    let mut progress = Progress::new(specs.len());
-    let outcomes = driver::run_all(
+    let order_seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let mut progress = Progress::new(specs.len() * args.processes as usize);
+    let all = driver::run_rounds(
         &specs,
-        &Budget::short(args.min_time),
+        &Budget {
+            warmup_time_ns: 50_000_000,
+            ..Budget::short(args.min_time)
+        },
+        args.processes,
+        order_seed,
         &mut exec,
         &mut progress,
     );
     progress.clear();
-    let rows: Vec<SummaryRow> = outcomes.iter().map(SummaryRow::from_outcome).collect();
+    let rows: Vec<SummaryRow> = all.iter().map(cells::row).collect();
+    // Each set against its allocator's defaults (the allocator's first cell).
+    let time: Vec<_> = all
+        .iter()
+        .map(|c| {
+            let base = all.iter().find(|b| b.spec.allocator == c.spec.allocator)?;
+            (!std::ptr::eq(base, c))
+                .then(|| cells::compare(base, c, args.noise_threshold))
+                .flatten()
+        })
+        .collect();
     let text = match args.format {
         Format::Table => {
             let mut t = format!(
-                "{} {} at {} elements\n\n",
+                "{} {} at {} elements; {} processes per set in interleaved rounds (order seed {order_seed}), medians with 95 % intervals, significant beyond ±{} %\n\n",
                 args.workload,
                 args.variant,
-                fmt_count(args.size as f64)
+                group_thousands(args.size as i64),
+                args.processes,
+                args.noise_threshold * 100.0
             );
             t.push_str(&table::to_table(&rows));
             t.push('\n');
-            for line in tune::verdicts(&rows) {
+            for line in tune::verdicts(&rows, &time) {
                 t.push_str(&line);
                 t.push('\n');
             }
