@@ -71,6 +71,25 @@ fn bad_input_is_refused_with_what_would_be_right() {
     );
     assert_refused(&["compare", "--format", "xml"], "table");
     assert_refused(&["compare", "--timeout", "0"], "expected seconds above 0");
+    // An allocator the lab does not build: the message names the form that loads one.
+    assert_refused(
+        &["compare", "--allocators", "tcmalloc"],
+        "name=/path/to/lib.so",
+    );
+    assert_refused(
+        &["exec", "--allocators", "tcmalloc", "--", "true"],
+        "name=/path/to/lib.so",
+    );
+    // Two specs with knobs joined by a comma are two specs; a knob that belongs to no
+    // spec is still refused.
+    assert_refused(
+        &[
+            "compare",
+            "--allocators",
+            "system:top_pad=64M,jemalloc:nosuch=1",
+        ],
+        "unknown knob 'nosuch' for jemalloc",
+    );
     assert_refused(
         &["compare", "--allocators", "system:top_pad=99999999G"],
         "more than the",

@@ -343,7 +343,12 @@ impl CompareArgs {
             None => Variant::ALL.to_vec(),
         };
         let allocators = match &self.allocators {
-            Some(list) => crate::model::knobs::parse_spec_list(list).map_err(Error::bad)?,
+            Some(list) => crate::model::knobs::parse_spec_list(list).map_err(|e| match e {
+                crate::model::knobs::KnobError::Allocator(_) => Error::BadInput(format!(
+                    "{e} (a library of your own, name=/path/to/lib.so, works with `alloclab exec` for now)"
+                )),
+                e => Error::bad(e),
+            })?,
             None => Allocator::ALL
                 .iter()
                 .map(|&a| crate::model::knobs::AllocatorSpec::plain(a))

@@ -98,6 +98,7 @@ pub fn preload_dir() -> PathBuf {
 pub fn parse_allocators(text: &str) -> Result<Vec<ExecAllocator>, String> {
     let mut out: Vec<ExecAllocator> = Vec::new();
     for item in crate::model::knobs::split_spec_list(text) {
+        let item = item.as_str();
         let custom = item.split_once('=').filter(|(name, _)| !name.contains(':'));
         let a = match custom {
             Some((name, path)) => {
@@ -124,7 +125,12 @@ pub fn parse_allocators(text: &str) -> Result<Vec<ExecAllocator>, String> {
                     path: PathBuf::from(path.trim()),
                 }
             }
-            None => ExecAllocator::Builtin(item.parse().map_err(|e| format!("{e}"))?),
+            None => ExecAllocator::Builtin(item.parse().map_err(|e| match e {
+                crate::model::knobs::KnobError::Allocator(_) => format!(
+                    "{e}, or a library of your own as name=/path/to/lib.so (e.g. tcmalloc=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4)"
+                ),
+                e => e.to_string(),
+            })?),
         };
         if out.iter().any(|x| x.label() == a.label()) {
             return Err(format!("allocator '{}' is given twice", a.label()));

@@ -321,19 +321,34 @@ impl std::str::FromStr for AllocatorSpec {
     }
 }
 
-/// The items of a spec list: separated by ';' or spaces when any has knobs (a ':'),
-/// else by commas.
-pub fn split_spec_list(text: &str) -> Vec<&str> {
-    let parts: Vec<&str> = if text.contains(':') {
-        text.split([';', ' ']).collect()
-    } else {
-        text.split(',').collect()
-    };
-    parts
-        .into_iter()
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .collect()
+/// The items of a spec list. Specs are separated by ';' or spaces, and by commas too: a
+/// comma starts a new spec when what follows is an allocator name, `allocator:knobs` or
+/// `name=/path/lib.so`, and continues the knob list of the spec before it when what
+/// follows is `knob=value` — so "system,jemalloc", "system;jemalloc",
+/// "system:top_pad=64M;jemalloc" and "system:top_pad=64M,jemalloc:dirty_decay_ms=-1"
+/// all read as two specs.
+pub fn split_spec_list(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for part in text.split([';', ' ']) {
+        for token in part.split(',').map(str::trim) {
+            if token.is_empty() {
+                continue;
+            }
+            let knob_of_previous = match token.split_once('=') {
+                Some((name, value)) => !name.contains(':') && !value.contains('/'),
+                None => false,
+            };
+            match out.last_mut() {
+                // Only after a spec with knobs: "system,top_pad=64M" stays an error.
+                Some(last) if knob_of_previous && last.contains(':') => {
+                    last.push(',');
+                    last.push_str(token);
+                }
+                _ => out.push(token.to_string()),
+            }
+        }
+    }
+    out
 }
 
 /// Parses a comma-free list of allocator specs separated by spaces or semicolons, or the
@@ -445,6 +460,35 @@ mod tests {
     #[test]
     fn lists_take_commas_without_knobs_and_semicolons_with() {
         assert_eq!(parse_spec_list("system,jemalloc").unwrap().len(), 2);
+        // ';' separates plain names too, and a comma between two specs with knobs is
+        // understood; a knob list may carry spaces.
+        let names = |text: &str| -> Vec<String> {
+            parse_spec_list(text)
+                .unwrap()
+                .iter()
+                .map(|s| s.to_string())
+                .collect()
+        };
+        assert_eq!(names("system;jemalloc"), ["system", "jemalloc"]);
+        assert_eq!(
+            names("system:top_pad=64M,jemalloc:dirty_decay_ms=-1"),
+            ["system:top_pad=64M", "jemalloc:dirty_decay_ms=-1"]
+        );
+        assert_eq!(
+            names("system:top_pad=64M,mmap_threshold=1G,jemalloc"),
+            ["system:mmap_threshold=1G,top_pad=64M", "jemalloc"]
+        );
+        assert_eq!(
+            names("jemalloc:oversize_threshold=16M, dirty_decay_ms=-1; mimalloc"),
+            [
+                "jemalloc:dirty_decay_ms=-1,oversize_threshold=16M",
+                "mimalloc"
+            ]
+        );
+        assert_eq!(
+            split_spec_list("system;tc=/usr/lib/libtcmalloc.so,jemalloc:narenas=1"),
+            ["system", "tc=/usr/lib/libtcmalloc.so", "jemalloc:narenas=1"]
+        );
         let l = parse_spec_list(
             "system:top_pad=64M;system;jemalloc:dirty_decay_ms=-1,muzzy_decay_ms=0",
         )
