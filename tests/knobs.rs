@@ -191,6 +191,35 @@ fn cliff_finds_neighbouring_sizes_and_says_when_there_is_none() {
     assert_eq!(above, below + 1, "{text}");
     assert!(text.contains("0 minor faults per iteration"), "{text}");
 
+    // The same cliff as JSON: the two neighbouring sizes and their values either side.
+    let o = Command::new(driver_path())
+        .args([
+            "cliff",
+            "--allocator",
+            "system",
+            "--variant",
+            "out-of-place",
+        ])
+        .args([
+            "--from",
+            "1000",
+            "--to",
+            "1e5",
+            "--min-time",
+            "0",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["below"]["size"], below, "{v}");
+    assert_eq!(v["above"]["size"], above, "{v}");
+    assert!(v["below"]["value_per_iter"].as_f64().unwrap() < 1.0, "{v}");
+    assert!(v["above"]["value_per_iter"].as_f64().unwrap() >= 1.0, "{v}");
+    assert_eq!(v["metric"], "minor faults");
+
     let o = Command::new(driver_path())
         .args([
             "cliff",
@@ -208,7 +237,13 @@ fn cliff_finds_neighbouring_sizes_and_says_when_there_is_none() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("no cliff"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("no cliff"), "{err}");
+    // Sizes and values as numbers are written elsewhere: grouped, a few digits.
+    assert!(
+        err.contains(" at 1,000 and ") && err.contains(" at 2,000: both below"),
+        "{err}"
+    );
 }
 
 #[test]

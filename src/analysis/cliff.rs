@@ -6,6 +6,7 @@
 
 use crate::model::record::RunRecord;
 use crate::model::run::RunSpec;
+use crate::ui::fmt::{fmt_count, group_thousands};
 
 /// What flips.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -129,7 +130,7 @@ pub struct Cliff {
 pub enum CliffError {
     #[error("{0}")]
     Run(String),
-    #[error("{metric} per iteration is {from_value} at {from} and {to_value} at {to}: both {side} {threshold}, so there is no cliff to find in this range; widen it")]
+    #[error("{metric} per iteration is {} at {} and {} at {}: both {side} {threshold}, so there is no cliff to find in this range; widen it", fmt_count(*.from_value), group_thousands(*.from as i64), fmt_count(*.to_value), group_thousands(*.to as i64))]
     NoChange {
         metric: &'static str,
         from: u64,

@@ -136,8 +136,10 @@ pub struct CliffArgs {
     /// The allocator, with knobs if wanted: system, "jemalloc:dirty_decay_ms=-1".
     #[arg(long)]
     pub allocator: String,
+    /// The workload (`alloclab list` shows them).
     #[arg(long, default_value = "scale", value_parser = spec::parse_choice::<Workload>)]
     pub workload: Workload,
+    /// The variant: in-place, out-of-place, reuse or fused.
     #[arg(long, value_parser = spec::parse_choice::<Variant>)]
     pub variant: Variant,
     /// Smallest size of the range, in elements.
@@ -149,21 +151,30 @@ pub struct CliffArgs {
     /// What must change: faults (≥ 1 per iteration) or syscalls (≥ 0.5 memory syscalls).
     #[arg(long, value_enum, default_value = "faults")]
     pub metric: crate::analysis::cliff::Metric,
+    /// never: every probe runs with transparent huge pages disabled (prctl).
     #[arg(long, default_value = "system", value_parser = spec::parse_choice::<crate::model::spec::Thp>)]
     pub thp: crate::model::spec::Thp,
     /// Minimum measuring time per probe, in seconds.
     #[arg(long, default_value_t = 0.05, value_parser = crate::model::budget::parse_seconds)]
     pub min_time: f64,
+    /// How to count memory syscalls: perf tracepoints, ptrace (no privileges), auto
+    /// (perf where it works, else ptrace) or off.
     #[arg(long, value_enum, default_value = "auto")]
     pub counters: CounterMode,
+    /// table (two lines, either side of the cliff) or json.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
 }
 
 #[derive(Debug, clap::Args)]
 pub struct TuneArgs {
+    /// Elements in the input array (1000000, 1e6, 2^20).
     #[arg(long, default_value = "1000000", value_parser = spec::parse_size)]
     pub size: u64,
+    /// The workload (`alloclab list` shows them).
     #[arg(long, default_value = "scale", value_parser = spec::parse_choice::<Workload>)]
     pub workload: Workload,
+    /// The variant whose faults and syscalls the knobs should remove.
     #[arg(long, default_value = "out-of-place", value_parser = spec::parse_choice::<Variant>)]
     pub variant: Variant,
     /// Comma-separated allocators to tune [default: all].

@@ -5,6 +5,7 @@ use crate::analysis::cliff::{self, Probe};
 use crate::cli::CliffArgs;
 use crate::driver::{self, preflight, ProcessExecutor};
 use crate::error::{Error, Result};
+use crate::export::Format;
 use crate::model::budget::Budget;
 use crate::model::knobs::AllocatorSpec;
 use crate::model::run::RunSpec;
@@ -12,6 +13,11 @@ use crate::ui::fmt::{fmt_count, fmt_ns, human_bytes};
 use std::time::Duration;
 
 pub fn run(args: &CliffArgs) -> Result<()> {
+    if matches!(args.format, Format::Csv | Format::Markdown) {
+        return Err(Error::BadInput(
+            "cliff prints table or json (--format table|json)".into(),
+        ));
+    }
     let alloc: AllocatorSpec = args.allocator.parse().map_err(Error::bad)?;
     if args.from >= args.to {
         return Err(Error::BadInput(format!(
@@ -55,6 +61,31 @@ pub fn run(args: &CliffArgs) -> Result<()> {
             fmt_ns(p.record.p50_ns as f64)
         )
     };
+    if args.format == Format::Json {
+        let side = |p: &Probe| {
+            serde_json::json!({
+                "size": p.size,
+                "value_per_iter": p.value,
+                "p50_ns": p.record.p50_ns,
+                "p99_ns": p.record.p99_ns,
+                "minflt_per_iter": p.record.minflt_per_iter,
+                "memory_syscalls_per_iter": p.record.memory_syscalls_per_iter(),
+            })
+        };
+        let value = serde_json::json!({
+            "allocator": base.allocator_label(),
+            "workload": base.workload,
+            "variant": base.variant,
+            "metric": metric.name(),
+            "threshold": metric.threshold(),
+            "below": side(&c.below),
+            "above": side(&c.above),
+            "probes": c.probes,
+        });
+        return super::print_out(
+            &(serde_json::to_string_pretty(&value).map_err(Error::failed)? + "\n"),
+        );
+    }
     super::print_out(&format!(
         "{} {} {}: {} per iteration cross {} between\n  below: {}\n  above: {}\n({} probes)\n",
         base.allocator_label(),
