@@ -429,4 +429,30 @@ fn messages_say_what_happened_in_words() {
         all.contains("the command was killed by signal 11 (SIGSEGV)"),
         "{all}"
     );
+
+    // A failing command's row ends with what it said on stderr.
+    let o = Command::new(driver_path())
+        .args([
+            "exec",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--allocators",
+            "system",
+        ])
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "echo one >&2; echo 'no such file: data.csv' >&2; exit 2",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("exited with status 2 (run 1/1); its stderr ended with: one / no such file: data.csv (all its output: --show-output)"),
+        "{out}"
+    );
 }

@@ -100,7 +100,7 @@ impl FoundCliff {
         } else {
             format!(
                 " (bisected to {} elements)",
-                fmt_count((self.above_size - self.below_size) as f64)
+                crate::ui::fmt::group_thousands((self.above_size - self.below_size) as i64)
             )
         };
         format!(

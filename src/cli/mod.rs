@@ -183,6 +183,8 @@ pub struct TuneArgs {
     /// Measuring time of each process, in seconds.
     #[arg(long, default_value_t = 0.15, value_parser = crate::model::budget::parse_seconds)]
     pub min_time: f64,
+    /// How to count memory syscalls: perf tracepoints, ptrace (no privileges), auto
+    /// (perf where it works, else ptrace) or off.
     #[arg(long, value_enum, default_value = "auto")]
     pub counters: CounterMode,
     #[arg(long, value_enum, default_value = "table")]

@@ -104,7 +104,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         };
         failed += o.rebuilt.failed;
         progress.say(&format!(
-            "{}: {} of {} runs ok, {} failed{}; {} plots; report in {}",
+            "{}: {} of {} runs ok, {} failed{}; {} plot(s); report in {}",
             exp.name,
             o.rebuilt.ok,
             o.rebuilt.planned,

@@ -37,9 +37,9 @@ impl From<&str> for Unavailable {
 pub enum CounterMode {
     /// perf where it works, else ptrace.
     Auto,
-    /// perf_event_open tracepoint counters on the worker itself (needs tracefs access).
+    /// perf_event_open tracepoint counters on what runs (root or CAP_PERFMON, and tracefs).
     Perf,
-    /// The driver traces the worker with ptrace + seccomp (no privileges needed).
+    /// A ptrace + seccomp tracer on what runs, in an extra pass (no privileges needed).
     Ptrace,
     /// Do not count syscalls.
     Off,

@@ -211,6 +211,9 @@ pub struct ChildRun {
     /// `wait4`'s rusage of this child (and of the descendants it waited for).
     pub usage: Rusage,
     pub syscalls: Result<SyscallCounts, Unavailable>,
+    /// The end of what the command wrote to stderr (None with `--show-output`, where it
+    /// went to the terminal).
+    pub stderr_tail: Option<String>,
 }
 
 /// What a run does besides executing the command.
@@ -275,6 +278,14 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
     let (err_r, err_w) = pipe_cloexec().map_err(|e| setup("pipe", e))?;
     let null_fd = devnull.as_raw_fd();
     let (go_fd, err_fd) = (go_r.as_raw_fd(), err_w.as_raw_fd());
+    // The command's stderr, when not shown, goes to a pipe whose last lines are kept for
+    // the row of a failed run.
+    let stderr_pipe = if opts.show_output {
+        None
+    } else {
+        Some(pipe_cloexec().map_err(|e| setup("pipe", e))?)
+    };
+    let stderr_fd = stderr_pipe.as_ref().map_or(null_fd, |(_, w)| w.as_raw_fd());
     let filter = if opts.trace {
         if let Some(why) = ptrace::unsupported() {
             return Err(LaunchError::Setup(why.0));
@@ -312,7 +323,7 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
             libc::dup2(null_fd, 0);
             if !opts.show_output {
                 libc::dup2(null_fd, 1);
-                libc::dup2(null_fd, 2);
+                libc::dup2(stderr_fd, 2);
             }
             // Traced: stop at the exec for the tracer; from then on every memory syscall
             // of this process and of everything it starts traps to the tracer.
@@ -333,6 +344,14 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
     }
     drop(go_r);
     drop(err_w);
+    let stderr_tail = stderr_pipe.map(|(r, w)| {
+        drop(w);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(keep_tail(std::fs::File::from(r), STDERR_TAIL_BYTES));
+        });
+        rx
+    });
     drop(devnull);
     // Both sides set the group, so it exists whichever runs first.
     // SAFETY: plain integers.
@@ -410,6 +429,9 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
     // and (exec being their subreaper) descendants that left the group or the session.
     kill_group(pid);
     crate::driver::lifetime::kill_leftovers();
+    // Everything that held the pipe is gone now; a descendant that escaped (no subreaper
+    // here) would hold it open, so the tail is not waited for long.
+    let stderr_tail = stderr_tail.and_then(|rx| rx.recv_timeout(Duration::from_secs(1)).ok());
 
     let termination = match forced {
         Some(t) => t,
@@ -432,7 +454,26 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
         termination,
         usage,
         syscalls,
+        stderr_tail,
     })
+}
+
+/// How much of a command's stderr is kept for its row.
+const STDERR_TAIL_BYTES: usize = 4096;
+
+/// Reads `from` to its end, keeping only the last `keep` bytes, as text.
+fn keep_tail(mut from: impl std::io::Read, keep: usize) -> String {
+    let mut tail: std::collections::VecDeque<u8> = std::collections::VecDeque::new();
+    let mut buf = [0u8; 8192];
+    while let Ok(n) = from.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        tail.extend(&buf[..n]);
+        let excess = tail.len().saturating_sub(keep);
+        tail.drain(..excess);
+    }
+    String::from_utf8_lossy(tail.make_contiguous()).into_owned()
 }
 
 /// Waits until `pid` has exited (without reaping it), killing its process group on

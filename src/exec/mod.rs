@@ -93,6 +93,16 @@ pub fn preload_dir() -> PathBuf {
     }
 }
 
+/// The last three non-empty lines of `text`, joined with " / ".
+fn last_lines(text: &str) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    lines[lines.len().saturating_sub(3)..].join(" / ")
+}
+
 /// Parses `--allocators`: "system,jemalloc,tcmalloc=/usr/lib/…/libtcmalloc.so.4", or with
 /// knobs, separated by ';': "system:top_pad=64M;jemalloc:dirty_decay_ms=-1;mimalloc".
 pub fn parse_allocators(text: &str) -> Result<Vec<ExecAllocator>, String> {
@@ -485,8 +495,15 @@ pub fn run_session(
                         row.failure = Some(format!("reading the syscall counters failed: {why}"));
                         *cmd = None;
                     } else if !run.termination.success() {
+                        let said = match run.stderr_tail.as_deref().map(last_lines) {
+                            Some(lines) if !lines.is_empty() => format!(
+                                "; its stderr ended with: {lines} (all its output: --show-output)"
+                            ),
+                            Some(_) => "; it wrote nothing to stderr".to_string(),
+                            None => String::new(),
+                        };
                         row.failure = Some(format!(
-                            "the command {} ({what})",
+                            "the command {} ({what}){said}",
                             run.termination.describe(settings.timeout)
                         ));
                         *cmd = None;

@@ -8,7 +8,7 @@ use crate::analysis::stats::{compare_paired, coverage, median, median_ci, Compar
 use crate::export::results::{write_atomic, HISTOGRAM_SCALING};
 use crate::export::table::{render_markdown, render_table, TableRow};
 use crate::model::summary::RunStatus;
-use crate::ui::fmt::{fmt_count, fmt_ns};
+use crate::ui::fmt::{fmt_count, fmt_ns, group_thousands, human_bytes};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::path::Path;
@@ -207,6 +207,12 @@ fn count(v: Option<f64>) -> String {
         None => NA.into(),
         Some(v) if v.fract() == 0.0 && v.abs() >= 100.0 => fmt_count(v),
         Some(v) if v.fract() == 0.0 => format!("{v:.0}"),
+        // Halves of large counts keep their digit groups: "78,589.5".
+        Some(v) if v.abs() >= 1000.0 => format!(
+            "{}.{}",
+            group_thousands(v.trunc() as i64),
+            ((v.fract().abs() * 10.0).round() as i64).min(9)
+        ),
         Some(v) => format!("{v:.1}"),
     }
 }
@@ -237,7 +243,8 @@ fn columns(baseline: &str) -> (Vec<String>, Vec<Column>) {
         ("vcsw", |r| count(r.voluntary_csw)),
         ("ivcsw", |r| count(r.involuntary_csw)),
         ("peak RSS", |r| {
-            r.peak_rss_mib.map_or(NA.into(), |v| format!("{v:.1} MiB"))
+            r.peak_rss_mib
+                .map_or(NA.into(), |v| human_bytes((v * (1 << 20) as f64) as u64))
         }),
         ("brk", |r| count(r.brk)),
         ("mmap", |r| count(r.mmap)),
@@ -506,6 +513,8 @@ mod tests {
         assert_eq!(count(Some(3.0)), "3");
         assert_eq!(count(Some(2.5)), "2.5");
         assert_eq!(count(Some(155_392.0)), "155,392");
+        assert_eq!(count(Some(78_589.5)), "78,589.5");
+        assert_eq!(count(Some(-77_770.5)), "-77,770.5");
         assert_eq!(count(None), "n/a");
     }
 

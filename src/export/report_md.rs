@@ -180,11 +180,17 @@ fn report_markdown(
     };
     if let Some(allocs) = env["allocators"].as_object() {
         for (name, a) in allocs {
+            // glibc comes with the system, not from a crate: no empty "()".
+            let crates = j(&a["crates"]);
             let _ = writeln!(
                 md,
-                "| {name} | {} ({}) |",
+                "| {name} | {}{} |",
                 j(&a["version"]),
-                j(&a["crates"])
+                if crates.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({crates})")
+                }
             );
         }
     }
@@ -227,13 +233,22 @@ fn report_markdown(
     let _ = writeln!(md, "| command | `{}` |", loaded.plan.command_line.join(" "));
     let obs = &env["observer"]["harness_overhead_ns_per_sample"];
     if !obs.is_null() {
+        // "20 ns" where every run agrees, "55–104 ns" where they differ.
+        let range = |v: &serde_json::Value| {
+            let (lo, hi) = (v["min"].as_f64(), v["max"].as_f64());
+            match (lo, hi) {
+                (Some(lo), Some(hi)) if format!("{lo:.0}") == format!("{hi:.0}") => {
+                    format!("{lo:.0} ns")
+                }
+                (Some(lo), Some(hi)) => format!("{lo:.0}–{hi:.0} ns"),
+                _ => "n/a".to_string(),
+            }
+        };
         let _ = writeln!(
             md,
-            "| observer | {:.0}–{:.0} ns per sample (two clock reads and a histogram record), clock pair {:.0}–{:.0} ns |",
-            obs["min"].as_f64().unwrap_or(0.0),
-            obs["max"].as_f64().unwrap_or(0.0),
-            env["observer"]["timer_overhead_ns"]["min"].as_f64().unwrap_or(0.0),
-            env["observer"]["timer_overhead_ns"]["max"].as_f64().unwrap_or(0.0),
+            "| observer | {} per sample (two clock reads and a histogram record), clock pair {} |",
+            range(obs),
+            range(&env["observer"]["timer_overhead_ns"]),
         );
     }
 
