@@ -367,4 +367,19 @@ warmup_iters = 3
     }
     let report = text(&res.join("REPORT.md"));
     assert!(report.contains("**Exact cliffs**"), "{report}");
+    // Every change the sweep shows is accounted for in cliffs.json: bisected, or with
+    // the reason it could not be.
+    let changes = report
+        .lines()
+        .filter(|l| {
+            l.starts_with("- ")
+                && (l.contains(" per iteration jump from ")
+                    || l.contains(" per iteration drop from "))
+        })
+        .count();
+    assert!(changes > 0, "{report}");
+    assert_eq!(cliffs.len(), changes, "{report}");
+    assert!(cliffs
+        .iter()
+        .all(|c| c.unresolved.is_none() || c.probes == 0));
 }

@@ -4,6 +4,7 @@
 //! finds the two neighbouring sizes where it flips, and reports both sides. Measuring a
 //! size is the caller's (the driver's [`crate::driver::probe`]); the search is pure.
 
+use crate::analysis::jumps::Jump;
 use crate::model::record::RunRecord;
 use crate::model::run::RunSpec;
 use crate::ui::fmt::{fmt_count, group_thousands};
@@ -69,6 +70,10 @@ pub struct FoundCliff {
     pub above_size: u64,
     pub above_value: f64,
     pub probes: usize,
+    /// Why a change seen in the sweep could not be bisected (then `below_*`/`above_*`
+    /// are the sweep's two sizes and values, not neighbouring sizes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unresolved: Option<String>,
 }
 
 /// The resolution run-all bisects to: neighbouring sizes up to 8,192 elements, then a
@@ -90,11 +95,43 @@ impl FoundCliff {
             above_size: c.above.size,
             above_value: c.above.value,
             probes: c.probes,
+            unresolved: None,
+        }
+    }
+
+    /// A change seen between two sweep sizes that bisection could not pin down, and why.
+    pub fn unresolved(spec: &RunSpec, metric: Metric, j: &Jump, why: String) -> Self {
+        FoundCliff {
+            allocator: spec.allocator_label(),
+            workload: spec.workload,
+            variant: spec.variant,
+            threads: spec.threads,
+            metric: metric.name().into(),
+            below_size: j.from_size,
+            below_value: j.from_value,
+            above_size: j.to_size,
+            above_value: j.to_value,
+            probes: 0,
+            unresolved: Some(why),
         }
     }
 
     pub fn describe(&self) -> String {
         use crate::ui::fmt::fmt_count;
+        if let Some(why) = &self.unresolved {
+            return format!(
+                "{} {} ({}, {} thread(s)): {} per iteration {} at {} elements and {} at {} in the sweep — not bisected: {why}",
+                self.allocator,
+                self.variant,
+                self.workload,
+                self.threads,
+                self.metric,
+                fmt_count(self.below_value),
+                crate::ui::fmt::group_thousands(self.below_size as i64),
+                fmt_count(self.above_value),
+                crate::ui::fmt::group_thousands(self.above_size as i64),
+            );
+        }
         let gap = if self.above_size == self.below_size + 1 {
             String::new()
         } else {
@@ -193,6 +230,44 @@ pub fn find(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_change_that_could_not_be_bisected_says_where_and_why() {
+        let spec = RunSpec {
+            allocator: crate::model::spec::Allocator::System,
+            workload: crate::model::spec::Workload::Scale,
+            variant: crate::model::spec::Variant::InPlace,
+            size: 2_000_000,
+            threads: 1,
+            seed: 1,
+            knobs: Vec::new(),
+            thp: Default::default(),
+        };
+        let j = Jump {
+            workload: spec.workload,
+            threads: 1,
+            allocator: "system".into(),
+            variant: spec.variant,
+            from_size: 2_000_000,
+            from_value: 0.0,
+            to_size: 2_965_821,
+            to_value: 445.615_384_615_384_64,
+            from_row: 0,
+        };
+        let c = FoundCliff::unresolved(&spec, Metric::Faults, &j, "the probes saw none".into());
+        let text = c.describe();
+        assert!(
+            text.contains("0 at 2,000,000 elements and 446 at 2,965,821 in the sweep — not bisected: the probes saw none"),
+            "{text}"
+        );
+        let json = serde_json::to_string(&c).unwrap();
+        assert!(
+            json.contains("\"unresolved\":\"the probes saw none\""),
+            "{json}"
+        );
+        let back: FoundCliff = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, c);
+    }
 
     /// A pretend allocator whose faults start at 12,345 elements.
     fn step(record: &RunRecord, size: u64) -> Result<Probe, CliffError> {

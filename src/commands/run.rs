@@ -266,7 +266,17 @@ fn find_cliffs(
                 &mut |_| {},
             ) {
                 Ok(c) => found.push(FoundCliff::new(base, metric, &c)),
-                Err(e) => progress.say(&format!("  not found: {e}")),
+                Err(e) => {
+                    progress.say(&format!("  not found: {e}"));
+                    // Every change found is accounted for: this one with its reason.
+                    let why = match e {
+                        cliff::CliffError::NoChange { .. } => format!(
+                            "the probes (shorter runs than the sweep's) saw no change between these sizes: {e}; the sweep's values there vary from run to run"
+                        ),
+                        e => e.to_string(),
+                    };
+                    found.push(FoundCliff::unresolved(base, metric, &j, why));
+                }
             }
         }
     }

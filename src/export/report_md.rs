@@ -330,7 +330,7 @@ fn report_markdown(
     if !loaded.cliffs.is_empty() {
         let _ = writeln!(
             md,
-            "**Exact cliffs** (each change above, bisected to neighbouring sizes with `alloclab cliff`'s method):\n"
+            "**Exact cliffs** (each change above, bisected to neighbouring sizes with `alloclab cliff`'s method; a change that could not be bisected says why):\n"
         );
         for c in &loaded.cliffs {
             let _ = writeln!(md, "- {}", c.describe());
