@@ -319,6 +319,13 @@ pub struct CompareArgs {
     /// Seed of the order within rounds [default: from the clock; printed, to repeat it].
     #[arg(long)]
     pub order_seed: Option<u64>,
+    /// Keep adding rounds (after --processes) until every cell's 95 % interval is within
+    /// ± this percent of its median, or --max-time runs out.
+    #[arg(long, value_parser = parse_percent)]
+    pub precision: Option<f64>,
+    /// With --precision: stop adding rounds after this many seconds.
+    #[arg(long, default_value_t = 120.0, value_parser = crate::model::budget::parse_timeout)]
+    pub max_time: f64,
 }
 
 #[derive(Debug, clap::Args)]

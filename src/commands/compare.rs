@@ -2,6 +2,7 @@
 //! measured in several worker processes over interleaved rounds, printed as one screen
 //! with intervals and verdicts (or Markdown, CSV, JSON).
 
+use crate::analysis::stats::{half_width_pct, median, median_ci, LEVEL};
 use crate::analysis::{cells, explain};
 use crate::cli::CompareArgs;
 use crate::counters::load::Load;
@@ -29,13 +30,28 @@ pub fn run(args: CompareArgs) -> Result<()> {
     let planned = specs.len() * args.processes as usize;
     let load_start = Load::now();
     let mut progress = Progress::new(planned);
-    let all = driver::run_rounds(
+    let started = std::time::Instant::now();
+    let mut more = |done: u32, cells: &[Cell], progress: &mut Progress| {
+        if done < args.processes {
+            return true;
+        }
+        let Some(p) = args.precision else {
+            return false;
+        };
+        let open = cells.iter().any(|c| half_width(c).is_none_or(|h| h > p));
+        let go = open && started.elapsed().as_secs_f64() < args.max_time;
+        if go {
+            progress.set_total((done as usize + 1) * specs.len());
+        }
+        go
+    };
+    let all = driver::run_rounds_while(
         &specs,
         &args.budget.budget(),
-        args.processes,
         order_seed,
         &mut executor,
         &mut progress,
+        &mut more,
     );
     progress.clear();
     let load_end = Load::now();
@@ -73,6 +89,38 @@ pub fn run(args: CompareArgs) -> Result<()> {
                         .into_iter()
                         .map(|n| format!("note: {n}")),
                 );
+                if let Some(p) = args.precision {
+                    let rounds = cells.iter().map(|c| c.runs.len()).max().unwrap_or(0);
+                    let open: Vec<String> = cells
+                        .iter()
+                        .filter_map(|c| {
+                            let h = half_width(c);
+                            h.is_none_or(|h| h > p).then(|| {
+                                format!(
+                                    "{} {} {}",
+                                    c.spec.allocator_label(),
+                                    c.spec.variant,
+                                    h.map_or("no interval".into(), |h| format!(
+                                        "±{:.1} %",
+                                        h * 100.0
+                                    ))
+                                )
+                            })
+                        })
+                        .collect();
+                    lines.push(format!(
+                        "precision ±{} %: reached by {} of {} cells after {rounds} rounds ({:.0} s){}",
+                        p * 100.0,
+                        cells.len() - open.len(),
+                        cells.len(),
+                        started.elapsed().as_secs_f64(),
+                        if open.is_empty() {
+                            String::new()
+                        } else {
+                            format!("; not reached (--max-time {} s): {}", args.max_time, open.join(", "))
+                        }
+                    ));
+                }
                 let cpus = std::thread::available_parallelism()
                     .ok()
                     .map(|n| n.get() as u64);
@@ -91,6 +139,15 @@ pub fn run(args: CompareArgs) -> Result<()> {
     }
     let failed = rows.iter().filter(|r| !r.status.is_ok()).count();
     super::failed_runs(failed, rows.len(), "cells")
+}
+
+/// The half-width of a cell's p50 interval, as a fraction of its median (None without an
+/// interval yet).
+fn half_width(cell: &Cell) -> Option<f64> {
+    let p50s: Vec<f64> = cell.records().map(|(_, r)| r.p50_ns as f64).collect();
+    let center = median(&p50s)?;
+    let ci = median_ci(&p50s, LEVEL)?;
+    Some(half_width_pct(center, ci) / 100.0)
 }
 
 /// A seed for the order within rounds when none is given: the clock's nanoseconds.

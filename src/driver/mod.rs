@@ -318,6 +318,27 @@ pub fn run_rounds(
     executor: &mut dyn Executor,
     progress: &mut Progress,
 ) -> Vec<Cell> {
+    run_rounds_while(
+        specs,
+        budget,
+        order_seed,
+        executor,
+        progress,
+        &mut |done, _, _| done < rounds,
+    )
+}
+
+/// [`run_rounds`] for as long as `more(rounds done, cells so far, progress)` says: the
+/// precision mode adds rounds until every cell's interval is narrow enough (and grows
+/// the progress total as it does).
+pub fn run_rounds_while(
+    specs: &[RunSpec],
+    budget: &Budget,
+    order_seed: u64,
+    executor: &mut dyn Executor,
+    progress: &mut Progress,
+    more: &mut dyn FnMut(u32, &[Cell], &mut Progress) -> bool,
+) -> Vec<Cell> {
     let mut cells: Vec<Cell> = specs
         .iter()
         .map(|spec| Cell {
@@ -325,7 +346,8 @@ pub fn run_rounds(
             runs: Vec::new(),
         })
         .collect();
-    'rounds: for round in 0..rounds {
+    let mut round = 0u32;
+    'rounds: while more(round, &cells, progress) {
         let mut order: Vec<usize> = (0..specs.len()).collect();
         SplitMix(order_seed.wrapping_add(u64::from(round))).shuffle(&mut order);
         for i in order {
@@ -333,11 +355,7 @@ pub fn run_rounds(
                 break 'rounds;
             }
             let spec = &specs[i];
-            progress.start(&if rounds > 1 {
-                format!("{spec} (round {}/{rounds})", round + 1)
-            } else {
-                spec.to_string()
-            });
+            progress.start(&format!("{spec} (round {})", round + 1));
             let result = executor.execute(spec, budget);
             progress.finish_one();
             if interrupted() {
@@ -345,6 +363,7 @@ pub fn run_rounds(
             }
             cells[i].runs.push((round, result));
         }
+        round += 1;
     }
     cells
 }
