@@ -24,8 +24,9 @@ const CAUSES: [Cause; 7] = [
     ("mremap", |r| r.mremap_per_iter, 0.1),
 ];
 
-/// One line per allocator: how much slower out-of-place is than in-place, and the
-/// counter differences that go with it.
+/// One line per allocator for runs of one process each (`alloclab run`): how much slower
+/// out-of-place is than in-place (no interval from one process) and the counter
+/// differences that go with it.
 pub fn explanations(rows: &[SummaryRow]) -> Vec<String> {
     let mut by_alloc: BTreeMap<(Allocator, &str, u64), BTreeMap<Variant, &SummaryRow>> =
         BTreeMap::new();
@@ -59,7 +60,7 @@ pub fn explanations(rows: &[SummaryRow]) -> Vec<String> {
                 format!("{:.2}x faster than", 1.0 / ratio)
             };
             let mut s = format!(
-                "{other} is {speed} in-place (p50 {} vs {})",
+                "{other} is {speed} in-place (p50 {} vs {}; one process each, so no interval)",
                 fmt_ns(o50 as f64),
                 fmt_ns(b50 as f64)
             );
