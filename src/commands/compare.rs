@@ -26,7 +26,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
     )
     .map_err(|why| Error::counters(args.counters, why))?;
     stop_on_interrupt();
-    let order_seed = args.order_seed.unwrap_or_else(clock_seed);
+    let order_seed = args.order_seed.unwrap_or_else(driver::clock_seed);
     let planned = specs.len() * args.processes as usize;
     let load_start = Load::now();
     let mut progress = Progress::new(planned);
@@ -148,13 +148,6 @@ fn half_width(cell: &Cell) -> Option<f64> {
     let center = median(&p50s)?;
     let ci = median_ci(&p50s, LEVEL)?;
     Some(half_width_pct(center, ci) / 100.0)
-}
-
-/// A seed for the order within rounds when none is given: the clock's nanoseconds.
-fn clock_seed() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// Where too few processes keep the interval from reaching 95 %, says what it reaches.

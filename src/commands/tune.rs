@@ -36,9 +36,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     let workers = preflight::check(&specs).map_err(Error::bad)?;
     let mut exec = ProcessExecutor::new(workers, args.counters, Duration::from_secs(300))
         .map_err(|why| Error::counters(args.counters, why))?;
-    let order_seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
+    let order_seed = driver::clock_seed();
     let mut progress = Progress::new(specs.len() * args.processes as usize);
     let all = driver::run_rounds(
         &specs,

@@ -306,6 +306,14 @@ pub fn run_all(
     outcomes
 }
 
+/// A seed for the order within rounds when none is given: the clock's nanoseconds
+/// (printed with the results, so that an order can be repeated with `--order-seed`).
+pub fn clock_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
 /// Runs every spec in `rounds` interleaved rounds: one worker process per spec per round,
 /// the order within each round shuffled from `order_seed` (recorded by the caller), so
 /// that drift over time (heat, neighbours, frequency) reaches every cell alike. Stops
