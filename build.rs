@@ -61,6 +61,12 @@ fn main() {
         ("tikv-jemalloc-sys", "ALLOCLAB_JEMALLOC_SYS_VERSION"),
         ("mimalloc", "ALLOCLAB_MIMALLOC_CRATE_VERSION"),
         ("libmimalloc-sys", "ALLOCLAB_LIBMIMALLOC_SYS_VERSION"),
+        ("tcmalloc-better", "ALLOCLAB_TCMALLOC_BETTER_VERSION"),
+        ("libtcmalloc-sys", "ALLOCLAB_LIBTCMALLOC_SYS_VERSION"),
+        ("snmalloc-rs", "ALLOCLAB_SNMALLOC_RS_VERSION"),
+        ("snmalloc-sys", "ALLOCLAB_SNMALLOC_SYS_VERSION"),
+        ("rpmalloc", "ALLOCLAB_RPMALLOC_CRATE_VERSION"),
+        ("rpmalloc-sys", "ALLOCLAB_RPMALLOC_SYS_VERSION"),
     ] {
         println!(
             "cargo:rustc-env={var}={}",

@@ -54,7 +54,7 @@ fn bad_input_is_refused_with_what_would_be_right() {
         "is available (MemAvailable)",
     );
     assert_refused(
-        &["compare", "--allocators", "system,tcmalloc"],
+        &["compare", "--allocators", "system,hoard"],
         "valid allocators are system, jemalloc, mimalloc",
     );
     assert_refused(
@@ -73,11 +73,11 @@ fn bad_input_is_refused_with_what_would_be_right() {
     assert_refused(&["compare", "--timeout", "0"], "expected seconds above 0");
     // An allocator the lab does not build: the message names the form that loads one.
     assert_refused(
-        &["compare", "--allocators", "tcmalloc"],
+        &["compare", "--allocators", "hoard"],
         "name=/path/to/lib.so",
     );
     assert_refused(
-        &["exec", "--allocators", "tcmalloc", "--", "true"],
+        &["exec", "--allocators", "hoard", "--", "true"],
         "name=/path/to/lib.so",
     );
     // Two specs with knobs joined by a comma are two specs; a knob that belongs to no
@@ -115,7 +115,11 @@ fn json_and_csv_carry_every_run_with_the_documented_fields() {
     let o = small_compare("json");
     assert!(o.status.success(), "{}", stderr(&o));
     let rows: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(rows.len(), 12);
+    // Every built-in allocator by default, four variants each.
+    assert_eq!(
+        rows.len(),
+        4 * <alloclab::model::spec::Allocator as alloclab::model::spec::Choice>::ALL.len()
+    );
     let fields = [
         "allocator",
         "variant",
@@ -176,7 +180,7 @@ fn json_and_csv_carry_every_run_with_the_documented_fields() {
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8(o.stdout.clone()).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 13);
+    assert_eq!(lines.len(), 1 + rows.len());
     let header: Vec<&str> = lines[0].split(',').collect();
     assert!(header.contains(&"minflt_per_iter") && header.contains(&"p50_ns"));
     let p50 = header.iter().position(|h| *h == "p50_ns").unwrap();
@@ -255,6 +259,8 @@ fn crashed_and_garbled_workers_are_reported_and_the_rest_still_shown() {
     ]);
     let args = [
         "compare",
+        "--allocators",
+        "system,jemalloc,mimalloc",
         "--size",
         "2000",
         "--min-time",

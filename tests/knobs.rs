@@ -281,6 +281,27 @@ fn tune_reports_which_knob_sets_remove_the_storm() {
 }
 
 #[test]
+fn allocators_without_knobs_or_statistics_say_why() {
+    let r = with_knobs(Allocator::Rpmalloc, "reuse", 1000, "");
+    assert!(r.allocator_stats.is_empty());
+    assert!(r.unavailable["allocator_stats"].contains("ENABLE_STATISTICS"));
+    for a in [
+        Allocator::Tcmalloc,
+        Allocator::Snmalloc,
+        Allocator::Rpmalloc,
+    ] {
+        let e = format!("{a}:x=1")
+            .parse::<alloclab::model::knobs::AllocatorSpec>()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!("unknown knob 'x' for {a}: ")) && !e.contains("valid knobs"),
+            "{e}"
+        );
+    }
+}
+
+#[test]
 fn each_allocator_reports_its_own_statistics() {
     for (a, keys) in [
         (
@@ -294,6 +315,18 @@ fn each_allocator_reports_its_own_statistics() {
         (
             Allocator::Mimalloc,
             &["current_rss", "peak_rss", "current_commit", "peak_commit"][..],
+        ),
+        (
+            Allocator::Tcmalloc,
+            &[
+                "current_allocated_bytes",
+                "heap_size",
+                "pageheap_free_bytes",
+            ][..],
+        ),
+        (
+            Allocator::Snmalloc,
+            &["current_memory_usage", "peak_memory_usage"][..],
         ),
     ] {
         let r = with_knobs(a, "reuse", 100_000, "");
@@ -310,6 +343,9 @@ fn each_allocator_reports_its_own_statistics() {
             Allocator::System => r.allocator_stats["uordblks"] + r.allocator_stats["hblkhd"],
             Allocator::Jemalloc => r.allocator_stats["allocated"],
             Allocator::Mimalloc => r.allocator_stats["current_commit"],
+            Allocator::Tcmalloc => r.allocator_stats["current_allocated_bytes"],
+            Allocator::Snmalloc => r.allocator_stats["current_memory_usage"],
+            Allocator::Rpmalloc => unreachable!("rpmalloc keeps no statistics"),
         };
         assert!(live >= 800_000, "{a}: {:?}", r.allocator_stats);
     }

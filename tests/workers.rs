@@ -30,6 +30,9 @@ fn every_worker_prints_a_consistent_record_with_identical_checksums() {
                 Allocator::System => "glibc",
                 Allocator::Jemalloc => "jemalloc",
                 Allocator::Mimalloc => "mimalloc",
+                Allocator::Tcmalloc => "TCMalloc",
+                Allocator::Snmalloc => "snmalloc",
+                Allocator::Rpmalloc => "rpmalloc",
             }));
             assert!(r.overhead.harness_overhead_ns_per_sample > 0.0);
             // Counted allocations are exact: one buffer, two, or none.

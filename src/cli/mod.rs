@@ -16,7 +16,7 @@ use std::time::Duration;
 #[command(
     name = "alloclab",
     version,
-    about = "Allocator-behaviour experiment lab: the same temporary-array workloads under glibc malloc, jemalloc and mimalloc, one process per run",
+    about = "Allocator-behaviour experiment lab: the same temporary-array workloads under glibc malloc, jemalloc, mimalloc, TCMalloc, snmalloc and rpmalloc, one process per run",
     after_help = "Each run is a separate worker process (alloclab-system, alloclab-jemalloc, alloclab-mimalloc) found beside this executable."
 )]
 pub struct Cli {
@@ -57,12 +57,16 @@ pub enum Command {
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  alloclab exec --runs 10 -- python3 my_script.py\n  alloclab exec --allocators 'system;jemalloc:dirty_decay_ms=-1;tcmalloc=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4' -- ./server --bench\n\nsystem runs the command as it is (glibc malloc); jemalloc and mimalloc preload the project's libraries (liballoclab_preload_*.so beside alloclab, or in $ALLOCLAB_PRELOAD_DIR); name=/path/lib.so preloads any other allocator."
+    after_help = "Examples:\n  alloclab exec --runs 10 -- python3 my_script.py\n  alloclab exec --allocators 'system;jemalloc:dirty_decay_ms=-1;gperftools=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4' -- ./server --bench\n\nsystem runs the command as it is (glibc malloc); jemalloc, mimalloc, tcmalloc, snmalloc and rpmalloc preload the project's libraries (liballoclab_preload_*.so beside alloclab, or in $ALLOCLAB_PRELOAD_DIR); name=/path/lib.so preloads any other allocator."
 )]
 pub struct ExecArgs {
-    /// Allocators, comma-separated (system,jemalloc,mimalloc,name=/path/to/lib.so); with
-    /// knobs, separated by ';': "system:top_pad=64M;jemalloc:dirty_decay_ms=-1".
-    #[arg(long, default_value = "system,jemalloc,mimalloc")]
+    /// Allocators, comma-separated (system,jemalloc,mimalloc,tcmalloc,snmalloc,rpmalloc,
+    /// name=/path/to/lib.so); with knobs, separated by ';':
+    /// "system:top_pad=64M;jemalloc:dirty_decay_ms=-1".
+    #[arg(
+        long,
+        default_value = "system,jemalloc,mimalloc,tcmalloc,snmalloc,rpmalloc"
+    )]
     pub allocators: String,
     /// Measured runs per allocator; the allocators alternate run by run.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
@@ -283,7 +287,8 @@ pub struct CompareArgs {
     /// Comma-separated variants [default: all: in-place,out-of-place,reuse].
     #[arg(long)]
     pub variants: Option<String>,
-    /// Allocators [default: system,jemalloc,mimalloc], comma-separated; with knobs,
+    /// Allocators [default: all six: system,jemalloc,mimalloc,tcmalloc,snmalloc,rpmalloc],
+    /// comma-separated; with knobs,
     /// separated by ';': "system:top_pad=64M;jemalloc:dirty_decay_ms=-1;mimalloc".
     #[arg(long)]
     pub allocators: Option<String>,

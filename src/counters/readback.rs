@@ -84,6 +84,17 @@ pub fn mimalloc_version(v: c_int) -> String {
     format!("mimalloc {}.{}.{}", v / 10000, v / 100 % 100, v % 100)
 }
 
+/// rpmalloc has no version at run time; rpmalloc-sys's version carries the upstream
+/// commit it bundles as build metadata ("0.2.3+b097fd0").
+pub fn rpmalloc_version(sys_crate_version: &str) -> String {
+    match sys_crate_version.split_once('+') {
+        Some((_, commit)) => {
+            format!("rpmalloc at upstream commit {commit} (no version at run time)")
+        }
+        None => "rpmalloc (no version at run time)".to_string(),
+    }
+}
+
 /// A mimalloc knob's effective value from `mi_option_get`. The indices are those of
 /// `mi_option_t` in the mimalloc 3.3 bundled with the pinned libmimalloc-sys; a test checks
 /// them by setting each option through its environment variable and reading it back.

@@ -103,7 +103,7 @@ fn last_lines(text: &str) -> String {
     lines[lines.len().saturating_sub(3)..].join(" / ")
 }
 
-/// Parses `--allocators`: "system,jemalloc,tcmalloc=/usr/lib/…/libtcmalloc.so.4", or with
+/// Parses `--allocators`: "system,jemalloc,gperftools=/usr/lib/…/libtcmalloc_minimal.so.4", or with
 /// knobs, separated by ';': "system:top_pad=64M;jemalloc:dirty_decay_ms=-1;mimalloc".
 pub fn parse_allocators(text: &str) -> Result<Vec<ExecAllocator>, String> {
     let mut out: Vec<ExecAllocator> = Vec::new();
@@ -137,7 +137,7 @@ pub fn parse_allocators(text: &str) -> Result<Vec<ExecAllocator>, String> {
             }
             None => ExecAllocator::Builtin(item.parse().map_err(|e| match e {
                 crate::model::knobs::KnobError::Allocator(_) => format!(
-                    "{e}, or a library of your own as name=/path/to/lib.so (e.g. tcmalloc=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4)"
+                    "{e}, or a library of your own as name=/path/to/lib.so (e.g. gperftools=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4)"
                 ),
                 e => e.to_string(),
             })?),

@@ -25,15 +25,27 @@ pub fn color(a: Allocator, shade: usize) -> &'static str {
         "#1f77b4", "#08306b", "#6baed6", "#17becf", "#3f51b5", "#9ecae1", "#2171b5", "#5e3c99",
     ];
     const JEMALLOC: [&str; 8] = [
-        "#d62728", "#67000d", "#fc9272", "#ff7f0e", "#a50f15", "#e377c2", "#fb6a4a", "#8c564b",
+        "#d62728", "#67000d", "#fc9272", "#ff7f0e", "#a50f15", "#ef3b2c", "#fb6a4a", "#cb181d",
     ];
     const MIMALLOC: [&str; 8] = [
         "#2ca02c", "#00441b", "#74c476", "#bcbd22", "#238b45", "#a1d99b", "#006d2c", "#7f7f00",
+    ];
+    const TCMALLOC: [&str; 8] = [
+        "#9467bd", "#3f007d", "#bcbddc", "#6a51a3", "#54278f", "#dadaeb", "#807dba", "#4a1486",
+    ];
+    const SNMALLOC: [&str; 8] = [
+        "#8c564b", "#4d2b1f", "#c49c94", "#a0522d", "#6b3e26", "#d2b48c", "#7f4f24", "#bf8040",
+    ];
+    const RPMALLOC: [&str; 8] = [
+        "#e7298a", "#7a0177", "#f768a1", "#ce1256", "#980043", "#fcc5c0", "#dd3497", "#ae017e",
     ];
     let palette = match a {
         Allocator::System => SYSTEM,
         Allocator::Jemalloc => JEMALLOC,
         Allocator::Mimalloc => MIMALLOC,
+        Allocator::Tcmalloc => TCMALLOC,
+        Allocator::Snmalloc => SNMALLOC,
+        Allocator::Rpmalloc => RPMALLOC,
     };
     palette[shade % palette.len()]
 }

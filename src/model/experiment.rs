@@ -520,10 +520,10 @@ budget = { min_time = 0.01, warmup_time = 0 }
         fails(
             &OK.replace(
                 r#"allocators = ["system"]"#,
-                r#"allocators = ["system", "tcmalloc"]"#,
+                r#"allocators = ["system", "hoard"]"#,
             ),
             "experiments/t.toml:5:25",
-            &["tcmalloc", "system, jemalloc, mimalloc"],
+            &["hoard", "system, jemalloc, mimalloc"],
         );
         fails(
             &OK.replace(

@@ -82,6 +82,17 @@ pub fn defs(allocator: Allocator) -> &'static [KnobDef] {
         Allocator::System => SYSTEM,
         Allocator::Jemalloc => JEMALLOC,
         Allocator::Mimalloc => MIMALLOC,
+        Allocator::Tcmalloc | Allocator::Snmalloc | Allocator::Rpmalloc => &[],
+    }
+}
+
+/// Why an allocator has no knobs, for `alloclab list` and messages.
+pub fn no_knobs_reason(allocator: Allocator) -> Option<&'static str> {
+    match allocator {
+        Allocator::Tcmalloc => Some("TCMalloc's release settings act through its background thread (ProcessBackgroundActions), which the bundled build does not have: it returns at once"),
+        Allocator::Snmalloc => Some("snmalloc is configured when it is compiled; it reads no settings at run time"),
+        Allocator::Rpmalloc => Some("rpmalloc's settings (rpmalloc_initialize_config) must be given before its first allocation, which the Rust runtime makes before main"),
+        _ => None,
     }
 }
 
@@ -104,7 +115,7 @@ pub struct AllocatorSpec {
 pub enum KnobError {
     #[error(transparent)]
     Allocator(#[from] UnknownChoice),
-    #[error("unknown knob '{name}' for {allocator}: valid knobs are {valid}")]
+    #[error("unknown knob '{name}' for {allocator}: {}", if .valid.is_empty() { no_knobs_reason(*.allocator).unwrap_or("it has no knobs").to_string() } else { format!("valid knobs are {}", .valid) })]
     UnknownKnob {
         allocator: Allocator,
         name: String,
@@ -214,6 +225,7 @@ impl AllocatorSpec {
                     .collect();
                 vec![(JEMALLOC_CONF_ENV.into(), items.join(","))]
             }
+            Allocator::Tcmalloc | Allocator::Snmalloc | Allocator::Rpmalloc => Vec::new(),
             Allocator::Mimalloc => self
                 .knobs
                 .iter()
@@ -447,11 +459,14 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("expected name=value"), "{e}");
-        let e = "tcmalloc:x=1"
+        let e = "hoard:x=1"
             .parse::<AllocatorSpec>()
             .unwrap_err()
             .to_string();
-        assert!(e.contains("system, jemalloc, mimalloc"), "{e}");
+        assert!(
+            e.contains("system, jemalloc, mimalloc, tcmalloc, snmalloc, rpmalloc"),
+            "{e}"
+        );
         assert!("system:top_pad=1M,top_pad=2M"
             .parse::<AllocatorSpec>()
             .is_err());

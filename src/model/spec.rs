@@ -104,6 +104,13 @@ choice_enum!(
         Jemalloc => "jemalloc",
         /// mimalloc through the `mimalloc` crate.
         Mimalloc => "mimalloc",
+        /// Google's TCMalloc through `tcmalloc-better` (built with the default cargo
+        /// feature `tcmalloc`).
+        Tcmalloc => "tcmalloc",
+        /// Microsoft's snmalloc through `snmalloc-rs`.
+        Snmalloc => "snmalloc",
+        /// rpmalloc through the `rpmalloc` crate.
+        Rpmalloc => "rpmalloc",
     }
 );
 
@@ -114,6 +121,9 @@ impl Allocator {
             Allocator::System => "alloclab-system",
             Allocator::Jemalloc => "alloclab-jemalloc",
             Allocator::Mimalloc => "alloclab-mimalloc",
+            Allocator::Tcmalloc => "alloclab-tcmalloc",
+            Allocator::Snmalloc => "alloclab-snmalloc",
+            Allocator::Rpmalloc => "alloclab-rpmalloc",
         }
     }
 }
@@ -247,9 +257,12 @@ mod tests {
         for a in Allocator::ALL {
             assert_eq!(a.name().parse::<Allocator>(), Ok(*a));
         }
-        let err = "tcmalloc".parse::<Allocator>().unwrap_err().to_string();
-        assert!(err.contains("unknown allocator 'tcmalloc'"), "{err}");
-        assert!(err.contains("system, jemalloc, mimalloc"), "{err}");
+        let err = "hoard".parse::<Allocator>().unwrap_err().to_string();
+        assert!(err.contains("unknown allocator 'hoard'"), "{err}");
+        assert!(
+            err.contains("system, jemalloc, mimalloc, tcmalloc, snmalloc, rpmalloc"),
+            "{err}"
+        );
         let err = "inplace".parse::<Variant>().unwrap_err().to_string();
         assert!(
             err.contains("in-place, out-of-place, reuse, fused"),

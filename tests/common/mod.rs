@@ -13,6 +13,9 @@ pub fn worker_path(a: Allocator) -> PathBuf {
         Allocator::System => env!("CARGO_BIN_EXE_alloclab-system"),
         Allocator::Jemalloc => env!("CARGO_BIN_EXE_alloclab-jemalloc"),
         Allocator::Mimalloc => env!("CARGO_BIN_EXE_alloclab-mimalloc"),
+        Allocator::Tcmalloc => env!("CARGO_BIN_EXE_alloclab-tcmalloc"),
+        Allocator::Snmalloc => env!("CARGO_BIN_EXE_alloclab-snmalloc"),
+        Allocator::Rpmalloc => env!("CARGO_BIN_EXE_alloclab-rpmalloc"),
     })
 }
 
