@@ -61,11 +61,19 @@ fn ptrace_and_perf_count_the_same_calls() {
             .syscalls
             .unwrap();
         eprintln!("{a} {variant}: ptrace {by_ptrace:?}, perf {by_perf:?}");
-        assert_eq!(
-            memory_counts(&by_ptrace),
-            memory_counts(&by_perf),
-            "{a} {variant}"
-        );
+        // Two processes: glibc and mimalloc repeat their calls exactly; jemalloc's
+        // time-based decay can purge once more or less in one of them (seen: 61 vs 60
+        // madvise under a parallel test load), so it gets 2 calls of slack.
+        let slack = if a == Allocator::Jemalloc { 2 } else { 0 };
+        for (t, p) in memory_counts(&by_ptrace)
+            .into_iter()
+            .zip(memory_counts(&by_perf))
+        {
+            assert!(
+                t.abs_diff(p) <= slack,
+                "{a} {variant}: ptrace {by_ptrace:?} vs perf {by_perf:?}"
+            );
+        }
     }
     // The founding case really is counted, not zero.
     let (c, _) = traced(Allocator::System, "out-of-place", 30);
