@@ -296,6 +296,13 @@ impl std::str::FromStr for AllocatorSpec {
             .filter(|i| !i.is_empty())
         {
             let Some((k, v)) = item.split_once('=') else {
+                if defs(allocator).is_empty() {
+                    return Err(KnobError::UnknownKnob {
+                        allocator,
+                        name: item.into(),
+                        valid: String::new(),
+                    });
+                }
                 return Err(KnobError::NoValue {
                     allocator,
                     item: item.into(),
@@ -467,6 +474,12 @@ mod tests {
             e.contains("system, jemalloc, mimalloc, tcmalloc, snmalloc, rpmalloc"),
             "{e}"
         );
+        // An allocator without knobs says why, with or without a value given.
+        let e = "snmalloc:foo"
+            .parse::<AllocatorSpec>()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("reads no settings at run time"), "{e}");
         assert!("system:top_pad=1M,top_pad=2M"
             .parse::<AllocatorSpec>()
             .is_err());
