@@ -10,6 +10,10 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Effect {
     pub allocator: Allocator,
+    /// The allocator as given, with knobs or as an installed library's name (absent in
+    /// calibrations saved before it was recorded: then `allocator`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocator_spec: Option<String>,
     pub workload: Workload,
     pub variant: Variant,
     pub size: u64,
@@ -83,7 +87,9 @@ impl Calibration {
             };
             lines.push(format!(
                 "{} {} {} n={}: {} moves the median {:+.2} % ({:.0} → {:.0} ns), {verdict}",
-                e.allocator,
+                e.allocator_spec
+                    .clone()
+                    .unwrap_or_else(|| e.allocator.to_string()),
                 e.workload,
                 e.variant,
                 e.size,

@@ -242,6 +242,7 @@ mod tests {
             seed: 1,
             knobs: Vec::new(),
             thp: Default::default(),
+            library: None,
         };
         let j = Jump {
             workload: spec.workload,

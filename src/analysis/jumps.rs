@@ -94,6 +94,7 @@ pub(crate) mod tests {
                 seed: 1,
                 knobs: Vec::new(),
                 thp: Default::default(),
+                library: None,
             },
             result: Err(RunFailure {
                 cause: String::new(),

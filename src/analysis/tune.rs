@@ -125,7 +125,17 @@ pub fn verdicts(rows: &[SummaryRow], time: &[Option<Comparison>]) -> Vec<String>
                 (Some(b), Some(x)) => format!(", RSS {} vs {}", human_bytes(x), human_bytes(b)),
                 _ => String::new(),
             };
-            lines.push(format!("{}: {what}; {time}{rss}", r.allocator_spec));
+            // An installed library runs in the system worker: its row is measured
+            // against glibc's defaults, which it replaces rather than tunes.
+            let instead = if r.allocator_spec.starts_with(a.name()) {
+                ""
+            } else {
+                "instead of glibc, "
+            };
+            lines.push(format!(
+                "{}: {instead}{what}; {time}{rss}",
+                r.allocator_spec
+            ));
         }
     }
     lines

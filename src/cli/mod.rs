@@ -17,7 +17,7 @@ use std::time::Duration;
     name = "alloclab",
     version,
     about = "Allocator-behaviour experiment lab: the same temporary-array workloads under glibc malloc, jemalloc, mimalloc, TCMalloc, snmalloc and rpmalloc, one process per run",
-    after_help = "Each run is a separate worker process (alloclab-system, alloclab-jemalloc, alloclab-mimalloc) found beside this executable."
+    after_help = "Each run is a separate worker process (alloclab-system, alloclab-jemalloc, …, alloclab-rpmalloc) found beside this executable; an installed allocator library (name=/path/lib.so) runs in alloclab-system with the library preloaded."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -43,7 +43,7 @@ pub enum Command {
     /// Compare two results cell by cell (run folders, or compare's JSON/CSV): change,
     /// interval, verdict; exit 1 when a cell got significantly slower.
     Diff(DiffArgs),
-    /// List the allocators, workloads and variants.
+    /// List the allocators (with versions and knobs, and the allocator libraries installed here), workloads and variants.
     List,
     /// (internal) Report where malloc resolves and the preloaded allocator's knobs, as JSON.
     #[command(hide = true, name = "probe-preload")]
@@ -137,7 +137,9 @@ impl ExecArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct CliffArgs {
-    /// The allocator, with knobs if wanted: system, "jemalloc:dirty_decay_ms=-1".
+    /// The allocator, with knobs if wanted: system, "jemalloc:dirty_decay_ms=-1", or an
+    /// installed library: "gperftools=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"
+    /// (a bare file name is looked up in the standard library directories).
     #[arg(long)]
     pub allocator: String,
     /// The workload (`alloclab list` shows them).
@@ -181,7 +183,8 @@ pub struct TuneArgs {
     /// The variant whose faults and syscalls the knobs should remove.
     #[arg(long, default_value = "out-of-place", value_parser = spec::parse_choice::<Variant>)]
     pub variant: Variant,
-    /// Comma-separated allocators to tune [default: all].
+    /// Comma-separated allocators to tune [default: all six]; installed libraries as
+    /// name=/path/lib.so run with their defaults only (the lab knows no knobs for them).
     #[arg(long)]
     pub allocators: Option<String>,
     /// Measuring time of each process, in seconds.
@@ -204,6 +207,10 @@ pub struct TuneArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct CalibrateArgs {
+    /// The allocator the founding case runs under: system, "jemalloc:dirty_decay_ms=-1",
+    /// or an installed library, name=/path/lib.so.
+    #[arg(long, default_value = "system")]
+    pub allocator: String,
     /// Size of the founding case used to measure the observer's effect.
     #[arg(long, default_value = "1000000", value_parser = spec::parse_size)]
     pub size: u64,
@@ -290,6 +297,9 @@ pub struct CompareArgs {
     /// Allocators [default: all six: system,jemalloc,mimalloc,tcmalloc,snmalloc,rpmalloc],
     /// comma-separated; with knobs,
     /// separated by ';': "system:top_pad=64M;jemalloc:dirty_decay_ms=-1;mimalloc".
+    /// Installed libraries as name=/path/lib.so or a bare file name from the standard
+    /// library directories: "system,gperftools=libtcmalloc_minimal.so.4" (`alloclab list`
+    /// shows those found here).
     #[arg(long)]
     pub allocators: Option<String>,
     /// never: every worker runs with transparent huge pages disabled (prctl).
@@ -370,7 +380,7 @@ impl CompareArgs {
         let allocators = match &self.allocators {
             Some(list) => crate::model::knobs::parse_spec_list(list).map_err(|e| match e {
                 crate::model::knobs::KnobError::Allocator(_) => Error::BadInput(format!(
-                    "{e} (a library of your own, name=/path/to/lib.so, works with `alloclab exec` for now)"
+                    "{e}, or an installed library as name=/path/to/lib.so (`alloclab list` shows those found here)"
                 )),
                 e => Error::bad(e),
             })?,
@@ -391,6 +401,7 @@ impl CompareArgs {
                     seed: self.seed,
                     knobs: alloc.knobs.clone(),
                     thp: self.thp,
+                    library: alloc.library.clone(),
                 });
             }
         }

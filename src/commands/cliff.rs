@@ -34,6 +34,7 @@ pub fn run(args: &CliffArgs) -> Result<()> {
         seed: 42,
         knobs: alloc.knobs,
         thp: args.thp,
+        library: alloc.library,
     };
     let workers = preflight::check(std::slice::from_ref(&base)).map_err(Error::bad)?;
     let mut exec = ProcessExecutor::new(workers, args.counters, Duration::from_secs(300))

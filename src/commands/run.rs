@@ -73,7 +73,13 @@ pub fn run(args: RunArgs) -> Result<()> {
     // What observing costs on this machine now, recorded with every experiment.
     let (min_time, rounds) = if args.quick { (0.02, 1) } else { (0.15, 6) };
     eprintln!("calibrating the observer ({rounds} round(s))…");
-    let calibration = match calibrate::calibrate(&workers, 1_000_000, min_time, rounds) {
+    let calibration = match calibrate::calibrate(
+        &workers,
+        &crate::model::knobs::AllocatorSpec::plain(crate::model::spec::Allocator::System),
+        1_000_000,
+        min_time,
+        rounds,
+    ) {
         Ok(c) => Some(c),
         Err(e) => {
             eprintln!(

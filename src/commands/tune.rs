@@ -7,8 +7,9 @@ use crate::driver::{self, preflight, ProcessExecutor};
 use crate::error::{Error, Result};
 use crate::export::{self, table, Format};
 use crate::model::budget::Budget;
+use crate::model::knobs::AllocatorSpec;
 use crate::model::run::RunSpec;
-use crate::model::spec::{parse_choice_list, Allocator, Choice};
+use crate::model::spec::{Allocator, Choice};
 use crate::model::summary::SummaryRow;
 use crate::ui::fmt::group_thousands;
 use crate::ui::progress::Progress;
@@ -16,12 +17,26 @@ use std::time::Duration;
 
 pub fn run(args: &TuneArgs) -> Result<()> {
     let allocators = match &args.allocators {
-        Some(list) => parse_choice_list::<Allocator>(list).map_err(Error::bad)?,
-        None => Allocator::ALL.to_vec(),
+        Some(list) => crate::model::knobs::parse_spec_list(list).map_err(|e| match e {
+            crate::model::knobs::KnobError::Allocator(_) => Error::BadInput(format!(
+                "{e}, or an installed library as name=/path/to/lib.so (`alloclab list` shows those found here)"
+            )),
+            e => Error::bad(e),
+        })?,
+        None => Allocator::ALL.iter().map(|&a| AllocatorSpec::plain(a)).collect(),
     };
+    if let Some(s) = allocators.iter().find(|s| !s.knobs.is_empty()) {
+        return Err(Error::BadInput(format!(
+            "--allocators {s}: tune tries its own knob sets; give allocator names (or installed libraries) without knobs"
+        )));
+    }
     let specs: Vec<RunSpec> = allocators
         .iter()
-        .flat_map(|a| tune::specs(*a))
+        .flat_map(|a| match &a.library {
+            // An installed library: its defaults, beside the built-in allocators' sets.
+            Some(_) => vec![a.clone()],
+            None => tune::specs(a.allocator),
+        })
         .map(|a| RunSpec {
             allocator: a.allocator,
             workload: args.workload,
@@ -31,6 +46,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
             seed: 42,
             knobs: a.knobs,
             thp: Default::default(),
+            library: a.library,
         })
         .collect();
     let workers = preflight::check(&specs).map_err(Error::bad)?;
@@ -78,7 +94,16 @@ pub fn run(args: &TuneArgs) -> Result<()> {
                 t.push('\n');
             }
             t.push_str("\nWhy each set was tried:\n");
-            for a in &allocators {
+            for spec in &allocators {
+                if let Some(l) = &spec.library {
+                    t.push_str(&format!(
+                        "  {}: {} preloaded into the system worker, with its defaults (compared with system's defaults when those ran)\n",
+                        l.name,
+                        l.path.display()
+                    ));
+                    continue;
+                }
+                let a = &spec.allocator;
                 for (knobs, why) in tune::curated(*a) {
                     let label = if knobs.is_empty() {
                         a.to_string()

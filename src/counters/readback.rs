@@ -4,7 +4,7 @@
 //! the preloaded library with `dlsym`), so both read knobs the same way.
 
 use crate::counters::Unavailable;
-use std::ffi::{c_char, c_int, c_long, c_void, CStr};
+use std::ffi::{c_char, c_int, c_long, c_void, CStr, CString};
 
 /// jemalloc's `mallctl`.
 pub type Mallctl = unsafe extern "C" fn(
@@ -118,4 +118,69 @@ pub fn mimalloc_option(option_get: MiOptionGet, name: &str) -> Result<String, Un
     } else {
         v.to_string()
     })
+}
+
+/// The version an installed allocator library reports through its own entry point, when
+/// it has one this knows and the entry point is the library's own: gperftools'
+/// `tc_version`, jemalloc's `mallctl("version")`, mimalloc's `mi_version`.
+pub fn library_version(library: &std::path::Path) -> Option<String> {
+    let own = |name: &str| {
+        symbol(name).filter(|&p| {
+            defining_object(p).is_some_and(|f| {
+                crate::model::library::same_file(std::path::Path::new(&f), library)
+            })
+        })
+    };
+    if let Some(p) = own("tc_version") {
+        type TcVersion =
+            unsafe extern "C" fn(*mut c_int, *mut c_int, *mut *const c_char) -> *const c_char;
+        // SAFETY: gperftools declares `const char* tc_version(int*, int*, const char**)`.
+        let f: TcVersion = unsafe { std::mem::transmute(p) };
+        let (mut major, mut minor, mut patch) = (0, 0, std::ptr::null());
+        // SAFETY: three writable out-parameters; the result is a static string.
+        let s = unsafe { f(&mut major, &mut minor, &mut patch) };
+        if !s.is_null() {
+            // SAFETY: a static NUL-terminated string.
+            return Some(unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned());
+        }
+    }
+    if let Some(p) = own("mallctl") {
+        // SAFETY: jemalloc's unprefixed `mallctl` has this signature.
+        let m: Mallctl = unsafe { std::mem::transmute(p) };
+        if let Ok(v) = jemalloc_version(m) {
+            return Some(v);
+        }
+    }
+    if let Some(p) = own("mi_version") {
+        // SAFETY: mimalloc declares `int mi_version(void)`.
+        let f: unsafe extern "C" fn() -> c_int = unsafe { std::mem::transmute(p) };
+        // SAFETY: no arguments.
+        return Some(mimalloc_version(unsafe { f() }));
+    }
+    None
+}
+
+/// The address of `name` in the process's global scope (what a call to it reaches).
+pub fn symbol(name: &str) -> Option<*mut libc::c_void> {
+    let c = CString::new(name).ok()?;
+    // SAFETY: RTLD_DEFAULT searches the global scope for a NUL-terminated name.
+    let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c.as_ptr()) };
+    (!p.is_null()).then_some(p)
+}
+
+/// The object file that defines the address `p`, canonical where it can be.
+pub fn defining_object(p: *mut libc::c_void) -> Option<String> {
+    // SAFETY: all-zero is a valid Dl_info; dladdr fills it for a mapped address.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: `info` is writable; `p` is an address from dlsym.
+    if unsafe { libc::dladdr(p, &mut info) } == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: dladdr returned a NUL-terminated file name owned by the loader.
+    let name = unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy();
+    Some(
+        std::fs::canonicalize(&*name)
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| name.into_owned()),
+    )
 }

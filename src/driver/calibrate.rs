@@ -8,26 +8,30 @@ use crate::analysis::stats::{compare_paired, median};
 use crate::counters::linux::perf::SyscallCounters;
 use crate::counters::{ptrace, CounterMode};
 use crate::driver::ProcessExecutor;
+use crate::model::knobs::AllocatorSpec;
 use crate::model::record::RunFailure;
 use crate::model::run::RunSpec;
-use crate::model::spec::{Allocator, Variant, Workload};
+use crate::model::spec::{Variant, Workload};
 use crate::worker::measure::{Budget, ObserverCosts};
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-/// Measures the observer with the system allocator's scale workload at `size`.
+/// Measures the observer with the scale workload at `size` under `alloc` (the system
+/// allocator in `run`; any spec, installed libraries too, in `alloclab calibrate`).
 pub fn calibrate(
     workers: &Path,
+    alloc: &AllocatorSpec,
     size: u64,
     min_time_s: f64,
     rounds: u32,
 ) -> Result<Calibration, RunFailure> {
-    let out = Command::new(workers.join(Allocator::System.worker_binary()))
+    let worker = alloc.allocator.worker_binary();
+    let out = Command::new(workers.join(worker))
         .arg("--observer-costs")
         .output()
         .map_err(|e| RunFailure {
-            cause: format!("cannot start the system worker: {e}"),
+            cause: format!("cannot start {worker}: {e}"),
         })?;
     let costs: ObserverCosts = serde_json::from_slice(&out.stdout).map_err(|e| RunFailure {
         cause: format!("the worker's observer costs do not parse: {e}"),
@@ -60,14 +64,15 @@ pub fn calibrate(
     let mut effects = Vec::new();
     for variant in [Variant::InPlace, Variant::OutOfPlace] {
         let spec = RunSpec {
-            allocator: Allocator::System,
+            allocator: alloc.allocator,
             workload: Workload::Scale,
             variant,
             size,
             threads: 1,
             seed: 42,
-            knobs: Vec::new(),
+            knobs: alloc.knobs.clone(),
             thp: Default::default(),
+            library: alloc.library.clone(),
         };
         let (mut off, mut perf, mut traced) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..rounds.max(1) {
@@ -93,6 +98,7 @@ pub fn calibrate(
             };
             effects.push(Effect {
                 allocator: spec.allocator,
+                allocator_spec: Some(spec.allocator_label()),
                 workload: spec.workload,
                 variant,
                 size,

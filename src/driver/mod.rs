@@ -146,6 +146,9 @@ impl ProcessExecutor {
             .args(budget.to_worker_args())
             .arg(format!("--counters={}", counters.name()))
             .arg(format!("--thp={}", spec.thp));
+        if let Some(l) = &spec.library {
+            cmd.arg(format!("--library={l}"));
+        }
         if !spec.knobs.is_empty() {
             let knobs: Vec<String> = spec
                 .knobs
@@ -464,6 +467,7 @@ mod tests {
                 seed: 1,
                 knobs: Vec::new(),
                 thp: Default::default(),
+                library: None,
             })
             .collect()
     }

@@ -26,6 +26,8 @@ pub enum PlanError {
     MemInfo(std::io::Error),
     #[error("worker binary {} not found (looked in {}); build every binary with `make build` (cargo build --release)", .binary, .dir.display())]
     MissingWorker { binary: String, dir: PathBuf },
+    #[error("allocator library {0}")]
+    Library(String),
     #[error("cannot locate this executable to find the worker binaries beside it: {0}")]
     NoExe(std::io::Error),
 }
@@ -108,6 +110,18 @@ pub fn check_workers(dir: &Path, allocators: &[Allocator]) -> Result<(), PlanErr
     Ok(())
 }
 
+/// Checks that every installed library the runs preload is a file (a bare file name is
+/// looked up in the standard library directories). Whether it takes over malloc is
+/// checked by the worker, which fails its run otherwise.
+pub fn check_libraries(specs: &[RunSpec]) -> Result<(), PlanError> {
+    for s in specs {
+        if let Some(l) = &s.library {
+            l.resolve().map_err(PlanError::Library)?;
+        }
+    }
+    Ok(())
+}
+
 /// Everything checked before `specs` run: the worker binaries of their allocators beside
 /// this executable, and memory for the largest of them. Returns the workers' folder.
 pub fn check(specs: &[RunSpec]) -> Result<PathBuf, PlanError> {
@@ -119,6 +133,7 @@ pub fn check(specs: &[RunSpec]) -> Result<PathBuf, PlanError> {
         .filter(|a| specs.iter().any(|s| s.allocator == *a))
         .collect();
     check_workers(&dir, &allocators)?;
+    check_libraries(specs)?;
     Ok(dir)
 }
 
@@ -137,6 +152,7 @@ mod tests {
             seed: 1,
             knobs: Vec::new(),
             thp: Default::default(),
+            library: None,
         }
     }
 

@@ -7,9 +7,11 @@
 //! dynamic loader only *warns* when an `LD_PRELOAD` library cannot be loaded and runs the
 //! program under glibc anyway, so without this check such a run would be silently wrong.
 
+use crate::counters::readback::{defining_object, symbol};
 use crate::counters::Unavailable;
+pub use crate::model::library::same_file;
 use serde::{Deserialize, Serialize};
-use std::ffi::{c_char, c_int, CStr, CString};
+use std::ffi::{c_char, c_int, CStr};
 use std::path::{Path, PathBuf};
 
 /// What the probe found, as it prints it (JSON) for the driver.
@@ -23,30 +25,6 @@ pub struct ProbeReport {
     pub version: Option<String>,
     /// Each requested knob: its effective value, or why it cannot be read.
     pub knobs: Vec<(String, Result<String, Unavailable>)>,
-}
-
-fn symbol(name: &str) -> Option<*mut libc::c_void> {
-    let c = CString::new(name).ok()?;
-    // SAFETY: RTLD_DEFAULT searches the global scope for a NUL-terminated name.
-    let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c.as_ptr()) };
-    (!p.is_null()).then_some(p)
-}
-
-/// The object file that defines the address `p`.
-fn defining_object(p: *mut libc::c_void) -> Option<String> {
-    // SAFETY: all-zero is a valid Dl_info; dladdr fills it for a mapped address.
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    // SAFETY: `info` is writable; `p` is an address from dlsym.
-    if unsafe { libc::dladdr(p, &mut info) } == 0 || info.dli_fname.is_null() {
-        return None;
-    }
-    // SAFETY: dladdr returned a NUL-terminated file name owned by the loader.
-    let name = unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy();
-    Some(
-        std::fs::canonicalize(&*name)
-            .map(|p| p.display().to_string())
-            .unwrap_or_else(|_| name.into_owned()),
-    )
 }
 
 /// Reads one knob back: its value, or why it cannot be read.
@@ -135,15 +113,6 @@ pub fn run_probe(
     let report: ProbeReport = serde_json::from_slice(&out.stdout)
         .map_err(|e| format!("the preload probe's report does not parse: {e}"))?;
     Ok((report, stderr))
-}
-
-/// Whether `a` and `b` name the same file.
-pub fn same_file(a: &Path, b: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
-        _ => false,
-    }
 }
 
 /// A path made absolute (the child may run in another directory).

@@ -18,9 +18,22 @@ pub struct PlotFile {
     pub svg: String,
 }
 
-/// The allocator's colour; further specs of the same allocator (other knobs) get
-/// darker and lighter shades of it, in order.
-pub fn color(a: Allocator, shade: usize) -> &'static str {
+/// Whether a row's label names an installed library (run by the system worker, labelled
+/// with the library's name) rather than glibc itself.
+fn is_library(a: Allocator, label: &str) -> bool {
+    a == Allocator::System && label.split([':', ' ']).next() != Some(a.name())
+}
+
+/// The colour of a spec label: its allocator's palette (greys for installed libraries);
+/// further specs of the same allocator (other knobs) get darker and lighter shades of
+/// it, in order.
+pub fn color(a: Allocator, label: &str, shade: usize) -> &'static str {
+    const LIBRARY: [&str; 8] = [
+        "#252525", "#737373", "#000000", "#969696", "#525252", "#bdbdbd", "#3b3b3b", "#636363",
+    ];
+    if is_library(a, label) {
+        return LIBRARY[shade % LIBRARY.len()];
+    }
     const SYSTEM: [&str; 8] = [
         "#1f77b4", "#08306b", "#6baed6", "#17becf", "#3f51b5", "#9ecae1", "#2171b5", "#5e3c99",
     ];
@@ -53,9 +66,12 @@ pub fn color(a: Allocator, shade: usize) -> &'static str {
 /// The shade index of each allocator spec label: its rank among the labels of the same
 /// allocator, in sorted order.
 fn shades<'a>(labels: impl Iterator<Item = (Allocator, &'a str)>) -> BTreeMap<String, usize> {
-    let mut seen: BTreeMap<Allocator, BTreeSet<&str>> = BTreeMap::new();
+    // Installed libraries (None) share the grey palette.
+    let mut seen: BTreeMap<Option<Allocator>, BTreeSet<&str>> = BTreeMap::new();
     for (a, l) in labels {
-        seen.entry(a).or_default().insert(l);
+        seen.entry((!is_library(a, l)).then_some(a))
+            .or_default()
+            .insert(l);
     }
     seen.values()
         .flat_map(|ls| ls.iter().enumerate().map(|(i, l)| (l.to_string(), i)))
@@ -122,7 +138,7 @@ fn series_by_run(
             points.sort_by(|p, q| p.0.total_cmp(&q.0));
             Series {
                 label: format!("{label} {v}"),
-                color: color(a, shade.get(label).copied().unwrap_or(0)),
+                color: color(a, label, shade.get(label).copied().unwrap_or(0)),
                 dash: dash(v),
                 points,
             }
@@ -243,6 +259,7 @@ fn percentile_plot(
             label: format!("{} {}", s.allocator_label(), s.variant),
             color: color(
                 s.allocator,
+                &s.allocator_label(),
                 shade.get(&s.allocator_label()).copied().unwrap_or(0),
             ),
             dash: dash(s.variant),

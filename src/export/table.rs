@@ -357,6 +357,7 @@ mod tests {
                 seed: 1,
                 knobs: Vec::new(),
                 thp: Default::default(),
+                library: None,
             },
             result: Err(RunFailure {
                 cause: "killed by signal 9 (SIGKILL)".into(),

@@ -367,6 +367,7 @@ impl Experiment {
                                     seed: self.seed,
                                     knobs: alloc.knobs.clone(),
                                     thp,
+                                    library: alloc.library.clone(),
                                 });
                             }
                         }
@@ -394,9 +395,13 @@ fn dedup<T: PartialEq>(items: Vec<T>) -> Vec<T> {
 
 /// A run's identifier, unique within an experiment and usable as a file name:
 /// `scale-out-of-place-system-n1000000-t1`.
-/// Knobs join the allocator with `+` (`system+top_pad=64M`), THP off adds `-thpnever`.
+/// Knobs join the allocator with `+` (`system+top_pad=64M`), THP off adds `-thpnever`;
+/// an installed library is named by its name (`scale-out-of-place-gperftools-…`).
 pub fn run_id(spec: &RunSpec) -> String {
-    let mut alloc = spec.allocator.name().to_string();
+    let mut alloc = match &spec.library {
+        Some(l) => l.name.clone(),
+        None => spec.allocator.name().to_string(),
+    };
     let label = spec.allocator_spec().to_string();
     if let Some((_, knobs)) = label.split_once(':') {
         alloc.push('+');

@@ -5,6 +5,7 @@
 //! from `_RJEM_MALLOC_CONF` by tikv-jemallocator's prefixed build, not `MALLOC_CONF`),
 //! mimalloc's `MIMALLOC_<NAME>` options.
 
+use crate::model::library::Library;
 use crate::model::spec::{parse_choice, Allocator, Choice, UnknownChoice};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -109,12 +110,19 @@ pub struct AllocatorSpec {
     pub allocator: Allocator,
     #[serde(default)]
     pub knobs: Vec<Knob>,
+    /// An installed library run by the system worker with the library preloaded
+    /// (`allocator` is then `system` and there are no knobs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub library: Option<Library>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KnobError {
     #[error(transparent)]
     Allocator(#[from] UnknownChoice),
+    /// A `name=/path/lib.so` spec that is not well formed.
+    #[error("{0}")]
+    Library(String),
     #[error("unknown knob '{name}' for {allocator}: {}", if .valid.is_empty() { no_knobs_reason(*.allocator).unwrap_or("it has no knobs").to_string() } else { format!("valid knobs are {}", .valid) })]
     UnknownKnob {
         allocator: Allocator,
@@ -189,6 +197,25 @@ impl AllocatorSpec {
         AllocatorSpec {
             allocator,
             knobs: Vec::new(),
+            library: None,
+        }
+    }
+
+    /// An installed library, run by the system worker with it preloaded.
+    pub fn library(library: Library) -> Self {
+        AllocatorSpec {
+            allocator: Allocator::System,
+            knobs: Vec::new(),
+            library: Some(library),
+        }
+    }
+
+    /// The spec as users write it, which parses back to this spec: the label, except
+    /// that a library is `name=/path/lib.so` rather than its name alone.
+    pub fn spec_text(&self) -> String {
+        match &self.library {
+            Some(l) => l.to_string(),
+            None => self.to_string(),
         }
     }
 
@@ -258,6 +285,9 @@ pub fn is_allocator_env(name: &str) -> bool {
 
 impl fmt::Display for AllocatorSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(l) = &self.library {
+            return f.pad(&l.name);
+        }
         let mut s = self.allocator.name().to_string();
         if !self.knobs.is_empty() {
             let items: Vec<String> = self
@@ -276,6 +306,11 @@ impl std::str::FromStr for AllocatorSpec {
     type Err = KnobError;
 
     fn from_str(text: &str) -> Result<Self, KnobError> {
+        if let Some(l) = Library::parse(text, |n| parse_choice::<Allocator>(n).is_ok())
+            .map_err(KnobError::Library)?
+        {
+            return Ok(AllocatorSpec::library(l));
+        }
         let (name, rest) = match text.split_once(':') {
             Some((n, r)) => (n, Some(r)),
             None => (text, None),
@@ -336,7 +371,11 @@ impl std::str::FromStr for AllocatorSpec {
             });
         }
         knobs.sort();
-        Ok(AllocatorSpec { allocator, knobs })
+        Ok(AllocatorSpec {
+            allocator,
+            knobs,
+            library: None,
+        })
     }
 }
 
@@ -354,7 +393,9 @@ pub fn split_spec_list(text: &str) -> Vec<String> {
                 continue;
             }
             let knob_of_previous = match token.split_once('=') {
-                Some((name, value)) => !name.contains(':') && !value.contains('/'),
+                Some((name, value)) => {
+                    !name.contains(':') && !value.contains('/') && !value.contains(".so")
+                }
                 None => false,
             };
             match out.last_mut() {
@@ -494,7 +535,7 @@ mod tests {
             parse_spec_list(text)
                 .unwrap()
                 .iter()
-                .map(|s| s.to_string())
+                .map(|s| s.spec_text())
                 .collect()
         };
         assert_eq!(names("system;jemalloc"), ["system", "jemalloc"]);
@@ -516,6 +557,22 @@ mod tests {
         assert_eq!(
             split_spec_list("system;tc=/usr/lib/libtcmalloc.so,jemalloc:narenas=1"),
             ["system", "tc=/usr/lib/libtcmalloc.so", "jemalloc:narenas=1"]
+        );
+        // Installed libraries: a path, a bare file name after a knob list, or alone.
+        assert_eq!(
+            names("system:top_pad=64M,gperftools=libtcmalloc_minimal.so.4,libjemalloc.so.2"),
+            [
+                "system:top_pad=64M",
+                "gperftools=libtcmalloc_minimal.so.4",
+                "libjemalloc=libjemalloc.so.2"
+            ]
+        );
+        let l: AllocatorSpec = "gperftools=/usr/lib/libtcmalloc_minimal.so.4"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            (l.allocator, l.to_string(), l.knobs.len()),
+            (Allocator::System, "gperftools".to_string(), 0)
         );
         let l = parse_spec_list(
             "system:top_pad=64M;system;jemalloc:dirty_decay_ms=-1,muzzy_decay_ms=0",

@@ -4,6 +4,7 @@
 pub mod budget;
 pub mod experiment;
 pub mod knobs;
+pub mod library;
 pub mod overhead;
 pub mod record;
 pub mod run;

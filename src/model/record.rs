@@ -86,6 +86,9 @@ pub struct RunRecord {
     pub knobs_effective: BTreeMap<String, String>,
     #[serde(default)]
     pub thp: crate::model::spec::Thp,
+    /// The installed allocator library the system worker ran with preloaded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub library: Option<crate::model::library::Library>,
     /// PR_GET_THP_DISABLE of the worker: whether THP was off for it.
     #[serde(default)]
     pub thp_disabled: Option<bool>,
@@ -194,6 +197,7 @@ impl RunRecord {
             seed: self.seed,
             knobs: self.knobs.clone(),
             thp: self.thp,
+            library: self.library.clone(),
         }
     }
 

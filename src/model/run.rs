@@ -1,6 +1,7 @@
 //! A run: everything that identifies one worker process's measurement.
 
 use crate::model::knobs::{AllocatorSpec, Knob};
+use crate::model::library::Library;
 use crate::model::spec::{Allocator, Thp, Variant, Workload};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -22,6 +23,9 @@ pub struct RunSpec {
     pub knobs: Vec<Knob>,
     #[serde(default)]
     pub thp: Thp,
+    /// An installed allocator library the system worker runs with preloaded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub library: Option<Library>,
 }
 
 impl RunSpec {
@@ -30,6 +34,7 @@ impl RunSpec {
         AllocatorSpec {
             allocator: self.allocator,
             knobs: self.knobs.clone(),
+            library: self.library.clone(),
         }
     }
 

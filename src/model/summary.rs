@@ -108,6 +108,7 @@ impl SummaryRow {
                 seed: 0,
                 knobs: Vec::new(),
                 thp: Default::default(),
+                library: None,
             },
             result: Err(RunFailure {
                 cause: String::new(),
@@ -201,6 +202,7 @@ pub fn sample(alloc: &str, variant: &str, p50: u64, minflt: f64, brk: Option<f64
             seed: 1,
             knobs: Vec::new(),
             thp: Default::default(),
+            library: None,
         },
         result: Err(RunFailure { cause: "x".into() }),
     };

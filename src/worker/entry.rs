@@ -5,12 +5,14 @@ use crate::counters::envinfo::{AllocatorInfo, Environment};
 use crate::counters::linux::perf::SyscallCounters;
 use crate::counters::{CounterMode, SyscallSource, Unavailable};
 use crate::model::knobs::AllocatorSpec;
+use crate::model::library::Library;
 use crate::model::record::RunRecord;
 use crate::model::run::RunSpec;
 use crate::model::spec::{self, Allocator, Thp, Variant, Workload};
 use crate::worker::measure;
 use crate::worker::workload;
 use clap::Parser;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Arguments of a worker (`alloclab-<allocator> --workload scale --variant in-place …`).
@@ -21,14 +23,17 @@ use std::process::ExitCode;
 pub struct WorkerArgs {
     #[arg(long, default_value = "scale", value_parser = spec::parse_choice::<Workload>)]
     pub workload: Workload,
-    #[arg(long, value_parser = spec::parse_choice::<Variant>, required_unless_present = "observer_costs")]
+    #[arg(long, value_parser = spec::parse_choice::<Variant>, required_unless_present_any = ["observer_costs", "describe"])]
     pub variant: Option<Variant>,
     /// Elements in the input array (1000000, 1e6, 2^20).
-    #[arg(long, value_parser = spec::parse_size, required_unless_present = "observer_costs")]
+    #[arg(long, value_parser = spec::parse_size, required_unless_present_any = ["observer_costs", "describe"])]
     pub size: Option<u64>,
     /// Instead of a run: measure what each part of the observer costs, print it as JSON.
     #[arg(long)]
     pub observer_costs: bool,
+    /// Instead of a run: print the allocator's version and crates as JSON.
+    #[arg(long)]
+    pub describe: bool,
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
     #[arg(long, default_value_t = 1)]
@@ -42,6 +47,11 @@ pub struct WorkerArgs {
     /// mechanism: the worker restarts itself with that environment.
     #[arg(long, default_value = "")]
     pub knobs: String,
+    /// An installed allocator library to run under instead of glibc (system worker only),
+    /// as name=/path/lib.so: the worker restarts itself with it in LD_PRELOAD and fails
+    /// unless the library then defines the process's malloc.
+    #[arg(long)]
+    pub library: Option<String>,
     /// never: THP disabled for the worker (prctl) before it starts.
     #[arg(long, default_value = "system", value_parser = spec::parse_choice::<Thp>)]
     pub thp: Thp,
@@ -60,6 +70,7 @@ pub fn run(
         anyhow::bail!("--threads 0: a run needs at least 1 thread (the main thread)");
     }
     let alloc_spec = parse_knobs(allocator, &args.knobs)?;
+    let library = parse_library(allocator, args.library.as_deref())?;
     let (Some(variant), Some(size_elems)) = (args.variant, args.size) else {
         anyhow::bail!("--variant and --size are required for a run");
     };
@@ -73,6 +84,7 @@ pub fn run(
         seed: args.seed,
         knobs: alloc_spec.knobs.clone(),
         thp: args.thp,
+        library: library.as_ref().map(|(l, _)| l.clone()),
     };
     let budget = args.budget.budget();
     let overhead = measure::calibrate();
@@ -93,9 +105,22 @@ pub fn run(
         )),
     };
     let mut m = measure::measure(kernels, &budget, source)?;
-    let stats = (info.stats)();
+    let stats = match &library {
+        None => (info.stats)(),
+        Some((l, _)) => Err(format!(
+            "{} replaces glibc's malloc, so glibc's mallinfo2 does not describe it, and the lab knows no statistics call of an arbitrary library",
+            l.name
+        )),
+    };
     let checksum = m.main_kernel.checksum();
-    let env = Environment::capture(info);
+    let mut env = Environment::capture(info);
+    if let Some((_, path)) = &library {
+        env.allocator_version = match crate::counters::readback::library_version(path) {
+            Some(v) => format!("{v} ({})", path.display()),
+            None => format!("{} (no version at run time)", path.display()),
+        };
+        env.allocator_crates = String::new();
+    }
     let mut record = RunRecord::new(&spec, budget, &m, overhead, checksum, env);
     for k in &spec.knobs {
         let effective = match (info.read_knob)(&k.name) {
@@ -119,6 +144,40 @@ pub fn run(
     Ok(record)
 }
 
+/// The `--library` spec with its file resolved, for the system worker only.
+fn parse_library(
+    allocator: Allocator,
+    text: Option<&str>,
+) -> anyhow::Result<Option<(Library, PathBuf)>> {
+    let Some(text) = text else { return Ok(None) };
+    if allocator != Allocator::System {
+        anyhow::bail!("--library is for the system worker (alloclab-system), which runs under glibc unless a library is preloaded");
+    }
+    let library = Library::parse(text, |n| spec::parse_choice::<Allocator>(n).is_ok())
+        .map_err(anyhow::Error::msg)?
+        .ok_or_else(|| anyhow::anyhow!("--library {text}: expected name=/path/to/lib.so"))?;
+    let path = library.resolve().map_err(anyhow::Error::msg)?;
+    Ok(Some((library, path)))
+}
+
+/// Fails unless `malloc` in this process is defined by `path` (the preloaded library).
+fn check_takeover(library: &Library, path: &Path) -> anyhow::Result<()> {
+    let from = crate::counters::readback::symbol("malloc")
+        .and_then(crate::counters::readback::defining_object);
+    match from {
+        Some(f) if crate::model::library::same_file(Path::new(&f), path) => Ok(()),
+        Some(f) => anyhow::bail!(
+            "{} did not take over malloc: with {} preloaded, malloc still comes from {f} (is it an allocator library that defines malloc?)",
+            library.name,
+            path.display()
+        ),
+        None => anyhow::bail!(
+            "{}: cannot tell where malloc comes from (dladdr found no object)",
+            library.name
+        ),
+    }
+}
+
 fn parse_knobs(allocator: Allocator, knobs: &str) -> anyhow::Result<AllocatorSpec> {
     let text = if knobs.trim().is_empty() {
         allocator.to_string()
@@ -135,6 +194,9 @@ fn thp_disabled() -> Option<bool> {
     (r >= 0).then_some(r == 1)
 }
 
+/// The dynamic loader's variable that preloads a library.
+const PRELOAD_ENV: &str = "LD_PRELOAD";
+
 /// Marks a worker that restarted itself to apply its allocator environment.
 const REEXEC_MARK: &str = "ALLOCLAB_WORKER_RESTARTED";
 
@@ -142,10 +204,19 @@ const REEXEC_MARK: &str = "ALLOCLAB_WORKER_RESTARTED";
 /// before `main`: when the environment does not already hold exactly the requested
 /// knobs (and no allocator settings inherited from elsewhere), or THP must be turned off,
 /// the worker sets that up and restarts itself. Returns only if nothing needs doing.
-fn restart_configured(spec: &AllocatorSpec, thp: Thp) -> anyhow::Result<()> {
-    let wanted: std::collections::BTreeMap<String, String> = spec.env().into_iter().collect();
+fn restart_configured(
+    spec: &AllocatorSpec,
+    thp: Thp,
+    preload: Option<&Path>,
+) -> anyhow::Result<()> {
+    let mut wanted: std::collections::BTreeMap<String, String> = spec.env().into_iter().collect();
+    if let Some(p) = preload {
+        wanted.insert(PRELOAD_ENV.into(), p.display().to_string());
+    }
     let present: std::collections::BTreeMap<String, String> = std::env::vars()
-        .filter(|(k, _)| crate::model::knobs::is_allocator_env(k))
+        .filter(|(k, _)| {
+            crate::model::knobs::is_allocator_env(k) || (preload.is_some() && k == PRELOAD_ENV)
+        })
         .collect();
     let thp_ok = thp == Thp::System || thp_disabled() == Some(true);
     if wanted == present && thp_ok {
@@ -181,8 +252,20 @@ fn restart_configured(spec: &AllocatorSpec, thp: Thp) -> anyhow::Result<()> {
 pub fn main(allocator: Allocator, info: AllocatorInfo) -> ExitCode {
     let args = WorkerArgs::parse();
     let bin = allocator.worker_binary();
-    let configured =
-        parse_knobs(allocator, &args.knobs).and_then(|spec| restart_configured(&spec, args.thp));
+    if args.describe {
+        let about = serde_json::json!({ "version": info.version, "crates": info.crates });
+        println!("{about}");
+        return ExitCode::SUCCESS;
+    }
+    let configured = parse_knobs(allocator, &args.knobs).and_then(|spec| {
+        let library = parse_library(allocator, args.library.as_deref())?;
+        let preload = library.as_ref().map(|(_, p)| p.as_path());
+        restart_configured(&spec, args.thp, preload)?;
+        match &library {
+            Some((l, p)) => check_takeover(l, p),
+            None => Ok(()),
+        }
+    });
     if let Err(e) = configured {
         eprintln!("{bin}: error: {e:#}");
         return ExitCode::from(2);

@@ -64,6 +64,7 @@ impl RunRecord {
             knobs: spec.knobs.clone(),
             knobs_effective: BTreeMap::new(),
             thp: spec.thp,
+            library: spec.library.clone(),
             thp_disabled: None,
             allocator_stats: BTreeMap::new(),
             budget,
