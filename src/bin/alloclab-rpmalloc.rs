@@ -6,9 +6,8 @@ static GLOBAL: CountingAlloc<rpmalloc::RpMalloc> = CountingAlloc(rpmalloc::RpMal
 
 fn main() -> std::process::ExitCode {
     let info = AllocatorInfo {
-        version: alloclab::counters::readback::rpmalloc_version(env!(
-            "ALLOCLAB_RPMALLOC_SYS_VERSION"
-        )),
+        version: alloclab::counters::readback::bundled_version(Allocator::Rpmalloc)
+            .unwrap_or_default(),
         crates: format!(
             "rpmalloc {}, rpmalloc-sys {}",
             env!("ALLOCLAB_RPMALLOC_CRATE_VERSION"),

@@ -17,10 +17,8 @@ fn stats() -> alloclab::counters::envinfo::AllocatorStats {
 
 fn main() -> std::process::ExitCode {
     let info = AllocatorInfo {
-        version: format!(
-            "snmalloc as bundled by snmalloc-sys {} (it has no version at run time)",
-            env!("ALLOCLAB_SNMALLOC_SYS_VERSION")
-        ),
+        version: alloclab::counters::readback::bundled_version(Allocator::Snmalloc)
+            .unwrap_or_default(),
         crates: format!(
             "snmalloc-rs {}, snmalloc-sys {}",
             env!("ALLOCLAB_SNMALLOC_RS_VERSION"),

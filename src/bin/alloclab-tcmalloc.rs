@@ -48,10 +48,8 @@ fn stats() -> alloclab::counters::envinfo::AllocatorStats {
 
 fn main() -> std::process::ExitCode {
     let info = AllocatorInfo {
-        version: format!(
-            "TCMalloc as bundled by libtcmalloc-sys {} (it has no version at run time)",
-            env!("ALLOCLAB_LIBTCMALLOC_SYS_VERSION")
-        ),
+        version: alloclab::counters::readback::bundled_version(Allocator::Tcmalloc)
+            .unwrap_or_default(),
         crates: format!(
             "tcmalloc-better {}, libtcmalloc-sys {}",
             env!("ALLOCLAB_TCMALLOC_BETTER_VERSION"),

@@ -84,6 +84,24 @@ pub fn mimalloc_version(v: c_int) -> String {
     format!("mimalloc {}.{}.{}", v / 10000, v / 100 % 100, v % 100)
 }
 
+/// The version of an allocator bundled at build time that has none at run time
+/// (TCMalloc, snmalloc, rpmalloc): what the crate that bundles it says.
+pub fn bundled_version(a: crate::model::spec::Allocator) -> Option<String> {
+    use crate::model::spec::Allocator;
+    match a {
+        Allocator::Tcmalloc => Some(format!(
+            "TCMalloc as bundled by libtcmalloc-sys {} (it has no version at run time)",
+            env!("ALLOCLAB_LIBTCMALLOC_SYS_VERSION")
+        )),
+        Allocator::Snmalloc => Some(format!(
+            "snmalloc as bundled by snmalloc-sys {} (it has no version at run time)",
+            env!("ALLOCLAB_SNMALLOC_SYS_VERSION")
+        )),
+        Allocator::Rpmalloc => Some(rpmalloc_version(env!("ALLOCLAB_RPMALLOC_SYS_VERSION"))),
+        _ => None,
+    }
+}
+
 /// rpmalloc has no version at run time; rpmalloc-sys's version carries the upstream
 /// commit it bundles as build metadata ("0.2.3+b097fd0").
 pub fn rpmalloc_version(sys_crate_version: &str) -> String {

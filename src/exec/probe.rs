@@ -75,7 +75,16 @@ pub fn probe_here(kind: &str, knob_names: &[String]) -> ProbeReport {
             }
             _ => Box::new(|_| Err("the mimalloc preload library is not loaded".into())),
         },
-        _ => Box::new(|_| Err("knobs are only read back for system, jemalloc and mimalloc".into())),
+        other => {
+            report.version = match other.parse::<crate::model::spec::Allocator>() {
+                Ok(a) => crate::counters::readback::bundled_version(a),
+                // An installed library: its own version call, if it has a known one.
+                Err(_) => report.malloc_from.as_deref().and_then(|f| {
+                    crate::counters::readback::library_version(std::path::Path::new(f))
+                }),
+            };
+            Box::new(|_| Err("knobs are only read back for system, jemalloc and mimalloc".into()))
+        }
     };
     report.knobs = knob_names.iter().map(|n| (n.clone(), read(n))).collect();
     report
