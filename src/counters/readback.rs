@@ -187,6 +187,8 @@ pub fn symbol(name: &str) -> Option<*mut libc::c_void> {
 }
 
 /// The object file that defines the address `p`, canonical where it can be.
+// dladdr only looks the address up among the loaded objects; it never dereferences it.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn defining_object(p: *mut libc::c_void) -> Option<String> {
     // SAFETY: all-zero is a valid Dl_info; dladdr fills it for a mapped address.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };

@@ -89,7 +89,7 @@ fn ns_to_secs_text(ns: u64) -> String {
 #[derive(Debug, Clone, clap::Args)]
 pub struct BudgetArgs {
     /// Measure at least this many seconds (per process)…
-    #[arg(long, default_value_t = 0.15, value_parser = parse_seconds, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 0.07, value_parser = parse_seconds, allow_negative_numbers = true)]
     pub min_time: f64,
     /// …and at least this many iterations…
     #[arg(long, default_value_t = 10)]
@@ -98,7 +98,7 @@ pub struct BudgetArgs {
     #[arg(long, default_value_t = 10_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_iters: u64,
     /// Warm up for at least this many seconds…
-    #[arg(long, default_value_t = 0.05, value_parser = parse_seconds, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 0.02, value_parser = parse_seconds, allow_negative_numbers = true)]
     pub warmup_time: f64,
     /// …and at least this many iterations.
     #[arg(long, default_value_t = 3)]
