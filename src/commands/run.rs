@@ -89,7 +89,18 @@ pub fn run(args: RunArgs) -> Result<()> {
             None
         }
     };
-    let mut progress = Progress::new(specs.len());
+    // Runs differ by orders of magnitude (32 to 2^27 elements): the ETA weighs them.
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let weights: Vec<f64> = experiments
+        .iter()
+        .flat_map(|e| {
+            e.runs()
+                .into_iter()
+                .map(|s| e.budget.expected_seconds(s.size, s.threads, cpus))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let mut progress = Progress::weighted(weights);
     let mut failed = 0;
     for (exp, folder) in experiments.iter().zip(&folders) {
         let o = run_experiment(
@@ -176,7 +187,7 @@ pub fn run_experiment(
         if resume {
             if let Some(record) = results.completed(&run.id, &run.spec, exp) {
                 skipped += 1;
-                progress.finish_one();
+                progress.skip_one();
                 outcomes.push(Outcome {
                     spec: run.spec.clone(),
                     result: Ok(record),

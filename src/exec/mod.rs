@@ -60,7 +60,16 @@ impl ExecAllocator {
                 Allocator::System => None,
                 a => Some(probe::absolute(&dir.join(preload_file(a)))),
             },
-            ExecAllocator::Custom { path, .. } => Some(probe::absolute(path)),
+            // A bare file name is looked up as the lab does everywhere; a path that does
+            // not resolve is kept as given, and the run says it does not exist.
+            ExecAllocator::Custom { name, path } => Some(
+                crate::model::library::Library {
+                    name: name.clone(),
+                    path: path.clone(),
+                }
+                .resolve()
+                .unwrap_or_else(|_| probe::absolute(path)),
+            ),
         }
     }
 }
@@ -109,32 +118,14 @@ pub fn parse_allocators(text: &str) -> Result<Vec<ExecAllocator>, String> {
     let mut out: Vec<ExecAllocator> = Vec::new();
     for item in crate::model::knobs::split_spec_list(text) {
         let item = item.as_str();
-        let custom = item.split_once('=').filter(|(name, _)| !name.contains(':'));
-        let a = match custom {
-            Some((name, path)) => {
-                let name = name.trim();
-                if crate::model::spec::parse_choice::<Allocator>(name).is_ok() {
-                    return Err(format!(
-                        "'{item}': {name} is built in (its preload library is the project's own); give another name for a library of your own, e.g. my{name}={path}"
-                    ));
-                }
-                if name.is_empty()
-                    || !name
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-                {
-                    return Err(format!(
-                        "'{item}': a custom allocator is name=/path/to/lib.so with a name of letters, digits, '-', '_' or '.'"
-                    ));
-                }
-                if path.trim().is_empty() {
-                    return Err(format!("'{item}': no library path after '='"));
-                }
-                ExecAllocator::Custom {
-                    name: name.to_string(),
-                    path: PathBuf::from(path.trim()),
-                }
-            }
+        let library = crate::model::library::Library::parse(item, |n| {
+            crate::model::spec::parse_choice::<Allocator>(n).is_ok()
+        })?;
+        let a = match library {
+            Some(l) => ExecAllocator::Custom {
+                name: l.name,
+                path: l.path,
+            },
             None => ExecAllocator::Builtin(item.parse().map_err(|e| match e {
                 crate::model::knobs::KnobError::Allocator(_) => format!(
                     "{e}, or a library of your own as name=/path/to/lib.so (e.g. gperftools=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4)"

@@ -132,6 +132,9 @@ fn series_by_run(
         }
     }
     let shade = shades(lines.keys().map(|k| (k.0, k.1)));
+    // Installed libraries after the built-in allocators in the legend.
+    let mut lines: Vec<_> = lines.into_iter().collect();
+    lines.sort_by_key(|((a, label, _), _)| is_library(*a, label));
     lines
         .into_iter()
         .map(|((a, label, v), mut points)| {

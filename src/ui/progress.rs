@@ -18,6 +18,11 @@ pub struct Progress {
     lines_at_end: bool,
     /// What the current run is, for its line at the end.
     current: String,
+    /// Each run's expected cost (any unit), in order, when runs differ a lot: the ETA is
+    /// then the time per unit of the runs measured so far times the units left.
+    weights: Option<Vec<f64>>,
+    /// Units of the runs measured so far (runs skipped as already done not counted).
+    measured_weight: f64,
 }
 
 impl Progress {
@@ -28,7 +33,7 @@ impl Progress {
                 ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
             // The template is a constant; the fallback keeps the default style.
             if let Ok(style) =
-                ProgressStyle::with_template("[{bar:24}] {pos}/{len} ETA {eta}  {wide_msg}")
+                ProgressStyle::with_template("[{bar:24}] {pos}/{len} {prefix}  {wide_msg}")
             {
                 bar.set_style(style.progress_chars("#>."));
             }
@@ -41,7 +46,24 @@ impl Progress {
             bar,
             lines_at_end: false,
             current: String::new(),
+            weights: None,
+            measured_weight: 0.0,
         }
+    }
+
+    /// A display for runs of different expected cost (`weights[i]` for run i, in order):
+    /// the ETA weighs the runs left by their cost instead of counting them.
+    pub fn weighted(weights: Vec<f64>) -> Self {
+        Progress {
+            weights: Some(weights.clone()),
+            ..Progress::new(weights.len())
+        }
+    }
+
+    /// Units of work left, by weight (from run `done` on).
+    fn remaining_weight(&self) -> Option<f64> {
+        let w = self.weights.as_ref()?;
+        Some(w.iter().skip(self.done).sum())
     }
 
     /// A display whose runs end with a result to show ([`Progress::finish_with`]): without
@@ -62,19 +84,27 @@ impl Progress {
     }
 
     fn eta(&self) -> String {
-        if self.done == 0 {
-            return "ETA …".into();
+        let elapsed = self.started.elapsed().as_secs_f64();
+        let left = match self.remaining_weight() {
+            Some(_) if self.measured_weight <= 0.0 => return "ETA …".into(),
+            Some(rest) => elapsed / self.measured_weight * rest,
+            None if self.done == 0 => return "ETA …".into(),
+            None => elapsed / self.done as f64 * self.total.saturating_sub(self.done) as f64,
+        };
+        format!("ETA {}", fmt_duration(left))
+    }
+
+    /// Shows the count and the ETA on the bar (indicatif's own ETA counts runs alike).
+    fn show_eta(&self) {
+        if let Some(bar) = &self.bar {
+            bar.set_prefix(self.eta());
         }
-        let per = self.started.elapsed().as_secs_f64() / self.done as f64;
-        format!(
-            "ETA {}",
-            fmt_duration(per * self.total.saturating_sub(self.done) as f64)
-        )
     }
 
     /// A run starts: `what` names it.
     pub fn start(&mut self, what: &str) {
         self.current = what.to_string();
+        self.show_eta();
         match &self.bar {
             Some(bar) => bar.set_message(what.to_string()),
             None if self.lines_at_end => {}
@@ -100,10 +130,23 @@ impl Progress {
 
     /// The current run is over.
     pub fn finish_one(&mut self) {
+        if let Some(w) = self.weights.as_ref().and_then(|w| w.get(self.done)) {
+            self.measured_weight += w;
+        }
+        self.advance();
+    }
+
+    /// A run is skipped (already done): it counts towards the position, not the rate.
+    pub fn skip_one(&mut self) {
+        self.advance();
+    }
+
+    fn advance(&mut self) {
         self.done += 1;
         if let Some(bar) = &self.bar {
             bar.set_position(self.done as u64);
         }
+        self.show_eta();
     }
 
     /// Prints a message on its own line (above the bar on a terminal).
@@ -132,5 +175,22 @@ impl Progress {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weighted_progress_counts_the_units_left_and_skips_do_not_set_the_rate() {
+        let mut p = Progress::weighted(vec![1.0, 1.0, 8.0]);
+        assert_eq!(p.remaining_weight(), Some(10.0));
+        p.skip_one();
+        assert_eq!((p.remaining_weight(), p.measured_weight), (Some(9.0), 0.0));
+        assert_eq!(p.eta(), "ETA …", "no measured run yet: no rate");
+        p.finish_one();
+        assert_eq!((p.remaining_weight(), p.measured_weight), (Some(8.0), 1.0));
+        p.clear();
     }
 }
