@@ -89,6 +89,68 @@ pub fn explanations(rows: &[SummaryRow]) -> Vec<String> {
     lines
 }
 
+/// Smallest ratio a knob-set finding names (runs of one process each have no interval,
+/// and the process-to-process noise here is 7–13 %).
+const KNOB_FINDING_RATIO: f64 = 1.5;
+
+/// One line per knob set (or THP setting) that changes a variant's p50 by
+/// [`KNOB_FINDING_RATIO`] or more against its allocator's defaults, in every variant —
+/// also the variants a set was not meant for (`system:trim_threshold=1G` makes the
+/// in-place case ~10x slower while it targets out-of-place), with the fault, syscall and
+/// RSS differences. Rows are compared within the same workload, size and thread count.
+pub fn knob_findings(rows: &[SummaryRow]) -> Vec<String> {
+    let ok: Vec<&SummaryRow> = rows.iter().filter(|r| r.status.is_ok()).collect();
+    let mut lines = Vec::new();
+    for r in &ok {
+        let default = r.allocator.name();
+        if r.allocator_spec == default {
+            continue;
+        }
+        let Some(base) = ok.iter().find(|b| {
+            b.allocator_spec == default
+                && b.allocator == r.allocator
+                && (b.workload, b.size, b.threads, b.variant)
+                    == (r.workload, r.size, r.threads, r.variant)
+        }) else {
+            continue;
+        };
+        let (Some(b50), Some(r50)) = (base.p50_ns, r.p50_ns) else {
+            continue;
+        };
+        let ratio = r50 as f64 / b50.max(1) as f64;
+        if ratio < KNOB_FINDING_RATIO && ratio > 1.0 / KNOB_FINDING_RATIO {
+            continue;
+        }
+        let speed = if ratio > 1.0 {
+            format!("{ratio:.1}x slower")
+        } else {
+            format!("{:.1}x faster", 1.0 / ratio)
+        };
+        let mut s = format!(
+            "{}: {} is {speed} than with {default}'s defaults (p50 {} vs {})",
+            r.allocator_spec,
+            r.variant,
+            fmt_ns(r50 as f64),
+            fmt_ns(b50 as f64)
+        );
+        let diffs: Vec<String> = CAUSES
+            .iter()
+            .filter_map(|(name, get, min)| {
+                let d = get(r)? - get(base)?;
+                (d.abs() >= *min).then(|| format!("{} {name}", signed(d)))
+            })
+            .collect();
+        if !diffs.is_empty() {
+            let _ = write!(s, "; per iteration {}", diffs.join(", "));
+        }
+        if let (Some(b), Some(x)) = (base.rss_end_bytes, r.rss_end_bytes) {
+            let _ = write!(s, "; RSS {} vs {}", human_bytes(x), human_bytes(b));
+        }
+        lines.push(s);
+    }
+    lines
+}
+
 /// A ratio in words with its interval and verdict: "8.10x slower [7.90x, 8.31x]",
 /// "no significant difference (1.01x [0.99x, 1.03x])", or, from one process, the bare
 /// ratio and why there is no interval.
@@ -250,6 +312,35 @@ mod tests {
         );
         assert!(lines[1].contains("1.05x slower"), "{lines:?}");
         assert!(lines[1].contains("no difference"), "{lines:?}");
+    }
+
+    #[test]
+    fn knob_sets_are_compared_with_the_defaults_in_every_variant() {
+        let knobbed = |variant, p50, minflt| {
+            let mut r = row("system", variant, p50, minflt, Some(0.0));
+            r.allocator_spec = "system:trim_threshold=1G".into();
+            r
+        };
+        let rows = vec![
+            row("system", "in-place", 455_000, 0.0, Some(0.0)),
+            row("system", "out-of-place", 9_000_000, 3906.0, Some(3.0)),
+            knobbed("in-place", 4_700_000, 1954.0),
+            // Within 1.5x of the defaults: left out.
+            knobbed("out-of-place", 10_000_000, 3906.0),
+        ];
+        let lines = knob_findings(&rows);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].starts_with(
+                "system:trim_threshold=1G: in-place is 10.3x slower than with system's defaults (p50 4.70 ms vs 455 µs)"
+            ),
+            "{lines:?}"
+        );
+        assert!(lines[0].contains("+1,954 minor faults"), "{lines:?}");
+        assert!(
+            knob_findings(&rows[..2]).is_empty(),
+            "defaults alone: nothing"
+        );
     }
 
     #[test]

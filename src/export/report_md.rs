@@ -298,6 +298,20 @@ fn report_markdown(
             md.push('\n');
         }
     }
+    let knob_lines = explain::knob_findings(rows);
+    if !knob_lines.is_empty() {
+        let _ = writeln!(
+            md,
+            "**Knob sets and THP against their allocator's defaults**, in every variant (changes of 1.5x or more; one process each, so smaller ones are left to `alloclab tune`, which has intervals):\n"
+        );
+        for l in knob_lines {
+            let _ = writeln!(md, "- {l}");
+        }
+        md.push('\n');
+    }
+    if let Some(note) = thp_note(rows, &env) {
+        let _ = writeln!(md, "{note}\n");
+    }
     let fault_jumps = jumps::fault_jumps(rows);
     let syscall_jumps = jumps::syscall_jumps(rows);
     if fault_jumps.is_empty() && syscall_jumps.is_empty() {
@@ -392,6 +406,22 @@ fn report_markdown(
     }
     md.push_str(&table::to_markdown(&shown));
     md
+}
+
+/// mimalloc asks for transparent huge pages: where THP is not off, one of its faults can
+/// map 2 MiB, so its fault counts are not comparable page for page with the others'.
+fn thp_note(rows: &[SummaryRow], env: &serde_json::Value) -> Option<String> {
+    let thp = env["thp_enabled"].as_str()?;
+    let mimalloc_with_thp = rows.iter().any(|r| {
+        r.allocator == crate::model::spec::Allocator::Mimalloc
+            && !r.allocator_spec.contains("thp=never")
+            && !r.allocator_spec.contains("allow_thp=false")
+    });
+    (mimalloc_with_thp && thp != "never").then(|| {
+        format!(
+            "Note: mimalloc asks for transparent huge pages (THP here: {thp}), so one of its faults can map 2 MiB where the others fault 4 KiB pages: its fault counts are not comparable page for page. `thp = [\"never\"]` in the experiment, or `mimalloc:allow_thp=0`, makes them comparable."
+        )
+    })
 }
 
 #[cfg(test)]
