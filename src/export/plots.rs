@@ -81,9 +81,11 @@ fn shades<'a>(labels: impl Iterator<Item = (Allocator, &'a str)>) -> BTreeMap<St
 pub fn dash(v: Variant) -> Option<&'static str> {
     match v {
         Variant::InPlace => None,
-        Variant::OutOfPlace => Some("8,4"),
-        Variant::Reuse => Some("2,3"),
-        Variant::Fused => Some("12,3,2,3"),
+        // Round caps lengthen each dash by the line width: these are the patterns as
+        // drawn with them (round dots for reuse, which thin square dots hid).
+        Variant::OutOfPlace => Some("7,5"),
+        Variant::Reuse => Some("0.5,4.5"),
+        Variant::Fused => Some("11,4.5,0.5,4.5"),
     }
 }
 
@@ -183,7 +185,7 @@ pub fn plots(rows: &[SummaryRow], outcomes: &[Outcome]) -> Vec<PlotFile> {
                 let rs: Vec<&SummaryRow> = rows_w.iter().copied().filter(|r| r.size == n).collect();
                 let x_axis = || Axis {
                     label: "threads".into(),
-                    scale: Scale::Linear,
+                    scale: Scale::Whole,
                     format: trim_float,
                 };
                 let x = |r: &SummaryRow| f64::from(r.threads);
@@ -272,8 +274,13 @@ fn percentile_plot(
     if series.is_empty() {
         return None;
     }
+    // One plot per allocator when split: its title says which.
+    let whose = match suffix.strip_prefix('-') {
+        Some(a) => format!(" — {a} and its knob sets"),
+        None => String::new(),
+    };
     let title = format!(
-        "Latency percentiles: {w}, {} elements ({} per f64 buffer), {t} thread(s)",
+        "Latency percentiles: {w}, {} elements ({} per f64 buffer), {t} thread(s){whose}",
         fmt_elems(n as f64),
         human_bytes(n.saturating_mul(8))
     );
@@ -301,6 +308,10 @@ fn percentile_plot(
 
 /// A plot against one x: file suffix, title, y axis and the value plotted.
 type Metric = (&'static str, String, Axis, fn(&SummaryRow) -> Option<f64>);
+
+/// Counts per iteration at or below this are drawn on the bottom line of the fault and
+/// syscall plots: one event in 100 iterations is start-up, not a pattern.
+const FLOOR_PER_ITER: f64 = 0.01;
 
 /// The four plots against one x: median time, throughput, faults, memory syscalls.
 fn versus(
@@ -336,7 +347,7 @@ fn versus(
             format!("Minor page faults per iteration: {what}"),
             Axis {
                 label: "minor faults per iteration (log scale)".into(),
-                scale: Scale::Log,
+                scale: Scale::LogFloor(FLOOR_PER_ITER),
                 format: fmt_plain,
             },
             |r| r.minflt_per_iter,
@@ -346,7 +357,7 @@ fn versus(
             format!("Memory syscalls per iteration: {what}"),
             Axis {
                 label: "brk + mmap + munmap + madvise + mremap per iteration (log scale)".into(),
-                scale: Scale::Log,
+                scale: Scale::LogFloor(FLOOR_PER_ITER),
                 format: fmt_plain,
             },
             |r| r.memory_syscalls_per_iter,

@@ -1,13 +1,33 @@
 //! A small SVG line-chart writer for the lab's plots: linear or log axes with labelled
 //! ticks, one polyline (with point markers) per series, a legend. Zero values on a log
-//! axis are drawn on a separate "0" line at the bottom instead of being dropped.
+//! axis are drawn on a separate "0" line at the bottom instead of being dropped (with a
+//! floor, values at or below it share that line, labelled "≤ floor").
 
 use std::fmt::Write as _;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Scale {
     Linear,
+    /// Linear, with ticks only at whole numbers (threads).
+    Whole,
     Log,
+    /// Log, not reaching below this value: values at or below it sit on the bottom line,
+    /// so that one fault in a million iterations does not stretch the axis to 1e-6.
+    LogFloor(f64),
+}
+
+impl Scale {
+    fn is_log(self) -> bool {
+        matches!(self, Scale::Log | Scale::LogFloor(_))
+    }
+
+    /// Values at or below this sit on the bottom line of a log axis.
+    fn floor(self) -> f64 {
+        match self {
+            Scale::LogFloor(f) => f,
+            _ => 0.0,
+        }
+    }
 }
 
 /// One line of a chart.
@@ -64,37 +84,37 @@ impl Mapping {
         let usable: Vec<f64> = values
             .iter()
             .copied()
-            .filter(|v| v.is_finite() && (scale == Scale::Linear || *v > 0.0))
+            .filter(|v| v.is_finite() && (!scale.is_log() || *v > scale.floor()))
             .collect();
-        let has_zero = scale == Scale::Log && values.iter().any(|v| *v <= 0.0);
+        let has_zero = scale.is_log() && values.iter().any(|v| *v <= scale.floor());
         let (mut lo, mut hi) = usable
             .iter()
             .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
                 (a.min(v), b.max(v))
             });
         if !lo.is_finite() {
-            (lo, hi) = if scale == Scale::Log {
+            (lo, hi) = if scale.is_log() {
                 (1.0, 10.0)
             } else {
                 (0.0, 1.0)
             };
         }
         match scale {
-            Scale::Log => {
+            Scale::Log | Scale::LogFloor(_) => {
                 lo = 10f64.powf(lo.log10().floor());
                 hi = 10f64.powf(hi.log10().ceil());
                 if hi <= lo {
                     hi = lo * 10.0;
                 }
             }
-            Scale::Linear => {
+            Scale::Linear | Scale::Whole => {
                 if zero_line {
                     lo = lo.min(0.0);
                 }
                 if hi <= lo {
                     hi = lo + 1.0;
                 }
-                let step = nice_step((hi - lo) / 6.0);
+                let step = step_of(scale, hi - lo);
                 lo = (lo / step).floor() * step;
                 hi = (hi / step).ceil() * step;
             }
@@ -115,19 +135,20 @@ impl Mapping {
     }
 
     fn map(&self, v: f64) -> f64 {
-        if self.scale == Scale::Log && v <= 0.0 {
+        if self.scale.is_log() && v <= self.scale.floor() {
             return self.zero_px.unwrap_or(self.px.0);
         }
-        let t = match self.scale {
-            Scale::Linear => (v - self.lo) / (self.hi - self.lo),
-            Scale::Log => (v.log10() - self.lo.log10()) / (self.hi.log10() - self.lo.log10()),
+        let t = if self.scale.is_log() {
+            (v.log10() - self.lo.log10()) / (self.hi.log10() - self.lo.log10())
+        } else {
+            (v - self.lo) / (self.hi - self.lo)
         };
         self.px.0 + t * (self.px.1 - self.px.0)
     }
 
     fn ticks(&self) -> Vec<f64> {
         match self.scale {
-            Scale::Log => {
+            Scale::Log | Scale::LogFloor(_) => {
                 let (a, b) = (
                     self.lo.log10().round() as i32,
                     self.hi.log10().round() as i32,
@@ -142,10 +163,12 @@ impl Mapping {
                         t.push(5.0 * base);
                     }
                 }
+                // The floor itself is the bottom line's label ("≤ floor").
+                t.retain(|&v| v > self.scale.floor() * (1.0 + 1e-9));
                 t
             }
-            Scale::Linear => {
-                let step = nice_step((self.hi - self.lo) / 6.0);
+            Scale::Linear | Scale::Whole => {
+                let step = step_of(self.scale, self.hi - self.lo);
                 let mut t = Vec::new();
                 let mut v = self.lo;
                 while v <= self.hi + step * 1e-9 {
@@ -155,6 +178,17 @@ impl Mapping {
                 t
             }
         }
+    }
+}
+
+/// The tick step of a linear axis spanning `range`: about six ticks, whole numbers only
+/// on a [`Scale::Whole`] axis.
+fn step_of(scale: Scale, range: f64) -> f64 {
+    let step = nice_step(range / 6.0);
+    if scale == Scale::Whole {
+        step.max(1.0)
+    } else {
+        step
     }
 }
 
@@ -250,9 +284,13 @@ pub fn render(chart: &Chart) -> String {
         );
         let _ = writeln!(
             s,
-            r#"<text x="{}" y="{:.1}" text-anchor="end">0</text>"#,
+            r#"<text x="{}" y="{:.1}" text-anchor="end">{}</text>"#,
             x0 - 8.0,
-            zy + 4.0
+            zy + 4.0,
+            match chart.y.scale {
+                Scale::LogFloor(f) => esc(&format!("≤ {}", (chart.y.format)(f))),
+                _ => "0".to_string(),
+            }
         );
     }
     let _ = writeln!(
@@ -285,7 +323,7 @@ pub fn render(chart: &Chart) -> String {
             .collect();
         let dash = series
             .dash
-            .map(|d| format!(r#" stroke-dasharray="{d}""#))
+            .map(|d| format!(r#" stroke-dasharray="{d}" stroke-linecap="round""#))
             .unwrap_or_default();
         let _ = writeln!(
             s,
@@ -308,7 +346,7 @@ pub fn render(chart: &Chart) -> String {
         let y = y1 + 8.0 + i as f64 * 20.0;
         let dash = series
             .dash
-            .map(|d| format!(r#" stroke-dasharray="{d}""#))
+            .map(|d| format!(r#" stroke-dasharray="{d}" stroke-linecap="round""#))
             .unwrap_or_default();
         let _ = writeln!(
             s,
