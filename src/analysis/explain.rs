@@ -24,6 +24,18 @@ const CAUSES: [Cause; 7] = [
     ("mremap", |r| r.mremap_per_iter, 0.1),
 ];
 
+/// The per-iteration counter differences `row - base` worth naming: "+3,906 minor
+/// faults", "+3.00 brk".
+fn counter_diffs(row: &SummaryRow, base: &SummaryRow) -> Vec<String> {
+    CAUSES
+        .iter()
+        .filter_map(|(name, get, min)| {
+            let d = get(row)? - get(base)?;
+            (d.abs() >= *min).then(|| format!("{} {name}", signed(d)))
+        })
+        .collect()
+}
+
 /// One line per allocator for runs of one process each (`alloclab run`): how much slower
 /// out-of-place is than in-place (no interval from one process) and the counter
 /// differences that go with it.
@@ -64,13 +76,7 @@ pub fn explanations(rows: &[SummaryRow]) -> Vec<String> {
                 fmt_ns(o50 as f64),
                 fmt_ns(b50 as f64)
             );
-            let diffs: Vec<String> = CAUSES
-                .iter()
-                .filter_map(|(name, get, min)| {
-                    let d = get(o)? - get(base)?;
-                    (d.abs() >= *min).then(|| format!("{} {name}", signed(d)))
-                })
-                .collect();
+            let diffs = counter_diffs(o, base);
             if diffs.is_empty() {
                 s.push_str("; no difference in faults or memory syscalls");
             } else {
@@ -133,13 +139,7 @@ pub fn knob_findings(rows: &[SummaryRow]) -> Vec<String> {
             fmt_ns(r50 as f64),
             fmt_ns(b50 as f64)
         );
-        let diffs: Vec<String> = CAUSES
-            .iter()
-            .filter_map(|(name, get, min)| {
-                let d = get(r)? - get(base)?;
-                (d.abs() >= *min).then(|| format!("{} {name}", signed(d)))
-            })
-            .collect();
+        let diffs = counter_diffs(r, base);
         if !diffs.is_empty() {
             let _ = write!(s, "; per iteration {}", diffs.join(", "));
         }
@@ -206,13 +206,7 @@ pub fn cell_explanations(cells: &[&Cell], rows: &[SummaryRow], threshold: f64) -
                 continue;
             };
             let mut s = format!("{v} {}", describe(&c));
-            let diffs: Vec<String> = CAUSES
-                .iter()
-                .filter_map(|(name, get, min)| {
-                    let d = get(&rows[i])? - get(&rows[base])?;
-                    (d.abs() >= *min).then(|| format!("{} {name}", signed(d)))
-                })
-                .collect();
+            let diffs = counter_diffs(&rows[i], &rows[base]);
             if !diffs.is_empty() {
                 let _ = write!(s, " ({}/it)", diffs.join(", "));
             }

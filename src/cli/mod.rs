@@ -95,6 +95,10 @@ pub struct ExecArgs {
     /// Kill a run (and its process group) after this many seconds; that row fails.
     #[arg(long, value_parser = crate::model::budget::parse_timeout)]
     pub timeout: Option<f64>,
+    /// An allocator is called faster or slower than the first only when the whole 95 %
+    /// interval of its per-round ratio lies beyond this band around 1 (percent).
+    #[arg(long, default_value = "2", value_parser = parse_percent)]
+    pub noise_threshold: f64,
     /// The command and its arguments (put them after `--`).
     #[arg(
         required = true,
@@ -131,6 +135,7 @@ impl ExecArgs {
                 .map(Duration::from_secs_f64),
             counters: self.counters,
             preload_dir: crate::exec::preload_dir(),
+            noise_threshold: self.noise_threshold,
         })
     }
 }

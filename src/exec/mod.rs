@@ -161,6 +161,8 @@ pub struct ExecSettings {
     pub timeout: Option<Duration>,
     pub counters: CounterMode,
     pub preload_dir: PathBuf,
+    /// The band around 1 within which a ratio is no significant difference.
+    pub noise_threshold: f64,
 }
 
 /// One measured run (only runs that exited with status 0 are kept).
@@ -218,6 +220,13 @@ pub struct ExecRecord {
     pub syscall_counter: String,
     pub environment: crate::counters::envinfo::Environment,
     pub allocators: Vec<AllocatorRuns>,
+    /// `--noise-threshold` as a fraction (2 % before it was recorded).
+    #[serde(default = "default_noise_threshold")]
+    pub noise_threshold: f64,
+}
+
+fn default_noise_threshold() -> f64 {
+    0.02
 }
 
 pub const SCHEMA: &str = "alloclab.exec/1";
@@ -445,6 +454,7 @@ pub fn run_session(
         syscall_counter,
         environment: crate::counters::envinfo::Environment::capture(&exec_allocator_info()),
         allocators: rows,
+        noise_threshold: settings.noise_threshold,
     };
     save(&record).map_err(SessionError::Save)?;
 

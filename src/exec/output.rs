@@ -133,11 +133,9 @@ fn row_of(a: &AllocatorRuns, syscall_counter: &str) -> ExecRow {
     }
 }
 
-/// The band around 1 within which exec calls a ratio no significant difference.
-pub const NOISE_THRESHOLD: f64 = 0.02;
-
-/// `runs` against `base`, paired by round: the per-round wall-time ratios.
-fn paired(base: &[ExecRun], runs: &[ExecRun]) -> Option<Comparison> {
+/// `runs` against `base`, paired by round: the per-round wall-time ratios, a verdict
+/// beyond ±`threshold`.
+fn paired(base: &[ExecRun], runs: &[ExecRun], threshold: f64) -> Option<Comparison> {
     let pairs: Vec<(f64, f64)> = runs
         .iter()
         .filter_map(|r| {
@@ -145,7 +143,7 @@ fn paired(base: &[ExecRun], runs: &[ExecRun]) -> Option<Comparison> {
             Some((b.wall_ns as f64, r.wall_ns as f64))
         })
         .collect();
-    compare_paired(&pairs, NOISE_THRESHOLD)
+    compare_paired(&pairs, threshold)
 }
 
 /// Summary rows, in the order given; ratios against the first allocator that has runs.
@@ -166,7 +164,7 @@ pub fn rows(record: &ExecRecord) -> Vec<ExecRow> {
         if r.wall_median_ms.is_none() {
             continue;
         }
-        if let Some(c) = paired(&record.allocators[b].runs, &a.runs) {
+        if let Some(c) = paired(&record.allocators[b].runs, &a.runs, record.noise_threshold) {
             r.vs_baseline = Some(c.ratio);
             r.vs_baseline_ci_low = c.interval.map(|ci| ci.low);
             r.vs_baseline_ci_high = c.interval.map(|ci| ci.high);
@@ -368,7 +366,7 @@ pub fn header(record: &ExecRecord) -> String {
     let e = &record.environment;
     let mut s = format!("command: {}\n", shell_words(&record.command));
     s.push_str(&format!(
-        "{} run(s) per allocator after {} warm-up(s), allocators alternating (ratios: median of the per-round ratios, {} interval, significant beyond ±2 %); THP {}{}; {} · {}\n",
+        "{} run(s) per allocator after {} warm-up(s), allocators alternating (ratios: median of the per-round ratios, {} interval, significant beyond ±{} %); THP {}{}; {} · {}\n",
         record.runs_requested,
         record.warmup,
         match coverage(record.runs_requested as usize, LEVEL) {
@@ -376,6 +374,7 @@ pub fn header(record: &ExecRecord) -> String {
             Some(c) => format!("{:.1} % (all {} runs can give)", c * 100.0, record.runs_requested),
             None => "no".to_string(),
         },
+        crate::ui::fmt::trim_float(record.noise_threshold * 100.0),
         e.thp_enabled,
         if record.thp == crate::model::spec::Thp::Never {
             " (disabled for the command by prctl)"
@@ -544,10 +543,10 @@ mod tests {
         // between rounds; listed out of order.
         let base = runs(&[(1, 100), (2, 150), (3, 120), (4, 300), (5, 110), (6, 130)]);
         let other = runs(&[(6, 260), (1, 200), (3, 240), (2, 300), (5, 220), (4, 600)]);
-        let c = paired(&base, &other).unwrap();
+        let c = paired(&base, &other, 0.02).unwrap();
         assert_eq!((c.ratio, c.pairs), (2.0, 6));
         assert_eq!(c.verdict, Some(crate::analysis::stats::Verdict::Slower));
-        let same = paired(&base, &base).unwrap();
+        let same = paired(&base, &base, 0.02).unwrap();
         assert_eq!(
             same.verdict,
             Some(crate::analysis::stats::Verdict::NoSignificantDifference)

@@ -18,6 +18,14 @@ pub struct PlotFile {
     pub svg: String,
 }
 
+/// Twenty distinct colours (matplotlib's tab20, strong and light alternating), for plots
+/// of one allocator's many knob sets.
+const MANY: [&str; 20] = [
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+    "#bcbd22", "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94",
+    "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5",
+];
+
 /// Whether a row's label names an installed library (run by the system worker, labelled
 /// with the library's name) rather than glibc itself.
 fn is_library(a: Allocator, label: &str) -> bool {
@@ -260,13 +268,16 @@ fn percentile_plot(
             .filter(|r| r.quantile < 1.0)
             .map(|r| (1.0 / (1.0 - r.quantile), r.value))
             .collect();
+        let shade = shade.get(&s.allocator_label()).copied().unwrap_or(0);
         series.push(Series {
             label: format!("{} {}", s.allocator_label(), s.variant),
-            color: color(
-                s.allocator,
-                &s.allocator_label(),
-                shade.get(&s.allocator_label()).copied().unwrap_or(0),
-            ),
+            // A plot of one allocator's many knob sets: its 8 shades would repeat, so
+            // each set gets one of 20 distinct colours instead.
+            color: if suffix.is_empty() {
+                color(s.allocator, &s.allocator_label(), shade)
+            } else {
+                MANY[shade % MANY.len()]
+            },
             dash: dash(s.variant),
             points,
         });
@@ -274,16 +285,19 @@ fn percentile_plot(
     if series.is_empty() {
         return None;
     }
-    // One plot per allocator when split: its title says which.
-    let whose = match suffix.strip_prefix('-') {
-        Some(a) => format!(" — {a} and its knob sets"),
-        None => String::new(),
+    // One plot per allocator when split: its title says which (and leaves out the
+    // buffer size, to fit).
+    let title = match suffix.strip_prefix('-') {
+        Some(a) => format!(
+            "Latency percentiles: {w}, {} elements, {t} thread(s) — {a} and its knob sets",
+            fmt_elems(n as f64)
+        ),
+        None => format!(
+            "Latency percentiles: {w}, {} elements ({} per f64 buffer), {t} thread(s)",
+            fmt_elems(n as f64),
+            human_bytes(n.saturating_mul(8))
+        ),
     };
-    let title = format!(
-        "Latency percentiles: {w}, {} elements ({} per f64 buffer), {t} thread(s){whose}",
-        fmt_elems(n as f64),
-        human_bytes(n.saturating_mul(8))
-    );
     Some(PlotFile {
         name: format!("{w}-n{n}-t{t}-latency{suffix}"),
         svg: render(&Chart {

@@ -309,7 +309,7 @@ fn report_markdown(
         }
         md.push('\n');
     }
-    if let Some(note) = thp_note(rows, &env) {
+    if let Some(note) = thp_note(rows, env) {
         let _ = writeln!(md, "{note}\n");
     }
     let fault_jumps = jumps::fault_jumps(rows);

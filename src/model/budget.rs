@@ -17,8 +17,9 @@ pub struct Budget {
 }
 
 /// Seconds one element costs per iteration, as a rough guide for progress estimates only
-/// (the founding case at 1e6 elements: 0.4–0.6 ms in place, 5–13 ms when it faults).
-const GUIDE_S_PER_ELEMENT: f64 = 2e-9;
+/// (the founding case at 1e6 elements: 0.4–0.6 ms in place, 5–13 ms when it faults; the
+/// size sweep at 2^27 elements: ≈ 4 ns per element, measured with `make run-all`).
+const GUIDE_S_PER_ELEMENT: f64 = 4e-9;
 /// Seconds a worker process costs besides its phases: start, input set-up, exit.
 const GUIDE_PROCESS_S: f64 = 0.05;
 
