@@ -296,7 +296,7 @@ pub struct CompareArgs {
     /// The workload to run.
     #[arg(long, default_value = "scale", value_parser = spec::parse_choice::<Workload>)]
     pub workload: Workload,
-    /// Comma-separated variants [default: all: in-place,out-of-place,reuse].
+    /// Comma-separated variants [default: all four: in-place,out-of-place,reuse,fused].
     #[arg(long)]
     pub variants: Option<String>,
     /// Allocators [default: all six: system,jemalloc,mimalloc,tcmalloc,snmalloc,rpmalloc],
