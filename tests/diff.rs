@@ -135,3 +135,69 @@ fn diff_finds_regressions_improvements_and_what_changed_around_them() {
     let o = diff(&base, &dir.path().join("missing"), "table");
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
+
+/// Two `alloclab exec --out` folders of the same command: one real, one whose mimalloc
+/// runs are made ten times slower by hand. diff matches the allocators, calls the
+/// slower one a significant regression (exit 1) and the unchanged one no change.
+#[test]
+fn diff_compares_exec_folders_allocator_by_allocator() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base");
+    let program = driver_path()
+        .parent()
+        .unwrap()
+        .join("examples")
+        .join("temporaries");
+    let out = Command::new(driver_path())
+        .args([
+            "exec",
+            "--runs=6",
+            "--warmup=0",
+            "--allocators=system,mimalloc",
+        ])
+        .arg("--out")
+        .arg(&base)
+        .arg("--")
+        .arg(&program)
+        .args(["--iterations", "10"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(base.join("exec.json")).unwrap()).unwrap();
+    for a in record["allocators"].as_array_mut().unwrap() {
+        if a["allocator"] == "mimalloc" {
+            for r in a["runs"].as_array_mut().unwrap() {
+                let w = r["wall_ns"].as_u64().unwrap();
+                r["wall_ns"] = (w * 10).into();
+            }
+        }
+    }
+    let new = dir.path().join("new");
+    std::fs::create_dir_all(&new).unwrap();
+    std::fs::write(new.join("exec.json"), record.to_string()).unwrap();
+
+    let out = Command::new(driver_path())
+        .arg("diff")
+        .args([&base, &new])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a regression: {text}{}",
+        stderr(&out)
+    );
+    let line = |name: &str| {
+        text.lines()
+            .find(|l| l.starts_with(&format!("{name} (whole command, per run)")))
+            .unwrap_or_else(|| panic!("no {name} row: {text}"))
+            .to_string()
+    };
+    assert!(line("mimalloc").contains("10.00x slower"), "{text}");
+    assert!(
+        line("system").contains("no significant difference (1.00x"),
+        "{text}"
+    );
+}

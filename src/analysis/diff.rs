@@ -33,8 +33,40 @@ pub struct DiffInput {
     pub allocator_version: Option<String>,
 }
 
+/// The `workload` of rows made from `alloclab exec` results: a whole command per run.
+pub const EXEC_WORKLOAD: &str = "exec";
+
 impl DiffInput {
+    /// A row of `alloclab exec` (one allocator's runs of the whole command) in a diff's
+    /// terms: the median wall time per run as its p50, with its interval; faults, memory
+    /// syscalls and peak RSS per run.
+    pub fn from_exec(r: &crate::exec::output::ExecRow) -> Self {
+        let ms = |v: Option<f64>| v.map(|m| m * 1e6);
+        let memory = [r.brk, r.mmap, r.munmap, r.madvise, r.mremap]
+            .iter()
+            .try_fold(0.0, |sum, v| v.map(|v| sum + v));
+        DiffInput {
+            workload: EXEC_WORKLOAD.into(),
+            variant: "per run".into(),
+            allocator_spec: r.allocator.clone(),
+            size: 0,
+            threads: 1,
+            status: if r.status.is_ok() { "ok" } else { "failed" }.into(),
+            p50_ns: ms(r.wall_median_ms),
+            p50_ci_low_ns: ms(r.wall_ci_low_ms),
+            p50_ci_high_ns: ms(r.wall_ci_high_ms),
+            ci_coverage: r.wall_ci_coverage,
+            minflt_per_iter: r.minflt,
+            memory_syscalls_per_iter: memory,
+            rss_end_bytes: r.peak_rss_mib.map(|m| m * 1024.0 * 1024.0),
+            allocator_version: r.allocator_version.clone(),
+        }
+    }
+
     fn key(&self) -> String {
+        if self.workload == EXEC_WORKLOAD {
+            return format!("{} (whole command, per run)", self.allocator_spec);
+        }
         let threads = if self.threads > 1 {
             format!(" threads={}", self.threads)
         } else {

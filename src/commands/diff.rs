@@ -24,7 +24,7 @@ fn load(path: &Path) -> Result<Side> {
     let bad = |why: String| Error::BadInput(format!("{}: {why}", path.display()));
     if path.is_dir() {
         if path.join("exec.json").exists() {
-            return Err(bad("a folder of `alloclab exec` results: diff compares results of `alloclab run` and `alloclab compare` for now".into()));
+            return load_exec(path);
         }
         let summary = path.join("summary.csv");
         let text = std::fs::read_to_string(&summary).map_err(|e| {
@@ -47,15 +47,42 @@ fn load(path: &Path) -> Result<Side> {
     }
     let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
     let rows = if text.trim_start().starts_with('[') {
-        serde_json::from_str(&text).map_err(|e| {
-            bad(format!(
-                "not the JSON of `alloclab compare --format json`: {e}"
-            ))
-        })?
+        // compare's rows, or exec's (`alloclab exec --format json`).
+        match serde_json::from_str::<Vec<crate::exec::output::ExecRow>>(&text) {
+            Ok(exec) if !exec.is_empty() => exec.iter().map(DiffInput::from_exec).collect(),
+            _ => serde_json::from_str(&text).map_err(|e| {
+                bad(format!(
+                    "not the JSON of `alloclab compare --format json` or `alloclab exec --format json`: {e}"
+                ))
+            })?,
+        }
     } else {
         from_csv(&text).map_err(bad)?
     };
     Ok(Side { rows, env: None })
+}
+
+/// A folder of `alloclab exec --out`: one row per allocator from its runs; the
+/// environment and the command as the environment to compare.
+fn load_exec(path: &Path) -> Result<Side> {
+    let bad = |why: String| Error::BadInput(format!("{}: {why}", path.display()));
+    let text = std::fs::read_to_string(path.join("exec.json"))
+        .map_err(|e| bad(format!("cannot read exec.json: {e}")))?;
+    let record: crate::exec::ExecRecord = serde_json::from_str(&text)
+        .map_err(|e| bad(format!("exec.json is not an `alloclab exec` record: {e}")))?;
+    let rows = crate::exec::output::rows(&record)
+        .iter()
+        .map(DiffInput::from_exec)
+        .collect();
+    let mut env = BTreeMap::new();
+    if let Ok(v) = serde_json::to_value(&record.environment) {
+        flatten("", &v, &mut env);
+    }
+    env.insert("command".into(), record.command.join(" "));
+    Ok(Side {
+        rows,
+        env: Some(env),
+    })
 }
 
 fn from_csv(text: &str) -> std::result::Result<Vec<DiffInput>, String> {

@@ -10,12 +10,12 @@ use crate::export::table::{render_markdown, render_table, TableRow};
 use crate::model::summary::RunStatus;
 use crate::ui::fmt::{fmt_count, fmt_ns, group_thousands, human_bytes};
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// One allocator over its runs. Times and counts are medians over the runs; the wall
 /// time's spread is given by min, max and the median absolute deviation.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ExecRow {
     pub allocator: String,
     /// "ok" or "failed".
