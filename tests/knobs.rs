@@ -219,6 +219,23 @@ fn cliff_finds_neighbouring_sizes_and_says_when_there_is_none() {
     assert!(v["below"]["value_per_iter"].as_f64().unwrap() < 1.0, "{v}");
     assert!(v["above"]["value_per_iter"].as_f64().unwrap() >= 1.0, "{v}");
     assert_eq!(v["metric"], "minor faults");
+    // Both sides measured again in six interleaved processes: an interval around each
+    // median, and the faulting side significantly slower than the other.
+    for side in ["below_replicated", "above_replicated"] {
+        let r = &v[side];
+        assert_eq!(r["processes"], 6, "{v}");
+        let (lo, p50, hi) = (
+            r["p50_ci_low_ns"].as_u64().unwrap(),
+            r["p50_ns"].as_u64().unwrap(),
+            r["p50_ci_high_ns"].as_u64().unwrap(),
+        );
+        assert!(lo <= p50 && p50 <= hi, "{v}");
+    }
+    assert_eq!(v["above_vs_below"]["verdict"], "slower", "{v}");
+    assert!(
+        v["above_vs_below"]["ci_low"].as_f64().unwrap() > 1.02,
+        "{v}"
+    );
 
     let o = Command::new(driver_path())
         .args([

@@ -168,6 +168,15 @@ pub struct CliffArgs {
     /// Minimum measuring time per probe, in seconds.
     #[arg(long, default_value_t = 0.05, value_parser = crate::model::budget::parse_seconds)]
     pub min_time: f64,
+    /// After the bisection, both sizes beside the cliff are measured again in this many
+    /// worker processes each, in interleaved rounds, for their latency with a 95 %
+    /// interval and the ratio across the cliff with a verdict (1: no interval).
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub processes: u32,
+    /// The ratio across the cliff is called faster or slower only when its whole
+    /// interval lies beyond this band around 1 (percent).
+    #[arg(long, default_value = "2", value_parser = parse_percent)]
+    pub noise_threshold: f64,
     /// How to count memory syscalls: perf tracepoints, ptrace (no privileges), auto
     /// (perf where it works, else ptrace) or off.
     #[arg(long, value_enum, default_value = "auto")]

@@ -1,7 +1,9 @@
 //! `alloclab cliff`: bisection to the exact size where faults or syscalls per iteration
 //! change, for one allocator, workload and variant.
 
+use crate::analysis::cells;
 use crate::analysis::cliff::{self, Probe};
+use crate::analysis::explain::describe;
 use crate::cli::CliffArgs;
 use crate::driver::{self, preflight, ProcessExecutor};
 use crate::error::{Error, Result};
@@ -9,7 +11,9 @@ use crate::export::Format;
 use crate::model::budget::Budget;
 use crate::model::knobs::AllocatorSpec;
 use crate::model::run::RunSpec;
+use crate::model::summary::SummaryRow;
 use crate::ui::fmt::{fmt_count, fmt_ns, human_bytes};
+use crate::ui::progress::Progress;
 use std::time::Duration;
 
 pub fn run(args: &CliffArgs) -> Result<()> {
@@ -52,6 +56,39 @@ pub fn run(args: &CliffArgs) -> Result<()> {
     let mut measure = |size| driver::probe(&mut exec, &base, &budget, size, metric);
     let c = cliff::find(&mut measure, args.from, args.to, metric, 1, &mut show)
         .map_err(Error::failed)?;
+    // The latency either side, from replicated interleaved processes (a probe is one).
+    let sides = [c.below.size, c.above.size].map(|size| RunSpec {
+        size,
+        ..base.clone()
+    });
+    let order_seed = driver::clock_seed();
+    let mut progress = Progress::new(2 * args.processes as usize);
+    let cells = driver::run_rounds(
+        &sides,
+        &budget,
+        args.processes,
+        order_seed,
+        &mut exec,
+        &mut progress,
+    );
+    progress.clear();
+    let rows: Vec<SummaryRow> = cells.iter().map(cells::row).collect();
+    let across = cells::compare(&cells[0], &cells[1], args.noise_threshold);
+    let latency = |r: &SummaryRow| match (r.p50_ns, r.p50_ci_low_ns, r.p50_ci_high_ns) {
+        (Some(p), Some(lo), Some(hi)) => format!(
+            "p50 {} [{}, {}] over {} processes",
+            fmt_ns(p as f64),
+            fmt_ns(lo as f64),
+            fmt_ns(hi as f64),
+            r.processes.unwrap_or(1)
+        ),
+        (Some(p), _, _) => format!(
+            "p50 {} from {} process(es), no interval",
+            fmt_ns(p as f64),
+            r.processes.unwrap_or(1)
+        ),
+        _ => format!("not measured: {}", r.error.as_deref().unwrap_or("failed")),
+    };
     let side = |p: &Probe| {
         format!(
             "{} elements ({} per f64 buffer): {} {} per iteration, p50 {}",
@@ -73,6 +110,16 @@ pub fn run(args: &CliffArgs) -> Result<()> {
                 "memory_syscalls_per_iter": p.record.memory_syscalls_per_iter(),
             })
         };
+        let replicated = |r: &SummaryRow| {
+            serde_json::json!({
+                "processes": r.processes.unwrap_or(1),
+                "p50_ns": r.p50_ns,
+                "p50_ci_low_ns": r.p50_ci_low_ns,
+                "p50_ci_high_ns": r.p50_ci_high_ns,
+                "ci_coverage": r.ci_coverage,
+                "error": r.error,
+            })
+        };
         let value = serde_json::json!({
             "allocator": base.allocator_label(),
             "workload": base.workload,
@@ -82,13 +129,26 @@ pub fn run(args: &CliffArgs) -> Result<()> {
             "below": side(&c.below),
             "above": side(&c.above),
             "probes": c.probes,
+            "below_replicated": replicated(&rows[0]),
+            "above_replicated": replicated(&rows[1]),
+            "above_vs_below": across.map(|a| serde_json::json!({
+                "ratio": a.ratio,
+                "ci_low": a.interval.map(|i| i.low),
+                "ci_high": a.interval.map(|i| i.high),
+                "verdict": a.verdict.map(|v| v.words()),
+            })),
+            "order_seed": order_seed,
         });
         return super::print_out(
             &(serde_json::to_string_pretty(&value).map_err(Error::failed)? + "\n"),
         );
     }
+    let across = match across {
+        Some(a) => format!("above vs below: {}", describe(&a)),
+        None => "above vs below: no paired rounds (a side failed)".into(),
+    };
     super::print_out(&format!(
-        "{} {} {}: {} per iteration cross {} between\n  below: {}\n  above: {}\n({} probes)\n",
+        "{} {} {}: {} per iteration cross {} between\n  below: {}\n  above: {}\n({} probes)\nlatency, measured again in interleaved rounds (order seed {order_seed}):\n  below: {}\n  above: {}\n  {across}\n",
         base.allocator_label(),
         base.workload,
         base.variant,
@@ -96,6 +156,8 @@ pub fn run(args: &CliffArgs) -> Result<()> {
         metric.threshold(),
         side(&c.below),
         side(&c.above),
-        c.probes
+        c.probes,
+        latency(&rows[0]),
+        latency(&rows[1]),
     ))
 }
