@@ -383,3 +383,82 @@ warmup_iters = 3
         .iter()
         .all(|c| c.unresolved.is_none() || c.probes == 0));
 }
+
+/// `processes = 3`: every cell in three worker processes, one file per process; the
+/// summary row is the median over them with an interval, the histogram files hold the
+/// merged samples (the sum of the parts), REPORT.md's findings carry intervals, resume
+/// keeps every process and `report` rebuilds the same summary.
+#[test]
+fn replicated_processes_merge_into_cells_with_intervals() {
+    let exp_text = TINY
+        .replace("sizes = [2000, 4000]", "sizes = [4000]")
+        .replace("warmup_iters = 1", "warmup_iters = 1\nprocesses = 3");
+    let (dir, exp) = setup(&exp_text);
+    let out = dir.path().join("res");
+    let args = ["run", "--out", out.to_str().unwrap(), exp.to_str().unwrap()];
+    let o = run(&driver_path(), &args);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("4 of 4 cells ok (3 processes each)"),
+        "{stderr}"
+    );
+    let res = out.join("tiny");
+    let summary = text(&res.join("summary.csv"));
+    let mut reader = csv::Reader::from_reader(summary.as_bytes());
+    let rows: Vec<std::collections::HashMap<String, String>> =
+        reader.deserialize().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 4);
+    for row in &rows {
+        let id = &row["run_id"];
+        let records: Vec<RunRecord> = (1..=3)
+            .map(|k| {
+                RunRecord::from_json(&text(&res.join("runs").join(format!("{id}.p{k}.json"))))
+                    .unwrap()
+            })
+            .collect();
+        assert!(!res.join("runs").join(format!("{id}.json")).exists());
+        assert_eq!(row["processes"], "3");
+        // The row's p50 is the median of the processes' p50s, inside its interval.
+        let mut p50s: Vec<u64> = records.iter().map(|r| r.p50_ns).collect();
+        p50s.sort_unstable();
+        let p50: u64 = row["p50_ns"].parse().unwrap();
+        assert_eq!(p50, p50s[1], "{row:?}");
+        let (lo, hi): (u64, u64) = (
+            row["p50_ci_low_ns"].parse().unwrap(),
+            row["p50_ci_high_ns"].parse().unwrap(),
+        );
+        assert!(lo <= p50 && p50 <= hi, "{row:?}");
+        // The histogram files hold every process's samples: the sum of the parts.
+        let mut sum = records[0].histogram.decode().unwrap();
+        for r in &records[1..] {
+            sum.add(r.histogram.decode().unwrap()).unwrap();
+        }
+        let file =
+            hdr::parse_csv(&text(&res.join("histograms").join(format!("{id}.us.csv")))).unwrap();
+        assert_eq!(file.last().unwrap().total_count, 75);
+        let expected = hdr::rows(&sum, 1.0);
+        assert_eq!(file.len(), expected.len());
+        for (r, e) in file.iter().zip(&expected) {
+            assert_eq!(
+                ((r.value * 1000.0).round(), r.total_count),
+                (e.value, e.total_count)
+            );
+        }
+    }
+    let report = text(&res.join("REPORT.md"));
+    assert!(
+        report.contains("each cell in 3 worker processes"),
+        "{report}"
+    );
+    assert!(report.contains("vs in-place: out-of-place"), "{report}");
+
+    // Resume keeps all twelve processes; report rebuilds the same summary.
+    let o = run(&driver_path(), &[&args[..], &["--resume"]].concat());
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("12 kept from before"), "{stderr}");
+    assert_eq!(text(&res.join("summary.csv")), summary);
+    let o = run(&driver_path(), &["report", res.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(text(&res.join("summary.csv")), summary);
+}

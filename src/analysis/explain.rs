@@ -104,15 +104,22 @@ const KNOB_FINDING_RATIO: f64 = 1.5;
 /// also the variants a set was not meant for (`system:trim_threshold=1G` makes the
 /// in-place case ~10x slower while it targets out-of-place), with the fault, syscall and
 /// RSS differences. Rows are compared within the same workload, size and thread count.
-pub fn knob_findings(rows: &[SummaryRow]) -> Vec<String> {
-    let ok: Vec<&SummaryRow> = rows.iter().filter(|r| r.status.is_ok()).collect();
+///
+/// With `cells` (index-aligned with `rows`, from replicated processes), each line also
+/// gets the paired ratio with its interval and verdict against `threshold`.
+pub fn knob_findings(rows: &[SummaryRow], cells: Option<&[Cell]>, threshold: f64) -> Vec<String> {
+    let ok: Vec<usize> = (0..rows.len())
+        .filter(|&i| rows[i].status.is_ok())
+        .collect();
     let mut lines = Vec::new();
-    for r in &ok {
+    for &i in &ok {
+        let r = &rows[i];
         let default = r.allocator.name();
         if r.allocator_spec == default {
             continue;
         }
-        let Some(base) = ok.iter().find(|b| {
+        let Some(&b) = ok.iter().find(|&&b| {
+            let b = &rows[b];
             b.allocator_spec == default
                 && b.allocator == r.allocator
                 && (b.workload, b.size, b.threads, b.variant)
@@ -120,6 +127,7 @@ pub fn knob_findings(rows: &[SummaryRow]) -> Vec<String> {
         }) else {
             continue;
         };
+        let base = &rows[b];
         let (Some(b50), Some(r50)) = (base.p50_ns, r.p50_ns) else {
             continue;
         };
@@ -139,6 +147,9 @@ pub fn knob_findings(rows: &[SummaryRow]) -> Vec<String> {
             fmt_ns(r50 as f64),
             fmt_ns(b50 as f64)
         );
+        if let Some(c) = cells.and_then(|c| cells::compare(&c[b], &c[i], threshold)) {
+            let _ = write!(s, ", paired rounds: {}", describe(&c));
+        }
         let diffs = counter_diffs(r, base);
         if !diffs.is_empty() {
             let _ = write!(s, "; per iteration {}", diffs.join(", "));
@@ -322,7 +333,7 @@ mod tests {
             // Within 1.5x of the defaults: left out.
             knobbed("out-of-place", 10_000_000, 3906.0),
         ];
-        let lines = knob_findings(&rows);
+        let lines = knob_findings(&rows, None, 0.02);
         assert_eq!(lines.len(), 1, "{lines:?}");
         assert!(
             lines[0].starts_with(

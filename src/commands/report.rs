@@ -18,11 +18,9 @@ pub fn run(args: &ReportArgs) -> Result<()> {
     let rebuilt = report_md::rebuild(dir, &loaded, true).map_err(Error::failed)?;
     drop(lock);
     eprintln!(
-        "{}: {} of {} runs ok, {} failed; {} plot(s); REPORT.md rebuilt",
+        "{}: {}; {} plot(s); REPORT.md rebuilt",
         dir.display(),
-        rebuilt.ok,
-        rebuilt.planned,
-        rebuilt.failed,
+        rebuilt.counts(),
         rebuilt.plots
     );
     Ok(())

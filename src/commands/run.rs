@@ -5,14 +5,15 @@
 use crate::analysis::calibration::Calibration;
 use crate::analysis::cliff::{self, FoundCliff, Metric};
 use crate::analysis::jumps;
+use crate::analysis::stats::SplitMix;
 use crate::cli::RunArgs;
 use crate::driver::{self, calibrate, preflight, Executor, ProcessExecutor};
 use crate::error::{Error, Result};
 use crate::export::report_md::{self, Rebuilt};
 use crate::export::results::{self, Loaded, Plan, ResultsDir, ResultsError};
 use crate::model::budget::Budget;
-use crate::model::experiment::{run_id, Experiment};
-use crate::model::record::Outcome;
+use crate::model::experiment::Experiment;
+use crate::model::record::Cell;
 use crate::model::run::RunSpec;
 use crate::model::summary::SummaryRow;
 use crate::ui::fmt::{fmt_duration, group_thousands};
@@ -23,7 +24,8 @@ use std::time::Duration;
 
 /// Refuses a run set larger than `max_runs`, with its size and the least time it takes.
 fn check_run_count(experiments: &[Experiment], max_runs: u64) -> Result<()> {
-    let runs: u64 = experiments.iter().map(Experiment::run_count).sum();
+    // A run is one worker process: with `processes = R`, every cell is R runs.
+    let runs: u64 = experiments.iter().map(Experiment::process_count).sum();
     if runs <= max_runs {
         return Ok(());
     }
@@ -34,7 +36,7 @@ fn check_run_count(experiments: &[Experiment], max_runs: u64) -> Result<()> {
             format!(
                 "{}: {}",
                 e.path.display(),
-                group_thousands(e.run_count() as i64)
+                group_thousands(e.process_count() as i64)
             )
         })
         .collect();
@@ -90,17 +92,16 @@ pub fn run(args: RunArgs) -> Result<()> {
         }
     };
     // Runs differ by orders of magnitude (32 to 2^27 elements): the ETA weighs them.
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let weights: Vec<f64> = experiments
+    let total: f64 = experiments
         .iter()
         .flat_map(|e| {
             e.runs()
                 .into_iter()
-                .map(|s| e.budget.expected_seconds(s.size, s.threads, cpus))
-                .collect::<Vec<_>>()
+                .map(move |s| expected(e, &s) * f64::from(e.processes.max(1)))
         })
-        .collect();
-    let mut progress = Progress::weighted(weights);
+        .sum();
+    let processes: u64 = experiments.iter().map(Experiment::process_count).sum();
+    let mut progress = Progress::weighted(processes as usize, total);
     let mut failed = 0;
     for (exp, folder) in experiments.iter().zip(&folders) {
         let o = run_experiment(
@@ -121,11 +122,9 @@ pub fn run(args: RunArgs) -> Result<()> {
         };
         failed += o.rebuilt.failed;
         progress.say(&format!(
-            "{}: {} of {} runs ok, {} failed{}; {} plot(s); report in {}",
+            "{}: {}{}; {} plot(s); report in {}",
             exp.name,
-            o.rebuilt.ok,
-            o.rebuilt.planned,
-            o.rebuilt.failed,
+            o.rebuilt.counts(),
             if o.skipped > 0 {
                 format!(", {} kept from before (--resume)", o.skipped)
             } else {
@@ -148,6 +147,12 @@ pub fn run(args: RunArgs) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// A run's expected cost for the ETA (see [`Budget::expected_seconds`]).
+fn expected(exp: &Experiment, spec: &RunSpec) -> f64 {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    exp.budget.expected_seconds(spec.size, spec.threads, cpus)
 }
 
 /// What happened to one experiment.
@@ -175,56 +180,73 @@ pub fn run_experiment(
         results.save_calibration(c)?;
     }
     let mut skipped = 0;
-    let mut outcomes: Vec<Outcome> = Vec::new();
-    for run in &plan.runs {
-        if interrupted() {
-            // Not reached this time: what an earlier run left for it still counts.
-            if let Some(o) = results::load_outcome(&dir, run)? {
-                outcomes.push(o);
-            }
-            continue;
+    let r = exp.processes.max(1);
+    let mut cells: Vec<Cell> = plan
+        .runs
+        .iter()
+        .map(|run| Cell {
+            spec: run.spec.clone(),
+            runs: Vec::new(),
+        })
+        .collect();
+    // One process of every cell per round; with several rounds the order within round
+    // r is shuffled from the experiment's seed + r, so that drift reaches every cell.
+    for round in 0..r {
+        let mut order: Vec<usize> = (0..plan.runs.len()).collect();
+        if r > 1 {
+            SplitMix(exp.seed.wrapping_add(u64::from(round))).shuffle(&mut order);
         }
-        if resume {
-            if let Some(record) = results.completed(&run.id, &run.spec, exp) {
-                skipped += 1;
-                progress.skip_one();
-                outcomes.push(Outcome {
-                    spec: run.spec.clone(),
-                    result: Ok(record),
-                });
+        for i in order {
+            let run = &plan.runs[i];
+            let id = results::process_id(&run.id, round, r);
+            let weight = expected(exp, &run.spec);
+            if interrupted() {
+                // Not reached this time: what an earlier run left for it still counts.
+                if let Some(o) = results::load_outcome(&dir, &id, run)? {
+                    cells[i].runs.push((round, o.result));
+                }
                 continue;
             }
-        }
-        progress.start(&format!("{}: {}", exp.name, run.spec));
-        let result = executor.execute(&run.spec, &exp.budget);
-        if interrupted() {
-            // The worker got the same Ctrl-C: its result is not a measurement.
-            if let Some(o) = results::load_outcome(&dir, run)? {
-                outcomes.push(o);
+            if resume {
+                if let Some(record) = results.completed(&id, &run.spec, exp) {
+                    skipped += 1;
+                    progress.skip_weighted(weight);
+                    cells[i].runs.push((round, Ok(record)));
+                    continue;
+                }
             }
-            continue;
-        }
-        match &result {
-            Ok(record) => results.save_run(&run.id, record)?,
-            Err(failure) => {
-                progress.say(&format!(
-                    "{}: {} FAILED: {}",
-                    exp.name,
-                    run_id(&run.spec),
-                    failure.cause
-                ));
-                results.save_failure(&run.id, &run.spec, failure)?;
+            let what = if r > 1 {
+                format!("{}: {} (round {}/{r})", exp.name, run.spec, round + 1)
+            } else {
+                format!("{}: {}", exp.name, run.spec)
+            };
+            progress.start(&what);
+            let result = executor.execute(&run.spec, &exp.budget);
+            if interrupted() {
+                // The worker got the same Ctrl-C: its result is not a measurement.
+                if let Some(o) = results::load_outcome(&dir, &id, run)? {
+                    cells[i].runs.push((round, o.result));
+                }
+                continue;
             }
+            match &result {
+                Ok(record) => results.save_run(&id, record)?,
+                Err(failure) => {
+                    progress.say(&format!("{}: {id} FAILED: {}", exp.name, failure.cause));
+                    results.save_failure(&id, &run.spec, failure)?;
+                }
+            }
+            progress.finish_weighted(weight);
+            cells[i].runs.push((round, result));
         }
-        progress.finish_one();
-        outcomes.push(Outcome {
-            spec: run.spec.clone(),
-            result,
-        });
     }
+    for c in &mut cells {
+        c.runs.sort_by_key(|(round, _)| *round);
+    }
+    cells.retain(|c| !c.runs.is_empty());
     let cliffs = if exp.find_cliffs && !interrupted() {
         let budget = Budget::probe(exp.budget.max_iters);
-        let cliffs = find_cliffs(&outcomes, &budget, executor, progress);
+        let cliffs = find_cliffs(&cells, &budget, executor, progress);
         results.save_cliffs(&cliffs)?;
         cliffs
     } else {
@@ -233,7 +255,7 @@ pub fn run_experiment(
     };
     let loaded = Loaded {
         plan,
-        outcomes,
+        cells,
         calibration: calibration.cloned(),
         cliffs,
     };
@@ -249,12 +271,12 @@ pub fn run_experiment(
 /// Bisects every change between neighbouring sizes of a finished experiment to the exact
 /// size, each probe run with `budget`.
 fn find_cliffs(
-    outcomes: &[Outcome],
+    cells: &[Cell],
     budget: &Budget,
     executor: &mut dyn Executor,
     progress: &mut Progress,
 ) -> Vec<FoundCliff> {
-    let rows: Vec<SummaryRow> = outcomes.iter().map(SummaryRow::from_outcome).collect();
+    let rows: Vec<SummaryRow> = cells.iter().map(crate::analysis::cells::row).collect();
     let mut found = Vec::new();
     for (metric, jumps) in [
         (Metric::Faults, jumps::fault_jumps(&rows)),
@@ -264,7 +286,7 @@ fn find_cliffs(
             if interrupted() {
                 return found;
             }
-            let base = &outcomes[j.from_row].spec;
+            let base = &cells[j.from_row].spec;
             progress.say(&format!(
                 "bisecting: {} {} {} between {} and {} elements",
                 j.allocator,

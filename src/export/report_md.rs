@@ -1,13 +1,13 @@
 //! REPORT.md and the rest of a results folder rebuilt from its runs: summary.csv, the
 //! histogram files, env.json, plots. Findings are computed from the data.
 
-use crate::analysis::explain;
 use crate::analysis::jumps::{self, Jump};
+use crate::analysis::{cells, explain};
 use crate::export::csv::to_csv;
 use crate::export::plots::{self, sizes_of_interest};
 use crate::export::results::{self, rfc3339, unix_now, write_atomic, Loaded, ResultsError};
 use crate::export::table;
-use crate::model::record::RunRecord;
+use crate::model::record::{Cell, Outcome, RunRecord};
 use crate::model::spec::Workload;
 use crate::model::summary::SummaryRow;
 use crate::ui::fmt::{fmt_count, human_bytes};
@@ -21,6 +21,25 @@ pub struct Rebuilt {
     pub ok: usize,
     pub failed: usize,
     pub plots: usize,
+    /// Worker processes per cell.
+    pub processes: u32,
+}
+
+impl Rebuilt {
+    /// "24 of 24 runs ok, 0 failed", or with several processes per cell "8 of 8 cells ok
+    /// (6 processes each), 0 failed".
+    pub fn counts(&self) -> String {
+        match self.processes {
+            0 | 1 => format!(
+                "{} of {} runs ok, {} failed",
+                self.ok, self.planned, self.failed
+            ),
+            r => format!(
+                "{} of {} cells ok ({r} processes each), {} failed",
+                self.ok, self.planned, self.failed
+            ),
+        }
+    }
 }
 
 fn describe_jump(j: &Jump, what: &str) -> String {
@@ -97,6 +116,9 @@ fn env_json(loaded: &Loaded, records: &[&RunRecord]) -> serde_json::Value {
     })
 }
 
+/// The noise threshold of REPORT.md's verdicts (experiments with several processes).
+pub const REPORT_NOISE_THRESHOLD: f64 = 0.02;
+
 /// Writes summary.csv, env.json, plots and REPORT.md of a results folder from what it
 /// holds (`loaded`: in memory after a run, read from disk by `alloclab report`); with
 /// `rewrite_histograms`, the histogram files too (a run wrote them as each run finished).
@@ -105,19 +127,24 @@ pub fn rebuild(
     loaded: &Loaded,
     rewrite_histograms: bool,
 ) -> Result<Rebuilt, ResultsError> {
-    let rows: Vec<SummaryRow> = loaded
-        .outcomes
-        .iter()
-        .map(SummaryRow::from_outcome)
-        .collect();
+    // One row per cell: medians over its processes, with intervals when there are several.
+    let rows: Vec<SummaryRow> = loaded.cells.iter().map(cells::row).collect();
     let records: Vec<&RunRecord> = loaded
-        .outcomes
+        .cells
         .iter()
-        .filter_map(|o| o.result.as_ref().ok())
+        .flat_map(|c| c.records().map(|(_, r)| r))
+        .collect();
+    // Per cell, one outcome whose histogram holds every process's samples.
+    let outcomes: Vec<Outcome> = loaded
+        .cells
+        .iter()
+        .filter_map(results::merged_outcome)
         .collect();
     write_atomic(&root.join("summary.csv"), to_csv(&rows).as_bytes())?;
-    if rewrite_histograms {
-        for o in &loaded.outcomes {
+    // A cell of one process had its files written as it finished; merged ones are
+    // written here.
+    if rewrite_histograms || loaded.plan.experiment.processes > 1 {
+        for o in &outcomes {
             if let Ok(r) = &o.result {
                 results::write_histograms(root, &crate::model::experiment::run_id(&o.spec), r)?;
             }
@@ -126,7 +153,7 @@ pub fn rebuild(
     let env = env_json(loaded, &records);
     let env_text = serde_json::to_string_pretty(&env).unwrap_or_default();
     write_atomic(&root.join("env.json"), env_text.as_bytes())?;
-    let plot_files = plots::plots(&rows, &loaded.outcomes);
+    let plot_files = plots::plots(&rows, &outcomes);
     for p in &plot_files {
         write_atomic(
             &root.join("plots").join(format!("{}.svg", p.name)),
@@ -144,19 +171,21 @@ pub fn rebuild(
             }
         }
     }
-    let md = report_markdown(loaded, &rows, &env, &plot_files);
+    let md = report_markdown(loaded, &rows, &outcomes, &env, &plot_files);
     write_atomic(&root.join("REPORT.md"), md.as_bytes())?;
     Ok(Rebuilt {
         planned: loaded.plan.runs.len(),
-        ok: records.len(),
-        failed: rows.len() - records.len(),
+        ok: rows.iter().filter(|r| r.status.is_ok()).count(),
+        failed: rows.iter().filter(|r| !r.status.is_ok()).count(),
         plots: plot_files.len(),
+        processes: loaded.plan.experiment.processes,
     })
 }
 
 fn report_markdown(
     loaded: &Loaded,
     rows: &[SummaryRow],
+    outcomes: &[Outcome],
     env: &serde_json::Value,
     plots: &[plots::PlotFile],
 ) -> String {
@@ -262,10 +291,19 @@ fn report_markdown(
 
     // Findings.
     let _ = writeln!(md, "\n## Findings\n");
-    let _ = writeln!(
-        md,
-        "Computed from the runs below; latency is the p50 of each run.\n"
-    );
+    let processes = loaded.plan.experiment.processes;
+    if processes > 1 {
+        let _ = writeln!(
+            md,
+            "Computed from the runs below: each cell in {processes} worker processes over interleaved rounds (the order within round r shuffled from the experiment's seed + r); latency is the median over processes of each process's p50, and each ratio is the median of the per-round ratios with its 95 % interval, called faster or slower only when the whole interval lies beyond ±{} %.\n",
+            REPORT_NOISE_THRESHOLD * 100.0
+        );
+    } else {
+        let _ = writeln!(
+            md,
+            "Computed from the runs below; latency is the p50 of each run (one process per cell: no intervals; `processes = 6` in the experiment's `[budget]` gives them).\n"
+        );
+    }
     let groups: BTreeSet<(Workload, u32)> = rows.iter().map(|r| (r.workload, r.threads)).collect();
     for &(w, t) in &groups {
         let sizes: BTreeSet<u64> = rows
@@ -274,12 +312,19 @@ fn report_markdown(
             .map(|r| r.size)
             .collect();
         for n in sizes_of_interest(&sizes) {
-            let at: Vec<SummaryRow> = rows
-                .iter()
-                .filter(|r| r.workload == w && r.threads == t && r.size == n)
-                .cloned()
+            let idx: Vec<usize> = (0..rows.len())
+                .filter(|&i| {
+                    let r = &rows[i];
+                    r.workload == w && r.threads == t && r.size == n
+                })
                 .collect();
-            let lines = explain::explanations(&at);
+            let at: Vec<SummaryRow> = idx.iter().map(|&i| rows[i].clone()).collect();
+            let lines = if processes > 1 {
+                let cells_at: Vec<&Cell> = idx.iter().map(|&i| &loaded.cells[i]).collect();
+                explain::cell_explanations(&cells_at, &at, REPORT_NOISE_THRESHOLD)
+            } else {
+                explain::explanations(&at)
+            };
             if lines.is_empty() {
                 continue;
             }
@@ -298,11 +343,15 @@ fn report_markdown(
             md.push('\n');
         }
     }
-    let knob_lines = explain::knob_findings(rows);
+    let knob_lines = explain::knob_findings(
+        rows,
+        (processes > 1).then_some(loaded.cells.as_slice()),
+        REPORT_NOISE_THRESHOLD,
+    );
     if !knob_lines.is_empty() {
         let _ = writeln!(
             md,
-            "**Knob sets and THP against their allocator's defaults**, in every variant (changes of 1.5x or more; one process each, so smaller ones are left to `alloclab tune`, which has intervals):\n"
+            "**Knob sets and THP against their allocator's defaults**, in every variant (changes of 1.5x or more in the p50; smaller ones are left to `alloclab tune`, which pairs rounds for its intervals):\n"
         );
         for l in knob_lines {
             let _ = writeln!(md, "- {l}");
@@ -351,7 +400,7 @@ fn report_markdown(
         }
         md.push('\n');
     }
-    let notes = explain::unavailable_notes(&loaded.outcomes);
+    let notes = explain::unavailable_notes(outcomes);
     for n in notes {
         let _ = writeln!(md, "- Note: {n}");
     }

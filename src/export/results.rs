@@ -4,7 +4,9 @@
 //! ```text
 //!     plan.json               the experiment as run: matrix, budget, run ids
 //!     runs/<id>.json          each worker's full record; runs/<id>.failed.json for failures
-//!     histograms/<id>.us.csv  HdrHistogram percentile distribution (µs), CSV form
+//!                             (with `processes = R`: runs/<id>.p1.json … <id>.pR.json)
+//!     histograms/<id>.us.csv  HdrHistogram percentile distribution (µs), CSV form (of all
+//!                             the cell's processes, merged)
 //!     histograms/<id>.us.hgrm the same, text form
 //!     calibration.json        what observing cost, measured before the experiment ran
 //!     cliffs.json             exact sizes where behaviour changes (experiments with find_cliffs)
@@ -15,7 +17,7 @@ use crate::analysis::cliff::FoundCliff;
 use crate::export::hdr;
 use crate::model::experiment::{run_id, Experiment};
 use crate::model::record::RunRecord;
-use crate::model::record::{Outcome, RunFailure};
+use crate::model::record::{Cell, EncodedHistogram, Outcome, RunFailure};
 use crate::model::run::RunSpec;
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File, OpenOptions};
@@ -214,13 +216,17 @@ impl ResultsDir {
         self.root.join("runs").join(format!("{id}.failed.json"))
     }
 
-    /// Keeps a completed run: its record and its histogram files.
+    /// Keeps a completed run: its record and, for a cell of one process (`id` is then
+    /// the cell's), its histogram files; a cell of several gets merged ones when its
+    /// report is written.
     pub fn save_run(&self, id: &str, record: &RunRecord) -> Result<(), ResultsError> {
         let text = serde_json::to_string_pretty(record).map_err(|e| ResultsError::Invalid {
             path: self.run_path(id),
             why: e.to_string(),
         })?;
-        write_histograms(&self.root, id, record)?;
+        if !id.contains(PROCESS_MARK) {
+            write_histograms(&self.root, id, record)?;
+        }
         write_atomic(&self.run_path(id), text.as_bytes())?;
         let _ = fs::remove_file(self.failed_path(id));
         Ok(())
@@ -271,32 +277,110 @@ pub fn write_histograms(root: &Path, id: &str, record: &RunRecord) -> Result<(),
         .histogram
         .decode()
         .map_err(|why| ResultsError::Invalid { path, why })?;
+    write_histogram_files(root, id, &h)
+}
+
+/// Writes `histograms/<id>.us.csv` and `.us.hgrm` from a histogram in ns.
+pub fn write_histogram_files(
+    root: &Path,
+    id: &str,
+    h: &hdrhistogram::Histogram<u64>,
+) -> Result<(), ResultsError> {
     let dir = root.join("histograms");
     write_atomic(
         &dir.join(format!("{id}.us.csv")),
-        hdr::csv(&h, HISTOGRAM_SCALING).as_bytes(),
+        hdr::csv(h, HISTOGRAM_SCALING).as_bytes(),
     )?;
     write_atomic(
         &dir.join(format!("{id}.us.hgrm")),
-        hdr::text(&h, HISTOGRAM_SCALING).as_bytes(),
+        hdr::text(h, HISTOGRAM_SCALING).as_bytes(),
     )
 }
 
-/// What a results folder holds: its plan and, per planned run, a record or a failure
-/// (runs never attempted are absent).
+/// Marks a process's file id within a cell of several: `<id>.p3`.
+const PROCESS_MARK: &str = ".p";
+
+/// The file id of round `round` (0-based) of a cell measured in `processes` processes:
+/// the cell's id for one process, `<id>.p<round+1>` for several.
+pub fn process_id(id: &str, round: u32, processes: u32) -> String {
+    if processes <= 1 {
+        id.to_string()
+    } else {
+        format!("{id}{PROCESS_MARK}{}", round + 1)
+    }
+}
+
+/// A cell's processes merged into one outcome, for what takes one record (percentile
+/// plots, notes): the first record, with the histogram of all the processes' samples
+/// (histograms add) and their total iterations. Failures and cells of one process are
+/// their single outcome.
+pub fn merged_outcome(cell: &Cell) -> Option<Outcome> {
+    let records: Vec<&RunRecord> = cell.records().map(|(_, r)| r).collect();
+    // A failed process fails the cell (as in its summary row): its first failure.
+    let failure = cell.runs.iter().find(|(_, r)| r.is_err());
+    let Some(first) = records.first().filter(|_| failure.is_none()) else {
+        return failure.or(cell.runs.first()).map(|(_, r)| Outcome {
+            spec: cell.spec.clone(),
+            result: r.clone(),
+        });
+    };
+    if records.len() == 1 {
+        return Some(Outcome {
+            spec: cell.spec.clone(),
+            result: Ok((*first).clone()),
+        });
+    }
+    let mut merged = (*first).clone();
+    let mut h = first.histogram.decode().ok()?;
+    for r in &records[1..] {
+        h.add(r.histogram.decode().ok()?).ok()?;
+    }
+    merged.histogram = EncodedHistogram::encode(&h);
+    merged.iterations = records.iter().map(|r| r.iterations).sum();
+    Some(Outcome {
+        spec: cell.spec.clone(),
+        result: Ok(merged),
+    })
+}
+
+/// What a results folder holds: its plan and, per planned run (a cell), what its
+/// processes left — records or failures (runs never attempted are absent).
 pub struct Loaded {
     pub plan: Plan,
-    pub outcomes: Vec<Outcome>,
+    pub cells: Vec<Cell>,
     /// The observer calibration, if the run made one.
     pub calibration: Option<crate::analysis::calibration::Calibration>,
     /// Exact cliffs found by bisection after the runs, if any were looked for.
     pub cliffs: Vec<FoundCliff>,
 }
 
-/// A planned run's record or failure as kept on disk; `None` if it never ran.
-pub fn load_outcome(root: &Path, run: &PlannedRun) -> Result<Option<Outcome>, ResultsError> {
-    let ok = root.join("runs").join(format!("{}.json", run.id));
-    let failed = root.join("runs").join(format!("{}.failed.json", run.id));
+/// What a planned run's processes left on disk, in round order; `None` if none ran.
+pub fn load_cell(
+    root: &Path,
+    run: &PlannedRun,
+    processes: u32,
+) -> Result<Option<Cell>, ResultsError> {
+    let mut cell = Cell {
+        spec: run.spec.clone(),
+        runs: Vec::new(),
+    };
+    for round in 0..processes.max(1) {
+        if let Some(o) = load_outcome(root, &process_id(&run.id, round, processes), run)? {
+            cell.runs.push((round, o.result));
+        }
+    }
+    Ok((!cell.runs.is_empty()).then_some(cell))
+}
+
+/// One process's record or failure as kept on disk (`id`: its file id); `None` if it
+/// never ran.
+pub fn load_outcome(
+    root: &Path,
+    id: &str,
+    run: &PlannedRun,
+) -> Result<Option<Outcome>, ResultsError> {
+    let ok = root.join("runs").join(format!("{id}.json"));
+    let failed = root.join("runs").join(format!("{id}.failed.json"));
     let result = if ok.exists() {
         Ok(load_run(&ok)?)
     } else if failed.exists() {
@@ -334,10 +418,10 @@ pub fn load(root: &Path) -> Result<Loaded, ResultsError> {
         path: plan_path,
         why: e.to_string(),
     })?;
-    let mut outcomes = Vec::new();
+    let mut cells = Vec::new();
     for run in &plan.runs {
-        if let Some(o) = load_outcome(root, run)? {
-            outcomes.push(o);
+        if let Some(c) = load_cell(root, run, plan.experiment.processes)? {
+            cells.push(c);
         }
     }
     let calibration = fs::read_to_string(root.join("calibration.json"))
@@ -346,7 +430,7 @@ pub fn load(root: &Path) -> Result<Loaded, ResultsError> {
     let cliffs = load_cliffs(root);
     Ok(Loaded {
         plan,
-        outcomes,
+        cells,
         calibration,
         cliffs,
     })

@@ -28,6 +28,8 @@ struct BudgetFile {
     max_iters: Option<Spanned<u64>>,
     warmup_time: Option<Spanned<f64>>,
     warmup_iters: Option<u64>,
+    /// Worker processes per cell, in interleaved rounds.
+    processes: Option<Spanned<u32>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -85,7 +87,18 @@ pub struct Experiment {
     pub find_cliffs: bool,
     pub budget: Budget,
     pub quick: bool,
+    /// Worker processes per cell (`[budget] processes`), one per round, rounds
+    /// interleaved: medians over processes with 95 % intervals when there are several.
+    #[serde(default = "one_process")]
+    pub processes: u32,
 }
+
+fn one_process() -> u32 {
+    1
+}
+
+/// Most worker processes per cell accepted in an experiment file.
+pub const MAX_PROCESSES: u32 = 1000;
 
 /// Largest thread count accepted.
 pub const MAX_THREADS: u32 = 256;
@@ -176,6 +189,20 @@ impl Source<'_> {
         v.sort_unstable();
         v.dedup();
         Ok(v)
+    }
+
+    fn processes(&self, file: Option<&BudgetFile>, base: u32) -> Result<u32, ExperimentError> {
+        match file.and_then(|f| f.processes.as_ref()) {
+            None => Ok(base),
+            Some(p) if (1..=MAX_PROCESSES).contains(p.get_ref()) => Ok(*p.get_ref()),
+            Some(p) => Err(self.error(
+                Some(p.span()),
+                format!(
+                    "budget.processes is {}; it must be from 1 to {MAX_PROCESSES} (6 gives a 96.9 % interval for each median)",
+                    p.get_ref()
+                ),
+            )),
+        }
     }
 
     fn budget(&self, file: Option<&BudgetFile>, base: Budget) -> Result<Budget, ExperimentError> {
@@ -297,6 +324,7 @@ impl Experiment {
             None => vec![1],
         };
         let mut budget = src.budget(file.budget.as_ref(), Budget::default())?;
+        let mut processes = src.processes(file.budget.as_ref(), 1)?;
         if quick {
             if let Some(q) = &file.quick {
                 if let Some(s) = &q.sizes {
@@ -310,6 +338,7 @@ impl Experiment {
                     thp = dedup(t.get_ref().clone());
                 }
                 budget = src.budget(q.budget.as_ref(), budget)?;
+                processes = src.processes(q.budget.as_ref(), processes)?;
             }
         }
         Ok(Experiment {
@@ -326,6 +355,7 @@ impl Experiment {
             find_cliffs: file.find_cliffs.unwrap_or(false) && !quick,
             budget,
             quick,
+            processes,
         })
     }
 
@@ -344,10 +374,15 @@ impl Experiment {
         .fold(1u64, |n, &k| n.saturating_mul(k as u64))
     }
 
-    /// A lower bound on the time its runs take: each one's warm-up and measured phase.
+    /// Worker processes it starts: every cell in `processes` processes.
+    pub fn process_count(&self) -> u64 {
+        self.run_count().saturating_mul(u64::from(self.processes))
+    }
+
+    /// A lower bound on the time its runs take: each process's warm-up and measured phase.
     pub fn min_seconds(&self) -> f64 {
         let per_run = (self.budget.warmup_time_ns + self.budget.min_time_ns) as f64 / 1e9;
-        self.run_count() as f64 * per_run
+        self.process_count() as f64 * per_run
     }
 
     pub fn runs(&self) -> Vec<RunSpec> {
@@ -459,6 +494,13 @@ budget = { min_time = 0.01, warmup_time = 0 }
         assert_eq!(q.sizes, vec![100]);
         assert_eq!(q.budget.min_time_ns, 10_000_000);
         assert_eq!(q.budget.warmup_time_ns, 0);
+        // One process per cell unless the budget says more; quick keeps it.
+        assert_eq!((e.processes, e.process_count()), (1, 12));
+        let six = OK.replace("min_time = 0.5", "min_time = 0.5\nprocesses = 6");
+        let e6 = parse(&six).unwrap();
+        assert_eq!((e6.processes, e6.process_count()), (6, 72));
+        let q6 = Experiment::parse(Path::new("experiments/t.toml"), &six, true).unwrap();
+        assert_eq!(q6.processes, 6);
     }
 
     #[test]
@@ -568,6 +610,11 @@ budget = { min_time = 0.01, warmup_time = 0 }
             &OK.replace("min_time = 0.5", "min_time = -1.0"),
             "experiments/t.toml:9:12",
             &["min_time", "0 to 86400"],
+        );
+        fails(
+            &OK.replace("min_time = 0.5", "min_time = 0.5\nprocesses = 0"),
+            "experiments/t.toml:10:13",
+            &["budget.processes is 0", "from 1 to 1000"],
         );
         fails(
             &OK.replace("min_time = 0.5", "min_tme = 0.5"),

@@ -18,9 +18,9 @@ pub struct Progress {
     lines_at_end: bool,
     /// What the current run is, for its line at the end.
     current: String,
-    /// Each run's expected cost (any unit), in order, when runs differ a lot: the ETA is
-    /// then the time per unit of the runs measured so far times the units left.
-    weights: Option<Vec<f64>>,
+    /// Units of expected cost not yet done, when runs differ a lot: the ETA is then the
+    /// time per unit of the runs measured so far times the units left.
+    remaining_weight: Option<f64>,
     /// Units of the runs measured so far (runs skipped as already done not counted).
     measured_weight: f64,
 }
@@ -46,24 +46,34 @@ impl Progress {
             bar,
             lines_at_end: false,
             current: String::new(),
-            weights: None,
+            remaining_weight: None,
             measured_weight: 0.0,
         }
     }
 
-    /// A display for runs of different expected cost (`weights[i]` for run i, in order):
-    /// the ETA weighs the runs left by their cost instead of counting them.
-    pub fn weighted(weights: Vec<f64>) -> Self {
+    /// A display for `count` runs of different expected cost, `total_weight` units in
+    /// all: the ETA weighs the runs left by their cost instead of counting them (each run
+    /// ends with [`Progress::finish_weighted`] or [`Progress::skip_weighted`]).
+    pub fn weighted(count: usize, total_weight: f64) -> Self {
         Progress {
-            weights: Some(weights.clone()),
-            ..Progress::new(weights.len())
+            remaining_weight: Some(total_weight),
+            ..Progress::new(count)
         }
     }
 
-    /// Units of work left, by weight (from run `done` on).
-    fn remaining_weight(&self) -> Option<f64> {
-        let w = self.weights.as_ref()?;
-        Some(w.iter().skip(self.done).sum())
+    /// The current run, of expected cost `weight`, is over.
+    pub fn finish_weighted(&mut self, weight: f64) {
+        self.measured_weight += weight;
+        self.skip_weighted(weight);
+    }
+
+    /// A run of expected cost `weight` is skipped (already done): it counts towards the
+    /// position, not the rate.
+    pub fn skip_weighted(&mut self, weight: f64) {
+        if let Some(r) = &mut self.remaining_weight {
+            *r = (*r - weight).max(0.0);
+        }
+        self.advance();
     }
 
     /// A display whose runs end with a result to show ([`Progress::finish_with`]): without
@@ -85,7 +95,7 @@ impl Progress {
 
     fn eta(&self) -> String {
         let elapsed = self.started.elapsed().as_secs_f64();
-        let left = match self.remaining_weight() {
+        let left = match self.remaining_weight {
             Some(_) if self.measured_weight <= 0.0 => return "ETA …".into(),
             Some(rest) => elapsed / self.measured_weight * rest,
             None if self.done == 0 => return "ETA …".into(),
@@ -130,14 +140,6 @@ impl Progress {
 
     /// The current run is over.
     pub fn finish_one(&mut self) {
-        if let Some(w) = self.weights.as_ref().and_then(|w| w.get(self.done)) {
-            self.measured_weight += w;
-        }
-        self.advance();
-    }
-
-    /// A run is skipped (already done): it counts towards the position, not the rate.
-    pub fn skip_one(&mut self) {
         self.advance();
     }
 
@@ -184,13 +186,14 @@ mod tests {
 
     #[test]
     fn weighted_progress_counts_the_units_left_and_skips_do_not_set_the_rate() {
-        let mut p = Progress::weighted(vec![1.0, 1.0, 8.0]);
-        assert_eq!(p.remaining_weight(), Some(10.0));
-        p.skip_one();
-        assert_eq!((p.remaining_weight(), p.measured_weight), (Some(9.0), 0.0));
+        let mut p = Progress::weighted(3, 10.0);
+        assert_eq!(p.remaining_weight, Some(10.0));
+        p.skip_weighted(1.0);
+        assert_eq!((p.remaining_weight, p.measured_weight), (Some(9.0), 0.0));
         assert_eq!(p.eta(), "ETA …", "no measured run yet: no rate");
-        p.finish_one();
-        assert_eq!((p.remaining_weight(), p.measured_weight), (Some(8.0), 1.0));
+        p.finish_weighted(1.0);
+        assert_eq!((p.remaining_weight, p.measured_weight), (Some(8.0), 1.0));
+        assert_eq!(p.done, 2);
         p.clear();
     }
 }
