@@ -343,7 +343,7 @@ mod tests {
         );
         assert!(lines[0].contains("+1,954 minor faults"), "{lines:?}");
         assert!(
-            knob_findings(&rows[..2]).is_empty(),
+            knob_findings(&rows[..2], None, 0.02).is_empty(),
             "defaults alone: nothing"
         );
     }
