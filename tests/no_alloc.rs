@@ -62,24 +62,28 @@ fn recording_allocates_nothing() {
         min_iters: iters,
         max_iters: iters,
     };
-    for (variant, per_iter) in [
-        (Variant::Reuse, 0),
-        (Variant::InPlace, 1),
-        (Variant::OutOfPlace, 2),
-        (Variant::Fused, 1),
-    ] {
-        let mut kernel =
-            workload::prepare(alloclab::model::spec::Workload::Scale, variant, 4096, 1);
-        let mut hist = new_histogram();
-        let before = mine();
-        let stats = timed_loop(kernel.as_mut(), &budget, &mut hist);
-        let after = mine();
-        assert_eq!(stats.iterations, iters);
-        assert_eq!(
-            after - before,
-            per_iter * iters,
-            "{variant}: the loop allocated beyond the kernel's own buffers"
-        );
-        assert_eq!(hist.len(), iters);
+    // Timed one by one and in batches (as for sub-microsecond iterations).
+    for batch in [1, 4] {
+        for (variant, per_iter) in [
+            (Variant::Reuse, 0),
+            (Variant::InPlace, 1),
+            (Variant::OutOfPlace, 2),
+            (Variant::Fused, 1),
+        ] {
+            let mut kernel =
+                workload::prepare(alloclab::model::spec::Workload::Scale, variant, 4096, 1);
+            let mut hist = new_histogram();
+            let before = mine();
+            let stats = timed_loop(kernel.as_mut(), &budget, &mut hist, batch);
+            let after = mine();
+            assert_eq!(stats.iterations, iters);
+            assert_eq!(
+                after - before,
+                per_iter * iters,
+                "{variant}: the loop allocated beyond the kernel's own buffers"
+            );
+            assert_eq!(hist.len(), stats.samples);
+            assert_eq!(stats.samples, iters.div_ceil(batch));
+        }
     }
 }

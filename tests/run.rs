@@ -77,7 +77,8 @@ fn run_writes_every_file_and_they_parse_back() {
         assert!(rows
             .windows(2)
             .all(|w| w[0].value <= w[1].value && w[0].quantile <= w[1].quantile));
-        assert_eq!(rows.last().unwrap().total_count, record.iterations);
+        assert_eq!(rows.last().unwrap().total_count, record.samples);
+        assert_eq!(record.samples, 25u64.div_ceil(record.batch));
         assert_eq!(rows.last().unwrap().quantile, 1.0);
         let expected = hdr::rows(&h, 1.0);
         assert_eq!(rows.len(), expected.len());
@@ -92,7 +93,7 @@ fn run_writes_every_file_and_they_parse_back() {
         // Text form: its footer agrees.
         let hgrm = text(&res.join("histograms").join(format!("{id}.us.hgrm")));
         assert!(
-            hgrm.contains(&format!("Total count    = {:>12}]", record.iterations)),
+            hgrm.contains(&format!("Total count    = {:>12}]", record.samples)),
             "{hgrm}"
         );
         assert!(
@@ -436,7 +437,8 @@ fn replicated_processes_merge_into_cells_with_intervals() {
         }
         let file =
             hdr::parse_csv(&text(&res.join("histograms").join(format!("{id}.us.csv")))).unwrap();
-        assert_eq!(file.last().unwrap().total_count, 75);
+        let samples: u64 = records.iter().map(|r| r.samples).sum();
+        assert_eq!(file.last().unwrap().total_count, samples);
         let expected = hdr::rows(&sum, 1.0);
         assert_eq!(file.len(), expected.len());
         for (r, e) in file.iter().zip(&expected) {

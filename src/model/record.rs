@@ -69,6 +69,10 @@ pub struct Totals {
 }
 
 /// One run's result.
+fn one_iteration() -> u64 {
+    1
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
     pub schema: String,
@@ -98,6 +102,14 @@ pub struct RunRecord {
     pub allocator_stats: BTreeMap<String, u64>,
     pub budget: Budget,
     pub iterations: u64,
+    /// Iterations per latency sample: 1 when each iteration is timed alone; more when
+    /// an iteration is shorter than 100 clock-read pairs, each sample then being a
+    /// batch's time divided by its iterations (the percentiles are of those means).
+    #[serde(default = "one_iteration")]
+    pub batch: u64,
+    /// Latency samples in the histogram (records before batching: `iterations`).
+    #[serde(default)]
+    pub samples: u64,
     pub warmup_iterations: u64,
     /// Wall time of the measured loop, harness included.
     pub measured_wall_ns: u64,
@@ -214,11 +226,17 @@ impl RunRecord {
         let r: RunRecord =
             serde_json::from_value(value).map_err(|e| format!("malformed record: {e}"))?;
         let h = r.histogram.decode()?;
-        if h.len() != r.iterations {
+        let samples = if r.samples == 0 {
+            r.iterations
+        } else {
+            r.samples
+        };
+        if h.len() != samples {
             return Err(format!(
-                "histogram holds {} samples but the record says {} iterations",
+                "histogram holds {} samples but the record says {samples} ({} iterations in batches of {})",
                 h.len(),
-                r.iterations
+                r.iterations,
+                r.batch
             ));
         }
         Ok(r)

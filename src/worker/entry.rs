@@ -104,7 +104,7 @@ pub fn run(
             "syscall counting is off (--counters off)".into(),
         )),
     };
-    let mut m = measure::measure(kernels, &budget, source)?;
+    let mut m = measure::measure(kernels, &budget, source, overhead.timer_overhead_ns)?;
     let stats = match &library {
         None => (info.stats)(),
         Some((l, _)) => Err(format!(

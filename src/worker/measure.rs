@@ -26,13 +26,34 @@ pub fn new_histogram() -> Histogram<u64> {
         .expect("constant histogram bounds are valid")
 }
 
-/// What the measured loop saw (for several threads: iterations of all of them, wall
-/// time of the main thread).
+/// What the measured loop saw (for several threads: iterations and samples of all of
+/// them, wall time of the main thread).
 #[derive(Clone, Copy, Debug)]
 pub struct LoopStats {
     pub iterations: u64,
+    /// Latency samples recorded: one per batch of iterations.
+    pub samples: u64,
     /// Wall time of the whole measured loop, including the harness's own clock reads.
     pub wall_ns: u64,
+}
+
+/// An iteration is timed alone when it takes at least this many clock-read pairs;
+/// shorter ones are timed in batches that long, so that reading the clock costs at most
+/// about 1 % of what a sample measures.
+pub const BATCH_CLOCK_PAIRS: f64 = 100.0;
+
+/// Iterations per latency sample for iterations of `iteration_ns` when a clock-read
+/// pair costs `clock_pair_ns`: 1 when an iteration takes at least
+/// [`BATCH_CLOCK_PAIRS`] pairs, else the power of two that brings a batch to at least
+/// that (at most 2^20).
+pub fn batch_size(iteration_ns: f64, clock_pair_ns: f64) -> u64 {
+    let target = BATCH_CLOCK_PAIRS * clock_pair_ns.max(1.0);
+    if iteration_ns.is_nan() || iteration_ns <= 0.0 || iteration_ns >= target {
+        return 1;
+    }
+    ((target / iteration_ns).ceil() as u64)
+        .next_power_of_two()
+        .min(1 << 20)
 }
 
 #[inline(always)]
@@ -40,39 +61,50 @@ fn elapsed_ns(from: Instant, to: Instant) -> u64 {
     to.duration_since(from).as_nanos() as u64
 }
 
-/// Runs `kernel` until `budget` says stop, recording every iteration's latency in ns.
-/// Allocates nothing itself: whatever it allocates is the kernel's.
+/// Runs `kernel` until `budget` says stop, recording the latency per iteration in ns:
+/// each iteration's own with `batch` 1, else each batch's time divided by its iterations
+/// (the last batch shortened so that `max_iters` holds exactly). Allocates nothing
+/// itself: whatever it allocates is the kernel's.
 pub fn timed_loop(
     kernel: &mut dyn Kernel,
     budget: &Budget,
     hist: &mut Histogram<u64>,
+    batch: u64,
 ) -> LoopStats {
     let start = Instant::now();
     let mut iterations = 0u64;
+    let mut samples = 0u64;
     loop {
+        let n = batch
+            .min(budget.max_iters.saturating_sub(iterations))
+            .max(1);
         let t0 = Instant::now();
-        kernel.iterate();
+        for _ in 0..n {
+            kernel.iterate();
+        }
         let t1 = Instant::now();
-        hist.saturating_record(elapsed_ns(t0, t1));
-        iterations += 1;
+        hist.saturating_record(elapsed_ns(t0, t1) / n);
+        iterations += n;
+        samples += 1;
         if budget.measured_done(iterations, elapsed_ns(start, t1)) {
             return LoopStats {
                 iterations,
+                samples,
                 wall_ns: elapsed_ns(start, t1),
             };
         }
     }
 }
 
-/// Runs the warm-up; returns how many iterations it took.
-pub fn warm_up(kernel: &mut dyn Kernel, budget: &Budget) -> u64 {
+/// Runs the warm-up; returns how many iterations it took and how long.
+pub fn warm_up(kernel: &mut dyn Kernel, budget: &Budget) -> (u64, u64) {
     let start = Instant::now();
     let mut iterations = 0u64;
     while !budget.warmup_done(iterations, elapsed_ns(start, Instant::now())) {
         kernel.iterate();
         iterations += 1;
     }
-    iterations
+    (iterations, elapsed_ns(start, Instant::now()))
 }
 
 struct Empty;
@@ -103,7 +135,7 @@ pub fn calibrate() -> Overhead {
         max_iters: 200_000,
     };
     let mut scratch = new_histogram();
-    let stats = timed_loop(&mut Empty, &budget, &mut scratch);
+    let stats = timed_loop(&mut Empty, &budget, &mut scratch, 1);
     Overhead {
         timer_overhead_ns: pairs.value_at_quantile(0.5) as f64,
         timer_min_ns: pairs.min(),
@@ -162,6 +194,8 @@ pub struct Measurement {
     pub main_kernel: BoxedKernel,
     /// Warm-up iterations of the main thread.
     pub warmup_iterations: u64,
+    /// Iterations per latency sample (1: each iteration timed alone).
+    pub batch: u64,
     pub stats: LoopStats,
     pub latency_ns: Histogram<u64>,
     pub rusage: rusage::Rusage,
@@ -180,10 +214,14 @@ fn unavailable<E: std::fmt::Display>(what: &str) -> impl Fn(E) -> Unavailable + 
 /// thread of its own started before the warm-up. All threads start measuring together
 /// and run the budget on their own; counters cover the span from the common start to the
 /// moment the last thread finished. Latencies of all threads go into one histogram.
+///
+/// The batch size is chosen once, from the main thread's warm-up (its time per
+/// iteration against `clock_pair_ns`, see [`batch_size`]), and used by every thread.
 pub fn measure(
     kernels: Vec<BoxedKernel>,
     budget: &Budget,
     mut syscalls: SyscallSource<'_>,
+    clock_pair_ns: f64,
 ) -> std::io::Result<Measurement> {
     let mut kernels = kernels.into_iter();
     let mut main_kernel = kernels
@@ -192,32 +230,41 @@ pub fn measure(
     let others: Vec<BoxedKernel> = kernels.collect();
     // Three meeting points: everyone warmed up; counters on, go; everyone done.
     let meet = Barrier::new(others.len() + 1);
+    let shared_batch = std::sync::atomic::AtomicU64::new(1);
     let mut hist = new_histogram();
     std::thread::scope(|scope| {
         let helpers: Vec<_> = others
             .into_iter()
             .map(|mut kernel| {
                 let meet = &meet;
+                let shared_batch = &shared_batch;
                 scope.spawn(move || {
                     let mut h = new_histogram();
                     warm_up(kernel.as_mut(), budget);
                     meet.wait();
                     meet.wait();
-                    let stats = timed_loop(kernel.as_mut(), budget, &mut h);
+                    let batch = shared_batch.load(std::sync::atomic::Ordering::Relaxed);
+                    let stats = timed_loop(kernel.as_mut(), budget, &mut h, batch);
                     meet.wait();
                     (stats, h)
                 })
             })
             .collect();
 
-        let warmup_iterations = warm_up(main_kernel.as_mut(), budget);
+        let (warmup_iterations, warmup_ns) = warm_up(main_kernel.as_mut(), budget);
+        let batch = batch_size(
+            warmup_ns as f64 / warmup_iterations.max(1) as f64,
+            clock_pair_ns,
+        );
+        // Published before the second meeting point, which orders it for the helpers.
+        shared_batch.store(batch, std::sync::atomic::Ordering::Relaxed);
         meet.wait();
         let rss_start = memory::rss_bytes().map_err(unavailable("reading /proc/self/statm"));
         let allocs_before = alloc_count::snapshot();
         let ru_before = rusage::read_self()?;
         syscalls.start();
         meet.wait();
-        let mut stats = timed_loop(main_kernel.as_mut(), budget, &mut hist);
+        let mut stats = timed_loop(main_kernel.as_mut(), budget, &mut hist, batch);
         meet.wait();
         syscalls.stop();
         let ru_after = rusage::read_self()?;
@@ -228,6 +275,7 @@ pub fn measure(
                 .join()
                 .map_err(|_| std::io::Error::other("a workload thread panicked"))?;
             stats.iterations += s.iterations;
+            stats.samples += s.samples;
             hist.add(&h)
                 .map_err(|e| std::io::Error::other(format!("{e:?}")))?;
         }
@@ -246,6 +294,7 @@ pub fn measure(
         Ok(Measurement {
             main_kernel,
             warmup_iterations,
+            batch,
             stats,
             latency_ns: hist,
             rusage: ru_after.since(&ru_before),
@@ -297,11 +346,31 @@ mod tests {
         };
         let mut k = Counting(0);
         let mut h = new_histogram();
-        let s = timed_loop(&mut k, &b, &mut h);
+        let s = timed_loop(&mut k, &b, &mut h, 1);
         assert_eq!(s.iterations, 1234);
         assert_eq!(k.0, 1234);
-        assert_eq!(h.len(), 1234);
+        assert_eq!((h.len(), s.samples), (1234, 1234));
         assert!(s.wall_ns >= h.min() * 1234);
+        // Batches of 16: one sample per batch, the last one shortened to keep max_iters.
+        let mut k = Counting(0);
+        let mut h = new_histogram();
+        let s = timed_loop(&mut k, &b, &mut h, 16);
+        assert_eq!((s.iterations, k.0), (1234, 1234));
+        assert_eq!(
+            (h.len(), s.samples),
+            (78, 78),
+            "77 full batches and one of 2"
+        );
+    }
+
+    #[test]
+    fn batches_reach_a_hundred_clock_pairs() {
+        assert_eq!(batch_size(5_000.0, 30.0), 1, "5 µs is timed alone");
+        assert_eq!(batch_size(3_000.0, 30.0), 1);
+        assert_eq!(batch_size(2_999.0, 30.0), 2);
+        assert_eq!(batch_size(50.0, 30.0), 64, "3,000 / 50 = 60 → 64");
+        assert_eq!(batch_size(0.0, 30.0), 1, "no estimate: one at a time");
+        assert_eq!(batch_size(0.001, 30.0), 1 << 20, "capped");
     }
 
     #[test]
@@ -312,11 +381,11 @@ mod tests {
             ..Budget::default()
         };
         let mut k = Counting(0);
-        assert_eq!(warm_up(&mut k, &b), 7);
+        assert_eq!(warm_up(&mut k, &b).0, 7);
         b.max_iters = 2;
-        assert_eq!(warm_up(&mut k, &b), 2);
+        assert_eq!(warm_up(&mut k, &b).0, 2);
         b.warmup_iters = 0;
-        assert_eq!(warm_up(&mut k, &b), 1);
+        assert_eq!(warm_up(&mut k, &b).0, 1);
     }
 
     #[test]

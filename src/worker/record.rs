@@ -69,6 +69,8 @@ impl RunRecord {
             allocator_stats: BTreeMap::new(),
             budget,
             iterations: n,
+            batch: m.batch,
+            samples: m.stats.samples,
             warmup_iterations: m.warmup_iterations,
             measured_wall_ns: m.stats.wall_ns,
             min_ns: h.min(),
