@@ -20,8 +20,10 @@ pub struct Budget {
 /// (the founding case at 1e6 elements: 0.4–0.6 ms in place, 5–13 ms when it faults; the
 /// size sweep at 2^27 elements: ≈ 4 ns per element, measured with `make run-all`).
 const GUIDE_S_PER_ELEMENT: f64 = 4e-9;
-/// Seconds a worker process costs besides its phases: start, input set-up, exit.
-const GUIDE_PROCESS_S: f64 = 0.05;
+/// Seconds a run costs besides its phases: the worker's start, calibration, input set-up
+/// and exit, and the driver saving its record and histogram files (fsync'd). Measured:
+/// `make run-all`'s 1,140 processes took ≈ 0.25 s each beyond their budgets here.
+const GUIDE_PROCESS_S: f64 = 0.25;
 
 impl Budget {
     /// A rough expectation of one run's wall time, for weighting progress estimates (never
@@ -171,10 +173,11 @@ mod tests {
         let small = b.expected_seconds(32, 1, 2);
         // A small run costs its budgets plus the process overhead.
         let floor = (b.warmup_time_ns + b.min_time_ns) as f64 / 1e9;
-        assert!(small >= floor && small < floor + 0.1, "{small}");
+        let overhead = small - floor;
+        assert!(overhead > 0.0 && overhead < 0.3, "{small}");
         // A run whose min_iters take longer than its time budget is weighted by them.
         let big = b.expected_seconds(1 << 27, 1, 2);
-        assert!(big > 10.0 * small, "{big} vs {small}");
+        assert!(big > 5.0 * small, "{big} vs {small}");
         assert!(b.expected_seconds(1 << 27, 4, 2) > big);
         assert_eq!(b.expected_seconds(1 << 27, 2, 2), big);
     }
