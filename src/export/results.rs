@@ -337,6 +337,7 @@ pub fn merged_outcome(cell: &Cell) -> Option<Outcome> {
     }
     merged.histogram = EncodedHistogram::encode(&h);
     merged.iterations = records.iter().map(|r| r.iterations).sum();
+    merged.samples = records.iter().map(|r| r.samples).sum();
     Some(Outcome {
         spec: cell.spec.clone(),
         result: Ok(merged),
