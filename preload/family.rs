@@ -19,11 +19,33 @@ pub unsafe trait Backend {
     unsafe fn posix_memalign(out: *mut *mut libc::c_void, align: usize, size: usize)
         -> libc::c_int;
     unsafe fn aligned_alloc(align: usize, size: usize) -> *mut libc::c_void;
-    unsafe fn memalign(align: usize, size: usize) -> *mut libc::c_void;
-    unsafe fn valloc(size: usize) -> *mut libc::c_void;
-    unsafe fn pvalloc(size: usize) -> *mut libc::c_void;
     unsafe fn usable_size(p: *mut libc::c_void) -> usize;
+
+    /// By default `aligned_alloc` (glibc's memalign takes the same arguments).
+    unsafe fn memalign(align: usize, size: usize) -> *mut libc::c_void {
+        // SAFETY: as aligned_alloc.
+        unsafe { Self::aligned_alloc(align, size) }
+    }
+    /// By default page-aligned `aligned_alloc`.
+    unsafe fn valloc(size: usize) -> *mut libc::c_void {
+        // SAFETY: the page size is a power of two.
+        unsafe { Self::aligned_alloc(PAGE, size) }
+    }
+    /// By default the size rounded up to whole pages (ENOMEM if that overflows), page
+    /// aligned.
+    unsafe fn pvalloc(size: usize) -> *mut libc::c_void {
+        let Some(rounded) = size.max(1).checked_next_multiple_of(PAGE) else {
+            // SAFETY: __errno_location returns this thread's errno.
+            unsafe { *libc::__errno_location() = libc::ENOMEM };
+            return std::ptr::null_mut();
+        };
+        // SAFETY: the page size is a power of two.
+        unsafe { Self::aligned_alloc(PAGE, rounded) }
+    }
 }
+
+/// The page size valloc and pvalloc align to (x86_64 Linux).
+pub const PAGE: usize = 4096;
 
 /// Exports the malloc family (unmangled, C ABI) over a [`Backend`].
 macro_rules! export_malloc_family {

@@ -11,11 +11,9 @@ use std::ffi::{c_char, c_int, c_void};
 
 struct Rpmalloc;
 
-const PAGE: usize = 4096;
-
 // SAFETY: every method forwards to rpmalloc's function of the same C contract, the aligned
-// forms after the alignment check C requires; valloc and pvalloc are its aligned
-// allocation at page alignment.
+// forms after the alignment check C requires; memalign, valloc and pvalloc are the family's
+// defaults over its aligned allocation.
 unsafe impl family::Backend for Rpmalloc {
     unsafe fn malloc(size: usize) -> *mut c_void {
         // SAFETY: C malloc contract.
@@ -49,23 +47,6 @@ unsafe impl family::Backend for Rpmalloc {
         }
         // SAFETY: C aligned_alloc contract, alignment checked.
         unsafe { rp::rpaligned_alloc(align, size) }
-    }
-    unsafe fn memalign(align: usize, size: usize) -> *mut c_void {
-        // SAFETY: as aligned_alloc.
-        unsafe { Self::aligned_alloc(align, size) }
-    }
-    unsafe fn valloc(size: usize) -> *mut c_void {
-        // SAFETY: page alignment is a power of two.
-        unsafe { rp::rpaligned_alloc(PAGE, size) }
-    }
-    unsafe fn pvalloc(size: usize) -> *mut c_void {
-        let Some(rounded) = size.max(1).checked_next_multiple_of(PAGE) else {
-            // SAFETY: __errno_location returns this thread's errno.
-            unsafe { *libc::__errno_location() = libc::ENOMEM };
-            return std::ptr::null_mut();
-        };
-        // SAFETY: page alignment is a power of two.
-        unsafe { rp::rpaligned_alloc(PAGE, rounded) }
     }
     unsafe fn usable_size(p: *mut c_void) -> usize {
         // SAFETY: C malloc_usable_size contract.

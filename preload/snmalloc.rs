@@ -11,8 +11,6 @@ use std::ffi::{c_char, c_int, c_void};
 
 struct Snmalloc;
 
-const PAGE: usize = 4096;
-
 /// EINVAL for an alignment that is not a power of two.
 fn bad_alignment(align: usize) -> bool {
     !align.is_power_of_two()
@@ -59,23 +57,6 @@ unsafe impl family::Backend for Snmalloc {
         }
         // SAFETY: a power-of-two alignment and a non-zero size.
         unsafe { sn::sn_rust_alloc(align, size.max(1)) }
-    }
-    unsafe fn memalign(align: usize, size: usize) -> *mut c_void {
-        // SAFETY: as aligned_alloc.
-        unsafe { Self::aligned_alloc(align, size) }
-    }
-    unsafe fn valloc(size: usize) -> *mut c_void {
-        // SAFETY: as aligned_alloc.
-        unsafe { Self::aligned_alloc(PAGE, size) }
-    }
-    unsafe fn pvalloc(size: usize) -> *mut c_void {
-        let Some(rounded) = size.max(1).checked_next_multiple_of(PAGE) else {
-            // SAFETY: __errno_location returns this thread's errno.
-            unsafe { *libc::__errno_location() = libc::ENOMEM };
-            return std::ptr::null_mut();
-        };
-        // SAFETY: as aligned_alloc.
-        unsafe { Self::aligned_alloc(PAGE, rounded) }
     }
     unsafe fn usable_size(p: *mut c_void) -> usize {
         // SAFETY: C malloc_usable_size contract.
