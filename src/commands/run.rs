@@ -18,7 +18,7 @@ use crate::model::run::RunSpec;
 use crate::model::summary::SummaryRow;
 use crate::ui::fmt::{fmt_duration, group_thousands};
 use crate::ui::interrupt::{interrupted, stop_on_interrupt};
-use crate::ui::progress::Progress;
+use crate::ui::progress::{Eta, Progress};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -91,17 +91,10 @@ pub fn run(args: RunArgs) -> Result<()> {
             None
         }
     };
-    // Runs differ by orders of magnitude (32 to 2^27 elements): the ETA weighs them.
-    let total: f64 = experiments
-        .iter()
-        .flat_map(|e| {
-            e.runs()
-                .into_iter()
-                .map(move |s| expected(e, &s) * f64::from(e.processes.max(1)))
-        })
-        .sum();
+    // Runs differ by orders of magnitude (32 to 2^27 elements): the ETA learns what each
+    // kind costs as they run (see `plan_eta`).
     let processes: u64 = experiments.iter().map(Experiment::process_count).sum();
-    let mut progress = Progress::weighted(processes as usize, total);
+    let mut progress = Progress::planned(processes as usize, plan_eta(&experiments));
     let mut failed = 0;
     for (exp, folder) in experiments.iter().zip(&folders) {
         let o = run_experiment(
@@ -150,9 +143,61 @@ pub fn run(args: RunArgs) -> Result<()> {
 }
 
 /// A run's expected cost for the ETA (see [`Budget::expected_seconds`]).
-fn expected(exp: &Experiment, spec: &RunSpec) -> f64 {
+fn expected(budget: &Budget, spec: &RunSpec) -> f64 {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    exp.budget.expected_seconds(spec.size, spec.threads, cpus)
+    budget.expected_seconds(spec.size, spec.threads, cpus)
+}
+
+/// The ETA's group of a run: runs of one experiment at one size and thread count cost
+/// about the same (the run order is shuffled, so every group is sampled early).
+fn eta_key(exp: &Experiment, spec: &RunSpec) -> String {
+    format!("{}|{}|{}", exp.name, spec.size, spec.threads)
+}
+
+/// The ETA's group of an experiment's bisection probes.
+fn cliff_key(exp: &Experiment) -> String {
+    format!("{}|cliffs", exp.name)
+}
+
+/// Probes one bisection takes at most between neighbouring sizes `from` < `to`: both
+/// ends, then halving the gap down to the resolution.
+fn bisection_probes(from: u64, to: u64) -> usize {
+    let steps = (to.saturating_sub(from) as f64 / cliff::auto_resolution(from) as f64)
+        .log2()
+        .ceil()
+        .max(0.0);
+    2 + steps as usize
+}
+
+/// Everything `run` will do, for the ETA: each experiment's processes grouped by size
+/// and threads with the guide's cost, and, where cliffs are looked for, one bisection per
+/// series (allocator, variant, …) between neighbouring sizes in the middle of the sweep —
+/// replanned with the changes actually found once the sweep is over.
+fn plan_eta(experiments: &[Experiment]) -> Eta {
+    let mut eta = Eta::default();
+    for e in experiments {
+        for s in e.runs() {
+            let n = e.processes.max(1) as usize;
+            eta.plan(&eta_key(e, &s), &e.name, n, expected(&e.budget, &s));
+        }
+        if e.find_cliffs && e.sizes.len() > 1 {
+            let mid = e.sizes.len() / 2;
+            let (from, to) = (e.sizes[mid - 1], e.sizes[mid]);
+            let series = e.run_count() as usize / e.sizes.len();
+            let probe = Budget::probe(e.budget.max_iters);
+            let spec = RunSpec {
+                size: from,
+                ..e.runs()[0].clone()
+            };
+            eta.plan(
+                &cliff_key(e),
+                &e.name,
+                series * bisection_probes(from, to),
+                expected(&probe, &spec),
+            );
+        }
+    }
+    eta
 }
 
 /// What happened to one experiment.
@@ -189,17 +234,16 @@ pub fn run_experiment(
             runs: Vec::new(),
         })
         .collect();
-    // One process of every cell per round; with several rounds the order within round
-    // r is shuffled from the experiment's seed + r, so that drift reaches every cell.
+    // One process of every cell per round; the order within round r is shuffled from the
+    // experiment's seed + r, so that drift reaches every cell (and sizes alike, in a
+    // sweep, instead of the large ones all at the end).
     for round in 0..r {
         let mut order: Vec<usize> = (0..plan.runs.len()).collect();
-        if r > 1 {
-            SplitMix(exp.seed.wrapping_add(u64::from(round))).shuffle(&mut order);
-        }
+        SplitMix(exp.seed.wrapping_add(u64::from(round))).shuffle(&mut order);
         for i in order {
             let run = &plan.runs[i];
             let id = results::process_id(&run.id, round, r);
-            let weight = expected(exp, &run.spec);
+            let key = eta_key(exp, &run.spec);
             if interrupted() {
                 // Not reached this time: what an earlier run left for it still counts.
                 if let Some(o) = results::load_outcome(&dir, &id, run)? {
@@ -210,7 +254,7 @@ pub fn run_experiment(
             if resume {
                 if let Some(record) = results.completed(&id, &run.spec, exp) {
                     skipped += 1;
-                    progress.skip_weighted(weight);
+                    progress.skip_planned(&key);
                     cells[i].runs.push((round, Ok(record)));
                     continue;
                 }
@@ -236,7 +280,7 @@ pub fn run_experiment(
                     results.save_failure(&id, &run.spec, failure)?;
                 }
             }
-            progress.finish_weighted(weight);
+            progress.finish_planned(&key);
             cells[i].runs.push((round, result));
         }
     }
@@ -246,7 +290,7 @@ pub fn run_experiment(
     cells.retain(|c| !c.runs.is_empty());
     let cliffs = if exp.find_cliffs && !interrupted() {
         let budget = Budget::probe(exp.budget.max_iters);
-        let cliffs = find_cliffs(&cells, &budget, executor, progress);
+        let cliffs = find_cliffs(&cells, &budget, &cliff_key(exp), executor, progress);
         results.save_cliffs(&cliffs)?;
         cliffs
     } else {
@@ -273,15 +317,26 @@ pub fn run_experiment(
 fn find_cliffs(
     cells: &[Cell],
     budget: &Budget,
+    eta_key: &str,
     executor: &mut dyn Executor,
     progress: &mut Progress,
 ) -> Vec<FoundCliff> {
     let rows: Vec<SummaryRow> = cells.iter().map(crate::analysis::cells::row).collect();
     let mut found = Vec::new();
-    for (metric, jumps) in [
+    let all = [
         (Metric::Faults, jumps::fault_jumps(&rows)),
         (Metric::Syscalls, jumps::syscall_jumps(&rows)),
-    ] {
+    ];
+    // The ETA now knows the bisections to do: at most this many probes.
+    let probes: usize = all
+        .iter()
+        .flat_map(|(_, js)| js)
+        .map(|j| bisection_probes(j.from_size, j.to_size))
+        .sum();
+    let part = eta_key.split('|').next().unwrap_or_default();
+    let guide = cells.first().map_or(0.3, |c| expected(budget, &c.spec));
+    progress.replan(eta_key, part, probes, guide);
+    for (metric, jumps) in all {
         for j in jumps {
             if interrupted() {
                 return found;
@@ -295,7 +350,12 @@ fn find_cliffs(
                 j.from_size,
                 j.to_size
             ));
-            let mut measure = |size| driver::probe(executor, base, budget, size, metric);
+            let mut measure = |size| {
+                progress.work_started();
+                let p = driver::probe(executor, base, budget, size, metric);
+                progress.work_done(eta_key);
+                p
+            };
             match cliff::find(
                 &mut measure,
                 j.from_size,

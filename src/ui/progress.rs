@@ -3,8 +3,100 @@
 
 use crate::ui::fmt::fmt_duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::time::Instant;
+
+/// Work of one kind still to do and already done, for the ETA: runs of one experiment at
+/// one size and thread count cost about the same, whatever the allocator.
+#[derive(Clone, Debug, Default)]
+struct Group {
+    /// The experiment (or session part) it belongs to.
+    part: String,
+    /// Items left, and the guide's seconds for each ([`crate::model::budget::Budget::expected_seconds`]).
+    left: usize,
+    guide: f64,
+    /// Items measured so far, the seconds they took and what the guide said for them.
+    done: usize,
+    seconds: f64,
+    guided: f64,
+}
+
+/// The time left of a session whose items differ by orders of magnitude, learned while
+/// it runs: an item of a group some of whose items have run costs their mean time; an
+/// item of a group not yet started costs the guide's figure scaled by how far the guide
+/// was off for its part (or for the whole session, before its part started).
+#[derive(Clone, Debug, Default)]
+pub struct Eta {
+    groups: BTreeMap<String, Group>,
+}
+
+impl Eta {
+    /// `count` more items of group `key` (in `part`), each guided at `guide` seconds.
+    pub fn plan(&mut self, key: &str, part: &str, count: usize, guide: f64) {
+        let g = self.groups.entry(key.to_string()).or_default();
+        g.part = part.to_string();
+        g.left += count;
+        g.guide = guide;
+    }
+
+    /// Group `key` now has exactly `count` items left (once a session knows them).
+    pub fn replan(&mut self, key: &str, part: &str, count: usize, guide: f64) {
+        let g = self.groups.entry(key.to_string()).or_default();
+        g.part = part.to_string();
+        g.left = count;
+        g.guide = guide;
+    }
+
+    /// An item of group `key` took `seconds`.
+    pub fn done(&mut self, key: &str, seconds: f64) {
+        if let Some(g) = self.groups.get_mut(key) {
+            g.left = g.left.saturating_sub(1);
+            g.done += 1;
+            g.seconds += seconds;
+            g.guided += g.guide;
+        }
+    }
+
+    /// An item of group `key` needs no doing (kept from before).
+    pub fn skip(&mut self, key: &str) {
+        if let Some(g) = self.groups.get_mut(key) {
+            g.left = g.left.saturating_sub(1);
+        }
+    }
+
+    /// Seconds measured per guide second over the groups `of` selects that have run: the
+    /// median of their ratios, so that a few groups the guide is far off for (the largest
+    /// sizes of a sweep) do not set the scale of everything else.
+    fn scale(&self, of: impl Fn(&Group) -> bool) -> Option<f64> {
+        let ratios: Vec<f64> = self
+            .groups
+            .values()
+            .filter(|g| g.done > 0 && g.guided > 0.0 && of(g))
+            .map(|g| g.seconds / g.guided)
+            .collect();
+        crate::analysis::stats::median(&ratios)
+    }
+
+    /// Seconds left, once anything has been measured.
+    pub fn remaining(&self) -> Option<f64> {
+        let overall = self.scale(|_| true)?;
+        Some(
+            self.groups
+                .values()
+                .filter(|g| g.left > 0)
+                .map(|g| {
+                    let each = if g.done > 0 {
+                        g.seconds / g.done as f64
+                    } else {
+                        g.guide * self.scale(|o| o.part == g.part).unwrap_or(overall)
+                    };
+                    each * g.left as f64
+                })
+                .sum(),
+        )
+    }
+}
 
 /// Progress on stderr over a known number of runs.
 pub struct Progress {
@@ -18,11 +110,10 @@ pub struct Progress {
     lines_at_end: bool,
     /// What the current run is, for its line at the end.
     current: String,
-    /// Units of expected cost not yet done, when runs differ a lot: the ETA is then the
-    /// time per unit of the runs measured so far times the units left.
-    remaining_weight: Option<f64>,
-    /// Units of the runs measured so far (runs skipped as already done not counted).
-    measured_weight: f64,
+    /// When runs differ a lot: what is left, learned from the runs measured so far.
+    estimate: Option<Eta>,
+    /// When the current run or item of work started.
+    item_started: Instant,
 }
 
 impl Progress {
@@ -46,34 +137,55 @@ impl Progress {
             bar,
             lines_at_end: false,
             current: String::new(),
-            remaining_weight: None,
-            measured_weight: 0.0,
+            estimate: None,
+            item_started: Instant::now(),
         }
     }
 
-    /// A display for `count` runs of different expected cost, `total_weight` units in
-    /// all: the ETA weighs the runs left by their cost instead of counting them (each run
-    /// ends with [`Progress::finish_weighted`] or [`Progress::skip_weighted`]).
-    pub fn weighted(count: usize, total_weight: f64) -> Self {
+    /// A display for `count` runs of different cost, planned in `eta`: each run ends with
+    /// [`Progress::finish_planned`] or [`Progress::skip_planned`] naming its group.
+    pub fn planned(count: usize, eta: Eta) -> Self {
         Progress {
-            remaining_weight: Some(total_weight),
+            estimate: Some(eta),
             ..Progress::new(count)
         }
     }
 
-    /// The current run, of expected cost `weight`, is over.
-    pub fn finish_weighted(&mut self, weight: f64) {
-        self.measured_weight += weight;
-        self.skip_weighted(weight);
+    /// The current run, of group `key`, is over.
+    pub fn finish_planned(&mut self, key: &str) {
+        self.work_done(key);
+        self.advance();
     }
 
-    /// A run of expected cost `weight` is skipped (already done): it counts towards the
-    /// position, not the rate.
-    pub fn skip_weighted(&mut self, weight: f64) {
-        if let Some(r) = &mut self.remaining_weight {
-            *r = (*r - weight).max(0.0);
+    /// A run of group `key` is skipped (already done): it counts towards the position,
+    /// not the rate.
+    pub fn skip_planned(&mut self, key: &str) {
+        if let Some(e) = &mut self.estimate {
+            e.skip(key);
         }
         self.advance();
+    }
+
+    /// An item of work that is not one of the counted runs (a bisection probe) starts now.
+    pub fn work_started(&mut self) {
+        self.item_started = Instant::now();
+    }
+
+    /// The item of work of group `key` started last is over: the ETA learns its time.
+    pub fn work_done(&mut self, key: &str) {
+        let seconds = self.item_started.elapsed().as_secs_f64();
+        if let Some(e) = &mut self.estimate {
+            e.done(key, seconds);
+        }
+        self.show_eta();
+    }
+
+    /// Group `key` now has exactly `count` items left, each guided at `guide` seconds.
+    pub fn replan(&mut self, key: &str, part: &str, count: usize, guide: f64) {
+        if let Some(e) = &mut self.estimate {
+            e.replan(key, part, count, guide);
+        }
+        self.show_eta();
     }
 
     /// A display whose runs end with a result to show ([`Progress::finish_with`]): without
@@ -95,9 +207,11 @@ impl Progress {
 
     fn eta(&self) -> String {
         let elapsed = self.started.elapsed().as_secs_f64();
-        let left = match self.remaining_weight {
-            Some(_) if self.measured_weight <= 0.0 => return "ETA …".into(),
-            Some(rest) => elapsed / self.measured_weight * rest,
+        let left = match &self.estimate {
+            Some(e) => match e.remaining() {
+                Some(left) => left,
+                None => return "ETA …".into(),
+            },
             None if self.done == 0 => return "ETA …".into(),
             None => elapsed / self.done as f64 * self.total.saturating_sub(self.done) as f64,
         };
@@ -114,6 +228,7 @@ impl Progress {
     /// A run starts: `what` names it.
     pub fn start(&mut self, what: &str) {
         self.current = what.to_string();
+        self.item_started = Instant::now();
         self.show_eta();
         match &self.bar {
             Some(bar) => bar.set_message(what.to_string()),
@@ -185,15 +300,47 @@ mod tests {
     use super::*;
 
     #[test]
-    fn weighted_progress_counts_the_units_left_and_skips_do_not_set_the_rate() {
-        let mut p = Progress::weighted(3, 10.0);
-        assert_eq!(p.remaining_weight, Some(10.0));
-        p.skip_weighted(1.0);
-        assert_eq!((p.remaining_weight, p.measured_weight), (Some(9.0), 0.0));
+    fn the_eta_learns_each_groups_cost_and_scales_the_guide_for_groups_not_yet_started() {
+        let mut e = Eta::default();
+        e.plan("sweep|32", "sweep", 4, 0.3);
+        e.plan("sweep|1e8", "sweep", 2, 1.0);
+        e.plan("threads|1e6", "threads", 3, 0.5);
+        assert_eq!(e.remaining(), None, "nothing measured: no rate");
+        e.done("sweep|32", 0.6);
+        e.skip("sweep|32");
+        // sweep|32: 2 left at the 0.6 s measured; the guide was 2x off for the sweep
+        // (2 x 1.0 x 2) and, the threads part not started, overall (3 x 0.5 x 2).
+        let left = e.remaining().unwrap();
+        assert!((left - (1.2 + 4.0 + 3.0)).abs() < 1e-9, "{left}");
+        // The scale is the median of the groups' ratios: one group 10x off does not set
+        // it for the rest.
+        let mut m = Eta::default();
+        for (k, ratio) in [("a", 1.0), ("b", 1.2), ("c", 10.0)] {
+            m.plan(k, "x", 1, 1.0);
+            m.done(k, ratio);
+        }
+        m.plan("d", "y", 1, 1.0);
+        assert_eq!(m.remaining(), Some(1.2));
+        e.done("threads|1e6", 0.5);
+        // threads now runs at its guide: 2 x 0.5.
+        let left = e.remaining().unwrap();
+        assert!((left - (1.2 + 4.0 + 1.0)).abs() < 1e-9, "{left}");
+        e.replan("sweep|cliffs", "sweep", 10, 0.1);
+        let left = e.remaining().unwrap();
+        assert!((left - (1.2 + 4.0 + 1.0 + 2.0)).abs() < 1e-9, "{left}");
+    }
+
+    #[test]
+    fn planned_progress_counts_skips_towards_the_position_not_the_rate() {
+        let mut eta = Eta::default();
+        eta.plan("a", "x", 3, 1.0);
+        let mut p = Progress::planned(3, eta);
+        p.skip_planned("a");
         assert_eq!(p.eta(), "ETA …", "no measured run yet: no rate");
-        p.finish_weighted(1.0);
-        assert_eq!((p.remaining_weight, p.measured_weight), (Some(8.0), 1.0));
+        p.start("a run");
+        p.finish_planned("a");
         assert_eq!(p.done, 2);
+        assert!(p.eta().starts_with("ETA "), "{}", p.eta());
         p.clear();
     }
 }
