@@ -49,10 +49,11 @@ impl Metric {
 
 /// One measured size.
 #[derive(Clone, Debug)]
-pub struct Probe {
+pub struct Probe<R = RunRecord> {
     pub size: u64,
     pub value: f64,
-    pub record: RunRecord,
+    /// What was measured there: a worker's record, or a command's per-call figures.
+    pub record: R,
 }
 
 /// A cliff as kept in a results folder.
@@ -157,9 +158,9 @@ impl FoundCliff {
 }
 
 /// The two neighbouring sizes where the metric crosses its threshold.
-pub struct Cliff {
-    pub below: Probe,
-    pub above: Probe,
+pub struct Cliff<R = RunRecord> {
+    pub below: Probe<R>,
+    pub above: Probe<R>,
     pub probes: usize,
 }
 
@@ -183,15 +184,15 @@ pub enum CliffError {
 
 /// Bisects `[from, to]` for the size where `metric` crosses its threshold, until the two
 /// sides are at most `resolution` elements apart (1: neighbouring sizes).
-pub fn find(
-    measure: &mut dyn FnMut(u64) -> Result<Probe, CliffError>,
+pub fn find<R>(
+    measure: &mut dyn FnMut(u64) -> Result<Probe<R>, CliffError>,
     from: u64,
     to: u64,
     metric: Metric,
     resolution: u64,
-    progress: &mut dyn FnMut(&Probe),
-) -> Result<Cliff, CliffError> {
-    let above = |p: &Probe| p.value >= metric.threshold();
+    progress: &mut dyn FnMut(&Probe<R>),
+) -> Result<Cliff<R>, CliffError> {
+    let above = |p: &Probe<R>| p.value >= metric.threshold();
     let mut lo = measure(from)?;
     progress(&lo);
     let mut hi = measure(to)?;

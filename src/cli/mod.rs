@@ -34,10 +34,15 @@ pub enum Command {
     Report(ReportArgs),
     /// Measure what observing costs: clock, histogram, counters, and their effect on the median.
     Calibrate(CalibrateArgs),
-    /// Find by bisection the exact size where faults or syscalls per iteration change.
+    /// Find by bisection the exact size where faults or syscalls per iteration change
+    /// (of the built-in workload, or per call of your command after `--`).
     Cliff(CliffArgs),
-    /// Try curated knob sets per allocator: which remove the faults and syscalls, at what cost.
+    /// Try curated knob sets per allocator: which remove the faults and syscalls, at what
+    /// cost (on the built-in workload, or on your command after `--`).
     Tune(TuneArgs),
+    /// Run your command at a range of sizes ({size}) under each allocator: time, faults,
+    /// syscalls and RSS per call, and the exact sizes where they change.
+    Sweep(SweepArgs),
     /// Run any command under each allocator (preloaded) and compare time, faults and syscalls.
     Exec(ExecArgs),
     /// Compare two results cell by cell (run folders, or compare's JSON/CSV): change,
@@ -112,35 +117,132 @@ pub struct ExecArgs {
 impl ExecArgs {
     /// Validates everything that can be checked before any run.
     pub fn settings(&self) -> Result<crate::exec::ExecSettings, String> {
-        let allocators = crate::exec::parse_allocators(&self.allocators)?;
-        // A command that is not there fails the same under every allocator: bad input.
-        let first = self
-            .command
-            .first()
-            .ok_or("no command given: put it after `--`")?;
-        let path_var = std::env::var_os("PATH");
-        let program = crate::exec::launch::resolve_program(first, path_var.as_deref())
-            .map_err(|why| format!("cannot run the command: {why}"))?;
-        Ok(crate::exec::ExecSettings {
-            allocators,
-            command: self.command.clone(),
-            program,
-            runs: self.runs,
-            warmup: self.warmup,
-            show_output: self.show_output,
-            thp: self.thp,
-            timeout: self
-                .timeout
-                .filter(|t| *t > 0.0)
-                .map(Duration::from_secs_f64),
-            counters: self.counters,
-            preload_dir: crate::exec::preload_dir(),
-            noise_threshold: self.noise_threshold,
-        })
+        command_settings(
+            crate::exec::parse_allocators(&self.allocators)?,
+            &self.command,
+            CommandOptions {
+                runs: self.runs,
+                warmup: self.warmup,
+                show_output: self.show_output,
+                thp: self.thp,
+                timeout: self.timeout,
+                counters: self.counters,
+                noise_threshold: self.noise_threshold,
+            },
+        )
     }
 }
 
+/// How a user's command is run, besides its allocators.
+pub struct CommandOptions {
+    pub runs: u32,
+    pub warmup: u32,
+    pub show_output: bool,
+    pub thp: crate::model::spec::Thp,
+    pub timeout: Option<f64>,
+    pub counters: CounterMode,
+    pub noise_threshold: f64,
+}
+
+/// Validates a user's command (exec, tune, sweep, cliff): its program must be there.
+pub fn command_settings(
+    allocators: Vec<crate::exec::ExecAllocator>,
+    command: &[std::ffi::OsString],
+    o: CommandOptions,
+) -> Result<crate::exec::ExecSettings, String> {
+    // A command that is not there fails the same under every allocator: bad input.
+    let first = command
+        .first()
+        .ok_or("no command given: put it after `--`")?;
+    let path_var = std::env::var_os("PATH");
+    let program = crate::exec::launch::resolve_program(first, path_var.as_deref())
+        .map_err(|why| format!("cannot run the command: {why}"))?;
+    Ok(crate::exec::ExecSettings {
+        allocators,
+        command: command.to_vec(),
+        program,
+        runs: o.runs,
+        warmup: o.warmup,
+        show_output: o.show_output,
+        thp: o.thp,
+        timeout: o.timeout.filter(|t| *t > 0.0).map(Duration::from_secs_f64),
+        counters: o.counters,
+        preload_dir: crate::exec::preload_dir(),
+        noise_threshold: o.noise_threshold,
+        second: None,
+    })
+}
+
+/// Options of tune, sweep and cliff when they run a command of your own.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ProgramArgs {
+    /// How many calls one run of your command makes, where the command says so with
+    /// {calls} in its arguments (e.g. `--calls {calls}`): every allocator then runs it
+    /// at N and at 2N calls, and each round's difference over N is one call without the
+    /// program's start-up. Without {calls}, a run's figures are divided by N.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    pub calls: Option<u64>,
+    /// Runs per allocator (or knob set) before the measured ones, not counted.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=1000))]
+    pub warmup: u32,
+    /// Kill a run of your command (and its process group) after this many seconds;
+    /// its row fails.
+    #[arg(long, value_parser = crate::model::budget::parse_timeout)]
+    pub timeout: Option<f64>,
+    /// Let your command's stdout and stderr through (discarded by default).
+    #[arg(long)]
+    pub show_output: bool,
+    /// Your command and its arguments, after `--` ({size} and {calls} are replaced).
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
+    pub command: Vec<std::ffi::OsString>,
+}
+
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Your own program: put it after `--` with {size} where it takes its input size, and {calls} where it takes how many calls to make:\n  alloclab sweep --sizes 10000..1000000 --calls 50 -- python3 experiments/numpy_temporaries.py --size {size} --calls {calls} --only func2"
+)]
+pub struct SweepArgs {
+    /// Sizes: a geometric range FROM..TO (1e4..1e6, 2^10..2^20) with --per-octave sizes
+    /// per doubling, or a comma-separated list (10000,50000,1e5).
+    #[arg(long)]
+    pub sizes: String,
+    /// Sizes per doubling of a FROM..TO range.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub per_octave: u32,
+    /// Allocators, as for exec: comma-separated, with knobs separated by ';'.
+    #[arg(long, default_value = "system,jemalloc,mimalloc")]
+    pub allocators: String,
+    /// Measured rounds per size; the allocators alternate run by run.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub runs: u32,
+    /// The results folder (summary.csv, sweep.json, points/, histograms/, plots/,
+    /// cliffs.json, REPORT.md), rewritten after every size.
+    #[arg(long, default_value = "results/sweep")]
+    pub out: PathBuf,
+    /// Do not bisect the changes the sweep finds.
+    #[arg(long)]
+    pub no_cliffs: bool,
+    /// Bisect each change until the two sides are this many elements apart.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub resolution: u64,
+    /// Syscall counts: perf, ptrace (no privileges), auto, off (as for exec).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub counters: CounterMode,
+    /// never: the command runs with transparent huge pages disabled.
+    #[arg(long, default_value = "system", value_parser = spec::parse_choice::<crate::model::spec::Thp>)]
+    pub thp: crate::model::spec::Thp,
+    #[command(flatten)]
+    pub program: ProgramArgs,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Your own program: put it after `--` with {size} where it takes its input size:\n  alloclab cliff --allocator system --from 30000 --to 60000 --calls 50 -- python3 experiments/numpy_temporaries.py --size {size} --calls {calls} --only func2"
+)]
 pub struct CliffArgs {
     /// The allocator, with knobs if wanted: system, "jemalloc:dirty_decay_ms=-1", or an
     /// installed library: "gperftools=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"
@@ -150,9 +252,10 @@ pub struct CliffArgs {
     /// The workload (`alloclab list` shows them).
     #[arg(long, default_value = "scale", value_parser = spec::parse_choice::<Workload>)]
     pub workload: Workload,
-    /// The variant: in-place, out-of-place, reuse or fused.
+    /// The variant of the built-in workload: in-place, out-of-place, reuse or fused
+    /// (required without a command of your own).
     #[arg(long, value_parser = spec::parse_choice::<Variant>)]
-    pub variant: Variant,
+    pub variant: Option<Variant>,
     /// Smallest size of the range, in elements.
     #[arg(long, value_parser = spec::parse_size)]
     pub from: u64,
@@ -184,9 +287,14 @@ pub struct CliffArgs {
     /// table (two lines, either side of the cliff) or json.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
+    #[command(flatten)]
+    pub program: ProgramArgs,
 }
 
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Your own program: put it after `--`; every knob set runs it in interleaved rounds (--processes), through the same preloads and environment as exec:\n  alloclab tune --allocators system,jemalloc -- python3 experiments/numpy_temporaries.py --calls 200 --only func2"
+)]
 pub struct TuneArgs {
     /// Elements in the input array (1000000, 1e6, 2^20).
     #[arg(long, default_value = "1000000", value_parser = spec::parse_size)]
@@ -217,6 +325,8 @@ pub struct TuneArgs {
     /// defaults lies beyond this band around 1 (percent).
     #[arg(long, default_value = "2", value_parser = parse_percent)]
     pub noise_threshold: f64,
+    #[command(flatten)]
+    pub program: ProgramArgs,
 }
 
 #[derive(Debug, clap::Args)]

@@ -22,17 +22,25 @@ pub fn run(args: &CliffArgs) -> Result<()> {
             "cliff prints table or json (--format table|json)".into(),
         ));
     }
-    let alloc: AllocatorSpec = args.allocator.parse().map_err(Error::bad)?;
     if args.from >= args.to {
         return Err(Error::BadInput(format!(
             "--from ({}) must be smaller than --to ({})",
             args.from, args.to
         )));
     }
+    if !args.program.command.is_empty() {
+        return run_command(args);
+    }
+    let Some(variant) = args.variant else {
+        return Err(Error::BadInput(
+            "--variant is required for the built-in workload (in-place, out-of-place, reuse or fused); or give your own command after `--` with {size} in it".into(),
+        ));
+    };
+    let alloc: AllocatorSpec = args.allocator.parse().map_err(Error::bad)?;
     let base = RunSpec {
         allocator: alloc.allocator,
         workload: args.workload,
-        variant: args.variant,
+        variant,
         size: args.to,
         threads: 1,
         seed: 42,
@@ -159,5 +167,91 @@ pub fn run(args: &CliffArgs) -> Result<()> {
         c.probes,
         latency(&rows[0]),
         latency(&rows[1]),
+    ))
+}
+
+/// The cliff of your command: `{size}` bisected between --from and --to under one
+/// allocator, per call (see [`crate::exec::program`]).
+fn run_command(args: &CliffArgs) -> Result<()> {
+    use crate::exec::program::{self, Template};
+    let p = &args.program;
+    let template = Template::new(p.command.clone());
+    template.check(true, p.calls).map_err(Error::BadInput)?;
+    let per = template.per(p.calls);
+    let allocators = crate::exec::parse_allocators(&args.allocator).map_err(Error::BadInput)?;
+    if allocators.len() != 1 {
+        return Err(Error::BadInput(format!(
+            "--allocator {}: cliff bisects under one allocator; give one (sweep runs several)",
+            args.allocator
+        )));
+    }
+    let settings = crate::cli::command_settings(
+        allocators,
+        &template.words,
+        crate::cli::CommandOptions {
+            runs: 1,
+            warmup: p.warmup,
+            show_output: p.show_output,
+            thp: args.thp,
+            timeout: p.timeout,
+            counters: args.counters,
+            noise_threshold: args.noise_threshold,
+        },
+    )
+    .map_err(Error::BadInput)?;
+    crate::ui::interrupt::stop_on_interrupt();
+    eprintln!("{}", per.describe());
+    let metric = args.metric;
+    let mut quiet = super::exec::ExecProgress::quiet();
+    let mut show = |p: &Probe<program::PointRow>| {
+        eprintln!(
+            "  size {:>12}: {} {} per {}",
+            fmt_count(p.size as f64),
+            fmt_count(p.value),
+            metric.name(),
+            per.unit()
+        );
+    };
+    let mut measure = |size| program::probe(&settings, &template, size, per, metric, &mut quiet);
+    let c = cliff::find(&mut measure, args.from, args.to, metric, 1, &mut show)
+        .map_err(Error::failed)?;
+    let label = settings.allocators[0].label();
+    if args.format == Format::Json {
+        let value = serde_json::json!({
+            "command": template.words.iter().map(|w| w.to_string_lossy()).collect::<Vec<_>>(),
+            "allocator": label,
+            "per": per.describe(),
+            "metric": metric.name(),
+            "threshold": metric.threshold(),
+            "below": c.below.record,
+            "above": c.above.record,
+            "probes": c.probes,
+        });
+        return super::print_out(
+            &(serde_json::to_string_pretty(&value).map_err(Error::failed)? + "\n"),
+        );
+    }
+    let side = |p: &Probe<program::PointRow>| {
+        let r = &p.record;
+        format!(
+            "{} elements: {} {} per {unit}; {} faults, {} memory syscalls, {} per {unit}; peak RSS {}",
+            fmt_count(p.size as f64),
+            fmt_count(p.value),
+            metric.name(),
+            r.minflt.map_or("n/a".into(), fmt_count),
+            r.memory_syscalls.map_or("n/a".into(), fmt_count),
+            r.time_ns.map_or("n/a".into(), fmt_ns),
+            r.peak_rss_mib.map_or("n/a".into(), |m| format!("{m:.1} MiB")),
+            unit = per.unit(),
+        )
+    };
+    super::print_out(&format!(
+        "{label}: {} per {} cross {} between\n  below: {}\n  above: {}\n({} probes, one round each)\n",
+        metric.name(),
+        per.unit(),
+        metric.threshold(),
+        side(&c.below),
+        side(&c.above),
+        c.probes,
     ))
 }

@@ -11,19 +11,53 @@ use crate::ui::interrupt::stop_on_interrupt;
 use crate::ui::progress::Progress;
 use std::path::Path;
 
-/// The session's progress on the lab's one progress display.
-struct ExecProgress(Progress);
+/// A session's progress on the lab's one progress display.
+pub struct ExecProgress(pub Progress, Mode);
+
+#[derive(PartialEq)]
+enum Mode {
+    /// One session: it says how many runs it makes.
+    Session,
+    /// Many sessions, counted beforehand.
+    Planned,
+    /// Runs not shown (bisection probes, shown by their caller); messages still are.
+    Quiet,
+}
+
+impl ExecProgress {
+    /// For many sessions whose runs were counted into `progress`'s total.
+    pub fn planned(progress: Progress) -> Self {
+        ExecProgress(progress, Mode::Planned)
+    }
+
+    /// For one session.
+    pub fn session() -> Self {
+        ExecProgress(Progress::with_results(0), Mode::Session)
+    }
+
+    /// Shows messages only.
+    pub fn quiet() -> Self {
+        ExecProgress(Progress::with_results(0), Mode::Quiet)
+    }
+}
 
 impl exec::Observer for ExecProgress {
     fn session_started(&mut self, total_runs: usize) {
-        self.0.set_total(total_runs);
+        if self.1 == Mode::Session {
+            self.0.set_total(total_runs);
+        }
     }
 
     fn run_started(&mut self, label: &str, what: &str) {
-        self.0.start(&format!("{label} {what}"));
+        if self.1 != Mode::Quiet {
+            self.0.start(&format!("{label} {what}"));
+        }
     }
 
     fn run_finished(&mut self, _label: &str, run: std::result::Result<&ChildRun, &str>) {
+        if self.1 == Mode::Quiet {
+            return;
+        }
         match run {
             Ok(r) if r.termination.success() => {
                 self.0.finish_with(&fmt_ns(r.wall_ns as f64), false)
@@ -38,15 +72,16 @@ impl exec::Observer for ExecProgress {
     }
 }
 
-/// Takes `dir` for this exec's results: created if missing, locked against a second
-/// writer, refused when it holds results of `alloclab run`.
-fn take_out_dir(dir: &Path) -> Result<std::fs::File> {
+/// Takes `dir` for the results of exec (`own` = exec.json) or sweep (sweep.json):
+/// created if missing, locked against a second writer, refused when it holds results of
+/// another command.
+pub fn take_out_dir(dir: &Path, own: &str) -> Result<std::fs::File> {
     std::fs::create_dir_all(dir)
         .map_err(|e| Error::BadInput(format!("cannot create {}: {e}", dir.display())))?;
-    for foreign in ["plan.json", "runs"] {
-        if dir.join(foreign).exists() {
+    for foreign in ["plan.json", "runs", "exec.json", "sweep.json"] {
+        if foreign != own && dir.join(foreign).exists() {
             return Err(Error::BadInput(format!(
-                "{} holds results of `alloclab run` ({foreign}); give exec a folder of its own",
+                "{} holds results of another command ({foreign}); give this one a folder of its own",
                 dir.display()
             )));
         }
@@ -56,14 +91,18 @@ fn take_out_dir(dir: &Path) -> Result<std::fs::File> {
 
 pub fn run(args: &ExecArgs) -> Result<()> {
     let settings = args.settings().map_err(Error::BadInput)?;
-    let _lock = args.out.as_deref().map(take_out_dir).transpose()?;
+    let _lock = args
+        .out
+        .as_deref()
+        .map(|d| take_out_dir(d, "exec.json"))
+        .transpose()?;
     stop_on_interrupt();
     if let Err(e) = crate::driver::lifetime::become_subreaper() {
         eprintln!(
             "warning: cannot become a child subreaper ({e}): what a command starts in another session may outlive its run"
         );
     }
-    let mut progress = ExecProgress(Progress::with_results(0));
+    let mut progress = ExecProgress(Progress::with_results(0), Mode::Session);
     let out = args.out.clone();
     let mut save = |record: &ExecRecord| match &out {
         Some(dir) => output::save(dir, record),

@@ -9,6 +9,7 @@ pub mod exec;
 pub mod list;
 pub mod report;
 pub mod run;
+pub mod sweep;
 pub mod tune;
 
 use crate::cli::Command;
@@ -26,6 +27,7 @@ pub fn dispatch(command: Command) -> Result<()> {
         Command::Cliff(args) => cliff::run(&args),
         Command::Tune(args) => tune::run(&args),
         Command::Exec(args) => exec::run(&args),
+        Command::Sweep(args) => sweep::run(&args),
         Command::Diff(args) => diff::run(&args),
         Command::ProbePreload { kind, knob } => {
             let report = crate::exec::probe::probe_here(&kind, &knob);

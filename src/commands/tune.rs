@@ -11,11 +11,14 @@ use crate::model::knobs::AllocatorSpec;
 use crate::model::run::RunSpec;
 use crate::model::spec::{Allocator, Choice};
 use crate::model::summary::SummaryRow;
-use crate::ui::fmt::group_thousands;
+use crate::ui::fmt::{fmt_count, group_thousands};
 use crate::ui::progress::Progress;
 use std::time::Duration;
 
 pub fn run(args: &TuneArgs) -> Result<()> {
+    if !args.program.command.is_empty() {
+        return run_command(args);
+    }
     let allocators = match &args.allocators {
         Some(list) => crate::model::knobs::parse_spec_list(list).map_err(|e| match e {
             crate::model::knobs::KnobError::Allocator(_) => Error::BadInput(format!(
@@ -124,4 +127,243 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// One knob set of your command's tune, against its allocator's defaults.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct SetVerdict {
+    pub set: String,
+    pub against: String,
+    /// Wall time of a run against the defaults' (median of the per-round ratios).
+    pub ratio: Option<f64>,
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    pub verdict: Option<String>,
+    pub minflt: Option<f64>,
+    pub minflt_defaults: Option<f64>,
+    pub memory_syscalls: Option<f64>,
+    pub memory_syscalls_defaults: Option<f64>,
+    pub peak_rss_mib: Option<f64>,
+    pub peak_rss_mib_defaults: Option<f64>,
+    pub line: String,
+}
+
+/// The ExecAllocators `tune -- CMD` tries: every curated set of each allocator given
+/// (defaults first), installed libraries with their defaults.
+fn command_sets(args: &TuneArgs) -> Result<Vec<crate::exec::ExecAllocator>> {
+    use crate::exec::ExecAllocator;
+    let given = match &args.allocators {
+        Some(list) => crate::exec::parse_allocators(list).map_err(Error::BadInput)?,
+        None => Allocator::ALL
+            .iter()
+            .map(|&a| ExecAllocator::Builtin(AllocatorSpec::plain(a)))
+            .collect(),
+    };
+    let mut out = Vec::new();
+    for a in given {
+        match a {
+            ExecAllocator::Builtin(s) if !s.knobs.is_empty() => {
+                return Err(Error::BadInput(format!(
+                    "--allocators {s}: tune tries its own knob sets; give allocator names (or installed libraries) without knobs"
+                )))
+            }
+            ExecAllocator::Builtin(s) => out.extend(
+                tune::specs(s.allocator)
+                    .into_iter()
+                    .map(ExecAllocator::Builtin),
+            ),
+            custom => out.push(custom),
+        }
+    }
+    Ok(out)
+}
+
+fn mem(r: &crate::exec::output::ExecRow) -> Option<f64> {
+    Some(r.brk? + r.mmap? + r.munmap? + r.madvise? + r.mremap?)
+}
+
+/// Every set against its allocator's defaults (an installed library against glibc's),
+/// from the runs of one session.
+pub fn set_verdicts(record: &crate::exec::ExecRecord) -> Vec<SetVerdict> {
+    use crate::exec::output;
+    let rows = output::rows(record);
+    let kind = |label: &str| label.split(':').next().unwrap_or(label).to_string();
+    let is_builtin =
+        |label: &str| crate::model::spec::parse_choice::<Allocator>(&kind(label)).is_ok();
+    let mut out = Vec::new();
+    for (i, r) in rows.iter().enumerate() {
+        let defaults = if is_builtin(&r.allocator) {
+            kind(&r.allocator)
+        } else {
+            "system".to_string()
+        };
+        if r.allocator == defaults {
+            continue;
+        }
+        let Some(b) = rows.iter().position(|x| x.allocator == defaults) else {
+            continue;
+        };
+        let base = &rows[b];
+        let c = output::paired(
+            &record.allocators[b].runs,
+            &record.allocators[i].runs,
+            record.noise_threshold,
+        );
+        let failed = r.error.as_ref().or(base.error.as_ref());
+        let mut v = SetVerdict {
+            set: r.allocator.clone(),
+            against: defaults.clone(),
+            ratio: c.map(|c| c.ratio),
+            ci_low: c.and_then(|c| c.interval.map(|i| i.low)),
+            ci_high: c.and_then(|c| c.interval.map(|i| i.high)),
+            verdict: c.and_then(|c| c.verdict.map(|v| v.words().to_string())),
+            minflt: r.minflt,
+            minflt_defaults: base.minflt,
+            memory_syscalls: mem(r),
+            memory_syscalls_defaults: mem(base),
+            peak_rss_mib: r.peak_rss_mib,
+            peak_rss_mib_defaults: base.peak_rss_mib,
+            line: String::new(),
+        };
+        let count = |x: Option<f64>| x.map_or("n/a".to_string(), fmt_count);
+        v.line = match (failed, c) {
+            (Some(e), _) => format!("{}: failed: {e}", r.allocator),
+            (None, None) => format!("{}: no paired rounds with {defaults}", r.allocator),
+            (None, Some(c)) => {
+                let call = match c.verdict {
+                    Some(crate::analysis::stats::Verdict::Faster) => "helps: ",
+                    Some(crate::analysis::stats::Verdict::Slower) => "costs time: ",
+                    _ => "",
+                };
+                let instead = if is_builtin(&r.allocator) {
+                    String::new()
+                } else {
+                    "instead of glibc, ".to_string()
+                };
+                format!(
+                    "{}: {instead}{call}{} against {defaults}'s defaults, per run; {} faults and {} memory syscalls per run (defaults: {} and {}); peak RSS {} vs {}",
+                    r.allocator,
+                    crate::analysis::explain::describe(&c),
+                    count(v.minflt),
+                    count(v.memory_syscalls),
+                    count(v.minflt_defaults),
+                    count(v.memory_syscalls_defaults),
+                    v.peak_rss_mib.map_or("n/a".into(), |m| format!("{m:.1} MiB")),
+                    v.peak_rss_mib_defaults.map_or("n/a".into(), |m| format!("{m:.1} MiB")),
+                )
+            }
+        };
+        out.push(v);
+    }
+    out
+}
+
+/// The one recommendation: the significantly faster set with the lowest ratio to its
+/// defaults, and its memory price; or that nothing helps significantly.
+pub fn recommendation(verdicts: &[SetVerdict], threshold: f64) -> String {
+    let best = verdicts
+        .iter()
+        .filter(|v| v.verdict.as_deref() == Some(crate::analysis::stats::Verdict::Faster.words()))
+        .filter_map(|v| Some((v, v.ratio?)))
+        .min_by(|a, b| a.1.total_cmp(&b.1));
+    match best {
+        Some((v, ratio)) => {
+            let rss = match (v.peak_rss_mib, v.peak_rss_mib_defaults) {
+                (Some(x), Some(b)) if (x - b).abs() < 0.05 => {
+                    format!("peak RSS {x:.1} MiB, as with the defaults")
+                }
+                (Some(x), Some(b)) => format!(
+                    "peak RSS {x:.1} MiB against {b:.1} MiB ({}{:.1} MiB)",
+                    if x >= b { "+" } else { "−" },
+                    (x - b).abs()
+                ),
+                _ => "peak RSS not measured".into(),
+            };
+            format!(
+                "recommended: {} — {:.2}x faster per run than {}'s defaults [{:.2}x, {:.2}x]; {rss}",
+                v.set,
+                1.0 / ratio,
+                v.against,
+                1.0 / v.ci_high.unwrap_or(ratio),
+                1.0 / v.ci_low.unwrap_or(ratio),
+            )
+        }
+        None => format!(
+            "recommended: nothing — no knob set is faster than its allocator's defaults beyond ±{} % with 95 % confidence",
+            threshold * 100.0
+        ),
+    }
+}
+
+/// `tune -- CMD`: the curated sets applied to your command through exec's preloads and
+/// environment (each knob read back by the probe), in interleaved rounds.
+fn run_command(args: &TuneArgs) -> Result<()> {
+    use crate::exec::program::{Template, CALLS, SIZE};
+    let p = &args.program;
+    let template = Template::new(p.command.clone());
+    template.check(false, p.calls).map_err(Error::BadInput)?;
+    let words = template.render(
+        template.has(SIZE).then_some(args.size),
+        template.has(CALLS).then_some(p.calls).flatten(),
+    );
+    let settings = crate::cli::command_settings(
+        command_sets(args)?,
+        &words,
+        crate::cli::CommandOptions {
+            runs: args.processes,
+            warmup: p.warmup,
+            show_output: p.show_output,
+            thp: Default::default(),
+            timeout: p.timeout,
+            counters: args.counters,
+            noise_threshold: args.noise_threshold,
+        },
+    )
+    .map_err(Error::BadInput)?;
+    crate::ui::interrupt::stop_on_interrupt();
+    if let Err(e) = crate::driver::lifetime::become_subreaper() {
+        eprintln!("warning: cannot become a child subreaper ({e})");
+    }
+    let mut progress = super::exec::ExecProgress::session();
+    let record = crate::exec::run_session(&settings, &mut progress, &mut |_| Ok(()));
+    progress.0.clear();
+    let record = record.map_err(|e| match e {
+        crate::exec::SessionError::BadInput(why) => Error::BadInput(why),
+        e => Error::failed(e),
+    })?;
+    let rows = crate::exec::output::rows(&record);
+    let verdicts = set_verdicts(&record);
+    let advice = recommendation(&verdicts, args.noise_threshold);
+    let text = match args.format {
+        Format::Json => {
+            let v = serde_json::json!({
+                "command": record.command,
+                "rows": rows,
+                "sets": verdicts,
+                "recommendation": advice,
+            });
+            serde_json::to_string_pretty(&v).map_err(Error::failed)? + "\n"
+        }
+        Format::Table => {
+            let mut t = crate::exec::output::header(&record);
+            t.push('\n');
+            t.push_str(&crate::exec::output::to_table(&rows));
+            t.push('\n');
+            for v in &verdicts {
+                t.push_str(&v.line);
+                t.push('\n');
+            }
+            t.push('\n');
+            t.push_str(&advice);
+            t.push('\n');
+            t
+        }
+        format => export::render(format, &rows),
+    };
+    super::print_out(&text)?;
+    if !record.complete {
+        return Err(Error::Interrupted("nothing is saved by tune".into()));
+    }
+    let failed = rows.iter().filter(|r| !r.status.is_ok()).count();
+    super::failed_runs(failed, rows.len(), "knob sets")
 }

@@ -12,6 +12,7 @@
 pub mod launch;
 pub mod output;
 pub mod probe;
+pub mod program;
 
 use crate::counters::linux::perf::SyscallCounts;
 use crate::counters::rusage::Rusage;
@@ -163,6 +164,10 @@ pub struct ExecSettings {
     pub preload_dir: PathBuf,
     /// The band around 1 within which a ratio is no significant difference.
     pub noise_threshold: f64,
+    /// A second command every allocator also runs, alternating with the first in every
+    /// round, as a row of its own labelled with the suffix (the same program with twice
+    /// the calls, so that a difference per round leaves out its start-up).
+    pub second: Option<(Vec<OsString>, String)>,
 }
 
 /// One measured run (only runs that exited with status 0 are kept).
@@ -254,6 +259,7 @@ fn prepare(
     a: &ExecAllocator,
     settings: &ExecSettings,
     program: &Path,
+    command: &[OsString],
 ) -> (AllocatorRuns, Option<Prepared>) {
     let preload = a.preload(&settings.preload_dir);
     let env = child_env(a, preload.as_deref());
@@ -372,7 +378,7 @@ fn prepare(
             }
         }
     }
-    match Prepared::new(program, &settings.command, &env) {
+    match Prepared::new(program, command, &env) {
         Ok(p) => (row, Some(p)),
         Err(e) => fail(row, e.to_string()),
     }
@@ -424,12 +430,21 @@ pub fn run_session(
     let mut rows: Vec<AllocatorRuns> = Vec::new();
     let mut prepared: Vec<Option<Prepared>> = Vec::new();
     for a in &settings.allocators {
-        let (row, p) = prepare(a, settings, &settings.program);
+        let (row, p) = prepare(a, settings, &settings.program, &settings.command);
         if let Some(why) = &row.failure {
             observer.say(&format!("{}: {why}", row.allocator));
         }
         rows.push(row);
         prepared.push(p);
+        if let Some((command, suffix)) = &settings.second {
+            let (mut row, p) = prepare(a, settings, &settings.program, command);
+            row.allocator.push_str(suffix);
+            if let Some(why) = &row.failure {
+                observer.say(&format!("{}: {why}", row.allocator));
+            }
+            rows.push(row);
+            prepared.push(p);
+        }
     }
     let opts = LaunchOptions {
         show_output: settings.show_output,

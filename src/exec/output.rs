@@ -135,7 +135,7 @@ fn row_of(a: &AllocatorRuns, syscall_counter: &str) -> ExecRow {
 
 /// `runs` against `base`, paired by round: the per-round wall-time ratios, a verdict
 /// beyond ±`threshold`.
-fn paired(base: &[ExecRun], runs: &[ExecRun], threshold: f64) -> Option<Comparison> {
+pub fn paired(base: &[ExecRun], runs: &[ExecRun], threshold: f64) -> Option<Comparison> {
     let pairs: Vec<(f64, f64)> = runs
         .iter()
         .filter_map(|r| {

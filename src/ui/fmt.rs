@@ -6,6 +6,10 @@ pub fn fmt_ns(ns: f64) -> String {
     if ns == 0.0 {
         return "0".into();
     }
+    if ns < 0.0 {
+        // A difference of two noisy times can be negative.
+        return format!("−{}", fmt_ns(-ns));
+    }
     let (v, unit) = if ns >= 1e9 {
         (ns / 1e9, "s")
     } else if ns >= 1e6 {

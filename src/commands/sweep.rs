@@ -1,0 +1,468 @@
+//! `alloclab sweep`: your command at a range of sizes under each allocator — time,
+//! faults, memory syscalls and peak RSS per call — written as a results folder, and every
+//! change of faults or syscalls between neighbouring sizes bisected to the exact size.
+
+use crate::cli::{command_settings, CommandOptions, SweepArgs};
+use crate::commands::exec::ExecProgress;
+use crate::error::{Error, Result};
+use crate::exec::output::{file_stem, histogram, shell_words};
+use crate::exec::program::{self, CommandCliff, Per, PointRow, Template};
+use crate::exec::ExecRecord;
+use crate::export::results::{write_atomic, HISTOGRAM_SCALING};
+use crate::export::svg::{self, Axis, Chart, Scale, Series};
+use crate::export::table::{render_markdown, render_table, TableRow};
+use crate::model::experiment::geometric;
+use crate::model::spec::{parse_size, Allocator};
+use crate::ui::fmt::{fmt_count, fmt_ns, group_thousands};
+use crate::ui::interrupt::{interrupted, stop_on_interrupt};
+use crate::ui::progress::Progress;
+use serde::Serialize;
+use std::path::Path;
+
+/// `--sizes`: FROM..TO (geometric, `per_octave` per doubling) or a list, ascending,
+/// without repeats.
+pub fn parse_sizes(text: &str, per_octave: u32) -> std::result::Result<Vec<u64>, String> {
+    let size = |s: &str| parse_size(s.trim()).map_err(|e| format!("--sizes {text}: {e}"));
+    let mut sizes = match text.split_once("..") {
+        Some((a, b)) => {
+            let (from, to) = (size(a)?, size(b)?);
+            if from >= to {
+                return Err(format!(
+                    "--sizes {text}: the range must go up (FROM..TO with FROM < TO), e.g. 1e4..1e6"
+                ));
+            }
+            geometric(from, to, per_octave)
+        }
+        None => text
+            .split(',')
+            .map(size)
+            .collect::<std::result::Result<Vec<_>, _>>()?,
+    };
+    sizes.sort_unstable();
+    sizes.dedup();
+    if sizes.len() < 2 {
+        return Err(format!(
+            "--sizes {text}: a sweep needs at least two sizes (FROM..TO, or a list such as 1e4,1e5,1e6)"
+        ));
+    }
+    Ok(sizes)
+}
+
+/// The sweep as `sweep.json` keeps it.
+#[derive(Serialize)]
+struct SweepFile<'a> {
+    schema: &'static str,
+    command: Vec<String>,
+    per: String,
+    sizes: &'a [u64],
+    complete: bool,
+    rows: &'a [PointRow],
+    cliffs: &'a [CommandCliff],
+}
+
+pub fn run(args: &SweepArgs) -> Result<()> {
+    let p = &args.program;
+    if p.command.is_empty() {
+        return Err(Error::BadInput(
+            "no command given: put it after `--`, with {size} where it takes its input size".into(),
+        ));
+    }
+    let template = Template::new(p.command.clone());
+    template.check(true, p.calls).map_err(Error::BadInput)?;
+    let sizes = parse_sizes(&args.sizes, args.per_octave).map_err(Error::BadInput)?;
+    let per = template.per(p.calls);
+    let settings = command_settings(
+        crate::exec::parse_allocators(&args.allocators).map_err(Error::BadInput)?,
+        &template.words,
+        CommandOptions {
+            runs: args.runs,
+            warmup: p.warmup,
+            show_output: p.show_output,
+            thp: args.thp,
+            timeout: p.timeout,
+            counters: args.counters,
+            noise_threshold: 0.02,
+        },
+    )
+    .map_err(Error::BadInput)?;
+    let _lock = super::exec::take_out_dir(&args.out, "sweep.json")?;
+    stop_on_interrupt();
+    if let Err(e) = crate::driver::lifetime::become_subreaper() {
+        eprintln!("warning: cannot become a child subreaper ({e})");
+    }
+    let arms = if matches!(per, Per::Difference(_)) {
+        2
+    } else {
+        1
+    };
+    let planned =
+        sizes.len() * settings.allocators.len() * arms * (settings.runs + settings.warmup) as usize;
+    let mut progress = ExecProgress::planned(Progress::with_results(planned));
+    eprintln!("{}", per.describe());
+    let mut rows: Vec<PointRow> = Vec::new();
+    let mut cliffs: Vec<CommandCliff> = Vec::new();
+    let mut records: Vec<(u64, ExecRecord)> = Vec::new();
+    let out = &args.out;
+    for &size in &sizes {
+        let name = format!("points/n{size}.json");
+        let mut save = |r: &ExecRecord| save_json(&out.join(&name), r);
+        let (record, point) = program::measure(
+            &settings,
+            &template,
+            Some(size),
+            per,
+            &mut progress,
+            &mut save,
+        )
+        .map_err(|e| match e {
+            crate::exec::SessionError::BadInput(why) => Error::BadInput(why),
+            e => Error::failed(e),
+        })?;
+        let complete = record.complete;
+        if complete {
+            rows.extend(point);
+            records.push((size, record));
+        }
+        write_folder(
+            out, &template, per, &sizes, !complete, &rows, &cliffs, &records,
+        )?;
+        if !complete {
+            progress.0.clear();
+            return Err(Error::Interrupted(format!(
+                "the sizes measured are kept in {}",
+                out.display()
+            )));
+        }
+    }
+    progress.0.finish();
+    if !args.no_cliffs {
+        for j in program::jumps(&rows) {
+            if interrupted() {
+                break;
+            }
+            eprintln!(
+                "bisecting: {} {} per {} between {} and {} elements",
+                j.allocator,
+                j.metric.name(),
+                per.unit(),
+                group_thousands(j.from_size as i64),
+                group_thousands(j.to_size as i64)
+            );
+            let mut quiet = ExecProgress::quiet();
+            let c = program::bisect(
+                &settings,
+                &template,
+                per,
+                &j,
+                args.resolution,
+                &mut quiet,
+                &mut |probe| {
+                    eprintln!(
+                        "  size {:>12}: {} {} per {}",
+                        group_thousands(probe.size as i64),
+                        fmt_count(probe.value),
+                        j.metric.name(),
+                        per.unit()
+                    )
+                },
+            );
+            if !interrupted() {
+                cliffs.push(c);
+            }
+            write_folder(out, &template, per, &sizes, false, &rows, &cliffs, &records)?;
+        }
+    }
+    write_folder(
+        out,
+        &template,
+        per,
+        &sizes,
+        interrupted(),
+        &rows,
+        &cliffs,
+        &records,
+    )?;
+    let mut text = table(&rows, false);
+    if !cliffs.is_empty() {
+        text.push_str("\nwhere faults or memory syscalls per call change:\n");
+        for c in &cliffs {
+            text.push_str(&format!("  {}\n", c.describe(per.unit())));
+        }
+    } else if !args.no_cliffs {
+        text.push_str(&format!(
+            "\nno allocator's faults or memory syscalls per {} cross their thresholds (1 and 0.5) between neighbouring sizes\n",
+            per.unit()
+        ));
+    }
+    super::print_out(&text)?;
+    eprintln!("results in {}", out.display());
+    if interrupted() {
+        return Err(Error::Interrupted(
+            "the sizes measured are kept; the cliffs not bisected are missing".into(),
+        ));
+    }
+    let failed = rows.iter().filter(|r| !r.status.is_ok()).count();
+    super::failed_runs(failed, rows.len(), "sizes × allocators")
+}
+
+fn save_json<T: Serialize>(path: &Path, value: &T) -> std::result::Result<(), String> {
+    let json = serde_json::to_string_pretty(value).map_err(|e| e.to_string())? + "\n";
+    write_atomic(path, json.as_bytes()).map_err(|e| e.to_string())
+}
+
+fn time(r: &PointRow) -> String {
+    match (r.time_ns, r.time_ci_low_ns, r.time_ci_high_ns) {
+        (Some(t), Some(lo), Some(hi)) => format!("{} [{}, {}]", fmt_ns(t), fmt_ns(lo), fmt_ns(hi)),
+        (Some(t), _, _) => fmt_ns(t),
+        _ => "n/a".into(),
+    }
+}
+
+/// The rows as a plain-text or Markdown table.
+fn table(rows: &[PointRow], markdown: bool) -> String {
+    let unit = rows.first().map_or("call", |r| r.per.as_str());
+    let headers = [
+        "size".to_string(),
+        "allocator".to_string(),
+        format!("time/{unit} [95 % CI]"),
+        format!("faults/{unit}"),
+        format!("mem syscalls/{unit}"),
+        "peak RSS".to_string(),
+        "runs".to_string(),
+    ];
+    let h: Vec<&str> = headers.iter().map(String::as_str).collect();
+    let count = |v: Option<f64>| v.map_or("n/a".to_string(), fmt_count);
+    let t: Vec<TableRow> = rows
+        .iter()
+        .map(|r| TableRow {
+            cells: vec![
+                group_thousands(r.size as i64),
+                r.allocator.clone(),
+                time(r),
+                count(r.minflt),
+                count(r.memory_syscalls),
+                r.peak_rss_mib
+                    .map_or("n/a".into(), |m| format!("{m:.1} MiB")),
+                r.runs.to_string(),
+            ],
+            failure: r.error.as_ref().map(|e| format!("FAILED: {e}")),
+        })
+        .collect();
+    if markdown {
+        render_markdown(&h, 2, &t)
+    } else {
+        render_table(&h, 2, &t)
+    }
+}
+
+/// The colour of an exec allocator label (installed libraries in greys).
+fn colour(label: &str, shade: usize) -> &'static str {
+    let name = label.split(':').next().unwrap_or(label);
+    match crate::model::spec::parse_choice::<Allocator>(name) {
+        Ok(a) => crate::export::plots::color(a, label, shade),
+        Err(_) => crate::export::plots::color(Allocator::System, label, shade),
+    }
+}
+
+fn plot(
+    rows: &[PointRow],
+    title: &str,
+    y: &str,
+    scale: Scale,
+    value: fn(&PointRow) -> Option<f64>,
+    format: fn(f64) -> String,
+) -> String {
+    let mut labels: Vec<&str> = Vec::new();
+    for r in rows {
+        if !labels.contains(&r.allocator.as_str()) {
+            labels.push(&r.allocator);
+        }
+    }
+    let mut shades: Vec<(Allocator, usize)> = Vec::new();
+    let series = labels
+        .iter()
+        .map(|l| {
+            let a = l
+                .split(':')
+                .next()
+                .and_then(|n| crate::model::spec::parse_choice::<Allocator>(n).ok())
+                .unwrap_or(Allocator::System);
+            let shade = shades.iter().filter(|(x, _)| *x == a).count();
+            shades.push((a, shade));
+            Series {
+                label: l.to_string(),
+                color: colour(l, shade),
+                dash: None,
+                points: rows
+                    .iter()
+                    .filter(|r| r.allocator == *l && r.status.is_ok())
+                    .filter_map(|r| Some((r.size as f64, value(r)?.max(0.0))))
+                    .collect(),
+            }
+        })
+        .collect();
+    svg::render(&Chart {
+        title: title.into(),
+        x: Axis {
+            label: "size (elements)".into(),
+            scale: Scale::Log,
+            format: |v| fmt_count(v),
+        },
+        y: Axis {
+            label: y.into(),
+            scale,
+            format,
+        },
+        series,
+    })
+}
+
+/// Rewrites the folder from what is measured so far (every file atomically).
+#[allow(clippy::too_many_arguments)]
+fn write_folder(
+    out: &Path,
+    template: &Template,
+    per: Per,
+    sizes: &[u64],
+    incomplete: bool,
+    rows: &[PointRow],
+    cliffs: &[CommandCliff],
+    records: &[(u64, ExecRecord)],
+) -> Result<()> {
+    let command: Vec<String> = template
+        .words
+        .iter()
+        .map(|w| w.to_string_lossy().into_owned())
+        .collect();
+    let unit = per.unit();
+    let err = |e: String| Error::RunFailed(format!("writing the results failed: {e}"));
+    save_json(
+        &out.join("sweep.json"),
+        &SweepFile {
+            schema: "alloclab.sweep/1",
+            command: command.clone(),
+            per: per.describe(),
+            sizes,
+            complete: !incomplete,
+            rows,
+            cliffs,
+        },
+    )
+    .map_err(err)?;
+    save_json(&out.join("cliffs.json"), &cliffs).map_err(err)?;
+    write_atomic(
+        &out.join("summary.csv"),
+        crate::export::csv::csv_of(rows, &PointRow::default()).as_bytes(),
+    )
+    .map_err(|e| err(e.to_string()))?;
+    // Run times of every size and allocator, in the lab's HdrHistogram files.
+    // With {calls}, the 2N-call runs of each allocator (its second row).
+    let step = if matches!(per, Per::Difference(_)) {
+        2
+    } else {
+        1
+    };
+    for (size, r) in records {
+        for pair in r.allocators.chunks(step) {
+            let (name, runs) = (&pair[0].allocator, &pair[pair.len() - 1]);
+            if let Some(h) = histogram(runs) {
+                let stem = format!("{}-n{size}", file_stem(name));
+                let dir = out.join("histograms");
+                write_atomic(
+                    &dir.join(format!("{stem}.us.csv")),
+                    crate::export::hdr::csv(&h, HISTOGRAM_SCALING).as_bytes(),
+                )
+                .map_err(|e| err(e.to_string()))?;
+                write_atomic(
+                    &dir.join(format!("{stem}.us.hgrm")),
+                    crate::export::hdr::text(&h, HISTOGRAM_SCALING).as_bytes(),
+                )
+                .map_err(|e| err(e.to_string()))?;
+            }
+        }
+    }
+    let plots = [
+        (
+            "faults-per-call",
+            format!("minor faults per {unit}"),
+            Scale::LogFloor(0.01),
+            (|r: &PointRow| r.minflt) as fn(&PointRow) -> Option<f64>,
+            (|v: f64| fmt_count(v)) as fn(f64) -> String,
+        ),
+        (
+            "memory-syscalls-per-call",
+            format!("memory syscalls per {unit}"),
+            Scale::LogFloor(0.01),
+            |r: &PointRow| r.memory_syscalls,
+            |v: f64| fmt_count(v),
+        ),
+        (
+            "time-per-call",
+            format!("wall time per {unit}"),
+            Scale::Log,
+            |r: &PointRow| r.time_ns,
+            |v: f64| fmt_ns(v),
+        ),
+        (
+            "peak-rss",
+            "peak RSS (MiB)".to_string(),
+            Scale::Log,
+            |r: &PointRow| r.peak_rss_mib,
+            |v: f64| fmt_count(v),
+        ),
+    ];
+    let mut md = format!(
+        "# alloclab sweep\n\n```\n{}\n```\n\n",
+        shell_words(&command)
+    );
+    if incomplete {
+        md.push_str(
+            "> **Incomplete:** the sweep was interrupted; the sizes below are those measured.\n\n",
+        );
+    }
+    md.push_str(&format!(
+        "Figures are {}; time is the median over the rounds with its 95 % interval. Sizes: {}.\n\n",
+        per.describe(),
+        sizes
+            .iter()
+            .map(|s| group_thousands(*s as i64))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    md.push_str("## Where behaviour changes\n\n");
+    if cliffs.is_empty() {
+        md.push_str("No change bisected (none found between neighbouring sizes, or `--no-cliffs`, or not reached).\n\n");
+    }
+    for c in cliffs {
+        md.push_str(&format!("* {}\n", c.describe(unit)));
+    }
+    md.push_str("\n## Plots\n\n");
+    for (name, y, scale, value, format) in plots {
+        let svg = plot(rows, &format!("{y} against size"), &y, scale, value, format);
+        write_atomic(&out.join(format!("plots/{name}.svg")), svg.as_bytes())
+            .map_err(|e| err(e.to_string()))?;
+        md.push_str(&format!("![{y}](plots/{name}.svg)\n"));
+    }
+    md.push_str("\n## Summary\n\n");
+    md.push_str(&table(rows, true));
+    md.push_str("\nEvery run: `points/n<size>.json` (exec's record of that size). Run times: `histograms/<allocator>-n<size>.us.csv` (HdrHistogram, µs; with {calls}, the 2N-call runs). All rows: `summary.csv`; cliffs: `cliffs.json`.\n");
+    write_atomic(&out.join("REPORT.md"), md.as_bytes()).map_err(|e| err(e.to_string()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_as_ranges_and_lists() {
+        assert_eq!(parse_sizes("1000..4000", 1).unwrap(), [1000, 2000, 4000]);
+        assert_eq!(parse_sizes("1e4,2^10,1e4", 2).unwrap(), [1024, 10000]);
+        for bad in ["", "5", "4000..1000", "1e4..x", "a,b"] {
+            assert!(parse_sizes(bad, 2).is_err(), "{bad:?} accepted");
+        }
+        assert!(parse_sizes("4000..1000", 2)
+            .unwrap_err()
+            .contains("must go up"));
+    }
+}

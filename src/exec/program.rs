@@ -1,0 +1,546 @@
+//! Your program at any size: a command as a template with `{size}` (and `{calls}`), run
+//! under each allocator through `exec`'s sessions, measured per call, and bisected to the
+//! exact size where its faults or memory syscalls per call change.
+//!
+//! With `{calls}` every allocator runs the command at N and at 2N calls, alternating in
+//! every round; the per-round difference divided by N is one call's cost with the
+//! program's start-up, imports and input set-up left out. Without it, a run's figures are
+//! divided by `--calls` (start-up included), or kept per run.
+
+use super::output::{self, ExecRow};
+use super::{run_session, ExecRecord, ExecSettings, Observer, SessionError};
+use crate::analysis::cliff::{Metric, Probe};
+use crate::analysis::stats::{median, median_ci, LEVEL};
+use crate::model::summary::RunStatus;
+use crate::ui::fmt::{fmt_count, group_thousands};
+use serde::{Deserialize, Serialize};
+use std::ffi::OsString;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+
+pub const SIZE: &str = "{size}";
+pub const CALLS: &str = "{calls}";
+
+/// A command whose arguments may hold `{size}` and `{calls}`.
+#[derive(Clone, Debug)]
+pub struct Template {
+    pub words: Vec<OsString>,
+}
+
+impl Template {
+    pub fn new(words: Vec<OsString>) -> Self {
+        Template { words }
+    }
+
+    /// Whether any argument holds `placeholder`.
+    pub fn has(&self, placeholder: &str) -> bool {
+        let p = placeholder.as_bytes();
+        self.words
+            .iter()
+            .any(|w| w.as_bytes().windows(p.len()).any(|x| x == p))
+    }
+
+    /// The command with its placeholders replaced (bytes outside them kept as given).
+    pub fn render(&self, size: Option<u64>, calls: Option<u64>) -> Vec<OsString> {
+        self.words
+            .iter()
+            .map(|w| {
+                let mut b = w.as_bytes().to_vec();
+                if let Some(s) = size {
+                    b = replace(&b, SIZE.as_bytes(), s.to_string().as_bytes());
+                }
+                if let Some(c) = calls {
+                    b = replace(&b, CALLS.as_bytes(), c.to_string().as_bytes());
+                }
+                OsString::from_vec(b)
+            })
+            .collect()
+    }
+
+    /// Checks the placeholders against what the command is asked to do: `{size}` where
+    /// sizes are given, `{calls}` only with `--calls`.
+    pub fn check(&self, needs_size: bool, calls: Option<u64>) -> Result<(), String> {
+        if needs_size && !self.has(SIZE) {
+            return Err(format!(
+                "the command has no {SIZE}: put it where the command takes its input size, e.g. `-- python3 experiments/numpy_temporaries.py --size {SIZE} --calls {CALLS} --only func2` (the lab replaces it with each size)"
+            ));
+        }
+        if self.has(CALLS) && calls.is_none() {
+            return Err(format!(
+                "the command has {CALLS} but no --calls N was given: say how many calls a run makes (e.g. --calls 50)"
+            ));
+        }
+        Ok(())
+    }
+
+    /// How figures are made per call: N and 2N calls with `{calls}`, else divided by
+    /// `calls`, else per run.
+    pub fn per(&self, calls: Option<u64>) -> Per {
+        match calls {
+            Some(n) if self.has(CALLS) => Per::Difference(n),
+            Some(n) => Per::Divide(n),
+            None => Per::Run,
+        }
+    }
+}
+
+fn replace(hay: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(hay.len());
+    let mut i = 0;
+    while i < hay.len() {
+        if hay[i..].starts_with(from) {
+            out.extend_from_slice(to);
+            i += from.len();
+        } else {
+            out.push(hay[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// How a run's figures become per-call figures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Per {
+    /// `{calls}`: runs at N and at 2N calls, the difference over N.
+    Difference(u64),
+    /// `--calls N` without `{calls}`: a run's figures over N, start-up included.
+    Divide(u64),
+    /// Per run.
+    Run,
+}
+
+impl Per {
+    pub fn unit(self) -> &'static str {
+        match self {
+            Per::Run => "run",
+            _ => "call",
+        }
+    }
+
+    /// How the figures were made, for reports.
+    pub fn describe(self) -> String {
+        match self {
+            Per::Difference(n) => format!(
+                "per call: every allocator ran the command at {} and at {} calls in alternation; each round's difference over {} calls leaves out start-up and set-up",
+                group_thousands(n as i64),
+                group_thousands(2 * n as i64),
+                group_thousands(n as i64)
+            ),
+            Per::Divide(n) => format!(
+                "per call: each run's figures over its {} calls, start-up included (give {CALLS} in the command to leave it out)",
+                group_thousands(n as i64)
+            ),
+            Per::Run => "per run of the command, start-up included".into(),
+        }
+    }
+
+    fn divisor(self) -> f64 {
+        match self {
+            Per::Difference(n) | Per::Divide(n) => n as f64,
+            Per::Run => 1.0,
+        }
+    }
+}
+
+/// Suffix of the rows that ran 2N calls.
+const TWICE: &str = " (2N calls)";
+
+/// One allocator at one size, per call (or per run).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PointRow {
+    pub size: u64,
+    pub allocator: String,
+    pub status: RunStatus,
+    pub error: Option<String>,
+    /// Rounds measured.
+    pub runs: usize,
+    /// "call" or "run".
+    pub per: String,
+    /// Wall time per call: median over the rounds, its 95 % interval and coverage.
+    pub time_ns: Option<f64>,
+    pub time_ci_low_ns: Option<f64>,
+    pub time_ci_high_ns: Option<f64>,
+    pub ci_coverage: Option<f64>,
+    pub minflt: Option<f64>,
+    /// brk + mmap + munmap + madvise + mremap.
+    pub memory_syscalls: Option<f64>,
+    pub brk: Option<f64>,
+    pub mmap: Option<f64>,
+    pub munmap: Option<f64>,
+    pub madvise: Option<f64>,
+    /// Peak RSS of the (longer) run, median over rounds.
+    pub peak_rss_mib: Option<f64>,
+    /// Median wall time of a whole (longer) run.
+    pub run_wall_ms: Option<f64>,
+    pub syscall_counter: String,
+}
+
+impl PointRow {
+    pub fn value(&self, m: Metric) -> Option<f64> {
+        match m {
+            Metric::Faults => self.minflt,
+            Metric::Syscalls => self.memory_syscalls,
+        }
+    }
+}
+
+fn memory(r: &ExecRow) -> Option<f64> {
+    Some(r.brk? + r.mmap? + r.munmap? + r.madvise? + r.mremap?)
+}
+
+/// The per-call rows of a session made by [`measure`], one per allocator.
+pub fn point_rows(record: &ExecRecord, size: u64, per: Per) -> Vec<PointRow> {
+    let rows = output::rows(record);
+    let step = if matches!(per, Per::Difference(_)) {
+        2
+    } else {
+        1
+    };
+    let d = per.divisor();
+    let mut out = Vec::new();
+    for i in (0..rows.len()).step_by(step) {
+        let (base, long) = (&rows[i], &rows[i + step - 1]);
+        let (ra, la) = (&record.allocators[i], &record.allocators[i + step - 1]);
+        let failure = base.error.clone().or_else(|| long.error.clone());
+        let mut p = PointRow {
+            size,
+            allocator: base.allocator.clone(),
+            status: if failure.is_none() {
+                RunStatus::Ok
+            } else {
+                RunStatus::Failed
+            },
+            error: failure,
+            per: per.unit().into(),
+            syscall_counter: base.syscall_counter.clone(),
+            ..Default::default()
+        };
+        // Per round: the longer run minus the shorter one (or the run itself).
+        let pairs: Vec<(f64, f64)> = la
+            .runs
+            .iter()
+            .filter_map(|l| {
+                if step == 1 {
+                    return Some((l.wall_ns as f64, l.usage.minflt as f64));
+                }
+                let b = ra.runs.iter().find(|b| b.round == l.round)?;
+                Some((
+                    l.wall_ns as f64 - b.wall_ns as f64,
+                    l.usage.minflt as f64 - b.usage.minflt as f64,
+                ))
+            })
+            .collect();
+        p.runs = pairs.len();
+        if !pairs.is_empty() {
+            let t: Vec<f64> = pairs.iter().map(|x| x.0 / d).collect();
+            let f: Vec<f64> = pairs.iter().map(|x| x.1 / d).collect();
+            p.time_ns = median(&t);
+            if let Some(ci) = median_ci(&t, LEVEL) {
+                p.time_ci_low_ns = Some(ci.low);
+                p.time_ci_high_ns = Some(ci.high);
+                p.ci_coverage = Some(ci.coverage);
+            }
+            p.minflt = median(&f);
+            let diff = |f: fn(&ExecRow) -> Option<f64>| -> Option<f64> {
+                if step == 1 {
+                    f(long).map(|v| v / d)
+                } else {
+                    Some((f(long)? - f(base)?) / d)
+                }
+            };
+            p.memory_syscalls = diff(memory);
+            p.brk = diff(|r| r.brk);
+            p.mmap = diff(|r| r.mmap);
+            p.munmap = diff(|r| r.munmap);
+            p.madvise = diff(|r| r.madvise);
+            p.peak_rss_mib = long.peak_rss_mib;
+            p.run_wall_ms = long.wall_median_ms;
+        }
+        out.push(p);
+    }
+    out
+}
+
+/// Runs `base`'s allocators on `template` at `size` (`runs` rounds after `warmup`), and
+/// returns the session's record and its per-call rows.
+pub fn measure(
+    base: &ExecSettings,
+    template: &Template,
+    size: Option<u64>,
+    per: Per,
+    observer: &mut dyn Observer,
+    save: &mut dyn FnMut(&ExecRecord) -> Result<(), String>,
+) -> Result<(ExecRecord, Vec<PointRow>), SessionError> {
+    let (command, second) = match per {
+        Per::Difference(n) => (
+            template.render(size, Some(n)),
+            Some((template.render(size, Some(2 * n)), TWICE.to_string())),
+        ),
+        Per::Divide(n) => (template.render(size, Some(n)), None),
+        Per::Run => (template.render(size, None), None),
+    };
+    let settings = ExecSettings {
+        command,
+        second,
+        ..base.clone()
+    };
+    let record = run_session(&settings, observer, save)?;
+    let rows = point_rows(&record, size.unwrap_or(0), per);
+    Ok((record, rows))
+}
+
+/// One bisection probe: the allocator of `base` (one allocator) at `size`, its value of
+/// `metric` per call.
+pub fn probe(
+    base: &ExecSettings,
+    template: &Template,
+    size: u64,
+    per: Per,
+    metric: Metric,
+    observer: &mut dyn Observer,
+) -> Result<Probe<PointRow>, crate::analysis::cliff::CliffError> {
+    use crate::analysis::cliff::CliffError;
+    let (record, rows) = measure(base, template, Some(size), per, observer, &mut |_| Ok(()))
+        .map_err(|e| CliffError::Run(e.to_string()))?;
+    if !record.complete {
+        return Err(CliffError::Run("interrupted".into()));
+    }
+    let row = rows
+        .into_iter()
+        .next()
+        .ok_or_else(|| CliffError::Run("no allocator ran".into()))?;
+    if let Some(e) = &row.error {
+        return Err(CliffError::Run(format!(
+            "the command failed at size {size}: {e}"
+        )));
+    }
+    let value = row.value(metric).ok_or_else(|| {
+        CliffError::Unavailable(metric.name(), format!("syscalls: {}", row.syscall_counter))
+    })?;
+    Ok(Probe {
+        size,
+        value,
+        record: row,
+    })
+}
+
+/// A change between neighbouring sizes of a sweep: `metric` per call crosses its
+/// threshold between rows `from` and `to` of one allocator.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Jump {
+    pub allocator: String,
+    pub metric: Metric,
+    pub from_size: u64,
+    pub from_value: f64,
+    pub to_size: u64,
+    pub to_value: f64,
+}
+
+/// Every change of faults or memory syscalls per call across its threshold between
+/// neighbouring measured sizes, allocator by allocator (failed rows skipped over).
+pub fn jumps(rows: &[PointRow]) -> Vec<Jump> {
+    let mut names: Vec<&str> = Vec::new();
+    for r in rows {
+        if !names.contains(&r.allocator.as_str()) {
+            names.push(&r.allocator);
+        }
+    }
+    let mut out = Vec::new();
+    for metric in [Metric::Faults, Metric::Syscalls] {
+        for name in &names {
+            let mut mine: Vec<(u64, f64)> = rows
+                .iter()
+                .filter(|r| r.allocator == *name && r.status.is_ok())
+                .filter_map(|r| Some((r.size, r.value(metric)?)))
+                .collect();
+            mine.sort_by_key(|x| x.0);
+            for w in mine.windows(2) {
+                let above = |v: f64| v >= metric.threshold();
+                if above(w[0].1) != above(w[1].1) {
+                    out.push(Jump {
+                        allocator: name.to_string(),
+                        metric,
+                        from_size: w[0].0,
+                        from_value: w[0].1,
+                        to_size: w[1].0,
+                        to_value: w[1].1,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A change bisected to the exact size, or why it could not be.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CommandCliff {
+    pub allocator: String,
+    pub metric: String,
+    pub threshold: f64,
+    /// The neighbouring sizes of the sweep the change lies between, and their values.
+    pub sweep_from: u64,
+    pub sweep_from_value: f64,
+    pub sweep_to: u64,
+    pub sweep_to_value: f64,
+    /// The exact sizes either side (one element apart, or the resolution asked for).
+    pub below_size: Option<u64>,
+    pub below_value: Option<f64>,
+    pub above_size: Option<u64>,
+    pub above_value: Option<f64>,
+    pub probes: Option<usize>,
+    /// Why there is no exact size.
+    pub unresolved: Option<String>,
+}
+
+impl CommandCliff {
+    pub fn describe(&self, unit: &str) -> String {
+        match (self.below_size, self.above_size, &self.unresolved) {
+            (Some(b), Some(a), _) => format!(
+                "{} {}: {} per {unit} at {} elements, {} at {} ({} probes)",
+                self.allocator,
+                self.metric,
+                fmt_count(self.below_value.unwrap_or(f64::NAN)),
+                group_thousands(b as i64),
+                fmt_count(self.above_value.unwrap_or(f64::NAN)),
+                group_thousands(a as i64),
+                self.probes.unwrap_or(0)
+            ),
+            (_, _, why) => format!(
+                "{} {}: changes between {} ({}) and {} ({}) per {unit} in the sweep, not bisected: {}",
+                self.allocator,
+                self.metric,
+                group_thousands(self.sweep_from as i64),
+                fmt_count(self.sweep_from_value),
+                group_thousands(self.sweep_to as i64),
+                fmt_count(self.sweep_to_value),
+                why.as_deref().unwrap_or("unknown")
+            ),
+        }
+    }
+}
+
+/// Bisects `jump` with probes of `base` narrowed to its allocator.
+pub fn bisect(
+    base: &ExecSettings,
+    template: &Template,
+    per: Per,
+    jump: &Jump,
+    resolution: u64,
+    observer: &mut dyn Observer,
+    show: &mut dyn FnMut(&Probe<PointRow>),
+) -> CommandCliff {
+    let mut out = CommandCliff {
+        allocator: jump.allocator.clone(),
+        metric: jump.metric.name().into(),
+        threshold: jump.metric.threshold(),
+        sweep_from: jump.from_size,
+        sweep_from_value: jump.from_value,
+        sweep_to: jump.to_size,
+        sweep_to_value: jump.to_value,
+        below_size: None,
+        below_value: None,
+        above_size: None,
+        above_value: None,
+        probes: None,
+        unresolved: None,
+    };
+    let Some(a) = base.allocators.iter().find(|a| a.label() == jump.allocator) else {
+        out.unresolved = Some("the allocator is not in this session".into());
+        return out;
+    };
+    let one = ExecSettings {
+        allocators: vec![a.clone()],
+        ..base.clone()
+    };
+    let mut measure = |size| probe(&one, template, size, per, jump.metric, observer);
+    match crate::analysis::cliff::find(
+        &mut measure,
+        jump.from_size,
+        jump.to_size,
+        jump.metric,
+        resolution,
+        show,
+    ) {
+        Ok(c) => {
+            out.below_size = Some(c.below.size);
+            out.below_value = Some(c.below.value);
+            out.above_size = Some(c.above.size);
+            out.above_value = Some(c.above.value);
+            out.probes = Some(c.probes);
+        }
+        Err(e) => out.unresolved = Some(match e {
+            crate::analysis::cliff::CliffError::NoChange { .. } => format!(
+                "the probes (fewer rounds than the sweep) saw no change between these sizes: {e}"
+            ),
+            e => e.to_string(),
+        }),
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(words: &[&str]) -> Template {
+        Template::new(words.iter().map(OsString::from).collect())
+    }
+
+    #[test]
+    fn placeholders_are_replaced_anywhere_in_an_argument() {
+        let c = t(&["prog", "--n={size}", "{calls}", "x{size}y{size}"]);
+        assert!(c.has(SIZE) && c.has(CALLS));
+        assert_eq!(
+            c.render(Some(12), Some(3)),
+            ["prog", "--n=12", "3", "x12y12"].map(OsString::from)
+        );
+        // Without a value a placeholder stays as given.
+        assert_eq!(c.render(None, None)[1], OsString::from("--n={size}"));
+    }
+
+    #[test]
+    fn placeholders_are_checked_against_the_options() {
+        assert!(t(&["prog", "--n", "5"])
+            .check(true, None)
+            .unwrap_err()
+            .contains("no {size}"));
+        assert!(t(&["prog", "{size}", "{calls}"])
+            .check(true, None)
+            .unwrap_err()
+            .contains("--calls"));
+        assert!(t(&["prog", "{size}", "{calls}"])
+            .check(true, Some(5))
+            .is_ok());
+        assert!(t(&["prog"]).check(false, None).is_ok());
+        assert_eq!(t(&["p", "{calls}"]).per(Some(4)), Per::Difference(4));
+        assert_eq!(t(&["p"]).per(Some(4)), Per::Divide(4));
+        assert_eq!(t(&["p"]).per(None), Per::Run);
+    }
+
+    #[test]
+    fn jumps_cross_the_threshold_between_neighbouring_sizes_per_allocator() {
+        let row = |a: &str, size, f: f64, ok: bool| PointRow {
+            size,
+            allocator: a.into(),
+            status: if ok { RunStatus::Ok } else { RunStatus::Failed },
+            minflt: Some(f),
+            memory_syscalls: Some(0.0),
+            ..Default::default()
+        };
+        let rows = [
+            row("system", 100, 0.0, true),
+            row("system", 400, 500.0, true),
+            row("system", 200, 0.2, true),
+            row("jemalloc", 100, 0.0, true),
+            row("jemalloc", 200, 9.0, false),
+            row("jemalloc", 400, 0.5, true),
+        ];
+        let j = jumps(&rows);
+        assert_eq!(j.len(), 1, "{j:?}");
+        assert_eq!(
+            (j[0].allocator.as_str(), j[0].from_size, j[0].to_size),
+            ("system", 200, 400)
+        );
+    }
+}

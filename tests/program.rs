@@ -1,0 +1,316 @@
+//! Your program, all the way: `tune -- CMD`, `sweep -- CMD {size}` and `cliff -- CMD
+//! {size}` on `examples/temporaries` (the founding case's out-of-place pattern through
+//! libc's malloc): tune finds glibc's fix, the sweep finds the fault cliff and its
+//! bisection agrees with the built-in cliff finder, failing sizes fail their rows only,
+//! and placeholders are checked before anything runs.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn temporaries() -> PathBuf {
+    let p = driver_path()
+        .parent()
+        .unwrap()
+        .join("examples")
+        .join("temporaries");
+    assert!(p.is_file(), "{} is built by cargo test", p.display());
+    p
+}
+
+fn lab(args: &[&str]) -> Output {
+    Command::new(driver_path()).args(args).output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json(text: &[u8]) -> Value {
+    serde_json::from_slice(text)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(text)))
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+#[test]
+fn placeholders_are_checked_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep");
+    let t = temporaries();
+    let t = t.to_str().unwrap();
+    let o_ = out.to_str().unwrap();
+    // No {size}: sweep and cliff cannot vary anything.
+    let o = lab(&[
+        "sweep",
+        "--sizes",
+        "1e4..1e5",
+        "--out",
+        o_,
+        "--",
+        t,
+        "--elements",
+        "5",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no {size}"), "{}", stderr(&o));
+    let o = lab(&[
+        "cliff",
+        "--allocator",
+        "system",
+        "--from",
+        "1000",
+        "--to",
+        "2000",
+        "--",
+        t,
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no {size}"), "{}", stderr(&o));
+    // {calls} without --calls.
+    let o = lab(&[
+        "sweep",
+        "--sizes",
+        "1e4..1e5",
+        "--out",
+        o_,
+        "--",
+        t,
+        "--elements",
+        "{size}",
+        "--iterations",
+        "{calls}",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--calls"), "{}", stderr(&o));
+    // A range that goes down, a single size, a command that is not there.
+    for (sizes, cmd) in [
+        ("1e5..1e4", t),
+        ("1e4", t),
+        ("1e4..1e5", "/no/such/program"),
+    ] {
+        let o = lab(&["sweep", "--sizes", sizes, "--out", o_, "--", cmd, "{size}"]);
+        assert_eq!(o.status.code(), Some(2), "{sizes} {cmd}: {}", stderr(&o));
+    }
+    assert!(!out.exists(), "nothing is written for bad input");
+}
+
+#[test]
+fn tune_finds_glibcs_fix_for_the_founding_case_program() {
+    let t = temporaries();
+    let o = lab(&[
+        "tune",
+        "--allocators",
+        "system",
+        "--format",
+        "json",
+        "--",
+        t.to_str().unwrap(),
+        "--iterations",
+        "20",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json(&o.stdout);
+    let sets = v["sets"].as_array().unwrap();
+    assert_eq!(
+        sets.len(),
+        4,
+        "glibc's four curated sets against its defaults"
+    );
+    let top_pad = sets
+        .iter()
+        .find(|s| s["set"] == "system:top_pad=64M")
+        .unwrap();
+    assert_eq!(top_pad["against"], "system");
+    let (f, base) = (
+        top_pad["minflt"].as_f64().unwrap(),
+        top_pad["minflt_defaults"].as_f64().unwrap(),
+    );
+    // 20 iterations of two 8 MB buffers: glibc's defaults re-fault ~3,900 pages each time.
+    assert!(base > 20.0 * 3000.0 && f < base / 10.0, "{f} vs {base}");
+    assert_eq!(top_pad["verdict"], "faster", "{top_pad}");
+    let advice = v["recommendation"].as_str().unwrap();
+    assert!(
+        advice.starts_with("recommended: system:") && advice.contains("peak RSS"),
+        "{advice}"
+    );
+}
+
+/// glibc with fixed thresholds: buffers of 128 KiB and more are mmap'd (and fault on
+/// every use), smaller ones stay in a heap that is never trimmed — so the cliff is where
+/// a buffer reaches 128 KiB, whatever else the program's heap holds. (With glibc's
+/// defaults the trim cliff depends on the heap's history: 8,214 elements for this
+/// program, 25,872 for the lab's worker.)
+const FIXED: &str = "system:mmap_threshold=128K,trim_threshold=1G";
+
+/// The built-in cliff finder's exact out-of-place fault cliff under [`FIXED`].
+fn builtin_cliff(from: u64, to: u64) -> u64 {
+    let o = lab(&[
+        "cliff",
+        "--allocator",
+        FIXED,
+        "--variant",
+        "out-of-place",
+        "--from",
+        &from.to_string(),
+        "--to",
+        &to.to_string(),
+        "--processes",
+        "1",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    json(&o.stdout)["above"]["size"].as_u64().unwrap()
+}
+
+#[test]
+fn the_sweep_finds_the_fault_cliff_where_the_builtin_cliff_finder_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep");
+    let t = temporaries();
+    let o = lab(&[
+        "sweep",
+        "--allocators",
+        FIXED,
+        "--sizes",
+        "8000..32000",
+        "--runs",
+        "2",
+        "--calls",
+        "10",
+        "--out",
+        out.to_str().unwrap(),
+        "--",
+        t.to_str().unwrap(),
+        "--elements",
+        "{size}",
+        "--iterations",
+        "{calls}",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Sizes 8,000, 11,314, 16,000, 22,627 and 32,000: no faults per call below the
+    // cliff, every buffer faulted in above it.
+    let sweep = json(read(&out.join("sweep.json")).as_bytes());
+    let rows = sweep["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 5);
+    let faults = |i: usize| rows[i]["minflt"].as_f64().unwrap();
+    assert!(faults(2) < 1.0 && faults(3) > 40.0, "{rows:?}");
+    let cliffs = json(read(&out.join("cliffs.json")).as_bytes());
+    let c = cliffs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["metric"] == "minor faults")
+        .unwrap_or_else(|| panic!("{cliffs}"));
+    let (below, above) = (
+        c["below_size"].as_u64().unwrap(),
+        c["above_size"].as_u64().unwrap(),
+    );
+    assert_eq!(above, below + 1, "bisected to neighbouring sizes");
+    let builtin = builtin_cliff(8000, 32000);
+    assert!(
+        above.abs_diff(builtin) <= 8,
+        "the program's cliff {above} vs the built-in workload's {builtin}"
+    );
+    // Every file parses back.
+    let csv = read(&out.join("summary.csv"));
+    assert_eq!(csv.lines().count(), 1 + 5);
+    let report = read(&out.join("REPORT.md"));
+    assert!(report.contains(&group(above)), "{report}");
+    for plot in [
+        "faults-per-call",
+        "memory-syscalls-per-call",
+        "time-per-call",
+        "peak-rss",
+    ] {
+        assert!(read(&out.join(format!("plots/{plot}.svg"))).starts_with("<svg"));
+    }
+    let h = read(&out.join(format!(
+        "histograms/{}-n32000.us.csv",
+        FIXED.replace([':', '=', ','], "_")
+    )));
+    let hist = alloclab::export::hdr::parse_csv(&h).unwrap();
+    assert_eq!(
+        hist.last().unwrap().total_count,
+        2,
+        "one sample per measured run"
+    );
+    // The direct cliff command agrees with the sweep's bisection.
+    let o = lab(&[
+        "cliff",
+        "--allocator",
+        FIXED,
+        "--from",
+        &below.saturating_sub(500).to_string(),
+        "--to",
+        &(above + 500).to_string(),
+        "--calls",
+        "10",
+        "--format",
+        "json",
+        "--",
+        t.to_str().unwrap(),
+        "--elements",
+        "{size}",
+        "--iterations",
+        "{calls}",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let direct = json(&o.stdout)["above"]["size"].as_u64().unwrap();
+    assert!(direct.abs_diff(above) <= 2, "{direct} vs {above}");
+}
+
+fn group(n: u64) -> String {
+    alloclab::ui::fmt::group_thousands(n as i64)
+}
+
+#[test]
+fn a_size_where_the_command_fails_fails_its_row_and_the_others_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep");
+    let t = temporaries();
+    // The command refuses sizes of 30,000 and more.
+    let script = r#"test "$1" -lt 30000 || { echo "too big: $1" >&2; exit 3; }; exec "$0" --elements "$1" --iterations "$2""#;
+    let o = lab(&[
+        "sweep",
+        "--allocators",
+        "system",
+        "--sizes",
+        "16000..40000",
+        "--runs",
+        "1",
+        "--calls",
+        "4",
+        "--no-cliffs",
+        "--out",
+        out.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        script,
+        t.to_str().unwrap(),
+        "{size}",
+        "{calls}",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let sweep = json(read(&out.join("sweep.json")).as_bytes());
+    let rows = sweep["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[0]["status"], "ok");
+    assert_eq!(rows[1]["status"], "ok");
+    assert_eq!(rows[2]["status"], "failed");
+    let e = rows[2]["error"].as_str().unwrap();
+    assert!(
+        e.contains("status 3") && e.contains("too big: 32000"),
+        "{e}"
+    );
+    assert!(read(&out.join("REPORT.md")).contains("too big: 32000"));
+}
