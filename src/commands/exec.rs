@@ -78,10 +78,15 @@ impl exec::Observer for ExecProgress {
 pub fn take_out_dir(dir: &Path, own: &str) -> Result<std::fs::File> {
     std::fs::create_dir_all(dir)
         .map_err(|e| Error::BadInput(format!("cannot create {}: {e}", dir.display())))?;
-    for foreign in ["plan.json", "runs", "exec.json", "sweep.json"] {
+    for (foreign, by) in [
+        ("plan.json", "run"),
+        ("runs", "run"),
+        ("exec.json", "exec"),
+        ("sweep.json", "sweep"),
+    ] {
         if foreign != own && dir.join(foreign).exists() {
             return Err(Error::BadInput(format!(
-                "{} holds results of another command ({foreign}); give this one a folder of its own",
+                "{} holds results of `alloclab {by}` ({foreign}); give this command a folder of its own",
                 dir.display()
             )));
         }

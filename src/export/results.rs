@@ -36,8 +36,8 @@ pub enum ResultsError {
     Io { path: PathBuf, source: io::Error },
     #[error("{}: {why}", .path.display())]
     Invalid { path: PathBuf, why: String },
-    #[error("{} holds results of `alloclab exec` (exec.json); give run a folder of its own", .dir.display())]
-    ExecFolder { dir: PathBuf },
+    #[error("{} holds results of `alloclab {by}` ({by}.json); give run a folder of its own", .dir.display())]
+    ExecFolder { dir: PathBuf, by: &'static str },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ResultsError + '_ {
@@ -161,13 +161,16 @@ pub struct ResultsDir {
 
 impl ResultsDir {
     /// Creates the folder if needed and takes its lock, or says who holds it; refuses a
-    /// folder of `alloclab exec` results (exec refuses run's in turn).
+    /// folder of `alloclab exec` or `sweep` results (they refuse run's in turn).
     pub fn open(root: &Path) -> Result<Self, ResultsError> {
         fs::create_dir_all(root).map_err(io_err(root))?;
-        if root.join("exec.json").exists() {
-            return Err(ResultsError::ExecFolder {
-                dir: root.to_path_buf(),
-            });
+        for by in ["exec", "sweep"] {
+            if root.join(format!("{by}.json")).exists() {
+                return Err(ResultsError::ExecFolder {
+                    dir: root.to_path_buf(),
+                    by,
+                });
+            }
         }
         let lock = lock_folder(root)?;
         fs::create_dir_all(root.join("runs")).map_err(io_err(root))?;
