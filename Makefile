@@ -8,7 +8,7 @@ EXPERIMENTS := $(wildcard experiments/*.toml)
 CALLS ?= 200
 RUNS ?= 5
 
-.PHONY: build test run-all compare lint numpy bench-numpy exec-numpy clean
+.PHONY: build test run-all compare lint numpy bench-numpy exec-numpy sweep-numpy clean
 
 ## build: the driver, the three worker binaries and the preload libraries of `exec`
 ## (release, for this machine's CPU)
@@ -57,6 +57,18 @@ exec-numpy: build
 	  done; \
 	else \
 	  echo "exec-numpy: skipped, NumPy is not installed for python3 (pip install numpy)"; \
+	fi
+
+## sweep-numpy: NumPy's func2 (1e4..1e6 elements, 200 calls) and func1 (1e6..8e6, 30 calls,
+## THP off: NumPy asks for huge pages above 4 MiB, which makes fault counts vary by chance)
+## swept over sizes under glibc, jemalloc and mimalloc with `alloclab sweep`, every change
+## bisected to the exact size, into $(OUT)/sweep-numpy-func{1,2}/ — where NumPy is installed
+sweep-numpy: build
+	@if python3 -c "import numpy" 2>/dev/null; then \
+	  $(ALLOCLAB) sweep --sizes 1e4..1e6 --calls 200 --out $(OUT)/sweep-numpy-func2 -- python3 experiments/numpy_temporaries.py --size {size} --calls {calls} --only func2 && \
+	  $(ALLOCLAB) sweep --sizes 1e6..8e6 --per-octave 1 --calls 30 --thp never --out $(OUT)/sweep-numpy-func1 -- python3 experiments/numpy_temporaries.py --size {size} --calls {calls} --only func1; \
+	else \
+	  echo "sweep-numpy: skipped, NumPy is not installed for python3 (pip install numpy)"; \
 	fi
 
 clean:

@@ -449,8 +449,10 @@ pub fn bisect(
         out.unresolved = Some("the allocator is not in this session".into());
         return out;
     };
+    // The sweep has warmed the machine up: probes run the sweep's rounds without warm-up.
     let one = ExecSettings {
         allocators: vec![a.clone()],
+        warmup: 0,
         ..base.clone()
     };
     let mut measure = |size| probe(&one, template, size, per, jump.metric, observer);
@@ -469,12 +471,28 @@ pub fn bisect(
             out.above_value = Some(c.above.value);
             out.probes = Some(c.probes);
         }
-        Err(e) => out.unresolved = Some(match e {
-            crate::analysis::cliff::CliffError::NoChange { .. } => format!(
-                "the probes (fewer rounds than the sweep) saw no change between these sizes: {e}"
-            ),
-            e => e.to_string(),
-        }),
+        Err(e) => {
+            out.unresolved = Some(match e {
+                crate::analysis::cliff::CliffError::NoChange {
+                    from,
+                    from_value,
+                    to,
+                    to_value,
+                    side,
+                    threshold,
+                    ..
+                } => format!(
+                    "measured again, {} per {} is {} at {} and {} at {} elements, both {side} {threshold}: the values near the threshold vary from run to run (more --calls or --runs steady them)",
+                    jump.metric.name(),
+                    per.unit(),
+                    fmt_count(from_value),
+                    group_thousands(from as i64),
+                    fmt_count(to_value),
+                    group_thousands(to as i64),
+                ),
+                e => e.to_string(),
+            })
+        }
     }
     out
 }
