@@ -192,20 +192,53 @@ pub fn find<R>(
     resolution: u64,
     progress: &mut dyn FnMut(&Probe<R>),
 ) -> Result<Cliff<R>, CliffError> {
-    let above = |p: &Probe<R>| p.value >= metric.threshold();
+    find_with(measure, from, to, metric, resolution, progress, false)
+}
+
+/// As [`find`], but a probe counts as past the cliff when its value is at least halfway
+/// between the values at `from` and `to` (and at least the metric's threshold): for
+/// whole programs, whose per-call figures carry a few faults of noise either way, the
+/// cliff is where the value jumps, not where noise first reaches 1.
+pub fn find_midway<R>(
+    measure: &mut dyn FnMut(u64) -> Result<Probe<R>, CliffError>,
+    from: u64,
+    to: u64,
+    metric: Metric,
+    resolution: u64,
+    progress: &mut dyn FnMut(&Probe<R>),
+) -> Result<Cliff<R>, CliffError> {
+    find_with(measure, from, to, metric, resolution, progress, true)
+}
+
+fn find_with<R>(
+    measure: &mut dyn FnMut(u64) -> Result<Probe<R>, CliffError>,
+    from: u64,
+    to: u64,
+    metric: Metric,
+    resolution: u64,
+    progress: &mut dyn FnMut(&Probe<R>),
+    midway: bool,
+) -> Result<Cliff<R>, CliffError> {
     let mut lo = measure(from)?;
     progress(&lo);
     let mut hi = measure(to)?;
     progress(&hi);
     let mut probes = 2;
-    if above(&lo) == above(&hi) {
+    let ends = |p: &Probe<R>| p.value >= metric.threshold();
+    let threshold = if midway {
+        metric.threshold().max((lo.value + hi.value) / 2.0)
+    } else {
+        metric.threshold()
+    };
+    let above = |p: &Probe<R>| p.value >= threshold;
+    if ends(&lo) == ends(&hi) {
         return Err(CliffError::NoChange {
             metric: metric.name(),
             from,
             from_value: lo.value,
             to,
             to_value: hi.value,
-            side: if above(&lo) { "at or above" } else { "below" },
+            side: if ends(&lo) { "at or above" } else { "below" },
             threshold: metric.threshold(),
         });
     }
@@ -312,5 +345,23 @@ mod tests {
             .err()
             .unwrap();
         assert!(e.to_string().contains("no cliff"), "{e}");
+    }
+
+    #[test]
+    fn midway_bisection_is_not_fooled_by_noise_around_the_threshold() {
+        // Noise of ±1.5 below the cliff at 1,000, 8,192 above it.
+        let mut measure = |size: u64| -> Result<Probe<()>, CliffError> {
+            let noise = if size % 3 == 0 { 1.5 } else { -1.0 };
+            let value = if size >= 1000 { 8192.0 } else { noise };
+            Ok(Probe {
+                size,
+                value,
+                record: (),
+            })
+        };
+        let c = find_midway(&mut measure, 10, 5000, Metric::Faults, 1, &mut |_| {}).unwrap();
+        assert_eq!((c.below.size, c.above.size), (999, 1000));
+        let plain = find(&mut measure, 10, 5000, Metric::Faults, 1, &mut |_| {}).unwrap();
+        assert!(plain.above.size < 1000, "the absolute threshold follows the noise");
     }
 }

@@ -213,7 +213,7 @@ fn run_command(args: &CliffArgs) -> Result<()> {
         );
     };
     let mut measure = |size| program::probe(&settings, &template, size, per, metric, &mut quiet);
-    let c = cliff::find(&mut measure, args.from, args.to, metric, 1, &mut show)
+    let c = cliff::find_midway(&mut measure, args.from, args.to, metric, 1, &mut show)
         .map_err(Error::failed)?;
     let label = settings.allocators[0].label();
     if args.format == Format::Json {
@@ -246,10 +246,9 @@ fn run_command(args: &CliffArgs) -> Result<()> {
         )
     };
     super::print_out(&format!(
-        "{label}: {} per {} cross {} between\n  below: {}\n  above: {}\n({} probes, one round each)\n",
+        "{label}: {} per {} jump between (a probe counts as past the jump from halfway between the two ends' values)\n  below: {}\n  above: {}\n({} probes, one round each)\n",
         metric.name(),
         per.unit(),
-        metric.threshold(),
         side(&c.below),
         side(&c.above),
         c.probes,

@@ -456,7 +456,7 @@ pub fn bisect(
         ..base.clone()
     };
     let mut measure = |size| probe(&one, template, size, per, jump.metric, observer);
-    match crate::analysis::cliff::find(
+    match crate::analysis::cliff::find_midway(
         &mut measure,
         jump.from_size,
         jump.to_size,
