@@ -351,7 +351,7 @@ mod tests {
     fn midway_bisection_is_not_fooled_by_noise_around_the_threshold() {
         // Noise of ±1.5 below the cliff at 1,000, 8,192 above it.
         let mut measure = |size: u64| -> Result<Probe<()>, CliffError> {
-            let noise = if size % 3 == 0 { 1.5 } else { -1.0 };
+            let noise = if size.is_multiple_of(3) { 1.5 } else { -1.0 };
             let value = if size >= 1000 { 8192.0 } else { noise };
             Ok(Probe {
                 size,
@@ -362,6 +362,9 @@ mod tests {
         let c = find_midway(&mut measure, 10, 5000, Metric::Faults, 1, &mut |_| {}).unwrap();
         assert_eq!((c.below.size, c.above.size), (999, 1000));
         let plain = find(&mut measure, 10, 5000, Metric::Faults, 1, &mut |_| {}).unwrap();
-        assert!(plain.above.size < 1000, "the absolute threshold follows the noise");
+        assert!(
+            plain.above.size < 1000,
+            "the absolute threshold follows the noise"
+        );
     }
 }

@@ -372,3 +372,53 @@ fn run_command(args: &TuneArgs) -> Result<()> {
     let failed = rows.iter().filter(|r| !r.status.is_ok()).count();
     super::failed_runs(failed, rows.len(), "knob sets")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(name: &str, verdict: &str, ratio: f64, wall_ms: f64) -> SetVerdict {
+        SetVerdict {
+            set: name.into(),
+            against: "system".into(),
+            ratio: Some(ratio),
+            ci_low: Some(ratio * 0.9),
+            ci_high: Some(ratio * 1.1),
+            verdict: Some(verdict.into()),
+            minflt: None,
+            minflt_defaults: None,
+            memory_syscalls: None,
+            memory_syscalls_defaults: None,
+            peak_rss_mib: Some(70.0),
+            peak_rss_mib_defaults: Some(60.0),
+            wall_ms: Some(wall_ms),
+            line: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_recommendation_is_the_fastest_set_that_helps_with_its_memory_price() {
+        use crate::analysis::stats::Verdict;
+        let faster = Verdict::Faster.words();
+        let sets = [
+            // Helps most against its own (slow) defaults, but its runs are slower.
+            set("jemalloc:dirty_decay_ms=-1", faster, 0.25, 500.0),
+            set("system:top_pad=64M", faster, 0.4, 450.0),
+            // Fastest of all, but not significantly faster than its defaults.
+            set(
+                "mimalloc:purge_delay=-1",
+                Verdict::NoSignificantDifference.words(),
+                0.9,
+                400.0,
+            ),
+        ];
+        let r = recommendation(&sets, 0.02);
+        assert!(r.starts_with("recommended: system:top_pad=64M"), "{r}");
+        assert!(
+            r.contains("2.50x faster") && r.contains("(+10.0 MiB)"),
+            "{r}"
+        );
+        let none = recommendation(&sets[2..], 0.02);
+        assert!(none.starts_with("recommended: nothing"), "{none}");
+    }
+}
