@@ -180,10 +180,6 @@ fn command_sets(args: &TuneArgs) -> Result<Vec<crate::exec::ExecAllocator>> {
     Ok(out)
 }
 
-fn mem(r: &crate::exec::output::ExecRow) -> Option<f64> {
-    Some(r.brk? + r.mmap? + r.munmap? + r.madvise? + r.mremap?)
-}
-
 /// Every set against its allocator's defaults (an installed library against glibc's),
 /// from the runs of one session.
 pub fn set_verdicts(record: &crate::exec::ExecRecord) -> Vec<SetVerdict> {
@@ -221,8 +217,8 @@ pub fn set_verdicts(record: &crate::exec::ExecRecord) -> Vec<SetVerdict> {
             verdict: c.and_then(|c| c.verdict.map(|v| v.words().to_string())),
             minflt: r.minflt,
             minflt_defaults: base.minflt,
-            memory_syscalls: mem(r),
-            memory_syscalls_defaults: mem(base),
+            memory_syscalls: crate::exec::program::memory(r),
+            memory_syscalls_defaults: crate::exec::program::memory(base),
             peak_rss_mib: r.peak_rss_mib,
             peak_rss_mib_defaults: base.peak_rss_mib,
             wall_ms: r.wall_median_ms,

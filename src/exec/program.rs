@@ -184,7 +184,8 @@ impl PointRow {
     }
 }
 
-fn memory(r: &ExecRow) -> Option<f64> {
+/// brk + mmap + munmap + madvise + mremap of an exec row.
+pub fn memory(r: &ExecRow) -> Option<f64> {
     Some(r.brk? + r.mmap? + r.munmap? + r.madvise? + r.mremap?)
 }
 
