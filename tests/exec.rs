@@ -15,16 +15,6 @@ use std::process::{Command, Output};
 
 const ITERS: u64 = 40;
 
-fn temporaries() -> PathBuf {
-    let p = driver_path()
-        .parent()
-        .unwrap()
-        .join("examples")
-        .join("temporaries");
-    assert!(p.is_file(), "{} is built by cargo test", p.display());
-    p
-}
-
 fn preload(name: &str) -> PathBuf {
     driver_path()
         .parent()

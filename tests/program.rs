@@ -10,18 +10,8 @@ mod common;
 
 use common::*;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
-
-fn temporaries() -> PathBuf {
-    let p = driver_path()
-        .parent()
-        .unwrap()
-        .join("examples")
-        .join("temporaries");
-    assert!(p.is_file(), "{} is built by cargo test", p.display());
-    p
-}
 
 fn lab(args: &[&str]) -> Output {
     Command::new(driver_path()).args(args).output().unwrap()

@@ -182,42 +182,27 @@ pub enum CliffError {
     Unavailable(&'static str, String),
 }
 
-/// Bisects `[from, to]` for the size where `metric` crosses its threshold, until the two
-/// sides are at most `resolution` elements apart (1: neighbouring sizes).
+/// When a probe counts as past the cliff.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rule {
+    /// At or above the metric's threshold (1 fault, 0.5 memory syscalls).
+    Threshold,
+    /// At least halfway between the values at both ends (and at least the threshold):
+    /// for whole programs, whose per-call figures carry a few faults of noise either way,
+    /// the cliff is where the value jumps, not where noise first reaches 1.
+    Midway,
+}
+
+/// Bisects `[from, to]` for the size where `metric` crosses over (by `rule`), until the
+/// two sides are at most `resolution` elements apart (1: neighbouring sizes).
 pub fn find<R>(
     measure: &mut dyn FnMut(u64) -> Result<Probe<R>, CliffError>,
     from: u64,
     to: u64,
     metric: Metric,
+    rule: Rule,
     resolution: u64,
     progress: &mut dyn FnMut(&Probe<R>),
-) -> Result<Cliff<R>, CliffError> {
-    find_with(measure, from, to, metric, resolution, progress, false)
-}
-
-/// As [`find`], but a probe counts as past the cliff when its value is at least halfway
-/// between the values at `from` and `to` (and at least the metric's threshold): for
-/// whole programs, whose per-call figures carry a few faults of noise either way, the
-/// cliff is where the value jumps, not where noise first reaches 1.
-pub fn find_midway<R>(
-    measure: &mut dyn FnMut(u64) -> Result<Probe<R>, CliffError>,
-    from: u64,
-    to: u64,
-    metric: Metric,
-    resolution: u64,
-    progress: &mut dyn FnMut(&Probe<R>),
-) -> Result<Cliff<R>, CliffError> {
-    find_with(measure, from, to, metric, resolution, progress, true)
-}
-
-fn find_with<R>(
-    measure: &mut dyn FnMut(u64) -> Result<Probe<R>, CliffError>,
-    from: u64,
-    to: u64,
-    metric: Metric,
-    resolution: u64,
-    progress: &mut dyn FnMut(&Probe<R>),
-    midway: bool,
 ) -> Result<Cliff<R>, CliffError> {
     let mut lo = measure(from)?;
     progress(&lo);
@@ -225,7 +210,7 @@ fn find_with<R>(
     progress(&hi);
     let mut probes = 2;
     let ends = |p: &Probe<R>| p.value >= metric.threshold();
-    let threshold = if midway {
+    let threshold = if rule == Rule::Midway {
         metric.threshold().max((lo.value + hi.value) / 2.0)
     } else {
         metric.threshold()
@@ -330,20 +315,43 @@ mod tests {
         let template = template();
         let mut exec = |size| step(&template, size);
         let mut seen = 0;
-        let c = find(&mut exec, 1000, 1_000_000, Metric::Faults, 1, &mut |_| {
-            seen += 1
-        })
+        let c = find(
+            &mut exec,
+            1000,
+            1_000_000,
+            Metric::Faults,
+            Rule::Threshold,
+            1,
+            &mut |_| seen += 1,
+        )
         .unwrap();
         assert_eq!((c.below.size, c.above.size), (12_344, 12_345));
         assert_eq!(c.below.value, 0.0);
         assert_eq!(c.probes, seen);
         assert!(c.probes <= 2 + 20, "bisection, not a scan: {}", c.probes);
-        let coarse = find(&mut exec, 1000, 1_000_000, Metric::Faults, 100, &mut |_| {}).unwrap();
+        let coarse = find(
+            &mut exec,
+            1000,
+            1_000_000,
+            Metric::Faults,
+            Rule::Threshold,
+            100,
+            &mut |_| {},
+        )
+        .unwrap();
         assert!(coarse.below.size < 12_345 && coarse.above.size >= 12_345);
         assert!(coarse.above.size - coarse.below.size <= 100 && coarse.probes < c.probes);
-        let e = find(&mut exec, 20_000, 30_000, Metric::Faults, 1, &mut |_| {})
-            .err()
-            .unwrap();
+        let e = find(
+            &mut exec,
+            20_000,
+            30_000,
+            Metric::Faults,
+            Rule::Threshold,
+            1,
+            &mut |_| {},
+        )
+        .err()
+        .unwrap();
         assert!(e.to_string().contains("no cliff"), "{e}");
     }
 
@@ -359,9 +367,27 @@ mod tests {
                 record: (),
             })
         };
-        let c = find_midway(&mut measure, 10, 5000, Metric::Faults, 1, &mut |_| {}).unwrap();
+        let c = find(
+            &mut measure,
+            10,
+            5000,
+            Metric::Faults,
+            Rule::Midway,
+            1,
+            &mut |_| {},
+        )
+        .unwrap();
         assert_eq!((c.below.size, c.above.size), (999, 1000));
-        let plain = find(&mut measure, 10, 5000, Metric::Faults, 1, &mut |_| {}).unwrap();
+        let plain = find(
+            &mut measure,
+            10,
+            5000,
+            Metric::Faults,
+            Rule::Threshold,
+            1,
+            &mut |_| {},
+        )
+        .unwrap();
         assert!(
             plain.above.size < 1000,
             "the absolute threshold follows the noise"

@@ -62,8 +62,16 @@ pub fn run(args: &CliffArgs) -> Result<()> {
         );
     };
     let mut measure = |size| driver::probe(&mut exec, &base, &budget, size, metric);
-    let c = cliff::find(&mut measure, args.from, args.to, metric, 1, &mut show)
-        .map_err(Error::failed)?;
+    let c = cliff::find(
+        &mut measure,
+        args.from,
+        args.to,
+        metric,
+        cliff::Rule::Threshold,
+        1,
+        &mut show,
+    )
+    .map_err(Error::failed)?;
     // The latency either side, from replicated interleaved processes (a probe is one).
     let sides = [c.below.size, c.above.size].map(|size| RunSpec {
         size,
@@ -213,8 +221,16 @@ fn run_command(args: &CliffArgs) -> Result<()> {
         );
     };
     let mut measure = |size| program::probe(&settings, &template, size, per, metric, &mut quiet);
-    let c = cliff::find_midway(&mut measure, args.from, args.to, metric, 1, &mut show)
-        .map_err(Error::failed)?;
+    let c = cliff::find(
+        &mut measure,
+        args.from,
+        args.to,
+        metric,
+        cliff::Rule::Midway,
+        1,
+        &mut show,
+    )
+    .map_err(Error::failed)?;
     let label = settings.allocators[0].label();
     if args.format == Format::Json {
         let value = serde_json::json!({

@@ -155,8 +155,8 @@ fn eta_key(exp: &Experiment, spec: &RunSpec) -> String {
 }
 
 /// The ETA's group of an experiment's bisection probes.
-fn cliff_key(exp: &Experiment) -> String {
-    format!("{}|cliffs", exp.name)
+fn cliff_key(experiment: &str) -> String {
+    format!("{experiment}|cliffs")
 }
 
 /// Probes one bisection takes at most between neighbouring sizes `from` < `to`: both
@@ -190,7 +190,7 @@ fn plan_eta(experiments: &[Experiment]) -> Eta {
                 ..e.runs()[0].clone()
             };
             eta.plan(
-                &cliff_key(e),
+                &cliff_key(&e.name),
                 &e.name,
                 series * bisection_probes(from, to),
                 expected(&probe, &spec),
@@ -290,7 +290,7 @@ pub fn run_experiment(
     cells.retain(|c| !c.runs.is_empty());
     let cliffs = if exp.find_cliffs && !interrupted() {
         let budget = Budget::probe(exp.budget.max_iters);
-        let cliffs = find_cliffs(&cells, &budget, &cliff_key(exp), executor, progress);
+        let cliffs = find_cliffs(&cells, &budget, &exp.name, executor, progress);
         results.save_cliffs(&cliffs)?;
         cliffs
     } else {
@@ -317,7 +317,7 @@ pub fn run_experiment(
 fn find_cliffs(
     cells: &[Cell],
     budget: &Budget,
-    eta_key: &str,
+    experiment: &str,
     executor: &mut dyn Executor,
     progress: &mut Progress,
 ) -> Vec<FoundCliff> {
@@ -333,9 +333,9 @@ fn find_cliffs(
         .flat_map(|(_, js)| js)
         .map(|j| bisection_probes(j.from_size, j.to_size))
         .sum();
-    let part = eta_key.split('|').next().unwrap_or_default();
-    let guide = cells.first().map_or(0.3, |c| expected(budget, &c.spec));
-    progress.replan(eta_key, part, probes, guide);
+    let eta_key = cliff_key(experiment);
+    let guide = cells.first().map_or(0.0, |c| expected(budget, &c.spec));
+    progress.replan(&eta_key, experiment, probes, guide);
     for (metric, jumps) in all {
         for j in jumps {
             if interrupted() {
@@ -353,7 +353,7 @@ fn find_cliffs(
             let mut measure = |size| {
                 progress.work_started();
                 let p = driver::probe(executor, base, budget, size, metric);
-                progress.work_done(eta_key);
+                progress.work_done(&eta_key);
                 p
             };
             match cliff::find(
@@ -361,6 +361,7 @@ fn find_cliffs(
                 j.from_size,
                 j.to_size,
                 metric,
+                cliff::Rule::Threshold,
                 cliff::auto_resolution(j.from_size),
                 &mut |_| {},
             ) {

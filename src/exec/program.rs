@@ -457,11 +457,12 @@ pub fn bisect(
         ..base.clone()
     };
     let mut measure = |size| probe(&one, template, size, per, jump.metric, observer);
-    match crate::analysis::cliff::find_midway(
+    match crate::analysis::cliff::find(
         &mut measure,
         jump.from_size,
         jump.to_size,
         jump.metric,
+        crate::analysis::cliff::Rule::Midway,
         resolution,
         show,
     ) {

@@ -23,6 +23,18 @@ pub fn driver_path() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_alloclab"))
 }
 
+/// `examples/temporaries` (built by `cargo test`): the founding case's out-of-place
+/// pattern through libc's malloc.
+pub fn temporaries() -> PathBuf {
+    let p = driver_path()
+        .parent()
+        .unwrap()
+        .join("examples")
+        .join("temporaries");
+    assert!(p.is_file(), "{} is built by cargo test", p.display());
+    p
+}
+
 /// A worker command with a short, fixed budget: exactly `iters` measured iterations.
 pub fn worker_cmd(a: Allocator, variant: &str, size: u64, iters: u64) -> Command {
     let mut c = Command::new(worker_path(a));
