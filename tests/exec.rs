@@ -34,7 +34,7 @@ fn exec(args: &[&str], command: &[&str]) -> Output {
 }
 
 /// The `exec.json` of an `--out` folder.
-fn read_record(dir: &Path) -> alloclab::exec::ExecRecord {
+fn read_record(dir: &Path) -> alloclab::engine::command::ExecRecord {
     serde_json::from_str(&std::fs::read_to_string(dir.join("exec.json")).unwrap()).unwrap()
 }
 
@@ -372,7 +372,7 @@ fn out_dir_files_parse_back() {
     assert!(out.status.success(), "{out:?}");
     let record = read_record(&out_dir);
     assert!(record.complete);
-    assert_eq!(record.schema, alloclab::exec::SCHEMA);
+    assert_eq!(record.schema, alloclab::engine::command::SCHEMA);
     for a in &record.allocators {
         assert_eq!(a.runs.len(), 3, "{}", a.allocator);
         assert_eq!(a.warmup_runs, 1);
@@ -494,7 +494,7 @@ fn ctrl_c_keeps_the_finished_runs() {
     let runs_done = || -> usize {
         std::fs::read_to_string(&json)
             .ok()
-            .and_then(|t| serde_json::from_str::<alloclab::exec::ExecRecord>(&t).ok())
+            .and_then(|t| serde_json::from_str::<alloclab::engine::command::ExecRecord>(&t).ok())
             .map_or(0, |r| r.allocators[0].runs.len())
     };
     let start = std::time::Instant::now();
@@ -506,7 +506,7 @@ fn ctrl_c_keeps_the_finished_runs() {
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
-    let record: alloclab::exec::ExecRecord =
+    let record: alloclab::engine::command::ExecRecord =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert!(!record.complete);
     let runs = record.allocators[0].runs.len();

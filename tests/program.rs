@@ -259,7 +259,7 @@ fn the_sweep_finds_the_fault_cliff_where_the_builtin_cliff_finder_does() {
 }
 
 fn group(n: u64) -> String {
-    alloclab::ui::fmt::group_thousands(n as i64)
+    alloclab::fmt::group_thousands(n as i64)
 }
 
 #[test]

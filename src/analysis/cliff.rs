@@ -2,12 +2,12 @@
 //! whose two ends differ — minor faults per iteration at least 1 at one end and not at
 //! the other, or memory syscalls per iteration at least 0.5 — bisection over the size
 //! finds the two neighbouring sizes where it flips, and reports both sides. Measuring a
-//! size is the caller's (the driver's [`crate::driver::probe`]); the search is pure.
+//! size is the caller's (the driver's [`crate::engine::probe`]); the search is pure.
 
 use crate::analysis::jumps::Jump;
+use crate::fmt::{fmt_count, group_thousands};
 use crate::model::record::RunRecord;
 use crate::model::run::RunSpec;
-use crate::ui::fmt::{fmt_count, group_thousands};
 
 /// What flips.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -118,7 +118,7 @@ impl FoundCliff {
     }
 
     pub fn describe(&self) -> String {
-        use crate::ui::fmt::fmt_count;
+        use crate::fmt::fmt_count;
         if let Some(why) = &self.unresolved {
             return format!(
                 "{} {} ({}, {} thread(s)): {} per iteration {} at {} elements and {} at {} in the sweep — not bisected: {why}",
@@ -128,9 +128,9 @@ impl FoundCliff {
                 self.threads,
                 self.metric,
                 fmt_count(self.below_value),
-                crate::ui::fmt::group_thousands(self.below_size as i64),
+                crate::fmt::group_thousands(self.below_size as i64),
                 fmt_count(self.above_value),
-                crate::ui::fmt::group_thousands(self.above_size as i64),
+                crate::fmt::group_thousands(self.above_size as i64),
             );
         }
         let gap = if self.above_size == self.below_size + 1 {
@@ -138,7 +138,7 @@ impl FoundCliff {
         } else {
             format!(
                 " (bisected to {} elements)",
-                crate::ui::fmt::group_thousands((self.above_size - self.below_size) as i64)
+                crate::fmt::group_thousands((self.above_size - self.below_size) as i64)
             )
         };
         format!(

@@ -40,7 +40,7 @@ impl DiffInput {
     /// A row of `alloclab exec` (one allocator's runs of the whole command) in a diff's
     /// terms: the median wall time per run as its p50, with its interval; faults, memory
     /// syscalls and peak RSS per run.
-    pub fn from_exec(r: &crate::exec::output::ExecRow) -> Self {
+    pub fn from_exec(r: &crate::analysis::command::ExecRow) -> Self {
         let ms = |v: Option<f64>| v.map(|m| m * 1e6);
         let memory = [r.brk, r.mmap, r.munmap, r.madvise, r.mremap]
             .iter()

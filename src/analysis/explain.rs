@@ -3,10 +3,10 @@
 
 use crate::analysis::cells;
 use crate::analysis::stats::{Comparison, Verdict};
+use crate::fmt::{fmt_ns, human_bytes, signed};
 use crate::model::record::{Cell, Outcome};
 use crate::model::spec::{Allocator, Choice, Variant};
 use crate::model::summary::SummaryRow;
-use crate::ui::fmt::{fmt_ns, human_bytes, signed};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 

@@ -3,6 +3,7 @@
 pub mod calibration;
 pub mod cells;
 pub mod cliff;
+pub mod command;
 pub mod diff;
 pub mod explain;
 pub mod jumps;

@@ -4,10 +4,10 @@
 
 use crate::analysis::explain::describe;
 use crate::analysis::stats::{Comparison, Verdict};
+use crate::fmt::{fmt_count, fmt_ns, human_bytes};
 use crate::model::knobs::AllocatorSpec;
 use crate::model::spec::{Allocator, Choice};
 use crate::model::summary::SummaryRow;
-use crate::ui::fmt::{fmt_count, fmt_ns, human_bytes};
 
 /// The curated knob sets, each with why it is worth trying.
 pub fn curated(a: Allocator) -> Vec<(&'static str, &'static str)> {
@@ -164,9 +164,9 @@ pub struct SetVerdict {
 
 /// Every set against its allocator's defaults (an installed library against glibc's),
 /// from the runs of one session.
-pub fn set_verdicts(record: &crate::exec::ExecRecord) -> Vec<SetVerdict> {
-    use crate::exec::output;
-    let rows = output::rows(record);
+pub fn set_verdicts(record: &crate::model::command::ExecRecord) -> Vec<SetVerdict> {
+    use crate::analysis::command;
+    let rows = command::rows(record);
     let kind = |label: &str| label.split(':').next().unwrap_or(label).to_string();
     let is_builtin =
         |label: &str| crate::model::spec::parse_choice::<Allocator>(&kind(label)).is_ok();
@@ -184,7 +184,7 @@ pub fn set_verdicts(record: &crate::exec::ExecRecord) -> Vec<SetVerdict> {
             continue;
         };
         let base = &rows[b];
-        let c = output::paired(
+        let c = command::paired(
             &record.allocators[b].runs,
             &record.allocators[i].runs,
             record.noise_threshold,
@@ -199,8 +199,8 @@ pub fn set_verdicts(record: &crate::exec::ExecRecord) -> Vec<SetVerdict> {
             verdict: c.and_then(|c| c.verdict.map(|v| v.words().to_string())),
             minflt: r.minflt,
             minflt_defaults: base.minflt,
-            memory_syscalls: crate::exec::program::memory(r),
-            memory_syscalls_defaults: crate::exec::program::memory(base),
+            memory_syscalls: command::memory(r),
+            memory_syscalls_defaults: command::memory(base),
             peak_rss_mib: r.peak_rss_mib,
             peak_rss_mib_defaults: base.peak_rss_mib,
             wall_ms: r.wall_median_ms,

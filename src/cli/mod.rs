@@ -116,9 +116,9 @@ pub struct ExecArgs {
 
 impl ExecArgs {
     /// Validates everything that can be checked before any run.
-    pub fn settings(&self) -> Result<crate::exec::ExecSettings, String> {
+    pub fn settings(&self) -> Result<crate::engine::command::ExecSettings, String> {
         command_settings(
-            crate::exec::parse_allocators(&self.allocators)?,
+            crate::engine::command::parse_allocators(&self.allocators)?,
             &self.command,
             CommandOptions {
                 runs: self.runs,
@@ -146,18 +146,18 @@ pub struct CommandOptions {
 
 /// Validates a user's command (exec, tune, sweep, cliff): its program must be there.
 pub fn command_settings(
-    allocators: Vec<crate::exec::ExecAllocator>,
+    allocators: Vec<crate::engine::command::ExecAllocator>,
     command: &[std::ffi::OsString],
     o: CommandOptions,
-) -> Result<crate::exec::ExecSettings, String> {
+) -> Result<crate::engine::command::ExecSettings, String> {
     // A command that is not there fails the same under every allocator: bad input.
     let first = command
         .first()
         .ok_or("no command given: put it after `--`")?;
     let path_var = std::env::var_os("PATH");
-    let program = crate::exec::launch::resolve_program(first, path_var.as_deref())
+    let program = crate::engine::spawn::resolve_program(first, path_var.as_deref())
         .map_err(|why| format!("cannot run the command: {why}"))?;
-    Ok(crate::exec::ExecSettings {
+    Ok(crate::engine::command::ExecSettings {
         allocators,
         command: command.to_vec(),
         program,
@@ -167,7 +167,7 @@ pub fn command_settings(
         thp: o.thp,
         timeout: o.timeout.filter(|t| *t > 0.0).map(Duration::from_secs_f64),
         counters: o.counters,
-        preload_dir: crate::exec::preload_dir(),
+        preload_dir: crate::engine::command::preload_dir(),
         noise_threshold: o.noise_threshold,
         second: None,
     })

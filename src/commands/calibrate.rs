@@ -1,7 +1,7 @@
 //! `alloclab calibrate`: what observing costs here, printed as lines or JSON.
 
 use crate::cli::CalibrateArgs;
-use crate::driver::{calibrate, preflight};
+use crate::engine::{calibrate, preflight};
 use crate::error::{Error, Result};
 use crate::model::knobs::AllocatorSpec;
 use crate::model::run::RunSpec;

@@ -5,14 +5,14 @@ use crate::analysis::cells;
 use crate::analysis::cliff::{self, Probe};
 use crate::analysis::explain::describe;
 use crate::cli::CliffArgs;
-use crate::driver::{self, preflight, ProcessExecutor};
+use crate::engine::{self, preflight, ProcessExecutor};
 use crate::error::{Error, Result};
 use crate::export::Format;
+use crate::fmt::{fmt_count, fmt_ns, human_bytes};
 use crate::model::budget::Budget;
 use crate::model::knobs::AllocatorSpec;
 use crate::model::run::RunSpec;
 use crate::model::summary::SummaryRow;
-use crate::ui::fmt::{fmt_count, fmt_ns, human_bytes};
 use crate::ui::progress::Progress;
 use std::time::Duration;
 
@@ -61,7 +61,7 @@ pub fn run(args: &CliffArgs) -> Result<()> {
             metric.name()
         );
     };
-    let mut measure = |size| driver::probe(&mut exec, &base, &budget, size, metric);
+    let mut measure = |size| engine::probe(&mut exec, &base, &budget, size, metric);
     let c = cliff::find(
         &mut measure,
         args.from,
@@ -77,9 +77,9 @@ pub fn run(args: &CliffArgs) -> Result<()> {
         size,
         ..base.clone()
     });
-    let order_seed = driver::clock_seed();
+    let order_seed = engine::clock_seed();
     let mut progress = Progress::new(2 * args.processes as usize);
-    let cells = driver::run_rounds(
+    let cells = engine::run_rounds(
         &sides,
         &budget,
         args.processes,
@@ -179,14 +179,15 @@ pub fn run(args: &CliffArgs) -> Result<()> {
 }
 
 /// The cliff of your command: `{size}` bisected between --from and --to under one
-/// allocator, per call (see [`crate::exec::program`]).
+/// allocator, per call (see [`crate::engine::program`]).
 fn run_command(args: &CliffArgs) -> Result<()> {
-    use crate::exec::program::{self, Template};
+    use crate::engine::program::{self, Template};
     let p = &args.program;
     let template = Template::new(p.command.clone());
     template.check(true, p.calls).map_err(Error::BadInput)?;
     let per = template.per(p.calls);
-    let allocators = crate::exec::parse_allocators(&args.allocator).map_err(Error::BadInput)?;
+    let allocators =
+        crate::engine::command::parse_allocators(&args.allocator).map_err(Error::BadInput)?;
     if allocators.len() != 1 {
         return Err(Error::BadInput(format!(
             "--allocator {}: cliff bisects under one allocator; give one (sweep runs several)",

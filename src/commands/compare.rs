@@ -6,7 +6,7 @@ use crate::analysis::stats::{half_width_pct, median, median_ci, LEVEL};
 use crate::analysis::{cells, explain};
 use crate::cli::CompareArgs;
 use crate::counters::load::Load;
-use crate::driver::{self, preflight, ProcessExecutor};
+use crate::engine::{self, preflight, ProcessExecutor};
 use crate::error::{Error, Result};
 use crate::export::{self, table, Format};
 use crate::model::record::{Cell, Outcome};
@@ -26,7 +26,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
     )
     .map_err(|why| Error::counters(args.counters, why))?;
     stop_on_interrupt();
-    let order_seed = args.order_seed.unwrap_or_else(driver::clock_seed);
+    let order_seed = args.order_seed.unwrap_or_else(engine::clock_seed);
     let planned = specs.len() * args.processes as usize;
     let load_start = Load::now();
     let mut progress = Progress::new(planned);
@@ -45,7 +45,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
         }
         go
     };
-    let all = driver::run_rounds_while(
+    let all = engine::run_rounds_while(
         &specs,
         &args.budget.budget(),
         order_seed,
@@ -63,7 +63,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
     });
     let cells: Vec<&Cell> = all.iter().filter(|c| !c.runs.is_empty()).collect();
     let outcomes: Vec<Outcome> = cells.iter().flat_map(|c| c.outcomes()).collect();
-    let conflicts = driver::checksum_conflicts(&outcomes);
+    let conflicts = engine::checksum_conflicts(&outcomes);
     if !conflicts.is_empty() {
         return Err(Error::RunFailed(conflicts.join("\nerror: ")));
     }

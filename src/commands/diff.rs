@@ -10,7 +10,7 @@ use crate::cli::DiffArgs;
 use crate::error::{Error, Result};
 use crate::export::table::{render_markdown, render_table, TableRow};
 use crate::export::Format;
-use crate::ui::fmt::{fmt_ns, human_bytes, signed};
+use crate::fmt::{fmt_ns, human_bytes, signed};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -48,7 +48,7 @@ fn load(path: &Path) -> Result<Side> {
     let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
     let rows = if text.trim_start().starts_with('[') {
         // compare's rows, or exec's (`alloclab exec --format json`).
-        match serde_json::from_str::<Vec<crate::exec::output::ExecRow>>(&text) {
+        match serde_json::from_str::<Vec<crate::export::exec::ExecRow>>(&text) {
             Ok(exec) if !exec.is_empty() => exec.iter().map(DiffInput::from_exec).collect(),
             _ => serde_json::from_str(&text).map_err(|e| {
                 bad(format!(
@@ -68,9 +68,9 @@ fn load_exec(path: &Path) -> Result<Side> {
     let bad = |why: String| Error::BadInput(format!("{}: {why}", path.display()));
     let text = std::fs::read_to_string(path.join("exec.json"))
         .map_err(|e| bad(format!("cannot read exec.json: {e}")))?;
-    let record: crate::exec::ExecRecord = serde_json::from_str(&text)
+    let record: crate::engine::command::ExecRecord = serde_json::from_str(&text)
         .map_err(|e| bad(format!("exec.json is not an `alloclab exec` record: {e}")))?;
-    let rows = crate::exec::output::rows(&record)
+    let rows = crate::export::exec::rows(&record)
         .iter()
         .map(DiffInput::from_exec)
         .collect();

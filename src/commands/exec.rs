@@ -3,10 +3,12 @@
 //! a results folder updated after every run.
 
 use crate::cli::ExecArgs;
+use crate::engine::command::{self as exec, ExecRecord};
+use crate::engine::spawn::ChildRun;
 use crate::error::{Error, Result};
-use crate::exec::{self, launch::ChildRun, output, ExecRecord};
+use crate::export::exec as output;
 use crate::export::{self, results, Format};
-use crate::ui::fmt::fmt_ns;
+use crate::fmt::fmt_ns;
 use crate::ui::interrupt::stop_on_interrupt;
 use crate::ui::progress::Progress;
 use std::path::Path;
@@ -102,7 +104,7 @@ pub fn run(args: &ExecArgs) -> Result<()> {
         .map(|d| take_out_dir(d, "exec.json"))
         .transpose()?;
     stop_on_interrupt();
-    if let Err(e) = crate::driver::lifetime::become_subreaper() {
+    if let Err(e) = crate::engine::lifetime::become_subreaper() {
         eprintln!(
             "warning: cannot become a child subreaper ({e}): what a command starts in another session may outlive its run"
         );

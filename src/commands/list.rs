@@ -1,7 +1,7 @@
 //! `alloclab list`: the allocators (built in, with their versions and knobs, and the
 //! allocator libraries installed here, as ready-to-paste specs), workloads and variants.
 
-use crate::driver::preflight;
+use crate::engine::preflight;
 use crate::error::Result;
 use crate::model::knobs::{defs, no_knobs_reason};
 use crate::model::library;

@@ -30,7 +30,7 @@ pub fn dispatch(command: Command) -> Result<()> {
         Command::Sweep(args) => sweep::run(&args),
         Command::Diff(args) => diff::run(&args),
         Command::ProbePreload { kind, knob } => {
-            let report = crate::exec::probe::probe_here(&kind, &knob);
+            let report = crate::engine::probe::probe_here(&kind, &knob);
             let text = serde_json::to_string(&report).map_err(Error::failed)?;
             print_out(&(text + "\n"))
         }

@@ -7,16 +7,16 @@ use crate::analysis::cliff::{self, FoundCliff, Metric};
 use crate::analysis::jumps;
 use crate::analysis::stats::SplitMix;
 use crate::cli::RunArgs;
-use crate::driver::{self, calibrate, preflight, Executor, ProcessExecutor};
+use crate::engine::{self, calibrate, preflight, Executor, ProcessExecutor};
 use crate::error::{Error, Result};
 use crate::export::report_md::{self, Rebuilt};
 use crate::export::results::{self, Loaded, Plan, ResultsDir, ResultsError};
+use crate::fmt::{fmt_duration, group_thousands};
 use crate::model::budget::Budget;
 use crate::model::experiment::Experiment;
 use crate::model::record::Cell;
 use crate::model::run::RunSpec;
 use crate::model::summary::SummaryRow;
-use crate::ui::fmt::{fmt_duration, group_thousands};
 use crate::ui::interrupt::{interrupted, stop_on_interrupt};
 use crate::ui::progress::{Eta, Progress};
 use std::path::PathBuf;
@@ -352,7 +352,7 @@ fn find_cliffs(
             ));
             let mut measure = |size| {
                 progress.work_started();
-                let p = driver::probe(executor, base, budget, size, metric);
+                let p = engine::probe(executor, base, budget, size, metric);
                 progress.work_done(&eta_key);
                 p
             };

@@ -4,16 +4,16 @@
 
 use crate::cli::{command_settings, CommandOptions, SweepArgs};
 use crate::commands::exec::ExecProgress;
+use crate::engine::command::ExecRecord;
+use crate::engine::program::{self, CommandCliff, Per, PointRow, Template};
 use crate::error::{Error, Result};
-use crate::exec::output::{file_stem, histogram, shell_words};
-use crate::exec::program::{self, CommandCliff, Per, PointRow, Template};
-use crate::exec::ExecRecord;
+use crate::export::exec::{file_stem, histogram, shell_words};
 use crate::export::results::{write_atomic, HISTOGRAM_SCALING};
 use crate::export::svg::{self, Axis, Chart, Scale, Series};
 use crate::export::table::{render_markdown, render_table, TableRow};
+use crate::fmt::{fmt_count, fmt_ns, group_thousands};
 use crate::model::experiment::geometric;
 use crate::model::spec::{parse_size, Allocator};
-use crate::ui::fmt::{fmt_count, fmt_ns, group_thousands};
 use crate::ui::interrupt::{interrupted, stop_on_interrupt};
 use crate::ui::progress::Progress;
 use serde::Serialize;
@@ -72,7 +72,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     let sizes = parse_sizes(&args.sizes, args.per_octave).map_err(Error::BadInput)?;
     let per = template.per(p.calls);
     let settings = command_settings(
-        crate::exec::parse_allocators(&args.allocators).map_err(Error::BadInput)?,
+        crate::engine::command::parse_allocators(&args.allocators).map_err(Error::BadInput)?,
         &template.words,
         CommandOptions {
             runs: args.runs,
@@ -87,7 +87,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     .map_err(Error::BadInput)?;
     let _lock = super::exec::take_out_dir(&args.out, "sweep.json")?;
     stop_on_interrupt();
-    if let Err(e) = crate::driver::lifetime::become_subreaper() {
+    if let Err(e) = crate::engine::lifetime::become_subreaper() {
         eprintln!("warning: cannot become a child subreaper ({e})");
     }
     let arms = if matches!(per, Per::Difference(_)) {
@@ -115,7 +115,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
             &mut save,
         )
         .map_err(|e| match e {
-            crate::exec::SessionError::BadInput(why) => Error::BadInput(why),
+            crate::engine::command::SessionError::BadInput(why) => Error::BadInput(why),
             e => Error::failed(e),
         })?;
         let complete = record.complete;

@@ -3,15 +3,15 @@
 
 use crate::analysis::{cells, tune};
 use crate::cli::TuneArgs;
-use crate::driver::{self, preflight, ProcessExecutor};
+use crate::engine::{self, preflight, ProcessExecutor};
 use crate::error::{Error, Result};
 use crate::export::{self, table, Format};
+use crate::fmt::group_thousands;
 use crate::model::budget::Budget;
 use crate::model::knobs::AllocatorSpec;
 use crate::model::run::RunSpec;
 use crate::model::spec::{Allocator, Choice};
 use crate::model::summary::SummaryRow;
-use crate::ui::fmt::group_thousands;
 use crate::ui::progress::Progress;
 use std::time::Duration;
 
@@ -55,9 +55,9 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     let workers = preflight::check(&specs).map_err(Error::bad)?;
     let mut exec = ProcessExecutor::new(workers, args.counters, Duration::from_secs(300))
         .map_err(|why| Error::counters(args.counters, why))?;
-    let order_seed = driver::clock_seed();
+    let order_seed = engine::clock_seed();
     let mut progress = Progress::new(specs.len() * args.processes as usize);
-    let all = driver::run_rounds(
+    let all = engine::run_rounds(
         &specs,
         &Budget {
             warmup_time_ns: 50_000_000,
@@ -131,10 +131,10 @@ pub fn run(args: &TuneArgs) -> Result<()> {
 
 /// The ExecAllocators `tune -- CMD` tries: every curated set of each allocator given
 /// (defaults first), installed libraries with their defaults.
-fn command_sets(args: &TuneArgs) -> Result<Vec<crate::exec::ExecAllocator>> {
-    use crate::exec::ExecAllocator;
+fn command_sets(args: &TuneArgs) -> Result<Vec<crate::engine::command::ExecAllocator>> {
+    use crate::engine::command::ExecAllocator;
     let given = match &args.allocators {
-        Some(list) => crate::exec::parse_allocators(list).map_err(Error::BadInput)?,
+        Some(list) => crate::engine::command::parse_allocators(list).map_err(Error::BadInput)?,
         None => Allocator::ALL
             .iter()
             .map(|&a| ExecAllocator::Builtin(AllocatorSpec::plain(a)))
@@ -162,7 +162,7 @@ fn command_sets(args: &TuneArgs) -> Result<Vec<crate::exec::ExecAllocator>> {
 /// `tune -- CMD`: the curated sets applied to your command through exec's preloads and
 /// environment (each knob read back by the probe), in interleaved rounds.
 fn run_command(args: &TuneArgs) -> Result<()> {
-    use crate::exec::program::{Template, CALLS, SIZE};
+    use crate::engine::program::{Template, CALLS, SIZE};
     let p = &args.program;
     let template = Template::new(p.command.clone());
     template.check(false, p.calls).map_err(Error::BadInput)?;
@@ -185,17 +185,17 @@ fn run_command(args: &TuneArgs) -> Result<()> {
     )
     .map_err(Error::BadInput)?;
     crate::ui::interrupt::stop_on_interrupt();
-    if let Err(e) = crate::driver::lifetime::become_subreaper() {
+    if let Err(e) = crate::engine::lifetime::become_subreaper() {
         eprintln!("warning: cannot become a child subreaper ({e})");
     }
     let mut progress = super::exec::ExecProgress::session();
-    let record = crate::exec::run_session(&settings, &mut progress, &mut |_| Ok(()));
+    let record = crate::engine::command::run_session(&settings, &mut progress, &mut |_| Ok(()));
     progress.0.clear();
     let record = record.map_err(|e| match e {
-        crate::exec::SessionError::BadInput(why) => Error::BadInput(why),
+        crate::engine::command::SessionError::BadInput(why) => Error::BadInput(why),
         e => Error::failed(e),
     })?;
-    let rows = crate::exec::output::rows(&record);
+    let rows = crate::export::exec::rows(&record);
     let verdicts = tune::set_verdicts(&record);
     let advice = tune::recommendation(&verdicts, args.noise_threshold);
     let text = match args.format {
@@ -209,9 +209,9 @@ fn run_command(args: &TuneArgs) -> Result<()> {
             serde_json::to_string_pretty(&v).map_err(Error::failed)? + "\n"
         }
         Format::Table => {
-            let mut t = crate::exec::output::header(&record);
+            let mut t = crate::export::exec::header(&record);
             t.push('\n');
-            t.push_str(&crate::exec::output::to_table(&rows));
+            t.push_str(&crate::export::exec::to_table(&rows));
             t.push('\n');
             for v in &verdicts {
                 t.push_str(&v.line);

@@ -2,8 +2,9 @@
 //! results are not comparable.
 
 use crate::counters::Unavailable;
-use serde::{Deserialize, Serialize};
 use std::ffi::CStr;
+
+pub use crate::model::environment::{Codegen, Environment};
 
 /// Which allocator a worker links, as recorded in its results, and how to read its
 /// knobs back.
@@ -84,67 +85,6 @@ pub fn glibc_tunable(name: &str) -> Result<String, Unavailable> {
             "unreadable value '{value}' for glibc.malloc.{name}"
         ))
     })
-}
-
-/// How the binaries were compiled.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Codegen {
-    pub target: String,
-    pub target_cpu: String,
-    pub target_features: String,
-    pub profile: String,
-}
-
-impl Codegen {
-    pub fn of_this_build() -> Self {
-        Codegen {
-            target: env!("ALLOCLAB_TARGET").to_string(),
-            target_cpu: env!("ALLOCLAB_TARGET_CPU").to_string(),
-            target_features: env!("ALLOCLAB_TARGET_FEATURES").to_string(),
-            profile: if cfg!(debug_assertions) {
-                "debug"
-            } else {
-                "release"
-            }
-            .to_string(),
-        }
-    }
-
-    /// The SIMD features that matter for the kernels, for one-line summaries.
-    pub fn simd_summary(&self) -> String {
-        let wanted = ["sse4.2", "avx", "avx2", "fma", "avx512f", "neon", "sve"];
-        let have: Vec<&str> = self
-            .target_features
-            .split(',')
-            .filter(|f| wanted.contains(f))
-            .collect();
-        if have.is_empty() {
-            "baseline".into()
-        } else {
-            have.join("+")
-        }
-    }
-}
-
-/// The machine and software a run happened on.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Environment {
-    pub allocator_version: String,
-    pub allocator_crates: String,
-    pub glibc_version: String,
-    pub kernel: String,
-    pub cpu_model: String,
-    /// None where the count cannot be read.
-    pub cpus_online: Option<u64>,
-    /// /sys/kernel/mm/transparent_hugepage/enabled, the selected mode.
-    pub thp_enabled: String,
-    /// /sys/kernel/mm/transparent_hugepage/defrag, the selected mode.
-    pub thp_defrag: String,
-    /// None where the page size cannot be read.
-    pub page_size: Option<u64>,
-    pub codegen: Codegen,
-    pub commit: String,
-    pub command_line: Vec<String>,
 }
 
 /// glibc's version, or why it is not known.

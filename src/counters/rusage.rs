@@ -1,19 +1,6 @@
 //! getrusage snapshots (the process, or one thread) and their differences.
 
-use serde::{Deserialize, Serialize};
-
-/// One getrusage reading of this process.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Rusage {
-    pub minflt: u64,
-    pub majflt: u64,
-    pub nvcsw: u64,
-    pub nivcsw: u64,
-    pub utime_ns: u64,
-    pub stime_ns: u64,
-    /// Peak resident set of the process so far (ru_maxrss), in bytes.
-    pub maxrss_bytes: u64,
-}
+pub use crate::model::counts::Rusage;
 
 /// Reads getrusage(RUSAGE_SELF). Does not allocate.
 pub fn read_self() -> std::io::Result<Rusage> {

@@ -3,6 +3,7 @@
 //! its summary and REPORT.md.
 
 pub mod csv;
+pub mod exec;
 pub mod hdr;
 pub mod plots;
 pub mod report_md;

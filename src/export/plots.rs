@@ -4,11 +4,11 @@
 
 use crate::export::hdr;
 use crate::export::svg::{render, Axis, Chart, Scale, Series};
+use crate::fmt::fmt_ns;
+use crate::fmt::{fmt_elems, fmt_plain, human_bytes, trim_float};
 use crate::model::record::Outcome;
 use crate::model::spec::{Allocator, Choice, Variant, Workload};
 use crate::model::summary::SummaryRow;
-use crate::ui::fmt::fmt_ns;
-use crate::ui::fmt::{fmt_elems, fmt_plain, human_bytes, trim_float};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A plot ready to be written to `plots/<name>.svg`.

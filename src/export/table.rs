@@ -2,9 +2,9 @@
 //! summary rows, and the renderers other tables (exec, tune) share.
 
 use crate::analysis::explain;
+use crate::fmt::{fmt_count, fmt_ns, group_thousands, human_bytes};
 use crate::model::record::Outcome;
 use crate::model::summary::SummaryRow;
-use crate::ui::fmt::{fmt_count, fmt_ns, group_thousands, human_bytes};
 use std::fmt::Write as _;
 
 const NA: &str = "n/a";

@@ -1,7 +1,11 @@
 //! Plain data the lab passes around: run specs and their names, allocator knobs,
-//! experiments, worker records, outcomes and summary rows.
+//! experiments, worker records, a command's runs, counts, the environment, outcomes and
+//! summary rows. Imports nothing of the lab above it.
 
 pub mod budget;
+pub mod command;
+pub mod counts;
+pub mod environment;
 pub mod experiment;
 pub mod knobs;
 pub mod library;

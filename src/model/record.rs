@@ -1,9 +1,9 @@
 //! The result record of one run, as a worker prints it (one JSON object on stdout) and as
 //! the driver reads it back. Field names carry their units.
 
-use crate::counters::envinfo::Environment;
-use crate::counters::linux::perf::SyscallCounts;
 use crate::model::budget::Budget;
+use crate::model::counts::SyscallCounts;
+use crate::model::environment::Environment;
 use crate::model::overhead::Overhead;
 use crate::model::run::RunSpec;
 use crate::model::spec::{Allocator, Variant, Workload};

@@ -1,6 +1,5 @@
-//! What the person at the terminal sees while the lab works: progress, the Ctrl-C flag,
-//! and number formatting.
+//! What the person at the terminal sees while the lab works: progress and the Ctrl-C
+//! flag.
 
-pub mod fmt;
 pub mod interrupt;
 pub mod progress;

@@ -1,7 +1,7 @@
 //! The one progress display of every command that runs many workers or programs: an
 //! indicatif bar with ETA on a terminal, one line per run otherwise (logs, CI).
 
-use crate::ui::fmt::fmt_duration;
+use crate::fmt::fmt_duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::collections::BTreeMap;
 use std::io::IsTerminal;

@@ -9,7 +9,6 @@
 use crate::counters::Unavailable;
 use perf_event::events::Tracepoint;
 use perf_event::{Builder, Counter};
-use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -35,28 +34,16 @@ pub enum Syscall {
     All,
 }
 
-/// Counts over one enabled window.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SyscallCounts {
-    pub brk: u64,
-    pub mmap: u64,
-    pub munmap: u64,
-    pub madvise: u64,
-    pub mremap: u64,
-    /// All syscalls of any kind (None where the method cannot see them all).
-    pub all: Option<u64>,
-}
+pub use crate::model::counts::SyscallCounts;
 
-impl SyscallCounts {
-    fn set(&mut self, s: Syscall, value: u64) {
-        match s {
-            Syscall::Brk => self.brk = value,
-            Syscall::Mmap => self.mmap = value,
-            Syscall::Munmap => self.munmap = value,
-            Syscall::Madvise => self.madvise = value,
-            Syscall::Mremap => self.mremap = value,
-            Syscall::All => self.all = Some(value),
-        }
+fn set(counts: &mut SyscallCounts, s: Syscall, value: u64) {
+    match s {
+        Syscall::Brk => counts.brk = value,
+        Syscall::Mmap => counts.mmap = value,
+        Syscall::Munmap => counts.munmap = value,
+        Syscall::Madvise => counts.madvise = value,
+        Syscall::Mremap => counts.mremap = value,
+        Syscall::All => counts.all = Some(value),
     }
 }
 
@@ -186,7 +173,7 @@ impl SyscallCounters {
             let value = counter
                 .read()
                 .map_err(|e| Unavailable(format!("reading a perf counter failed: {e}")))?;
-            counts.set(*syscall, value);
+            set(&mut counts, *syscall, value);
         }
         Ok(counts)
     }

@@ -9,18 +9,12 @@
 //! warm-up runs, then `--runs` rounds in which the allocators alternate (A B C A B C …).
 //! Every run is accounted for on its own ([`launch`]).
 
-pub mod launch;
-pub mod output;
-pub mod probe;
-pub mod program;
-
-use crate::counters::linux::perf::SyscallCounts;
-use crate::counters::rusage::Rusage;
+use super::probe;
+use super::spawn::{self as launch, LaunchOptions, Prepared, Termination};
 use crate::counters::{CounterMode, CounterPlan};
+pub use crate::model::command::{AllocatorRuns, ExecRecord, ExecRun, SCHEMA};
 use crate::model::knobs::AllocatorSpec;
 use crate::model::spec::{Allocator, Choice, Thp};
-use launch::{LaunchOptions, Prepared, Termination};
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -169,72 +163,6 @@ pub struct ExecSettings {
     /// the calls, so that a difference per round leaves out its start-up).
     pub second: Option<(Vec<OsString>, String)>,
 }
-
-/// One measured run (only runs that exited with status 0 are kept).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ExecRun {
-    /// 1-based round; warm-ups are not recorded.
-    pub round: u32,
-    pub wall_ns: u64,
-    /// From `wait4` on this run's process (its waited-for descendants included).
-    pub usage: Rusage,
-    /// brk/mmap/munmap/madvise/mremap and all syscalls of the whole process tree.
-    pub syscalls: Option<SyscallCounts>,
-}
-
-/// Everything about one allocator's runs.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct AllocatorRuns {
-    pub allocator: String,
-    /// The preloaded library (absolute path), or None for glibc.
-    pub preload: Option<String>,
-    /// The allocator variables set for the command (LD_PRELOAD and knobs).
-    pub env: BTreeMap<String, String>,
-    /// Where the probe found `malloc` defined under this environment.
-    pub malloc_from: Option<String>,
-    pub version: Option<String>,
-    /// Knobs as the allocator reports them.
-    pub knobs_effective: BTreeMap<String, String>,
-    /// Why this allocator's row failed (its remaining runs were skipped).
-    pub failure: Option<String>,
-    pub warmup_runs: u32,
-    pub runs: Vec<ExecRun>,
-    /// With `--counters ptrace`: the memory-syscall counts of the extra traced run.
-    #[serde(default)]
-    pub traced_syscalls: Option<SyscallCounts>,
-    /// Why the traced run has no counts.
-    #[serde(default)]
-    pub traced_note: Option<String>,
-}
-
-/// The whole `exec` result, as `--out DIR` stores it (`exec.json`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ExecRecord {
-    pub schema: String,
-    pub command: Vec<String>,
-    pub started: String,
-    /// False while running and after an interruption: later rounds are missing.
-    pub complete: bool,
-    pub runs_requested: u32,
-    pub warmup: u32,
-    pub thp: Thp,
-    pub timeout_s: Option<f64>,
-    /// "perf" (tracepoint counters inherited by the process tree, every run), "ptrace"
-    /// (one extra traced run per allocator, memory syscalls only) or why syscalls were
-    /// not counted.
-    pub syscall_counter: String,
-    pub environment: crate::counters::envinfo::Environment,
-    pub allocators: Vec<AllocatorRuns>,
-    /// `--noise-threshold` as a fraction (2 % before it was recorded).
-    #[serde(default = "default_noise_threshold")]
-    pub noise_threshold: f64,
-}
-
-fn default_noise_threshold() -> f64 {
-    0.02
-}
-
-pub const SCHEMA: &str = "alloclab.exec/1";
 
 /// The command's environment under `a`: this process's, minus everything that configures
 /// an allocator or preloads a library, plus `a`'s knobs and preload.

@@ -1,9 +1,5 @@
-//! The driver's side of a run: checks before spawning, one worker process per run, and
+//! Workers of built-in cells: one worker process per run through the one spawn path, and
 //! turning whatever the worker did (JSON, crash, signal, garbage) into an outcome.
-
-pub mod calibrate;
-pub mod lifetime;
-pub mod preflight;
 
 use crate::analysis::cliff::{CliffError, Metric, Probe};
 use crate::analysis::stats::SplitMix;
@@ -134,7 +130,7 @@ impl ProcessExecutor {
         // async-signal-safe calls.
         unsafe {
             cmd.pre_exec(move || {
-                lifetime::die_with_parent(parent);
+                super::lifetime::die_with_parent(parent);
                 Ok(())
             });
         }

@@ -7,12 +7,12 @@
 //! program's start-up, imports and input set-up left out. Without it, a run's figures are
 //! divided by `--calls` (start-up included), or kept per run.
 
-use super::output::{self, ExecRow};
-use super::{run_session, ExecRecord, ExecSettings, Observer, SessionError};
+use super::command::{run_session, ExecRecord, ExecSettings, Observer, SessionError};
 use crate::analysis::cliff::{Metric, Probe};
+use crate::analysis::command::{self as output, memory, ExecRow};
 use crate::analysis::stats::{median, median_ci, LEVEL};
+use crate::fmt::{fmt_count, group_thousands};
 use crate::model::summary::RunStatus;
-use crate::ui::fmt::{fmt_count, group_thousands};
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -182,11 +182,6 @@ impl PointRow {
             Metric::Syscalls => self.memory_syscalls,
         }
     }
-}
-
-/// brk + mmap + munmap + madvise + mremap of an exec row.
-pub fn memory(r: &ExecRow) -> Option<f64> {
-    Some(r.brk? + r.mmap? + r.munmap? + r.madvise? + r.mremap?)
 }
 
 /// The per-call rows of a session made by [`measure`], one per allocator.

@@ -7,7 +7,7 @@ use crate::analysis::calibration::{Calibration, Effect, GOAL_RATIO};
 use crate::analysis::stats::{compare_paired, median};
 use crate::counters::linux::perf::SyscallCounters;
 use crate::counters::{ptrace, CounterMode};
-use crate::driver::ProcessExecutor;
+use crate::engine::ProcessExecutor;
 use crate::model::knobs::AllocatorSpec;
 use crate::model::record::RunFailure;
 use crate::model::run::RunSpec;

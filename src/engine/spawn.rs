@@ -190,7 +190,7 @@ impl Termination {
                 core_dumped,
             } => format!(
                 "was killed by signal {signal} ({}){}",
-                crate::driver::signal_name(signal),
+                crate::engine::signal_name(signal),
                 if core_dumped { ", core dumped" } else { "" }
             ),
             Termination::TimedOut => match timeout {
@@ -306,7 +306,7 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
     if pid == 0 {
         // SAFETY: see above; every pointer is to memory prepared before the fork.
         unsafe {
-            crate::driver::lifetime::die_with_parent(parent);
+            crate::engine::lifetime::die_with_parent(parent);
             libc::setpgid(0, 0);
             // Rust ignores SIGPIPE; an ignored signal stays ignored across exec.
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
@@ -428,7 +428,7 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
     // Whatever the command left running does not outlive its run: its process group,
     // and (exec being their subreaper) descendants that left the group or the session.
     kill_group(pid);
-    crate::driver::lifetime::kill_leftovers();
+    crate::engine::lifetime::kill_leftovers();
     // Everything that held the pipe is gone now; a descendant that escaped (no subreaper
     // here) would hold it open, so the tail is not waited for long.
     let stderr_tail = stderr_tail.and_then(|rx| rx.recv_timeout(Duration::from_secs(1)).ok());

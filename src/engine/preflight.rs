@@ -2,9 +2,9 @@
 //! largest run fits in the memory available now.
 
 use crate::counters::memory;
+use crate::fmt::human_bytes;
 use crate::model::run::RunSpec;
 use crate::model::spec::{Allocator, Choice};
-use crate::ui::fmt::human_bytes;
 use std::path::{Path, PathBuf};
 
 /// Problems found before anything runs.

@@ -1,0 +1,205 @@
+//! The one schedule of the lab: optional warm-up rounds, then measured rounds in which
+//! every subject still in the plan runs once, in an order shuffled in *every* round from
+//! a recorded seed — so that drift over time and the carry-over of one run into the next
+//! (a heavy run leaves the machine's caches, page allocator and frequency changed) reach
+//! every subject alike instead of always the same neighbour. Ctrl-C stops it between
+//! runs; the caller decides after each round whether another is wanted.
+
+use crate::analysis::stats::SplitMix;
+use crate::ui::interrupt::interrupted;
+
+/// A round of the schedule (0-based).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pass {
+    /// A warm-up round: run, not kept.
+    Warmup(u32),
+    /// A measured round.
+    Round(u32),
+}
+
+/// What the schedule does with a subject after one of its runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// It stays in the plan.
+    Keep,
+    /// It leaves the plan (its row failed); the others go on.
+    Retire,
+    /// The whole schedule stops now (the run was interrupted, or results cannot be saved).
+    Stop,
+}
+
+/// How a schedule ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// Every round asked for ran (subjects that retired excepted).
+    Finished,
+    /// Ctrl-C or SIGTERM, or a step said [`Next::Stop`].
+    Stopped,
+}
+
+/// `subjects` subjects, `warmup` warm-up rounds, and the seed every round's order comes
+/// from (record it with the results: the same seed gives the same orders).
+#[derive(Clone, Copy, Debug)]
+pub struct Schedule {
+    pub subjects: usize,
+    pub warmup: u32,
+    pub seed: u64,
+}
+
+/// Warm-up rounds draw their orders from a stream of their own.
+const WARMUP_STREAM: u64 = 0x5741_524d_5550_0000;
+
+impl Schedule {
+    /// The order of `pass`: a permutation of the subjects, fixed by the seed. Measured
+    /// round r uses `seed + r` (the order `run` and `compare` have always recorded).
+    pub fn order(&self, pass: Pass) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.subjects).collect();
+        let stream = match pass {
+            Pass::Warmup(w) => WARMUP_STREAM.wrapping_add(self.seed) ^ u64::from(w),
+            Pass::Round(r) => self.seed.wrapping_add(u64::from(r)),
+        };
+        SplitMix(stream).shuffle(&mut order);
+        order
+    }
+
+    /// Runs the warm-up rounds, then measured rounds for as long as `more(rounds done)`
+    /// says. `step(subject, pass, position)` runs one subject (`position`: its place in
+    /// that round's order, 0-based) and says what happens to it next. Stops before a run
+    /// once Ctrl-C has been pressed (with [`crate::engine::begin`] in force).
+    pub fn run(
+        &self,
+        more: &mut dyn FnMut(u32) -> bool,
+        step: &mut dyn FnMut(usize, Pass, usize) -> Next,
+    ) -> Ended {
+        let mut retired = vec![false; self.subjects];
+        let mut one_round = |pass: Pass, retired: &mut Vec<bool>| -> bool {
+            let order = self.order(pass);
+            let mut position = 0;
+            for i in order {
+                if retired[i] {
+                    continue;
+                }
+                if interrupted() {
+                    return false;
+                }
+                match step(i, pass, position) {
+                    Next::Keep => {}
+                    Next::Retire => retired[i] = true,
+                    Next::Stop => return false,
+                }
+                position += 1;
+            }
+            !interrupted()
+        };
+        for w in 0..self.warmup {
+            if !one_round(Pass::Warmup(w), &mut retired) {
+                return Ended::Stopped;
+            }
+        }
+        let mut done = 0;
+        while more(done) {
+            if retired.iter().all(|r| *r) && self.subjects > 0 {
+                break;
+            }
+            if !one_round(Pass::Round(done), &mut retired) {
+                return Ended::Stopped;
+            }
+            done += 1;
+        }
+        Ended::Finished
+    }
+
+    /// [`Schedule::run`] for exactly `rounds` measured rounds.
+    pub fn rounds(&self, rounds: u32, step: &mut dyn FnMut(usize, Pass, usize) -> Next) -> Ended {
+        self.run(&mut |done| done < rounds, step)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_round_runs_every_subject_once_in_its_own_order_fixed_by_the_seed() {
+        let s = Schedule {
+            subjects: 6,
+            warmup: 2,
+            seed: 11,
+        };
+        let mut seen: Vec<(usize, Pass, usize)> = Vec::new();
+        let ended = s.rounds(4, &mut |i, pass, pos| {
+            seen.push((i, pass, pos));
+            Next::Keep
+        });
+        assert_eq!(ended, Ended::Finished);
+        assert_eq!(seen.len(), 6 * 6);
+        let mut orders: Vec<Vec<usize>> = Vec::new();
+        for chunk in seen.chunks(6) {
+            let mut ids: Vec<usize> = chunk.iter().map(|x| x.0).collect();
+            orders.push(ids.clone());
+            assert!(
+                chunk.iter().all(|x| x.1 == chunk[0].1),
+                "one pass per round"
+            );
+            assert_eq!(
+                chunk.iter().map(|x| x.2).collect::<Vec<_>>(),
+                (0..6).collect::<Vec<_>>()
+            );
+            ids.sort();
+            assert_eq!(ids, (0..6).collect::<Vec<_>>(), "every subject once");
+        }
+        assert_eq!(seen[0].1, Pass::Warmup(0));
+        assert_eq!(seen[12].1, Pass::Round(0));
+        // Not one fixed order: the measured rounds differ from each other, and the
+        // subject that runs after subject 0 is not always the same one.
+        let measured = &orders[2..];
+        assert!(measured.windows(2).any(|w| w[0] != w[1]));
+        let after0: std::collections::BTreeSet<Option<usize>> = measured
+            .iter()
+            .map(|o| {
+                o.iter()
+                    .position(|&x| x == 0)
+                    .and_then(|p| o.get(p + 1).copied())
+            })
+            .collect();
+        assert!(after0.len() > 1, "{measured:?}");
+        // The seed fixes the orders.
+        assert_eq!(s.order(Pass::Round(3)), s.order(Pass::Round(3)));
+        let other = Schedule { seed: 12, ..s };
+        assert_ne!(
+            (0..4).map(|r| s.order(Pass::Round(r))).collect::<Vec<_>>(),
+            (0..4)
+                .map(|r| other.order(Pass::Round(r)))
+                .collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn a_retired_subject_leaves_the_later_rounds_and_stop_ends_the_schedule() {
+        let s = Schedule {
+            subjects: 3,
+            warmup: 0,
+            seed: 5,
+        };
+        let mut runs = [0u32; 3];
+        s.rounds(4, &mut |i, _, _| {
+            runs[i] += 1;
+            if i == 1 {
+                Next::Retire
+            } else {
+                Next::Keep
+            }
+        });
+        assert_eq!(runs, [4, 1, 4]);
+        let mut n = 0;
+        let ended = s.rounds(4, &mut |_, _, _| {
+            n += 1;
+            if n == 5 {
+                Next::Stop
+            } else {
+                Next::Keep
+            }
+        });
+        assert_eq!((ended, n), (Ended::Stopped, 5));
+    }
+}

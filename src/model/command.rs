@@ -1,0 +1,73 @@
+//! A command's measurements as plain data: every run of every allocator, as `exec.json`
+//! keeps them (written by [`crate::engine::command`], read by analysis and export).
+
+use crate::model::counts::{Rusage, SyscallCounts};
+use crate::model::spec::Thp;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One measured run (only runs that exited with status 0 are kept).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExecRun {
+    /// 1-based round; warm-ups are not recorded.
+    pub round: u32,
+    pub wall_ns: u64,
+    /// From `wait4` on this run's process (its waited-for descendants included).
+    pub usage: Rusage,
+    /// brk/mmap/munmap/madvise/mremap and all syscalls of the whole process tree.
+    pub syscalls: Option<SyscallCounts>,
+}
+
+/// Everything about one allocator's runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AllocatorRuns {
+    pub allocator: String,
+    /// The preloaded library (absolute path), or None for glibc.
+    pub preload: Option<String>,
+    /// The allocator variables set for the command (LD_PRELOAD and knobs).
+    pub env: BTreeMap<String, String>,
+    /// Where the probe found `malloc` defined under this environment.
+    pub malloc_from: Option<String>,
+    pub version: Option<String>,
+    /// Knobs as the allocator reports them.
+    pub knobs_effective: BTreeMap<String, String>,
+    /// Why this allocator's row failed (its remaining runs were skipped).
+    pub failure: Option<String>,
+    pub warmup_runs: u32,
+    pub runs: Vec<ExecRun>,
+    /// With `--counters ptrace`: the memory-syscall counts of the extra traced run.
+    #[serde(default)]
+    pub traced_syscalls: Option<SyscallCounts>,
+    /// Why the traced run has no counts.
+    #[serde(default)]
+    pub traced_note: Option<String>,
+}
+
+/// The whole `exec` result, as `--out DIR` stores it (`exec.json`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExecRecord {
+    pub schema: String,
+    pub command: Vec<String>,
+    pub started: String,
+    /// False while running and after an interruption: later rounds are missing.
+    pub complete: bool,
+    pub runs_requested: u32,
+    pub warmup: u32,
+    pub thp: Thp,
+    pub timeout_s: Option<f64>,
+    /// "perf" (tracepoint counters inherited by the process tree, every run), "ptrace"
+    /// (one extra traced run per allocator, memory syscalls only) or why syscalls were
+    /// not counted.
+    pub syscall_counter: String,
+    pub environment: crate::model::environment::Environment,
+    pub allocators: Vec<AllocatorRuns>,
+    /// `--noise-threshold` as a fraction (2 % before it was recorded).
+    #[serde(default = "default_noise_threshold")]
+    pub noise_threshold: f64,
+}
+
+fn default_noise_threshold() -> f64 {
+    0.02
+}
+
+pub const SCHEMA: &str = "alloclab.exec/1";

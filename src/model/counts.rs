@@ -1,0 +1,29 @@
+//! Counts as plain data: a process's rusage and its memory-syscall counts (read by
+//! [`crate::counters`], kept in records and rows).
+
+use serde::{Deserialize, Serialize};
+
+/// One getrusage (or wait4) reading of a process.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rusage {
+    pub minflt: u64,
+    pub majflt: u64,
+    pub nvcsw: u64,
+    pub nivcsw: u64,
+    pub utime_ns: u64,
+    pub stime_ns: u64,
+    /// Peak resident set of the process so far (ru_maxrss), in bytes.
+    pub maxrss_bytes: u64,
+}
+
+/// Counts over one enabled window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyscallCounts {
+    pub brk: u64,
+    pub mmap: u64,
+    pub munmap: u64,
+    pub madvise: u64,
+    pub mremap: u64,
+    /// All syscalls of any kind (None where the method cannot see them all).
+    pub all: Option<u64>,
+}
