@@ -73,7 +73,8 @@ pub struct ExecArgs {
         default_value = "system,jemalloc,mimalloc,tcmalloc,snmalloc,rpmalloc"
     )]
     pub allocators: String,
-    /// Measured runs per allocator; the allocators alternate run by run.
+    /// Measured runs per allocator, in rounds: every allocator once per round, in an
+    /// order shuffled in every round.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub runs: u32,
     /// Runs per allocator before the measured ones, not counted.
@@ -104,6 +105,9 @@ pub struct ExecArgs {
     /// interval of its per-round ratio lies beyond this band around 1 (percent).
     #[arg(long, default_value = "2", value_parser = parse_percent)]
     pub noise_threshold: f64,
+    /// Seed of the order within rounds [default: from the clock; recorded, to repeat it].
+    #[arg(long)]
+    pub order_seed: Option<u64>,
     /// The command and its arguments (put them after `--`).
     #[arg(
         required = true,
@@ -128,6 +132,7 @@ impl ExecArgs {
                 timeout: self.timeout,
                 counters: self.counters,
                 noise_threshold: self.noise_threshold,
+                order_seed: self.order_seed,
             },
         )
     }
@@ -142,6 +147,8 @@ pub struct CommandOptions {
     pub timeout: Option<f64>,
     pub counters: CounterMode,
     pub noise_threshold: f64,
+    /// None: from the clock.
+    pub order_seed: Option<u64>,
 }
 
 /// Validates a user's command (exec, tune, sweep, cliff): its program must be there.
@@ -169,6 +176,7 @@ pub fn command_settings(
         counters: o.counters,
         preload_dir: crate::engine::command::preload_dir(),
         noise_threshold: o.noise_threshold,
+        order_seed: o.order_seed.unwrap_or_else(crate::engine::clock_seed),
         second: None,
     })
 }
@@ -192,6 +200,9 @@ pub struct ProgramArgs {
     /// Let your command's stdout and stderr through (discarded by default).
     #[arg(long)]
     pub show_output: bool,
+    /// Seed of the order within rounds [default: from the clock; recorded, to repeat it].
+    #[arg(long)]
+    pub order_seed: Option<u64>,
     /// Your command and its arguments, after `--` ({size} and {calls} are replaced).
     #[arg(
         trailing_var_arg = true,
@@ -216,7 +227,7 @@ pub struct SweepArgs {
     /// Allocators, as for exec: comma-separated, with knobs separated by ';'.
     #[arg(long, default_value = "system,jemalloc,mimalloc")]
     pub allocators: String,
-    /// Measured rounds per size; the allocators alternate run by run.
+    /// Measured rounds per size: every allocator once per round, in a shuffled order.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub runs: u32,
     /// The results folder (summary.csv, sweep.json, points/, histograms/, plots/,

@@ -24,6 +24,7 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
         library: alloc.library.clone(),
     };
     let workers = preflight::check(&[founding_case]).map_err(Error::bad)?;
+    crate::engine::begin();
     let c = calibrate::calibrate(&workers, &alloc, args.size, args.min_time, args.rounds)
         .map_err(|e| Error::RunFailed(format!("calibration failed: {}", e.cause)))?;
     let text = if args.json {

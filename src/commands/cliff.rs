@@ -51,6 +51,7 @@ pub fn run(args: &CliffArgs) -> Result<()> {
     let workers = preflight::check(std::slice::from_ref(&base)).map_err(Error::bad)?;
     let mut exec = ProcessExecutor::new(workers, args.counters, Duration::from_secs(300))
         .map_err(|why| Error::counters(args.counters, why))?;
+    crate::engine::begin();
     let budget = Budget::short(args.min_time);
     let metric = args.metric;
     let mut show = |p: &Probe| {
@@ -77,7 +78,7 @@ pub fn run(args: &CliffArgs) -> Result<()> {
         size,
         ..base.clone()
     });
-    let order_seed = engine::clock_seed();
+    let order_seed = args.program.order_seed.unwrap_or_else(engine::clock_seed);
     let mut progress = Progress::new(2 * args.processes as usize);
     let cells = engine::run_rounds(
         &sides,
@@ -205,10 +206,11 @@ fn run_command(args: &CliffArgs) -> Result<()> {
             timeout: p.timeout,
             counters: args.counters,
             noise_threshold: args.noise_threshold,
+            order_seed: p.order_seed,
         },
     )
     .map_err(Error::BadInput)?;
-    crate::ui::interrupt::stop_on_interrupt();
+    crate::engine::begin();
     eprintln!("{}", per.describe());
     let metric = args.metric;
     let mut quiet = super::exec::ExecProgress::quiet();

@@ -12,7 +12,7 @@ use crate::export::{self, table, Format};
 use crate::model::record::{Cell, Outcome};
 use crate::model::spec::Variant;
 use crate::model::summary::SummaryRow;
-use crate::ui::interrupt::{interrupted, stop_on_interrupt};
+use crate::ui::interrupt::interrupted;
 use crate::ui::progress::Progress;
 use std::time::Duration;
 
@@ -25,7 +25,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
         Duration::from_secs_f64(args.timeout),
     )
     .map_err(|why| Error::counters(args.counters, why))?;
-    stop_on_interrupt();
+    crate::engine::begin();
     let order_seed = args.order_seed.unwrap_or_else(engine::clock_seed);
     let planned = specs.len() * args.processes as usize;
     let load_start = Load::now();

@@ -1,4 +1,4 @@
-//! `alloclab exec`: any command under each allocator (preloaded), alternating runs, with
+//! `alloclab exec`: any command under each allocator (preloaded), in shuffled rounds, with
 //! per-run rusage and syscall counts; a table (or Markdown, CSV, JSON) and, with `--out`,
 //! a results folder updated after every run.
 
@@ -9,7 +9,6 @@ use crate::error::{Error, Result};
 use crate::export::exec as output;
 use crate::export::{self, results, Format};
 use crate::fmt::fmt_ns;
-use crate::ui::interrupt::stop_on_interrupt;
 use crate::ui::progress::Progress;
 use std::path::Path;
 
@@ -103,12 +102,7 @@ pub fn run(args: &ExecArgs) -> Result<()> {
         .as_deref()
         .map(|d| take_out_dir(d, "exec.json"))
         .transpose()?;
-    stop_on_interrupt();
-    if let Err(e) = crate::engine::lifetime::become_subreaper() {
-        eprintln!(
-            "warning: cannot become a child subreaper ({e}): what a command starts in another session may outlive its run"
-        );
-    }
+    crate::engine::begin();
     let mut progress = ExecProgress(Progress::with_results(0), Mode::Session);
     let out = args.out.clone();
     let mut save = |record: &ExecRecord| match &out {

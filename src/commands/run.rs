@@ -5,8 +5,8 @@
 use crate::analysis::calibration::Calibration;
 use crate::analysis::cliff::{self, FoundCliff, Metric};
 use crate::analysis::jumps;
-use crate::analysis::stats::SplitMix;
 use crate::cli::RunArgs;
+use crate::engine::schedule::{Next, Pass, Rounds, Schedule};
 use crate::engine::{self, calibrate, preflight, Executor, ProcessExecutor};
 use crate::error::{Error, Result};
 use crate::export::report_md::{self, Rebuilt};
@@ -17,7 +17,7 @@ use crate::model::experiment::Experiment;
 use crate::model::record::Cell;
 use crate::model::run::RunSpec;
 use crate::model::summary::SummaryRow;
-use crate::ui::interrupt::{interrupted, stop_on_interrupt};
+use crate::ui::interrupt::interrupted;
 use crate::ui::progress::{Eta, Progress};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -71,7 +71,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         .map(|e| ResultsDir::open(&args.out.join(&e.name)))
         .collect::<Result<Vec<_>, _>>()
         .map_err(Error::bad)?;
-    stop_on_interrupt();
+    crate::engine::begin();
     // What observing costs on this machine now, recorded with every experiment.
     let (min_time, rounds) = if args.quick { (0.02, 1) } else { (0.15, 6) };
     eprintln!("calibrating the observer ({rounds} round(s))…");
@@ -224,9 +224,8 @@ pub fn run_experiment(
     if let Some(c) = calibration {
         results.save_calibration(c)?;
     }
-    let mut skipped = 0;
     let r = exp.processes.max(1);
-    let mut cells: Vec<Cell> = plan
+    let cells: Vec<Cell> = plan
         .runs
         .iter()
         .map(|run| Cell {
@@ -234,29 +233,38 @@ pub fn run_experiment(
             runs: Vec::new(),
         })
         .collect();
-    // One process of every cell per round; the order within round r is shuffled from the
-    // experiment's seed + r, so that drift reaches every cell (and sizes alike, in a
-    // sweep, instead of the large ones all at the end).
-    for round in 0..r {
-        let mut order: Vec<usize> = (0..plan.runs.len()).collect();
-        SplitMix(exp.seed.wrapping_add(u64::from(round))).shuffle(&mut order);
-        for i in order {
-            let run = &plan.runs[i];
+    // One process of every cell per round, in the one schedule: the order within round
+    // r is shuffled from the experiment's seed + r, so that drift reaches every cell (and
+    // sizes alike, in a sweep, instead of the large ones all at the end).
+    struct Runs<'a> {
+        exp: &'a Experiment,
+        plan: &'a Plan,
+        results: &'a ResultsDir,
+        resume: bool,
+        executor: &'a mut dyn Executor,
+        progress: &'a mut Progress,
+        cells: Vec<Cell>,
+        skipped: usize,
+        error: Option<ResultsError>,
+    }
+    impl Rounds for Runs<'_> {
+        fn more(&mut self, done: u32) -> bool {
+            done < self.exp.processes.max(1)
+        }
+        fn step(&mut self, i: usize, pass: Pass, _: usize) -> Next {
+            let Pass::Round(round) = pass else {
+                return Next::Keep;
+            };
+            let (exp, r) = (self.exp, self.exp.processes.max(1));
+            let run = &self.plan.runs[i];
             let id = results::process_id(&run.id, round, r);
             let key = eta_key(exp, &run.spec);
-            if interrupted() {
-                // Not reached this time: what an earlier run left for it still counts.
-                if let Some(o) = results::load_outcome(&dir, &id, run)? {
-                    cells[i].runs.push((round, o.result));
-                }
-                continue;
-            }
-            if resume {
-                if let Some(record) = results.completed(&id, &run.spec, exp) {
-                    skipped += 1;
-                    progress.skip_planned(&key);
-                    cells[i].runs.push((round, Ok(record)));
-                    continue;
+            if self.resume {
+                if let Some(record) = self.results.completed(&id, &run.spec, exp) {
+                    self.skipped += 1;
+                    self.progress.skip_planned(&key);
+                    self.cells[i].runs.push((round, Ok(record)));
+                    return Next::Keep;
                 }
             }
             let what = if r > 1 {
@@ -264,24 +272,68 @@ pub fn run_experiment(
             } else {
                 format!("{}: {}", exp.name, run.spec)
             };
-            progress.start(&what);
-            let result = executor.execute(&run.spec, &exp.budget);
+            self.progress.start(&what);
+            let result = self.executor.execute(&run.spec, &exp.budget);
             if interrupted() {
                 // The worker got the same Ctrl-C: its result is not a measurement.
-                if let Some(o) = results::load_outcome(&dir, &id, run)? {
-                    cells[i].runs.push((round, o.result));
-                }
-                continue;
+                return Next::Stop;
             }
-            match &result {
-                Ok(record) => results.save_run(&id, record)?,
+            let saved = match &result {
+                Ok(record) => self.results.save_run(&id, record),
                 Err(failure) => {
-                    progress.say(&format!("{}: {id} FAILED: {}", exp.name, failure.cause));
-                    results.save_failure(&id, &run.spec, failure)?;
+                    self.progress
+                        .say(&format!("{}: {id} FAILED: {}", exp.name, failure.cause));
+                    self.results.save_failure(&id, &run.spec, failure)
+                }
+            };
+            if let Err(e) = saved {
+                self.error = Some(e);
+                return Next::Stop;
+            }
+            self.progress.finish_planned(&key);
+            self.cells[i].runs.push((round, result));
+            Next::Keep
+        }
+    }
+    let mut runs = Runs {
+        exp,
+        plan: &plan,
+        results,
+        resume,
+        executor,
+        progress,
+        cells,
+        skipped: 0,
+        error: None,
+    };
+    Schedule {
+        subjects: plan.runs.len(),
+        warmup: 0,
+        seed: exp.seed,
+    }
+    .run(&mut runs);
+    let Runs {
+        mut cells,
+        skipped,
+        error,
+        executor,
+        progress,
+        ..
+    } = runs;
+    if let Some(e) = error {
+        return Err(e);
+    }
+    if interrupted() {
+        // Not reached this time: what an earlier run left for it still counts.
+        for (i, run) in plan.runs.iter().enumerate() {
+            for round in 0..r {
+                if cells[i].runs.iter().all(|(done, _)| *done != round) {
+                    let id = results::process_id(&run.id, round, r);
+                    if let Some(o) = results::load_outcome(&dir, &id, run)? {
+                        cells[i].runs.push((round, o.result));
+                    }
                 }
             }
-            progress.finish_planned(&key);
-            cells[i].runs.push((round, result));
         }
     }
     for c in &mut cells {

@@ -14,7 +14,7 @@ use crate::export::table::{render_markdown, render_table, TableRow};
 use crate::fmt::{fmt_count, fmt_ns, group_thousands};
 use crate::model::experiment::geometric;
 use crate::model::spec::{parse_size, Allocator};
-use crate::ui::interrupt::{interrupted, stop_on_interrupt};
+use crate::ui::interrupt::interrupted;
 use crate::ui::progress::Progress;
 use serde::Serialize;
 use std::path::Path;
@@ -82,14 +82,12 @@ pub fn run(args: &SweepArgs) -> Result<()> {
             timeout: p.timeout,
             counters: args.counters,
             noise_threshold: 0.02,
+            order_seed: p.order_seed,
         },
     )
     .map_err(Error::BadInput)?;
     let _lock = super::exec::take_out_dir(&args.out, "sweep.json")?;
-    stop_on_interrupt();
-    if let Err(e) = crate::engine::lifetime::become_subreaper() {
-        eprintln!("warning: cannot become a child subreaper ({e})");
-    }
+    crate::engine::begin();
     let arms = if matches!(per, Per::Difference(_)) {
         2
     } else {

@@ -55,7 +55,8 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     let workers = preflight::check(&specs).map_err(Error::bad)?;
     let mut exec = ProcessExecutor::new(workers, args.counters, Duration::from_secs(300))
         .map_err(|why| Error::counters(args.counters, why))?;
-    let order_seed = engine::clock_seed();
+    crate::engine::begin();
+    let order_seed = args.program.order_seed.unwrap_or_else(engine::clock_seed);
     let mut progress = Progress::new(specs.len() * args.processes as usize);
     let all = engine::run_rounds(
         &specs,
@@ -181,13 +182,11 @@ fn run_command(args: &TuneArgs) -> Result<()> {
             timeout: p.timeout,
             counters: args.counters,
             noise_threshold: args.noise_threshold,
+            order_seed: p.order_seed,
         },
     )
     .map_err(Error::BadInput)?;
-    crate::ui::interrupt::stop_on_interrupt();
-    if let Err(e) = crate::engine::lifetime::become_subreaper() {
-        eprintln!("warning: cannot become a child subreaper ({e})");
-    }
+    crate::engine::begin();
     let mut progress = super::exec::ExecProgress::session();
     let record = crate::engine::command::run_session(&settings, &mut progress, &mut |_| Ok(()));
     progress.0.clear();

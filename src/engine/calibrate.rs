@@ -7,6 +7,7 @@ use crate::analysis::calibration::{Calibration, Effect, GOAL_RATIO};
 use crate::analysis::stats::{compare_paired, median};
 use crate::counters::linux::perf::SyscallCounters;
 use crate::counters::{ptrace, CounterMode};
+use crate::engine::schedule::{Next, Schedule};
 use crate::engine::ProcessExecutor;
 use crate::model::knobs::AllocatorSpec;
 use crate::model::record::RunFailure;
@@ -74,16 +75,53 @@ pub fn calibrate(
             thp: Default::default(),
             library: alloc.library.clone(),
         };
-        let (mut off, mut perf, mut traced) = (Vec::new(), Vec::new(), Vec::new());
-        for _ in 0..rounds.max(1) {
-            off.push(exec.spawn_worker(&spec, &budget, CounterMode::Off)?.p50_ns as f64);
-            if perf_ok {
-                perf.push(exec.spawn_worker(&spec, &budget, CounterMode::Perf)?.p50_ns as f64);
-            }
-            if ptrace_ok {
-                traced.push(exec.traced_pass(&spec, &budget)?.0.p50_ns as f64);
-            }
+        // Off, perf and ptrace in every round of the one schedule, in a shuffled order.
+        let methods: Vec<CounterMode> = [
+            (CounterMode::Off, true),
+            (CounterMode::Perf, perf_ok),
+            (CounterMode::Ptrace, ptrace_ok),
+        ]
+        .into_iter()
+        .filter_map(|(m, ok)| ok.then_some(m))
+        .collect();
+        let mut p50s: Vec<Vec<f64>> = vec![Vec::new(); methods.len()];
+        let mut failure: Option<RunFailure> = None;
+        Schedule {
+            subjects: methods.len(),
+            warmup: 0,
+            seed: super::clock_seed(),
         }
+        .rounds(rounds.max(1), &mut |i, _, _| {
+            let p50 = match methods[i] {
+                CounterMode::Ptrace => exec.traced_pass(&spec, &budget).map(|r| r.0.p50_ns),
+                mode => exec.spawn_worker(&spec, &budget, mode).map(|r| r.p50_ns),
+            };
+            match p50 {
+                Ok(p) => {
+                    p50s[i].push(p as f64);
+                    Next::Keep
+                }
+                Err(f) => {
+                    failure = Some(f);
+                    Next::Stop
+                }
+            }
+        });
+        if let Some(f) = failure {
+            return Err(f);
+        }
+        let of = |m: CounterMode| {
+            methods
+                .iter()
+                .position(|x| *x == m)
+                .map(|i| p50s[i].clone())
+                .unwrap_or_default()
+        };
+        let (off, perf, traced) = (
+            of(CounterMode::Off),
+            of(CounterMode::Perf),
+            of(CounterMode::Ptrace),
+        );
         let Some(off_median) = median(&off) else {
             continue;
         };
@@ -91,7 +129,7 @@ pub fn calibrate(
             let Some(on_median) = median(&on) else {
                 continue;
             };
-            // Each round ran off and on back to back: the rounds pair them.
+            // Each round ran off and on (in a shuffled order): the rounds pair them.
             let pairs: Vec<(f64, f64)> = off.iter().copied().zip(on.iter().copied()).collect();
             let Some(c) = compare_paired(&pairs, GOAL_RATIO - 1.0) else {
                 continue;

@@ -6,10 +6,12 @@
 //! `name=/path/to/lib.so` preloads any other allocator. Each allocator gets its knobs'
 //! environment and nothing inherited that configures an allocator. A probe first checks
 //! that each preload takes over `malloc` and that each knob took (see [`probe`]); then
-//! warm-up runs, then `--runs` rounds in which the allocators alternate (A B C A B C …).
+//! warm-up rounds, then `--runs` rounds of the one schedule ([`super::schedule`]): every
+//! allocator once per round, in an order shuffled in every round from a recorded seed.
 //! Every run is accounted for on its own ([`launch`]).
 
 use super::probe;
+use super::schedule::{Next, Pass, Rounds, Schedule};
 use super::spawn::{self as launch, LaunchOptions, Prepared, Termination};
 use crate::counters::{CounterMode, CounterPlan};
 pub use crate::model::command::{AllocatorRuns, ExecRecord, ExecRun, SCHEMA};
@@ -158,8 +160,10 @@ pub struct ExecSettings {
     pub preload_dir: PathBuf,
     /// The band around 1 within which a ratio is no significant difference.
     pub noise_threshold: f64,
-    /// A second command every allocator also runs, alternating with the first in every
-    /// round, as a row of its own labelled with the suffix (the same program with twice
+    /// The seed of every round's shuffled order (recorded in the record).
+    pub order_seed: u64,
+    /// A second command every allocator also runs once in every round (in the round's
+    /// shuffled order), as a row of its own labelled with the suffix (the same program with twice
     /// the calls, so that a difference per round leaves out its start-up).
     pub second: Option<(Vec<OsString>, String)>,
 }
@@ -397,47 +401,64 @@ pub fn run_session(
         syscall_counter,
         environment: crate::counters::envinfo::Environment::capture(&exec_allocator_info()),
         allocators: rows,
+        order_seed: Some(settings.order_seed),
         noise_threshold: settings.noise_threshold,
     };
     save(&record).map_err(SessionError::Save)?;
 
-    let total_rounds = settings.warmup + settings.runs;
-    let alive = prepared.iter().filter(|p| p.is_some()).count();
+    // The one schedule: warm-up rounds, then measured rounds, every round in its own
+    // shuffled order, so that no allocator always runs after the same one.
+    let alive: Vec<usize> = (0..prepared.len())
+        .filter(|&i| prepared[i].is_some())
+        .collect();
     let traced_runs = if matches!(plan, CounterPlan::Ptrace) {
-        alive
+        alive.len()
     } else {
         0
     };
-    observer.session_started(alive * total_rounds as usize + traced_runs);
-    'rounds: for round in 0..total_rounds {
-        let warm = round < settings.warmup;
-        for (i, cmd) in prepared.iter_mut().enumerate() {
-            if crate::ui::interrupt::interrupted() {
-                break 'rounds;
-            }
-            let Some(c) = cmd.as_ref() else { continue };
-            let label = record.allocators[i].allocator.clone();
-            let what = if warm {
-                format!("warm-up {}/{}", round + 1, settings.warmup)
-            } else {
-                format!("run {}/{}", round - settings.warmup + 1, settings.runs)
+    observer
+        .session_started(alive.len() * (settings.warmup + settings.runs) as usize + traced_runs);
+    struct Session<'a> {
+        settings: &'a ExecSettings,
+        opts: LaunchOptions,
+        alive: Vec<usize>,
+        prepared: &'a mut [Option<Prepared>],
+        record: &'a mut ExecRecord,
+        observer: &'a mut dyn Observer,
+        save: &'a mut dyn FnMut(&ExecRecord) -> Result<(), String>,
+        error: Option<SessionError>,
+    }
+    impl Rounds for Session<'_> {
+        fn more(&mut self, done: u32) -> bool {
+            done < self.settings.runs
+        }
+        fn step(&mut self, subject: usize, pass: Pass, position: usize) -> Next {
+            let i = self.alive[subject];
+            let Some(c) = self.prepared[i].as_ref() else {
+                return Next::Retire;
             };
-            observer.run_started(&label, &what);
-            let outcome = launch::run(c, &opts).map_err(|e| e.to_string());
-            observer.run_finished(&label, outcome.as_ref().map_err(String::as_str));
-            let row = &mut record.allocators[i];
+            let settings = self.settings;
+            let label = self.record.allocators[i].allocator.clone();
+            let what = match pass {
+                Pass::Warmup(w) => format!("warm-up {}/{}", w + 1, settings.warmup),
+                Pass::Round(r) => format!("run {}/{}", r + 1, settings.runs),
+            };
+            self.observer.run_started(&label, &what);
+            let outcome = launch::run(c, &self.opts).map_err(|e| e.to_string());
+            self.observer
+                .run_finished(&label, outcome.as_ref().map_err(String::as_str));
+            let row = &mut self.record.allocators[i];
+            let mut next = Next::Keep;
             match outcome {
                 Err(why) => {
                     row.failure = Some(why);
-                    *cmd = None;
+                    next = Next::Retire;
                 }
+                Ok(run) if run.termination == Termination::Interrupted => return Next::Stop,
                 Ok(run) => {
-                    if run.termination == Termination::Interrupted {
-                        break 'rounds;
-                    }
-                    if let (true, Err(why)) = (opts.count_syscalls, &run.syscalls) {
+                    if let (true, Err(why)) = (self.opts.count_syscalls, &run.syscalls) {
                         row.failure = Some(format!("reading the syscall counters failed: {why}"));
-                        *cmd = None;
+                        next = Next::Retire;
                     } else if !run.termination.success() {
                         let said = match run.stderr_tail.as_deref().map(last_lines) {
                             Some(lines) if !lines.is_empty() => format!(
@@ -450,21 +471,49 @@ pub fn run_session(
                             "the command {} ({what}){said}",
                             run.termination.describe(settings.timeout)
                         ));
-                        *cmd = None;
-                    } else if warm {
-                        row.warmup_runs += 1;
+                        next = Next::Retire;
                     } else {
-                        row.runs.push(ExecRun {
-                            round: round - settings.warmup + 1,
-                            wall_ns: run.wall_ns,
-                            usage: run.usage,
-                            syscalls: run.syscalls.ok(),
-                        });
+                        match pass {
+                            Pass::Warmup(_) => row.warmup_runs += 1,
+                            Pass::Round(r) => row.runs.push(ExecRun {
+                                round: r + 1,
+                                position: Some(position as u32),
+                                wall_ns: run.wall_ns,
+                                usage: run.usage,
+                                syscalls: run.syscalls.ok(),
+                            }),
+                        }
                     }
                 }
             }
-            save(&record).map_err(SessionError::Save)?;
+            if next == Next::Retire {
+                self.prepared[i] = None;
+            }
+            if let Err(e) = (self.save)(self.record) {
+                self.error = Some(SessionError::Save(e));
+                return Next::Stop;
+            }
+            next
         }
+    }
+    let mut session = Session {
+        settings,
+        opts,
+        alive,
+        prepared: &mut prepared,
+        record: &mut record,
+        observer: &mut *observer,
+        save: &mut *save,
+        error: None,
+    };
+    Schedule {
+        subjects: session.alive.len(),
+        warmup: settings.warmup,
+        seed: settings.order_seed,
+    }
+    .run(&mut session);
+    if let Some(e) = session.error.take() {
+        return Err(e);
     }
     if matches!(plan, CounterPlan::Ptrace) {
         let traced = LaunchOptions {

@@ -1,8 +1,8 @@
 //! Workers of built-in cells: one worker process per run through the one spawn path, and
 //! turning whatever the worker did (JSON, crash, signal, garbage) into an outcome.
 
+use super::schedule::{Next, Pass, Rounds, Schedule};
 use crate::analysis::cliff::{CliffError, Metric, Probe};
-use crate::analysis::stats::SplitMix;
 use crate::counters::linux::perf::{SyscallCounters, SyscallCounts};
 use crate::counters::linux::ptrace;
 use crate::counters::{CounterMode, CounterPlan, Unavailable};
@@ -276,35 +276,6 @@ impl Executor for ProcessExecutor {
     }
 }
 
-/// Runs every spec in order, one at a time, with `budget`, shown on `progress`. After
-/// Ctrl-C (once [`crate::ui::interrupt::stop_on_interrupt`] is in force) it stops and
-/// returns the runs finished before it: the run under way got the same Ctrl-C, so its
-/// result is not a measurement.
-pub fn run_all(
-    specs: &[RunSpec],
-    budget: &Budget,
-    executor: &mut dyn Executor,
-    progress: &mut Progress,
-) -> Vec<Outcome> {
-    let mut outcomes = Vec::with_capacity(specs.len());
-    for spec in specs {
-        if interrupted() {
-            break;
-        }
-        progress.start(&spec.to_string());
-        let result = executor.execute(spec, budget);
-        progress.finish_one();
-        if interrupted() {
-            break;
-        }
-        outcomes.push(Outcome {
-            spec: spec.clone(),
-            result,
-        });
-    }
-    outcomes
-}
-
 /// A seed for the order within rounds when none is given: the clock's nanoseconds
 /// (printed with the results, so that an order can be repeated with `--order-seed`).
 pub fn clock_seed() -> u64 {
@@ -313,10 +284,9 @@ pub fn clock_seed() -> u64 {
         .map_or(0, |d| d.as_nanos() as u64)
 }
 
-/// Runs every spec in `rounds` interleaved rounds: one worker process per spec per round,
-/// the order within each round shuffled from `order_seed` (recorded by the caller), so
-/// that drift over time (heat, neighbours, frequency) reaches every cell alike. Stops
-/// after Ctrl-C as [`run_all`] does; each cell keeps the rounds it finished.
+/// Runs every spec in `rounds` interleaved rounds of the one [`Schedule`]: one worker
+/// process per spec per round, the order shuffled in every round from `order_seed`
+/// (recorded by the caller). Stops after Ctrl-C; each cell keeps the rounds it finished.
 pub fn run_rounds(
     specs: &[RunSpec],
     budget: &Budget,
@@ -346,33 +316,56 @@ pub fn run_rounds_while(
     progress: &mut Progress,
     more: &mut dyn FnMut(u32, &[Cell], &mut Progress) -> bool,
 ) -> Vec<Cell> {
-    let mut cells: Vec<Cell> = specs
-        .iter()
-        .map(|spec| Cell {
-            spec: spec.clone(),
-            runs: Vec::new(),
-        })
-        .collect();
-    let mut round = 0u32;
-    'rounds: while more(round, &cells, progress) {
-        let mut order: Vec<usize> = (0..specs.len()).collect();
-        SplitMix(order_seed.wrapping_add(u64::from(round))).shuffle(&mut order);
-        for i in order {
-            if interrupted() {
-                break 'rounds;
-            }
-            let spec = &specs[i];
-            progress.start(&format!("{spec} (round {})", round + 1));
-            let result = executor.execute(spec, budget);
-            progress.finish_one();
-            if interrupted() {
-                break 'rounds;
-            }
-            cells[i].runs.push((round, result));
-        }
-        round += 1;
+    struct Cells<'a> {
+        specs: &'a [RunSpec],
+        budget: &'a Budget,
+        executor: &'a mut dyn Executor,
+        progress: &'a mut Progress,
+        more: &'a mut dyn FnMut(u32, &[Cell], &mut Progress) -> bool,
+        cells: Vec<Cell>,
     }
-    cells
+    impl Rounds for Cells<'_> {
+        fn more(&mut self, done: u32) -> bool {
+            (self.more)(done, &self.cells, self.progress)
+        }
+        fn step(&mut self, i: usize, pass: Pass, _: usize) -> Next {
+            let Pass::Round(round) = pass else {
+                return Next::Keep;
+            };
+            let spec = &self.specs[i];
+            self.progress
+                .start(&format!("{spec} (round {})", round + 1));
+            let result = self.executor.execute(spec, self.budget);
+            self.progress.finish_one();
+            if interrupted() {
+                // The run under way got the same Ctrl-C: not a measurement.
+                return Next::Stop;
+            }
+            self.cells[i].runs.push((round, result));
+            Next::Keep
+        }
+    }
+    let mut plan = Cells {
+        specs,
+        budget,
+        executor,
+        progress,
+        more,
+        cells: specs
+            .iter()
+            .map(|spec| Cell {
+                spec: spec.clone(),
+                runs: Vec::new(),
+            })
+            .collect(),
+    };
+    Schedule {
+        subjects: specs.len(),
+        warmup: 0,
+        seed: order_seed,
+    }
+    .run(&mut plan);
+    plan.cells
 }
 
 /// Measures `base` at `size` for a cliff search: the run's record and its `metric`.

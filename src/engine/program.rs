@@ -2,8 +2,8 @@
 //! under each allocator through `exec`'s sessions, measured per call, and bisected to the
 //! exact size where its faults or memory syscalls per call change.
 //!
-//! With `{calls}` every allocator runs the command at N and at 2N calls, alternating in
-//! every round; the per-round difference divided by N is one call's cost with the
+//! With `{calls}` every allocator runs the command at N and at 2N calls, both in every
+//! (shuffled) round; the per-round difference divided by N is one call's cost with the
 //! program's start-up, imports and input set-up left out. Without it, a run's figures are
 //! divided by `--calls` (start-up included), or kept per run.
 
@@ -121,7 +121,7 @@ impl Per {
     pub fn describe(self) -> String {
         match self {
             Per::Difference(n) => format!(
-                "per call: every allocator ran the command at {} and at {} calls in alternation; each round's difference over {} calls leaves out start-up and set-up",
+                "per call: every allocator ran the command at {} and at {} calls in every round; each round's difference over {} calls leaves out start-up and set-up",
                 group_thousands(n as i64),
                 group_thousands(2 * n as i64),
                 group_thousands(n as i64)

@@ -62,46 +62,22 @@ impl Schedule {
         order
     }
 
-    /// Runs the warm-up rounds, then measured rounds for as long as `more(rounds done)`
-    /// says. `step(subject, pass, position)` runs one subject (`position`: its place in
-    /// that round's order, 0-based) and says what happens to it next. Stops before a run
-    /// once Ctrl-C has been pressed (with [`crate::engine::begin`] in force).
-    pub fn run(
-        &self,
-        more: &mut dyn FnMut(u32) -> bool,
-        step: &mut dyn FnMut(usize, Pass, usize) -> Next,
-    ) -> Ended {
+    /// Runs the warm-up rounds, then measured rounds for as long as `plan.more` says,
+    /// each subject through `plan.step`. Stops before a run once Ctrl-C has been pressed
+    /// (with [`crate::engine::begin`] in force).
+    pub fn run(&self, plan: &mut dyn Rounds) -> Ended {
         let mut retired = vec![false; self.subjects];
-        let mut one_round = |pass: Pass, retired: &mut Vec<bool>| -> bool {
-            let order = self.order(pass);
-            let mut position = 0;
-            for i in order {
-                if retired[i] {
-                    continue;
-                }
-                if interrupted() {
-                    return false;
-                }
-                match step(i, pass, position) {
-                    Next::Keep => {}
-                    Next::Retire => retired[i] = true,
-                    Next::Stop => return false,
-                }
-                position += 1;
-            }
-            !interrupted()
-        };
         for w in 0..self.warmup {
-            if !one_round(Pass::Warmup(w), &mut retired) {
+            if !self.one_round(Pass::Warmup(w), &mut retired, plan) {
                 return Ended::Stopped;
             }
         }
         let mut done = 0;
-        while more(done) {
-            if retired.iter().all(|r| *r) && self.subjects > 0 {
+        while plan.more(done) {
+            if self.subjects > 0 && retired.iter().all(|r| *r) {
                 break;
             }
-            if !one_round(Pass::Round(done), &mut retired) {
+            if !self.one_round(Pass::Round(done), &mut retired, plan) {
                 return Ended::Stopped;
             }
             done += 1;
@@ -109,10 +85,47 @@ impl Schedule {
         Ended::Finished
     }
 
+    fn one_round(&self, pass: Pass, retired: &mut [bool], plan: &mut dyn Rounds) -> bool {
+        let mut position = 0;
+        for i in self.order(pass) {
+            if retired[i] {
+                continue;
+            }
+            if interrupted() {
+                return false;
+            }
+            match plan.step(i, pass, position) {
+                Next::Keep => {}
+                Next::Retire => retired[i] = true,
+                Next::Stop => return false,
+            }
+            position += 1;
+        }
+        !interrupted()
+    }
+
     /// [`Schedule::run`] for exactly `rounds` measured rounds.
     pub fn rounds(&self, rounds: u32, step: &mut dyn FnMut(usize, Pass, usize) -> Next) -> Ended {
-        self.run(&mut |done| done < rounds, step)
+        struct Fixed<'a>(u32, &'a mut dyn FnMut(usize, Pass, usize) -> Next);
+        impl Rounds for Fixed<'_> {
+            fn more(&mut self, done: u32) -> bool {
+                done < self.0
+            }
+            fn step(&mut self, subject: usize, pass: Pass, position: usize) -> Next {
+                (self.1)(subject, pass, position)
+            }
+        }
+        self.run(&mut Fixed(rounds, step))
     }
+}
+
+/// What a command's plan does with the schedule: whether another measured round is
+/// wanted (after `done` of them), and one subject's run.
+pub trait Rounds {
+    fn more(&mut self, done: u32) -> bool;
+    /// Runs `subject` in `pass` at `position` (its place in that round's order, 0-based)
+    /// and says what happens to it next.
+    fn step(&mut self, subject: usize, pass: Pass, position: usize) -> Next;
 }
 
 #[cfg(test)]

@@ -203,9 +203,13 @@ pub fn header(record: &ExecRecord) -> String {
     let e = &record.environment;
     let mut s = format!("command: {}\n", shell_words(&record.command));
     s.push_str(&format!(
-        "{} run(s) per allocator after {} warm-up(s), allocators alternating (ratios: median of the per-round ratios, {} interval, significant beyond ±{} %); THP {}{}; {} · {}\n",
+        "{} run(s) per allocator after {} warm-up(s), {} (ratios: median of the per-round ratios, {} interval, significant beyond ±{} %); THP {}{}; {} · {}\n",
         record.runs_requested,
         record.warmup,
+        match record.order_seed {
+            Some(seed) => format!("every allocator once per round in a shuffled order (order seed {seed})"),
+            None => "allocators alternating in a fixed order".to_string(),
+        },
         match coverage(record.runs_requested as usize, LEVEL) {
             Some(c) if c >= LEVEL => "95 %".to_string(),
             Some(c) => format!("{:.1} % (all {} runs can give)", c * 100.0, record.runs_requested),

@@ -11,6 +11,10 @@ use std::collections::BTreeMap;
 pub struct ExecRun {
     /// 1-based round; warm-ups are not recorded.
     pub round: u32,
+    /// Its place in that round's shuffled order (0-based; absent in records written
+    /// before rounds were shuffled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub position: Option<u32>,
     pub wall_ns: u64,
     /// From `wait4` on this run's process (its waited-for descendants included).
     pub usage: Rusage,
@@ -61,6 +65,10 @@ pub struct ExecRecord {
     pub syscall_counter: String,
     pub environment: crate::model::environment::Environment,
     pub allocators: Vec<AllocatorRuns>,
+    /// The seed of every round's order (rounds are shuffled; absent in records written
+    /// when allocators alternated in a fixed order).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order_seed: Option<u64>,
     /// `--noise-threshold` as a fraction (2 % before it was recorded).
     #[serde(default = "default_noise_threshold")]
     pub noise_threshold: f64,
