@@ -373,6 +373,7 @@ mod tests {
             .iter()
             .map(|&(round, wall_ns)| ExecRun {
                 round,
+                position: None,
                 wall_ns,
                 usage: Default::default(),
                 syscalls: None,
