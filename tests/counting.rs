@@ -30,17 +30,37 @@ fn traced(
     variant: &str,
     iters: u64,
 ) -> (SyscallCounts, alloclab::model::record::RunRecord) {
+    use alloclab::engine::spawn;
     let mut cmd = worker_cmd(a, variant, 1_000_000, iters);
     cmd.arg("--counters=ptrace");
-    let t = ptrace::run_traced(cmd, Duration::from_secs(120)).unwrap();
-    assert!(t.status.success(), "{}", t.stderr);
-    let record = alloclab::model::record::RunRecord::from_json(t.stdout.trim()).unwrap();
+    // Through the lab's one spawn path, as the ptrace method's traced pass runs.
+    let mut argv = vec![cmd.get_program().to_owned()];
+    argv.extend(cmd.get_args().map(|a| a.to_owned()));
+    let env: Vec<_> = std::env::vars_os().collect();
+    let prepared =
+        spawn::Prepared::new(std::path::Path::new(cmd.get_program()), &argv, &env).unwrap();
+    let t = spawn::run(
+        &prepared,
+        &spawn::LaunchOptions {
+            show_output: false,
+            thp_never: false,
+            timeout: Some(Duration::from_secs(120)),
+            count_syscalls: false,
+            trace: Some(ptrace::Scope::Worker),
+            capture_stdout: true,
+        },
+    )
+    .unwrap();
+    assert!(t.termination.success(), "{:?}", t.stderr_tail);
+    assert_eq!(t.markers, 2, "the worker marks its measured phase");
+    let stdout = t.stdout.unwrap_or_default();
+    let record = alloclab::model::record::RunRecord::from_json(stdout.trim()).unwrap();
     assert!(
         record.unavailable["syscalls"].contains("counted by the ptrace tracer"),
         "{:?}",
         record.unavailable
     );
-    (t.counts.unwrap(), record)
+    (t.syscalls.unwrap(), record)
 }
 
 #[test]

@@ -383,7 +383,8 @@ pub fn run_session(
         thp_never: settings.thp == Thp::Never,
         timeout: settings.timeout,
         count_syscalls: matches!(plan, CounterPlan::Perf(_)),
-        trace: false,
+        trace: None,
+        capture_stdout: false,
     };
     let mut record = ExecRecord {
         schema: SCHEMA.into(),
@@ -517,7 +518,7 @@ pub fn run_session(
     }
     if matches!(plan, CounterPlan::Ptrace) {
         let traced = LaunchOptions {
-            trace: true,
+            trace: Some(crate::counters::linux::ptrace::Scope::Tree),
             count_syscalls: false,
             ..opts
         };

@@ -2,6 +2,7 @@
 //! turning whatever the worker did (JSON, crash, signal, garbage) into an outcome.
 
 use super::schedule::{Next, Pass, Rounds, Schedule};
+use super::spawn;
 use crate::analysis::cliff::{CliffError, Metric, Probe};
 use crate::counters::linux::perf::{SyscallCounters, SyscallCounts};
 use crate::counters::linux::ptrace;
@@ -12,11 +13,8 @@ use crate::model::run::RunSpec;
 use crate::ui::interrupt::interrupted;
 use crate::ui::progress::Progress;
 use std::collections::BTreeMap;
-use std::io::Read;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::ffi::OsString;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
 /// Runs one spec and returns its record; a real one spawns a worker, tests use mocks.
@@ -88,26 +86,30 @@ fn last_line(text: &str) -> &str {
 
 /// Turns what a finished worker left behind into a record or a failure.
 pub fn interpret(
-    status: std::process::ExitStatus,
+    termination: spawn::Termination,
     stdout: &str,
     stderr: &str,
 ) -> Result<RunRecord, RunFailure> {
     let fail = |cause: String| Err(RunFailure { cause });
-    if let Some(sig) = status.signal() {
-        let tail = last_line(stderr);
-        let extra = if tail.is_empty() {
-            String::new()
-        } else {
-            format!(": {tail}")
-        };
-        return fail(format!(
-            "killed by signal {sig} ({}){extra}",
-            signal_name(sig)
-        ));
-    }
-    if !status.success() {
-        let code = status.code().unwrap_or(-1);
-        return fail(format!("exit code {code}: {}", last_line(stderr)));
+    match termination {
+        spawn::Termination::Signaled { signal, .. } => {
+            let tail = last_line(stderr);
+            let extra = if tail.is_empty() {
+                String::new()
+            } else {
+                format!(": {tail}")
+            };
+            return fail(format!(
+                "killed by signal {signal} ({}){extra}",
+                signal_name(signal)
+            ));
+        }
+        spawn::Termination::Exited { code } if code != 0 => {
+            return fail(format!("exit code {code}: {}", last_line(stderr)));
+        }
+        spawn::Termination::TimedOut => return fail("timed out and was killed".into()),
+        spawn::Termination::Interrupted => return fail("interrupted (Ctrl-C) and killed".into()),
+        spawn::Termination::Exited { .. } => {}
     }
     let lines: Vec<&str> = stdout.lines().filter(|l| !l.trim().is_empty()).collect();
     match lines.as_slice() {
@@ -123,27 +125,28 @@ pub fn interpret(
 }
 
 impl ProcessExecutor {
-    fn command(&self, spec: &RunSpec, budget: &Budget, counters: CounterMode) -> Command {
-        let mut cmd = Command::new(self.dir.join(spec.allocator.worker_binary()));
-        let parent = std::process::id() as libc::pid_t;
-        // SAFETY: the closure runs in the child between fork and exec and makes only
-        // async-signal-safe calls.
-        unsafe {
-            cmd.pre_exec(move || {
-                super::lifetime::die_with_parent(parent);
-                Ok(())
-            });
+    /// The worker's executable and argument vector for `spec`: the serialized request.
+    fn argv(
+        &self,
+        spec: &RunSpec,
+        budget: &Budget,
+        counters: CounterMode,
+    ) -> (PathBuf, Vec<OsString>) {
+        let program = self.dir.join(spec.allocator.worker_binary());
+        let mut argv: Vec<OsString> = vec![program.clone().into()];
+        let mut arg = |a: String| argv.push(a.into());
+        arg(format!("--workload={}", spec.workload));
+        arg(format!("--variant={}", spec.variant));
+        arg(format!("--size={}", spec.size));
+        arg(format!("--seed={}", spec.seed));
+        arg(format!("--threads={}", spec.threads));
+        for a in budget.to_worker_args() {
+            arg(a);
         }
-        cmd.arg(format!("--workload={}", spec.workload))
-            .arg(format!("--variant={}", spec.variant))
-            .arg(format!("--size={}", spec.size))
-            .arg(format!("--seed={}", spec.seed))
-            .arg(format!("--threads={}", spec.threads))
-            .args(budget.to_worker_args())
-            .arg(format!("--counters={}", counters.name()))
-            .arg(format!("--thp={}", spec.thp));
+        arg(format!("--counters={}", counters.name()));
+        arg(format!("--thp={}", spec.thp));
         if let Some(l) = &spec.library {
-            cmd.arg(format!("--library={l}"));
+            arg(format!("--library={l}"));
         }
         if !spec.knobs.is_empty() {
             let knobs: Vec<String> = spec
@@ -151,17 +154,54 @@ impl ProcessExecutor {
                 .iter()
                 .map(|k| format!("{}={}", k.name, k.value))
                 .collect();
-            cmd.arg(format!("--knobs={}", knobs.join(",")));
+            arg(format!("--knobs={}", knobs.join(",")));
         }
-        cmd
+        (program, argv)
     }
 
     fn timed_out(&self) -> RunFailure {
         RunFailure {
             cause: format!(
-                "timed out after {:.0} s and was killed (raise --timeout or lower --min-time/--size)",
-                self.timeout.as_secs_f64()
+                "timed out after {} s and was killed (raise --timeout or lower --min-time/--size)",
+                crate::fmt::trim_float(self.timeout.as_secs_f64())
             ),
+        }
+    }
+
+    /// One worker process through the one spawn path ([`spawn::run`]): its own process
+    /// group, killed on timeout or Ctrl-C, every descendant swept after it; plain, or
+    /// under the ptrace tracer (`trace`).
+    fn launch(
+        &self,
+        spec: &RunSpec,
+        budget: &Budget,
+        counters: CounterMode,
+        trace: Option<ptrace::Scope>,
+    ) -> Result<spawn::ChildRun, RunFailure> {
+        let (program, argv) = self.argv(spec, budget, counters);
+        let env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+        let cannot = |e: spawn::LaunchError| RunFailure {
+            cause: format!("cannot start {}: {e}", spec.allocator.worker_binary()),
+        };
+        let prepared = spawn::Prepared::new(&program, &argv, &env).map_err(cannot)?;
+        let run = spawn::run(
+            &prepared,
+            &spawn::LaunchOptions {
+                show_output: false,
+                thp_never: false,
+                timeout: Some(self.timeout),
+                count_syscalls: false,
+                trace,
+                capture_stdout: true,
+            },
+        )
+        .map_err(cannot)?;
+        match run.termination {
+            spawn::Termination::TimedOut => Err(self.timed_out()),
+            spawn::Termination::Interrupted => Err(RunFailure {
+                cause: "interrupted (Ctrl-C) and killed".into(),
+            }),
+            _ => Ok(run),
         }
     }
 
@@ -172,52 +212,12 @@ impl ProcessExecutor {
         budget: &Budget,
         counters: CounterMode,
     ) -> Result<RunRecord, RunFailure> {
-        let mut child = self
-            .command(spec, budget, counters)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| RunFailure {
-                cause: format!("cannot start {}: {e}", spec.allocator.worker_binary()),
-            })?;
-        let pid = child.id();
-        let mut out = child.stdout.take();
-        let mut err = child.stderr.take();
-        let (tx, rx) = mpsc::channel();
-        let reader = std::thread::spawn(move || {
-            let mut o = String::new();
-            let mut e = String::new();
-            let err_thread = std::thread::spawn(move || {
-                if let Some(s) = err.as_mut() {
-                    let _ = s.read_to_string(&mut e);
-                }
-                e
-            });
-            if let Some(s) = out.as_mut() {
-                let _ = s.read_to_string(&mut o);
-            }
-            let e = err_thread.join().unwrap_or_default();
-            let status = child.wait();
-            let _ = tx.send(());
-            (status, o, e)
-        });
-        let timed_out = rx.recv_timeout(self.timeout).is_err();
-        if timed_out {
-            // SAFETY: kill has no memory-safety preconditions; the child is not yet
-            // reaped (the reader thread is still waiting for it), so `pid` is still it.
-            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
-        }
-        let (status, stdout, stderr) = reader.join().map_err(|_| RunFailure {
-            cause: "internal error: the output reader panicked".into(),
-        })?;
-        let status = status.map_err(|e| RunFailure {
-            cause: format!("waiting for the worker failed: {e}"),
-        })?;
-        if timed_out {
-            return Err(self.timed_out());
-        }
-        interpret(status, &stdout, &stderr)
+        let run = self.launch(spec, budget, counters, None)?;
+        interpret(
+            run.termination,
+            run.stdout.as_deref().unwrap_or(""),
+            run.stderr_tail.as_deref().unwrap_or(""),
+        )
     }
 
     /// One worker run under the ptrace tracer: its record (whose latency includes the
@@ -227,21 +227,27 @@ impl ProcessExecutor {
         spec: &RunSpec,
         budget: &Budget,
     ) -> Result<(RunRecord, Result<SyscallCounts, Unavailable>), RunFailure> {
-        let traced = ptrace::run_traced(
-            self.command(spec, budget, CounterMode::Ptrace),
-            self.timeout,
+        let run = self.launch(
+            spec,
+            budget,
+            CounterMode::Ptrace,
+            Some(ptrace::Scope::Worker),
+        )?;
+        let record = interpret(
+            run.termination,
+            run.stdout.as_deref().unwrap_or(""),
+            run.stderr_tail.as_deref().unwrap_or(""),
         )
-        .map_err(|e| RunFailure {
-            cause: format!("cannot trace {}: {e}", spec.allocator.worker_binary()),
+        .map_err(|f| RunFailure {
+            cause: format!("traced pass: {}", f.cause),
         })?;
-        if traced.timed_out {
-            return Err(self.timed_out());
-        }
-        let record =
-            interpret(traced.status, &traced.stdout, &traced.stderr).map_err(|f| RunFailure {
-                cause: format!("traced pass: {}", f.cause),
-            })?;
-        Ok((record, traced.counts))
+        let counts = match (run.markers, run.syscalls) {
+            (2, counts) => counts,
+            (n, _) => Err(Unavailable(format!(
+                "the traced worker marked {n} phase boundaries instead of 2, so its counts are not trusted"
+            ))),
+        };
+        Ok((record, counts))
     }
 
     /// The ptrace method: latency and faults from an untraced pass, memory-syscall counts
@@ -498,7 +504,10 @@ mod tests {
         // What a Rust worker prints when the allocator fails it (glibc with a huge
         // top_pad): the message, then the runtime's note, then SIGABRT.
         let stderr = "memory allocation of 4 bytes failed\nmemory allocation of 1 bytes failed\nskipping backtrace printing to avoid potential recursion\n";
-        let aborted = std::process::ExitStatus::from_raw(libc::SIGABRT);
+        let aborted = spawn::Termination::Signaled {
+            signal: libc::SIGABRT,
+            core_dumped: false,
+        };
         let e = interpret(aborted, "", stderr).unwrap_err().cause;
         assert_eq!(
             e,
@@ -508,16 +517,19 @@ mod tests {
 
     #[test]
     fn interpret_reports_signals_codes_and_garbage() {
-        use std::process::ExitStatus;
-        let killed = ExitStatus::from_raw(libc::SIGKILL);
+        use spawn::Termination;
+        let killed = Termination::Signaled {
+            signal: libc::SIGKILL,
+            core_dumped: false,
+        };
         let e = interpret(killed, "", "").unwrap_err().cause;
         assert!(e.contains("signal 9 (SIGKILL)"), "{e}");
-        let code3 = ExitStatus::from_raw(3 << 8);
+        let code3 = Termination::Exited { code: 3 };
         let e = interpret(code3, "", "x\nalloclab-system: error: boom\n")
             .unwrap_err()
             .cause;
         assert_eq!(e, "exit code 3: alloclab-system: error: boom");
-        let ok = ExitStatus::from_raw(0);
+        let ok = Termination::Exited { code: 0 };
         assert!(interpret(ok, "hello", "")
             .unwrap_err()
             .cause

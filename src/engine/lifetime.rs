@@ -20,12 +20,17 @@ pub unsafe fn die_with_parent(parent: libc::pid_t) {
     }
 }
 
+/// Set once this process is a subreaper: only then can orphaned descendants become its
+/// children, and only then does [`kill_leftovers`] sweep.
+static SUBREAPER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Makes this process the reaper of its orphaned descendants (PR_SET_CHILD_SUBREAPER).
 pub fn become_subreaper() -> std::io::Result<()> {
     // SAFETY: prctl with integer arguments.
     if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
+    SUBREAPER.store(true, std::sync::atomic::Ordering::SeqCst);
     Ok(())
 }
 
@@ -49,8 +54,13 @@ fn children() -> Vec<libc::pid_t> {
 
 /// Kills and reaps every child of this process, and the children they leave behind in
 /// turn (a subreaper inherits them), until none is left. Returns how many were killed.
-/// Call it only when no child of this process should be alive.
+/// Call it only when no child of this process should be alive. Does nothing unless this
+/// process is a subreaper (the lab's commands are, through [`crate::engine::begin`]): a
+/// library user — a test harness running several runs at once — keeps its own children.
 pub fn kill_leftovers() -> usize {
+    if !SUBREAPER.load(std::sync::atomic::Ordering::SeqCst) {
+        return 0;
+    }
     let mut killed = 0;
     // Each round kills one generation; a bound guards against a fork bomb racing us.
     for _ in 0..64 {

@@ -1,6 +1,8 @@
-//! One run of a user's command, accounted for on its own: fork, attach the counters to the
-//! child while it waits, let it exec, wait for it with `wait4` (its own rusage, not the
-//! cumulative RUSAGE_CHILDREN), read the counters.
+//! The one spawn path, for lab workers and users' commands alike: fork, attach the
+//! counters to the child while it waits, let it exec, wait for it with `wait4` (its own
+//! rusage, not the cumulative RUSAGE_CHILDREN) under a timeout and the Ctrl-C flag, read
+//! the counters, then kill its process group and sweep every descendant it left (the
+//! driver is their subreaper, see [`crate::engine::begin`]).
 //!
 //! `std::process::Command` cannot be used here: `spawn` returns only after the child has
 //! exec'd, and the counters must be attached before that. The child therefore blocks on a
@@ -214,6 +216,10 @@ pub struct ChildRun {
     /// The end of what the command wrote to stderr (None with `--show-output`, where it
     /// went to the terminal).
     pub stderr_tail: Option<String>,
+    /// Everything it wrote to stdout, with [`LaunchOptions::capture_stdout`].
+    pub stdout: Option<String>,
+    /// Phase markers seen by the tracer (a traced worker makes two; 0 otherwise).
+    pub markers: u32,
 }
 
 /// What a run does besides executing the command.
@@ -224,10 +230,12 @@ pub struct LaunchOptions {
     pub timeout: Option<Duration>,
     /// Attach syscall counters (perf tracepoints) to the child.
     pub count_syscalls: bool,
-    /// Count the memory syscalls of the process tree with ptrace + seccomp instead (no
-    /// privileges needed; the run is slowed by every trapped call, so its time is not
-    /// used).
-    pub trace: bool,
+    /// Count memory syscalls with ptrace + seccomp instead (no privileges needed; the run
+    /// is slowed by every trapped call, so its time is not used): a command's whole
+    /// process tree, or a worker's calls between its phase markers.
+    pub trace: Option<ptrace::Scope>,
+    /// Keep the child's stdout (a worker's JSON record) instead of discarding it.
+    pub capture_stdout: bool,
 }
 
 /// Marks an errno from the child's tracer set-up (rather than from execve).
@@ -286,14 +294,21 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
         Some(pipe_cloexec().map_err(|e| setup("pipe", e))?)
     };
     let stderr_fd = stderr_pipe.as_ref().map_or(null_fd, |(_, w)| w.as_raw_fd());
-    let filter = if opts.trace {
-        if let Some(why) = ptrace::unsupported() {
-            return Err(LaunchError::Setup(why.0));
+    let filter = match opts.trace {
+        Some(scope) => {
+            if let Some(why) = ptrace::unsupported() {
+                return Err(LaunchError::Setup(why.0));
+            }
+            Some(ptrace::Filter::new(scope))
         }
-        Some(ptrace::Filter::new(ptrace::Scope::Tree))
+        None => None,
+    };
+    let stdout_pipe = if opts.capture_stdout {
+        Some(pipe_cloexec().map_err(|e| setup("pipe", e))?)
     } else {
         None
     };
+    let stdout_fd = stdout_pipe.as_ref().map_or(null_fd, |(_, w)| w.as_raw_fd());
 
     let parent = std::process::id() as libc::pid_t;
     // SAFETY: the child below only makes async-signal-safe calls (setpgid, signal,
@@ -321,8 +336,12 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
                 libc::_exit(127);
             }
             libc::dup2(null_fd, 0);
-            if !opts.show_output {
+            if opts.capture_stdout {
+                libc::dup2(stdout_fd, 1);
+            } else if !opts.show_output {
                 libc::dup2(null_fd, 1);
+            }
+            if !opts.show_output {
                 libc::dup2(stderr_fd, 2);
             }
             // Traced: stop at the exec for the tracer; from then on every memory syscall
@@ -352,12 +371,22 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
         });
         rx
     });
+    let stdout = stdout_pipe.map(|(r, w)| {
+        drop(w);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = std::io::Read::read_to_string(&mut std::fs::File::from(r), &mut text);
+            let _ = tx.send(text);
+        });
+        rx
+    });
     drop(devnull);
     // Both sides set the group, so it exists whichever runs first.
     // SAFETY: plain integers.
     unsafe { libc::setpgid(pid, pid) };
 
-    let counters = if opts.count_syscalls && !opts.trace {
+    let counters = if opts.count_syscalls && opts.trace.is_none() {
         match SyscallCounters::open_for_exec(pid) {
             Ok(c) => Some(c),
             Err(why) => {
@@ -406,23 +435,22 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
         });
     }
 
-    let (forced, status, ru, traced) = if opts.trace {
+    let (forced, status, ru, traced, markers) = if let Some(scope) = opts.trace {
         let watch = ptrace::Watch {
             kill: -pid,
             timeout: opts.timeout,
             interrupted: Some(crate::ui::interrupt::interrupted),
         };
-        let t = ptrace::trace(pid, ptrace::Scope::Tree, watch)
-            .map_err(|e| setup("tracing the command", e))?;
+        let t = ptrace::trace(pid, scope, watch).map_err(|e| setup("tracing the child", e))?;
         let forced = t.forced.map(|f| match f {
             ptrace::Forced::TimedOut => Termination::TimedOut,
             ptrace::Forced::Interrupted => Termination::Interrupted,
         });
-        (forced, t.status, t.rusage, Some(t.counts))
+        (forced, t.status, t.rusage, Some(t.counts), t.markers)
     } else {
         let forced = wait_for_exit(pid, opts.timeout);
         let (status, ru) = wait4(pid).map_err(|e| setup("wait4", e))?;
-        (forced, status, ru, None)
+        (forced, status, ru, None, 0)
     };
     let wall_ns = start.elapsed().as_nanos() as u64;
     // Whatever the command left running does not outlive its run: its process group,
@@ -432,6 +460,9 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
     // Everything that held the pipe is gone now; a descendant that escaped (no subreaper
     // here) would hold it open, so the tail is not waited for long.
     let stderr_tail = stderr_tail.and_then(|rx| rx.recv_timeout(Duration::from_secs(1)).ok());
+    // Every writer of the stdout pipe is gone now (the sweep above), so it ends; one that
+    // escaped the sweep is not waited for long.
+    let stdout = stdout.map(|rx| rx.recv_timeout(Duration::from_secs(5)).unwrap_or_default());
 
     let termination = match forced {
         Some(t) => t,
@@ -455,6 +486,8 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
         usage,
         syscalls,
         stderr_tail,
+        stdout,
+        markers,
     })
 }
 

@@ -15,9 +15,6 @@ use nix::sys::signal::Signal;
 use nix::sys::wait::WaitStatus;
 use nix::unistd::Pid;
 use std::collections::HashSet;
-use std::io::Read;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -360,78 +357,6 @@ pub fn trace(pid: libc::pid_t, scope: Scope, watch: Watch) -> std::io::Result<Tr
             2 => Some(Forced::Interrupted),
             _ => None,
         },
-    })
-}
-
-/// What a traced worker left behind.
-pub struct Traced {
-    pub status: ExitStatus,
-    pub stdout: String,
-    pub stderr: String,
-    /// Counts between the two phase markers.
-    pub counts: Result<SyscallCounts, Unavailable>,
-    pub timed_out: bool,
-}
-
-/// Runs a worker under the tracer and counts its memory syscalls inside the measured
-/// phase. Must run on one thread from spawn to the end (ptrace requests come from the
-/// tracer thread).
-pub fn run_traced(mut cmd: Command, timeout: Duration) -> std::io::Result<Traced> {
-    if let Some(why) = unsupported() {
-        return Err(std::io::Error::other(why.0));
-    }
-    let filter = Arc::new(Filter::new(Scope::Worker));
-    // SAFETY: the closure runs in the child between fork and exec and only makes
-    // async-signal-safe calls on the filter built here.
-    unsafe {
-        cmd.pre_exec(move || {
-            filter
-                .install_in_child()
-                .map_err(std::io::Error::from_raw_os_error)
-        });
-    }
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()?;
-    drop(cmd);
-    let pid = child.id() as libc::pid_t;
-    let pipe_reader = |mut p: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = p.read_to_string(&mut s);
-            s
-        })
-    };
-    let out = child.stdout.take().map(|p| pipe_reader(Box::new(p)));
-    let err = child.stderr.take().map(|p| pipe_reader(Box::new(p)));
-    let watch = Watch {
-        kill: pid,
-        timeout: Some(timeout),
-        interrupted: None,
-    };
-    let trace = trace(pid, Scope::Worker, watch);
-    let stdout = out
-        .map(|h| h.join().unwrap_or_default())
-        .unwrap_or_default();
-    let stderr = err
-        .map(|h| h.join().unwrap_or_default())
-        .unwrap_or_default();
-    drop(child); // already reaped by the tracer; dropping does not wait
-    let trace = trace?;
-    let counts = match trace.markers {
-        2 => Ok(trace.counts),
-        n => Err(Unavailable(format!(
-            "the traced worker marked {n} phase boundaries instead of 2, so its counts are not trusted"
-        ))),
-    };
-    Ok(Traced {
-        status: ExitStatus::from_raw(trace.status),
-        stdout,
-        stderr,
-        counts,
-        timed_out: trace.forced.is_some(),
     })
 }
 
