@@ -60,4 +60,15 @@ impl Error {
     }
 }
 
+impl From<crate::analysis::cliff::CliffError> for Error {
+    fn from(e: crate::analysis::cliff::CliffError) -> Self {
+        use crate::analysis::cliff::CliffError;
+        match e {
+            CliffError::Interrupted(_) => Error::Interrupted(e.to_string()),
+            CliffError::Unavailable(..) => Error::Unsupported(e.to_string()),
+            CliffError::NoChange { .. } | CliffError::Run(_) => Error::RunFailed(e.to_string()),
+        }
+    }
+}
+
 pub type Result<T, E = Error> = std::result::Result<T, E>;

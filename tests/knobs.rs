@@ -255,10 +255,10 @@ fn cliff_finds_neighbouring_sizes_and_says_when_there_is_none() {
         .unwrap();
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("no cliff"), "{err}");
+    assert!(err.contains("no change of behaviour"), "{err}");
     // Sizes and values as numbers are written elsewhere: grouped, a few digits.
     assert!(
-        err.contains(" at 1,000 and ") && err.contains(" at 2,000: both below"),
+        err.contains(" at 1,000 and ") && err.contains(" at 2,000 elements: "),
         "{err}"
     );
 }

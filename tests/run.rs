@@ -279,17 +279,18 @@ fn an_interrupted_run_keeps_what_it_finished() {
         .process_group(0)
         .spawn()
         .unwrap();
-    // Wait until the driver has started the hanging worker (a `sleep` in the child's
-    // process group), then press Ctrl-C for the whole group.
+    // Wait until the driver has started the hanging worker (a `sleep` whose parent is the
+    // driver; workers run in process groups of their own), then press Ctrl-C for the
+    // driver's group, as a terminal does: the driver kills the worker's group.
     let in_group_sleeping = || {
         std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
             let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-            // pid (comm) state ppid pgrp …
+            // pid (comm) state ppid …
             let Some((_, rest)) = stat.rsplit_once(") ") else {
                 return false;
             };
             stat.contains("(sleep)")
-                && rest.split_whitespace().nth(2) == Some(&child.id().to_string())
+                && rest.split_whitespace().nth(1) == Some(&child.id().to_string())
         })
     };
     let waiting = std::time::Instant::now();

@@ -1,10 +1,14 @@
-//! `alloclab cliff`: the exact size where an allocator's behaviour changes. Given a range
-//! whose two ends differ — minor faults per iteration at least 1 at one end and not at
-//! the other, or memory syscalls per iteration at least 0.5 — bisection over the size
-//! finds the two neighbouring sizes where it flips, and reports both sides. Measuring a
-//! size is the caller's (the driver's [`crate::engine::probe`]); the search is pure.
+//! The exact size where an allocator's behaviour changes, for built-in cells and
+//! commands alike: the **onset**, the first size at which the metric leaves the level of
+//! the low side (along its [`Trend`]) by more than its measured noise — at least 1 minor
+//! fault or 0.5 memory syscalls. Bisection over the size finds the two neighbouring sizes
+//! either side of it, for a step and for a ramp alike (a midpoint between the two ends'
+//! values would land in the middle of a ramp). Measuring a size is the caller's (the
+//! engine's [`crate::engine::probe`] or [`crate::engine::program::probe`]); the search is
+//! pure.
 
 use crate::analysis::jumps::Jump;
+pub use crate::analysis::jumps::Trend;
 use crate::fmt::{fmt_count, group_thousands};
 use crate::model::record::RunRecord;
 use crate::model::run::RunSpec;
@@ -52,6 +56,9 @@ impl Metric {
 pub struct Probe<R = RunRecord> {
     pub size: u64,
     pub value: f64,
+    /// The spread of the value over the rounds that measured it (0 for one worker run,
+    /// whose per-iteration figure is already a mean over many iterations).
+    pub noise: f64,
     /// What was measured there: a worker's record, or a command's per-call figures.
     pub record: R,
 }
@@ -157,50 +164,55 @@ impl FoundCliff {
     }
 }
 
-/// The two neighbouring sizes where the metric crosses its threshold.
+/// The two neighbouring sizes either side of the onset.
 pub struct Cliff<R = RunRecord> {
     pub below: Probe<R>,
     pub above: Probe<R>,
     pub probes: usize,
+    /// How far from the low side's trend a value had to be to count as past the onset.
+    pub margin: f64,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum CliffError {
     #[error("{0}")]
     Run(String),
-    #[error("{metric} per iteration is {} at {} and {} at {}: both {side} {threshold}, so there is no cliff to find in this range; widen it", fmt_count(*.from_value), group_thousands(*.from as i64), fmt_count(*.to_value), group_thousands(*.to as i64))]
+    #[error("{metric} is {} at {} and {} at {} elements: {} apart from what the low side's level ({trend}) leads to expect, within the noise margin of {}, so there is no change of behaviour to find in this range; widen it", fmt_count(*.from_value), group_thousands(*.from as i64), fmt_count(*.to_value), group_thousands(*.to as i64), fmt_count(*.departure), fmt_count(*.margin))]
     NoChange {
         metric: &'static str,
         from: u64,
         from_value: f64,
         to: u64,
         to_value: f64,
-        side: &'static str,
-        threshold: f64,
+        /// `to_value` minus what the trend expects at `to`.
+        departure: f64,
+        margin: f64,
+        trend: &'static str,
     },
     #[error("{0} is unavailable in these runs: {1}")]
     Unavailable(&'static str, String),
+    /// Ctrl-C during a probe: nothing past it was measured.
+    #[error("interrupted during a probe at {0} elements")]
+    Interrupted(u64),
 }
 
-/// When a probe counts as past the cliff.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Rule {
-    /// At or above the metric's threshold (1 fault, 0.5 memory syscalls).
-    Threshold,
-    /// At least halfway between the values at both ends (and at least the threshold):
-    /// for whole programs, whose per-call figures carry a few faults of noise either way,
-    /// the cliff is where the value jumps, not where noise first reaches 1.
-    Midway,
+impl Trend {
+    fn words(self) -> &'static str {
+        match self {
+            Trend::Proportional => "growing in proportion to the size",
+            Trend::Level => "a level, with the slope measured below the range",
+        }
+    }
 }
 
-/// Bisects `[from, to]` for the size where `metric` crosses over (by `rule`), until the
-/// two sides are at most `resolution` elements apart (1: neighbouring sizes).
+/// Bisects `[from, to]` for the onset of the change of `metric` (see the module), until
+/// the two sides are at most `resolution` elements apart (1: neighbouring sizes).
 pub fn find<R>(
     measure: &mut dyn FnMut(u64) -> Result<Probe<R>, CliffError>,
     from: u64,
     to: u64,
     metric: Metric,
-    rule: Rule,
+    trend: Trend,
     resolution: u64,
     progress: &mut dyn FnMut(&Probe<R>),
 ) -> Result<Cliff<R>, CliffError> {
@@ -209,22 +221,46 @@ pub fn find<R>(
     let mut hi = measure(to)?;
     progress(&hi);
     let mut probes = 2;
-    let ends = |p: &Probe<R>| p.value >= metric.threshold();
-    let threshold = if rule == Rule::Midway {
-        metric.threshold().max((lo.value + hi.value) / 2.0)
+    let (level, level_size) = (lo.value, lo.size);
+    let mut margin = metric.threshold().max(lo.noise).max(hi.noise);
+    // A level series (a run's figures: start-up plus what the sizes add — the input, the
+    // first touch of each buffer) is not flat: its slope below the change comes from a
+    // second size on the low side, half of `from`.
+    let mut slope = 0.0;
+    if trend == Trend::Level && from >= 2 {
+        let reference = measure(from / 2)?;
+        progress(&reference);
+        probes += 1;
+        margin = margin.max(reference.noise);
+        slope = ((level - reference.value) / (from - reference.size) as f64).max(0.0);
+    }
+    // A low side within its noise of nothing is nothing: scaling its noise with the
+    // size would make noise look like an onset.
+    let trend = if level.abs() < margin {
+        Trend::Level
     } else {
-        metric.threshold()
+        trend
     };
-    let above = |p: &Probe<R>| p.value >= threshold;
-    if ends(&lo) == ends(&hi) {
+    let departure = |p: &Probe<R>| {
+        let sloped = slope * (p.size as f64 - level_size as f64);
+        p.value - trend.expect(level_size, level, p.size) - sloped
+    };
+    // The direction of the change is the high end's: up from the level, or down.
+    let up = departure(&hi) >= 0.0;
+    let past = |p: &Probe<R>| {
+        let d = departure(p);
+        (if up { d } else { -d }) >= margin
+    };
+    if !past(&hi) {
         return Err(CliffError::NoChange {
             metric: metric.name(),
             from,
             from_value: lo.value,
             to,
             to_value: hi.value,
-            side: if ends(&lo) { "at or above" } else { "below" },
-            threshold: metric.threshold(),
+            departure: departure(&hi),
+            margin,
+            trend: trend.words(),
         });
     }
     while hi.size - lo.size > resolution.max(1) {
@@ -232,17 +268,17 @@ pub fn find<R>(
         let m = measure(mid)?;
         progress(&m);
         probes += 1;
-        if above(&m) == above(&lo) {
-            lo = m;
-        } else {
+        if past(&m) {
             hi = m;
+        } else {
+            lo = m;
         }
     }
-    let (below, above_side) = if above(&lo) { (hi, lo) } else { (lo, hi) };
     Ok(Cliff {
-        below,
-        above: above_side,
+        below: lo,
+        above: hi,
         probes,
+        margin,
     })
 }
 
@@ -301,6 +337,7 @@ mod tests {
         Ok(Probe {
             size,
             value: Metric::Faults.value(&r).unwrap_or(0.0),
+            noise: 0.0,
             record: r,
         })
     }
@@ -320,7 +357,7 @@ mod tests {
             1000,
             1_000_000,
             Metric::Faults,
-            Rule::Threshold,
+            Trend::Proportional,
             1,
             &mut |_| seen += 1,
         )
@@ -334,7 +371,7 @@ mod tests {
             1000,
             1_000_000,
             Metric::Faults,
-            Rule::Threshold,
+            Trend::Proportional,
             100,
             &mut |_| {},
         )
@@ -346,51 +383,93 @@ mod tests {
             20_000,
             30_000,
             Metric::Faults,
-            Rule::Threshold,
+            Trend::Proportional,
             1,
             &mut |_| {},
         )
         .err()
         .unwrap();
-        assert!(e.to_string().contains("no cliff"), "{e}");
+        assert!(e.to_string().contains("no change of behaviour"), "{e}");
     }
 
     #[test]
-    fn midway_bisection_is_not_fooled_by_noise_around_the_threshold() {
-        // Noise of ±1.5 below the cliff at 1,000, 8,192 above it.
+    fn the_onset_of_a_ramp_is_found_not_its_middle_and_noise_does_not_move_it() {
+        // Per call: 0.05 faults below 25,050 elements (with ±1.5 of noise between
+        // rounds), then a storm whose faults grow with the size: 66 at the onset, 1,100
+        // at 300,000 (NumPy's func2 under glibc).
         let mut measure = |size: u64| -> Result<Probe<()>, CliffError> {
-            let noise = if size.is_multiple_of(3) { 1.5 } else { -1.0 };
-            let value = if size >= 1000 { 8192.0 } else { noise };
+            let wobble = if size.is_multiple_of(3) { 0.7 } else { -0.6 };
+            let value = if size >= 25_050 {
+                size as f64 / 380.0
+            } else {
+                0.05 + wobble
+            };
             Ok(Probe {
                 size,
                 value,
+                noise: 1.5,
+                record: (),
+            })
+        };
+        for trend in [Trend::Proportional, Trend::Level] {
+            let c = find(
+                &mut measure,
+                10_000,
+                300_000,
+                Metric::Faults,
+                trend,
+                1,
+                &mut |_| {},
+            )
+            .unwrap();
+            assert_eq!((c.below.size, c.above.size), (25_049, 25_050), "{trend:?}");
+            assert_eq!(c.margin, 1.5);
+        }
+        // Per run: 12,000 faults of start-up, then the storm adds 14,000: a level
+        // series whose both ends are far above any threshold.
+        let mut per_run = |size: u64| -> Result<Probe<()>, CliffError> {
+            let storm = if size >= 25_050 {
+                14_000.0 + size as f64 / 10.0
+            } else {
+                0.0
+            };
+            Ok(Probe {
+                size,
+                value: 12_000.0 + (size % 7) as f64 + storm,
+                noise: 8.0,
                 record: (),
             })
         };
         let c = find(
-            &mut measure,
-            10,
-            5000,
+            &mut per_run,
+            10_000,
+            300_000,
             Metric::Faults,
-            Rule::Midway,
+            Trend::Level,
             1,
             &mut |_| {},
         )
         .unwrap();
-        assert_eq!((c.below.size, c.above.size), (999, 1000));
-        let plain = find(
-            &mut measure,
-            10,
+        assert_eq!((c.below.size, c.above.size), (25_049, 25_050));
+        // A drop is an onset too (down from the level).
+        let mut drop = |size: u64| -> Result<Probe<()>, CliffError> {
+            Ok(Probe {
+                size,
+                value: if size >= 777 { 0.0 } else { 300.0 },
+                noise: 0.0,
+                record: (),
+            })
+        };
+        let c = find(
+            &mut drop,
+            100,
             5000,
             Metric::Faults,
-            Rule::Threshold,
+            Trend::Level,
             1,
             &mut |_| {},
         )
         .unwrap();
-        assert!(
-            plain.above.size < 1000,
-            "the absolute threshold follows the noise"
-        );
+        assert_eq!((c.below.size, c.above.size), (776, 777));
     }
 }

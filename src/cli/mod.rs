@@ -287,6 +287,10 @@ pub struct CliffArgs {
     /// interval and the ratio across the cliff with a verdict (1: no interval).
     #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub processes: u32,
+    /// Your command only: rounds per probe; the spread of a size's rounds is the noise
+    /// its onset must exceed (with one round, only the metric's threshold counts).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub runs: u32,
     /// The ratio across the cliff is called faster or slower only when its whole
     /// interval lies beyond this band around 1 (percent).
     #[arg(long, default_value = "2", value_parser = parse_percent)]

@@ -68,11 +68,11 @@ pub fn run(args: &CliffArgs) -> Result<()> {
         args.from,
         args.to,
         metric,
-        cliff::Rule::Threshold,
+        cliff::Trend::Proportional,
         1,
         &mut show,
     )
-    .map_err(Error::failed)?;
+    .map_err(Error::from)?;
     // The latency either side, from replicated interleaved processes (a probe is one).
     let sides = [c.below.size, c.above.size].map(|size| RunSpec {
         size,
@@ -199,7 +199,7 @@ fn run_command(args: &CliffArgs) -> Result<()> {
         allocators,
         &template.words,
         crate::cli::CommandOptions {
-            runs: 1,
+            runs: args.runs,
             warmup: p.warmup,
             show_output: p.show_output,
             thp: args.thp,
@@ -229,11 +229,11 @@ fn run_command(args: &CliffArgs) -> Result<()> {
         args.from,
         args.to,
         metric,
-        cliff::Rule::Midway,
+        per.trend(),
         1,
         &mut show,
     )
-    .map_err(Error::failed)?;
+    .map_err(Error::from)?;
     let label = settings.allocators[0].label();
     if args.format == Format::Json {
         let value = serde_json::json!({
@@ -245,6 +245,9 @@ fn run_command(args: &CliffArgs) -> Result<()> {
             "below": c.below.record,
             "above": c.above.record,
             "probes": c.probes,
+            "rounds_per_probe": args.runs,
+            "margin": c.margin,
+            "order_seed": settings.order_seed,
         });
         return super::print_out(
             &(serde_json::to_string_pretty(&value).map_err(Error::failed)? + "\n"),
@@ -265,11 +268,17 @@ fn run_command(args: &CliffArgs) -> Result<()> {
         )
     };
     super::print_out(&format!(
-        "{label}: {} per {} jump between (a probe counts as past the jump from halfway between the two ends' values)\n  below: {}\n  above: {}\n({} probes, one round each)\n",
+        "{label}: the onset of {} per {}: the first size that leaves the level of --from ({}) by {} or more (the threshold, or the spread of a size's rounds where larger)\n  below: {}\n  above: {}\n({} probes, {} round(s) each)\n",
         metric.name(),
         per.unit(),
+        match per.trend() {
+            cliff::Trend::Proportional => "in proportion to the size",
+            cliff::Trend::Level => "as it is",
+        },
+        fmt_count(c.margin),
         side(&c.below),
         side(&c.above),
         c.probes,
+        args.runs,
     ))
 }

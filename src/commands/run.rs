@@ -413,7 +413,7 @@ fn find_cliffs(
                 j.from_size,
                 j.to_size,
                 metric,
-                cliff::Rule::Threshold,
+                cliff::Trend::Proportional,
                 cliff::auto_resolution(j.from_size),
                 &mut |_| {},
             ) {

@@ -134,7 +134,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     }
     progress.0.finish();
     if !args.no_cliffs {
-        for j in program::jumps(&rows) {
+        for j in program::jumps(&rows, per) {
             if interrupted() {
                 break;
             }

@@ -386,11 +386,13 @@ pub fn probe(
         size,
         ..base.clone()
     };
-    let record = exec
-        .execute(&spec, budget)
-        .map_err(|RunFailure { cause }| {
-            CliffError::Run(format!("run at size {size} failed: {cause}"))
-        })?;
+    let record = exec.execute(&spec, budget);
+    if interrupted() {
+        return Err(CliffError::Interrupted(size));
+    }
+    let record = record.map_err(|RunFailure { cause }| {
+        CliffError::Run(format!("run at size {size} failed: {cause}"))
+    })?;
     let value = metric.value(&record).ok_or_else(|| {
         CliffError::Unavailable(
             metric.name(),
@@ -404,6 +406,7 @@ pub fn probe(
     Ok(Probe {
         size,
         value,
+        noise: 0.0,
         record,
     })
 }

@@ -8,8 +8,9 @@
 //! divided by `--calls` (start-up included), or kept per run.
 
 use super::command::{run_session, ExecRecord, ExecSettings, Observer, SessionError};
-use crate::analysis::cliff::{Metric, Probe};
+use crate::analysis::cliff::{Metric, Probe, Trend};
 use crate::analysis::command::{self as output, memory, ExecRow};
+use crate::analysis::jumps::{changes, Point};
 use crate::analysis::stats::{median, median_ci, LEVEL};
 use crate::fmt::{fmt_count, group_thousands};
 use crate::model::summary::RunStatus;
@@ -134,6 +135,16 @@ impl Per {
         }
     }
 
+    /// What the figures do along the sizes where behaviour does not change: a
+    /// difference per call grows with what a call touches; a run's figures carry the
+    /// start-up's level.
+    pub fn trend(self) -> Trend {
+        match self {
+            Per::Difference(_) => Trend::Proportional,
+            Per::Divide(_) | Per::Run => Trend::Level,
+        }
+    }
+
     fn divisor(self) -> f64 {
         match self {
             Per::Difference(n) | Per::Divide(n) => n as f64,
@@ -168,6 +179,10 @@ pub struct PointRow {
     pub mmap: Option<f64>,
     pub munmap: Option<f64>,
     pub madvise: Option<f64>,
+    /// The spread (max − min) over the rounds of the faults and of the memory syscalls
+    /// per call: the noise a change must exceed to be one.
+    pub minflt_noise: Option<f64>,
+    pub memory_syscalls_noise: Option<f64>,
     /// Peak RSS of the (longer) run, median over rounds.
     pub peak_rss_mib: Option<f64>,
     /// Median wall time of a whole (longer) run.
@@ -182,6 +197,22 @@ impl PointRow {
             Metric::Syscalls => self.memory_syscalls,
         }
     }
+
+    /// The spread of `m` over the rounds (0 where unknown).
+    pub fn noise(&self, m: Metric) -> f64 {
+        match m {
+            Metric::Faults => self.minflt_noise,
+            Metric::Syscalls => self.memory_syscalls_noise,
+        }
+        .unwrap_or(0.0)
+    }
+}
+
+/// max − min of `v` (None when empty).
+fn spread(v: &[f64]) -> Option<f64> {
+    let max = v.iter().copied().reduce(f64::max)?;
+    let min = v.iter().copied().reduce(f64::min)?;
+    Some(max - min)
 }
 
 /// The per-call rows of a session made by [`measure`], one per allocator.
@@ -237,6 +268,24 @@ pub fn point_rows(record: &ExecRecord, size: u64, per: Per) -> Vec<PointRow> {
                 p.ci_coverage = Some(ci.coverage);
             }
             p.minflt = median(&f);
+            p.minflt_noise = spread(&f);
+            // Memory syscalls of each round, where every run of the round has them.
+            let mem = |r: &crate::model::command::ExecRun| {
+                r.syscalls
+                    .map(|c| (c.brk + c.mmap + c.munmap + c.madvise + c.mremap) as f64)
+            };
+            let calls: Option<Vec<f64>> = la
+                .runs
+                .iter()
+                .map(|l| {
+                    if step == 1 {
+                        return Some(mem(l)? / d);
+                    }
+                    let b = ra.runs.iter().find(|b| b.round == l.round)?;
+                    Some((mem(l)? - mem(b)?) / d)
+                })
+                .collect();
+            p.memory_syscalls_noise = calls.as_deref().and_then(spread);
             let diff = |f: fn(&ExecRow) -> Option<f64>| -> Option<f64> {
                 if step == 1 {
                     f(long).map(|v| v / d)
@@ -299,7 +348,7 @@ pub fn probe(
     let (record, rows) = measure(base, template, Some(size), per, observer, &mut |_| Ok(()))
         .map_err(|e| CliffError::Run(e.to_string()))?;
     if !record.complete {
-        return Err(CliffError::Run("interrupted".into()));
+        return Err(CliffError::Interrupted(size));
     }
     let row = rows
         .into_iter()
@@ -316,12 +365,13 @@ pub fn probe(
     Ok(Probe {
         size,
         value,
+        noise: row.noise(metric),
         record: row,
     })
 }
 
-/// A change between neighbouring sizes of a sweep: `metric` per call crosses its
-/// threshold between rows `from` and `to` of one allocator.
+/// A change between neighbouring sizes of a sweep: `metric` per call changes between
+/// rows `from` and `to` of one allocator.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Jump {
     pub allocator: String,
@@ -332,9 +382,11 @@ pub struct Jump {
     pub to_value: f64,
 }
 
-/// Every change of faults or memory syscalls per call across its threshold between
-/// neighbouring measured sizes, allocator by allocator (failed rows skipped over).
-pub fn jumps(rows: &[PointRow]) -> Vec<Jump> {
+/// Every change of faults or memory syscalls between neighbouring measured sizes,
+/// allocator by allocator (failed rows skipped over), by the lab's one rule
+/// ([`crate::analysis::jumps::changes`]): at least the metric's threshold and the noise of
+/// both sizes, and a change of rate beyond the figures' own trend.
+pub fn jumps(rows: &[PointRow], per: Per) -> Vec<Jump> {
     let mut names: Vec<&str> = Vec::new();
     for r in rows {
         if !names.contains(&r.allocator.as_str()) {
@@ -344,24 +396,28 @@ pub fn jumps(rows: &[PointRow]) -> Vec<Jump> {
     let mut out = Vec::new();
     for metric in [Metric::Faults, Metric::Syscalls] {
         for name in &names {
-            let mut mine: Vec<(u64, f64)> = rows
+            let mut mine: Vec<Point> = rows
                 .iter()
                 .filter(|r| r.allocator == *name && r.status.is_ok())
-                .filter_map(|r| Some((r.size, r.value(metric)?)))
+                .filter_map(|r| {
+                    Some(Point {
+                        size: r.size,
+                        value: r.value(metric)?,
+                        noise: r.noise(metric),
+                    })
+                })
                 .collect();
-            mine.sort_by_key(|x| x.0);
-            for w in mine.windows(2) {
-                let above = |v: f64| v >= metric.threshold();
-                if above(w[0].1) != above(w[1].1) {
-                    out.push(Jump {
-                        allocator: name.to_string(),
-                        metric,
-                        from_size: w[0].0,
-                        from_value: w[0].1,
-                        to_size: w[1].0,
-                        to_value: w[1].1,
-                    });
-                }
+            mine.sort_by_key(|p| p.size);
+            for i in changes(&mine, per.trend(), metric.threshold()) {
+                let (a, b) = (mine[i], mine[i + 1]);
+                out.push(Jump {
+                    allocator: name.to_string(),
+                    metric,
+                    from_size: a.size,
+                    from_value: a.value,
+                    to_size: b.size,
+                    to_value: b.value,
+                });
             }
         }
     }
@@ -385,6 +441,10 @@ pub struct CommandCliff {
     pub above_size: Option<u64>,
     pub above_value: Option<f64>,
     pub probes: Option<usize>,
+    /// How far from the low side's level a value had to be to count as past the onset
+    /// (the threshold, or the measured noise where larger).
+    #[serde(default)]
+    pub margin: Option<f64>,
     /// Why there is no exact size.
     pub unresolved: Option<String>,
 }
@@ -439,6 +499,7 @@ pub fn bisect(
         above_size: None,
         above_value: None,
         probes: None,
+        margin: None,
         unresolved: None,
     };
     let Some(a) = base.allocators.iter().find(|a| a.label() == jump.allocator) else {
@@ -457,7 +518,7 @@ pub fn bisect(
         jump.from_size,
         jump.to_size,
         jump.metric,
-        crate::analysis::cliff::Rule::Midway,
+        per.trend(),
         resolution,
         show,
     ) {
@@ -467,6 +528,7 @@ pub fn bisect(
             out.above_size = Some(c.above.size);
             out.above_value = Some(c.above.value);
             out.probes = Some(c.probes);
+            out.margin = Some(c.margin);
         }
         Err(e) => {
             out.unresolved = Some(match e {
@@ -475,17 +537,17 @@ pub fn bisect(
                     from_value,
                     to,
                     to_value,
-                    side,
-                    threshold,
+                    margin,
                     ..
                 } => format!(
-                    "measured again, {} per {} is {} at {} and {} at {} elements, both {side} {threshold}: the values near the threshold vary from run to run (more --calls or --runs steady them)",
+                    "measured again, {} per {} is {} at {} and {} at {} elements, within the noise margin of {} of each other's level: the sweep's values vary from run to run (more --calls or --runs steady them)",
                     jump.metric.name(),
                     per.unit(),
                     fmt_count(from_value),
                     group_thousands(from as i64),
                     fmt_count(to_value),
                     group_thousands(to as i64),
+                    fmt_count(margin),
                 ),
                 e => e.to_string(),
             })
@@ -534,7 +596,7 @@ mod tests {
     }
 
     #[test]
-    fn jumps_cross_the_threshold_between_neighbouring_sizes_per_allocator() {
+    fn jumps_are_changes_beyond_threshold_and_trend_between_neighbouring_sizes_per_allocator() {
         let row = |a: &str, size, f: f64, ok: bool| PointRow {
             size,
             allocator: a.into(),
@@ -551,7 +613,7 @@ mod tests {
             row("jemalloc", 200, 9.0, false),
             row("jemalloc", 400, 0.5, true),
         ];
-        let j = jumps(&rows);
+        let j = jumps(&rows, Per::Difference(10));
         assert_eq!(j.len(), 1, "{j:?}");
         assert_eq!(
             (j[0].allocator.as_str(), j[0].from_size, j[0].to_size),
