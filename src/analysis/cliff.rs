@@ -222,17 +222,22 @@ pub fn find<R>(
     progress(&hi);
     let mut probes = 2;
     let (level, level_size) = (lo.value, lo.size);
-    let mut margin = metric.threshold().max(lo.noise).max(hi.noise);
+    let mut margin = metric.threshold().max(2.0 * lo.noise.max(hi.noise));
     // A level series (a run's figures: start-up plus what the sizes add — the input, the
     // first touch of each buffer) is not flat: its slope below the change comes from a
     // second size on the low side, half of `from`.
+    // A few rounds' spread understates the noise: twice it is the margin, and a slope
+    // from two noisy sizes is uncertain in proportion to how far it reaches.
     let mut slope = 0.0;
+    let mut slope_noise = 0.0;
     if trend == Trend::Level && from >= 2 {
         let reference = measure(from / 2)?;
         progress(&reference);
         probes += 1;
-        margin = margin.max(reference.noise);
-        slope = ((level - reference.value) / (from - reference.size) as f64).max(0.0);
+        margin = margin.max(2.0 * reference.noise);
+        let run = (from - reference.size) as f64;
+        slope = ((level - reference.value) / run).max(0.0);
+        slope_noise = 2.0 * lo.noise.max(reference.noise) / run;
     }
     // A low side within its noise of nothing is nothing: scaling its noise with the
     // size would make noise look like an onset.
@@ -249,7 +254,8 @@ pub fn find<R>(
     let up = departure(&hi) >= 0.0;
     let past = |p: &Probe<R>| {
         let d = departure(p);
-        (if up { d } else { -d }) >= margin
+        let reach = slope_noise * p.size.abs_diff(level_size) as f64;
+        (if up { d } else { -d }) >= margin + reach
     };
     if !past(&hi) {
         return Err(CliffError::NoChange {
@@ -423,7 +429,7 @@ mod tests {
             )
             .unwrap();
             assert_eq!((c.below.size, c.above.size), (25_049, 25_050), "{trend:?}");
-            assert_eq!(c.margin, 1.5);
+            assert_eq!(c.margin, 3.0);
         }
         // Per run: 12,000 faults of start-up, then the storm adds 14,000: a level
         // series whose both ends are far above any threshold.

@@ -268,12 +268,12 @@ fn run_command(args: &CliffArgs) -> Result<()> {
         )
     };
     super::print_out(&format!(
-        "{label}: the onset of {} per {}: the first size that leaves the level of --from ({}) by {} or more (the threshold, or the spread of a size's rounds where larger)\n  below: {}\n  above: {}\n({} probes, {} round(s) each)\n",
+        "{label}: the onset of {} per {}: the first size that leaves the level of --from ({}) by {} or more (the threshold, or twice the spread of a size's rounds where larger)\n  below: {}\n  above: {}\n({} probes, {} round(s) each)\n",
         metric.name(),
         per.unit(),
         match per.trend() {
             cliff::Trend::Proportional => "in proportion to the size",
-            cliff::Trend::Level => "as it is",
+            cliff::Trend::Level => "plus the slope measured at half of it",
         },
         fmt_count(c.margin),
         side(&c.below),

@@ -13,6 +13,18 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// Lowest and highest latency the histogram tracks, in ns, and its precision.
+pub const HIST_LOWEST_NS: u64 = 1;
+pub const HIST_HIGHEST_NS: u64 = 3_600_000_000_000;
+pub const HIST_SIGFIG: u8 = 3;
+
+/// A latency histogram in nanoseconds with the lab's fixed bounds (never resizes, so
+/// recording never allocates).
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(HIST_LOWEST_NS, HIST_HIGHEST_NS, HIST_SIGFIG)
+        .expect("constant histogram bounds are valid")
+}
+
 /// Version of the record layout; bumped on any incompatible change.
 pub const SCHEMA: &str = "alloclab.run/1";
 
@@ -288,7 +300,7 @@ mod tests {
 
     #[test]
     fn histogram_round_trips_exactly() {
-        let mut h = crate::worker::measure::new_histogram();
+        let mut h = new_histogram();
         for v in [1u64, 55, 1_000, 1_234_567, 9_999_999_999] {
             h.record_n(v, v % 7 + 1).unwrap();
         }

@@ -14,17 +14,8 @@ use std::hint::black_box;
 use std::sync::Barrier;
 use std::time::Instant;
 
-/// Lowest and highest latency the histogram tracks, in ns, and its precision.
-pub const HIST_LOWEST_NS: u64 = 1;
-pub const HIST_HIGHEST_NS: u64 = 3_600_000_000_000;
-pub const HIST_SIGFIG: u8 = 3;
-
-/// A latency histogram in nanoseconds with the lab's fixed bounds (never resizes, so
-/// recording never allocates).
-pub fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(HIST_LOWEST_NS, HIST_HIGHEST_NS, HIST_SIGFIG)
-        .expect("constant histogram bounds are valid")
-}
+/// The latency histogram of a run (defined with the record, whose format it is).
+pub use crate::model::record::{new_histogram, HIST_HIGHEST_NS, HIST_LOWEST_NS, HIST_SIGFIG};
 
 /// What the measured loop saw (for several threads: iterations and samples of all of
 /// them, wall time of the main thread).
