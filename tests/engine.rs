@@ -12,21 +12,8 @@ use common::*;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::os::unix::process::CommandExt;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn lab(args: &[&str]) -> Output {
-    Command::new(driver_path()).args(args).output().unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn json(text: &[u8]) -> Value {
-    serde_json::from_slice(text)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(text)))
-}
 
 /// exec's rounds of `--order-seed seed` into a folder: for each round, the allocators in
 /// the order they ran.

@@ -9,22 +9,7 @@
 mod common;
 
 use common::*;
-use serde_json::Value;
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn lab(args: &[&str]) -> Output {
-    Command::new(driver_path()).args(args).output().unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn json(text: &[u8]) -> Value {
-    serde_json::from_slice(text)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(text)))
-}
 
 fn read(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))

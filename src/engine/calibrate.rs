@@ -63,6 +63,7 @@ pub fn calibrate(
         }
     };
     let mut effects = Vec::new();
+    let order_seed = super::clock_seed();
     for variant in [Variant::InPlace, Variant::OutOfPlace] {
         let spec = RunSpec {
             allocator: alloc.allocator,
@@ -89,7 +90,7 @@ pub fn calibrate(
         Schedule {
             subjects: methods.len(),
             warmup: 0,
-            seed: super::clock_seed(),
+            seed: order_seed,
         }
         .rounds(rounds.max(1), &mut |i, _, _| {
             let p50 = match methods[i] {
@@ -155,5 +156,6 @@ pub fn calibrate(
         effects,
         unavailable,
         rounds,
+        order_seed: Some(order_seed),
     })
 }

@@ -147,3 +147,19 @@ pub fn drop_to_nobody(cmd: &mut Command) {
         });
     }
 }
+
+/// Runs the driver with `args` and waits for it.
+pub fn lab(args: &[&str]) -> Output {
+    Command::new(driver_path()).args(args).output().unwrap()
+}
+
+/// What a finished command wrote to stderr.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Parses JSON, showing the text when it does not parse.
+pub fn json(text: &[u8]) -> serde_json::Value {
+    serde_json::from_slice(text)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(text)))
+}
