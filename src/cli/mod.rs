@@ -122,7 +122,7 @@ impl ExecArgs {
     /// Validates everything that can be checked before any run.
     pub fn settings(&self) -> Result<crate::engine::command::ExecSettings, String> {
         command_settings(
-            crate::engine::command::parse_allocators(&self.allocators)?,
+            crate::model::knobs::parse_spec_list(&self.allocators).map_err(|e| e.to_string())?,
             &self.command,
             CommandOptions {
                 runs: self.runs,
@@ -153,7 +153,7 @@ pub struct CommandOptions {
 
 /// Validates a user's command (exec, tune, sweep, cliff): its program must be there.
 pub fn command_settings(
-    allocators: Vec<crate::engine::command::ExecAllocator>,
+    allocators: Vec<crate::model::knobs::AllocatorSpec>,
     command: &[std::ffi::OsString],
     o: CommandOptions,
 ) -> Result<crate::engine::command::ExecSettings, String> {
@@ -517,12 +517,7 @@ impl CompareArgs {
             None => Variant::ALL.to_vec(),
         };
         let allocators = match &self.allocators {
-            Some(list) => crate::model::knobs::parse_spec_list(list).map_err(|e| match e {
-                crate::model::knobs::KnobError::Allocator(_) => Error::BadInput(format!(
-                    "{e}, or an installed library as name=/path/to/lib.so (`alloclab list` shows those found here)"
-                )),
-                e => Error::bad(e),
-            })?,
+            Some(list) => crate::model::knobs::parse_spec_list(list).map_err(Error::bad)?,
             None => Allocator::ALL
                 .iter()
                 .map(|&a| crate::model::knobs::AllocatorSpec::plain(a))

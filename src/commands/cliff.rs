@@ -187,8 +187,7 @@ fn run_command(args: &CliffArgs) -> Result<()> {
     let template = Template::new(p.command.clone());
     template.check(true, p.calls).map_err(Error::BadInput)?;
     let per = template.per(p.calls);
-    let allocators =
-        crate::engine::command::parse_allocators(&args.allocator).map_err(Error::BadInput)?;
+    let allocators = crate::model::knobs::parse_spec_list(&args.allocator).map_err(Error::bad)?;
     if allocators.len() != 1 {
         return Err(Error::BadInput(format!(
             "--allocator {}: cliff bisects under one allocator; give one (sweep runs several)",
@@ -234,7 +233,7 @@ fn run_command(args: &CliffArgs) -> Result<()> {
         &mut show,
     )
     .map_err(Error::from)?;
-    let label = settings.allocators[0].label();
+    let label = settings.allocators[0].to_string();
     if args.format == Format::Json {
         let value = serde_json::json!({
             "command": template.words.iter().map(|w| w.to_string_lossy()).collect::<Vec<_>>(),

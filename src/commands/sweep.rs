@@ -72,7 +72,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     let sizes = parse_sizes(&args.sizes, args.per_octave).map_err(Error::BadInput)?;
     let per = template.per(p.calls);
     let settings = command_settings(
-        crate::engine::command::parse_allocators(&args.allocators).map_err(Error::BadInput)?,
+        crate::model::knobs::parse_spec_list(&args.allocators).map_err(Error::bad)?,
         &template.words,
         CommandOptions {
             runs: args.runs,

@@ -20,13 +20,11 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         return run_command(args);
     }
     let allocators = match &args.allocators {
-        Some(list) => crate::model::knobs::parse_spec_list(list).map_err(|e| match e {
-            crate::model::knobs::KnobError::Allocator(_) => Error::BadInput(format!(
-                "{e}, or an installed library as name=/path/to/lib.so (`alloclab list` shows those found here)"
-            )),
-            e => Error::bad(e),
-        })?,
-        None => Allocator::ALL.iter().map(|&a| AllocatorSpec::plain(a)).collect(),
+        Some(list) => crate::model::knobs::parse_spec_list(list).map_err(Error::bad)?,
+        None => Allocator::ALL
+            .iter()
+            .map(|&a| AllocatorSpec::plain(a))
+            .collect(),
     };
     if let Some(s) = allocators.iter().find(|s| !s.knobs.is_empty()) {
         return Err(Error::BadInput(format!(
@@ -130,31 +128,27 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     Ok(())
 }
 
-/// The ExecAllocators `tune -- CMD` tries: every curated set of each allocator given
+/// The allocator specs `tune -- CMD` tries: every curated set of each allocator given
 /// (defaults first), installed libraries with their defaults.
-fn command_sets(args: &TuneArgs) -> Result<Vec<crate::engine::command::ExecAllocator>> {
-    use crate::engine::command::ExecAllocator;
+fn command_sets(args: &TuneArgs) -> Result<Vec<AllocatorSpec>> {
     let given = match &args.allocators {
-        Some(list) => crate::engine::command::parse_allocators(list).map_err(Error::BadInput)?,
+        Some(list) => crate::model::knobs::parse_spec_list(list).map_err(Error::bad)?,
         None => Allocator::ALL
             .iter()
-            .map(|&a| ExecAllocator::Builtin(AllocatorSpec::plain(a)))
+            .map(|&a| AllocatorSpec::plain(a))
             .collect(),
     };
     let mut out = Vec::new();
-    for a in given {
-        match a {
-            ExecAllocator::Builtin(s) if !s.knobs.is_empty() => {
-                return Err(Error::BadInput(format!(
-                    "--allocators {s}: tune tries its own knob sets; give allocator names (or installed libraries) without knobs"
-                )))
-            }
-            ExecAllocator::Builtin(s) => out.extend(
-                tune::specs(s.allocator)
-                    .into_iter()
-                    .map(ExecAllocator::Builtin),
-            ),
-            custom => out.push(custom),
+    for s in given {
+        if !s.knobs.is_empty() {
+            return Err(Error::BadInput(format!(
+                "--allocators {s}: tune tries its own knob sets; give allocator names (or installed libraries) without knobs"
+            )));
+        }
+        if s.library.is_some() {
+            out.push(s);
+        } else {
+            out.extend(tune::specs(s.allocator));
         }
     }
     Ok(out)

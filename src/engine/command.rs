@@ -26,48 +26,26 @@ use std::time::Duration;
 /// the alloclab executable.
 pub const PRELOAD_DIR_ENV: &str = "ALLOCLAB_PRELOAD_DIR";
 
-/// An allocator as `exec` runs it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ExecAllocator {
-    /// glibc (no preload) or one of the project's preload libraries, with knobs.
-    Builtin(AllocatorSpec),
-    /// Any other allocator library, preloaded as given.
-    Custom { name: String, path: PathBuf },
+/// What the probe checks `a` against: a built-in allocator's name, or "custom" for an
+/// installed library.
+fn kind(a: &AllocatorSpec) -> &'static str {
+    match a.library {
+        Some(_) => "custom",
+        None => a.allocator.name(),
+    }
 }
 
-impl ExecAllocator {
-    pub fn label(&self) -> String {
-        match self {
-            ExecAllocator::Builtin(s) => s.to_string(),
-            ExecAllocator::Custom { name, .. } => name.clone(),
-        }
+/// The library to preload for `a` under a command, if any: none for glibc, the project's
+/// preload library for the other built-ins, the library itself for an installed one.
+pub fn preload(a: &AllocatorSpec, dir: &Path) -> Option<PathBuf> {
+    if let Some(l) = &a.library {
+        // A bare file name is looked up as the lab does everywhere; a path that does
+        // not resolve is kept as given, and the run says it does not exist.
+        return Some(l.resolve().unwrap_or_else(|_| probe::absolute(&l.path)));
     }
-
-    fn kind(&self) -> &'static str {
-        match self {
-            ExecAllocator::Builtin(s) => s.allocator.name(),
-            ExecAllocator::Custom { .. } => "custom",
-        }
-    }
-
-    /// The library to preload, if any.
-    pub fn preload(&self, dir: &Path) -> Option<PathBuf> {
-        match self {
-            ExecAllocator::Builtin(s) => match s.allocator {
-                Allocator::System => None,
-                a => Some(probe::absolute(&dir.join(preload_file(a)))),
-            },
-            // A bare file name is looked up as the lab does everywhere; a path that does
-            // not resolve is kept as given, and the run says it does not exist.
-            ExecAllocator::Custom { name, path } => Some(
-                crate::model::library::Library {
-                    name: name.clone(),
-                    path: path.clone(),
-                }
-                .resolve()
-                .unwrap_or_else(|_| probe::absolute(path)),
-            ),
-        }
+    match a.allocator {
+        Allocator::System => None,
+        x => Some(probe::absolute(&dir.join(preload_file(x)))),
     }
 }
 
@@ -109,44 +87,10 @@ fn last_lines(text: &str) -> String {
     lines[lines.len().saturating_sub(3)..].join(" / ")
 }
 
-/// Parses `--allocators`: "system,jemalloc,gperftools=/usr/lib/…/libtcmalloc_minimal.so.4", or with
-/// knobs, separated by ';': "system:top_pad=64M;jemalloc:dirty_decay_ms=-1;mimalloc".
-pub fn parse_allocators(text: &str) -> Result<Vec<ExecAllocator>, String> {
-    let mut out: Vec<ExecAllocator> = Vec::new();
-    for item in crate::model::knobs::split_spec_list(text) {
-        let item = item.as_str();
-        let library = crate::model::library::Library::parse(item, |n| {
-            crate::model::spec::parse_choice::<Allocator>(n).is_ok()
-        })?;
-        let a = match library {
-            Some(l) => ExecAllocator::Custom {
-                name: l.name,
-                path: l.path,
-            },
-            None => ExecAllocator::Builtin(item.parse().map_err(|e| match e {
-                crate::model::knobs::KnobError::Allocator(_) => format!(
-                    "{e}, or a library of your own as name=/path/to/lib.so (e.g. gperftools=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4)"
-                ),
-                e => e.to_string(),
-            })?),
-        };
-        if out.iter().any(|x| x.label() == a.label()) {
-            return Err(format!("allocator '{}' is given twice", a.label()));
-        }
-        out.push(a);
-    }
-    if out.is_empty() {
-        return Err(format!(
-            "no allocator in '{text}': expected e.g. system,jemalloc,mimalloc"
-        ));
-    }
-    Ok(out)
-}
-
 /// What `alloclab exec` was asked to do, validated.
 #[derive(Clone, Debug)]
 pub struct ExecSettings {
-    pub allocators: Vec<ExecAllocator>,
+    pub allocators: Vec<AllocatorSpec>,
     /// The command and its arguments, as given.
     pub command: Vec<OsString>,
     /// The command's executable, found as execvp would.
@@ -170,16 +114,14 @@ pub struct ExecSettings {
 
 /// The command's environment under `a`: this process's, minus everything that configures
 /// an allocator or preloads a library, plus `a`'s knobs and preload.
-fn child_env(a: &ExecAllocator, preload: Option<&Path>) -> Vec<(OsString, OsString)> {
+fn child_env(a: &AllocatorSpec, preload: Option<&Path>) -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
         .filter(|(k, _)| {
             let k = k.to_string_lossy();
             k != "LD_PRELOAD" && !crate::model::knobs::is_allocator_env(&k)
         })
         .collect();
-    if let ExecAllocator::Builtin(spec) = a {
-        env.extend(spec.env().into_iter().map(|(k, v)| (k.into(), v.into())));
-    }
+    env.extend(a.env().into_iter().map(|(k, v)| (k.into(), v.into())));
     if let Some(p) = preload {
         env.push(("LD_PRELOAD".into(), p.as_os_str().to_owned()));
     }
@@ -188,15 +130,15 @@ fn child_env(a: &ExecAllocator, preload: Option<&Path>) -> Vec<(OsString, OsStri
 
 /// Prepares one allocator: its environment, the probe's verdict, the prepared command.
 fn prepare(
-    a: &ExecAllocator,
+    a: &AllocatorSpec,
     settings: &ExecSettings,
     program: &Path,
     command: &[OsString],
 ) -> (AllocatorRuns, Option<Prepared>) {
-    let preload = a.preload(&settings.preload_dir);
+    let preload = preload(a, &settings.preload_dir);
     let env = child_env(a, preload.as_deref());
     let mut row = AllocatorRuns {
-        allocator: a.label(),
+        allocator: a.to_string(),
         preload: preload.as_ref().map(|p| p.display().to_string()),
         env: env
             .iter()
@@ -221,11 +163,11 @@ fn prepare(
     };
     if let Some(p) = &preload {
         if !p.is_file() {
-            let hint = match a {
-                ExecAllocator::Builtin(_) => format!(
+            let hint = match a.library {
+                None => format!(
                     "; build it with `make build` (cargo build --release --examples) or point {PRELOAD_DIR_ENV} at the folder that holds it"
                 ),
-                ExecAllocator::Custom { .. } => String::new(),
+                Some(_) => String::new(),
             };
             return fail(
                 row,
@@ -238,11 +180,8 @@ fn prepare(
             return fail(row, format!("cannot preload into this command: {why}"));
         }
     }
-    let knob_names: Vec<String> = match a {
-        ExecAllocator::Builtin(s) => s.knobs.iter().map(|k| k.name.clone()).collect(),
-        ExecAllocator::Custom { .. } => Vec::new(),
-    };
-    let (report, probe_stderr) = match probe::run_probe(a.kind(), &knob_names, &env) {
+    let knob_names: Vec<String> = a.knobs.iter().map(|k| k.name.clone()).collect();
+    let (report, probe_stderr) = match probe::run_probe(kind(a), &knob_names, &env) {
         Ok(r) => r,
         Err(why) => return fail(row, why),
     };
@@ -277,7 +216,8 @@ fn prepare(
         }
         _ => {}
     }
-    if let ExecAllocator::Builtin(spec) = a {
+    if a.library.is_none() {
+        let spec = a;
         if spec.allocator != Allocator::System
             && report.preload_allocator.as_deref() != Some(spec.allocator.name())
         {
@@ -574,22 +514,20 @@ mod tests {
 
     #[test]
     fn allocator_lists_parse_with_and_without_knobs() {
-        let a = parse_allocators("system,jemalloc,tc=/usr/lib/libtcmalloc.so.4").unwrap();
+        let parse = crate::model::knobs::parse_spec_list;
+        let a = parse("system,jemalloc,tc=/usr/lib/libtcmalloc.so.4").unwrap();
         assert_eq!(
-            a.iter().map(ExecAllocator::label).collect::<Vec<_>>(),
+            a.iter().map(|x| x.to_string()).collect::<Vec<_>>(),
             ["system", "jemalloc", "tc"]
         );
         assert_eq!(
-            a[2],
-            ExecAllocator::Custom {
-                name: "tc".into(),
-                path: "/usr/lib/libtcmalloc.so.4".into()
-            }
+            preload(&a[2], Path::new("/d")),
+            Some(PathBuf::from("/usr/lib/libtcmalloc.so.4"))
         );
-        let a = parse_allocators("system:top_pad=64M;mimalloc:purge_delay=0;x=/a/b.so").unwrap();
-        assert_eq!(a[0].label(), "system:top_pad=64M");
-        assert_eq!(a[1].label(), "mimalloc:purge_delay=0");
-        assert!(matches!(a[2], ExecAllocator::Custom { .. }));
+        let a = parse("system:top_pad=64M;mimalloc:purge_delay=0;x=/a/b.so").unwrap();
+        assert_eq!(a[0].to_string(), "system:top_pad=64M");
+        assert_eq!(a[1].to_string(), "mimalloc:purge_delay=0");
+        assert!(a[2].library.is_some());
         for bad in [
             "",
             "jemalloc=/x.so",
@@ -598,7 +536,7 @@ mod tests {
             "system,system",
             "glibc",
         ] {
-            assert!(parse_allocators(bad).is_err(), "{bad:?} accepted");
+            assert!(parse(bad).is_err(), "{bad:?} accepted");
         }
     }
 
@@ -606,19 +544,16 @@ mod tests {
     fn preloads_are_where_cargo_builds_them() {
         let dir = Path::new("/d");
         assert_eq!(
-            ExecAllocator::Builtin(AllocatorSpec::plain(Allocator::Jemalloc)).preload(dir),
+            preload(&AllocatorSpec::plain(Allocator::Jemalloc), dir),
             Some(PathBuf::from("/d/liballoclab_preload_jemalloc.so"))
         );
-        assert_eq!(
-            ExecAllocator::Builtin(AllocatorSpec::plain(Allocator::System)).preload(dir),
-            None
-        );
+        assert_eq!(preload(&AllocatorSpec::plain(Allocator::System), dir), None);
     }
 
     #[test]
     fn the_child_environment_drops_inherited_allocator_settings() {
         let spec: AllocatorSpec = "jemalloc:dirty_decay_ms=-1".parse().unwrap();
-        let env = child_env(&ExecAllocator::Builtin(spec), Some(Path::new("/x/lib.so")));
+        let env = child_env(&spec, Some(Path::new("/x/lib.so")));
         let get = |k: &str| {
             env.iter()
                 .filter(|(n, _)| n == k)

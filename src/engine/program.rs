@@ -502,7 +502,11 @@ pub fn bisect(
         margin: None,
         unresolved: None,
     };
-    let Some(a) = base.allocators.iter().find(|a| a.label() == jump.allocator) else {
+    let Some(a) = base
+        .allocators
+        .iter()
+        .find(|a| a.to_string() == jump.allocator)
+    else {
         out.unresolved = Some("the allocator is not in this session".into());
         return out;
     };

@@ -118,8 +118,14 @@ pub struct AllocatorSpec {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KnobError {
-    #[error(transparent)]
+    #[error("{0}, or an installed library as name=/path/to/lib.so (e.g. gperftools=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4; `alloclab list` shows those found here)")]
     Allocator(#[from] UnknownChoice),
+    /// The same allocator spec twice in one list.
+    #[error("allocator '{0}' is given twice")]
+    Duplicate(String),
+    /// A list without a single spec.
+    #[error("no allocator in '{0}': expected e.g. system,jemalloc,mimalloc")]
+    Empty(String),
     /// A `name=/path/lib.so` spec that is not well formed.
     #[error("{0}")]
     Library(String),
@@ -411,24 +417,21 @@ pub fn split_spec_list(text: &str) -> Vec<String> {
     out
 }
 
-/// Parses a comma-free list of allocator specs separated by spaces or semicolons, or the
-/// usual comma list when no spec has knobs: "system,jemalloc" or
-/// "system:top_pad=64M;jemalloc:dirty_decay_ms=-1".
+/// Parses a list of allocator specs — the one parser of every `--allocators`,
+/// `--allocator` and experiment file: "system,jemalloc", "system:top_pad=64M;jemalloc:
+/// dirty_decay_ms=-1", "system,gperftools=/usr/lib/…/libtcmalloc_minimal.so.4" or a bare
+/// "libtcmalloc_minimal.so.4". An empty list and a spec given twice are refused.
 pub fn parse_spec_list(text: &str) -> Result<Vec<AllocatorSpec>, KnobError> {
-    let items = split_spec_list(text);
-    if items.is_empty() {
-        return Err(KnobError::Allocator(UnknownChoice {
-            kind: Allocator::KIND,
-            given: text.into(),
-            valid: crate::model::spec::valid_names::<Allocator>(),
-        }));
-    }
     let mut out: Vec<AllocatorSpec> = Vec::new();
-    for i in items {
+    for i in split_spec_list(text) {
         let s: AllocatorSpec = i.parse()?;
-        if !out.contains(&s) {
-            out.push(s);
+        if out.iter().any(|x| x.to_string() == s.to_string()) {
+            return Err(KnobError::Duplicate(s.to_string()));
         }
+        out.push(s);
+    }
+    if out.is_empty() {
+        return Err(KnobError::Empty(text.into()));
     }
     Ok(out)
 }
