@@ -71,4 +71,20 @@ impl From<crate::analysis::cliff::CliffError> for Error {
     }
 }
 
+impl From<crate::engine::command::SessionError> for Error {
+    fn from(e: crate::engine::command::SessionError) -> Self {
+        use crate::engine::command::SessionError;
+        match e {
+            SessionError::Counters { mode, why } => Error::counters(mode, why),
+            SessionError::Save(_) => Error::RunFailed(e.to_string()),
+        }
+    }
+}
+
+impl From<crate::model::knobs::KnobError> for Error {
+    fn from(e: crate::model::knobs::KnobError) -> Self {
+        Error::BadInput(e.to_string())
+    }
+}
+
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -111,10 +111,7 @@ pub fn run(args: &ExecArgs) -> Result<()> {
     };
     let record = exec::run_session(&settings, &mut progress, &mut save);
     progress.0.clear();
-    let record = record.map_err(|e| match e {
-        exec::SessionError::BadInput(why) => Error::BadInput(why),
-        e @ exec::SessionError::Save(_) => Error::failed(e),
-    })?;
+    let record = record?;
     let rows = output::rows(&record);
     let text = match args.format {
         Format::Table => {

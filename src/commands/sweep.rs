@@ -111,11 +111,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
             per,
             &mut progress,
             &mut save,
-        )
-        .map_err(|e| match e {
-            crate::engine::command::SessionError::BadInput(why) => Error::BadInput(why),
-            e => Error::failed(e),
-        })?;
+        )?;
         let complete = record.complete;
         if complete {
             rows.extend(point);

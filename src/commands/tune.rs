@@ -184,10 +184,7 @@ fn run_command(args: &TuneArgs) -> Result<()> {
     let mut progress = super::exec::ExecProgress::session();
     let record = crate::engine::command::run_session(&settings, &mut progress, &mut |_| Ok(()));
     progress.0.clear();
-    let record = record.map_err(|e| match e {
-        crate::engine::command::SessionError::BadInput(why) => Error::BadInput(why),
-        e => Error::failed(e),
-    })?;
+    let record = record?;
     let rows = crate::export::exec::rows(&record);
     let verdicts = tune::set_verdicts(&record);
     let advice = tune::recommendation(&verdicts, args.noise_threshold);

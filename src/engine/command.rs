@@ -257,11 +257,14 @@ fn prepare(
 }
 
 /// Why a session stopped before its end.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum SessionError {
-    /// Nothing could run as asked (exit status 2).
-    #[error("{0}")]
-    BadInput(String),
+    /// The counters asked for cannot be read on this machine; nothing ran.
+    #[error("--counters {}: {why}", .mode.name())]
+    Counters {
+        mode: CounterMode,
+        why: crate::counters::Unavailable,
+    },
     /// Saving the results failed (exit status 1).
     #[error("saving the results failed: {0}")]
     Save(String),
@@ -286,7 +289,10 @@ pub fn run_session(
     save: &mut dyn FnMut(&ExecRecord) -> Result<(), String>,
 ) -> Result<ExecRecord, SessionError> {
     let plan =
-        crate::counters::resolve(settings.counters).map_err(|why| SessionError::BadInput(why.0))?;
+        crate::counters::resolve(settings.counters).map_err(|why| SessionError::Counters {
+            mode: settings.counters,
+            why,
+        })?;
     let syscall_counter = match &plan {
         CounterPlan::Perf(_) => "perf".to_string(),
         CounterPlan::Ptrace => "ptrace".to_string(),
