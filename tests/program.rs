@@ -289,3 +289,62 @@ fn a_size_where_the_command_fails_fails_its_row_and_the_others_go_on() {
     );
     assert!(read(&out.join("REPORT.md")).contains("too big: 32000"));
 }
+
+#[test]
+fn a_sweep_killed_half_way_says_it_is_incomplete() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep");
+    // The largest size hangs: the sweep is killed (SIGKILL, no chance to tidy up) while
+    // it measures it.
+    let mut child = std::process::Command::new(driver_path())
+        .args([
+            "sweep",
+            "--allocators",
+            "system",
+            "--sizes",
+            "1000..4000",
+            "--per-octave",
+            "1",
+            "--runs",
+            "2",
+            "--no-cliffs",
+            "--out",
+            out.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            "if [ {size} -ge 4000 ]; then sleep 5; fi",
+        ])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let rows = || {
+        std::fs::read_to_string(out.join("sweep.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| v["rows"].as_array().map(Vec::len))
+            .unwrap_or(0)
+    };
+    let waiting = std::time::Instant::now();
+    while rows() < 2 {
+        assert!(
+            waiting.elapsed().as_secs() < 60,
+            "the sweep never got going"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let sweep = json(read(&out.join("sweep.json")).as_bytes());
+    assert_eq!(sweep["complete"], false, "{sweep}");
+    assert_eq!(
+        json(read(&out.join("folder.json")).as_bytes())["complete"],
+        false
+    );
+    // REPORT.md is written after sweep.json: it may be the one of the first size.
+    let report = read(&out.join("REPORT.md"));
+    assert!(
+        report.contains("**Incomplete:** ") && report.contains(" of 3 sizes measured"),
+        "{report}"
+    );
+}

@@ -469,3 +469,61 @@ fn replicated_processes_merge_into_cells_with_intervals() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(text(&res.join("summary.csv")), summary);
 }
+
+#[test]
+fn a_folder_holds_one_measurement_and_says_whether_it_finished() {
+    let (dir, exp) = setup(TINY);
+    let out = dir.path().join("res");
+    let go = |exp: &Path| {
+        run(
+            &driver_path(),
+            &["run", "--out", out.to_str().unwrap(), exp.to_str().unwrap()],
+        )
+    };
+    let o = go(&exp);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let res = out.join("tiny");
+    let status = |res: &Path| {
+        serde_json::from_str::<serde_json::Value>(&text(&res.join("folder.json"))).unwrap()
+    };
+    assert_eq!(status(&res)["complete"], true);
+    assert_eq!(status(&res)["kind"], "run");
+
+    // The same experiment with another budget and fewer sizes, run again without
+    // --resume: the folder then holds the new measurement alone.
+    std::fs::write(
+        &exp,
+        TINY.replace("sizes = [2000, 4000]", "sizes = [2000]")
+            .replace("max_iters = 25", "max_iters = 30")
+            .replace("min_iters = 25", "min_iters = 30"),
+    )
+    .unwrap();
+    let o = go(&exp);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let records: Vec<PathBuf> = std::fs::read_dir(res.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(records.len(), 4, "{records:?}");
+    for p in &records {
+        assert_eq!(RunRecord::from_json(&text(p)).unwrap().iterations, 30);
+    }
+    assert_eq!(text(&res.join("summary.csv")).lines().count(), 1 + 4);
+    assert!(!res
+        .join("histograms/scale-in-place-system-n4000-t1.us.csv")
+        .exists());
+
+    // A record edited by hand to another spec is refused by report (exit 2, naming the
+    // file), never shown under the planned cell.
+    let victim = res.join("runs/scale-in-place-system-n2000-t1.json");
+    let edited = text(&victim).replace("\"size\": 2000", "\"size\": 3000");
+    assert_ne!(edited, text(&victim));
+    std::fs::write(&victim, edited).unwrap();
+    let o = run(&driver_path(), &["report", res.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("scale-in-place-system-n2000-t1.json") && err.contains("not the plan's"),
+        "{err}"
+    );
+}

@@ -7,7 +7,8 @@ use crate::engine::command::{self as exec, ExecRecord};
 use crate::engine::spawn::ChildRun;
 use crate::error::{Error, Result};
 use crate::export::exec as output;
-use crate::export::{self, results, Format};
+use crate::export::folder::{Folder, Kind};
+use crate::export::{self, Format};
 use crate::fmt::fmt_ns;
 use crate::ui::progress::Progress;
 use std::path::Path;
@@ -73,45 +74,34 @@ impl exec::Observer for ExecProgress {
     }
 }
 
-/// Takes `dir` for the results of exec (`own` = exec.json) or sweep (sweep.json):
-/// created if missing, locked against a second writer, refused when it holds results of
-/// another command.
-pub fn take_out_dir(dir: &Path, own: &str) -> Result<std::fs::File> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| Error::BadInput(format!("cannot create {}: {e}", dir.display())))?;
-    for (foreign, by) in [
-        ("plan.json", "run"),
-        ("runs", "run"),
-        ("exec.json", "exec"),
-        ("sweep.json", "sweep"),
-    ] {
-        if foreign != own && dir.join(foreign).exists() {
-            return Err(Error::BadInput(format!(
-                "{} holds results of `alloclab {by}` ({foreign}); give this command a folder of its own",
-                dir.display()
-            )));
-        }
-    }
-    results::lock_folder(dir).map_err(Error::bad)
+/// Opens `dir` for the results of `kind` and starts a fresh measurement in it (see
+/// [`Folder`]): created if missing, locked, refused when it holds another command's
+/// results; an earlier measurement's files are removed.
+pub fn take_out_dir(dir: &Path, kind: Kind) -> Result<Folder> {
+    let mut folder = Folder::open(dir, kind).map_err(Error::bad)?;
+    folder.start(true).map_err(Error::failed)?;
+    Ok(folder)
 }
 
 pub fn run(args: &ExecArgs) -> Result<()> {
     let settings = args.settings().map_err(Error::BadInput)?;
-    let _lock = args
+    let mut folder = args
         .out
         .as_deref()
-        .map(|d| take_out_dir(d, "exec.json"))
+        .map(|d| take_out_dir(d, Kind::Exec))
         .transpose()?;
     crate::engine::begin();
     let mut progress = ExecProgress(Progress::with_results(0), Mode::Session);
-    let out = args.out.clone();
-    let mut save = |record: &ExecRecord| match &out {
-        Some(dir) => output::save(dir, record),
+    let mut save = |record: &ExecRecord| match &folder {
+        Some(f) => output::save(f, record),
         None => Ok(()),
     };
     let record = exec::run_session(&settings, &mut progress, &mut save);
     progress.0.clear();
     let record = record?;
+    if let Some(f) = &mut folder {
+        f.finish(record.complete).map_err(Error::failed)?;
+    }
     let rows = output::rows(&record);
     let text = match args.format {
         Format::Table => {

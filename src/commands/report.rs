@@ -7,16 +7,25 @@ use crate::export::{report_md, results};
 
 pub fn run(args: &ReportArgs) -> Result<()> {
     let dir = &args.dir;
+    if !dir.is_dir() {
+        return Err(Error::BadInput(format!(
+            "{} is not a folder; give a results folder written by `alloclab run`, e.g. results/numpy-temporaries",
+            dir.display()
+        )));
+    }
+    // The lock first: a folder another alloclab is still writing (calibrating, say) is
+    // in use, not "no results folder".
+    let mut folder = results::ResultsDir::open(dir).map_err(Error::bad)?;
     if !dir.join("plan.json").is_file() {
         return Err(Error::BadInput(format!(
             "{} is not a results folder (no plan.json); give one written by `alloclab run`, e.g. results/numpy-temporaries",
             dir.display()
         )));
     }
-    let lock = results::ResultsDir::open(dir).map_err(Error::bad)?;
-    let loaded = results::load(dir).map_err(Error::failed)?;
+    let loaded = results::load(dir).map_err(Error::bad)?;
     let rebuilt = report_md::rebuild(dir, &loaded, true).map_err(Error::failed)?;
-    drop(lock);
+    folder.finish(rebuilt.complete()).map_err(Error::failed)?;
+    drop(folder);
     eprintln!(
         "{}: {}; {} plot(s); REPORT.md rebuilt",
         dir.display(),

@@ -66,11 +66,15 @@ pub fn run(args: RunArgs) -> Result<()> {
         Duration::from_secs_f64(args.timeout),
     )
     .map_err(|why| Error::counters(args.counters, why))?;
-    let folders = experiments
+    // Without --resume a run replaces what the folder held: one measurement per folder.
+    let mut folders = experiments
         .iter()
         .map(|e| ResultsDir::open(&args.out.join(&e.name)))
         .collect::<Result<Vec<_>, _>>()
         .map_err(Error::bad)?;
+    for f in &mut folders {
+        f.start(!args.resume).map_err(Error::failed)?;
+    }
     crate::engine::begin();
     // What observing costs on this machine now, recorded with every experiment.
     let (min_time, rounds) = if args.quick { (0.02, 1) } else { (0.15, 6) };
@@ -96,7 +100,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     let processes: u64 = experiments.iter().map(Experiment::process_count).sum();
     let mut progress = Progress::planned(processes as usize, plan_eta(&experiments));
     let mut failed = 0;
-    for (exp, folder) in experiments.iter().zip(&folders) {
+    for (exp, folder) in experiments.iter().zip(&mut folders) {
         let o = run_experiment(
             exp,
             folder,
@@ -113,6 +117,9 @@ pub fn run(args: RunArgs) -> Result<()> {
                 return Err(e);
             }
         };
+        folder
+            .finish(o.rebuilt.complete() && !o.interrupted)
+            .map_err(Error::failed)?;
         failed += o.rebuilt.failed;
         progress.say(&format!(
             "{}: {}{}; {} plot(s); report in {}",
@@ -324,13 +331,14 @@ pub fn run_experiment(
         return Err(e);
     }
     if interrupted() {
-        // Not reached this time: what an earlier run left for it still counts.
+        // Not reached this time: with --resume, an earlier run's record of exactly this
+        // spec and budget still counts (without, the folder held nothing earlier).
         for (i, run) in plan.runs.iter().enumerate() {
             for round in 0..r {
-                if cells[i].runs.iter().all(|(done, _)| *done != round) {
+                if resume && cells[i].runs.iter().all(|(done, _)| *done != round) {
                     let id = results::process_id(&run.id, round, r);
-                    if let Some(o) = results::load_outcome(&dir, &id, run)? {
-                        cells[i].runs.push((round, o.result));
+                    if let Some(record) = results.completed(&id, &run.spec, exp) {
+                        cells[i].runs.push((round, Ok(record)));
                     }
                 }
             }

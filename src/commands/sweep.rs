@@ -8,7 +8,7 @@ use crate::engine::command::ExecRecord;
 use crate::engine::program::{self, CommandCliff, Per, PointRow, Template};
 use crate::error::{Error, Result};
 use crate::export::exec::{file_stem, histogram, shell_words};
-use crate::export::results::{write_atomic, HISTOGRAM_SCALING};
+use crate::export::folder::{Folder, Kind};
 use crate::export::svg::{self, Axis, Chart, Scale, Series};
 use crate::export::table::{render_markdown, render_table, TableRow};
 use crate::fmt::{fmt_count, fmt_ns, group_thousands};
@@ -17,7 +17,6 @@ use crate::model::spec::{parse_size, Allocator};
 use crate::ui::interrupt::interrupted;
 use crate::ui::progress::Progress;
 use serde::Serialize;
-use std::path::Path;
 
 /// `--sizes`: FROM..TO (geometric, `per_octave` per doubling) or a list, ascending,
 /// without repeats.
@@ -86,7 +85,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
         },
     )
     .map_err(Error::BadInput)?;
-    let _lock = super::exec::take_out_dir(&args.out, "sweep.json")?;
+    let mut folder = super::exec::take_out_dir(&args.out, Kind::Sweep)?;
     crate::engine::begin();
     let arms = if matches!(per, Per::Difference(_)) {
         2
@@ -103,7 +102,8 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     let out = &args.out;
     for &size in &sizes {
         let name = format!("points/n{size}.json");
-        let mut save = |r: &ExecRecord| save_json(&out.join(&name), r);
+        let f = &folder;
+        let mut save = |r: &ExecRecord| f.json(&name, r).map_err(|e| e.to_string());
         let (record, point) = program::measure(
             &settings,
             &template,
@@ -118,7 +118,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
             records.push((size, record));
         }
         write_folder(
-            out, &template, per, &sizes, !complete, &rows, &cliffs, &records,
+            &folder, &template, per, &sizes, false, &rows, &cliffs, &records,
         )?;
         if !complete {
             progress.0.clear();
@@ -163,19 +163,18 @@ pub fn run(args: &SweepArgs) -> Result<()> {
             if !interrupted() {
                 cliffs.push(c);
             }
-            write_folder(out, &template, per, &sizes, false, &rows, &cliffs, &records)?;
+            write_folder(
+                &folder, &template, per, &sizes, false, &rows, &cliffs, &records,
+            )?;
         }
     }
+    let complete = !interrupted();
     write_folder(
-        out,
-        &template,
-        per,
-        &sizes,
-        interrupted(),
-        &rows,
-        &cliffs,
-        &records,
+        &folder, &template, per, &sizes, complete, &rows, &cliffs, &records,
     )?;
+    folder
+        .finish(complete)
+        .map_err(|e| Error::RunFailed(format!("writing the results failed: {e}")))?;
     let mut text = table(&rows, false);
     if !cliffs.is_empty() {
         text.push_str("\nwhere faults or memory syscalls per call change:\n");
@@ -197,11 +196,6 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     }
     let failed = rows.iter().filter(|r| !r.status.is_ok()).count();
     super::failed_runs(failed, rows.len(), "sizes × allocators")
-}
-
-fn save_json<T: Serialize>(path: &Path, value: &T) -> std::result::Result<(), String> {
-    let json = serde_json::to_string_pretty(value).map_err(|e| e.to_string())? + "\n";
-    write_atomic(path, json.as_bytes()).map_err(|e| e.to_string())
 }
 
 fn time(r: &PointRow) -> String {
@@ -317,14 +311,15 @@ fn plot(
     })
 }
 
-/// Rewrites the folder from what is measured so far (every file atomically).
+/// Rewrites the folder from what is measured so far (every file atomically); `complete`
+/// only once every size is measured and every change bisected.
 #[allow(clippy::too_many_arguments)]
 fn write_folder(
-    out: &Path,
+    folder: &Folder,
     template: &Template,
     per: Per,
     sizes: &[u64],
-    incomplete: bool,
+    complete: bool,
     rows: &[PointRow],
     cliffs: &[CommandCliff],
     records: &[(u64, ExecRecord)],
@@ -335,26 +330,30 @@ fn write_folder(
         .map(|w| w.to_string_lossy().into_owned())
         .collect();
     let unit = per.unit();
-    let err = |e: String| Error::RunFailed(format!("writing the results failed: {e}"));
-    save_json(
-        &out.join("sweep.json"),
-        &SweepFile {
-            schema: "alloclab.sweep/1",
-            command: command.clone(),
-            per: per.describe(),
-            sizes,
-            complete: !incomplete,
-            rows,
-            cliffs,
-        },
-    )
-    .map_err(err)?;
-    save_json(&out.join("cliffs.json"), &cliffs).map_err(err)?;
-    write_atomic(
-        &out.join("summary.csv"),
-        crate::export::csv::csv_of(rows, &PointRow::default()).as_bytes(),
-    )
-    .map_err(|e| err(e.to_string()))?;
+    let err = |e: crate::export::results::ResultsError| {
+        Error::RunFailed(format!("writing the results failed: {e}"))
+    };
+    folder
+        .json(
+            "sweep.json",
+            &SweepFile {
+                schema: "alloclab.sweep/1",
+                command: command.clone(),
+                per: per.describe(),
+                sizes,
+                complete,
+                rows,
+                cliffs,
+            },
+        )
+        .map_err(err)?;
+    folder.json("cliffs.json", &cliffs).map_err(err)?;
+    folder
+        .text(
+            "summary.csv",
+            &crate::export::csv::csv_of(rows, &PointRow::default()),
+        )
+        .map_err(err)?;
     // Run times of every size and allocator, in the lab's HdrHistogram files.
     // With {calls}, the 2N-call runs of each allocator (its second row).
     let step = if matches!(per, Per::Difference(_)) {
@@ -367,17 +366,7 @@ fn write_folder(
             let (name, runs) = (&pair[0].allocator, &pair[pair.len() - 1]);
             if let Some(h) = histogram(runs) {
                 let stem = format!("{}-n{size}", file_stem(name));
-                let dir = out.join("histograms");
-                write_atomic(
-                    &dir.join(format!("{stem}.us.csv")),
-                    crate::export::hdr::csv(&h, HISTOGRAM_SCALING).as_bytes(),
-                )
-                .map_err(|e| err(e.to_string()))?;
-                write_atomic(
-                    &dir.join(format!("{stem}.us.hgrm")),
-                    crate::export::hdr::text(&h, HISTOGRAM_SCALING).as_bytes(),
-                )
-                .map_err(|e| err(e.to_string()))?;
+                folder.histogram(&stem, &h).map_err(err)?;
             }
         }
     }
@@ -415,10 +404,17 @@ fn write_folder(
         "# alloclab sweep\n\n```\n{}\n```\n\n",
         shell_words(&command)
     );
-    if incomplete {
-        md.push_str(
-            "> **Incomplete:** the sweep was interrupted; the sizes below are those measured.\n\n",
-        );
+    if !complete {
+        let measured = rows
+            .iter()
+            .map(|r| r.size)
+            .collect::<std::collections::BTreeSet<_>>()
+            .len();
+        md.push_str(&format!(
+            "> **Incomplete:** {measured} of {} sizes measured{}; the sweep is still going, or was interrupted or killed. Only a finished sweep says `\"complete\": true` in sweep.json and folder.json.\n\n",
+            sizes.len(),
+            if measured == sizes.len() { " (the cliffs between them are not all bisected)" } else { "" }
+        ));
     }
     md.push_str(&format!(
         "Figures are {}; time is the median over the rounds with its 95 % interval. Sizes: {}.\n\n",
@@ -439,14 +435,15 @@ fn write_folder(
     md.push_str("\n## Plots\n\n");
     for (name, y, scale, value, format) in plots {
         let svg = plot(rows, &format!("{y} against size"), &y, scale, value, format);
-        write_atomic(&out.join(format!("plots/{name}.svg")), svg.as_bytes())
-            .map_err(|e| err(e.to_string()))?;
+        folder
+            .text(&format!("plots/{name}.svg"), &svg)
+            .map_err(err)?;
         md.push_str(&format!("![{y}](plots/{name}.svg)\n"));
     }
     md.push_str("\n## Summary\n\n");
     md.push_str(&table(rows, true));
     md.push_str("\nEvery run: `points/n<size>.json` (exec's record of that size). Run times: `histograms/<allocator>-n<size>.us.csv` (HdrHistogram, µs; with {calls}, the 2N-call runs). All rows: `summary.csv`; cliffs: `cliffs.json`.\n");
-    write_atomic(&out.join("REPORT.md"), md.as_bytes()).map_err(|e| err(e.to_string()))?;
+    folder.text("REPORT.md", &md).map_err(err)?;
     Ok(())
 }
 

@@ -5,12 +5,11 @@
 
 pub use crate::analysis::command::{paired, rows, ExecRow};
 use crate::analysis::stats::{coverage, LEVEL};
-use crate::export::results::{write_atomic, HISTOGRAM_SCALING};
+use crate::export::folder::Folder;
 use crate::export::table::{render_markdown, render_table, TableRow};
 use crate::fmt::{fmt_count, fmt_ns, group_thousands, human_bytes};
 use crate::model::command::{AllocatorRuns, ExecRecord};
 use hdrhistogram::Histogram;
-use std::path::Path;
 
 /// Allocators whose runs spread widely (max − min more than a fifth of the median over
 /// three runs or more): a median with a small MAD would hide two behaviours.
@@ -295,30 +294,23 @@ pub fn file_stem(label: &str) -> String {
 }
 
 /// Writes (atomically, file by file) the record and everything derived from it into
-/// `dir`: exec.json, summary.csv, env.json, histograms/<allocator>.us.csv/.us.hgrm,
+/// its folder: exec.json, summary.csv, env.json, histograms/<allocator>.us.csv/.us.hgrm,
 /// REPORT.md.
-pub fn save(dir: &Path, record: &ExecRecord) -> Result<(), String> {
+pub fn save(folder: &Folder, record: &ExecRecord) -> Result<(), String> {
     let err = |e: crate::export::results::ResultsError| e.to_string();
-    let json = serde_json::to_string_pretty(record).map_err(|e| e.to_string())? + "\n";
-    write_atomic(&dir.join("exec.json"), json.as_bytes()).map_err(err)?;
+    folder.json("exec.json", record).map_err(err)?;
     let rows = rows(record);
-    write_atomic(
-        &dir.join("summary.csv"),
-        crate::export::csv::csv_of(&rows, &ExecRow::default()).as_bytes(),
-    )
-    .map_err(err)?;
-    let env = serde_json::to_string_pretty(&record.environment).map_err(|e| e.to_string())? + "\n";
-    write_atomic(&dir.join("env.json"), env.as_bytes()).map_err(err)?;
-    let hist_dir = dir.join("histograms");
-    std::fs::create_dir_all(&hist_dir)
-        .map_err(|e| format!("creating {}: {e}", hist_dir.display()))?;
+    folder
+        .text(
+            "summary.csv",
+            &crate::export::csv::csv_of(&rows, &ExecRow::default()),
+        )
+        .map_err(err)?;
+    folder.json("env.json", &record.environment).map_err(err)?;
     for a in &record.allocators {
         if let Some(h) = histogram(a) {
-            let stem = file_stem(&a.allocator);
-            let csv = crate::export::hdr::csv(&h, HISTOGRAM_SCALING);
-            let text = crate::export::hdr::text(&h, HISTOGRAM_SCALING);
-            write_atomic(&hist_dir.join(format!("{stem}.us.csv")), csv.as_bytes()).map_err(err)?;
-            write_atomic(&hist_dir.join(format!("{stem}.us.hgrm")), text.as_bytes())
+            folder
+                .histogram(&file_stem(&a.allocator), &h)
                 .map_err(err)?;
         }
     }
@@ -337,7 +329,7 @@ pub fn save(dir: &Path, record: &ExecRecord) -> Result<(), String> {
         "\nTimes and counts are medians over the runs; ±MAD is the median absolute deviation of the wall time. \
 Run times per allocator: `histograms/<allocator>.us.csv` (HdrHistogram, µs). Every run: `exec.json`.\n",
     );
-    write_atomic(&dir.join("REPORT.md"), md.as_bytes()).map_err(err)?;
+    folder.text("REPORT.md", &md).map_err(err)?;
     Ok(())
 }
 

@@ -4,6 +4,7 @@
 
 pub mod csv;
 pub mod exec;
+pub mod folder;
 pub mod hdr;
 pub mod plots;
 pub mod report_md;

@@ -23,12 +23,32 @@ pub struct Rebuilt {
     pub plots: usize,
     /// Worker processes per cell.
     pub processes: u32,
+    /// Worker processes with a result (record or failure), and planned.
+    pub processes_done: usize,
+    pub processes_planned: usize,
 }
 
 impl Rebuilt {
     /// "24 of 24 runs ok, 0 failed", or with several processes per cell "8 of 8 cells ok
     /// (6 processes each), 0 failed".
     pub fn counts(&self) -> String {
+        let counts = self.cell_counts();
+        if self.complete() {
+            counts
+        } else {
+            format!(
+                "{counts}; incomplete: {} of {} planned processes ran",
+                self.processes_done, self.processes_planned
+            )
+        }
+    }
+
+    /// Whether every planned process has its result (a record or a failure).
+    pub fn complete(&self) -> bool {
+        self.processes_done >= self.processes_planned
+    }
+
+    fn cell_counts(&self) -> String {
         match self.processes {
             0 | 1 => format!(
                 "{} of {} runs ok, {} failed",
@@ -179,7 +199,16 @@ pub fn rebuild(
         failed: rows.iter().filter(|r| !r.status.is_ok()).count(),
         plots: plot_files.len(),
         processes: loaded.plan.experiment.processes,
+        processes_done: process_counts(loaded).0,
+        processes_planned: process_counts(loaded).1,
     })
+}
+
+/// Worker processes with a result, and planned.
+fn process_counts(loaded: &Loaded) -> (usize, usize) {
+    let done = loaded.cells.iter().map(|c| c.runs.len()).sum();
+    let per_cell = loaded.plan.experiment.processes.max(1) as usize;
+    (done, loaded.plan.runs.len() * per_cell)
 }
 
 fn report_markdown(
@@ -192,12 +221,13 @@ fn report_markdown(
     let e = &loaded.plan.experiment;
     let mut md = String::new();
     let _ = writeln!(md, "# {}\n\n{}\n", e.name, e.description);
-    let done = rows.len();
-    let planned = loaded.plan.runs.len();
+    let (done, planned) = process_counts(loaded);
     if done < planned {
+        let cells = rows.len();
         let _ = writeln!(
             md,
-            "> **Incomplete:** {done} of {planned} planned runs have results (the run was interrupted or is still going; `alloclab run --resume` completes it).\n"
+            "> **Incomplete:** {done} of {planned} planned worker processes have results ({cells} of {} cells have at least one; the run was interrupted or is still going; `alloclab run --resume` completes it). The process counts of each cell are in summary.csv.\n",
+            loaded.plan.runs.len()
         );
     }
     let _ = writeln!(md, "## Environment\n");

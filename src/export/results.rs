@@ -14,6 +14,7 @@
 //! ```
 
 use crate::analysis::cliff::FoundCliff;
+use crate::export::folder::{Folder, Kind};
 use crate::export::hdr;
 use crate::model::experiment::{run_id, Experiment};
 use crate::model::record::RunRecord;
@@ -36,8 +37,12 @@ pub enum ResultsError {
     Io { path: PathBuf, source: io::Error },
     #[error("{}: {why}", .path.display())]
     Invalid { path: PathBuf, why: String },
-    #[error("{} holds results of `alloclab {by}` ({by}.json); give run a folder of its own", .dir.display())]
-    ExecFolder { dir: PathBuf, by: &'static str },
+    #[error("{} holds results of `alloclab {by}` ({marker}); give this command a folder of its own", .dir.display())]
+    OtherKind {
+        dir: PathBuf,
+        by: &'static str,
+        marker: &'static str,
+    },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ResultsError + '_ {
@@ -152,32 +157,32 @@ pub fn lock_folder(dir: &Path) -> Result<File, ResultsError> {
     Ok(lock)
 }
 
-/// An open, locked results folder.
+/// An open, locked results folder of `alloclab run` (see [`super::folder`]).
 pub struct ResultsDir {
     pub root: PathBuf,
-    /// Held open for the lock's lifetime.
-    _lock: File,
+    folder: Folder,
 }
 
 impl ResultsDir {
-    /// Creates the folder if needed and takes its lock, or says who holds it; refuses a
-    /// folder of `alloclab exec` or `sweep` results (they refuse run's in turn).
+    /// Opens and locks `root` for run's results ([`Folder::open`]); nothing changes in
+    /// it before [`ResultsDir::start`].
     pub fn open(root: &Path) -> Result<Self, ResultsError> {
-        fs::create_dir_all(root).map_err(io_err(root))?;
-        for by in ["exec", "sweep"] {
-            if root.join(format!("{by}.json")).exists() {
-                return Err(ResultsError::ExecFolder {
-                    dir: root.to_path_buf(),
-                    by,
-                });
-            }
-        }
-        let lock = lock_folder(root)?;
-        fs::create_dir_all(root.join("runs")).map_err(io_err(root))?;
         Ok(ResultsDir {
             root: root.to_path_buf(),
-            _lock: lock,
+            folder: Folder::open(root, Kind::Run)?,
         })
+    }
+
+    /// Starts a measurement ([`Folder::start`]): `fresh` for a new one (what an earlier
+    /// one left is removed), not for `--resume`.
+    pub fn start(&mut self, fresh: bool) -> Result<(), ResultsError> {
+        self.folder.start(fresh)?;
+        fs::create_dir_all(self.root.join("runs")).map_err(io_err(&self.root))
+    }
+
+    /// Says in `folder.json` whether every planned run has its result.
+    pub fn finish(&mut self, complete: bool) -> Result<(), ResultsError> {
+        self.folder.finish(complete)
     }
 
     pub fn save_plan(&self, plan: &Plan) -> Result<(), ResultsError> {
@@ -362,14 +367,16 @@ pub struct Loaded {
 pub fn load_cell(
     root: &Path,
     run: &PlannedRun,
-    processes: u32,
+    experiment: &Experiment,
 ) -> Result<Option<Cell>, ResultsError> {
+    let processes = experiment.processes;
     let mut cell = Cell {
         spec: run.spec.clone(),
         runs: Vec::new(),
     };
     for round in 0..processes.max(1) {
-        if let Some(o) = load_outcome(root, &process_id(&run.id, round, processes), run)? {
+        let id = process_id(&run.id, round, processes);
+        if let Some(o) = load_outcome(root, &id, run, experiment)? {
             cell.runs.push((round, o.result));
         }
     }
@@ -377,22 +384,57 @@ pub fn load_cell(
 }
 
 /// One process's record or failure as kept on disk (`id`: its file id); `None` if it
-/// never ran.
+/// never ran. A record or failure of another spec or budget than the plan's (a file
+/// edited or copied in by hand) is refused, never shown under this cell.
 pub fn load_outcome(
     root: &Path,
     id: &str,
     run: &PlannedRun,
+    experiment: &Experiment,
 ) -> Result<Option<Outcome>, ResultsError> {
     let ok = root.join("runs").join(format!("{id}.json"));
     let failed = root.join("runs").join(format!("{id}.failed.json"));
+    let mismatch = |path: &Path, what: &str, theirs: String, planned: String| {
+        ResultsError::Invalid {
+        path: path.to_path_buf(),
+        why: format!(
+            "its {what} ({theirs}) is not the plan's ({planned}); it belongs to another measurement: remove it, or run the experiment again into a folder of its own"
+        ),
+    }
+    };
     let result = if ok.exists() {
-        Ok(load_run(&ok)?)
+        let r = load_run(&ok)?;
+        if r.spec() != run.spec {
+            return Err(mismatch(
+                &ok,
+                "spec",
+                r.spec().to_string(),
+                run.spec.to_string(),
+            ));
+        }
+        if r.budget != experiment.budget {
+            return Err(mismatch(
+                &ok,
+                "budget",
+                format!("{:?}", r.budget),
+                format!("{:?}", experiment.budget),
+            ));
+        }
+        Ok(r)
     } else if failed.exists() {
         let text = fs::read_to_string(&failed).map_err(io_err(&failed))?;
         let f: FailedRun = serde_json::from_str(&text).map_err(|e| ResultsError::Invalid {
             path: failed.clone(),
             why: e.to_string(),
         })?;
+        if f.spec != run.spec {
+            return Err(mismatch(
+                &failed,
+                "spec",
+                f.spec.to_string(),
+                run.spec.to_string(),
+            ));
+        }
         Err(RunFailure { cause: f.error })
     } else {
         return Ok(None);
@@ -424,7 +466,7 @@ pub fn load(root: &Path) -> Result<Loaded, ResultsError> {
     })?;
     let mut cells = Vec::new();
     for run in &plan.runs {
-        if let Some(c) = load_cell(root, run, plan.experiment.processes)? {
+        if let Some(c) = load_cell(root, run, &plan.experiment)? {
             cells.push(c);
         }
     }
