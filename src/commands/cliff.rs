@@ -12,9 +12,60 @@ use crate::fmt::{fmt_count, fmt_ns, human_bytes};
 use crate::model::budget::Budget;
 use crate::model::knobs::AllocatorSpec;
 use crate::model::run::RunSpec;
+use crate::model::spec::{Variant, Workload};
 use crate::model::summary::SummaryRow;
 use crate::ui::progress::Progress;
+use serde::Serialize;
 use std::time::Duration;
+
+/// `cliff --format json`: the exact sizes either side of the change, each measured
+/// again in replicated processes.
+#[derive(Serialize)]
+struct CliffOutput {
+    allocator: String,
+    workload: Workload,
+    variant: Variant,
+    metric: &'static str,
+    threshold: f64,
+    below: CliffSide,
+    above: CliffSide,
+    probes: usize,
+    below_replicated: Replicated,
+    above_replicated: Replicated,
+    above_vs_below: Option<Across>,
+    order_seed: u64,
+}
+
+/// One side of the cliff as its bisection probe measured it.
+#[derive(Serialize)]
+struct CliffSide {
+    size: u64,
+    value_per_iter: f64,
+    p50_ns: u64,
+    p99_ns: u64,
+    minflt_per_iter: f64,
+    memory_syscalls_per_iter: Option<f64>,
+}
+
+/// One side measured again in replicated processes.
+#[derive(Serialize)]
+struct Replicated {
+    processes: u32,
+    p50_ns: Option<u64>,
+    p50_ci_low_ns: Option<u64>,
+    p50_ci_high_ns: Option<u64>,
+    ci_coverage: Option<f64>,
+    error: Option<String>,
+}
+
+/// Above against below, paired by round.
+#[derive(Serialize)]
+struct Across {
+    ratio: f64,
+    ci_low: Option<f64>,
+    ci_high: Option<f64>,
+    verdict: Option<&'static str>,
+}
 
 pub fn run(args: &CliffArgs) -> Result<()> {
     if matches!(args.format, Format::Csv | Format::Markdown) {
@@ -29,7 +80,7 @@ pub fn run(args: &CliffArgs) -> Result<()> {
         )));
     }
     if !args.program.command.is_empty() {
-        return run_command(args);
+        return super::cliff_command::run(args);
     }
     let Some(variant) = args.variant else {
         return Err(Error::BadInput(
@@ -117,45 +168,41 @@ pub fn run(args: &CliffArgs) -> Result<()> {
         )
     };
     if args.format == Format::Json {
-        let side = |p: &Probe| {
-            serde_json::json!({
-                "size": p.size,
-                "value_per_iter": p.value,
-                "p50_ns": p.record.p50_ns,
-                "p99_ns": p.record.p99_ns,
-                "minflt_per_iter": p.record.minflt_per_iter,
-                "memory_syscalls_per_iter": p.record.memory_syscalls_per_iter(),
-            })
+        let side = |p: &Probe| CliffSide {
+            size: p.size,
+            value_per_iter: p.value,
+            p50_ns: p.record.p50_ns,
+            p99_ns: p.record.p99_ns,
+            minflt_per_iter: p.record.minflt_per_iter,
+            memory_syscalls_per_iter: p.record.memory_syscalls_per_iter(),
         };
-        let replicated = |r: &SummaryRow| {
-            serde_json::json!({
-                "processes": r.processes.unwrap_or(1),
-                "p50_ns": r.p50_ns,
-                "p50_ci_low_ns": r.p50_ci_low_ns,
-                "p50_ci_high_ns": r.p50_ci_high_ns,
-                "ci_coverage": r.ci_coverage,
-                "error": r.error,
-            })
+        let replicated = |r: &SummaryRow| Replicated {
+            processes: r.processes.unwrap_or(1),
+            p50_ns: r.p50_ns,
+            p50_ci_low_ns: r.p50_ci_low_ns,
+            p50_ci_high_ns: r.p50_ci_high_ns,
+            ci_coverage: r.ci_coverage,
+            error: r.error.clone(),
         };
-        let value = serde_json::json!({
-            "allocator": base.allocator_label(),
-            "workload": base.workload,
-            "variant": base.variant,
-            "metric": metric.name(),
-            "threshold": metric.threshold(),
-            "below": side(&c.below),
-            "above": side(&c.above),
-            "probes": c.probes,
-            "below_replicated": replicated(&rows[0]),
-            "above_replicated": replicated(&rows[1]),
-            "above_vs_below": across.map(|a| serde_json::json!({
-                "ratio": a.ratio,
-                "ci_low": a.interval.map(|i| i.low),
-                "ci_high": a.interval.map(|i| i.high),
-                "verdict": a.verdict.map(|v| v.words()),
-            })),
-            "order_seed": order_seed,
-        });
+        let value = CliffOutput {
+            allocator: base.allocator_label(),
+            workload: base.workload,
+            variant: base.variant,
+            metric: metric.name(),
+            threshold: metric.threshold(),
+            below: side(&c.below),
+            above: side(&c.above),
+            probes: c.probes,
+            below_replicated: replicated(&rows[0]),
+            above_replicated: replicated(&rows[1]),
+            above_vs_below: across.map(|a| Across {
+                ratio: a.ratio,
+                ci_low: a.interval.map(|i| i.low),
+                ci_high: a.interval.map(|i| i.high),
+                verdict: a.verdict.map(|v| v.words()),
+            }),
+            order_seed,
+        };
         return super::print_out(
             &(serde_json::to_string_pretty(&value).map_err(Error::failed)? + "\n"),
         );
@@ -176,108 +223,5 @@ pub fn run(args: &CliffArgs) -> Result<()> {
         c.probes,
         latency(&rows[0]),
         latency(&rows[1]),
-    ))
-}
-
-/// The cliff of your command: `{size}` bisected between --from and --to under one
-/// allocator, per call (see [`crate::engine::program`]).
-fn run_command(args: &CliffArgs) -> Result<()> {
-    use crate::engine::program::{self, Template};
-    let p = &args.program;
-    let template = Template::new(p.command.clone());
-    template.check(true, p.calls).map_err(Error::BadInput)?;
-    let per = template.per(p.calls);
-    let allocators = crate::model::knobs::parse_spec_list(&args.allocator).map_err(Error::bad)?;
-    if allocators.len() != 1 {
-        return Err(Error::BadInput(format!(
-            "--allocator {}: cliff bisects under one allocator; give one (sweep runs several)",
-            args.allocator
-        )));
-    }
-    let settings = crate::cli::command_settings(
-        allocators,
-        &template.words,
-        crate::cli::CommandOptions {
-            runs: args.runs,
-            warmup: p.warmup,
-            show_output: p.show_output,
-            thp: args.thp,
-            timeout: p.timeout,
-            counters: args.counters,
-            noise_threshold: args.noise_threshold,
-            order_seed: p.order_seed,
-        },
-    )
-    .map_err(Error::BadInput)?;
-    crate::engine::begin();
-    eprintln!("{}", per.describe());
-    let metric = args.metric;
-    let mut quiet = super::exec::ExecProgress::quiet();
-    let mut show = |p: &Probe<program::PointRow>| {
-        eprintln!(
-            "  size {:>12}: {} {} per {}",
-            fmt_count(p.size as f64),
-            fmt_count(p.value),
-            metric.name(),
-            per.unit()
-        );
-    };
-    let mut measure = |size| program::probe(&settings, &template, size, per, metric, &mut quiet);
-    let c = cliff::find(
-        &mut measure,
-        args.from,
-        args.to,
-        metric,
-        per.trend(),
-        1,
-        &mut show,
-    )
-    .map_err(Error::from)?;
-    let label = settings.allocators[0].to_string();
-    if args.format == Format::Json {
-        let value = serde_json::json!({
-            "command": template.words.iter().map(|w| w.to_string_lossy()).collect::<Vec<_>>(),
-            "allocator": label,
-            "per": per.describe(),
-            "metric": metric.name(),
-            "threshold": metric.threshold(),
-            "below": c.below.record,
-            "above": c.above.record,
-            "probes": c.probes,
-            "rounds_per_probe": args.runs,
-            "margin": c.margin,
-            "order_seed": settings.order_seed,
-        });
-        return super::print_out(
-            &(serde_json::to_string_pretty(&value).map_err(Error::failed)? + "\n"),
-        );
-    }
-    let side = |p: &Probe<program::PointRow>| {
-        let r = &p.record;
-        format!(
-            "{} elements: {} {} per {unit}; {} faults, {} memory syscalls, {} per {unit}; peak RSS {}",
-            fmt_count(p.size as f64),
-            fmt_count(p.value),
-            metric.name(),
-            r.minflt.map_or("n/a".into(), fmt_count),
-            r.memory_syscalls.map_or("n/a".into(), fmt_count),
-            r.time_ns.map_or("n/a".into(), fmt_ns),
-            r.peak_rss_mib.map_or("n/a".into(), |m| format!("{m:.1} MiB")),
-            unit = per.unit(),
-        )
-    };
-    super::print_out(&format!(
-        "{label}: the onset of {} per {}: the first size that leaves the level of --from ({}) by {} or more (the threshold, or twice the spread of a size's rounds where larger)\n  below: {}\n  above: {}\n({} probes, {} round(s) each)\n",
-        metric.name(),
-        per.unit(),
-        match per.trend() {
-            cliff::Trend::Proportional => "in proportion to the size",
-            cliff::Trend::Level => "plus the slope measured at half of it",
-        },
-        fmt_count(c.margin),
-        side(&c.below),
-        side(&c.above),
-        c.probes,
-        args.runs,
     ))
 }

@@ -3,6 +3,7 @@
 
 pub mod calibrate;
 pub mod cliff;
+pub mod cliff_command;
 pub mod compare;
 pub mod diff;
 pub mod exec;
@@ -11,6 +12,7 @@ pub mod report;
 pub mod run;
 pub mod sweep;
 pub mod tune;
+pub mod tune_command;
 
 use crate::cli::Command;
 use crate::error::{Error, Result};

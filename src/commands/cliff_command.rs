@@ -1,0 +1,135 @@
+//! `alloclab cliff -- CMD`: the onset of a change in your command's faults or memory
+//! syscalls, bisected over `{size}` under one allocator (see [`crate::engine::program`]).
+
+use crate::analysis::cliff::{self, Probe};
+use crate::cli::CliffArgs;
+use crate::engine::program::{self, PointRow, Template};
+use crate::error::{Error, Result};
+use crate::export::Format;
+use crate::fmt::{fmt_count, fmt_ns};
+use serde::Serialize;
+
+/// `cliff -- CMD --format json`.
+#[derive(Serialize)]
+struct CommandCliffOutput<'a> {
+    command: Vec<String>,
+    allocator: String,
+    /// What the figures are per (run, call).
+    per: String,
+    metric: &'static str,
+    threshold: f64,
+    /// The measured rows either side of the onset.
+    below: &'a PointRow,
+    above: &'a PointRow,
+    probes: usize,
+    rounds_per_probe: u32,
+    /// How far a value had to leave the low side's trend to count as past the onset.
+    margin: f64,
+    order_seed: u64,
+}
+
+/// The cliff of your command: `{size}` bisected between --from and --to under one
+/// allocator, per call (see [`crate::engine::program`]).
+pub fn run(args: &CliffArgs) -> Result<()> {
+    let p = &args.program;
+    let template = Template::new(p.command.clone());
+    template.check(true, p.calls).map_err(Error::BadInput)?;
+    let per = template.per(p.calls);
+    let allocators = crate::model::knobs::parse_spec_list(&args.allocator).map_err(Error::bad)?;
+    if allocators.len() != 1 {
+        return Err(Error::BadInput(format!(
+            "--allocator {}: cliff bisects under one allocator; give one (sweep runs several)",
+            args.allocator
+        )));
+    }
+    let settings = crate::cli::command_settings(
+        allocators,
+        &template.words,
+        crate::cli::CommandOptions {
+            runs: args.runs,
+            warmup: p.warmup,
+            show_output: p.show_output,
+            thp: args.thp,
+            timeout: p.timeout,
+            counters: args.counters,
+            noise_threshold: args.noise_threshold,
+            order_seed: p.order_seed,
+        },
+    )
+    .map_err(Error::BadInput)?;
+    crate::engine::begin();
+    eprintln!("{}", per.describe());
+    let metric = args.metric;
+    let mut quiet = super::exec::ExecProgress::quiet();
+    let mut show = |p: &Probe<program::PointRow>| {
+        eprintln!(
+            "  size {:>12}: {} {} per {}",
+            fmt_count(p.size as f64),
+            fmt_count(p.value),
+            metric.name(),
+            per.unit()
+        );
+    };
+    let mut measure = |size| program::probe(&settings, &template, size, per, metric, &mut quiet);
+    let c = cliff::find(
+        &mut measure,
+        args.from,
+        args.to,
+        metric,
+        per.trend(),
+        1,
+        &mut show,
+    )
+    .map_err(Error::from)?;
+    let label = settings.allocators[0].to_string();
+    if args.format == Format::Json {
+        let value = CommandCliffOutput {
+            command: template
+                .words
+                .iter()
+                .map(|w| w.to_string_lossy().into_owned())
+                .collect(),
+            allocator: label,
+            per: per.describe(),
+            metric: metric.name(),
+            threshold: metric.threshold(),
+            below: &c.below.record,
+            above: &c.above.record,
+            probes: c.probes,
+            rounds_per_probe: args.runs,
+            margin: c.margin,
+            order_seed: settings.order_seed,
+        };
+        return super::print_out(
+            &(serde_json::to_string_pretty(&value).map_err(Error::failed)? + "\n"),
+        );
+    }
+    let side = |p: &Probe<program::PointRow>| {
+        let r = &p.record;
+        format!(
+            "{} elements: {} {} per {unit}; {} faults, {} memory syscalls, {} per {unit}; peak RSS {}",
+            fmt_count(p.size as f64),
+            fmt_count(p.value),
+            metric.name(),
+            r.minflt.map_or("n/a".into(), fmt_count),
+            r.memory_syscalls.map_or("n/a".into(), fmt_count),
+            r.time_ns.map_or("n/a".into(), fmt_ns),
+            r.peak_rss_mib.map_or("n/a".into(), |m| format!("{m:.1} MiB")),
+            unit = per.unit(),
+        )
+    };
+    super::print_out(&format!(
+        "{label}: the onset of {} per {}: the first size that leaves the level of --from ({}) by {} or more (the threshold, or twice the spread of a size's rounds where larger)\n  below: {}\n  above: {}\n({} probes, {} round(s) each)\n",
+        metric.name(),
+        per.unit(),
+        match per.trend() {
+            cliff::Trend::Proportional => "in proportion to the size",
+            cliff::Trend::Level => "plus the slope measured at half of it",
+        },
+        fmt_count(c.margin),
+        side(&c.below),
+        side(&c.above),
+        c.probes,
+        args.runs,
+    ))
+}
