@@ -312,7 +312,7 @@ fn crashed_and_garbled_workers_are_reported_and_the_rest_still_shown() {
 
 #[test]
 fn runs_that_disagree_on_the_output_are_not_compared() {
-    let real = worker_path(Allocator::System);
+    let real = worker_path(Allocator::Jemalloc);
     let liar = format!(
         "'{}' \"$@\" | sed 's/\"checksum\":\"[0-9a-f]*\"/\"checksum\":\"00000000deadbeef\"/'",
         real.display()

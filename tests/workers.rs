@@ -95,3 +95,56 @@ fn a_worker_rejects_bad_arguments_with_the_valid_choices() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("in-place, out-of-place, reuse"), "{err}");
 }
+
+#[test]
+fn the_labs_serialized_request_runs_exactly_that_run() {
+    use alloclab::model::budget::Budget;
+    use alloclab::model::counts::CounterMode;
+    use alloclab::model::run::{RunSpec, WorkerRequest};
+    let spec: RunSpec = RunSpec {
+        allocator: Allocator::Jemalloc,
+        workload: alloclab::model::spec::Workload::Scale,
+        variant: Variant::OutOfPlace,
+        size: 3000,
+        threads: 1,
+        seed: 7,
+        knobs: "jemalloc:dirty_decay_ms=0"
+            .parse::<alloclab::model::knobs::AllocatorSpec>()
+            .unwrap()
+            .knobs,
+        thp: Default::default(),
+        library: None,
+    };
+    let request = WorkerRequest {
+        spec: spec.clone(),
+        budget: Budget {
+            warmup_time_ns: 0,
+            warmup_iters: 1,
+            min_time_ns: 0,
+            min_iters: 17,
+            max_iters: 17,
+        },
+        counters: CounterMode::Off,
+    };
+    let json = serde_json::to_string(&request).unwrap();
+    let out = std::process::Command::new(worker_path(Allocator::Jemalloc))
+        .args(["--request", &json])
+        .output()
+        .unwrap();
+    let r = parse_record(&out);
+    assert_eq!(r.spec(), spec);
+    assert_eq!(r.budget, request.budget);
+    assert_eq!(r.iterations, 17);
+    assert_eq!(r.knobs_effective["dirty_decay_ms"], "0");
+    // A request for another allocator, or one that does not parse, is refused (2).
+    for bad in [json.as_str(), "{\"spec\": 1}"] {
+        let out = std::process::Command::new(worker_path(Allocator::Mimalloc))
+            .args(["--request", bad])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(out.stdout.is_empty());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--request"), "{err}");
+    }
+}

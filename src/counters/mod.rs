@@ -31,30 +31,7 @@ impl From<&str> for Unavailable {
     }
 }
 
-/// How syscalls are counted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum CounterMode {
-    /// perf where it works, else ptrace.
-    Auto,
-    /// perf_event_open tracepoint counters on what runs (root or CAP_PERFMON, and tracefs).
-    Perf,
-    /// A ptrace + seccomp tracer on what runs, in an extra pass (no privileges needed).
-    Ptrace,
-    /// Do not count syscalls.
-    Off,
-}
-
-impl CounterMode {
-    pub fn name(self) -> &'static str {
-        match self {
-            CounterMode::Auto => "auto",
-            CounterMode::Perf => "perf",
-            CounterMode::Ptrace => "ptrace",
-            CounterMode::Off => "off",
-        }
-    }
-}
+pub use crate::model::counts::CounterMode;
 
 /// How syscalls are counted, once `--counters` is resolved on this machine (the one
 /// place `auto` is decided, for compare, run, tune, cliff and exec alike).

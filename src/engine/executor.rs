@@ -10,6 +10,7 @@ use crate::counters::{CounterMode, CounterPlan, Unavailable};
 use crate::model::budget::Budget;
 use crate::model::record::{Cell, Outcome, RunFailure, RunRecord};
 use crate::model::run::RunSpec;
+use crate::model::run::WorkerRequest;
 use crate::ui::interrupt::interrupted;
 use crate::ui::progress::Progress;
 use std::collections::BTreeMap;
@@ -133,29 +134,14 @@ impl ProcessExecutor {
         counters: CounterMode,
     ) -> (PathBuf, Vec<OsString>) {
         let program = self.dir.join(spec.allocator.worker_binary());
-        let mut argv: Vec<OsString> = vec![program.clone().into()];
-        let mut arg = |a: String| argv.push(a.into());
-        arg(format!("--workload={}", spec.workload));
-        arg(format!("--variant={}", spec.variant));
-        arg(format!("--size={}", spec.size));
-        arg(format!("--seed={}", spec.seed));
-        arg(format!("--threads={}", spec.threads));
-        for a in budget.to_worker_args() {
-            arg(a);
-        }
-        arg(format!("--counters={}", counters.name()));
-        arg(format!("--thp={}", spec.thp));
-        if let Some(l) = &spec.library {
-            arg(format!("--library={l}"));
-        }
-        if !spec.knobs.is_empty() {
-            let knobs: Vec<String> = spec
-                .knobs
-                .iter()
-                .map(|k| format!("{}={}", k.name, k.value))
-                .collect();
-            arg(format!("--knobs={}", knobs.join(",")));
-        }
+        let request = WorkerRequest {
+            spec: spec.clone(),
+            budget: *budget,
+            counters,
+        };
+        // Serializing these plain types cannot fail.
+        let json = serde_json::to_string(&request).unwrap_or_default();
+        let argv = vec![program.clone().into(), "--request".into(), json.into()];
         (program, argv)
     }
 

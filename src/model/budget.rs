@@ -76,17 +76,6 @@ impl Budget {
         }
     }
 
-    /// The budget as worker arguments; read back, it gives exactly this budget.
-    pub fn to_worker_args(&self) -> Vec<String> {
-        vec![
-            format!("--min-time={}", ns_to_secs_text(self.min_time_ns)),
-            format!("--min-iters={}", self.min_iters),
-            format!("--max-iters={}", self.max_iters),
-            format!("--warmup-time={}", ns_to_secs_text(self.warmup_time_ns)),
-            format!("--warmup-iters={}", self.warmup_iters),
-        ]
-    }
-
     /// True when a loop that has run `iters` iterations over `elapsed_ns` may stop.
     #[inline(always)]
     pub fn measured_done(&self, iters: u64, elapsed_ns: u64) -> bool {
@@ -100,14 +89,9 @@ impl Budget {
     }
 }
 
-/// A duration in seconds as a whole number of ns, rounded (so that the 9-decimal form
-/// of [`Budget::to_worker_args`] reads back exactly).
+/// A duration in seconds as a whole number of ns, rounded.
 pub fn secs_to_ns(secs: f64) -> u64 {
     (secs.max(0.0) * 1e9).round() as u64
-}
-
-fn ns_to_secs_text(ns: u64) -> String {
-    format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
 }
 
 /// The measurement budget, shared by the worker and the driver's commands.

@@ -27,3 +27,28 @@ pub struct SyscallCounts {
     /// All syscalls of any kind (None where the method cannot see them all).
     pub all: Option<u64>,
 }
+
+/// How syscalls are counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum CounterMode {
+    /// perf where it works, else ptrace.
+    Auto,
+    /// perf_event_open tracepoint counters on what runs (root or CAP_PERFMON, and tracefs).
+    Perf,
+    /// A ptrace + seccomp tracer on what runs, in an extra pass (no privileges needed).
+    Ptrace,
+    /// Do not count syscalls.
+    Off,
+}
+
+impl CounterMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            CounterMode::Auto => "auto",
+            CounterMode::Perf => "perf",
+            CounterMode::Ptrace => "ptrace",
+            CounterMode::Off => "off",
+        }
+    }
+}

@@ -1,5 +1,7 @@
 //! A run: everything that identifies one worker process's measurement.
 
+use crate::model::budget::Budget;
+use crate::model::counts::CounterMode;
 use crate::model::knobs::{AllocatorSpec, Knob};
 use crate::model::library::Library;
 use crate::model::spec::{Allocator, Thp, Variant, Workload};
@@ -62,4 +64,14 @@ impl fmt::Display for RunSpec {
         }
         Ok(())
     }
+}
+
+/// What the lab asks of a worker process, serialized as one JSON argument
+/// (`alloclab-<allocator> --request '{…}'`): the run, its budget and how syscalls are
+/// counted. The worker's flags say the same for a person at a shell.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorkerRequest {
+    pub spec: RunSpec,
+    pub budget: Budget,
+    pub counters: CounterMode,
 }

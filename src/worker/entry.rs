@@ -7,7 +7,7 @@ use crate::counters::{CounterMode, SyscallSource, Unavailable};
 use crate::model::knobs::AllocatorSpec;
 use crate::model::library::Library;
 use crate::model::record::RunRecord;
-use crate::model::run::RunSpec;
+use crate::model::run::{RunSpec, WorkerRequest};
 use crate::model::spec::{self, Allocator, Thp, Variant, Workload};
 use crate::worker::measure;
 use crate::worker::workload;
@@ -23,10 +23,10 @@ use std::process::ExitCode;
 pub struct WorkerArgs {
     #[arg(long, default_value = "scale", value_parser = spec::parse_choice::<Workload>)]
     pub workload: Workload,
-    #[arg(long, value_parser = spec::parse_choice::<Variant>, required_unless_present_any = ["observer_costs", "describe"])]
+    #[arg(long, value_parser = spec::parse_choice::<Variant>, required_unless_present_any = ["observer_costs", "describe", "request"])]
     pub variant: Option<Variant>,
     /// Elements in the input array (1000000, 1e6, 2^20).
-    #[arg(long, value_parser = spec::parse_size, required_unless_present_any = ["observer_costs", "describe"])]
+    #[arg(long, value_parser = spec::parse_size, required_unless_present_any = ["observer_costs", "describe", "request"])]
     pub size: Option<u64>,
     /// Instead of a run: measure what each part of the observer costs, print it as JSON.
     #[arg(long)]
@@ -58,45 +58,82 @@ pub struct WorkerArgs {
     /// Indent the JSON.
     #[arg(long)]
     pub pretty: bool,
+    /// The whole run as the lab sends it, one JSON object ({"spec": …, "budget": …,
+    /// "counters": …}, see `model::run::WorkerRequest`); the run's flags above are then
+    /// not used.
+    #[arg(long, value_name = "JSON")]
+    pub request: Option<String>,
 }
 
-/// Runs one measurement and returns its record. Must be called on the main thread.
-pub fn run(
-    args: &WorkerArgs,
-    allocator: Allocator,
-    info: &AllocatorInfo,
-) -> anyhow::Result<RunRecord> {
-    if args.threads == 0 {
-        anyhow::bail!("--threads 0: a run needs at least 1 thread (the main thread)");
+/// The run a worker is asked for: its `--request`, or the flags a person types. The
+/// knobs and the library are checked the same way for both.
+pub fn request(args: &WorkerArgs, allocator: Allocator) -> anyhow::Result<WorkerRequest> {
+    if let Some(text) = &args.request {
+        let r: WorkerRequest = serde_json::from_str(text)
+            .map_err(|e| anyhow::anyhow!("--request is not a run request: {e}"))?;
+        if r.spec.allocator != allocator {
+            anyhow::bail!(
+                "--request asks for {}, but this worker runs {allocator}",
+                r.spec.allocator
+            );
+        }
+        // The knobs as a person would write them go through the one spec parser.
+        let knobs: Vec<String> = r
+            .spec
+            .knobs
+            .iter()
+            .map(|k| format!("{}={}", k.name, k.value))
+            .collect();
+        parse_knobs(allocator, &knobs.join(","))?;
+        if r.spec.library.is_some() && allocator != Allocator::System {
+            anyhow::bail!("a library is for the system worker (alloclab-system)");
+        }
+        return Ok(r);
     }
     let alloc_spec = parse_knobs(allocator, &args.knobs)?;
     let library = parse_library(allocator, args.library.as_deref())?;
-    let (Some(variant), Some(size_elems)) = (args.variant, args.size) else {
+    let (Some(variant), Some(size)) = (args.variant, args.size) else {
         anyhow::bail!("--variant and --size are required for a run");
     };
-    let size = usize::try_from(size_elems)?;
-    let spec = RunSpec {
-        allocator,
-        workload: args.workload,
-        variant,
-        size: size_elems,
-        threads: args.threads,
-        seed: args.seed,
-        knobs: alloc_spec.knobs.clone(),
-        thp: args.thp,
-        library: library.as_ref().map(|(l, _)| l.clone()),
+    Ok(WorkerRequest {
+        spec: RunSpec {
+            allocator,
+            workload: args.workload,
+            variant,
+            size,
+            threads: args.threads,
+            seed: args.seed,
+            knobs: alloc_spec.knobs,
+            thp: args.thp,
+            library: library.map(|(l, _)| l),
+        },
+        budget: args.budget.budget(),
+        counters: args.counters,
+    })
+}
+
+/// Runs one measurement and returns its record. Must be called on the main thread.
+pub fn run(request: &WorkerRequest, info: &AllocatorInfo) -> anyhow::Result<RunRecord> {
+    let spec = &request.spec;
+    if spec.threads == 0 {
+        anyhow::bail!("--threads 0: a run needs at least 1 thread (the main thread)");
+    }
+    let size = usize::try_from(spec.size)?;
+    let library = match &spec.library {
+        Some(l) => Some((l.clone(), l.resolve().map_err(anyhow::Error::msg)?)),
+        None => None,
     };
-    let budget = args.budget.budget();
+    let budget = request.budget;
     let overhead = measure::calibrate();
     // Every thread gets its own kernel (its own inputs and temporaries), prepared here.
-    let kernels = (0..args.threads)
+    let kernels = (0..spec.threads)
         .map(|_| workload::prepare(spec.workload, spec.variant, size, spec.seed))
         .collect();
-    let mut perf = match args.counters {
+    let mut perf = match request.counters {
         CounterMode::Perf | CounterMode::Auto => Some(SyscallCounters::open()),
         CounterMode::Ptrace | CounterMode::Off => None,
     };
-    let source = match (&mut perf, args.counters) {
+    let source = match (&mut perf, request.counters) {
         (Some(Ok(c)), _) => SyscallSource::Perf(c),
         (Some(Err(why)), _) => SyscallSource::None(why.clone()),
         (None, CounterMode::Ptrace) => SyscallSource::PtraceMarkers,
@@ -121,7 +158,7 @@ pub fn run(
         };
         env.allocator_crates = String::new();
     }
-    let mut record = RunRecord::new(&spec, budget, &m, overhead, checksum, env);
+    let mut record = RunRecord::new(spec, budget, &m, overhead, checksum, env);
     for k in &spec.knobs {
         let effective = match (info.read_knob)(&k.name) {
             Ok(v) if v == k.value => v,
@@ -257,20 +294,13 @@ pub fn main(allocator: Allocator, info: AllocatorInfo) -> ExitCode {
         println!("{about}");
         return ExitCode::SUCCESS;
     }
-    let configured = parse_knobs(allocator, &args.knobs).and_then(|spec| {
-        let library = parse_library(allocator, args.library.as_deref())?;
-        let preload = library.as_ref().map(|(_, p)| p.as_path());
-        restart_configured(&spec, args.thp, preload)?;
-        match &library {
-            Some((l, p)) => check_takeover(l, p),
-            None => Ok(()),
-        }
-    });
-    if let Err(e) = configured {
-        eprintln!("{bin}: error: {e:#}");
-        return ExitCode::from(2);
-    }
     if args.observer_costs {
+        let configured = parse_knobs(allocator, &args.knobs)
+            .and_then(|spec| restart_configured(&spec, args.thp, None));
+        if let Err(e) = configured {
+            eprintln!("{bin}: error: {e:#}");
+            return ExitCode::from(2);
+        }
         let costs = measure::observer_costs();
         return match serde_json::to_string(&costs) {
             Ok(t) => {
@@ -283,7 +313,26 @@ pub fn main(allocator: Allocator, info: AllocatorInfo) -> ExitCode {
             }
         };
     }
-    match run(&args, allocator, &info) {
+    let configured = request(&args, allocator).and_then(|r| {
+        let library = match &r.spec.library {
+            Some(l) => Some((l, l.resolve().map_err(anyhow::Error::msg)?)),
+            None => None,
+        };
+        let preload = library.as_ref().map(|(_, p)| p.as_path());
+        restart_configured(&r.spec.allocator_spec(), r.spec.thp, preload)?;
+        if let Some((l, p)) = &library {
+            check_takeover(l, p)?;
+        }
+        Ok(r)
+    });
+    let request = match configured {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("{bin}: error: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(&request, &info) {
         Ok(record) => {
             let text = if args.pretty {
                 serde_json::to_string_pretty(&record)
