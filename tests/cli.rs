@@ -179,15 +179,23 @@ fn json_and_csv_carry_every_run_with_the_documented_fields() {
     let o = small_compare("csv");
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8(o.stdout.clone()).unwrap();
-    let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 1 + rows.len());
-    let header: Vec<&str> = lines[0].split(',').collect();
-    assert!(header.contains(&"minflt_per_iter") && header.contains(&"p50_ns"));
-    let p50 = header.iter().position(|h| *h == "p50_ns").unwrap();
-    for l in &lines[1..] {
-        let cells: Vec<&str> = l.split(',').collect();
-        assert_eq!(cells.len(), header.len(), "{l}");
-        assert!(cells[p50].parse::<u64>().unwrap() > 0);
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
+    assert!(header.contains(&"minflt_per_iter".into()) && header.contains(&"p50_ns".into()));
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let records: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    assert_eq!(records.len(), rows.len());
+    for r in &records {
+        assert_eq!(r.len(), header.len(), "{r:?}");
+        assert!(r[col("p50_ns")].parse::<u64>().unwrap() > 0);
+        // Each process's p50, as a JSON array in one cell; their median is the row's.
+        let p: Vec<u64> = serde_json::from_str(&r[col("process_p50_ns")]).unwrap();
+        assert_eq!(p.len().to_string(), r[col("processes")], "{r:?}");
+        let mut s = p.clone();
+        s.sort_unstable();
+        let median = (s[(s.len() - 1) / 2] + s[s.len() / 2]) as f64 / 2.0;
+        let row_p50: f64 = r[col("p50_ns")].parse().unwrap();
+        assert!((row_p50 - median).abs() <= 1.0, "{r:?}");
     }
 }
 

@@ -59,6 +59,7 @@ pub fn row(cell: &Cell) -> SummaryRow {
     let p50s = values(&|r| Some(r.p50_ns as f64));
     let p99s = values(&|r| Some(r.p99_ns as f64));
     row.processes = Some(records.len() as u32);
+    row.process_p50_ns = Some(records.iter().map(|r| r.p50_ns).collect());
     row.iterations = Some(records.iter().map(|r| r.iterations).sum());
     row.min_ns = records.iter().map(|r| r.min_ns).min();
     row.max_ns = records.iter().map(|r| r.max_ns).max();

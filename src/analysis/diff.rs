@@ -1,13 +1,17 @@
 //! Two sets of summary rows matched cell by cell: the change of each cell's p50 with an
 //! interval and a verdict, the count changes, and the cells found on one side only.
 //!
-//! The two sides are separate sets of processes, not paired rounds, so the ratio's
-//! interval is built from the two medians' intervals: `[new_low / base_high, new_high /
-//! base_low]` covers the true ratio whenever both intervals cover their medians, so with
-//! probability at least `1 − (1 − c_base) − (1 − c_new)` (Bonferroni; 93.8 % for two
-//! six-process cells). Cells without an interval (one process) get the ratio only.
+//! The two sides are separate sets of processes, not paired rounds. With each process's
+//! p50 at hand (results folders of `run` and `exec`), the ratio is the Hodges–Lehmann
+//! shift of the logarithms with its Mann–Whitney interval ([`shift_ratio`]; 95.9 % for
+//! six processes a side). With only rows (summary CSVs, compare's JSON), the interval is
+//! built from the two medians' intervals: `[new_low / base_high, new_high / base_low]`
+//! covers the true ratio whenever both intervals cover their medians, so with probability
+//! at least `1 − (1 − c_base) − (1 − c_new)` (Bonferroni; 93.8 % for two six-process
+//! cells). Either way a verdict needs the stated coverage (95 %): below it a cell is
+//! undecided. Cells without an interval (one process) get the ratio only.
 
-use crate::analysis::stats::{verdict, Interval, Verdict};
+use crate::analysis::stats::{shift_ratio, verdict, Interval, Verdict, LEVEL};
 use serde::{Deserialize, Serialize};
 
 /// The fields of a summary row that a diff reads (from summary.csv or compare's JSON);
@@ -31,6 +35,32 @@ pub struct DiffInput {
     pub memory_syscalls_per_iter: Option<f64>,
     pub rss_end_bytes: Option<f64>,
     pub allocator_version: Option<String>,
+    /// Each process's p50 (ns): a JSON array in compare's JSON, the same array as text
+    /// in a summary CSV, the runs' wall times for exec results; empty where the input
+    /// predates the column.
+    #[serde(default, deserialize_with = "numbers")]
+    pub process_p50_ns: Vec<f64>,
+}
+
+/// A list of numbers given as a list (JSON) or as the text of one (a CSV cell), or
+/// nothing.
+fn numbers<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Numbers {
+        List(Vec<f64>),
+        Text(String),
+    }
+    match Option::<Numbers>::deserialize(d)? {
+        None => Ok(Vec::new()),
+        Some(Numbers::List(v)) => Ok(v),
+        Some(Numbers::Text(t)) if t.trim().is_empty() => Ok(Vec::new()),
+        Some(Numbers::Text(t)) => serde_json::from_str(&t).map_err(|e| {
+            serde::de::Error::custom(format!(
+                "process_p50_ns {t:?} is not a list of numbers: {e}"
+            ))
+        }),
+    }
 }
 
 /// The `workload` of rows made from `alloclab exec` results: a whole command per run.
@@ -60,6 +90,7 @@ impl DiffInput {
             memory_syscalls_per_iter: memory,
             rss_end_bytes: r.peak_rss_mib.map(|m| m * 1024.0 * 1024.0),
             allocator_version: r.allocator_version.clone(),
+            process_p50_ns: Vec::new(),
         }
     }
 
@@ -93,8 +124,12 @@ pub struct CellChange {
     pub ratio: Option<f64>,
     pub ratio_ci_low: Option<f64>,
     pub ratio_ci_high: Option<f64>,
-    /// At least this probability (Bonferroni).
+    /// The interval's coverage (exact for the Mann–Whitney interval, at least this for
+    /// Bonferroni's).
     pub ratio_ci_coverage: Option<f64>,
+    /// How the ratio and interval were made: "hodges-lehmann" (from each process's p50)
+    /// or "medians-bonferroni" (from the two medians' intervals).
+    pub ratio_method: Option<&'static str>,
     /// faster / slower / no significant difference; None without intervals.
     pub verdict: Option<Verdict>,
     pub minflt_per_iter_change: Option<f64>,
@@ -155,12 +190,22 @@ pub fn diff(base: &[DiffInput], new: &[DiffInput], threshold: f64) -> Diff {
             ratio_ci_high: None,
             ratio_ci_coverage: None,
             verdict: None,
+            ratio_method: None,
             minflt_per_iter_change: change(|r| r.minflt_per_iter),
             memory_syscalls_per_iter_change: change(|r| r.memory_syscalls_per_iter),
             rss_end_bytes_change: change(|r| r.rss_end_bytes),
             note: (!failed.is_empty()).then(|| format!("failed in {}", failed.join(" and "))),
         };
-        if failed.is_empty() {
+        if failed.is_empty() && b.process_p50_ns.len() >= 2 && n.process_p50_ns.len() >= 2 {
+            if let Some((ratio, ci)) = shift_ratio(&b.process_p50_ns, &n.process_p50_ns, LEVEL) {
+                c.ratio = Some(ratio);
+                c.ratio_ci_low = Some(ci.low);
+                c.ratio_ci_high = Some(ci.high);
+                c.ratio_ci_coverage = Some(ci.coverage);
+                c.ratio_method = Some("hodges-lehmann");
+                c.verdict = Some(verdict(ci, threshold));
+            }
+        } else if failed.is_empty() {
             let (bp, np) = (b.p50_ns.unwrap_or(0.0), n.p50_ns.unwrap_or(0.0));
             if bp > 0.0 {
                 c.ratio = Some(np / bp);
@@ -175,6 +220,7 @@ pub fn diff(base: &[DiffInput], new: &[DiffInput], threshold: f64) -> Diff {
                     c.ratio_ci_low = Some(ci.low);
                     c.ratio_ci_high = Some(ci.high);
                     c.ratio_ci_coverage = Some(ci.coverage);
+                    c.ratio_method = Some("medians-bonferroni");
                     c.verdict = Some(verdict(ci, threshold));
                 }
             } else {
@@ -213,6 +259,10 @@ mod tests {
             memory_syscalls_per_iter: Some(0.0),
             rss_end_bytes: Some(1e6),
             allocator_version: Some("glibc 2.36".into()),
+            // Six processes spread evenly over the interval.
+            process_p50_ns: (0..6)
+                .map(|i| p50 - half + 2.0 * half * i as f64 / 5.0)
+                .collect(),
         }
     }
 
@@ -244,7 +294,24 @@ mod tests {
             d.cells[2].ratio_ci_high.unwrap(),
         );
         assert!(ci.0 < 2.0 && 2.0 < ci.1, "{ci:?}");
-        assert!((d.cells[2].ratio_ci_coverage.unwrap() - 60.0 / 64.0).abs() < 1e-12);
+        // Six processes a side: the Mann–Whitney interval of 95.9 %.
+        assert!(d.cells[2].ratio_ci_coverage.unwrap() > 0.95);
+        assert_eq!(d.cells[2].ratio_method, Some("hodges-lehmann"));
+        // Rows alone (no process values): two 96.9 % medians' intervals give at least
+        // 93.75 %, below the 95 % a verdict needs: undecided, however far apart.
+        let strip = |rows: &[DiffInput]| {
+            rows.iter()
+                .cloned()
+                .map(|mut r| {
+                    r.process_p50_ns.clear();
+                    r
+                })
+                .collect::<Vec<_>>()
+        };
+        let rows_only = diff(&strip(&base), &strip(&new), 0.02);
+        assert_eq!(rows_only.cells[2].verdict, Some(Verdict::Undecided));
+        assert!((rows_only.cells[2].ratio_ci_coverage.unwrap() - 60.0 / 64.0).abs() < 1e-12);
+        assert_eq!(rows_only.regressions(), 0);
         assert_eq!(d.only_in_base, vec!["scale mimalloc in-place size=1000"]);
         assert_eq!(d.only_in_new, vec!["scale tcmalloc in-place size=1000"]);
         assert_eq!(
@@ -264,6 +331,7 @@ mod tests {
         assert_eq!(d.cells[0].note.as_deref(), Some("failed in NEW"));
         let mut single = base.clone();
         single[0].p50_ci_low_ns = None;
+        single[0].process_p50_ns.truncate(1);
         let d = diff(&base, &single, 0.02);
         assert_eq!((d.cells[0].ratio, d.cells[0].verdict), (Some(1.0), None));
         assert_eq!(d.regressions(), 0);

@@ -177,6 +177,13 @@ pub fn describe(c: &Comparison) -> String {
             x(1.0 / ci.high),
             x(1.0 / ci.low)
         ),
+        (Some(Verdict::Undecided), Some(ci)) => format!(
+            "undecided ({} [{}, {}], only a {:.1} % interval)",
+            x(c.ratio),
+            x(ci.low),
+            x(ci.high),
+            100.0 * ci.coverage,
+        ),
         (_, Some(ci)) => format!(
             "no significant difference ({} [{}, {}])",
             x(c.ratio),

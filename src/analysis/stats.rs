@@ -89,6 +89,9 @@ pub enum Verdict {
     Slower,
     /// The interval reaches inside ±threshold.
     NoSignificantDifference,
+    /// Too few rounds: no interval reaches the stated coverage ([`LEVEL`]), so no
+    /// verdict either way (see [`rounds_needed`]).
+    Undecided,
 }
 
 impl Verdict {
@@ -97,6 +100,7 @@ impl Verdict {
             Verdict::Faster => "faster",
             Verdict::Slower => "slower",
             Verdict::NoSignificantDifference => "no significant difference",
+            Verdict::Undecided => "undecided",
         }
     }
 }
@@ -131,9 +135,132 @@ pub fn compare_paired(pairs: &[(f64, f64)], threshold: f64) -> Option<Comparison
     })
 }
 
-/// Significant only when the whole interval lies beyond ±threshold.
+/// P(U ≤ u) for u = 0..=m·n, U the Mann–Whitney statistic of two independent samples of
+/// m and n values from one continuous distribution (exact: arrangements counted by
+/// recursion; every one of the C(m+n, m) orders is equally likely).
+fn mann_whitney_cdf(m: usize, n: usize) -> Vec<f64> {
+    // counts[j][u]: orders of i values of the first sample among j of the second with
+    // U = u, built up over i (the recursion f(i, j, u) = f(i-1, j, u-j) + f(i, j-1, u)).
+    let mut prev: Vec<Vec<f64>> = (0..=n).map(|_| vec![1.0]).collect();
+    for i in 1..=m {
+        let mut cur: Vec<Vec<f64>> = Vec::with_capacity(n + 1);
+        for j in 0..=n {
+            let mut c = vec![0.0; i * j + 1];
+            for (u, slot) in c.iter_mut().enumerate() {
+                if u >= j {
+                    *slot += prev[j].get(u - j).copied().unwrap_or(0.0);
+                }
+                if j > 0 {
+                    *slot += cur[j - 1].get(u).copied().unwrap_or(0.0);
+                }
+            }
+            cur.push(c);
+        }
+        prev = cur;
+    }
+    let counts = &prev[n];
+    let total: f64 = counts.iter().sum();
+    let mut acc = 0.0;
+    counts
+        .iter()
+        .map(|c| {
+            acc += c;
+            acc / total
+        })
+        .collect()
+}
+
+/// The ratio new/base of two independent sets of positive values (separate processes,
+/// not paired rounds): the Hodges–Lehmann estimate of the shift of their logarithms (the
+/// median of every difference log new − log base) and its distribution-free interval from
+/// the Mann–Whitney statistic, the widest reaching `level` — or, when even the outermost
+/// differences do not, those with the coverage they have. None for an empty side.
+/// (Exact up to 2,500 pairs of values; beyond, the normal approximation of U.)
+pub fn shift_ratio(base: &[f64], new: &[f64], level: f64) -> Option<(f64, Interval)> {
+    let lb: Vec<f64> = base.iter().filter(|v| **v > 0.0).map(|v| v.ln()).collect();
+    let ln: Vec<f64> = new.iter().filter(|v| **v > 0.0).map(|v| v.ln()).collect();
+    let (m, n) = (lb.len(), ln.len());
+    if m == 0 || n == 0 {
+        return None;
+    }
+    let mut d: Vec<f64> = lb
+        .iter()
+        .flat_map(|b| ln.iter().map(move |x| x - b))
+        .collect();
+    d.sort_by(f64::total_cmp);
+    let estimate = median(&d)?;
+    let mn = m * n;
+    // P(U ≤ k-1) for the interval [d_(k), d_(mn-k+1)] (1-based).
+    let lower_tail: Box<dyn Fn(usize) -> f64> = if mn <= 2500 {
+        let cdf = mann_whitney_cdf(m, n);
+        Box::new(move |k: usize| if k == 0 { 0.0 } else { cdf[k - 1] })
+    } else {
+        let (mf, nf) = (m as f64, n as f64);
+        let mean = mf * nf / 2.0;
+        let sd = (mf * nf * (mf + nf + 1.0) / 12.0).sqrt();
+        Box::new(move |k: usize| normal_cdf((k as f64 - 0.5 - mean) / sd))
+    };
+    let coverage = |k: usize| (1.0 - 2.0 * lower_tail(k)).max(0.0);
+    let mut k = 1;
+    while k < mn.div_ceil(2) && coverage(k + 1) >= level {
+        k += 1;
+    }
+    Some((
+        estimate.exp(),
+        Interval {
+            low: d[k - 1].exp(),
+            high: d[mn - k].exp(),
+            coverage: coverage(k),
+        },
+    ))
+}
+
+/// Φ(x), the standard normal distribution function (Abramowitz–Stegun 7.1.26 for erf,
+/// error below 1.5e-7).
+fn normal_cdf(x: f64) -> f64 {
+    let z = x.abs() / std::f64::consts::SQRT_2;
+    let t = 1.0 / (1.0 + 0.327_591_1 * z);
+    let poly = t
+        * (0.254_829_592
+            + t * (-0.284_496_736
+                + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
+    let erf = 1.0 - poly * (-z * z).exp();
+    if x >= 0.0 {
+        0.5 * (1.0 + erf)
+    } else {
+        0.5 * (1.0 - erf)
+    }
+}
+
+/// What `n` rounds (or processes) can support, when it is less than a verdict needs:
+/// "with 2 rounds an interval covers only 50.0 %: no verdict below 95 % (6 rounds give
+/// it)"; None when `n` reaches [`LEVEL`].
+pub fn too_few(n: usize, what: &str) -> Option<String> {
+    let reached = coverage(n, LEVEL).unwrap_or(0.0);
+    (reached < LEVEL).then(|| {
+        format!(
+            "with {n} {what} an interval covers only {:.1} %: no verdict below {:.0} % ({} {what} give it)",
+            100.0 * reached,
+            100.0 * LEVEL,
+            rounds_needed(LEVEL)
+        )
+    })
+}
+
+/// The fewest paired rounds whose median interval reaches `level` (6 for 95 %).
+pub fn rounds_needed(level: f64) -> usize {
+    (2..)
+        .find(|&n| coverage(n, level).is_some_and(|c| c >= level))
+        .unwrap_or(usize::MAX)
+}
+
+/// Significant only when an interval of at least the stated coverage ([`LEVEL`]) lies
+/// wholly beyond ±threshold; an interval of less coverage (too few rounds) decides
+/// nothing.
 pub fn verdict(ci: Interval, threshold: f64) -> Verdict {
-    if ci.low > 1.0 + threshold {
+    if ci.coverage < LEVEL {
+        Verdict::Undecided
+    } else if ci.low > 1.0 + threshold {
         Verdict::Slower
     } else if ci.high < 1.0 - threshold {
         Verdict::Faster
@@ -174,6 +301,60 @@ impl SplitMix {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_mann_whitney_interval_has_its_stated_coverage() {
+        // Known values: m = n = 6, U ≤ 5 has probability 0.0206 (tables), so the
+        // interval is the 6th smallest and 6th largest of the 36 differences, 95.9 %.
+        let cdf = mann_whitney_cdf(6, 6);
+        assert!((cdf[5] - 0.020_562).abs() < 1e-5, "{}", cdf[5]);
+        assert!((cdf[36] - 1.0).abs() < 1e-12);
+        let base: Vec<f64> = (1..=6).map(|i| 100.0 + i as f64).collect();
+        let new: Vec<f64> = base.iter().map(|b| 2.0 * b).collect();
+        let (ratio, ci) = shift_ratio(&base, &new, LEVEL).unwrap();
+        assert!((ratio - 2.0).abs() < 1e-9, "{ratio}");
+        assert!(
+            ci.low < 2.0 && 2.0 < ci.high && ci.coverage >= LEVEL,
+            "{ci:?}"
+        );
+        assert!((ci.coverage - (1.0 - 2.0 * cdf[5])).abs() < 1e-12);
+        // The stated coverage holds: A/A draws from one distribution contain ratio 1
+        // at least that often (SplitMix noise, 2,000 trials of 6 + 6 values).
+        let mut rng = SplitMix(11);
+        let mut draw = || 1.0 + (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        let trials = 2000;
+        let mut covered = 0;
+        for _ in 0..trials {
+            let b: Vec<f64> = (0..6).map(|_| draw()).collect();
+            let n: Vec<f64> = (0..6).map(|_| draw()).collect();
+            let (_, ci) = shift_ratio(&b, &n, LEVEL).unwrap();
+            covered += usize::from(ci.low <= 1.0 && 1.0 <= ci.high);
+        }
+        assert!(
+            covered as f64 / trials as f64 >= 0.94,
+            "{covered} of {trials}"
+        );
+        // The normal approximation agrees with the exact tail where both apply.
+        let (m, n) = (40.0f64, 40.0f64);
+        let approx =
+            normal_cdf((600.0 - 0.5 - m * n / 2.0) / (m * n * (m + n + 1.0) / 12.0).sqrt());
+        let exact = mann_whitney_cdf(40, 40)[599];
+        assert!((approx - exact).abs() < 0.005, "{approx} vs {exact}");
+    }
+
+    #[test]
+    fn too_few_rounds_decide_nothing() {
+        assert_eq!(rounds_needed(LEVEL), 6);
+        // Five rounds, each new twice as slow: [min, max] covers only 93.75 %.
+        let pairs: Vec<(f64, f64)> = (1..=5).map(|i| (i as f64, 2.0 * i as f64)).collect();
+        let c = compare_paired(&pairs, 0.02).unwrap();
+        assert_eq!(c.verdict, Some(Verdict::Undecided), "{c:?}");
+        let pairs: Vec<(f64, f64)> = (1..=6).map(|i| (i as f64, 2.0 * i as f64)).collect();
+        assert_eq!(
+            compare_paired(&pairs, 0.02).unwrap().verdict,
+            Some(Verdict::Slower)
+        );
+    }
 
     #[test]
     fn median_of_odd_even_and_empty() {

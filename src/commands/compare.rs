@@ -78,11 +78,12 @@ pub fn run(args: CompareArgs) -> Result<()> {
         super::print_out(&match args.format {
             Format::Table => {
                 let method = format!(
-                    "{} process(es) per cell in interleaved rounds (order seed {order_seed}); p50 and counts are medians over processes, ±p50 its 95 % interval{}; a ratio is significant when its whole interval lies beyond ±{} %",
+                    "{} process(es) per cell in interleaved rounds (order seed {order_seed}); p50 and counts are medians over processes, ±p50 its 95 % interval{}; a ratio is significant when its whole interval of at least 95 % lies beyond ±{} %",
                     args.processes,
                     coverage_note(&rows),
                     args.noise_threshold * 100.0
                 );
+
                 let mut lines = explain::cell_explanations(&cells, &rows, args.noise_threshold);
                 lines.extend(
                     cells::disagreements(&rows)
@@ -155,7 +156,11 @@ fn coverage_note(rows: &[SummaryRow]) -> String {
     let lowest = rows.iter().filter_map(|r| r.ci_coverage).reduce(f64::min);
     match lowest {
         Some(c) if c < crate::analysis::stats::LEVEL => {
-            format!(" (with this few processes: {:.1} % coverage)", c * 100.0)
+            format!(
+                " (with this few processes: {:.1} % coverage, so no verdicts; {} processes give 95 %)",
+                c * 100.0,
+                crate::analysis::stats::rounds_needed(crate::analysis::stats::LEVEL)
+            )
         }
         _ => String::new(),
     }

@@ -211,7 +211,12 @@ pub fn header(record: &ExecRecord) -> String {
         },
         match coverage(record.runs_requested as usize, LEVEL) {
             Some(c) if c >= LEVEL => "95 %".to_string(),
-            Some(c) => format!("{:.1} % (all {} runs can give)", c * 100.0, record.runs_requested),
+            Some(c) => format!(
+                "{:.1} % (all {} runs can give; no verdict below 95 %: {} runs give it)",
+                c * 100.0,
+                record.runs_requested,
+                crate::analysis::stats::rounds_needed(LEVEL)
+            ),
             None => "no".to_string(),
         },
         crate::fmt::trim_float(record.noise_threshold * 100.0),

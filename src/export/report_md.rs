@@ -325,8 +325,10 @@ fn report_markdown(
     if processes > 1 {
         let _ = writeln!(
             md,
-            "Computed from the runs below: each cell in {processes} worker processes over interleaved rounds (the order within round r shuffled from the experiment's seed + r); latency is the median over processes of each process's p50, and each ratio is the median of the per-round ratios with its 95 % interval, called faster or slower only when the whole interval lies beyond ±{} %.\n",
-            REPORT_NOISE_THRESHOLD * 100.0
+            "Computed from the runs below: each cell in {processes} worker processes over interleaved rounds (the order within round r shuffled from the experiment's seed + r); latency is the median over processes of each process's p50, and each ratio is the median of the per-round ratios with its 95 % interval, called faster or slower only when the whole interval (of at least 95 %) lies beyond ±{} %{}.\n",
+            REPORT_NOISE_THRESHOLD * 100.0,
+            crate::analysis::stats::too_few(processes as usize, "processes")
+                .map_or(String::new(), |few| format!(" — {few}"))
         );
     } else {
         let _ = writeln!(

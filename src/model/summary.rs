@@ -82,6 +82,9 @@ pub struct SummaryRow {
     pub p99_ci_low_ns: Option<u64>,
     pub p99_ci_high_ns: Option<u64>,
     pub ci_coverage: Option<f64>,
+    /// Each process's p50 (ns), in round order: what `diff` compares two cells by (in
+    /// summary.csv a JSON array in one cell).
+    pub process_p50_ns: Option<Vec<u64>>,
     /// The spread of the per-process counts: min and max over processes.
     pub minflt_per_iter_min: Option<f64>,
     pub minflt_per_iter_max: Option<f64>,
@@ -177,6 +180,7 @@ impl SummaryRow {
             p99_ci_low_ns: None,
             p99_ci_high_ns: None,
             ci_coverage: None,
+            process_p50_ns: r.map(|r| vec![r.p50_ns]),
             minflt_per_iter_min: None,
             minflt_per_iter_max: None,
             memory_syscalls_per_iter_min: None,
