@@ -214,15 +214,30 @@ pub fn run(args: &DiffArgs) -> Result<()> {
     let mut tail: Vec<String> = Vec::new();
     tail.extend(d.only_in_base.iter().map(|k| format!("only in BASE: {k}")));
     tail.extend(d.only_in_new.iter().map(|k| format!("only in NEW: {k}")));
+    let count = |v: crate::analysis::stats::Verdict| {
+        d.cells.iter().filter(|c| c.verdict == Some(v)).count()
+    };
+    let by = |m: &str| d.cells.iter().filter(|c| c.ratio_method == Some(m)).count();
+    let (hl, medians) = (by("hodges-lehmann"), by("medians-bonferroni"));
+    let mut methods = Vec::new();
+    if hl > 0 {
+        methods.push(format!(
+            "{hl} from each side's processes (Hodges–Lehmann, Mann–Whitney interval)"
+        ));
+    }
+    if medians > 0 {
+        methods.push(format!(
+            "{medians} from the two medians' intervals (Bonferroni)"
+        ));
+    }
     let summary = format!(
-        "{} cells compared: {} slower, {} faster, the rest within ±{} % or without an interval (intervals from both sides' medians, Bonferroni)",
+        "{} cells compared: {} slower, {} faster, {} undecided (interval below 95 %), the rest within ±{} % or without an interval; intervals: {}",
         d.cells.len(),
-        d.regressions(),
-        d.cells
-            .iter()
-            .filter(|c| c.verdict == Some(crate::analysis::stats::Verdict::Faster))
-            .count(),
-        args.noise_threshold * 100.0
+        count(crate::analysis::stats::Verdict::Slower),
+        count(crate::analysis::stats::Verdict::Faster),
+        count(crate::analysis::stats::Verdict::Undecided),
+        args.noise_threshold * 100.0,
+        if methods.is_empty() { "none".to_string() } else { methods.join(", ") }
     );
     let text = match args.format {
         Format::Json => {
