@@ -226,3 +226,41 @@ fn diff_compares_exec_folders_allocator_by_allocator() {
         "{text}"
     );
 }
+
+/// Damaged or hand-made inputs are refused with what is wrong and where (exit 2), never
+/// compared: a negative or zero p50, a missing p50 column, a cell given twice, a file
+/// that is not the lab's.
+#[test]
+fn diff_refuses_inputs_it_cannot_compare() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = results_folder(
+        dir.path(),
+        "good",
+        &[diff_row("system", "in-place", 570_000.0, 0.0)],
+        "6.1",
+    );
+    let bad = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        let o = Command::new(driver_path())
+            .arg("diff")
+            .arg(&good)
+            .arg(&p)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{name}: {}", stderr(&o));
+        assert!(o.stdout.is_empty(), "{name}");
+        assert!(stderr(&o).contains(name), "{name}: {}", stderr(&o));
+        stderr(&o)
+    };
+    let row = diff_row("system", "in-place", 570_000.0, 0.0);
+    let negative = row.replacen(",570000,", ",-3,", 1);
+    assert_ne!(negative, row);
+    assert!(bad("negative.csv", &format!("{DIFF_HEADER}\n{negative}\n")).contains("p50_ns -3"));
+    let zero = row.replacen(",570000,", ",0,", 1);
+    assert!(bad("zero.csv", &format!("{DIFF_HEADER}\n{zero}\n")).contains("p50_ns 0"));
+    let no_p50 = r#"[{"workload":"scale","variant":"in-place","allocator_spec":"system","size":1000000,"threads":1,"status":"ok","minflt_per_iter":0.0,"memory_syscalls_per_iter":null,"rss_end_bytes":null,"allocator_version":null}]"#;
+    assert!(bad("no-p50.json", no_p50).contains("has no p50_ns"));
+    assert!(bad("twice.csv", &format!("{DIFF_HEADER}\n{row}\n{row}\n")).contains("twice"));
+    assert!(bad("notes.txt", "hello world\n").contains("no rows"));
+}

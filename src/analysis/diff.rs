@@ -63,6 +63,63 @@ fn numbers<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error>
     }
 }
 
+/// Why a side's rows cannot be compared: no rows, a cell given twice, an ok row without
+/// a positive p50 (a damaged or hand-edited file, or a column missing). None when they
+/// can.
+pub fn invalid(rows: &[DiffInput]) -> Option<String> {
+    if rows.is_empty() {
+        return Some(
+            "it holds no rows; expected a results folder, compare's or exec's JSON, or a summary CSV"
+                .into(),
+        );
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, r) in rows.iter().enumerate() {
+        let key = r.key();
+        if !seen.insert(key.clone()) {
+            return Some(format!(
+                "the cell {key} is there twice (row {}); give each cell once",
+                i + 1
+            ));
+        }
+        if r.status != "ok" && r.status != "failed" {
+            return Some(format!(
+                "row {} ({key}): status {:?}, expected \"ok\" or \"failed\"",
+                i + 1,
+                r.status
+            ));
+        }
+        let positive = |v: Option<f64>| v.is_none_or(|v| v.is_finite() && v > 0.0);
+        if r.status == "ok" {
+            match r.p50_ns {
+                None => {
+                    return Some(format!(
+                        "row {} ({key}) is ok but has no p50_ns; expected the p50_ns column of the lab's summary rows",
+                        i + 1
+                    ))
+                }
+                Some(p) if !positive(Some(p)) => {
+                    return Some(format!(
+                        "row {} ({key}): p50_ns {p} is not a positive number of nanoseconds",
+                        i + 1
+                    ))
+                }
+                _ => {}
+            }
+            if !positive(r.p50_ci_low_ns)
+                || !positive(r.p50_ci_high_ns)
+                || r.process_p50_ns.iter().any(|v| !positive(Some(*v)))
+            {
+                return Some(format!(
+                    "row {} ({key}): an interval end or a process's p50 is not a positive number of nanoseconds",
+                    i + 1
+                ));
+            }
+        }
+    }
+    None
+}
+
 /// The `workload` of rows made from `alloclab exec` results: a whole command per run.
 pub const EXEC_WORKLOAD: &str = "exec";
 
@@ -94,7 +151,8 @@ impl DiffInput {
         }
     }
 
-    fn key(&self) -> String {
+    /// What identifies the cell across the two sides.
+    pub fn key(&self) -> String {
         if self.workload == EXEC_WORKLOAD {
             return format!("{} (whole command, per run)", self.allocator_spec);
         }

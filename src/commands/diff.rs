@@ -195,6 +195,11 @@ const HEADERS: [&str; 7] = [
 pub fn run(args: &DiffArgs) -> Result<()> {
     let base = load(&args.base)?;
     let new = load(&args.new)?;
+    for (side, path) in [(&base, &args.base), (&new, &args.new)] {
+        if let Some(why) = crate::analysis::diff::invalid(&side.rows) {
+            return Err(Error::BadInput(format!("{}: {why}", path.display())));
+        }
+    }
     let d = diff(&base.rows, &new.rows, args.noise_threshold);
     if d.cells.is_empty() {
         return Err(Error::BadInput(format!(
