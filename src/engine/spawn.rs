@@ -284,6 +284,11 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
         .map_err(|e| setup("opening /dev/null", e))?;
     let (go_r, go_w) = pipe_cloexec().map_err(|e| setup("pipe", e))?;
     let (err_r, err_w) = pipe_cloexec().map_err(|e| setup("pipe", e))?;
+    // The child's own rusage just before its execve: subtracted from wait4's, so that
+    // faults, context switches and CPU time count from the exec on (as perf's counters,
+    // enabled on exec, do) and not the forked copy of this process before it.
+    let (pre_r, pre_w) = pipe_cloexec().map_err(|e| setup("pipe", e))?;
+    let pre_fd = pre_w.as_raw_fd();
     let null_fd = devnull.as_raw_fd();
     let (go_fd, err_fd) = (go_r.as_raw_fd(), err_w.as_raw_fd());
     // The command's stderr, when not shown, goes to a pipe whose last lines are kept for
@@ -312,8 +317,8 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
 
     let parent = std::process::id() as libc::pid_t;
     // SAFETY: the child below only makes async-signal-safe calls (setpgid, signal,
-    // sigprocmask, prctl, getppid, read, dup2, execve, write, _exit) on data prepared
-    // before the fork, and never returns.
+    // sigprocmask, prctl, getppid, read, dup2, getrusage, execve, write, _exit) on data
+    // prepared before the fork (or on its own stack), and never returns.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(setup("fork", std::io::Error::last_os_error()));
@@ -351,6 +356,13 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
                 libc::write(err_fd, (&code as *const i32).cast(), 4);
                 libc::_exit(127);
             }
+            let mut before: libc::rusage = std::mem::zeroed();
+            libc::getrusage(libc::RUSAGE_SELF, &mut before);
+            libc::write(
+                pre_fd,
+                (&before as *const libc::rusage).cast(),
+                std::mem::size_of::<libc::rusage>(),
+            );
             libc::execve(
                 cmd.program.as_ptr(),
                 cmd.argv_ptrs.as_ptr(),
@@ -363,6 +375,7 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
     }
     drop(go_r);
     drop(err_w);
+    drop(pre_w);
     let stderr_tail = stderr_pipe.map(|(r, w)| {
         drop(w);
         let (tx, rx) = std::sync::mpsc::channel();
@@ -474,7 +487,24 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
             core_dumped: libc::WCOREDUMP(status),
         },
     };
-    let usage = Rusage::from_libc(&ru);
+    // What the child had used before its execve (written just before it): not the
+    // command's. A child that never got there wrote nothing, and nothing is subtracted.
+    // SAFETY: all-zero is a valid rusage (a plain C struct of integers).
+    let mut before: libc::rusage = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::rusage>();
+    // SAFETY: reads at most `size` bytes into `before`, a plain C struct.
+    let got = unsafe {
+        libc::read(
+            pre_r.as_raw_fd(),
+            (&mut before as *mut libc::rusage).cast(),
+            size,
+        )
+    };
+    let usage = if got == size as isize {
+        Rusage::from_libc(&ru).since(&Rusage::from_libc(&before))
+    } else {
+        Rusage::from_libc(&ru)
+    };
     let syscalls = match (traced, counters) {
         (Some(counts), _) => Ok(counts),
         (None, Some(mut c)) => c.read(),
