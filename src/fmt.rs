@@ -130,9 +130,58 @@ pub fn signed(v: f64) -> String {
     }
 }
 
+/// `text` as a terminal may show it: escape sequences (colours, cursor moves, titles)
+/// removed and other control characters but newlines and tabs dropped, so that a
+/// command's stderr quoted in a row cannot restyle or garble the lab's output.
+pub fn printable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1b}' => match chars.peek() {
+                // CSI: ESC [ parameters… final byte in @..~
+                Some('[') => {
+                    chars.next();
+                    for c in chars.by_ref() {
+                        if ('@'..='~').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+                // OSC: ESC ] … BEL or ESC \
+                Some(']') => {
+                    chars.next();
+                    while let Some(c) = chars.next() {
+                        if c == '\u{7}' || (c == '\u{1b}' && chars.next_if_eq(&'\\').is_some()) {
+                            break;
+                        }
+                    }
+                }
+                // Any other escape: the one character after it.
+                _ => {
+                    chars.next();
+                }
+            },
+            '\n' | '\t' => out.push(c),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn escape_sequences_and_controls_are_removed() {
+        assert_eq!(
+            printable("\u{1b}[1;31merror:\u{1b}[0m bad\r\n\u{1b}]0;title\u{7}x\ty\u{8}"),
+            "error: bad\nx\ty"
+        );
+        assert_eq!(printable("plain ünïcode"), "plain ünïcode");
+    }
 
     #[test]
     fn number_formats() {

@@ -300,7 +300,7 @@ pub struct CliffArgs {
     #[arg(long, value_enum, default_value = "auto")]
     pub counters: CounterMode,
     /// table (two lines, either side of the cliff) or json.
-    #[arg(long, value_enum, default_value = "table")]
+    #[arg(long, default_value = "table", value_parser = formats(&["table", "json"]))]
     pub format: Format,
     #[command(flatten)]
     pub program: ProgramArgs,
@@ -494,8 +494,16 @@ pub struct DiffArgs {
     #[arg(long, default_value = "2", value_parser = parse_percent)]
     pub noise_threshold: f64,
     /// table, markdown (for a pull-request comment) or json.
-    #[arg(long, value_enum, default_value = "table")]
+    #[arg(long, default_value = "table", value_parser = formats(&["table", "markdown", "json"]))]
     pub format: Format,
+}
+
+/// A `--format` of a command that prints only some of the formats: `--help` lists
+/// those, and clap refuses the others with them.
+fn formats(names: &'static [&'static str]) -> impl clap::builder::TypedValueParser<Value = Format> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(names)
+        .try_map(|s| <Format as clap::ValueEnum>::from_str(&s, false))
 }
 
 /// A percentage from 0 to 100, with or without '%': "2", "2%", "0.5 %"; as a fraction.

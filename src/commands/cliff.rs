@@ -68,11 +68,6 @@ struct Across {
 }
 
 pub fn run(args: &CliffArgs) -> Result<()> {
-    if matches!(args.format, Format::Csv | Format::Markdown) {
-        return Err(Error::BadInput(
-            "cliff prints table or json (--format table|json)".into(),
-        ));
-    }
     if args.from >= args.to {
         return Err(Error::BadInput(format!(
             "--from ({}) must be smaller than --to ({})",

@@ -270,12 +270,8 @@ pub fn run(args: &DiffArgs) -> Result<()> {
             }
             s
         }
+        // clap offers no csv here (see `cli::formats`).
         Format::Table | Format::Csv => {
-            if args.format == Format::Csv {
-                return Err(Error::BadInput(
-                    "diff prints table, markdown or json".into(),
-                ));
-            }
             let mut s = String::new();
             for n in &notes {
                 s.push_str(&format!("{n}\n"));

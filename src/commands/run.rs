@@ -143,7 +143,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     progress.finish();
     if failed > 0 {
         return Err(Error::RunFailed(format!(
-            "{failed} runs failed (see REPORT.md)"
+            "{failed} cell(s) failed (see REPORT.md and runs/*.failed.json)"
         )));
     }
     Ok(())

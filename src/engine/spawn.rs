@@ -536,7 +536,7 @@ fn keep_tail(mut from: impl std::io::Read, keep: usize) -> String {
         let excess = tail.len().saturating_sub(keep);
         tail.drain(..excess);
     }
-    String::from_utf8_lossy(tail.make_contiguous()).into_owned()
+    crate::fmt::printable(&String::from_utf8_lossy(tail.make_contiguous()))
 }
 
 /// Waits until `pid` has exited (without reaping it), killing its process group on
