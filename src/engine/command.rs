@@ -481,6 +481,15 @@ pub fn run_session(
             match outcome {
                 Ok(run) if run.termination.success() => {
                     row.traced_syscalls = run.syscalls.ok();
+                    // The counts come from a run the tracer slowed down: a purger that
+                    // works by time may call madvise more or less often there. Said.
+                    let walls: Vec<f64> = row.runs.iter().map(|r| r.wall_ns as f64).collect();
+                    if let Some(m) = crate::analysis::stats::median(&walls).filter(|m| *m > 0.0) {
+                        row.traced_note = Some(format!(
+                            "counted in one traced run, {:.2}x the untraced runs' median wall time",
+                            run.wall_ns as f64 / m
+                        ));
+                    }
                 }
                 Ok(run) if run.termination == Termination::Interrupted => break,
                 Ok(run) => {

@@ -194,6 +194,11 @@ pub fn explanations(rows: &[ExecRow]) -> Vec<String> {
         ));
     }
     lines.extend(spread_notes(rows).into_iter().map(|n| format!("note: {n}")));
+    // Syscalls counted under the tracer come from a slower run than the rest of the row.
+    lines.extend(rows.iter().filter_map(|r| {
+        let note = r.syscall_counter.strip_prefix("ptrace: ")?;
+        Some(format!("note: {}'s syscalls: {note}", r.allocator))
+    }));
     lines
 }
 
