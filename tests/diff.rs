@@ -157,6 +157,37 @@ fn diff_finds_regressions_improvements_and_what_changed_around_them() {
     let o = diff(&base, &json, "table");
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("no cell is in both"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--pair"), "{}", stderr(&o));
+
+    // --pair matches differently named allocators: BASE's jemalloc against NEW's
+    // mimalloc, in-place at the same size.
+    let o = Command::new(driver_path())
+        .args(["diff", "--pair", "jemalloc=mimalloc"])
+        .arg(&base)
+        .arg(&improved)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.lines().any(
+            |l| l.starts_with("scale jemalloc → mimalloc in-place size=1000000")
+                && l.contains("0.14x")
+        ),
+        "{out}"
+    );
+    let o = Command::new(driver_path())
+        .args(["diff", "--pair", "jemalloc=tcmalloc"])
+        .arg(&base)
+        .arg(&improved)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("has no cell of tcmalloc"),
+        "{}",
+        stderr(&o)
+    );
     let o = diff(&base, &dir.path().join("missing"), "table");
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }

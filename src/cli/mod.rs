@@ -496,6 +496,26 @@ pub struct DiffArgs {
     /// table, markdown (for a pull-request comment) or json.
     #[arg(long, default_value = "table", value_parser = formats(&["table", "markdown", "json"]))]
     pub format: Format,
+    /// Compare cells of differently named allocators: BASE_SPEC=NEW_SPEC matches BASE's
+    /// cells of BASE_SPEC with NEW's cells of NEW_SPEC (same workload, variant, size and
+    /// threads), e.g. --pair system=system:top_pad=64M. Repeatable.
+    #[arg(long = "pair", value_name = "BASE_SPEC=NEW_SPEC", value_parser = parse_pair)]
+    pub pairs: Vec<(String, String)>,
+}
+
+/// `--pair BASE_SPEC=NEW_SPEC`: split at the `=` that leaves a valid allocator spec on
+/// each side (specs hold `=` themselves: `system:top_pad=64M=system`).
+fn parse_pair(s: &str) -> Result<(String, String), String> {
+    let valid = |t: &str| {
+        !t.is_empty() && crate::model::knobs::parse_spec_list(t).is_ok_and(|l| l.len() == 1)
+    };
+    s.match_indices('=')
+        .map(|(i, _)| (&s[..i], &s[i + 1..]))
+        .find(|(b, n)| valid(b) && valid(n))
+        .map(|(b, n)| (b.to_string(), n.to_string()))
+        .ok_or_else(|| {
+            format!("'{s}': expected BASE_SPEC=NEW_SPEC, two allocator specs as the cells name them, e.g. system=system:top_pad=64M")
+        })
 }
 
 /// A `--format` of a command that prints only some of the formats: `--help` lists

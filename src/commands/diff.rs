@@ -195,6 +195,28 @@ const HEADERS: [&str; 7] = [
 pub fn run(args: &DiffArgs) -> Result<()> {
     let base = load(&args.base)?;
     let new = load(&args.new)?;
+    let (mut base, mut new) = (base, new);
+    // --pair: the two specs' cells are one cell, named after both.
+    for (b, n) in &args.pairs {
+        let label = format!("{b} → {n}");
+        let mut found = (false, false);
+        for r in base.rows.iter_mut().filter(|r| &r.allocator_spec == b) {
+            r.allocator_spec = label.clone();
+            found.0 = true;
+        }
+        for r in new.rows.iter_mut().filter(|r| &r.allocator_spec == n) {
+            r.allocator_spec = label.clone();
+            found.1 = true;
+        }
+        for (ok, spec, path) in [(found.0, b, &args.base), (found.1, n, &args.new)] {
+            if !ok {
+                return Err(Error::BadInput(format!(
+                    "--pair {b}={n}: {} has no cell of {spec}",
+                    path.display()
+                )));
+            }
+        }
+    }
     for (side, path) in [(&base, &args.base), (&new, &args.new)] {
         if let Some(why) = crate::analysis::diff::invalid(&side.rows) {
             return Err(Error::BadInput(format!("{}: {why}", path.display())));
@@ -202,10 +224,18 @@ pub fn run(args: &DiffArgs) -> Result<()> {
     }
     let d = diff(&base.rows, &new.rows, args.noise_threshold);
     if d.cells.is_empty() {
+        let specs = |s: &Side| {
+            let mut v: Vec<&str> = s.rows.iter().map(|r| r.allocator_spec.as_str()).collect();
+            v.sort_unstable();
+            v.dedup();
+            v.join(", ")
+        };
         return Err(Error::BadInput(format!(
-            "no cell is in both {} and {}: they measured different things",
+            "no cell is in both {} ({}) and {} ({}): they measured different workloads, sizes or allocators; to compare differently named allocators, give --pair BASE_SPEC=NEW_SPEC",
             args.base.display(),
-            args.new.display()
+            specs(&base),
+            args.new.display(),
+            specs(&new)
         )));
     }
     let env = env_changes(&base, &new);
