@@ -333,6 +333,24 @@ fn an_interrupted_run_keeps_what_it_finished() {
         "{} kept: {report}",
         kept.len()
     );
+    // The console line and folder.json say so too.
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("incomplete: 3 of 8 planned processes ran"),
+        "{err}"
+    );
+    let status: serde_json::Value = serde_json::from_str(&text(&res.join("folder.json"))).unwrap();
+    assert_eq!(status["complete"], false);
+    // A damaged plan.json is bad input for report (2), not a failed run.
+    std::fs::write(res.join("plan.json"), "{ not json").unwrap();
+    let o = run(&driver_path(), &["report", res.to_str().unwrap()]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("plan.json"));
 }
 
 #[test]
