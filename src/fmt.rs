@@ -130,6 +130,24 @@ pub fn signed(v: f64) -> String {
     }
 }
 
+/// The command as one could type it again.
+pub fn shell_words(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| {
+            if !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+            {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// `text` as a terminal may show it: escape sequences (colours, cursor moves, titles)
 /// removed and other control characters but newlines and tabs dropped, so that a
 /// command's stderr quoted in a row cannot restyle or garble the lab's output.

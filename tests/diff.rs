@@ -256,6 +256,41 @@ fn diff_compares_exec_folders_allocator_by_allocator() {
         line("system").contains("no significant difference (1.00x"),
         "{text}"
     );
+
+    // exec's JSON rows of two different commands: the change is said first.
+    let json_of = |name: &str, cmd: &[&str]| {
+        let out = Command::new(driver_path())
+            .args([
+                "exec",
+                "--runs=2",
+                "--warmup=0",
+                "--allocators=system",
+                "--format=json",
+                "--",
+            ])
+            .args(cmd)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let p = dir.path().join(name);
+        std::fs::write(&p, &out.stdout).unwrap();
+        p
+    };
+    let (a, b) = (
+        json_of("ls.json", &["ls", "/"]),
+        json_of("true.json", &["true"]),
+    );
+    let out = Command::new(driver_path())
+        .arg("diff")
+        .args([&a, &b])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("COMMAND CHANGED: ls / → true\n"),
+        "{text}{}",
+        stderr(&out)
+    );
 }
 
 /// Damaged or hand-made inputs are refused with what is wrong and where (exit 2), never

@@ -10,6 +10,9 @@ use serde::{Deserialize, Serialize};
 /// time's spread is given by min, max and the median absolute deviation.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ExecRow {
+    /// The command as a shell would take it.
+    #[serde(default)]
+    pub command: String,
     pub allocator: String,
     /// "ok" or "failed".
     pub status: RunStatus,
@@ -25,6 +28,10 @@ pub struct ExecRow {
     pub wall_ci_low_ms: Option<f64>,
     pub wall_ci_high_ms: Option<f64>,
     pub wall_ci_coverage: Option<f64>,
+    /// Each run's wall time, in round order (in CSV a JSON array in one cell): what
+    /// `diff` compares two sides by.
+    #[serde(default)]
+    pub run_wall_ms: Vec<f64>,
     /// Wall time relative to the first allocator's (the baseline): the median of the
     /// per-round ratios (runs of one round are paired), its 95 % interval and verdict.
     pub vs_baseline: Option<f64>,
@@ -81,6 +88,7 @@ fn row_of(a: &AllocatorRuns, syscall_counter: &str) -> ExecRow {
         }
     };
     ExecRow {
+        command: String::new(),
         allocator: a.allocator.clone(),
         status: if a.failure.is_none() {
             RunStatus::Ok
@@ -96,6 +104,7 @@ fn row_of(a: &AllocatorRuns, syscall_counter: &str) -> ExecRow {
         wall_ci_low_ms: ci.map(|c| c.low),
         wall_ci_high_ms: ci.map(|c| c.high),
         wall_ci_coverage: ci.map(|c| c.coverage),
+        run_wall_ms: walls.clone(),
         vs_baseline: None,
         vs_baseline_ci_low: None,
         vs_baseline_ci_high: None,
@@ -144,7 +153,10 @@ pub fn rows(record: &ExecRecord) -> Vec<ExecRow> {
     let mut rows: Vec<ExecRow> = record
         .allocators
         .iter()
-        .map(|a| row_of(a, &record.syscall_counter))
+        .map(|a| ExecRow {
+            command: crate::fmt::shell_words(&record.command),
+            ..row_of(a, &record.syscall_counter)
+        })
         .collect();
     let Some(b) = rows
         .iter()

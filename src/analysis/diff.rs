@@ -40,6 +40,10 @@ pub struct DiffInput {
     /// predates the column.
     #[serde(default, deserialize_with = "numbers")]
     pub process_p50_ns: Vec<f64>,
+    /// The command measured (exec results), to say when the two sides ran different
+    /// ones.
+    #[serde(default)]
+    pub command: Option<String>,
 }
 
 /// A list of numbers given as a list (JSON) or as the text of one (a CSV cell), or
@@ -147,7 +151,8 @@ impl DiffInput {
             memory_syscalls_per_iter: memory,
             rss_end_bytes: r.peak_rss_mib.map(|m| m * 1024.0 * 1024.0),
             allocator_version: r.allocator_version.clone(),
-            process_p50_ns: Vec::new(),
+            process_p50_ns: r.run_wall_ms.iter().map(|m| m * 1e6).collect(),
+            command: (!r.command.is_empty()).then(|| r.command.clone()),
         }
     }
 
@@ -205,6 +210,9 @@ pub struct Diff {
     pub only_in_new: Vec<String>,
     /// Allocator versions that differ between the sides, per cell.
     pub version_changes: Vec<String>,
+    /// The commands, where the two sides measured different ones (exec results): the
+    /// first thing to know about every ratio below.
+    pub command_change: Option<String>,
 }
 
 impl Diff {
@@ -287,6 +295,11 @@ pub fn diff(base: &[DiffInput], new: &[DiffInput], threshold: f64) -> Diff {
         }
         cells.push(c);
     }
+    let command = |rows: &[DiffInput]| rows.iter().find_map(|r| r.command.clone());
+    let command_change = match (command(base), command(new)) {
+        (Some(b), Some(n)) if b != n => Some(format!("{b} → {n}")),
+        _ => None,
+    };
     let keys = |rows: &[DiffInput]| rows.iter().map(DiffInput::key).collect::<Vec<_>>();
     let (bk, nk) = (keys(base), keys(new));
     Diff {
@@ -294,6 +307,7 @@ pub fn diff(base: &[DiffInput], new: &[DiffInput], threshold: f64) -> Diff {
         only_in_base: bk.iter().filter(|k| !nk.contains(k)).cloned().collect(),
         only_in_new: nk.iter().filter(|k| !bk.contains(k)).cloned().collect(),
         version_changes,
+        command_change,
     }
 }
 
@@ -318,6 +332,7 @@ mod tests {
             rss_end_bytes: Some(1e6),
             allocator_version: Some("glibc 2.36".into()),
             // Six processes spread evenly over the interval.
+            command: None,
             process_p50_ns: (0..6)
                 .map(|i| p50 - half + 2.0 * half * i as f64 / 5.0)
                 .collect(),

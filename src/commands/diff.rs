@@ -70,16 +70,10 @@ fn load_exec(path: &Path) -> Result<Side> {
         .map_err(|e| bad(format!("cannot read exec.json: {e}")))?;
     let record: crate::engine::command::ExecRecord = serde_json::from_str(&text)
         .map_err(|e| bad(format!("exec.json is not an `alloclab exec` record: {e}")))?;
-    let mut rows: Vec<DiffInput> = crate::export::exec::rows(&record)
+    let rows: Vec<DiffInput> = crate::export::exec::rows(&record)
         .iter()
         .map(DiffInput::from_exec)
         .collect();
-    // Each run's wall time, for the Mann–Whitney interval.
-    for a in &record.allocators {
-        if let Some(r) = rows.iter_mut().find(|r| r.allocator_spec == a.allocator) {
-            r.process_p50_ns = a.runs.iter().map(|run| run.wall_ns as f64).collect();
-        }
-    }
     let mut env = BTreeMap::new();
     if let Ok(v) = serde_json::to_value(&record.environment) {
         flatten("", &v, &mut env);
@@ -240,7 +234,17 @@ pub fn run(args: &DiffArgs) -> Result<()> {
     }
     let env = env_changes(&base, &new);
     let mut notes: Vec<String> = Vec::new();
-    notes.extend(env.iter().map(|e| format!("environment: {e}")));
+    // A different command changes every ratio: said first.
+    notes.extend(
+        d.command_change
+            .iter()
+            .map(|c| format!("COMMAND CHANGED: {c}")),
+    );
+    notes.extend(
+        env.iter()
+            .filter(|e| !(d.command_change.is_some() && e.starts_with("command:")))
+            .map(|e| format!("environment: {e}")),
+    );
     notes.extend(
         d.version_changes
             .iter()

@@ -258,23 +258,7 @@ pub fn header(record: &ExecRecord) -> String {
     s
 }
 
-/// The command as one could type it again.
-pub fn shell_words(words: &[String]) -> String {
-    words
-        .iter()
-        .map(|w| {
-            if !w.is_empty()
-                && w.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
-            {
-                w.clone()
-            } else {
-                format!("'{}'", w.replace('\'', "'\\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
+pub use crate::fmt::shell_words;
 
 /// The run times of one allocator as an HDR histogram (nanoseconds, 3 significant
 /// digits), or None without runs.
