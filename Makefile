@@ -6,7 +6,7 @@ ALLOCLAB := target/release/alloclab
 EXPERIMENTS := $(wildcard experiments/*.toml)
 
 CALLS ?= 200
-RUNS ?= 5
+RUNS ?= 6
 
 .PHONY: build test run-all compare lint numpy bench-numpy exec-numpy sweep-numpy clean
 
