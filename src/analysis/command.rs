@@ -10,9 +10,6 @@ use serde::{Deserialize, Serialize};
 /// time's spread is given by min, max and the median absolute deviation.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ExecRow {
-    /// The command as a shell would take it.
-    #[serde(default)]
-    pub command: String,
     pub allocator: String,
     /// "ok" or "failed".
     pub status: RunStatus,
@@ -28,10 +25,6 @@ pub struct ExecRow {
     pub wall_ci_low_ms: Option<f64>,
     pub wall_ci_high_ms: Option<f64>,
     pub wall_ci_coverage: Option<f64>,
-    /// Each run's wall time, in round order (in CSV a JSON array in one cell): what
-    /// `diff` compares two sides by.
-    #[serde(default)]
-    pub run_wall_ms: Vec<f64>,
     /// Wall time relative to the first allocator's (the baseline): the median of the
     /// per-round ratios (runs of one round are paired), its 95 % interval and verdict.
     pub vs_baseline: Option<f64>,
@@ -57,6 +50,14 @@ pub struct ExecRow {
     pub allocator_version: Option<String>,
     pub preload: Option<String>,
     pub malloc_from: Option<String>,
+    /// The command as a shell would take it (new columns go last: the others keep their
+    /// places in CSV).
+    #[serde(default)]
+    pub command: String,
+    /// Each run's wall time, in round order (in CSV a JSON array in one cell): what
+    /// `diff` compares two sides by.
+    #[serde(default)]
+    pub run_wall_ms: Vec<f64>,
 }
 
 fn med(runs: &[ExecRun], f: impl Fn(&ExecRun) -> Option<f64>) -> Option<f64> {
