@@ -191,14 +191,14 @@ pub fn shift_ratio(base: &[f64], new: &[f64], level: f64) -> Option<(f64, Interv
     let estimate = median(&d)?;
     let mn = m * n;
     // P(U ≤ k-1) for the interval [d_(k), d_(mn-k+1)] (1-based).
-    let lower_tail: Box<dyn Fn(usize) -> f64> = if mn <= 2500 {
-        let cdf = mann_whitney_cdf(m, n);
-        Box::new(move |k: usize| if k == 0 { 0.0 } else { cdf[k - 1] })
-    } else {
-        let (mf, nf) = (m as f64, n as f64);
-        let mean = mf * nf / 2.0;
-        let sd = (mf * nf * (mf + nf + 1.0) / 12.0).sqrt();
-        Box::new(move |k: usize| normal_cdf((k as f64 - 0.5 - mean) / sd))
+    let exact = (mn <= 2500).then(|| mann_whitney_cdf(m, n));
+    let (mf, nf) = (m as f64, n as f64);
+    let lower_tail = |k: usize| match (&exact, k) {
+        (_, 0) => 0.0,
+        (Some(cdf), k) => cdf[k - 1],
+        (None, k) => {
+            normal_cdf((k as f64 - 0.5 - mf * nf / 2.0) / (mf * nf * (mf + nf + 1.0) / 12.0).sqrt())
+        }
     };
     let coverage = |k: usize| (1.0 - 2.0 * lower_tail(k)).max(0.0);
     let mut k = 1;

@@ -12,7 +12,7 @@ use crate::model::spec::{self, Allocator, Thp, Variant, Workload};
 use crate::worker::measure;
 use crate::worker::workload;
 use clap::Parser;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 /// Arguments of a worker (`alloclab-<allocator> --workload scale --variant in-place …`).
@@ -105,24 +105,26 @@ pub fn request(args: &WorkerArgs, allocator: Allocator) -> anyhow::Result<Worker
             seed: args.seed,
             knobs: alloc_spec.knobs,
             thp: args.thp,
-            library: library.map(|(l, _)| l),
+            library,
         },
         budget: args.budget.budget(),
         counters: args.counters,
     })
 }
 
-/// Runs one measurement and returns its record. Must be called on the main thread.
-pub fn run(request: &WorkerRequest, info: &AllocatorInfo) -> anyhow::Result<RunRecord> {
+/// Runs one measurement and returns its record (`preload`: the installed library's
+/// resolved file, if the request names one). Must be called on the main thread.
+pub fn run(
+    request: &WorkerRequest,
+    preload: Option<&Path>,
+    info: &AllocatorInfo,
+) -> anyhow::Result<RunRecord> {
     let spec = &request.spec;
     if spec.threads == 0 {
         anyhow::bail!("--threads 0: a run needs at least 1 thread (the main thread)");
     }
     let size = usize::try_from(spec.size)?;
-    let library = match &spec.library {
-        Some(l) => Some((l.clone(), l.resolve().map_err(anyhow::Error::msg)?)),
-        None => None,
-    };
+    let library = spec.library.as_ref().zip(preload);
     let budget = request.budget;
     let overhead = measure::calibrate();
     // Every thread gets its own kernel (its own inputs and temporaries), prepared here.
@@ -181,11 +183,9 @@ pub fn run(request: &WorkerRequest, info: &AllocatorInfo) -> anyhow::Result<RunR
     Ok(record)
 }
 
-/// The `--library` spec with its file resolved, for the system worker only.
-fn parse_library(
-    allocator: Allocator,
-    text: Option<&str>,
-) -> anyhow::Result<Option<(Library, PathBuf)>> {
+/// The `--library` spec, for the system worker only (its file is resolved once, in
+/// `main`).
+fn parse_library(allocator: Allocator, text: Option<&str>) -> anyhow::Result<Option<Library>> {
     let Some(text) = text else { return Ok(None) };
     if allocator != Allocator::System {
         anyhow::bail!("--library is for the system worker (alloclab-system), which runs under glibc unless a library is preloaded");
@@ -193,8 +193,7 @@ fn parse_library(
     let library = Library::parse(text, |n| spec::parse_choice::<Allocator>(n).is_ok())
         .map_err(anyhow::Error::msg)?
         .ok_or_else(|| anyhow::anyhow!("--library {text}: expected name=/path/to/lib.so"))?;
-    let path = library.resolve().map_err(anyhow::Error::msg)?;
-    Ok(Some((library, path)))
+    Ok(Some(library))
 }
 
 /// Fails unless `malloc` in this process is defined by `path` (the preloaded library).
@@ -314,25 +313,26 @@ pub fn main(allocator: Allocator, info: AllocatorInfo) -> ExitCode {
         };
     }
     let configured = request(&args, allocator).and_then(|r| {
-        let library = match &r.spec.library {
-            Some(l) => Some((l, l.resolve().map_err(anyhow::Error::msg)?)),
+        // The installed library's file, resolved once for the restart, the takeover
+        // check and the record.
+        let preload = match &r.spec.library {
+            Some(l) => Some(l.resolve().map_err(anyhow::Error::msg)?),
             None => None,
         };
-        let preload = library.as_ref().map(|(_, p)| p.as_path());
-        restart_configured(&r.spec.allocator_spec(), r.spec.thp, preload)?;
-        if let Some((l, p)) = &library {
+        restart_configured(&r.spec.allocator_spec(), r.spec.thp, preload.as_deref())?;
+        if let (Some(l), Some(p)) = (&r.spec.library, &preload) {
             check_takeover(l, p)?;
         }
-        Ok(r)
+        Ok((r, preload))
     });
-    let request = match configured {
-        Ok(r) => r,
+    let (request, preload) = match configured {
+        Ok(c) => c,
         Err(e) => {
             eprintln!("{bin}: error: {e:#}");
             return ExitCode::from(2);
         }
     };
-    match run(&request, &info) {
+    match run(&request, preload.as_deref(), &info) {
         Ok(record) => {
             let text = if args.pretty {
                 serde_json::to_string_pretty(&record)
