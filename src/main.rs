@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = alloclab::cli::Cli::parse();
+    alloclab::analysis::stats::set_level(cli.confidence);
     match alloclab::commands::dispatch(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

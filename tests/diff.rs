@@ -123,6 +123,39 @@ fn diff_finds_regressions_improvements_and_what_changed_around_them() {
         stderr(&o)
     );
 
+    // The same regression at --confidence 90: the 98 % interval decides; at 99 %, it
+    // does not (two 99 % sides give Bonferroni's 98 %), and the output says the level.
+    let at = |level: &str| {
+        Command::new(driver_path())
+            .args(["--confidence", level, "diff"])
+            .arg(&improved)
+            .arg(&base)
+            .output()
+            .unwrap()
+    };
+    let o = at("90");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let o = at("99");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.lines()
+            .find(|l| l.starts_with("scale system out-of-place"))
+            .is_some_and(|l| l.contains("undecided (15.00x")),
+        "{out}"
+    );
+    assert!(out.contains("undecided (interval below 99 %)"), "{out}");
+    for bad in ["100", "40", "high"] {
+        let o = at(bad);
+        assert_eq!(o.status.code(), Some(2), "--confidence {bad}");
+        assert!(
+            stderr(&o).contains("a percentage"),
+            "--confidence {bad}: {}",
+            stderr(&o)
+        );
+        assert!(o.stdout.is_empty());
+    }
+
     // Rows of six-process cells (96.9 % intervals each) give at least 93.75 %: below
     // the 95 % a verdict needs, so the cell is undecided and no regression, however far
     // apart the medians.

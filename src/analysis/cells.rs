@@ -1,7 +1,7 @@
 //! Cells measured in several processes: one summary row per cell (medians over the
 //! processes, intervals, count ranges) and the paired comparisons between cells.
 
-use crate::analysis::stats::{compare_paired, median, median_ci, Comparison, LEVEL};
+use crate::analysis::stats::{compare_paired, level, median, median_ci, Comparison};
 use crate::model::record::{Cell, Outcome, RunFailure, RunRecord};
 use crate::model::summary::SummaryRow;
 use std::collections::BTreeMap;
@@ -72,12 +72,12 @@ pub fn row(cell: &Cell) -> SummaryRow {
         cell.spec.workload.useful_bytes(cell.spec.size) as f64 * f64::from(cell.spec.threads)
             / p50.max(1) as f64
     });
-    if let Some(ci) = median_ci(&p50s, LEVEL) {
+    if let Some(ci) = median_ci(&p50s, level()) {
         row.p50_ci_low_ns = round(Some(ci.low));
         row.p50_ci_high_ns = round(Some(ci.high));
         row.ci_coverage = Some(ci.coverage);
     }
-    if let Some(ci) = median_ci(&p99s, LEVEL) {
+    if let Some(ci) = median_ci(&p99s, level()) {
         row.p99_ci_low_ns = round(Some(ci.low));
         row.p99_ci_high_ns = round(Some(ci.high));
     }

@@ -1,7 +1,7 @@
 //! A command's runs summarized: one row per allocator, medians over its runs with
 //! intervals, and wall-time ratios against the first allocator from paired rounds.
 
-use crate::analysis::stats::{compare_paired, median, median_ci, Comparison, LEVEL};
+use crate::analysis::stats::{compare_paired, level, median, median_ci, Comparison};
 use crate::model::command::{AllocatorRuns, ExecRecord, ExecRun};
 use crate::model::summary::RunStatus;
 use serde::{Deserialize, Serialize};
@@ -76,7 +76,7 @@ fn row_of(a: &AllocatorRuns, syscall_counter: &str) -> ExecRow {
         let dev: Vec<f64> = walls.iter().map(|w| (w - m).abs()).collect();
         median(&dev).map(|d| 100.0 * d / m)
     });
-    let ci = median_ci(&walls, LEVEL);
+    let ci = median_ci(&walls, level());
     let traced = syscall_counter == "ptrace";
     let sc = |f: fn(&crate::counters::linux::perf::SyscallCounts) -> Option<u64>| {
         if traced {

@@ -11,7 +11,7 @@
 //! cells). Either way a verdict needs the stated coverage (95 %): below it a cell is
 //! undecided. Cells without an interval (one process) get the ratio only.
 
-use crate::analysis::stats::{shift_ratio, verdict, Interval, Verdict, LEVEL};
+use crate::analysis::stats::{level, shift_ratio, verdict, Interval, Verdict};
 use serde::{Deserialize, Serialize};
 
 /// The fields of a summary row that a diff reads (from summary.csv or compare's JSON);
@@ -263,7 +263,7 @@ pub fn diff(base: &[DiffInput], new: &[DiffInput], threshold: f64) -> Diff {
             note: (!failed.is_empty()).then(|| format!("failed in {}", failed.join(" and "))),
         };
         if failed.is_empty() && b.process_p50_ns.len() >= 2 && n.process_p50_ns.len() >= 2 {
-            if let Some((ratio, ci)) = shift_ratio(&b.process_p50_ns, &n.process_p50_ns, LEVEL) {
+            if let Some((ratio, ci)) = shift_ratio(&b.process_p50_ns, &n.process_p50_ns, level()) {
                 c.ratio = Some(ratio);
                 c.ratio_ci_low = Some(ci.low);
                 c.ratio_ci_high = Some(ci.high);

@@ -26,8 +26,54 @@ pub fn median(v: &[f64]) -> Option<f64> {
     })
 }
 
-/// The confidence level every interval the lab prints aims at.
-pub const LEVEL: f64 = 0.95;
+/// The confidence level intervals aim at unless the user asks for another
+/// (`alloclab --confidence`).
+pub const DEFAULT_LEVEL: f64 = 0.95;
+
+/// The level in force, as f64 bits (0.95 until [`set_level`] is called).
+static LEVEL_BITS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The confidence level every interval the lab prints aims at, and that a verdict needs:
+/// 95 % unless the command line asked for another.
+pub fn level() -> f64 {
+    match LEVEL_BITS.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => DEFAULT_LEVEL,
+        bits => f64::from_bits(bits),
+    }
+}
+
+/// Sets the confidence level for the rest of the process (the driver does, once, from
+/// `--confidence`); `level` must lie in [0.5, 1).
+pub fn set_level(level: f64) {
+    debug_assert!((0.5..1.0).contains(&level));
+    LEVEL_BITS.store(level.to_bits(), std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The level in force as people read it: "95 %", "99 %", "99.9 %".
+pub fn level_text() -> String {
+    let pct = 100.0 * level();
+    if (pct - pct.round()).abs() < 1e-9 {
+        format!("{pct:.0} %")
+    } else {
+        format!("{} %", (pct * 1000.0).round() / 1000.0)
+    }
+}
+
+/// Parses `--confidence` (percent, 50 to below 100) into a level.
+pub fn parse_confidence(s: &str) -> Result<f64, String> {
+    let pct: f64 = s
+        .trim()
+        .trim_end_matches('%')
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number: give a percentage such as 95 or 99"))?;
+    if !(50.0..100.0).contains(&pct) {
+        return Err(format!(
+            "{s} % is not a confidence level the lab can state: give a percentage from 50 to below 100 (default 95)"
+        ));
+    }
+    Ok(pct / 100.0)
+}
 
 /// A confidence interval and the probability with which it covers the true value.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -89,7 +135,7 @@ pub enum Verdict {
     Slower,
     /// The interval reaches inside ±threshold.
     NoSignificantDifference,
-    /// Too few rounds: no interval reaches the stated coverage ([`LEVEL`]), so no
+    /// Too few rounds: no interval reaches the stated coverage ([`level`]), so no
     /// verdict either way (see [`rounds_needed`]).
     Undecided,
 }
@@ -125,7 +171,7 @@ pub fn compare_paired(pairs: &[(f64, f64)], threshold: f64) -> Option<Comparison
         .map(|(base, new)| new / base)
         .collect();
     let ratio = median(&ratios)?;
-    let interval = median_ci(&ratios, LEVEL);
+    let interval = median_ci(&ratios, level());
     let verdict = interval.map(|ci| verdict(ci, threshold));
     Some(Comparison {
         ratio,
@@ -234,15 +280,15 @@ fn normal_cdf(x: f64) -> f64 {
 
 /// What `n` rounds (or processes) can support, when it is less than a verdict needs:
 /// "with 2 rounds an interval covers only 50.0 %: no verdict below 95 % (6 rounds give
-/// it)"; None when `n` reaches [`LEVEL`].
+/// it)"; None when `n` reaches [`level`].
 pub fn too_few(n: usize, what: &str) -> Option<String> {
-    let reached = coverage(n, LEVEL).unwrap_or(0.0);
-    (reached < LEVEL).then(|| {
+    let reached = coverage(n, level()).unwrap_or(0.0);
+    (reached < level()).then(|| {
         format!(
-            "with {n} {what} an interval covers only {:.1} %: no verdict below {:.0} % ({} {what} give it)",
+            "with {n} {what} an interval covers only {:.1} %: no verdict below {} ({} {what} give it)",
             100.0 * reached,
-            100.0 * LEVEL,
-            rounds_needed(LEVEL)
+            level_text(),
+            rounds_needed(level())
         )
     })
 }
@@ -254,11 +300,12 @@ pub fn rounds_needed(level: f64) -> usize {
         .unwrap_or(usize::MAX)
 }
 
-/// Significant only when an interval of at least the stated coverage ([`LEVEL`]) lies
+/// Significant only when an interval of at least the stated coverage ([`level`]) lies
 /// wholly beyond ±threshold; an interval of less coverage (too few rounds) decides
 /// nothing.
 pub fn verdict(ci: Interval, threshold: f64) -> Verdict {
-    if ci.coverage < LEVEL {
+    // A hair of tolerance: an interval computed at exactly the level asked for.
+    if ci.coverage < level() - 1e-12 {
         Verdict::Undecided
     } else if ci.low > 1.0 + threshold {
         Verdict::Slower
@@ -311,10 +358,10 @@ mod tests {
         assert!((cdf[36] - 1.0).abs() < 1e-12);
         let base: Vec<f64> = (1..=6).map(|i| 100.0 + i as f64).collect();
         let new: Vec<f64> = base.iter().map(|b| 2.0 * b).collect();
-        let (ratio, ci) = shift_ratio(&base, &new, LEVEL).unwrap();
+        let (ratio, ci) = shift_ratio(&base, &new, DEFAULT_LEVEL).unwrap();
         assert!((ratio - 2.0).abs() < 1e-9, "{ratio}");
         assert!(
-            ci.low < 2.0 && 2.0 < ci.high && ci.coverage >= LEVEL,
+            ci.low < 2.0 && 2.0 < ci.high && ci.coverage >= DEFAULT_LEVEL,
             "{ci:?}"
         );
         assert!((ci.coverage - (1.0 - 2.0 * cdf[5])).abs() < 1e-12);
@@ -327,7 +374,7 @@ mod tests {
         for _ in 0..trials {
             let b: Vec<f64> = (0..6).map(|_| draw()).collect();
             let n: Vec<f64> = (0..6).map(|_| draw()).collect();
-            let (_, ci) = shift_ratio(&b, &n, LEVEL).unwrap();
+            let (_, ci) = shift_ratio(&b, &n, DEFAULT_LEVEL).unwrap();
             covered += usize::from(ci.low <= 1.0 && 1.0 <= ci.high);
         }
         assert!(
@@ -343,8 +390,20 @@ mod tests {
     }
 
     #[test]
+    fn a_confidence_level_is_a_percentage_from_50_to_below_100() {
+        assert_eq!(parse_confidence("99"), Ok(0.99));
+        assert_eq!(parse_confidence(" 90 % "), Ok(0.9));
+        for bad in ["100", "49.9", "abc", "", "NaN", "inf"] {
+            assert!(parse_confidence(bad).is_err(), "{bad}");
+        }
+        // 99 % needs 8 rounds ([min, max] of 7 covers 98.4 %), 90 % needs 5.
+        assert_eq!(rounds_needed(0.99), 8);
+        assert_eq!(rounds_needed(0.90), 5);
+    }
+
+    #[test]
     fn too_few_rounds_decide_nothing() {
-        assert_eq!(rounds_needed(LEVEL), 6);
+        assert_eq!(rounds_needed(DEFAULT_LEVEL), 6);
         // Five rounds, each new twice as slow: [min, max] covers only 93.75 %.
         let pairs: Vec<(f64, f64)> = (1..=5).map(|i| (i as f64, 2.0 * i as f64)).collect();
         let c = compare_paired(&pairs, 0.02).unwrap();

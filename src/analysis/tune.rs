@@ -272,8 +272,9 @@ pub fn recommendation(verdicts: &[SetVerdict], threshold: f64) -> String {
             )
         }
         None => format!(
-            "recommended: nothing — no knob set is faster than its allocator's defaults beyond ±{} % with 95 % confidence",
-            threshold * 100.0
+            "recommended: nothing — no knob set is faster than its allocator's defaults beyond ±{} % with {} confidence",
+            threshold * 100.0,
+            crate::analysis::stats::level_text()
         ),
     }
 }

@@ -20,6 +20,12 @@ use std::time::Duration;
     after_help = "Each run is a separate worker process (alloclab-system, alloclab-jemalloc, …, alloclab-rpmalloc) found beside this executable; an installed allocator library (name=/path/lib.so) runs in alloclab-system with the library preloaded."
 )]
 pub struct Cli {
+    /// Confidence level, in percent, of every interval the lab prints; a verdict (faster,
+    /// slower, helps, a cliff) needs an interval of at least this coverage, and below it
+    /// the lab says what the runs support and how many would decide (99 needs 8 rounds
+    /// or processes, 95 needs 6).
+    #[arg(long, global = true, default_value = "95", value_parser = crate::analysis::stats::parse_confidence)]
+    pub confidence: f64,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -101,7 +107,7 @@ pub struct ExecArgs {
     /// Kill a run (and its process group) after this many seconds; that row fails.
     #[arg(long, value_parser = crate::model::budget::parse_timeout)]
     pub timeout: Option<f64>,
-    /// An allocator is called faster or slower than the first only when the whole 95 %
+    /// An allocator is called faster or slower than the first only when the whole --confidence
     /// interval of its per-round ratio lies beyond this band around 1 (percent).
     #[arg(long, default_value = "2", value_parser = parse_percent)]
     pub noise_threshold: f64,
@@ -283,7 +289,7 @@ pub struct CliffArgs {
     #[arg(long, default_value_t = 0.05, value_parser = crate::model::budget::parse_seconds)]
     pub min_time: f64,
     /// After the bisection, both sizes beside the cliff are measured again in this many
-    /// worker processes each, in interleaved rounds, for their latency with a 95 %
+    /// worker processes each, in interleaved rounds, for their latency with a --confidence
     /// interval and the ratio across the cliff with a verdict (1: no interval).
     #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub processes: u32,
@@ -336,7 +342,7 @@ pub struct TuneArgs {
     /// Worker processes per knob set, one per interleaved round.
     #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub processes: u32,
-    /// A set helps (or costs time) only when its whole 95 % interval against the
+    /// A set helps (or costs time) only when its whole --confidence interval against the
     /// defaults lies beyond this band around 1 (percent).
     #[arg(long, default_value = "2", value_parser = parse_percent)]
     pub noise_threshold: f64,
@@ -357,7 +363,7 @@ pub struct CalibrateArgs {
     #[arg(long, default_value_t = 0.2, value_parser = crate::model::budget::parse_seconds)]
     pub min_time: f64,
     /// Alternating rounds (off, perf, ptrace) per variant; the per-round ratios give the
-    /// effect and its 95 % interval (6 rounds reach 95 %).
+    /// effect and its --confidence interval (6 rounds reach 95 %).
     #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=50))]
     pub rounds: u32,
     /// Print JSON instead of lines.
@@ -466,14 +472,14 @@ pub struct CompareArgs {
     /// per round, in a shuffled order). Medians, intervals and verdicts are over these.
     #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub processes: u32,
-    /// A ratio is called faster or slower only when its whole 95 % interval lies beyond
+    /// A ratio is called faster or slower only when its whole --confidence interval lies beyond
     /// this band around 1 (in percent: 2 means ±2 %).
     #[arg(long, default_value = "2", value_parser = parse_percent)]
     pub noise_threshold: f64,
     /// Seed of the order within rounds [default: from the clock; printed, to repeat it].
     #[arg(long)]
     pub order_seed: Option<u64>,
-    /// Keep adding rounds (after --processes) until every cell's 95 % interval is within
+    /// Keep adding rounds (after --processes) until every cell's --confidence interval is within
     /// ± this percent of its median, or --max-time runs out.
     #[arg(long, value_parser = parse_percent)]
     pub precision: Option<f64>,

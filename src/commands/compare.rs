@@ -2,7 +2,7 @@
 //! measured in several worker processes over interleaved rounds, printed as one screen
 //! with intervals and verdicts (or Markdown, CSV, JSON).
 
-use crate::analysis::stats::{half_width_pct, median, median_ci, LEVEL};
+use crate::analysis::stats::{half_width_pct, level, level_text, median, median_ci};
 use crate::analysis::{cells, explain};
 use crate::cli::CompareArgs;
 use crate::counters::load::Load;
@@ -77,8 +77,9 @@ pub fn run(args: CompareArgs) -> Result<()> {
     if !rows.is_empty() {
         super::print_out(&match args.format {
             Format::Table => {
+                let lvl = level_text();
                 let method = format!(
-                    "{} process(es) per cell in interleaved rounds (order seed {order_seed}); p50 and counts are medians over processes, ±p50 its 95 % interval{}; a ratio is significant when its whole interval of at least 95 % lies beyond ±{} %",
+                    "{} process(es) per cell in interleaved rounds (order seed {order_seed}); p50 and counts are medians over processes, ±p50 its {lvl} interval{}; a ratio is significant when its whole interval of at least {lvl} lies beyond ±{} %",
                     args.processes,
                     coverage_note(&rows),
                     args.noise_threshold * 100.0
@@ -147,19 +148,20 @@ pub fn run(args: CompareArgs) -> Result<()> {
 fn half_width(cell: &Cell) -> Option<f64> {
     let p50s: Vec<f64> = cell.records().map(|(_, r)| r.p50_ns as f64).collect();
     let center = median(&p50s)?;
-    let ci = median_ci(&p50s, LEVEL)?;
+    let ci = median_ci(&p50s, level())?;
     Some(half_width_pct(center, ci) / 100.0)
 }
 
-/// Where too few processes keep the interval from reaching 95 %, says what it reaches.
+/// Where too few processes keep the interval from reaching the level, says what it reaches.
 fn coverage_note(rows: &[SummaryRow]) -> String {
     let lowest = rows.iter().filter_map(|r| r.ci_coverage).reduce(f64::min);
     match lowest {
-        Some(c) if c < crate::analysis::stats::LEVEL => {
+        Some(c) if c < level() => {
             format!(
-                " (with this few processes: {:.1} % coverage, so no verdicts; {} processes give 95 %)",
+                " (with this few processes: {:.1} % coverage, so no verdicts; {} processes give {})",
                 c * 100.0,
-                crate::analysis::stats::rounds_needed(crate::analysis::stats::LEVEL)
+                crate::analysis::stats::rounds_needed(level()),
+                level_text()
             )
         }
         _ => String::new(),

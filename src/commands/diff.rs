@@ -270,11 +270,12 @@ pub fn run(args: &DiffArgs) -> Result<()> {
         ));
     }
     let summary = format!(
-        "{} cells compared: {} slower, {} faster, {} undecided (interval below 95 %), the rest within ±{} % or without an interval; intervals: {}",
+        "{} cells compared: {} slower, {} faster, {} undecided (interval below {}), the rest within ±{} % or without an interval; intervals: {}",
         d.cells.len(),
         count(crate::analysis::stats::Verdict::Slower),
         count(crate::analysis::stats::Verdict::Faster),
         count(crate::analysis::stats::Verdict::Undecided),
+        crate::analysis::stats::level_text(),
         args.noise_threshold * 100.0,
         if methods.is_empty() { "none".to_string() } else { methods.join(", ") }
     );

@@ -212,7 +212,7 @@ fn table(rows: &[PointRow], markdown: bool) -> String {
     let headers = [
         "size".to_string(),
         "allocator".to_string(),
-        format!("time/{unit} [95 % CI]"),
+        format!("time/{unit} [{} CI]", crate::analysis::stats::level_text()),
         format!("faults/{unit}"),
         format!("mem syscalls/{unit}"),
         "peak RSS".to_string(),
@@ -418,8 +418,9 @@ fn write_folder(
         ));
     }
     md.push_str(&format!(
-        "Figures are {}; time is the median over the rounds with its 95 % interval. Sizes: {}.\n\n",
+        "Figures are {}; time is the median over the rounds with its {} interval. Sizes: {}.\n\n",
         per.describe(),
+        crate::analysis::stats::level_text(),
         sizes
             .iter()
             .map(|s| group_thousands(*s as i64))

@@ -82,11 +82,12 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     let text = match args.format {
         Format::Table => {
             let mut t = format!(
-                "{} {} at {} elements; {} processes per set in interleaved rounds (order seed {order_seed}), medians with 95 % intervals, significant beyond ±{} %{}\n\n",
+                "{} {} at {} elements; {} processes per set in interleaved rounds (order seed {order_seed}), medians with {} intervals, significant beyond ±{} %{}\n\n",
                 args.workload,
                 args.variant,
                 group_thousands(args.size as i64),
                 args.processes,
+                crate::analysis::stats::level_text(),
                 args.noise_threshold * 100.0,
                 crate::analysis::stats::too_few(args.processes as usize, "processes")
                     .map_or(String::new(), |few| format!("; {few}"))

@@ -11,7 +11,7 @@ use super::command::{run_session, ExecRecord, ExecSettings, Observer, SessionErr
 use crate::analysis::cliff::{Metric, Probe, Trend};
 use crate::analysis::command::{self as output, memory, ExecRow};
 use crate::analysis::jumps::{changes, Point};
-use crate::analysis::stats::{median, median_ci, LEVEL};
+use crate::analysis::stats::{level, median, median_ci};
 use crate::fmt::{fmt_count, group_thousands};
 use crate::model::summary::RunStatus;
 use serde::{Deserialize, Serialize};
@@ -262,7 +262,7 @@ pub fn point_rows(record: &ExecRecord, size: u64, per: Per) -> Vec<PointRow> {
             let t: Vec<f64> = pairs.iter().map(|x| x.0 / d).collect();
             let f: Vec<f64> = pairs.iter().map(|x| x.1 / d).collect();
             p.time_ns = median(&t);
-            if let Some(ci) = median_ci(&t, LEVEL) {
+            if let Some(ci) = median_ci(&t, level()) {
                 p.time_ci_low_ns = Some(ci.low);
                 p.time_ci_high_ns = Some(ci.high);
                 p.ci_coverage = Some(ci.coverage);

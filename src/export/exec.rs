@@ -4,7 +4,7 @@
 //! `exec.json` with every run and `REPORT.md`.
 
 pub use crate::analysis::command::{paired, rows, ExecRow};
-use crate::analysis::stats::{coverage, LEVEL};
+use crate::analysis::stats::{coverage, level, level_text};
 use crate::export::folder::Folder;
 use crate::export::table::{render_markdown, render_table, TableRow};
 use crate::fmt::{fmt_count, fmt_ns, group_thousands, human_bytes};
@@ -214,13 +214,14 @@ pub fn header(record: &ExecRecord) -> String {
             Some(seed) => format!("every allocator once per round in a shuffled order (order seed {seed})"),
             None => "allocators alternating in a fixed order".to_string(),
         },
-        match coverage(record.runs_requested as usize, LEVEL) {
-            Some(c) if c >= LEVEL => "95 %".to_string(),
+        match coverage(record.runs_requested as usize, level()) {
+            Some(c) if c >= level() => level_text(),
             Some(c) => format!(
-                "{:.1} % (all {} runs can give; no verdict below 95 %: {} runs give it)",
+                "{:.1} % (all {} runs can give; no verdict below {}: {} runs give it)",
                 c * 100.0,
                 record.runs_requested,
-                crate::analysis::stats::rounds_needed(LEVEL)
+                level_text(),
+                crate::analysis::stats::rounds_needed(level())
             ),
             None => "no".to_string(),
         },

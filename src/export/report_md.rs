@@ -323,9 +323,10 @@ fn report_markdown(
     let _ = writeln!(md, "\n## Findings\n");
     let processes = loaded.plan.experiment.processes;
     if processes > 1 {
+        let lvl = crate::analysis::stats::level_text();
         let _ = writeln!(
             md,
-            "Computed from the runs below: each cell in {processes} worker processes over interleaved rounds (the order within round r shuffled from the experiment's seed + r); latency is the median over processes of each process's p50, and each ratio is the median of the per-round ratios with its 95 % interval, called faster or slower only when the whole interval (of at least 95 %) lies beyond ±{} %{}.\n",
+            "Computed from the runs below: each cell in {processes} worker processes over interleaved rounds (the order within round r shuffled from the experiment's seed + r); latency is the median over processes of each process's p50, and each ratio is the median of the per-round ratios with its {lvl} interval, called faster or slower only when the whole interval (of at least {lvl}) lies beyond ±{} %{}.\n",
             REPORT_NOISE_THRESHOLD * 100.0,
             crate::analysis::stats::too_few(processes as usize, "processes")
                 .map_or(String::new(), |few| format!(" — {few}"))
