@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use alloclab::model::spec::Variant;
-use alloclab::worker::measure::{new_histogram, timed_loop, Budget};
+use alloclab::worker::measure::{new_histogram, timed_loop, timeline_loop, Budget};
 use alloclab::worker::workload;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -85,5 +85,37 @@ fn recording_allocates_nothing() {
             assert_eq!(hist.len(), stats.samples);
             assert_eq!(stats.samples, iters.div_ceil(batch));
         }
+    }
+}
+
+/// The timeline's loop (`alloclab trace`) reads rusage, /proc/self/statm and the break
+/// after every iteration: none of that may allocate either, or the trace would change
+/// what the allocator does.
+#[test]
+fn the_timeline_allocates_nothing_and_keeps_every_iteration() {
+    let iters = 300;
+    let budget = Budget {
+        warmup_time_ns: 0,
+        warmup_iters: 0,
+        min_time_ns: 0,
+        min_iters: iters,
+        max_iters: iters,
+    };
+    for (variant, per_iter) in [(Variant::InPlace, 1), (Variant::OutOfPlace, 2)] {
+        let mut kernel =
+            workload::prepare(alloclab::model::spec::Workload::Scale, variant, 4096, 1);
+        let mut hist = new_histogram();
+        let mut samples = Vec::with_capacity(iters as usize);
+        let before = mine();
+        let stats = timeline_loop(kernel.as_mut(), &budget, &mut hist, &mut samples);
+        let after = mine();
+        assert_eq!(after - before, per_iter * iters, "{variant}");
+        assert_eq!((stats.iterations, samples.len() as u64), (iters, iters));
+        // In order, one after another, each within its own span.
+        for w in samples.windows(2) {
+            assert!(w[1].start_ns >= w[0].start_ns + w[0].elapsed_ns, "{w:?}");
+        }
+        assert!(samples.iter().all(|s| s.rss_bytes.is_some_and(|r| r > 0)));
+        assert_eq!(hist.len(), iters);
     }
 }

@@ -131,6 +131,7 @@ fn the_labs_serialized_request_runs_exactly_that_run() {
             max_iters: 17,
         },
         counters: CounterMode::Off,
+        timeline: false,
     };
     let json = serde_json::to_string(&request).unwrap();
     let out = std::process::Command::new(worker_path(Allocator::Jemalloc))

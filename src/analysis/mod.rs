@@ -8,4 +8,5 @@ pub mod diff;
 pub mod explain;
 pub mod jumps;
 pub mod stats;
+pub mod trace;
 pub mod tune;

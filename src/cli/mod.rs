@@ -51,6 +51,10 @@ pub enum Command {
     Sweep(SweepArgs),
     /// Run any command under each allocator (preloaded) and compare time, faults and syscalls.
     Exec(ExecArgs),
+    /// Why and when: one cell under each allocator, every iteration's latency, faults,
+    /// memory syscalls, RSS and heap top, and the call stacks of the faults and syscalls
+    /// (perf), as a timeline, flame graphs and one mechanism line per allocator.
+    Trace(TraceArgs),
     /// Compare two results cell by cell (run folders, or compare's JSON/CSV): change,
     /// interval, verdict; exit 1 when a cell got significantly slower.
     Diff(DiffArgs),
@@ -486,6 +490,80 @@ pub struct CompareArgs {
     /// With --precision: stop adding rounds after this many seconds.
     #[arg(long, default_value_t = 120.0, value_parser = crate::model::budget::parse_timeout)]
     pub max_time: f64,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Example:\n  alloclab trace --variant out-of-place --size 1000000\n\nThe call stacks need the perf tool (Debian: linux-perf) and perf events (root, CAP_PERFMON or perf_event_paranoid <= -1); without them the timeline is still measured and the attribution says what it needs."
+)]
+pub struct TraceArgs {
+    /// Elements in the input array (1000000, 1e6, 2^20).
+    #[arg(long, default_value = "1000000", value_parser = spec::parse_size)]
+    pub size: u64,
+    /// The workload to run.
+    #[arg(long, default_value = "scale", value_parser = spec::parse_choice::<Workload>)]
+    pub workload: Workload,
+    /// The variant to trace.
+    #[arg(long, default_value = "out-of-place", value_parser = spec::parse_choice::<Variant>)]
+    pub variant: Variant,
+    /// Allocators, comma-separated (with knobs separated by ';', as for compare); the
+    /// first two also get a differential flame graph.
+    #[arg(long, default_value = "system,jemalloc,mimalloc")]
+    pub allocators: String,
+    /// Measured iterations of the traced run (each timed and kept alone).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub iterations: u64,
+    /// Iterations before the measured ones.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(0..=100_000))]
+    pub warmup_iters: u64,
+    /// Untraced worker processes per allocator (compare's budget), in interleaved rounds:
+    /// the traced run's median is stated against theirs, so that what tracing costs is
+    /// said, not assumed. 0: none.
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(0..=1000))]
+    pub processes: u32,
+    /// One fault sample (with its call stack) per this many user page faults.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub fault_period: u64,
+    /// Bytes of user stack copied with each sample for DWARF unwinding.
+    #[arg(long, default_value_t = 16384, value_parser = clap::value_parser!(u32).range(1024..=65528))]
+    pub stack_bytes: u32,
+    /// never: every worker runs with transparent huge pages disabled (prctl).
+    #[arg(long, default_value = "system", value_parser = spec::parse_choice::<crate::model::spec::Thp>)]
+    pub thp: crate::model::spec::Thp,
+    /// Seed of the input data.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// The results folder.
+    #[arg(long, default_value = "results/trace")]
+    pub out: PathBuf,
+    /// Kill a worker that runs longer than this many seconds.
+    #[arg(long, default_value_t = 300.0, value_parser = crate::model::budget::parse_timeout)]
+    pub timeout: f64,
+    /// Seed of the order within the untraced rounds [default: from the clock; recorded].
+    #[arg(long)]
+    pub order_seed: Option<u64>,
+}
+
+impl TraceArgs {
+    /// One spec per allocator.
+    pub fn specs(&self) -> Result<Vec<RunSpec>, Error> {
+        let allocators =
+            crate::model::knobs::parse_spec_list(&self.allocators).map_err(Error::bad)?;
+        Ok(allocators
+            .into_iter()
+            .map(|alloc| RunSpec {
+                allocator: alloc.allocator,
+                workload: self.workload,
+                variant: self.variant,
+                size: self.size,
+                threads: 1,
+                seed: self.seed,
+                knobs: alloc.knobs,
+                thp: self.thp,
+                library: alloc.library,
+            })
+            .collect())
+    }
 }
 
 #[derive(Debug, clap::Args)]

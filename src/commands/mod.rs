@@ -11,6 +11,7 @@ pub mod list;
 pub mod report;
 pub mod run;
 pub mod sweep;
+pub mod trace;
 pub mod tune;
 pub mod tune_command;
 
@@ -30,6 +31,7 @@ pub fn dispatch(command: Command) -> Result<()> {
         Command::Tune(args) => tune::run(&args),
         Command::Exec(args) => exec::run(&args),
         Command::Sweep(args) => sweep::run(&args),
+        Command::Trace(args) => trace::run(&args),
         Command::Diff(args) => diff::run(&args),
         Command::ProbePreload { kind, knob } => {
             let report = crate::engine::probe::probe_here(&kind, &knob);

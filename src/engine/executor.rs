@@ -138,6 +138,7 @@ impl ProcessExecutor {
             spec: spec.clone(),
             budget: *budget,
             counters,
+            timeline: false,
         };
         // Serializing these plain types cannot fail.
         let json = serde_json::to_string(&request).unwrap_or_default();
@@ -165,6 +166,18 @@ impl ProcessExecutor {
         trace: Option<ptrace::Scope>,
     ) -> Result<spawn::ChildRun, RunFailure> {
         let (program, argv) = self.argv(spec, budget, counters);
+        self.launch_argv(spec, program, argv, trace)
+    }
+
+    /// [`Self::launch`] of a given program and argument vector (the worker's, or a
+    /// wrapper's such as `perf record … -- worker …`).
+    fn launch_argv(
+        &self,
+        spec: &RunSpec,
+        program: PathBuf,
+        argv: Vec<OsString>,
+        trace: Option<ptrace::Scope>,
+    ) -> Result<spawn::ChildRun, RunFailure> {
         let env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
         let cannot = |e: spawn::LaunchError| RunFailure {
             cause: format!("cannot start {}: {e}", spec.allocator.worker_binary()),
@@ -189,6 +202,32 @@ impl ProcessExecutor {
             }),
             _ => Ok(run),
         }
+    }
+
+    /// One worker process for `request`, run under `wrapper` (a program and its arguments
+    /// that end in `--`, e.g. `perf record … --`) when given: spawn, collect, interpret.
+    /// The record is the worker's; whatever the wrapper writes goes to its own files.
+    pub fn spawn_request(
+        &self,
+        request: &WorkerRequest,
+        wrapper: Option<(PathBuf, Vec<OsString>)>,
+    ) -> Result<RunRecord, RunFailure> {
+        let worker = self.dir.join(request.spec.allocator.worker_binary());
+        let json = serde_json::to_string(request).unwrap_or_default();
+        let own: Vec<OsString> = vec![worker.clone().into(), "--request".into(), json.into()];
+        let (program, argv) = match wrapper {
+            Some((program, mut argv)) => {
+                argv.extend(own);
+                (program, argv)
+            }
+            None => (worker, own),
+        };
+        let run = self.launch_argv(&request.spec, program, argv, None)?;
+        interpret(
+            run.termination,
+            run.stdout.as_deref().unwrap_or(""),
+            run.stderr_tail.as_deref().unwrap_or(""),
+        )
     }
 
     /// One plain worker process: spawn, collect, interpret.

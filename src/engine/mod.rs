@@ -10,6 +10,7 @@
 //!   pass) and what its output means; [`command`]: a command's preparation (preload,
 //!   knobs, the probe) and its session; [`program`]: a command at any size (`{size}`,
 //!   `{calls}`).
+//! * [`trace`]: a worker's timeline run under `perf record`, its samples read back.
 //! * [`preflight`], [`calibrate`], [`lifetime`]: checks before anything runs, the
 //!   observer's cost, no child outliving the driver.
 
@@ -22,6 +23,7 @@ pub mod probe;
 pub mod program;
 pub mod schedule;
 pub mod spawn;
+pub mod trace;
 
 pub use executor::*;
 

@@ -36,6 +36,8 @@ pub enum Kind {
     Exec,
     /// `alloclab sweep`: one command over sizes.
     Sweep,
+    /// `alloclab trace`: one cell's timeline and call stacks under several allocators.
+    Trace,
 }
 
 impl Kind {
@@ -44,6 +46,7 @@ impl Kind {
             Kind::Run => "run",
             Kind::Exec => "exec",
             Kind::Sweep => "sweep",
+            Kind::Trace => "trace",
         }
     }
 
@@ -53,6 +56,7 @@ impl Kind {
             Kind::Run => "plan.json",
             Kind::Exec => "exec.json",
             Kind::Sweep => "sweep.json",
+            Kind::Trace => "trace.json",
         }
     }
 
@@ -108,6 +112,17 @@ impl Kind {
                     ("plots", ".svg"),
                 ],
             ),
+            Kind::Trace => (
+                &["env.json", "REPORT.md", STATUS_FILE, "trace.json"],
+                &[
+                    ("timeline", ".csv"),
+                    ("runs", ".json"),
+                    ("stacks", ".folded"),
+                    ("flamegraphs", ".svg"),
+                    ("plots", ".svg"),
+                    ("perf", ".data"),
+                ],
+            ),
         }
     }
 }
@@ -130,7 +145,7 @@ pub fn kind_of(dir: &Path) -> Result<Option<Kind>, ResultsError> {
     if let Some(s) = status(dir)? {
         return Ok(Some(s.kind));
     }
-    Ok([Kind::Run, Kind::Exec, Kind::Sweep]
+    Ok([Kind::Run, Kind::Exec, Kind::Sweep, Kind::Trace]
         .into_iter()
         .find(|k| dir.join(k.marker()).exists() || (*k == Kind::Run && dir.join("runs").is_dir())))
 }

@@ -11,6 +11,7 @@ pub mod report_md;
 pub mod results;
 pub mod svg;
 pub mod table;
+pub mod trace;
 
 use serde::Serialize;
 

@@ -85,6 +85,20 @@ fn one_iteration() -> u64 {
     1
 }
 
+/// One measured iteration of a run asked for its timeline (`alloclab trace`): when it
+/// started on CLOCK_MONOTONIC (the clock `perf record -k mono` stamps events with), how
+/// long it took, the minor faults of the process during it, and the resident set and
+/// heap top (the program break, `sbrk(0)`) right after it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct IterationSample {
+    pub start_ns: u64,
+    pub elapsed_ns: u64,
+    pub minflt: u64,
+    /// None where /proc/self/statm could not be read.
+    pub rss_bytes: Option<u64>,
+    pub heap_top: u64,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
     pub schema: String,
@@ -167,6 +181,10 @@ pub struct RunRecord {
     pub unavailable: BTreeMap<String, String>,
     pub histogram: EncodedHistogram,
     pub env: Environment,
+    /// Every measured iteration of the main thread, in order, when the request asked for
+    /// a timeline (each iteration then timed alone); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timeline: Vec<IterationSample>,
 }
 
 /// A total per iteration (a run of no iterations divides by one).

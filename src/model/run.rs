@@ -74,4 +74,10 @@ pub struct WorkerRequest {
     pub spec: RunSpec,
     pub budget: Budget,
     pub counters: CounterMode,
+    /// Record every measured iteration of the main thread ([`IterationSample`]): each
+    /// timed alone, at most `budget.max_iters` of them.
+    ///
+    /// [`IterationSample`]: crate::model::record::IterationSample
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub timeline: bool,
 }

@@ -55,6 +55,11 @@ pub struct WorkerArgs {
     /// never: THP disabled for the worker (prctl) before it starts.
     #[arg(long, default_value = "system", value_parser = spec::parse_choice::<Thp>)]
     pub thp: Thp,
+    /// Record every measured iteration (start, latency, faults, RSS, heap top) into the
+    /// record's `timeline`; each iteration is then timed alone. Needs --max-iters of at
+    /// most 1,000,000.
+    #[arg(long)]
+    pub timeline: bool,
     /// Indent the JSON.
     #[arg(long)]
     pub pretty: bool,
@@ -109,6 +114,7 @@ pub fn request(args: &WorkerArgs, allocator: Allocator) -> anyhow::Result<Worker
         },
         budget: args.budget.budget(),
         counters: args.counters,
+        timeline: args.timeline,
     })
 }
 
@@ -143,7 +149,25 @@ pub fn run(
             "syscall counting is off (--counters off)".into(),
         )),
     };
-    let mut m = measure::measure(kernels, &budget, source, overhead.timer_overhead_ns)?;
+    let timeline = if request.timeline {
+        if budget.max_iters > measure::TIMELINE_MAX_ITERS {
+            anyhow::bail!(
+                "a timeline keeps every iteration: --max-iters {} is more than {} (give a smaller --max-iters)",
+                budget.max_iters,
+                measure::TIMELINE_MAX_ITERS
+            );
+        }
+        Some(budget.max_iters as usize)
+    } else {
+        None
+    };
+    let mut m = measure::measure(
+        kernels,
+        &budget,
+        source,
+        overhead.timer_overhead_ns,
+        timeline,
+    )?;
     let stats = match &library {
         None => (info.stats)(),
         Some((l, _)) => Err(format!(
@@ -161,6 +185,7 @@ pub fn run(
         env.allocator_crates = String::new();
     }
     let mut record = RunRecord::new(spec, budget, &m, overhead, checksum, env);
+    record.timeline = std::mem::take(&mut m.timeline);
     for k in &spec.knobs {
         let effective = match (info.read_knob)(&k.name) {
             Ok(v) if v == k.value => v,

@@ -87,6 +87,71 @@ pub fn timed_loop(
     }
 }
 
+/// The most iterations a timeline keeps (its samples are allocated before the measured
+/// phase: 40 bytes each).
+pub const TIMELINE_MAX_ITERS: u64 = 1_000_000;
+
+/// CLOCK_MONOTONIC in ns: the clock `perf record -k mono` stamps its events with.
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec into the one we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The program break (the top of glibc's main heap), as an address.
+fn heap_top() -> u64 {
+    // SAFETY: sbrk(0) only reports the current break; it changes nothing.
+    unsafe { libc::sbrk(0) as u64 }
+}
+
+/// [`timed_loop`] with every iteration timed alone and kept in `samples` (allocated by
+/// the caller with room for `budget.max_iters`): its start on CLOCK_MONOTONIC, its
+/// latency, the process's minor faults during it (getrusage), and the resident set and
+/// heap top after it. Reading those costs a getrusage, an open/read/close of
+/// /proc/self/statm and an sbrk(0) between iterations, outside the timed span; nothing
+/// here allocates.
+pub fn timeline_loop(
+    kernel: &mut dyn Kernel,
+    budget: &Budget,
+    hist: &mut Histogram<u64>,
+    samples: &mut Vec<crate::model::record::IterationSample>,
+) -> LoopStats {
+    let start = Instant::now();
+    let mut iterations = 0u64;
+    let mut faults_before = rusage::read_self().map_or(0, |r| r.minflt);
+    loop {
+        let start_ns = monotonic_ns();
+        let t0 = Instant::now();
+        kernel.iterate();
+        let t1 = Instant::now();
+        let elapsed = elapsed_ns(t0, t1);
+        hist.saturating_record(elapsed);
+        let faults = rusage::read_self().map_or(faults_before, |r| r.minflt);
+        if samples.len() < samples.capacity() {
+            samples.push(crate::model::record::IterationSample {
+                start_ns,
+                elapsed_ns: elapsed,
+                minflt: faults - faults_before,
+                rss_bytes: memory::rss_bytes().ok(),
+                heap_top: heap_top(),
+            });
+        }
+        faults_before = faults;
+        iterations += 1;
+        if budget.measured_done(iterations, elapsed_ns(start, t1)) {
+            return LoopStats {
+                iterations,
+                samples: iterations,
+                wall_ns: elapsed_ns(start, t1),
+            };
+        }
+    }
+}
+
 /// Runs the warm-up; returns how many iterations it took and how long.
 pub fn warm_up(kernel: &mut dyn Kernel, budget: &Budget) -> (u64, u64) {
     let start = Instant::now();
@@ -194,6 +259,8 @@ pub struct Measurement {
     pub allocs: Result<AllocSnapshot, Unavailable>,
     pub rss_start_bytes: Result<u64, Unavailable>,
     pub rss_end_bytes: Result<u64, Unavailable>,
+    /// The main thread's iterations, when a timeline was asked for.
+    pub timeline: Vec<crate::model::record::IterationSample>,
 }
 
 fn unavailable<E: std::fmt::Display>(what: &str) -> impl Fn(E) -> Unavailable + '_ {
@@ -208,11 +275,14 @@ fn unavailable<E: std::fmt::Display>(what: &str) -> impl Fn(E) -> Unavailable + 
 ///
 /// The batch size is chosen once, from the main thread's warm-up (its time per
 /// iteration against `clock_pair_ns`, see [`batch_size`]), and used by every thread.
+/// With `timeline` (room for that many iterations), the main thread times every
+/// iteration alone and keeps each ([`timeline_loop`]).
 pub fn measure(
     kernels: Vec<BoxedKernel>,
     budget: &Budget,
     mut syscalls: SyscallSource<'_>,
     clock_pair_ns: f64,
+    timeline: Option<usize>,
 ) -> std::io::Result<Measurement> {
     let mut kernels = kernels.into_iter();
     let mut main_kernel = kernels
@@ -223,6 +293,7 @@ pub fn measure(
     let meet = Barrier::new(others.len() + 1);
     let shared_batch = std::sync::atomic::AtomicU64::new(1);
     let mut hist = new_histogram();
+    let mut samples = Vec::with_capacity(timeline.unwrap_or(0));
     std::thread::scope(|scope| {
         let helpers: Vec<_> = others
             .into_iter()
@@ -243,10 +314,13 @@ pub fn measure(
             .collect();
 
         let (warmup_iterations, warmup_ns) = warm_up(main_kernel.as_mut(), budget);
-        let batch = batch_size(
-            warmup_ns as f64 / warmup_iterations.max(1) as f64,
-            clock_pair_ns,
-        );
+        let batch = match timeline {
+            Some(_) => 1,
+            None => batch_size(
+                warmup_ns as f64 / warmup_iterations.max(1) as f64,
+                clock_pair_ns,
+            ),
+        };
         // Published before the second meeting point, which orders it for the helpers.
         shared_batch.store(batch, std::sync::atomic::Ordering::Relaxed);
         meet.wait();
@@ -255,7 +329,10 @@ pub fn measure(
         let ru_before = rusage::read_self()?;
         syscalls.start();
         meet.wait();
-        let mut stats = timed_loop(main_kernel.as_mut(), budget, &mut hist, batch);
+        let mut stats = match timeline {
+            Some(_) => timeline_loop(main_kernel.as_mut(), budget, &mut hist, &mut samples),
+            None => timed_loop(main_kernel.as_mut(), budget, &mut hist, batch),
+        };
         meet.wait();
         syscalls.stop();
         let ru_after = rusage::read_self()?;
@@ -293,6 +370,7 @@ pub fn measure(
             allocs,
             rss_start_bytes: rss_start,
             rss_end_bytes: rss_end,
+            timeline: samples,
         })
     })
 }

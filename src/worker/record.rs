@@ -116,6 +116,7 @@ impl RunRecord {
             unavailable,
             histogram: EncodedHistogram::encode(h),
             env,
+            timeline: Vec::new(),
         }
     }
 }

@@ -1,0 +1,126 @@
+//! The traced run of `alloclab trace`: a worker asked for its timeline, run under
+//! `perf record` so that every memory syscall and a sample of the page faults come with
+//! their user call stacks (DWARF unwinding of a copy of the stack) and CLOCK_MONOTONIC
+//! timestamps, which the worker's iterations are stamped with too. `perf script` turns
+//! the samples into text, which [`crate::analysis::trace`] reads.
+//!
+//! Why the `perf` tool and not a crate: it unwinds DWARF (glibc's inlined `systrim`
+//! included, with libc6-dbg's symbols) and demangles Rust, maintained with the kernel;
+//! a sampler of our own would need its own unwinder and symbolizer for the same answer.
+
+use super::executor::ProcessExecutor;
+use crate::analysis::trace::{parse_perf_script, Event};
+use crate::model::record::{RunFailure, RunRecord};
+use crate::model::run::WorkerRequest;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// The memory syscalls' tracepoints recorded with every call.
+pub const SYSCALL_EVENTS: &str = "syscalls:sys_enter_brk,syscalls:sys_enter_mmap,syscalls:sys_enter_munmap,syscalls:sys_enter_madvise,syscalls:sys_enter_mremap";
+
+/// How the traced run samples.
+#[derive(Clone, Debug)]
+pub struct Sampling {
+    /// `perf` on PATH.
+    pub perf: PathBuf,
+    /// One fault sample per this many user page faults.
+    pub fault_period: u64,
+    /// Bytes of user stack copied with each sample for DWARF unwinding.
+    pub stack_bytes: u32,
+}
+
+/// Whether attribution can run here: the `perf` tool is on PATH and this user may open
+/// the syscall tracepoints (root, CAP_PERFMON, or perf_event_paranoid ≤ -1 with a
+/// readable tracefs). Err says what is missing and what would give it.
+pub fn perf_tool() -> Result<PathBuf, String> {
+    let path_var = std::env::var_os("PATH");
+    let perf =
+        super::spawn::resolve_program("perf".as_ref(), path_var.as_deref()).map_err(|_| {
+            "the perf tool is not on PATH (Debian: apt-get install linux-perf)".to_string()
+        })?;
+    crate::counters::linux::perf::SyscallCounters::open().map_err(|why| {
+        format!(
+            "perf events cannot be opened here ({}): attribution needs root, CAP_PERFMON, or perf_event_paranoid ≤ -1 with tracefs readable",
+            why.0
+        )
+    })?;
+    Ok(perf)
+}
+
+/// What one traced run gave.
+pub struct Traced {
+    pub record: RunRecord,
+    pub events: Vec<Event>,
+    /// Lines of `perf script` that were not understood.
+    pub skipped_lines: usize,
+    /// What perf said about lost samples, if it lost any.
+    pub lost: Option<String>,
+}
+
+/// Runs `request` (a timeline request) under `perf record` into `data` (perf's file, left
+/// for a person to open with `perf report -i`), then reads the samples back.
+pub fn run(
+    executor: &ProcessExecutor,
+    request: &WorkerRequest,
+    sampling: &Sampling,
+    data: &Path,
+) -> Result<Traced, RunFailure> {
+    let argv: Vec<OsString> = [
+        sampling.perf.as_os_str().to_owned(),
+        "record".into(),
+        "-q".into(),
+        "-k".into(),
+        "mono".into(),
+        "--call-graph".into(),
+        format!("dwarf,{}", sampling.stack_bytes).into(),
+        "-e".into(),
+        SYSCALL_EVENTS.into(),
+        "-e".into(),
+        format!("page-faults/period={}/u", sampling.fault_period).into(),
+        // A buffer large enough that no sample is lost at a fault storm's rate (with
+        // 16 KiB of stack each); the counts are checked against the worker's own
+        // counters anyway.
+        "-m".into(),
+        "16M".into(),
+        "-o".into(),
+        data.as_os_str().to_owned(),
+        "--".into(),
+    ]
+    .into();
+    let record = executor.spawn_request(request, Some((sampling.perf.clone(), argv)))?;
+    let out = std::process::Command::new(&sampling.perf)
+        .args([
+            "script",
+            "--ns",
+            "-F",
+            "tid,time,event,trace,ip,sym,dso",
+            "-i",
+        ])
+        .arg(data)
+        .output()
+        .map_err(|e| RunFailure {
+            cause: format!("perf script could not run: {e}"),
+        })?;
+    if !out.status.success() {
+        return Err(RunFailure {
+            cause: format!(
+                "perf script failed ({}): {}",
+                out.status,
+                crate::fmt::printable(String::from_utf8_lossy(&out.stderr).trim())
+            ),
+        });
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lost = stderr
+        .lines()
+        .find(|l| l.to_lowercase().contains("lost"))
+        .map(|l| l.trim().to_string());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (events, skipped_lines) = parse_perf_script(&text, sampling.fault_period);
+    Ok(Traced {
+        record,
+        events,
+        skipped_lines,
+        lost,
+    })
+}

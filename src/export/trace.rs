@@ -1,0 +1,564 @@
+//! The files of `alloclab trace`: `trace.json` (schema `alloclab.trace/1`), each
+//! allocator's worker record with its timeline (`runs/`), the timeline as CSV
+//! (`timeline/`), folded call stacks (`stacks/`), flame graphs and the differential view
+//! of the first two allocators (`flamegraphs/`, inferno), timeline plots (`plots/`),
+//! REPORT.md, and the console summary.
+
+use super::folder::Folder;
+use super::results::ResultsError;
+use super::svg::{self, Axis, Chart, Scale, Series};
+use crate::analysis::trace::{Attribution, EventKind, IterationEvents};
+use crate::fmt::{fmt_ns, group_thousands};
+use crate::model::record::RunRecord;
+use crate::model::spec::{Allocator, Variant, Workload};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+pub const SCHEMA: &str = "alloclab.trace/1";
+
+/// What tracing cost: the traced run's median iteration against the untraced processes'.
+#[derive(Clone, Debug, Serialize)]
+pub struct Overhead {
+    pub traced_median_ns: Option<f64>,
+    pub untraced_median_ns: Option<f64>,
+    pub untraced_ci_ns: Option<(f64, f64)>,
+    pub untraced_ci_coverage: Option<f64>,
+    pub untraced_processes: usize,
+    /// traced / untraced medians.
+    pub ratio: Option<f64>,
+    /// The ratio over the untraced median's interval.
+    pub ratio_range: Option<(f64, f64)>,
+}
+
+/// One allocator's trace.
+#[derive(Clone, Debug, Serialize)]
+pub struct AllocatorTrace {
+    pub label: String,
+    pub allocator: Allocator,
+    /// Why the traced run failed, if it did.
+    pub failure: Option<String>,
+    /// The mechanism in one paragraph (None without call stacks).
+    pub mechanism: Option<String>,
+    pub attributions: Vec<Attribution>,
+    pub overhead: Overhead,
+    /// Samples of each kind outside every iteration but inside the measured span (the
+    /// observer's reads between iterations).
+    pub between: BTreeMap<EventKind, u64>,
+    /// Lines of perf script the lab did not understand.
+    pub skipped_lines: usize,
+    /// perf's word on lost samples.
+    pub lost: Option<String>,
+    /// Memory syscalls sampled against the worker's own count of them.
+    pub sample_check: Option<String>,
+    #[serde(skip)]
+    pub faults_folded: Vec<String>,
+    #[serde(skip)]
+    pub syscalls_folded: Vec<String>,
+    #[serde(skip)]
+    pub per_iteration: Vec<IterationEvents>,
+    #[serde(skip)]
+    pub record: Option<RunRecord>,
+}
+
+impl AllocatorTrace {
+    pub fn failed(label: &str, allocator: Allocator, why: String, overhead: Overhead) -> Self {
+        AllocatorTrace {
+            label: label.to_string(),
+            allocator,
+            failure: Some(why),
+            mechanism: None,
+            attributions: Vec::new(),
+            overhead,
+            between: BTreeMap::new(),
+            skipped_lines: 0,
+            lost: None,
+            sample_check: None,
+            faults_folded: Vec::new(),
+            syscalls_folded: Vec::new(),
+            per_iteration: Vec::new(),
+            record: None,
+        }
+    }
+}
+
+/// `trace.json`.
+#[derive(Clone, Debug, Serialize)]
+pub struct TraceReport {
+    pub schema: String,
+    pub workload: Workload,
+    pub variant: Variant,
+    pub size: u64,
+    pub iterations: u64,
+    pub fault_period: u64,
+    /// Why there are no call stacks (None: there are).
+    pub attribution: Option<String>,
+    pub processes: u32,
+    pub order_seed: u64,
+    /// True only when every allocator was traced.
+    pub complete: bool,
+    pub allocators: Vec<AllocatorTrace>,
+}
+
+/// A spec label as a file name: `jemalloc:dirty_decay_ms=-1` → `jemalloc_dirty_decay_ms=-1`.
+pub fn file_stem(label: &str) -> String {
+    label
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._=-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// The timeline CSV header: one row per measured iteration.
+pub const TIMELINE_HEADER: &str = "iteration,start_ms,elapsed_ns,minflt,brk,mmap,munmap,madvise,mremap,brk_delta_bytes,mmap_bytes,munmap_bytes,madvise_bytes,rss_bytes,heap_top_offset_bytes";
+
+/// The timeline of one allocator as CSV; the syscall columns are empty without perf.
+pub fn timeline_csv(t: &AllocatorTrace, with_syscalls: bool) -> String {
+    let mut s = String::from(TIMELINE_HEADER);
+    s.push('\n');
+    let Some(r) = &t.record else { return s };
+    let start = r.timeline.first().map_or(0, |x| x.start_ns);
+    let top = r.timeline.first().map_or(0, |x| x.heap_top);
+    for (i, x) in r.timeline.iter().enumerate() {
+        let e = t.per_iteration.get(i).cloned().unwrap_or_default();
+        let sc = if with_syscalls {
+            format!(
+                "{},{},{},{},{},{},{},{},{}",
+                e.brk,
+                e.mmap,
+                e.munmap,
+                e.madvise,
+                e.mremap,
+                e.brk_delta_bytes,
+                e.mmap_bytes,
+                e.munmap_bytes,
+                e.madvise_bytes
+            )
+        } else {
+            ",,,,,,,,".to_string()
+        };
+        let _ = writeln!(
+            s,
+            "{i},{:.6},{},{},{sc},{},{}",
+            (x.start_ns - start) as f64 / 1e6,
+            x.elapsed_ns,
+            x.minflt,
+            x.rss_bytes.map_or(String::new(), |v| v.to_string()),
+            x.heap_top as i64 - top as i64
+        );
+    }
+    s
+}
+
+/// A flame graph of folded stacks (inferno), or None without stacks.
+fn flamegraph(lines: &[String], title: &str, count_name: &str) -> Option<String> {
+    if lines.is_empty() {
+        return None;
+    }
+    let mut opt = inferno::flamegraph::Options::default();
+    opt.title = title.to_string();
+    opt.count_name = count_name.to_string();
+    let mut out = Vec::new();
+    inferno::flamegraph::from_lines(&mut opt, lines.iter().map(String::as_str), &mut out).ok()?;
+    String::from_utf8(out).ok()
+}
+
+/// The differential flame graph from `before` to `after` (inferno): the shape is
+/// `after`'s, red where `after` has more, blue where it has less.
+fn differential(
+    before: &[String],
+    after: &[String],
+    title: &str,
+    count_name: &str,
+) -> Option<String> {
+    if before.is_empty() && after.is_empty() {
+        return None;
+    }
+    let b = before.join("\n");
+    let a = after.join("\n");
+    let mut folded = Vec::new();
+    inferno::differential::from_readers(
+        inferno::differential::Options::default(),
+        b.as_bytes(),
+        a.as_bytes(),
+        &mut folded,
+    )
+    .ok()?;
+    let text = String::from_utf8(folded).ok()?;
+    let mut opt = inferno::flamegraph::Options::default();
+    opt.title = title.to_string();
+    opt.count_name = count_name.to_string();
+    let mut out = Vec::new();
+    inferno::flamegraph::from_lines(&mut opt, text.lines(), &mut out).ok()?;
+    String::from_utf8(out).ok()
+}
+
+fn whole(v: f64) -> String {
+    group_thousands(v.round() as i64)
+}
+
+/// The timeline plots: latency, faults, memory syscalls and RSS per iteration, one line
+/// per allocator.
+fn plots(report: &TraceReport) -> Vec<(String, String)> {
+    let traced: Vec<&AllocatorTrace> = report
+        .allocators
+        .iter()
+        .filter(|t| t.record.is_some())
+        .collect();
+    let series = |f: &dyn Fn(&AllocatorTrace, usize) -> Option<f64>| -> Vec<Series> {
+        traced
+            .iter()
+            .map(|t| {
+                let n = t.record.as_ref().map_or(0, |r| r.timeline.len());
+                Series {
+                    label: t.label.clone(),
+                    color: super::plots::color(t.allocator, &t.label, 0),
+                    dash: None,
+                    points: (0..n)
+                        .filter_map(|i| f(t, i).map(|y| (i as f64, y)))
+                        .collect(),
+                }
+            })
+            .collect()
+    };
+    let x = || Axis {
+        label: "iteration".into(),
+        scale: Scale::Linear,
+        format: whole,
+    };
+    let cell = format!(
+        "{} {} at {} elements",
+        report.workload,
+        report.variant,
+        group_thousands(report.size as i64)
+    );
+    let sample =
+        |t: &AllocatorTrace, i: usize| t.record.as_ref().and_then(|r| r.timeline.get(i).copied());
+    let mut out = vec![
+        (
+            "plots/latency.svg".to_string(),
+            Chart {
+                title: format!("Latency of every iteration, traced — {cell}"),
+                x: x(),
+                y: Axis {
+                    label: "latency (ns, log)".into(),
+                    scale: Scale::Log,
+                    format: |v| fmt_ns(v),
+                },
+                series: series(&|t, i| sample(t, i).map(|s| s.elapsed_ns as f64)),
+            },
+        ),
+        (
+            "plots/faults.svg".to_string(),
+            Chart {
+                title: format!("Minor page faults per iteration — {cell}"),
+                x: x(),
+                y: Axis {
+                    label: "faults (log; 0 on the bottom line)".into(),
+                    scale: Scale::Log,
+                    format: whole,
+                },
+                series: series(&|t, i| sample(t, i).map(|s| s.minflt as f64)),
+            },
+        ),
+        (
+            "plots/rss.svg".to_string(),
+            Chart {
+                title: format!("Resident set after each iteration — {cell}"),
+                x: x(),
+                y: Axis {
+                    label: "RSS (MiB)".into(),
+                    scale: Scale::Linear,
+                    format: |v| format!("{v:.1}"),
+                },
+                series: series(&|t, i| {
+                    sample(t, i).and_then(|s| s.rss_bytes.map(|b| b as f64 / 1048576.0))
+                }),
+            },
+        ),
+    ];
+    if report.attribution.is_none() {
+        out.push((
+            "plots/syscalls.svg".to_string(),
+            Chart {
+                title: format!(
+                    "Memory syscalls per iteration (brk, mmap, munmap, madvise, mremap) — {cell}"
+                ),
+                x: x(),
+                y: Axis {
+                    label: "calls".into(),
+                    scale: Scale::Linear,
+                    format: whole,
+                },
+                series: series(&|t, i| t.per_iteration.get(i).map(|e| e.syscalls() as f64)),
+            },
+        ));
+    }
+    out.into_iter()
+        .map(|(name, chart)| (name, svg::render(&chart)))
+        .collect()
+}
+
+/// Writes every file of the trace into `folder`.
+pub fn save(folder: &Folder, report: &TraceReport) -> Result<(), ResultsError> {
+    let with_stacks = report.attribution.is_none();
+    for t in &report.allocators {
+        let stem = file_stem(&t.label);
+        if let Some(r) = &t.record {
+            folder.json(&format!("runs/{stem}.json"), r)?;
+            folder.text(
+                &format!("timeline/{stem}.csv"),
+                &timeline_csv(t, with_stacks),
+            )?;
+        }
+        if !with_stacks || t.record.is_none() {
+            continue;
+        }
+        folder.text(
+            &format!("stacks/{stem}.faults.folded"),
+            &lines(&t.faults_folded),
+        )?;
+        folder.text(
+            &format!("stacks/{stem}.syscalls.folded"),
+            &lines(&t.syscalls_folded),
+        )?;
+        if let Some(svg) = flamegraph(
+            &t.faults_folded,
+            &format!(
+                "{}: user page faults by call stack (1 sample = {} faults)",
+                t.label, report.fault_period
+            ),
+            "faults",
+        ) {
+            folder.text(&format!("flamegraphs/{stem}.faults.svg"), &svg)?;
+        }
+        if let Some(svg) = flamegraph(
+            &t.syscalls_folded,
+            &format!("{}: memory syscalls by call stack (every call)", t.label),
+            "calls",
+        ) {
+            folder.text(&format!("flamegraphs/{stem}.syscalls.svg"), &svg)?;
+        }
+    }
+    if let (true, Some((a, b))) = (with_stacks, first_two(report)) {
+        let name = format!("{}-vs-{}", file_stem(&a.label), file_stem(&b.label));
+        for (what, before, after, unit) in [
+            ("faults", &a.faults_folded, &b.faults_folded, "faults"),
+            ("syscalls", &a.syscalls_folded, &b.syscalls_folded, "calls"),
+        ] {
+            if let Some(svg) = differential(
+                before,
+                after,
+                &format!(
+                    "{what}: {} → {} (shape: {}; red: more under {}, blue: fewer)",
+                    a.label, b.label, b.label, b.label
+                ),
+                unit,
+            ) {
+                folder.text(&format!("flamegraphs/diff.{name}.{what}.svg"), &svg)?;
+            }
+        }
+    }
+    for (name, svg) in plots(report) {
+        folder.text(&name, &svg)?;
+    }
+    if let Some(env) = report.allocators.iter().find_map(|t| t.record.as_ref()) {
+        folder.json("env.json", &env.env)?;
+    }
+    folder.json("trace.json", report)?;
+    folder.text("REPORT.md", &markdown(report))?;
+    Ok(())
+}
+
+fn first_two(report: &TraceReport) -> Option<(&AllocatorTrace, &AllocatorTrace)> {
+    let mut ok = report.allocators.iter().filter(|t| t.record.is_some());
+    Some((ok.next()?, ok.next()?))
+}
+
+fn lines(v: &[String]) -> String {
+    let mut s = v.join("\n");
+    if !s.is_empty() {
+        s.push('\n');
+    }
+    s
+}
+
+/// "traced median 9.1 ms, 1.04x the untraced processes' (8.8 ms [8.6 ms, 9.0 ms], 6
+/// processes; 1.01x–1.06x over that interval)".
+fn overhead_text(o: &Overhead) -> String {
+    match (o.traced_median_ns, o.untraced_median_ns, o.ratio) {
+        (Some(t), Some(u), Some(r)) => {
+            let ci = match (o.untraced_ci_ns, o.ratio_range, o.untraced_ci_coverage) {
+                (Some((lo, hi)), Some((rlo, rhi)), Some(cov)) => format!(
+                    " [{}, {}] ({:.1} % interval)); {:.2}x–{:.2}x over that interval",
+                    fmt_ns(lo),
+                    fmt_ns(hi),
+                    100.0 * cov,
+                    rlo,
+                    rhi
+                ),
+                _ => ")".to_string(),
+            };
+            format!(
+                "traced median iteration {}, {r:.2}x the untraced processes' median ({} of {} process(es){ci}",
+                fmt_ns(t),
+                fmt_ns(u),
+                o.untraced_processes
+            )
+        }
+        (Some(t), _, _) => format!(
+            "traced median iteration {} (no untraced processes to state it against)",
+            fmt_ns(t)
+        ),
+        _ => "no traced iterations".to_string(),
+    }
+}
+
+/// REPORT.md.
+pub fn markdown(report: &TraceReport) -> String {
+    let mut md = String::new();
+    let _ = writeln!(
+        md,
+        "# Trace: {} {} at {} elements\n",
+        report.workload,
+        report.variant,
+        group_thousands(report.size as i64)
+    );
+    if !report.complete {
+        let _ = writeln!(
+            md,
+            "> **Incomplete:** {} of the allocators asked for were traced (interrupted, or a run failed).\n",
+            report.allocators.iter().filter(|t| t.record.is_some()).count()
+        );
+    }
+    let _ = writeln!(
+        md,
+        "One traced worker process per allocator: {} measured iterations, each timed alone and kept (latency, minor faults from getrusage, RSS, heap top). {}\n",
+        report.iterations,
+        match &report.attribution {
+            None => format!("Under `perf record`: every brk, mmap, munmap, madvise and mremap with its user call stack, and one page fault in {} with its stack (DWARF unwinding), placed into the iterations by their CLOCK_MONOTONIC timestamps.", report.fault_period),
+            Some(why) => format!("**No call stacks:** {why}."),
+        }
+    );
+    let _ = writeln!(md, "## Mechanism\n");
+    for t in &report.allocators {
+        match (&t.failure, &t.mechanism) {
+            (Some(why), _) => {
+                let _ = writeln!(md, "* **{}**: the traced run failed: {why}", t.label);
+            }
+            (None, Some(m)) => {
+                let _ = writeln!(md, "* {m}");
+            }
+            (None, None) => {
+                let faults = t.record.as_ref().map_or(0.0, |r| r.minflt_per_iter);
+                let _ = writeln!(
+                    md,
+                    "* **{}**: {} faults per iteration (no call stacks)",
+                    t.label,
+                    whole(faults)
+                );
+            }
+        }
+    }
+    for t in &report.allocators {
+        if let Some(c) = &t.sample_check {
+            let _ = writeln!(md, "  * {c}");
+        }
+    }
+    let _ = writeln!(md, "\n## What tracing cost\n");
+    for t in &report.allocators {
+        let _ = writeln!(md, "* {}: {}", t.label, overhead_text(&t.overhead));
+    }
+    let _ = writeln!(
+        md,
+        "\nThe untraced processes ran compare's budget in interleaved rounds (order seed {}); the traced counts are never mixed into compare's figures.\n",
+        report.order_seed
+    );
+    let _ = writeln!(md, "## Timeline\n");
+    for name in ["latency", "faults", "syscalls", "rss"] {
+        if name == "syscalls" && report.attribution.is_some() {
+            continue;
+        }
+        let _ = writeln!(md, "![{name}](plots/{name}.svg)\n");
+    }
+    let _ = writeln!(
+        md,
+        "Per iteration, as data: `timeline/<allocator>.csv` ({TIMELINE_HEADER}).\n"
+    );
+    if report.attribution.is_none() {
+        let _ = writeln!(md, "## Call stacks\n");
+        for t in report.allocators.iter().filter(|t| t.record.is_some()) {
+            let stem = file_stem(&t.label);
+            let _ = writeln!(
+                md,
+                "* {}: [faults](flamegraphs/{stem}.faults.svg) · [memory syscalls](flamegraphs/{stem}.syscalls.svg) · folded: `stacks/{stem}.*.folded`",
+                t.label
+            );
+        }
+        if let Some((a, b)) = first_two(report) {
+            let name = format!("{}-vs-{}", file_stem(&a.label), file_stem(&b.label));
+            let _ = writeln!(
+                md,
+                "* {} → {}: [faults](flamegraphs/diff.{name}.faults.svg) · [memory syscalls](flamegraphs/diff.{name}.syscalls.svg) (differential: the shape is {}'s, red where it has more)",
+                a.label, b.label, b.label
+            );
+        }
+        let _ = writeln!(
+            md,
+            "\n(A flame graph is written only where there were samples: an allocator without memory syscalls has no syscall graph. perf's own files: `perf/<allocator>.data`, for `perf report -i`.)"
+        );
+    }
+    md
+}
+
+/// What the console shows: the mechanism lines, the cost of tracing, where the files are.
+pub fn console(report: &TraceReport, out: &Path) -> String {
+    let mut s = format!(
+        "{} {} at {} elements, {} traced iterations per allocator\n",
+        report.workload,
+        report.variant,
+        group_thousands(report.size as i64),
+        report.iterations
+    );
+    if let Some(why) = &report.attribution {
+        let _ = writeln!(s, "no call stacks: {why}");
+    }
+    for t in &report.allocators {
+        match (&t.failure, &t.mechanism) {
+            (Some(why), _) => {
+                let _ = writeln!(s, "{}: FAILED: {why}", t.label);
+            }
+            (None, Some(m)) => {
+                let _ = writeln!(s, "{m}");
+            }
+            (None, None) => {
+                let faults = t.record.as_ref().map_or(0.0, |r| r.minflt_per_iter);
+                let _ = writeln!(s, "{}: {} faults per iteration", t.label, whole(faults));
+            }
+        }
+        let _ = writeln!(s, "  {}", overhead_text(&t.overhead));
+        if let Some(l) = &t.lost {
+            let _ = writeln!(s, "  perf: {l}");
+        }
+        if let Some(c) = &t.sample_check {
+            let _ = writeln!(s, "  {c}");
+        }
+    }
+    let _ = writeln!(
+        s,
+        "{}: REPORT.md, trace.json, timeline/*.csv, plots/*.svg{}",
+        out.display(),
+        if report.attribution.is_none() {
+            ", flamegraphs/*.svg, stacks/*.folded"
+        } else {
+            ""
+        }
+    );
+    s
+}
