@@ -542,6 +542,10 @@ pub struct TraceArgs {
     /// Seed of the order within the untraced rounds [default: from the clock; recorded].
     #[arg(long)]
     pub order_seed: Option<u64>,
+    /// Keep perf's own files (perf/<allocator>.data, ~70 MB each at the defaults) in the
+    /// results folder, for `perf report -i`; by default they are removed once read.
+    #[arg(long)]
+    pub keep_perf_data: bool,
 }
 
 impl TraceArgs {

@@ -88,7 +88,12 @@ pub fn run(args: &TraceArgs) -> Result<()> {
                 if let Some(dir) = data.parent() {
                     std::fs::create_dir_all(dir).map_err(Error::failed)?;
                 }
-                trace::run(&executor, &request, s, &data)
+                let traced = trace::run(&executor, &request, s, &data);
+                if !args.keep_perf_data {
+                    let _ = std::fs::remove_file(&data);
+                    let _ = std::fs::remove_dir(data.with_file_name(""));
+                }
+                traced
             }
             Err(_) => executor
                 .spawn_request(&request, None)

@@ -511,7 +511,7 @@ pub fn markdown(report: &TraceReport) -> String {
         }
         let _ = writeln!(
             md,
-            "\n(A flame graph is written only where there were samples: an allocator without memory syscalls has no syscall graph. perf's own files: `perf/<allocator>.data`, for `perf report -i`.)"
+            "\n(A flame graph is written only where there were samples: an allocator without memory syscalls has no syscall graph. With `--keep-perf-data`, perf's own files stay in `perf/<allocator>.data`, for `perf report -i`.)"
         );
     }
     md
