@@ -62,7 +62,7 @@ pub fn run(args: &TraceArgs) -> Result<()> {
         max_iters: args.iterations,
     };
     let mut traces: Vec<AllocatorTrace> = Vec::new();
-    for (i, spec) in specs.iter().enumerate() {
+    for spec in &specs {
         if interrupted() {
             break;
         }
@@ -109,7 +109,8 @@ pub fn run(args: &TraceArgs) -> Result<()> {
             Err(f) => progress.finish_with(&f.cause, true),
         }
         let untraced: Vec<f64> = cells
-            .get(i)
+            .iter()
+            .find(|c| c.spec == *spec)
             .map(|c| c.records().map(|(_, r)| r.p50_ns as f64).collect())
             .unwrap_or_default();
         let t = match outcome {
