@@ -84,7 +84,7 @@ pub struct Event {
 
 /// Reads `perf script --ns -F tid,time,event,trace,ip,sym,dso` text: a header line per
 /// sample (`tid time: event: args`), then one line per frame (`ip symbol (dso)`),
-/// innermost first, then a blank line. `fault_weight` is the fault sampling period.
+/// innermost first, each after a tab, then a blank line. `fault_weight` is the fault sampling period.
 /// Lines it does not understand are skipped (counted in the second value).
 pub fn parse_perf_script(text: &str, fault_weight: u64) -> (Vec<Event>, usize) {
     let mut events = Vec::new();
@@ -110,7 +110,9 @@ pub fn parse_perf_script(text: &str, fault_weight: u64) -> (Vec<Event>, usize) {
             events.extend(current.take());
             continue;
         }
-        if line.starts_with(char::is_whitespace) {
+        // Frame lines start with a tab; a header may start with spaces (perf pads the
+        // thread id to its column: " 4667 10608.591943103: …").
+        if line.starts_with('\t') {
             let t = line.trim_start();
             let Some((ip, rest)) = t.split_once(' ') else {
                 skipped += 1;
@@ -615,7 +617,7 @@ mod tests {
 \t           a3650 divide (inlined)
 \t           b572e alloclab::worker::measure::timeline_loop (/x/alloclab-system)
 
-10619  8779.539030000:     syscalls:sys_enter_madvise: start: 0x7f0000000000, len_in: 0x00200000, behavior: 0x00000004
+  619  8779.539030000:     syscalls:sys_enter_madvise: start: 0x7f0000000000, len_in: 0x00200000, behavior: 0x00000004
 \t           1234 madvise (/usr/lib/x86_64-linux-gnu/libc.so.6)
 \t           5678 _rjem_je_pages_purge_forced (/x/alloclab-jemalloc)
 

@@ -129,6 +129,12 @@ pub fn run(args: &TraceArgs) -> Result<()> {
                     Err(_) => None,
                 };
                 let check = sample_check(&traced.record, &placed);
+                // A mechanism drawn from samples that miss some calls says so.
+                let mechanism = match (mechanism, &check) {
+                    (Some(m), Some((c, true))) => Some(format!("{m} NOT ALL CALLS SAMPLED: {c}.")),
+                    (m, _) => m,
+                };
+                let check = check.map(|(c, _)| c);
                 let fold = |kinds: &[EventKind]| analysis::fold(&placed.inside, kinds);
                 let traced_ns: Vec<f64> = traced
                     .record
@@ -215,11 +221,12 @@ fn overhead(traced_ns: &[f64], untraced_p50s: &[f64]) -> Overhead {
 
 /// The memory syscalls perf sampled in the measured phase (inside the iterations and
 /// between them) against what the worker's own tracepoint counters counted: equal
-/// unless perf lost samples. None where the worker could not count.
+/// unless perf lost samples (the flag: some are missing). None where the worker could
+/// not count.
 fn sample_check(
     record: &crate::model::record::RunRecord,
     placed: &analysis::Placed<'_>,
-) -> Option<String> {
+) -> Option<(String, bool)> {
     let counted = record.totals.syscalls?;
     let counted = counted.brk + counted.mmap + counted.munmap + counted.madvise + counted.mremap;
     let inside: u64 = placed.per_iteration.iter().map(|e| e.syscalls()).sum();
@@ -231,13 +238,24 @@ fn sample_check(
         .sum();
     let sampled = inside + between;
     Some(if sampled == counted && counted == 0 {
-        "no memory syscall counted by the worker's own counters, none sampled".to_string()
+        (
+            "no memory syscall counted by the worker's own counters, none sampled".to_string(),
+            false,
+        )
     } else if sampled == counted {
-        format!("all {counted} memory syscalls the worker counted were sampled with their stacks")
+        (
+            format!(
+                "all {counted} memory syscalls the worker counted were sampled with their stacks"
+            ),
+            false,
+        )
     } else {
-        format!(
-            "perf sampled {sampled} memory syscalls where the worker counted {counted}: the per-iteration syscall figures and shares are short by {}",
-            counted.abs_diff(sampled)
+        (
+            format!(
+                "perf sampled {sampled} memory syscalls where the worker counted {counted}: the per-iteration syscall figures and shares are short by {}",
+                counted.abs_diff(sampled)
+            ),
+            true,
         )
     })
 }
