@@ -222,3 +222,215 @@ fn without_perf_events_the_timeline_stands_and_the_attribution_says_what_it_need
         assert!(stderr(&o).contains("no call stacks"), "{}", stderr(&o));
     }
 }
+
+/// The numbers of a CSV column (empty fields as None).
+fn csv_column(path: &Path, name: &str) -> Vec<Option<f64>> {
+    let (header, rows) = timeline(path);
+    column(&header, &rows, name)
+}
+
+#[test]
+fn a_command_trace_refuses_the_built_in_options_and_says_what_it_needs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t");
+    let o_ = out.to_str().unwrap();
+    let t = temporaries();
+    let t = t.to_str().unwrap();
+    // The built-in cell's options have no meaning for a command; --runs only has one.
+    for args in [
+        vec!["trace", "--out", o_, "--size", "1e6", "--", t],
+        vec!["trace", "--out", o_, "--iterations", "5", "--", t],
+        vec!["trace", "--out", o_, "--runs", "2"],
+        vec!["trace", "--out", o_, "--", "/no/such/program"],
+    ] {
+        let o = lab(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+    }
+    assert!(!out.exists(), "nothing is written for bad input");
+}
+
+#[test]
+#[ignore = "needs root (drops to user nobody); .ci/run runs it with --ignored"]
+fn a_command_trace_without_perf_events_says_so_and_writes_nothing() {
+    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").unwrap();
+    if paranoid.trim().parse::<i32>().unwrap() <= -1 {
+        eprintln!("perf events are open to everyone here: nothing to refuse");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let out = dir.path().join("t");
+    let mut cmd = Command::new(driver_path());
+    cmd.args(["trace", "--runs", "1", "--out"])
+        .arg(&out)
+        .arg("--")
+        .arg(temporaries());
+    drop_to_nobody(&mut cmd);
+    let o = cmd.output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("needs perf"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("alloclab exec"), "{}", stderr(&o));
+    assert!(!out.exists());
+}
+
+/// `trace -- CMD` on a program the lab did not write as a workload (the founding case's
+/// out-of-place pattern through libc's malloc): glibc's brk calls are attributed to the
+/// trim in free, jemalloc's madvise to its purge path; the faults perf's tracepoint saw
+/// in the traced run equal what wait4's rusage counted in the untraced runs (the program
+/// does a fixed amount of work); glibc's memory syscalls equal exec's own perf counters';
+/// the timeline and event CSVs add up to trace.json's totals.
+#[test]
+#[ignore = "needs the perf tool and perf events (root or CAP_PERFMON); .ci/run runs it with --ignored"]
+fn a_command_trace_attributes_the_trim_and_the_purge_and_its_counts_agree() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t");
+    let o = Command::new(driver_path())
+        .args(["trace", "--runs", "3", "--out"])
+        .arg(&out)
+        .arg("--")
+        .arg(temporaries())
+        .args(["--elements", "1000000", "--iterations", "20"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let trace = json(&out.join("trace.json"));
+    assert_eq!(trace["schema"], "alloclab.trace-command/1");
+    assert_eq!(trace["complete"], true);
+    let untraced = json(&out.join("untraced.json"));
+    let of = |label: &str| -> serde_json::Value {
+        trace["allocators"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["label"] == label)
+            .unwrap_or_else(|| panic!("no {label} in {trace}"))
+            .clone()
+    };
+    let chains = |t: &serde_json::Value, kind: &str| -> Vec<String> {
+        t["attributions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a["kind"] == kind)
+            .flat_map(|a| a["causes"].as_array().unwrap().clone())
+            .map(|c| c["chain"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let system = of("system");
+    assert!(
+        chains(&system, "brk")
+            .iter()
+            .any(|c| c == "free → _int_free → systrim"),
+        "{:?}",
+        chains(&system, "brk")
+    );
+    let jemalloc = of("jemalloc");
+    assert!(
+        chains(&jemalloc, "madvise")
+            .first()
+            .is_some_and(|c| c.contains("purge")),
+        "{:?}",
+        chains(&jemalloc, "madvise")
+    );
+    for label in ["system", "jemalloc", "mimalloc"] {
+        let t = of(label);
+        assert!(t["failure"].is_null(), "{label}: {}", t["failure"]);
+        let faults = t["faults"].as_f64().expect("faults counted on x86");
+        // The untraced runs' minor faults, from wait4 (from the exec on).
+        let row = untraced["allocators"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["allocator"] == label)
+            .unwrap();
+        let runs = row["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 3);
+        for r in runs {
+            let minflt = r["usage"]["minflt"].as_f64().unwrap();
+            assert!(
+                (faults - minflt).abs() <= 0.01 * minflt + 50.0,
+                "{label}: traced {faults} faults, an untraced run {minflt}"
+            );
+        }
+        if label == "system" {
+            // glibc's calls do not depend on time (jemalloc's purge does): the same
+            // in the traced run as in every untraced one.
+            let calls = ["brk", "mmap", "munmap", "madvise", "mremap"];
+            let traced: f64 = calls
+                .iter()
+                .map(|c| t["syscalls"][c].as_f64().unwrap())
+                .sum();
+            for r in runs {
+                let counted: f64 = calls
+                    .iter()
+                    .map(|c| r["syscalls"][c].as_f64().unwrap())
+                    .sum();
+                assert_eq!(traced, counted, "system: traced vs exec's perf counters");
+            }
+        }
+        let stem = out.join("timeline").join(format!("{label}.csv"));
+        let start = csv_column(&stem, "start_ms");
+        assert!(start.windows(2).all(|w| w[0].unwrap() < w[1].unwrap()));
+        let sum = |name: &str| -> f64 { csv_column(&stem, name).iter().map(|v| v.unwrap()).sum() };
+        assert_eq!(sum("faults"), faults, "{label}: the bins add up");
+        assert_eq!(
+            sum("brk"),
+            t["syscalls"]["brk"].as_f64().unwrap(),
+            "{label}: brk per bin adds up"
+        );
+        let rss: Vec<f64> = csv_column(&stem, "rss_bytes")
+            .into_iter()
+            .flatten()
+            .collect();
+        let peak = t["peak_rss_bytes"].as_f64().unwrap();
+        // The bins hold the resident set at their ends; the peak is the highest of
+        // every change, which wait4's ru_maxrss of the untraced runs measures too.
+        assert!(
+            rss.iter().all(|r| *r <= peak),
+            "{label}: {rss:?} above {peak}"
+        );
+        for r in runs {
+            let maxrss = r["usage"]["maxrss_bytes"].as_f64().unwrap();
+            assert!(
+                (peak - maxrss).abs() <= 0.03 * maxrss + 262144.0,
+                "{label}: peak RSS {peak} from rss_stat, ru_maxrss {maxrss} in an untraced run"
+            );
+        }
+        let mut events =
+            csv::Reader::from_path(out.join("events").join(format!("{label}.csv"))).unwrap();
+        let calls = ["brk", "mmap", "munmap", "madvise", "mremap"];
+        let total: f64 = calls
+            .iter()
+            .map(|c| t["syscalls"][c].as_f64().unwrap())
+            .sum();
+        assert_eq!(
+            events.records().count() as f64,
+            total,
+            "{label}: one event row per call"
+        );
+        for kind in ["faults", "syscalls"] {
+            let folded =
+                std::fs::read_to_string(out.join("stacks").join(format!("{label}.{kind}.folded")))
+                    .unwrap();
+            for line in folded.lines() {
+                let (_, n) = line.rsplit_once(' ').unwrap();
+                n.parse::<u64>().unwrap();
+            }
+        }
+    }
+    // glibc's storm: faults in the run in the tens of thousands; mimalloc keeps its pages.
+    assert!(of("system")["faults"].as_f64().unwrap() > 10.0 * 3906.0);
+    assert!(of("mimalloc")["faults"].as_f64().unwrap() < 2000.0);
+    assert!(out.join("flamegraphs/system.syscalls.svg").is_file());
+    assert!(out
+        .join("flamegraphs/diff.system-vs-jemalloc.faults.svg")
+        .is_file());
+    assert!(
+        !out.join("perf").exists(),
+        "perf's files are removed once read"
+    );
+}

@@ -18,6 +18,12 @@ pub enum EventKind {
     Munmap,
     Madvise,
     Mremap,
+    /// Every user page fault (tracepoint `exceptions:page_fault_user`, no stack): the
+    /// exact count over time of a traced command.
+    UserFault,
+    /// A change of a resident-memory counter (tracepoint `kmem:rss_stat`): the
+    /// command's RSS over time.
+    Rss,
 }
 
 impl EventKind {
@@ -38,11 +44,24 @@ impl EventKind {
             EventKind::Munmap => "munmap",
             EventKind::Madvise => "madvise",
             EventKind::Mremap => "mremap",
+            EventKind::UserFault => "user-fault",
+            EventKind::Rss => "rss",
         }
+    }
+
+    /// brk, mmap, munmap, madvise or mremap.
+    pub fn is_syscall(self) -> bool {
+        EventKind::SYSCALLS.contains(&self)
     }
 
     /// The kind of a perf event name (`syscalls:sys_enter_brk`, `page-faults/period=64/u`).
     fn of_event(event: &str) -> Option<EventKind> {
+        if event.ends_with("page_fault_user") {
+            return Some(EventKind::UserFault);
+        }
+        if event.ends_with("rss_stat") {
+            return Some(EventKind::Rss);
+        }
         if event.contains("page-faults") || event.contains("faults") {
             return Some(EventKind::Fault);
         }
@@ -70,24 +89,55 @@ pub struct Frame {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Event {
     pub time_ns: u64,
+    /// The process (0 where perf script was not asked for it).
+    pub pid: u32,
     pub kind: EventKind,
     /// How many events the sample stands for (the fault sampling period; 1 for syscalls).
     pub weight: u64,
     /// brk: the break asked for (0 queries it); mmap, munmap, madvise: the length;
-    /// mremap: the new length.
+    /// mremap: the new length; rss: the counter's new value in bytes.
     pub arg: Option<u64>,
+    /// rss: which counter (0 file pages, 1 anonymous pages, 2 swap entries, 3 shared
+    /// memory pages).
+    pub rss_member: Option<u8>,
     /// madvise: its advice (4 MADV_DONTNEED, 8 MADV_FREE, 14 MADV_HUGEPAGE, …).
     pub advice: Option<u64>,
     /// Innermost first.
     pub frames: Vec<Frame>,
 }
 
-/// Reads `perf script --ns -F tid,time,event,trace,ip,sym,dso` text: a header line per
-/// sample (`tid time: event: args`), then one line per frame (`ip symbol (dso)`),
-/// innermost first, each after a tab, then a blank line. `fault_weight` is the fault sampling period.
-/// Lines it does not understand are skipped (counted in the second value).
-pub fn parse_perf_script(text: &str, fault_weight: u64) -> (Vec<Event>, usize) {
+/// A process's exec or exit, from `perf script --show-task-events`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Task {
+    Exec {
+        time_ns: u64,
+        pid: u32,
+        comm: String,
+    },
+    Exit {
+        time_ns: u64,
+        pid: u32,
+    },
+}
+
+/// What `perf script` said.
+#[derive(Debug, Default)]
+pub struct Script {
+    pub events: Vec<Event>,
+    pub tasks: Vec<Task>,
+    /// Lines not understood.
+    pub skipped: usize,
+}
+
+/// Reads `perf script --ns -F [pid,]tid,time,event,trace,ip,sym,dso [--show-task-events]`
+/// text: a header line per sample (`[pid/]tid time: event: args`), then one line per
+/// frame (`ip symbol (dso)`), innermost first, each after a tab, then a blank line; task
+/// lines (`PERF_RECORD_COMM exec: …`, `PERF_RECORD_EXIT(pid:tid):…`) between them.
+/// `fault_weight` is the fault sampling period. Lines it does not understand are
+/// skipped (counted).
+pub fn parse_perf_script(text: &str, fault_weight: u64) -> Script {
     let mut events = Vec::new();
+    let mut tasks = Vec::new();
     let mut skipped = 0;
     let mut current: Option<Event> = None;
     // Frames of one address: perf names the first by its symbol and the rest by the
@@ -138,6 +188,14 @@ pub fn parse_perf_script(text: &str, fault_weight: u64) -> (Vec<Event>, usize) {
         flush_group(&mut group, &mut current);
         events.extend(current.take());
         group_ip.clear();
+        if line.contains("PERF_RECORD_") {
+            match parse_task(line) {
+                Some(Some(t)) => tasks.push(t),
+                Some(None) => {}
+                None => skipped += 1,
+            }
+            continue;
+        }
         match parse_header(line, fault_weight) {
             Some(e) => current = Some(e),
             None => skipped += 1,
@@ -145,18 +203,56 @@ pub fn parse_perf_script(text: &str, fault_weight: u64) -> (Vec<Event>, usize) {
     }
     flush_group(&mut group, &mut current);
     events.extend(current);
-    (events, skipped)
+    Script {
+        events,
+        tasks,
+        skipped,
+    }
 }
 
-/// `  10619  8779.723660548:     syscalls:sys_enter_brk: brk: 0x560ea757a000`
-fn parse_header(line: &str, fault_weight: u64) -> Option<Event> {
-    let mut parts = line.split_whitespace();
-    let _tid = parts.next()?;
+/// `123/123 14.5: …` → (pid, time in ns); the pid is 0 without `pid` in the fields.
+fn id_and_time<'a>(parts: &mut impl Iterator<Item = &'a str>) -> Option<(u32, u64)> {
+    let id = parts.next()?;
+    let pid = match id.split_once('/') {
+        Some((p, _)) => p.parse().ok()?,
+        None => 0,
+    };
     let time = parts.next()?.trim_end_matches(':');
     let (secs, frac) = time.split_once('.')?;
     let frac9 = format!("{frac:0<9}");
     let time_ns =
         secs.parse::<u64>().ok()? * 1_000_000_000 + frac9.get(..9)?.parse::<u64>().ok()?;
+    Some((pid, time_ns))
+}
+
+/// A task line: Some(Some(task)) for an exec or an exit, Some(None) for the others
+/// (a fork, perf's own comm), None when not understood.
+fn parse_task(line: &str) -> Option<Option<Task>> {
+    let mut parts = line.split_whitespace();
+    let (_, time_ns) = id_and_time(&mut parts)?;
+    let what = parts.next()?;
+    if let Some(rest) = what.strip_prefix("PERF_RECORD_EXIT(") {
+        let pid = rest.split(':').next()?.parse().ok()?;
+        return Some(Some(Task::Exit { time_ns, pid }));
+    }
+    if what == "PERF_RECORD_COMM" && parts.next() == Some("exec:") {
+        // `python3:28645/28645`: the name may hold ':', the ids come last.
+        let rest: String = parts.collect::<Vec<_>>().join(" ");
+        let (comm, ids) = rest.rsplit_once(':')?;
+        let pid = ids.split('/').next()?.parse().ok()?;
+        return Some(Some(Task::Exec {
+            time_ns,
+            pid,
+            comm: comm.to_string(),
+        }));
+    }
+    Some(None)
+}
+
+/// `  10619  8779.723660548:     syscalls:sys_enter_brk: brk: 0x560ea757a000`
+fn parse_header(line: &str, fault_weight: u64) -> Option<Event> {
+    let mut parts = line.split_whitespace();
+    let (pid, time_ns) = id_and_time(&mut parts)?;
     let event = parts.next()?.trim_end_matches(':');
     let kind = EventKind::of_event(event)?;
     let args: String = parts.collect::<Vec<_>>().join(" ");
@@ -166,8 +262,44 @@ fn parse_header(line: &str, fault_weight: u64) -> Option<Event> {
             .find(|(k, _)| *k == name)
             .and_then(|(_, v)| u64::from_str_radix(v.trim().trim_start_matches("0x"), 16).ok())
     };
+    // `mm_id=1 curr=1 type=MM_ANONPAGES size=8192B`
+    let eq = |name: &str| -> Option<&str> {
+        args.split_whitespace()
+            .filter_map(|kv| kv.split_once('='))
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v)
+    };
+    let mut rss_member = None;
     let arg = match kind {
-        EventKind::Fault => None,
+        EventKind::Fault | EventKind::UserFault => None,
+        EventKind::Rss => {
+            // Another process's counters changed by this one (curr=0): not its own RSS,
+            // kept without a counter (the timeline passes over it).
+            if eq("curr") != Some("1") {
+                return Some(Event {
+                    time_ns,
+                    pid,
+                    kind,
+                    weight: 1,
+                    arg: None,
+                    advice: None,
+                    rss_member: None,
+                    frames: Vec::new(),
+                });
+            }
+            rss_member = Some(match eq("type")? {
+                "MM_FILEPAGES" => 0,
+                "MM_ANONPAGES" => 1,
+                "MM_SWAPENTS" => 2,
+                "MM_SHMEMPAGES" => 3,
+                _ => return None,
+            });
+            eq("size")?
+                .trim_end_matches('B')
+                .parse::<i64>()
+                .ok()
+                .map(|v| v.max(0) as u64)
+        }
         EventKind::Brk => field("brk"),
         EventKind::Mmap | EventKind::Munmap => field("len"),
         EventKind::Madvise => field("len_in").or_else(|| field("len")),
@@ -175,6 +307,7 @@ fn parse_header(line: &str, fault_weight: u64) -> Option<Event> {
     };
     Some(Event {
         time_ns,
+        pid,
         kind,
         weight: if kind == EventKind::Fault {
             fault_weight.max(1)
@@ -185,6 +318,7 @@ fn parse_header(line: &str, fault_weight: u64) -> Option<Event> {
         advice: (kind == EventKind::Madvise)
             .then(|| field("behavior"))
             .flatten(),
+        rss_member,
         frames: Vec::new(),
     })
 }
@@ -216,7 +350,7 @@ impl IterationEvents {
     fn add(&mut self, e: &Event, brk_before: &mut Option<u64>) {
         let len = e.arg.unwrap_or(0);
         match e.kind {
-            EventKind::Fault => {}
+            EventKind::Fault | EventKind::UserFault | EventKind::Rss => {}
             EventKind::Brk => {
                 self.brk += 1;
                 if len != 0 {
@@ -296,6 +430,194 @@ pub fn place<'a>(timeline: &[IterationSample], events: &'a [Event]) -> Placed<'a
         inside,
         between,
     }
+}
+
+/// One time bin of a traced command, from its exec on.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Bin {
+    /// The bin's start, since the exec.
+    pub start_ns: u64,
+    /// Every user page fault in the bin (None where they were not counted).
+    pub faults: Option<u64>,
+    /// The memory syscalls in the bin, of every process of the command.
+    pub events: IterationEvents,
+    /// The command's own process's resident set at the bin's end (file, anonymous and
+    /// shared-memory pages; None before its first change was seen or without the
+    /// tracepoint).
+    pub rss_bytes: Option<u64>,
+    /// The break its own process last asked for, against the first it asked for.
+    pub heap_top_offset_bytes: Option<i64>,
+}
+
+/// A traced command over time: its events from the exec to the exit of the process
+/// perf started, in bins.
+pub struct RunTimeline<'a> {
+    /// The process perf started, and its first program's name.
+    pub pid: u32,
+    pub comm: String,
+    /// CLOCK_MONOTONIC of its exec and of its exit (or of the last event).
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub exited: bool,
+    pub bin_ns: u64,
+    pub bins: Vec<Bin>,
+    /// The samples with stacks (faults, memory syscalls) of the whole run.
+    pub inside: Vec<&'a Event>,
+    /// The memory syscalls of the whole run.
+    pub totals: IterationEvents,
+    /// Every user page fault of the run (None where not counted).
+    pub faults: Option<u64>,
+    pub peak_rss_bytes: Option<u64>,
+    /// Processes that left an event (the command and what it started).
+    pub processes: usize,
+    /// The programs the process perf started ran in turn (more than one behind a wrapper
+    /// script such as pyenv's shims).
+    pub programs: Vec<String>,
+}
+
+/// The smallest of 1, 2, 5 × 10^k ns (at least 1 µs) that cuts `span_ns` into at most
+/// `max_bins` bins.
+pub fn bin_width(span_ns: u64, max_bins: u64) -> u64 {
+    let raw = span_ns.div_ceil(max_bins.max(1)).max(1000);
+    let mut decade = 1u64;
+    loop {
+        for m in [1, 2, 5] {
+            if m * decade >= raw {
+                return m * decade;
+            }
+        }
+        decade *= 10;
+    }
+}
+
+/// The timeline of a traced command (`faults_counted`: `exceptions:page_fault_user` was
+/// recorded). None without the exec of the process perf started.
+pub fn run_timeline<'a>(
+    script: &'a Script,
+    faults_counted: bool,
+    max_bins: u64,
+) -> Option<RunTimeline<'a>> {
+    let (start_ns, pid, comm) = script.tasks.iter().find_map(|t| match t {
+        Task::Exec { time_ns, pid, comm } => Some((*time_ns, *pid, comm.clone())),
+        Task::Exit { .. } => None,
+    })?;
+    let exit = script.tasks.iter().find_map(|t| match t {
+        Task::Exit { time_ns, pid: p } if *p == pid && *time_ns >= start_ns => Some(*time_ns),
+        _ => None,
+    });
+    let mut sorted: Vec<&Event> = script
+        .events
+        .iter()
+        .filter(|e| e.time_ns >= start_ns && exit.is_none_or(|x| e.time_ns <= x))
+        .collect();
+    sorted.sort_by_key(|e| e.time_ns);
+    let end_ns = exit.unwrap_or_else(|| sorted.last().map_or(start_ns, |e| e.time_ns));
+    let bin_ns = bin_width(end_ns - start_ns, max_bins);
+    let n = ((end_ns - start_ns) / bin_ns + 1) as usize;
+    let mut bins: Vec<Bin> = (0..n)
+        .map(|i| Bin {
+            start_ns: i as u64 * bin_ns,
+            faults: faults_counted.then_some(0),
+            ..Bin::default()
+        })
+        .collect();
+    let mut totals = IterationEvents::default();
+    let mut brk_of: BTreeMap<u32, Option<u64>> = BTreeMap::new();
+    let mut pids = std::collections::BTreeSet::new();
+    let mut members: [Option<u64>; 4] = [None; 4];
+    let mut first_brk: Option<u64> = None;
+    let mut peak: Option<u64> = None;
+    let mut inside = Vec::new();
+    let mut faults = 0u64;
+    // Each exec starts a new image: its break and resident counters are its own.
+    let mut execs: Vec<(u64, u32)> = script
+        .tasks
+        .iter()
+        .filter_map(|t| match t {
+            Task::Exec { time_ns, pid, .. } if *time_ns > start_ns => Some((*time_ns, *pid)),
+            _ => None,
+        })
+        .collect();
+    execs.sort_unstable();
+    let mut next_exec = 0;
+    let mut i = 0;
+    for e in sorted {
+        while next_exec < execs.len() && execs[next_exec].0 <= e.time_ns {
+            let p = execs[next_exec].1;
+            brk_of.insert(p, None);
+            if p == pid {
+                members = [None; 4];
+                first_brk = None;
+            }
+            next_exec += 1;
+        }
+        pids.insert(e.pid);
+        while i + 1 < n && e.time_ns - start_ns >= bins[i + 1].start_ns {
+            i += 1;
+            bins[i].rss_bytes = bins[i - 1].rss_bytes;
+            bins[i].heap_top_offset_bytes = bins[i - 1].heap_top_offset_bytes;
+        }
+        match e.kind {
+            EventKind::UserFault => {
+                faults += 1;
+                if let Some(f) = bins[i].faults.as_mut() {
+                    *f += 1;
+                }
+            }
+            EventKind::Rss if e.pid == pid => {
+                if let (Some(m), Some(v)) = (e.rss_member, e.arg) {
+                    if let Some(slot) = members.get_mut(m as usize) {
+                        *slot = Some(v);
+                    }
+                    let rss: u64 = [0, 1, 3].iter().filter_map(|&k| members[k]).sum();
+                    bins[i].rss_bytes = Some(rss);
+                    peak = Some(peak.map_or(rss, |p: u64| p.max(rss)));
+                }
+            }
+            EventKind::Rss => {}
+            kind => {
+                inside.push(e);
+                if kind.is_syscall() {
+                    let before = brk_of.entry(e.pid).or_insert(None);
+                    bins[i].events.add(e, &mut before.clone());
+                    totals.add(e, before);
+                    if kind == EventKind::Brk && e.pid == pid {
+                        if let Some(a) = e.arg.filter(|a| *a != 0) {
+                            first_brk.get_or_insert(a);
+                            bins[i].heap_top_offset_bytes = first_brk.map(|f| a as i64 - f as i64);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // Bins after the last event keep the last values seen.
+    for j in i + 1..n {
+        bins[j].rss_bytes = bins[j - 1].rss_bytes;
+        bins[j].heap_top_offset_bytes = bins[j - 1].heap_top_offset_bytes;
+    }
+    Some(RunTimeline {
+        pid,
+        comm,
+        start_ns,
+        end_ns,
+        exited: exit.is_some(),
+        bin_ns,
+        bins,
+        inside,
+        totals,
+        faults: faults_counted.then_some(faults),
+        peak_rss_bytes: peak,
+        processes: pids.len(),
+        programs: script
+            .tasks
+            .iter()
+            .filter_map(|t| match t {
+                Task::Exec { pid: p, comm, .. } if *p == pid => Some(comm.clone()),
+                _ => None,
+            })
+            .collect(),
+    })
 }
 
 /// Frames the stack is cut at, outward: the Rust and C runtimes' start-up, never
@@ -437,7 +759,10 @@ pub fn cause(e: &Event) -> String {
         .take(3)
         .collect();
     if chain.is_empty() {
-        return "[no user stack]".to_string();
+        return match e.frames.first() {
+            Some(f) => format!("[not unwound past {}]", short_name(f)),
+            None => "[no user stack]".to_string(),
+        };
     }
     chain.reverse();
     chain.join(" → ")
@@ -448,7 +773,11 @@ pub fn cause(e: &Event) -> String {
 #[derive(Clone, Debug, Serialize)]
 pub struct Attribution {
     pub kind: EventKind,
+    /// Per iteration (per run for a command).
     pub per_iteration: f64,
+    /// False where the faults were not counted (per_iteration is then 0; only the shares
+    /// among the samples are known).
+    pub counted: bool,
     /// Samples behind the shares (faults are sampled: one in `weight`).
     pub samples: u64,
     pub causes: Vec<Cause>,
@@ -465,18 +794,27 @@ pub struct Cause {
 /// syscall is one).
 pub fn attribute(placed: &Placed<'_>, timeline: &[IterationSample]) -> Vec<Attribution> {
     let n = timeline.len().max(1) as f64;
+    let faults = timeline.iter().map(|s| s.minflt).sum::<u64>() as f64 / n;
+    attribute_among(&placed.inside, n, Some(faults))
+}
+
+/// The causes of each kind among `inside`, per one of `n` units (iterations, or 1 for a
+/// whole run); faults per unit from `faults_per` (an exact count; None: not counted, only
+/// the shares are known), syscalls from the samples (every syscall is one).
+pub fn attribute_among(inside: &[&Event], n: f64, faults_per: Option<f64>) -> Vec<Attribution> {
     let mut out = Vec::new();
     for kind in std::iter::once(EventKind::Fault).chain(EventKind::SYSCALLS) {
-        let of: Vec<&&Event> = placed.inside.iter().filter(|e| e.kind == kind).collect();
+        let of: Vec<&&Event> = inside.iter().filter(|e| e.kind == kind).collect();
         let total: u64 = of.iter().map(|e| e.weight).sum();
-        let per_iteration = if kind == EventKind::Fault {
-            timeline.iter().map(|s| s.minflt).sum::<u64>() as f64 / n
+        let (per_iteration, counted) = if kind == EventKind::Fault {
+            (faults_per.unwrap_or(0.0), faults_per.is_some())
         } else {
-            total as f64 / n
+            (total as f64 / n, true)
         };
         if total == 0 && per_iteration == 0.0 {
             continue;
         }
+
         let mut by: BTreeMap<String, u64> = BTreeMap::new();
         for e in &of {
             *by.entry(cause(e)).or_insert(0) += e.weight;
@@ -492,6 +830,7 @@ pub fn attribute(placed: &Placed<'_>, timeline: &[IterationSample]) -> Vec<Attri
         out.push(Attribution {
             kind,
             per_iteration,
+            counted,
             samples: of.len() as u64,
             causes,
         });
@@ -503,13 +842,38 @@ pub fn attribute(placed: &Placed<'_>, timeline: &[IterationSample]) -> Vec<Attri
 /// from free → _int_free → systrim; 3,874 faults per iteration, 99 % (of 6,100 samples)
 /// in <Scale as Kernel>::iterate".
 pub fn mechanism(label: &str, attributions: &[Attribution], events: &[IterationEvents]) -> String {
+    mechanism_per(label, attributions, events, "per iteration")
+}
+
+/// [`mechanism`] for a whole run of a command: `events` holds the run's totals, and the
+/// counts are "in the run".
+pub fn run_mechanism(
+    label: &str,
+    attributions: &[Attribution],
+    totals: &IterationEvents,
+) -> String {
+    mechanism_per(
+        label,
+        attributions,
+        std::slice::from_ref(totals),
+        "in the run",
+    )
+}
+
+fn mechanism_per(
+    label: &str,
+    attributions: &[Attribution],
+    events: &[IterationEvents],
+    per: &str,
+) -> String {
     let n = events.len().max(1) as f64;
+    let run = per == "in the run";
     let mut parts = Vec::new();
     for a in attributions {
         let Some(top) = a.causes.first() else {
             if a.kind == EventKind::Fault && a.per_iteration >= 0.5 {
                 parts.push(format!(
-                    "{} faults per iteration (no fault sampled)",
+                    "{} faults {per} (no fault sampled)",
                     crate::fmt::group_thousands(a.per_iteration.round() as i64)
                 ));
             }
@@ -535,12 +899,18 @@ pub fn mechanism(label: &str, attributions: &[Attribution], events: &[IterationE
             Some(_) => ", the rest elsewhere".to_string(),
             None => String::new(),
         };
-        if a.kind == EventKind::Fault {
+        if a.kind == EventKind::Fault && !a.counted {
+            parts.push(format!(
+                "{} fault samples (the faults were not counted), {pct:.0} % in {}{rest}",
+                crate::fmt::group_thousands(a.samples as i64),
+                top.chain
+            ));
+        } else if a.kind == EventKind::Fault {
             if a.per_iteration < 0.5 {
                 continue;
             }
             parts.push(format!(
-                "{} faults per iteration ({} samples), {pct:.0} % in {}{rest}",
+                "{} faults {per} ({} samples), {pct:.0} % in {}{rest}",
                 crate::fmt::group_thousands(a.per_iteration.round() as i64),
                 crate::fmt::group_thousands(a.samples as i64),
                 top.chain
@@ -550,11 +920,15 @@ pub fn mechanism(label: &str, attributions: &[Attribution], events: &[IterationE
                 EventKind::Brk => {
                     let grow: u64 = events.iter().map(|e| e.brk_grow_bytes).sum();
                     let trim: u64 = events.iter().map(|e| e.brk_trim_bytes).sum();
-                    format!(
-                        " (the heap grows by {} and is trimmed by {} per iteration)",
-                        crate::fmt::human_bytes((grow as f64 / n) as u64),
-                        crate::fmt::human_bytes((trim as f64 / n) as u64)
-                    )
+                    if grow == 0 && trim == 0 {
+                        String::new()
+                    } else {
+                        format!(
+                            " (the heap grows by {} and is trimmed by {} {per})",
+                            crate::fmt::human_bytes((grow as f64 / n) as u64),
+                            crate::fmt::human_bytes((trim as f64 / n) as u64)
+                        )
+                    }
                 }
                 EventKind::Mmap => bytes_each(events.iter().map(|e| (e.mmap, e.mmap_bytes))),
                 EventKind::Munmap => bytes_each(events.iter().map(|e| (e.munmap, e.munmap_bytes))),
@@ -563,9 +937,13 @@ pub fn mechanism(label: &str, attributions: &[Attribution], events: &[IterationE
                 }
                 _ => String::new(),
             };
+            let count = if run {
+                crate::fmt::group_thousands(a.per_iteration.round() as i64)
+            } else {
+                format!("{:.2}", a.per_iteration)
+            };
             parts.push(format!(
-                "{:.2} {} per iteration{bytes}, {pct:.0} % from {}{rest}",
-                a.per_iteration,
+                "{count} {} {per}{bytes}, {pct:.0} % from {}{rest}",
                 a.kind.name(),
                 top.chain
             ));
@@ -575,11 +953,16 @@ pub fn mechanism(label: &str, attributions: &[Attribution], events: &[IterationE
         .iter()
         .any(|a| a.kind != EventKind::Fault && a.per_iteration > 0.0);
     if !has_syscalls {
-        parts.push("no memory syscall in the measured iterations".to_string());
+        parts.push(if run {
+            "no memory syscall in the run".to_string()
+        } else {
+            "no memory syscall in the measured iterations".to_string()
+        });
     }
-    if !attributions
-        .iter()
-        .any(|a| a.kind == EventKind::Fault && a.per_iteration >= 0.5)
+    if !run
+        && !attributions
+            .iter()
+            .any(|a| a.kind == EventKind::Fault && a.per_iteration >= 0.5)
     {
         parts.push("fewer than one fault per iteration: it keeps and reuses its pages".to_string());
     }
@@ -625,7 +1008,9 @@ mod tests {
 
     #[test]
     fn perf_script_samples_parse_with_their_stacks_and_arguments() {
-        let (events, skipped) = parse_perf_script(SCRIPT, 64);
+        let Script {
+            events, skipped, ..
+        } = parse_perf_script(SCRIPT, 64);
         assert_eq!(skipped, 0);
         assert_eq!(events.len(), 3);
         let brk = &events[0];
@@ -667,7 +1052,7 @@ mod tests {
 
     #[test]
     fn events_fall_into_the_iteration_whose_span_holds_them() {
-        let (events, _) = parse_perf_script(SCRIPT, 64);
+        let events = parse_perf_script(SCRIPT, 64).events;
         let sample = |start_ns, elapsed_ns| IterationSample {
             start_ns,
             elapsed_ns,
@@ -725,5 +1110,79 @@ mod tests {
             short_name(&f("hdrhistogram::Histogram<T>::resize", false)),
             "Histogram<T>::resize"
         );
+    }
+
+    /// A command whose process runs a wrapper first (bash), then the real program: the
+    /// exec starts a new break (no 1 GiB "trim" between the two images), the faults
+    /// and syscalls fall into their bins, the RSS is the new image's.
+    const COMMAND: &str = "\
+    0/0         0.000000000: PERF_RECORD_COMM: perf-exec:700/700
+700/700 10.000000000: PERF_RECORD_COMM exec: bash:700/700
+700/700 10.000100000:     syscalls:sys_enter_brk: brk: 0x50000000
+\t           fdc47 __brk (/usr/lib/x86_64-linux-gnu/libc.so.6)
+
+700/700 10.000200000:              kmem:rss_stat: mm_id=1 curr=1 type=MM_ANONPAGES size=900000B ffffffff815e6b03 finish_fault ([kernel.kallsyms])
+700/700 10.001000000: PERF_RECORD_COMM exec: python3:700/700
+700/700 10.001100000:     syscalls:sys_enter_brk: brk: 0x10000000
+\t           fdc47 __brk (/usr/lib/x86_64-linux-gnu/libc.so.6)
+
+700/700 10.001200000: exceptions:page_fault_user: address=0x1 ip=0x2 error_code=0x6 ffffffff821f5340 exc_page_fault ([kernel.kallsyms])
+700/700 10.001300000:              kmem:rss_stat: mm_id=2 curr=1 type=MM_ANONPAGES size=8192B ffffffff815e6b03 finish_fault ([kernel.kallsyms])
+700/700 10.001310000:              kmem:rss_stat: mm_id=3 curr=0 type=MM_ANONPAGES size=99999999B ffffffff815e6b03 zap ([kernel.kallsyms])
+700/700 10.002500000:     syscalls:sys_enter_brk: brk: 0x10021000
+\t           fdc47 __brk (/usr/lib/x86_64-linux-gnu/libc.so.6)
+\t           96f98 sysmalloc (/usr/lib/x86_64-linux-gnu/libc.so.6)
+\t           98a4d __GI___libc_malloc (inlined)
+
+700/700 10.002600000: exceptions:page_fault_user: address=0x1 ip=0x2 error_code=0x6 ffffffff821f5340 exc_page_fault ([kernel.kallsyms])
+700/700 10.003000000: PERF_RECORD_EXIT(700:700):(699:699)
+";
+
+    #[test]
+    fn a_command_timeline_starts_each_image_afresh() {
+        let script = parse_perf_script(COMMAND, 64);
+        assert_eq!(script.skipped, 0);
+        assert_eq!(script.tasks.len(), 3, "{:?}", script.tasks);
+        let tl = run_timeline(&script, true, 200).unwrap();
+        assert_eq!((tl.pid, tl.comm.as_str()), (700, "bash"));
+        assert_eq!(tl.programs, ["bash", "python3"]);
+        assert_eq!(tl.end_ns - tl.start_ns, 3_000_000);
+        assert!(tl.exited);
+        // 3 ms in at most 200 bins: 20 µs each.
+        assert_eq!(tl.bin_ns, 20_000);
+        assert_eq!(tl.faults, Some(2));
+        assert_eq!(tl.totals.brk, 3);
+        // Only python3's own growth: 0x21000 bytes, no jump between the images.
+        assert_eq!(tl.totals.brk_grow_bytes, 0x21000);
+        assert_eq!(tl.totals.brk_trim_bytes, 0);
+        // The RSS of the process itself (curr=1), the new image's after the exec.
+        assert_eq!(tl.peak_rss_bytes, Some(900_000));
+        assert_eq!(tl.bins.last().unwrap().rss_bytes, Some(8192));
+        assert_eq!(tl.bins.last().unwrap().heap_top_offset_bytes, Some(0x21000));
+        let faults: u64 = tl.bins.iter().filter_map(|b| b.faults).sum();
+        assert_eq!(faults, 2);
+        assert_eq!(tl.bins.iter().map(|b| b.events.brk).sum::<u64>(), 3);
+        // The unwound call is named; the others say they were not unwound.
+        let causes: Vec<String> = tl.inside.iter().map(|e| cause(e)).collect();
+        assert!(
+            causes.contains(&"malloc → sysmalloc".to_string()),
+            "{causes:?}"
+        );
+        assert!(
+            causes.contains(&"[not unwound past __brk]".to_string()),
+            "{causes:?}"
+        );
+        let a = attribute_among(&tl.inside, 1.0, tl.faults.map(|f| f as f64));
+        let m = run_mechanism("system", &a, &tl.totals);
+        assert!(m.contains("3 brk in the run"), "{m}");
+        assert!(m.contains("2 faults in the run"), "{m}");
+    }
+
+    #[test]
+    fn bins_are_one_two_five_steps() {
+        assert_eq!(bin_width(3_000_000, 200), 20_000);
+        assert_eq!(bin_width(1_440_000_000, 200), 10_000_000);
+        assert_eq!(bin_width(10, 200), 1000);
+        assert_eq!(bin_width(1_000_000_001, 200), 10_000_000);
     }
 }

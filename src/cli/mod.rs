@@ -494,32 +494,32 @@ pub struct CompareArgs {
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Example:\n  alloclab trace --variant out-of-place --size 1000000\n\nThe call stacks need the perf tool (Debian: linux-perf) and perf events (root, CAP_PERFMON or perf_event_paranoid <= -1); without them the timeline is still measured and the attribution says what it needs."
+    after_help = "Examples:\n  alloclab trace --variant out-of-place --size 1000000\n  alloclab trace -- python3 experiments/numpy_temporaries.py --calls 50 --only func2\n\nThe call stacks need the perf tool (Debian: linux-perf) and perf events (root, CAP_PERFMON or perf_event_paranoid <= -1); without them a built-in cell's timeline is still measured and the attribution says what it needs, and a command is refused (its timeline comes from perf)."
 )]
 pub struct TraceArgs {
     /// Elements in the input array (1000000, 1e6, 2^20).
-    #[arg(long, default_value = "1000000", value_parser = spec::parse_size)]
+    #[arg(conflicts_with = "command", long, default_value = "1000000", value_parser = spec::parse_size)]
     pub size: u64,
     /// The workload to run.
-    #[arg(long, default_value = "scale", value_parser = spec::parse_choice::<Workload>)]
+    #[arg(conflicts_with = "command", long, default_value = "scale", value_parser = spec::parse_choice::<Workload>)]
     pub workload: Workload,
     /// The variant to trace.
-    #[arg(long, default_value = "out-of-place", value_parser = spec::parse_choice::<Variant>)]
+    #[arg(conflicts_with = "command", long, default_value = "out-of-place", value_parser = spec::parse_choice::<Variant>)]
     pub variant: Variant,
     /// Allocators, comma-separated (with knobs separated by ';', as for compare); the
     /// first two also get a differential flame graph.
     #[arg(long, default_value = "system,jemalloc,mimalloc")]
     pub allocators: String,
     /// Measured iterations of the traced run (each timed and kept alone).
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    #[arg(conflicts_with = "command", long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub iterations: u64,
     /// Iterations before the measured ones.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(0..=100_000))]
+    #[arg(conflicts_with = "command", long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(0..=100_000))]
     pub warmup_iters: u64,
     /// Untraced worker processes per allocator (compare's budget), in interleaved rounds:
     /// the traced run's median is stated against theirs, so that what tracing costs is
     /// said, not assumed. 0: none.
-    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(0..=1000))]
+    #[arg(conflicts_with = "command", long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(0..=1000))]
     pub processes: u32,
     /// One fault sample (with its call stack) per this many user page faults.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
@@ -531,7 +531,7 @@ pub struct TraceArgs {
     #[arg(long, default_value = "system", value_parser = spec::parse_choice::<crate::model::spec::Thp>)]
     pub thp: crate::model::spec::Thp,
     /// Seed of the input data.
-    #[arg(long, default_value_t = 42)]
+    #[arg(conflicts_with = "command", long, default_value_t = 42)]
     pub seed: u64,
     /// The results folder.
     #[arg(long, default_value = "results/trace")]
@@ -542,10 +542,26 @@ pub struct TraceArgs {
     /// Seed of the order within the untraced rounds [default: from the clock; recorded].
     #[arg(long)]
     pub order_seed: Option<u64>,
+    /// With a command: its untraced runs per allocator (exec's, shuffled rounds), which
+    /// the traced run's time and counts are stated against. 0: none.
+    #[arg(long, requires = "command", default_value_t = 6, value_parser = clap::value_parser!(u32).range(0..=1000))]
+    pub runs: u32,
+    /// With a command: let its stdout and stderr through (discarded by default).
+    #[arg(long, requires = "command")]
+    pub show_output: bool,
     /// Keep perf's own files (perf/<allocator>.data, ~70 MB each at the defaults) in the
     /// results folder, for `perf report -i`; by default they are removed once read.
     #[arg(long)]
     pub keep_perf_data: bool,
+    /// A command of your own to trace instead of a built-in cell (put it after `--`): one
+    /// run of it per allocator, preloaded as `alloclab exec` does, with its timeline from
+    /// the exec to the exit.
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 impl TraceArgs {

@@ -15,9 +15,13 @@ use crate::model::budget::Budget;
 use crate::model::run::WorkerRequest;
 use crate::ui::interrupt::interrupted;
 use crate::ui::progress::Progress;
+use std::fmt::Write as _;
 use std::time::Duration;
 
 pub fn run(args: &TraceArgs) -> Result<()> {
+    if !args.command.is_empty() {
+        return run_command(args);
+    }
     let specs = args.specs()?;
     let workers = preflight::check(&specs).map_err(Error::bad)?;
     let mut executor = ProcessExecutor::new(
@@ -26,7 +30,7 @@ pub fn run(args: &TraceArgs) -> Result<()> {
         Duration::from_secs_f64(args.timeout),
     )
     .map_err(|why| Error::counters(crate::counters::CounterMode::Auto, why))?;
-    let mut folder = super::exec::take_out_dir(&args.out, Kind::Trace)?;
+    let folder = super::exec::take_out_dir(&args.out, Kind::Trace)?;
     engine::begin();
     let sampling = trace::perf_tool().map(|perf| trace::Sampling {
         perf,
@@ -184,22 +188,43 @@ pub fn run(args: &TraceArgs) -> Result<()> {
         allocators: traces,
     };
     export::save(&folder, &report).map_err(Error::failed)?;
-    folder.finish(complete).map_err(Error::failed)?;
-    super::print_out(&export::console(&report, &args.out))?;
-    if interrupted() {
-        return Err(Error::Interrupted(format!(
-            "{} of {} allocators traced; {} says incomplete",
-            report.allocators.len(),
-            specs.len(),
-            args.out.display()
-        )));
-    }
     let failed = report
         .allocators
         .iter()
         .filter(|t| t.failure.is_some())
         .count();
-    super::failed_runs(failed, specs.len(), "traced runs")
+    let console = export::console(&report, &args.out);
+    conclude(
+        folder,
+        complete,
+        &console,
+        report.allocators.len(),
+        failed,
+        specs.len(),
+        &args.out,
+    )
+}
+
+/// The end of a trace: the folder marked complete or not, the console summary, and the
+/// exit status (130 after Ctrl-C, 1 when a traced run failed).
+fn conclude(
+    mut folder: crate::export::folder::Folder,
+    complete: bool,
+    console: &str,
+    traced: usize,
+    failed: usize,
+    asked: usize,
+    out: &std::path::Path,
+) -> Result<()> {
+    folder.finish(complete).map_err(Error::failed)?;
+    super::print_out(console)?;
+    if interrupted() {
+        return Err(Error::Interrupted(format!(
+            "{traced} of {asked} allocators traced; {} says incomplete",
+            out.display()
+        )));
+    }
+    super::failed_runs(failed, asked, "traced runs")
 }
 
 /// The traced run's median iteration against the untraced processes' p50s: the ratio,
@@ -233,7 +258,7 @@ fn sample_check(
     let between: u64 = placed
         .between
         .iter()
-        .filter(|(k, _)| **k != EventKind::Fault)
+        .filter(|(k, _)| k.is_syscall())
         .map(|(_, n)| *n)
         .sum();
     let sampled = inside + between;
@@ -258,4 +283,328 @@ fn sample_check(
             true,
         )
     })
+}
+
+/// `alloclab trace -- CMD`: the command's untraced runs under each allocator (exec's
+/// session, shuffled rounds), then one run per allocator under `perf record`, read into a
+/// timeline over time, folded stacks and a mechanism line.
+fn run_command(args: &TraceArgs) -> Result<()> {
+    let allocators = crate::model::knobs::parse_spec_list(&args.allocators).map_err(Error::bad)?;
+    let settings = crate::cli::command_settings(
+        allocators,
+        &args.command,
+        crate::cli::CommandOptions {
+            runs: args.runs,
+            warmup: if args.runs > 0 { 1 } else { 0 },
+            show_output: args.show_output,
+            thp: args.thp,
+            timeout: Some(args.timeout),
+            counters: crate::counters::CounterMode::Auto,
+            noise_threshold: 2.0,
+            order_seed: args.order_seed,
+        },
+    )
+    .map_err(Error::BadInput)?;
+    // A command's timeline comes from perf alone (no iterations of ours to stamp).
+    let perf = trace::perf_tool().map_err(|why| {
+        Error::BadInput(format!(
+            "tracing a command needs perf: {why}; `alloclab exec` counts the same command's faults and memory syscalls without it (ptrace)"
+        ))
+    })?;
+    let sampling = trace::Sampling {
+        perf,
+        fault_period: args.fault_period,
+        stack_bytes: args.stack_bytes,
+    };
+    let folder = super::exec::take_out_dir(&args.out, Kind::Trace)?;
+    engine::begin();
+    let (extra, missing): (Vec<_>, Vec<_>) = trace::command_events()
+        .into_iter()
+        .map(|(_, r)| r)
+        .partition(|r| r.is_ok());
+    let extra: Vec<String> = extra.into_iter().flatten().collect();
+    let missing: Vec<String> = missing.into_iter().filter_map(|r| r.err()).collect();
+    let faults_counted = extra.iter().any(|e| e.contains("page_fault_user"));
+
+    // The untraced runs: exec's session, saved as they finish.
+    let record = if args.runs > 0 {
+        let mut progress = super::exec::ExecProgress::session();
+        let mut save = |r: &crate::engine::command::ExecRecord| {
+            folder.json("untraced.json", r).map_err(|e| e.to_string())
+        };
+        let r = crate::engine::command::run_session(&settings, &mut progress, &mut save);
+        progress.0.clear();
+        Some(r?)
+    } else {
+        None
+    };
+
+    let mut progress = Progress::new(settings.allocators.len());
+    let opts = crate::engine::spawn::LaunchOptions {
+        show_output: args.show_output,
+        thp_never: args.thp == crate::model::spec::Thp::Never,
+        timeout: settings.timeout,
+        count_syscalls: false,
+        trace: None,
+        capture_stdout: false,
+    };
+    let mut traces = Vec::new();
+    for a in &settings.allocators {
+        if interrupted() {
+            break;
+        }
+        let label = a.to_string();
+        let untraced = untraced_of(record.as_ref(), &label);
+        let data = folder.path(&format!("perf/{}.data", export::file_stem(&label)));
+        if let Some(dir) = data.parent() {
+            std::fs::create_dir_all(dir).map_err(Error::failed)?;
+        }
+        let wrapper = trace::record_argv(&sampling, &data, &extra);
+        progress.start(&format!("{label}: traced run"));
+        let outcome = trace_one(&settings, a, &wrapper, &opts, &sampling, &data);
+        if !args.keep_perf_data {
+            let _ = std::fs::remove_file(&data);
+            let _ = std::fs::remove_dir(data.with_file_name(""));
+        }
+        let t = match outcome {
+            Ok(None) => break,
+            Ok(Some((script, lost))) => {
+                match analysis::run_timeline(&script, faults_counted, 200) {
+                    Some(tl) => {
+                        progress.finish_with("traced", false);
+                        command_trace(&label, a.allocator, tl, &script, lost, untraced)
+                    }
+                    None => {
+                        progress.finish_with("no exec seen", true);
+                        CommandTrace::failed(
+                            &label,
+                            a.allocator,
+                            "perf recorded no exec of the command".into(),
+                            untraced,
+                        )
+                    }
+                }
+            }
+            Err(why) => {
+                progress.finish_with(&why, true);
+                CommandTrace::failed(&label, a.allocator, why, untraced)
+            }
+        };
+        traces.push(t);
+    }
+    progress.clear();
+    let complete = !interrupted()
+        && traces.len() == settings.allocators.len()
+        && record.as_ref().is_none_or(|r| r.complete);
+    let report = CommandTraceReport {
+        schema: cmd_export::SCHEMA.into(),
+        command: settings
+            .command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        fault_period: args.fault_period,
+        missing,
+        runs: args.runs,
+        order_seed: settings.order_seed,
+        complete,
+        allocators: traces,
+    };
+    cmd_export::save(&folder, &report).map_err(Error::failed)?;
+    let failed = report
+        .allocators
+        .iter()
+        .filter(|t| t.failure.is_some())
+        .count();
+    let console = cmd_export::console(&report, &args.out);
+    let asked = settings.allocators.len();
+    conclude(
+        folder,
+        complete,
+        &console,
+        report.allocators.len(),
+        failed,
+        asked,
+        &args.out,
+    )
+}
+
+use crate::export::trace_command::{
+    self as cmd_export, CommandTrace, CommandTraceReport, Untraced,
+};
+
+/// One traced run of the command under `a`: Ok(None) when Ctrl-C stopped it; Err with
+/// why it failed.
+fn trace_one(
+    settings: &crate::engine::command::ExecSettings,
+    a: &crate::model::knobs::AllocatorSpec,
+    wrapper: &[std::ffi::OsString],
+    opts: &crate::engine::spawn::LaunchOptions,
+    sampling: &trace::Sampling,
+    data: &std::path::Path,
+) -> std::result::Result<Option<(analysis::Script, Option<String>)>, String> {
+    use crate::engine::spawn::Termination;
+    let (row, prepared) = crate::engine::command::prepare_wrapped(
+        a,
+        settings,
+        &settings.program,
+        &settings.command,
+        Some(wrapper),
+    );
+    let Some(prepared) = prepared else {
+        return Err(row
+            .failure
+            .unwrap_or_else(|| "could not be prepared".into()));
+    };
+    let run = crate::engine::spawn::run(&prepared, opts).map_err(|e| e.to_string())?;
+    if run.termination == Termination::Interrupted {
+        return Ok(None);
+    }
+    if !run.termination.success() {
+        let tail = run
+            .stderr_tail
+            .as_deref()
+            .map(|t| {
+                t.lines()
+                    .map(str::trim)
+                    .rfind(|l| !l.is_empty())
+                    .map(|l| format!("; its stderr ended with: {}", crate::fmt::printable(l)))
+                    .unwrap_or_default()
+            })
+            .unwrap_or_default();
+        return Err(format!(
+            "the command under perf record {}{tail}",
+            run.termination.describe(settings.timeout)
+        ));
+    }
+    trace::read_script(sampling, data, true)
+        .map(Some)
+        .map_err(|f| f.cause)
+}
+
+/// The untraced runs of `label` in exec's record: median wall time with its interval,
+/// median faults and memory syscalls.
+fn untraced_of(record: Option<&crate::engine::command::ExecRecord>, label: &str) -> Untraced {
+    let Some(row) = record.and_then(|r| r.allocators.iter().find(|a| a.allocator == label)) else {
+        return Untraced::default();
+    };
+    let walls: Vec<f64> = row.runs.iter().map(|r| r.wall_ns as f64).collect();
+    let faults: Vec<f64> = row.runs.iter().map(|r| r.usage.minflt as f64).collect();
+    let syscalls: Vec<f64> = row
+        .runs
+        .iter()
+        .filter_map(|r| r.syscalls)
+        .map(|c| (c.brk + c.mmap + c.munmap + c.madvise + c.mremap) as f64)
+        .collect();
+    let ci = median_ci(&walls, level());
+    Untraced {
+        runs: walls.len(),
+        wall_median_ns: median(&walls),
+        wall_ci_ns: ci.map(|c| (c.low, c.high)),
+        wall_ci_coverage: ci.map(|c| c.coverage),
+        minflt_median: median(&faults),
+        syscalls_median: (syscalls.len() == walls.len())
+            .then(|| median(&syscalls))
+            .flatten(),
+    }
+}
+
+/// One allocator's trace of the command from its timeline.
+fn command_trace(
+    label: &str,
+    allocator: crate::model::spec::Allocator,
+    tl: analysis::RunTimeline<'_>,
+    script: &analysis::Script,
+    lost: Option<String>,
+    untraced: Untraced,
+) -> CommandTrace {
+    let attributions = analysis::attribute_among(&tl.inside, 1.0, tl.faults.map(|f| f as f64));
+    let mut mechanism = analysis::run_mechanism(label, &attributions, &tl.totals);
+    // perf unwinds poorly in a process that exec'd several programs in turn (a wrapper
+    // script first): said, with what would help.
+    let syscalls: Vec<&&analysis::Event> =
+        tl.inside.iter().filter(|e| e.kind.is_syscall()).collect();
+    let not_unwound = syscalls
+        .iter()
+        .filter(|e| analysis::cause(e).starts_with('['))
+        .count();
+    let a_kind_lost = attributions.iter().any(|a| {
+        a.kind.is_syscall()
+            && a.causes
+                .first()
+                .is_some_and(|c| c.chain.starts_with("[not unwound"))
+    });
+    if tl.programs.len() > 1 && a_kind_lost {
+        let _ = write!(
+            mechanism,
+            " NOT UNWOUND: {not_unwound} of {} memory syscalls have no stack past the call; the command's process ran {} programs in turn ({}), and perf does not unwind well across repeated execs of one process: trace the last program directly (by its full path: for pyenv, `$(pyenv which {})`).",
+            syscalls.len(),
+            tl.programs.len(),
+            if tl.programs.len() > 4 {
+                format!(
+                    "{} → {} → … → {}",
+                    tl.programs[0],
+                    tl.programs[1],
+                    tl.programs[tl.programs.len() - 1]
+                )
+            } else {
+                tl.programs.join(" → ")
+            },
+            tl.programs.last().map_or("", String::as_str)
+        );
+    }
+    let duration = tl.end_ns.saturating_sub(tl.start_ns);
+    let syscall_rows = tl
+        .inside
+        .iter()
+        .filter(|e| e.kind.is_syscall())
+        .map(|e| {
+            format!(
+                "{:.6},{},{},{},{},{}",
+                (e.time_ns - tl.start_ns) as f64 / 1e6,
+                e.pid,
+                e.kind.name(),
+                e.arg.map_or(String::new(), |v| v.to_string()),
+                e.advice.map_or(String::new(), |v| v.to_string()),
+                csv_field(&analysis::cause(e))
+            )
+        })
+        .collect();
+    let ratio = untraced.wall_median_ns.map(|m| duration as f64 / m);
+    let ratio_range = untraced
+        .wall_ci_ns
+        .map(|(lo, hi)| (duration as f64 / hi, duration as f64 / lo));
+    CommandTrace {
+        label: label.to_string(),
+        allocator,
+        failure: None,
+        mechanism: Some(mechanism),
+        pid: tl.pid,
+        comm: tl.comm.clone(),
+        duration_ns: tl.exited.then_some(duration),
+        processes: tl.processes,
+        faults: tl.faults,
+        syscalls: tl.totals.clone(),
+        peak_rss_bytes: tl.peak_rss_bytes,
+        bin_ns: tl.bin_ns,
+        untraced,
+        ratio,
+        ratio_range,
+        skipped_lines: script.skipped,
+        lost,
+        faults_folded: analysis::fold(&tl.inside, &[EventKind::Fault]),
+        syscalls_folded: analysis::fold(&tl.inside, &EventKind::SYSCALLS),
+        bins: tl.bins,
+        syscall_rows,
+        attributions,
+    }
+}
+
+/// A CSV field, quoted when it holds a comma, a quote or a line break.
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
 }

@@ -135,6 +135,19 @@ fn prepare(
     program: &Path,
     command: &[OsString],
 ) -> (AllocatorRuns, Option<Prepared>) {
+    prepare_wrapped(a, settings, program, command, None)
+}
+
+/// As [`prepare`], with the command started by `wrapper` (its program first, e.g.
+/// `perf record … --`), which is given the allocator's environment and passes it on;
+/// the checks (preload, probe, knobs) are of the command itself.
+pub fn prepare_wrapped(
+    a: &AllocatorSpec,
+    settings: &ExecSettings,
+    program: &Path,
+    command: &[OsString],
+    wrapper: Option<&[OsString]>,
+) -> (AllocatorRuns, Option<Prepared>) {
     let preload = preload(a, &settings.preload_dir);
     let env = child_env(a, preload.as_deref());
     let mut row = AllocatorRuns {
@@ -250,7 +263,23 @@ fn prepare(
             }
         }
     }
-    match Prepared::new(program, command, &env) {
+    let prepared = match wrapper {
+        Some(w) if !w.is_empty() => {
+            // The wrapper's argv[0] is its bare name: perf puts the folder of an argv[0]
+            // with a '/' first on the PATH it passes on, which would shadow the user's
+            // own programs (pyenv's python3 by /usr/bin/python3).
+            let bare = Path::new(&w[0])
+                .file_name()
+                .map_or_else(|| w[0].clone(), |n| n.to_owned());
+            let argv: Vec<OsString> = std::iter::once(bare)
+                .chain(w[1..].iter().cloned())
+                .chain(command.iter().cloned())
+                .collect();
+            Prepared::new(Path::new(&w[0]), &argv, &env)
+        }
+        _ => Prepared::new(program, command, &env),
+    };
+    match prepared {
         Ok(p) => (row, Some(p)),
         Err(e) => fail(row, e.to_string()),
     }

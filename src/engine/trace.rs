@@ -9,7 +9,7 @@
 //! a sampler of our own would need its own unwinder and symbolizer for the same answer.
 
 use super::executor::ProcessExecutor;
-use crate::analysis::trace::{parse_perf_script, Event};
+use crate::analysis::trace::{parse_perf_script, Event, Script};
 use crate::model::record::{RunFailure, RunRecord};
 use crate::model::run::WorkerRequest;
 use std::ffi::OsString;
@@ -57,15 +57,36 @@ pub struct Traced {
     pub lost: Option<String>,
 }
 
-/// Runs `request` (a timeline request) under `perf record` into `data` (perf's file, left
-/// for a person to open with `perf report -i`), then reads the samples back.
-pub fn run(
-    executor: &ProcessExecutor,
-    request: &WorkerRequest,
-    sampling: &Sampling,
-    data: &Path,
-) -> Result<Traced, RunFailure> {
-    let argv: Vec<OsString> = [
+/// The tracepoints a traced command adds, where this kernel has them: every user page
+/// fault (the exact count over time; x86) and every change of the resident counters
+/// (RSS over time). Each comes with its reason when missing.
+pub fn command_events() -> Vec<(&'static str, Result<String, String>)> {
+    let tracefs = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
+    [
+        ("exceptions", "page_fault_user", "faults over time"),
+        ("kmem", "rss_stat", "RSS over time"),
+    ]
+    .into_iter()
+    .map(|(group, name, what)| {
+        let here = tracefs
+            .iter()
+            .any(|t| Path::new(t).join("events").join(group).join(name).is_dir());
+        let r = if here {
+            Ok(format!("{group}:{name}/call-graph=no/"))
+        } else {
+            Err(format!(
+                "{what}: the tracepoint {group}:{name} is not in this kernel's tracefs"
+            ))
+        };
+        (what, r)
+    })
+    .collect()
+}
+
+/// `perf record`'s arguments up to and including `--`: every memory syscall and one in
+/// `fault_period` user page faults with their user stacks, plus `extra` events.
+pub fn record_argv(sampling: &Sampling, data: &Path, extra: &[String]) -> Vec<OsString> {
+    let mut argv: Vec<OsString> = vec![
         sampling.perf.as_os_str().to_owned(),
         "record".into(),
         "-q".into(),
@@ -77,6 +98,12 @@ pub fn run(
         SYSCALL_EVENTS.into(),
         "-e".into(),
         format!("page-faults/period={}/u", sampling.fault_period).into(),
+    ];
+    for e in extra {
+        argv.push("-e".into());
+        argv.push(e.into());
+    }
+    argv.extend([
         // A buffer large enough that no sample is lost at a fault storm's rate (with
         // 16 KiB of stack each); the counts are checked against the worker's own
         // counters anyway.
@@ -85,22 +112,27 @@ pub fn run(
         "-o".into(),
         data.as_os_str().to_owned(),
         "--".into(),
-    ]
-    .into();
-    let record = executor.spawn_request(request, Some((sampling.perf.clone(), argv)))?;
-    let out = std::process::Command::new(&sampling.perf)
-        .args([
-            "script",
-            "--ns",
-            "-F",
-            "tid,time,event,trace,ip,sym,dso",
-            "-i",
-        ])
-        .arg(data)
-        .output()
-        .map_err(|e| RunFailure {
-            cause: format!("perf script could not run: {e}"),
-        })?;
+    ]);
+    argv
+}
+
+/// Reads perf's file back with `perf script` (with processes and their execs and exits
+/// when `tasks`): the samples, and what perf said about lost ones.
+pub fn read_script(
+    sampling: &Sampling,
+    data: &Path,
+    tasks: bool,
+) -> Result<(Script, Option<String>), RunFailure> {
+    let mut cmd = std::process::Command::new(&sampling.perf);
+    cmd.args(["script", "--ns", "-F"]);
+    if tasks {
+        cmd.args(["pid,tid,time,event,trace,ip,sym,dso", "--show-task-events"]);
+    } else {
+        cmd.arg("tid,time,event,trace,ip,sym,dso");
+    }
+    let out = cmd.arg("-i").arg(data).output().map_err(|e| RunFailure {
+        cause: format!("perf script could not run: {e}"),
+    })?;
     if !out.status.success() {
         return Err(RunFailure {
             cause: format!(
@@ -116,11 +148,24 @@ pub fn run(
         .find(|l| l.to_lowercase().contains("lost"))
         .map(|l| l.trim().to_string());
     let text = String::from_utf8_lossy(&out.stdout);
-    let (events, skipped_lines) = parse_perf_script(&text, sampling.fault_period);
+    Ok((parse_perf_script(&text, sampling.fault_period), lost))
+}
+
+/// Runs `request` (a timeline request) under `perf record` into `data` (perf's file, left
+/// for a person to open with `perf report -i`), then reads the samples back.
+pub fn run(
+    executor: &ProcessExecutor,
+    request: &WorkerRequest,
+    sampling: &Sampling,
+    data: &Path,
+) -> Result<Traced, RunFailure> {
+    let argv = record_argv(sampling, data, &[]);
+    let record = executor.spawn_request(request, Some((sampling.perf.clone(), argv)))?;
+    let (script, lost) = read_script(sampling, data, false)?;
     Ok(Traced {
         record,
-        events,
-        skipped_lines,
+        events: script.events,
+        skipped_lines: script.skipped,
         lost,
     })
 }

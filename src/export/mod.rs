@@ -12,6 +12,7 @@ pub mod results;
 pub mod svg;
 pub mod table;
 pub mod trace;
+pub mod trace_command;
 
 use serde::Serialize;
 

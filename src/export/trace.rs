@@ -320,50 +320,20 @@ pub fn save(folder: &Folder, report: &TraceReport) -> Result<(), ResultsError> {
         if !with_stacks || t.record.is_none() {
             continue;
         }
-        folder.text(
-            &format!("stacks/{stem}.faults.folded"),
-            &lines(&t.faults_folded),
-        )?;
-        folder.text(
-            &format!("stacks/{stem}.syscalls.folded"),
-            &lines(&t.syscalls_folded),
-        )?;
-        if let Some(svg) = flamegraph(
+        save_stacks(
+            folder,
+            &t.label,
             &t.faults_folded,
-            &format!(
-                "{}: user page faults by call stack (1 sample = {} faults)",
-                t.label, report.fault_period
-            ),
-            "faults",
-        ) {
-            folder.text(&format!("flamegraphs/{stem}.faults.svg"), &svg)?;
-        }
-        if let Some(svg) = flamegraph(
             &t.syscalls_folded,
-            &format!("{}: memory syscalls by call stack (every call)", t.label),
-            "calls",
-        ) {
-            folder.text(&format!("flamegraphs/{stem}.syscalls.svg"), &svg)?;
-        }
+            report.fault_period,
+        )?;
     }
     if let (true, Some((a, b))) = (with_stacks, first_two(report)) {
-        let name = format!("{}-vs-{}", file_stem(&a.label), file_stem(&b.label));
-        for (what, before, after, unit) in [
-            ("faults", &a.faults_folded, &b.faults_folded, "faults"),
-            ("syscalls", &a.syscalls_folded, &b.syscalls_folded, "calls"),
-        ] {
-            if let Some(svg) = differential(
-                before,
-                after,
-                &format!(
-                    "{what}: {} → {} (shape: {}; red: more under {}, blue: fewer)",
-                    a.label, b.label, b.label, b.label
-                ),
-                unit,
-            ) {
-                folder.text(&format!("flamegraphs/diff.{name}.{what}.svg"), &svg)?;
-            }
-        }
+        save_differential(
+            folder,
+            (&a.label, &a.faults_folded, &a.syscalls_folded),
+            (&b.label, &b.faults_folded, &b.syscalls_folded),
+        )?;
     }
     for (name, svg) in plots(report) {
         folder.text(&name, &svg)?;
@@ -376,12 +346,85 @@ pub fn save(folder: &Folder, report: &TraceReport) -> Result<(), ResultsError> {
     Ok(())
 }
 
+/// One allocator's folded stacks and flame graphs.
+pub(crate) fn save_stacks(
+    folder: &Folder,
+    label: &str,
+    faults: &[String],
+    syscalls: &[String],
+    fault_period: u64,
+) -> Result<(), ResultsError> {
+    let stem = file_stem(label);
+    folder.text(&format!("stacks/{stem}.faults.folded"), &lines(faults))?;
+    folder.text(&format!("stacks/{stem}.syscalls.folded"), &lines(syscalls))?;
+    if let Some(svg) = flamegraph(
+        faults,
+        &format!("{label}: user page faults by call stack (1 sample = {fault_period} faults)"),
+        "faults",
+    ) {
+        folder.text(&format!("flamegraphs/{stem}.faults.svg"), &svg)?;
+    }
+    if let Some(svg) = flamegraph(
+        syscalls,
+        &format!("{label}: memory syscalls by call stack (every call)"),
+        "calls",
+    ) {
+        folder.text(&format!("flamegraphs/{stem}.syscalls.svg"), &svg)?;
+    }
+    Ok(())
+}
+
+/// The differential flame graphs from `a` to `b` (label, folded faults, folded syscalls).
+pub(crate) fn save_differential(
+    folder: &Folder,
+    a: (&str, &[String], &[String]),
+    b: (&str, &[String], &[String]),
+) -> Result<(), ResultsError> {
+    let name = format!("{}-vs-{}", file_stem(a.0), file_stem(b.0));
+    for (what, before, after, unit) in [
+        ("faults", a.1, b.1, "faults"),
+        ("syscalls", a.2, b.2, "calls"),
+    ] {
+        if let Some(svg) = differential(
+            before,
+            after,
+            &format!(
+                "{what}: {} → {} (shape: {}; red: more under {}, blue: fewer)",
+                a.0, b.0, b.0, b.0
+            ),
+            unit,
+        ) {
+            folder.text(&format!("flamegraphs/diff.{name}.{what}.svg"), &svg)?;
+        }
+    }
+    Ok(())
+}
+
+/// REPORT.md's links to the flame graphs of `labels` (the traced allocators) and to the
+/// differential view of the first two.
+pub(crate) fn stack_links(md: &mut String, labels: &[&str]) {
+    for label in labels {
+        let stem = file_stem(label);
+        let _ = writeln!(
+            md,
+            "* {label}: [faults](flamegraphs/{stem}.faults.svg) · [memory syscalls](flamegraphs/{stem}.syscalls.svg) · folded: `stacks/{stem}.*.folded`"
+        );
+    }
+    if let [a, b, ..] = labels {
+        let name = format!("{}-vs-{}", file_stem(a), file_stem(b));
+        let _ = writeln!(
+            md,
+            "* {a} → {b}: [faults](flamegraphs/diff.{name}.faults.svg) · [memory syscalls](flamegraphs/diff.{name}.syscalls.svg) (differential: the shape is {b}'s, red where it has more)"
+        );
+    }
+}
+
 fn first_two(report: &TraceReport) -> Option<(&AllocatorTrace, &AllocatorTrace)> {
     let mut ok = report.allocators.iter().filter(|t| t.record.is_some());
     Some((ok.next()?, ok.next()?))
 }
 
-fn lines(v: &[String]) -> String {
+pub(crate) fn lines(v: &[String]) -> String {
     let mut s = v.join("\n");
     if !s.is_empty() {
         s.push('\n');
@@ -493,22 +536,13 @@ pub fn markdown(report: &TraceReport) -> String {
     );
     if report.attribution.is_none() {
         let _ = writeln!(md, "## Call stacks\n");
-        for t in report.allocators.iter().filter(|t| t.record.is_some()) {
-            let stem = file_stem(&t.label);
-            let _ = writeln!(
-                md,
-                "* {}: [faults](flamegraphs/{stem}.faults.svg) · [memory syscalls](flamegraphs/{stem}.syscalls.svg) · folded: `stacks/{stem}.*.folded`",
-                t.label
-            );
-        }
-        if let Some((a, b)) = first_two(report) {
-            let name = format!("{}-vs-{}", file_stem(&a.label), file_stem(&b.label));
-            let _ = writeln!(
-                md,
-                "* {} → {}: [faults](flamegraphs/diff.{name}.faults.svg) · [memory syscalls](flamegraphs/diff.{name}.syscalls.svg) (differential: the shape is {}'s, red where it has more)",
-                a.label, b.label, b.label
-            );
-        }
+        let labels: Vec<&str> = report
+            .allocators
+            .iter()
+            .filter(|t| t.record.is_some())
+            .map(|t| t.label.as_str())
+            .collect();
+        stack_links(&mut md, &labels);
         let _ = writeln!(
             md,
             "\n(A flame graph is written only where there were samples: an allocator without memory syscalls has no syscall graph. With `--keep-perf-data`, perf's own files stay in `perf/<allocator>.data`, for `perf report -i`.)"

@@ -1,0 +1,451 @@
+//! The files of `alloclab trace -- CMD`: `trace.json` (schema `alloclab.trace-command/1`),
+//! the untraced runs (`untraced.json`, exec's record), each allocator's timeline over
+//! time (`timeline/`, in bins from the exec on), every memory syscall with its time, size
+//! and cause (`events/`), folded stacks, flame graphs and the differential view
+//! (`stacks/`, `flamegraphs/`, as for a built-in trace), plots over time, REPORT.md and
+//! the console summary.
+
+use super::folder::Folder;
+use super::results::ResultsError;
+use super::svg::{self, Axis, Chart, Scale, Series};
+use super::trace::{file_stem, lines, save_differential, save_stacks, stack_links};
+use crate::analysis::trace::{Attribution, Bin, IterationEvents};
+use crate::fmt::{fmt_ns, group_thousands, human_bytes};
+use crate::model::spec::Allocator;
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::path::Path;
+
+pub const SCHEMA: &str = "alloclab.trace-command/1";
+
+/// The untraced runs of one allocator, which the traced run is stated against.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Untraced {
+    pub runs: usize,
+    pub wall_median_ns: Option<f64>,
+    pub wall_ci_ns: Option<(f64, f64)>,
+    pub wall_ci_coverage: Option<f64>,
+    /// Medians over the runs: minor faults (from the exec on) and memory syscalls (None
+    /// where not counted).
+    pub minflt_median: Option<f64>,
+    pub syscalls_median: Option<f64>,
+}
+
+/// One allocator's traced run of the command.
+#[derive(Clone, Debug, Serialize)]
+pub struct CommandTrace {
+    pub label: String,
+    pub allocator: Allocator,
+    pub failure: Option<String>,
+    pub mechanism: Option<String>,
+    pub attributions: Vec<Attribution>,
+    /// The process perf started and its program.
+    pub pid: u32,
+    pub comm: String,
+    /// From its exec to its exit, as perf timed them.
+    pub duration_ns: Option<u64>,
+    /// Processes that left an event.
+    pub processes: usize,
+    /// Every user page fault of the run (None where not counted).
+    pub faults: Option<u64>,
+    pub syscalls: IterationEvents,
+    pub peak_rss_bytes: Option<u64>,
+    pub bin_ns: u64,
+    pub untraced: Untraced,
+    /// Traced duration / the untraced runs' median wall time, and over its interval.
+    pub ratio: Option<f64>,
+    pub ratio_range: Option<(f64, f64)>,
+    pub skipped_lines: usize,
+    pub lost: Option<String>,
+    #[serde(skip)]
+    pub bins: Vec<Bin>,
+    /// `time_ms,pid,call,bytes,advice,cause` rows.
+    #[serde(skip)]
+    pub syscall_rows: Vec<String>,
+    #[serde(skip)]
+    pub faults_folded: Vec<String>,
+    #[serde(skip)]
+    pub syscalls_folded: Vec<String>,
+}
+
+impl CommandTrace {
+    pub fn failed(label: &str, allocator: Allocator, why: String, untraced: Untraced) -> Self {
+        CommandTrace {
+            label: label.to_string(),
+            allocator,
+            failure: Some(why),
+            mechanism: None,
+            attributions: Vec::new(),
+            pid: 0,
+            comm: String::new(),
+            duration_ns: None,
+            processes: 0,
+            faults: None,
+            syscalls: IterationEvents::default(),
+            peak_rss_bytes: None,
+            bin_ns: 0,
+            untraced,
+            ratio: None,
+            ratio_range: None,
+            skipped_lines: 0,
+            lost: None,
+            bins: Vec::new(),
+            syscall_rows: Vec::new(),
+            faults_folded: Vec::new(),
+            syscalls_folded: Vec::new(),
+        }
+    }
+
+    fn traced(&self) -> bool {
+        self.failure.is_none()
+    }
+}
+
+/// `trace.json` of a command.
+#[derive(Clone, Debug, Serialize)]
+pub struct CommandTraceReport {
+    pub schema: String,
+    pub command: Vec<String>,
+    pub fault_period: u64,
+    /// What the timeline lacks on this machine, and why (a tracepoint not in this kernel).
+    pub missing: Vec<String>,
+    pub runs: u32,
+    pub order_seed: u64,
+    pub complete: bool,
+    pub allocators: Vec<CommandTrace>,
+}
+
+pub const TIMELINE_HEADER: &str = "start_ms,faults,brk,mmap,munmap,madvise,mremap,brk_delta_bytes,mmap_bytes,munmap_bytes,madvise_bytes,rss_bytes,heap_top_offset_bytes";
+pub const EVENTS_HEADER: &str = "time_ms,pid,call,bytes,advice,cause";
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map_or(String::new(), |v| v.to_string())
+}
+
+/// One row per bin.
+pub fn timeline_csv(t: &CommandTrace) -> String {
+    let mut s = format!("{TIMELINE_HEADER}\n");
+    for b in &t.bins {
+        let e = &b.events;
+        let _ = writeln!(
+            s,
+            "{:.6},{},{},{},{},{},{},{},{},{},{},{},{}",
+            b.start_ns as f64 / 1e6,
+            opt(b.faults),
+            e.brk,
+            e.mmap,
+            e.munmap,
+            e.madvise,
+            e.mremap,
+            e.brk_delta_bytes,
+            e.mmap_bytes,
+            e.munmap_bytes,
+            e.madvise_bytes,
+            opt(b.rss_bytes),
+            opt(b.heap_top_offset_bytes)
+        );
+    }
+    s
+}
+
+/// The command for a chart's title: the program's file name and its arguments, at most
+/// 48 characters.
+fn short_command(command: &[String]) -> String {
+    let mut words: Vec<String> = command.to_vec();
+    if let Some(first) = words.first_mut() {
+        if let Some(name) = Path::new(first.as_str()).file_name() {
+            *first = name.to_string_lossy().into_owned();
+        }
+    }
+    let s = words.join(" ");
+    if s.chars().count() > 48 {
+        format!("{}…", s.chars().take(47).collect::<String>())
+    } else {
+        s
+    }
+}
+
+fn whole(v: f64) -> String {
+    group_thousands(v.round() as i64)
+}
+
+/// Plots over time since the exec: faults and memory syscalls per bin, RSS, heap top.
+fn plots(report: &CommandTraceReport) -> Vec<(String, String)> {
+    let traced: Vec<&CommandTrace> = report.allocators.iter().filter(|t| t.traced()).collect();
+    let series = |f: &dyn Fn(&Bin) -> Option<f64>| -> Vec<Series> {
+        traced
+            .iter()
+            .map(|t| Series {
+                label: t.label.clone(),
+                color: super::plots::color(t.allocator, &t.label, 0),
+                dash: None,
+                points: t
+                    .bins
+                    .iter()
+                    .filter_map(|b| f(b).map(|y| (b.start_ns as f64 / 1e6, y)))
+                    .collect(),
+            })
+            .collect()
+    };
+    let x = || Axis {
+        label: "ms since the exec".into(),
+        scale: Scale::Linear,
+        format: |v| format!("{v:.0}"),
+    };
+    let bin = traced
+        .iter()
+        .map(|t| t.bin_ns)
+        .max()
+        .map_or(String::new(), |b| format!(" per {}", fmt_ns(b as f64)));
+    let what = short_command(&report.command);
+    let mut out = vec![];
+    if traced.iter().any(|t| t.faults.is_some()) {
+        out.push((
+            "plots/faults.svg",
+            Chart {
+                title: format!("User page faults{bin} — {what}"),
+                x: x(),
+                y: Axis {
+                    label: "faults".into(),
+                    scale: Scale::Linear,
+                    format: whole,
+                },
+                series: series(&|b| b.faults.map(|f| f as f64)),
+            },
+        ));
+    }
+    out.push((
+        "plots/syscalls.svg",
+        Chart {
+            title: format!("Memory syscalls{bin} (brk, mmap, munmap, madvise, mremap) — {what}"),
+            x: x(),
+            y: Axis {
+                label: "calls".into(),
+                scale: Scale::Linear,
+                format: whole,
+            },
+            series: series(&|b| Some(b.events.syscalls() as f64)),
+        },
+    ));
+    if traced.iter().any(|t| t.peak_rss_bytes.is_some()) {
+        out.push((
+            "plots/rss.svg",
+            Chart {
+                title: format!("Resident set of the command's process — {what}"),
+                x: x(),
+                y: Axis {
+                    label: "RSS (MiB)".into(),
+                    scale: Scale::Linear,
+                    format: |v| format!("{v:.1}"),
+                },
+                series: series(&|b| b.rss_bytes.map(|r| r as f64 / 1048576.0)),
+            },
+        ));
+    }
+    out.push((
+        "plots/heap-top.svg",
+        Chart {
+            title: format!("Heap top (the break asked for, against the first) — {what}"),
+            x: x(),
+            y: Axis {
+                label: "MiB".into(),
+                scale: Scale::Linear,
+                format: |v| format!("{v:.1}"),
+            },
+            series: series(&|b| b.heap_top_offset_bytes.map(|h| h as f64 / 1048576.0)),
+        },
+    ));
+    out.into_iter()
+        .map(|(name, chart)| (name.to_string(), svg::render(&chart)))
+        .collect()
+}
+
+/// Writes every file of the trace (the untraced record is written by the session).
+pub fn save(folder: &Folder, report: &CommandTraceReport) -> Result<(), ResultsError> {
+    for t in report.allocators.iter().filter(|t| t.traced()) {
+        let stem = file_stem(&t.label);
+        folder.text(&format!("timeline/{stem}.csv"), &timeline_csv(t))?;
+        let mut events = format!("{EVENTS_HEADER}\n");
+        events.push_str(&lines(&t.syscall_rows));
+        folder.text(&format!("events/{stem}.csv"), &events)?;
+        save_stacks(
+            folder,
+            &t.label,
+            &t.faults_folded,
+            &t.syscalls_folded,
+            report.fault_period,
+        )?;
+    }
+    if let Some((a, b)) = first_two(report) {
+        save_differential(
+            folder,
+            (&a.label, &a.faults_folded, &a.syscalls_folded),
+            (&b.label, &b.faults_folded, &b.syscalls_folded),
+        )?;
+    }
+    for (name, svg) in plots(report) {
+        folder.text(&name, &svg)?;
+    }
+    folder.json("trace.json", report)?;
+    folder.text("REPORT.md", &markdown(report))?;
+    Ok(())
+}
+
+fn first_two(report: &CommandTraceReport) -> Option<(&CommandTrace, &CommandTrace)> {
+    let mut ok = report.allocators.iter().filter(|t| t.traced());
+    Some((ok.next()?, ok.next()?))
+}
+
+/// "traced run 412 ms, 1.85x the untraced runs' median wall time (223 ms [219 ms, 230 ms],
+/// 96.9 % interval, 5 runs); its counts: 77,881 faults (untraced median 77,850), 81
+/// memory syscalls (untraced median 81)".
+fn cost_text(t: &CommandTrace) -> String {
+    let u = &t.untraced;
+    let Some(d) = t.duration_ns else {
+        return "no traced duration (perf saw no exit)".into();
+    };
+    let mut s = format!("traced run {} from exec to exit", fmt_ns(d as f64));
+    match (u.wall_median_ns, t.ratio) {
+        (Some(m), Some(r)) => {
+            let ci = match (u.wall_ci_ns, u.wall_ci_coverage, t.ratio_range) {
+                (Some((lo, hi)), Some(c), Some((rlo, rhi))) => format!(
+                    " [{}, {}] ({:.1} % interval); {rlo:.2}x–{rhi:.2}x over it",
+                    fmt_ns(lo),
+                    fmt_ns(hi),
+                    100.0 * c
+                ),
+                _ => String::new(),
+            };
+            let _ = write!(
+                s,
+                ", {r:.2}x the untraced runs' median wall time ({} of {} run(s){ci})",
+                fmt_ns(m),
+                u.runs
+            );
+        }
+        _ => s.push_str(" (no untraced runs to state it against)"),
+    }
+    let mut counts = Vec::new();
+    if let Some(f) = t.faults {
+        counts.push(format!(
+            "{} user faults{}",
+            whole(f as f64),
+            u.minflt_median.map_or(String::new(), |m| format!(
+                " (untraced runs' median {} minor faults)",
+                whole(m)
+            ))
+        ));
+    }
+    counts.push(format!(
+        "{} memory syscalls{}",
+        whole(t.syscalls.syscalls() as f64),
+        u.syscalls_median.map_or(String::new(), |m| format!(
+            " (untraced runs' median {})",
+            whole(m)
+        ))
+    ));
+    let _ = write!(s, "; traced counts: {}", counts.join(", "));
+    s
+}
+
+pub fn markdown(report: &CommandTraceReport) -> String {
+    let mut md = String::new();
+    let _ = writeln!(md, "# Trace: `{}`\n", report.command.join(" "));
+    if !report.complete {
+        let _ = writeln!(
+            md,
+            "> **Incomplete:** {} of the allocators asked for were traced (interrupted, or a run failed).\n",
+            report.allocators.iter().filter(|t| t.traced()).count()
+        );
+    }
+    let _ = writeln!(
+        md,
+        "One run of the command per allocator under `perf record`, from its exec to its exit: every brk, mmap, munmap, madvise and mremap of it and of every process it starts, with its user call stack; one user page fault in {} with its stack (DWARF unwinding); every user page fault and every change of the resident set without stacks, for the timeline. Counts are of the whole run, start-up included.\n",
+        report.fault_period
+    );
+    for m in &report.missing {
+        let _ = writeln!(md, "* **Not measured here:** {m}.");
+    }
+    let _ = writeln!(md, "## Mechanism\n");
+    for t in &report.allocators {
+        match (&t.failure, &t.mechanism) {
+            (Some(why), _) => {
+                let _ = writeln!(md, "* **{}**: the traced run failed: {why}", t.label);
+            }
+            (None, Some(m)) => {
+                let _ = writeln!(md, "* {m}");
+            }
+            (None, None) => {}
+        }
+    }
+    let _ = writeln!(md, "\n## What tracing cost\n");
+    for t in report.allocators.iter().filter(|t| t.traced()) {
+        let _ = writeln!(md, "* {}: {}", t.label, cost_text(t));
+    }
+    let _ = writeln!(
+        md,
+        "\nThe untraced runs ({} per allocator, shuffled rounds, order seed {}) are exec's, in `untraced.json`; the traced counts are never mixed into them.\n",
+        report.runs, report.order_seed
+    );
+    let _ = writeln!(md, "## Timeline\n");
+    let traced = || report.allocators.iter().filter(|t| t.traced());
+    for name in ["faults", "syscalls", "rss", "heap-top"] {
+        // The plots of what was measured (see `plots`).
+        let drawn = match name {
+            "faults" => traced().any(|t| t.faults.is_some()),
+            "rss" => traced().any(|t| t.peak_rss_bytes.is_some()),
+            _ => true,
+        };
+        if drawn {
+            let _ = writeln!(md, "![{name}](plots/{name}.svg)\n");
+        }
+    }
+    let _ = writeln!(
+        md,
+        "As data: `timeline/<allocator>.csv` ({TIMELINE_HEADER}), one row per bin; `events/<allocator>.csv` ({EVENTS_HEADER}), one row per memory syscall.\n"
+    );
+    let _ = writeln!(md, "## Call stacks\n");
+    let labels: Vec<&str> = report
+        .allocators
+        .iter()
+        .filter(|t| t.traced())
+        .map(|t| t.label.as_str())
+        .collect();
+    stack_links(&mut md, &labels);
+    md
+}
+
+pub fn console(report: &CommandTraceReport, out: &Path) -> String {
+    let mut s = format!(
+        "`{}`, one traced run per allocator\n",
+        report.command.join(" ")
+    );
+    for m in &report.missing {
+        let _ = writeln!(s, "not measured here: {m}");
+    }
+    for t in &report.allocators {
+        match (&t.failure, &t.mechanism) {
+            (Some(why), _) => {
+                let _ = writeln!(s, "{}: FAILED: {why}", t.label);
+                continue;
+            }
+            (None, Some(m)) => {
+                let _ = writeln!(s, "{m}");
+            }
+            (None, None) => {}
+        }
+        let _ = writeln!(s, "  {}", cost_text(t));
+        if let Some(p) = t.peak_rss_bytes {
+            let _ = writeln!(s, "  peak RSS of the command's process {}", human_bytes(p));
+        }
+        if let Some(l) = &t.lost {
+            let _ = writeln!(s, "  perf: {l}");
+        }
+    }
+    let _ = writeln!(
+        s,
+        "{}: REPORT.md, trace.json, untraced.json, timeline/*.csv, events/*.csv, plots/*.svg, flamegraphs/*.svg, stacks/*.folded",
+        out.display()
+    );
+    s
+}
