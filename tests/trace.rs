@@ -220,6 +220,17 @@ fn without_perf_events_the_timeline_stands_and_the_attribution_says_what_it_need
         let why = trace["attribution"].as_str().unwrap();
         assert!(why.contains("CAP_PERFMON"), "{why}");
         assert!(stderr(&o).contains("no call stacks"), "{}", stderr(&o));
+        // The ptrace tracer times the memory syscalls instead: glibc's three brk in
+        // every iteration's row (x86_64, where the tracer works).
+        if cfg!(target_arch = "x86_64") {
+            assert_eq!(trace["syscalls_timed_by"], "ptrace");
+            let (header, rows) = timeline(&dir.path().join("timeline/system.csv"));
+            let brk = column(&header, &rows, "brk");
+            assert!(brk.iter().all(|b| *b == Some(3.0)), "{brk:?}");
+            let (header, rows) = timeline(&dir.path().join("timeline/mimalloc.csv"));
+            let brk = column(&header, &rows, "brk");
+            assert!(brk.iter().all(|b| *b == Some(0.0)), "{brk:?}");
+        }
     }
 }
 

@@ -870,7 +870,21 @@ fn mechanism_per(
     let run = per == "in the run";
     let mut parts = Vec::new();
     for a in attributions {
-        let Some(top) = a.causes.first() else {
+        // Without any stack (the ptrace tracer's calls) only the counts are said.
+        let stackless = a.causes.len() == 1 && a.causes[0].chain == "[no user stack]";
+        let top = a
+            .causes
+            .first()
+            .filter(|_| !stackless || a.kind == EventKind::Fault);
+        let Some(top) = top else {
+            if a.kind != EventKind::Fault && a.per_iteration > 0.0 {
+                parts.push(format!(
+                    "{} {} {per}{} (no call stacks)",
+                    count_text(a.per_iteration, run),
+                    a.kind.name(),
+                    syscall_bytes(a.kind, events, n, per)
+                ));
+            }
             if a.kind == EventKind::Fault && a.per_iteration >= 0.5 {
                 parts.push(format!(
                     "{} faults {per} (no fault sampled)",
@@ -916,32 +930,8 @@ fn mechanism_per(
                 top.chain
             ));
         } else {
-            let bytes = match a.kind {
-                EventKind::Brk => {
-                    let grow: u64 = events.iter().map(|e| e.brk_grow_bytes).sum();
-                    let trim: u64 = events.iter().map(|e| e.brk_trim_bytes).sum();
-                    if grow == 0 && trim == 0 {
-                        String::new()
-                    } else {
-                        format!(
-                            " (the heap grows by {} and is trimmed by {} {per})",
-                            crate::fmt::human_bytes((grow as f64 / n) as u64),
-                            crate::fmt::human_bytes((trim as f64 / n) as u64)
-                        )
-                    }
-                }
-                EventKind::Mmap => bytes_each(events.iter().map(|e| (e.mmap, e.mmap_bytes))),
-                EventKind::Munmap => bytes_each(events.iter().map(|e| (e.munmap, e.munmap_bytes))),
-                EventKind::Madvise => {
-                    bytes_each(events.iter().map(|e| (e.madvise, e.madvise_bytes)))
-                }
-                _ => String::new(),
-            };
-            let count = if run {
-                crate::fmt::group_thousands(a.per_iteration.round() as i64)
-            } else {
-                format!("{:.2}", a.per_iteration)
-            };
+            let bytes = syscall_bytes(a.kind, events, n, per);
+            let count = count_text(a.per_iteration, run);
             parts.push(format!(
                 "{count} {} {per}{bytes}, {pct:.0} % from {}{rest}",
                 a.kind.name(),
@@ -967,6 +957,39 @@ fn mechanism_per(
         parts.push("fewer than one fault per iteration: it keeps and reuses its pages".to_string());
     }
     format!("{label}: {}.", parts.join("; "))
+}
+
+/// A count per iteration (two decimals) or in a whole run (a whole number).
+fn count_text(v: f64, run: bool) -> String {
+    if run {
+        crate::fmt::group_thousands(v.round() as i64)
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// What the calls of `kind` moved: the heap's growth and trim for brk, the mean size
+/// for mmap, munmap and madvise.
+fn syscall_bytes(kind: EventKind, events: &[IterationEvents], n: f64, per: &str) -> String {
+    match kind {
+        EventKind::Brk => {
+            let grow: u64 = events.iter().map(|e| e.brk_grow_bytes).sum();
+            let trim: u64 = events.iter().map(|e| e.brk_trim_bytes).sum();
+            if grow == 0 && trim == 0 {
+                String::new()
+            } else {
+                format!(
+                    " (the heap grows by {} and is trimmed by {} {per})",
+                    crate::fmt::human_bytes((grow as f64 / n) as u64),
+                    crate::fmt::human_bytes((trim as f64 / n) as u64)
+                )
+            }
+        }
+        EventKind::Mmap => bytes_each(events.iter().map(|e| (e.mmap, e.mmap_bytes))),
+        EventKind::Munmap => bytes_each(events.iter().map(|e| (e.munmap, e.munmap_bytes))),
+        EventKind::Madvise => bytes_each(events.iter().map(|e| (e.madvise, e.madvise_bytes))),
+        _ => String::new(),
+    }
 }
 
 /// " (2.0 MiB each)": the mean size of calls of one kind.

@@ -37,8 +37,17 @@ pub fn run(args: &TraceArgs) -> Result<()> {
         fault_period: args.fault_period,
         stack_bytes: args.stack_bytes,
     });
+    // Without perf, the ptrace tracer times the memory syscalls (not on every machine).
+    let ptrace_ok = crate::counters::linux::ptrace::unsupported().is_none();
     if let Err(why) = &sampling {
-        eprintln!("note: no call stacks: {why}; the timeline is measured without them");
+        eprintln!(
+            "note: no call stacks: {why}; the timeline is measured without them{}",
+            if ptrace_ok {
+                " (memory syscalls timed by the ptrace tracer)"
+            } else {
+                ""
+            }
+        );
     }
     let order_seed = args.order_seed.unwrap_or_else(engine::clock_seed);
 
@@ -76,9 +85,10 @@ pub fn run(args: &TraceArgs) -> Result<()> {
         let request = WorkerRequest {
             spec: spec.clone(),
             budget,
-            counters: match &sampling {
-                Ok(_) => crate::counters::CounterMode::Perf,
-                Err(_) => crate::counters::CounterMode::Off,
+            counters: match (&sampling, ptrace_ok) {
+                (Ok(_), _) => crate::counters::CounterMode::Perf,
+                (Err(_), true) => crate::counters::CounterMode::Ptrace,
+                (Err(_), false) => crate::counters::CounterMode::Off,
             },
             timeline: true,
         };
@@ -98,6 +108,18 @@ pub fn run(args: &TraceArgs) -> Result<()> {
                     let _ = std::fs::remove_dir(data.with_file_name(""));
                 }
                 traced
+            }
+            // Without perf events: the memory syscalls still get their times, from the
+            // ptrace tracer (no stacks).
+            Err(_) if ptrace_ok => {
+                executor
+                    .spawn_request_traced(&request)
+                    .map(|(record, calls)| trace::Traced {
+                        record,
+                        events: trace::events_of_calls(&calls),
+                        skipped_lines: 0,
+                        lost: None,
+                    })
             }
             Err(_) => executor
                 .spawn_request(&request, None)
@@ -120,18 +142,14 @@ pub fn run(args: &TraceArgs) -> Result<()> {
         let t = match outcome {
             Ok(traced) => {
                 let placed = analysis::place(&traced.record.timeline, &traced.events);
-                let attributions = match &sampling {
-                    Ok(_) => analysis::attribute(&placed, &traced.record.timeline),
-                    Err(_) => Vec::new(),
+                let timed = sampling.is_ok() || ptrace_ok;
+                let attributions = if timed {
+                    analysis::attribute(&placed, &traced.record.timeline)
+                } else {
+                    Vec::new()
                 };
-                let mechanism = match &sampling {
-                    Ok(_) => Some(analysis::mechanism(
-                        &label,
-                        &attributions,
-                        &placed.per_iteration,
-                    )),
-                    Err(_) => None,
-                };
+                let mechanism = timed
+                    .then(|| analysis::mechanism(&label, &attributions, &placed.per_iteration));
                 let check = sample_check(&traced.record, &placed);
                 // A mechanism drawn from samples that miss some calls says so.
                 let mechanism = match (mechanism, &check) {
@@ -181,6 +199,11 @@ pub fn run(args: &TraceArgs) -> Result<()> {
         attribution: match &sampling {
             Ok(_) => None,
             Err(why) => Some(why.clone()),
+        },
+        syscalls_timed_by: match (&sampling, ptrace_ok) {
+            (Ok(_), _) => Some("perf".into()),
+            (Err(_), true) => Some("ptrace".into()),
+            (Err(_), false) => None,
         },
         processes: args.processes,
         order_seed,

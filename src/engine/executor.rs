@@ -212,9 +212,7 @@ impl ProcessExecutor {
         request: &WorkerRequest,
         wrapper: Option<(PathBuf, Vec<OsString>)>,
     ) -> Result<RunRecord, RunFailure> {
-        let worker = self.dir.join(request.spec.allocator.worker_binary());
-        let json = serde_json::to_string(request).unwrap_or_default();
-        let own: Vec<OsString> = vec![worker.clone().into(), "--request".into(), json.into()];
+        let (worker, own) = self.request_argv(request);
         let (program, argv) = match wrapper {
             Some((program, mut argv)) => {
                 argv.extend(own);
@@ -228,6 +226,39 @@ impl ProcessExecutor {
             run.stdout.as_deref().unwrap_or(""),
             run.stderr_tail.as_deref().unwrap_or(""),
         )
+    }
+
+    /// The worker of `request` and its argument vector.
+    fn request_argv(&self, request: &WorkerRequest) -> (PathBuf, Vec<OsString>) {
+        let worker = self.dir.join(request.spec.allocator.worker_binary());
+        // Serializing these plain types cannot fail.
+        let json = serde_json::to_string(request).unwrap_or_default();
+        let argv = vec![worker.clone().into(), "--request".into(), json.into()];
+        (worker, argv)
+    }
+
+    /// `request` (with `counters: Ptrace`) under the ptrace tracer: the record and every
+    /// memory syscall of its measured phase with the time the tracer saw it.
+    pub fn spawn_request_traced(
+        &self,
+        request: &WorkerRequest,
+    ) -> Result<(RunRecord, Vec<ptrace::TrappedCall>), RunFailure> {
+        let (worker, argv) = self.request_argv(request);
+        let run = self.launch_argv(&request.spec, worker, argv, Some(ptrace::Scope::Worker))?;
+        let record = interpret(
+            run.termination,
+            run.stdout.as_deref().unwrap_or(""),
+            run.stderr_tail.as_deref().unwrap_or(""),
+        )?;
+        if run.markers != 2 {
+            return Err(RunFailure {
+                cause: format!(
+                    "the traced worker marked {} phase boundaries instead of 2, so its calls are not trusted",
+                    run.markers
+                ),
+            });
+        }
+        Ok((record, run.calls))
     }
 
     /// One plain worker process: spawn, collect, interpret.

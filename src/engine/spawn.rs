@@ -218,6 +218,8 @@ pub struct ChildRun {
     pub stderr_tail: Option<String>,
     /// Everything it wrote to stdout, with [`LaunchOptions::capture_stdout`].
     pub stdout: Option<String>,
+    /// A traced worker's memory syscalls in its measured phase, with their times.
+    pub calls: Vec<ptrace::TrappedCall>,
     /// Phase markers seen by the tracer (a traced worker makes two; 0 otherwise).
     pub markers: u32,
 }
@@ -448,7 +450,7 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
         });
     }
 
-    let (forced, status, ru, traced, markers) = if let Some(scope) = opts.trace {
+    let (forced, status, ru, traced, markers, calls) = if let Some(scope) = opts.trace {
         let watch = ptrace::Watch {
             kill: -pid,
             timeout: opts.timeout,
@@ -459,11 +461,18 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
             ptrace::Forced::TimedOut => Termination::TimedOut,
             ptrace::Forced::Interrupted => Termination::Interrupted,
         });
-        (forced, t.status, t.rusage, Some(t.counts), t.markers)
+        (
+            forced,
+            t.status,
+            t.rusage,
+            Some(t.counts),
+            t.markers,
+            t.calls,
+        )
     } else {
         let forced = wait_for_exit(pid, opts.timeout);
         let (status, ru) = wait4(pid).map_err(|e| setup("wait4", e))?;
-        (forced, status, ru, None, 0)
+        (forced, status, ru, None, 0, Vec::new())
     };
     let wall_ns = start.elapsed().as_nanos() as u64;
     // Whatever the command left running does not outlive its run: its process group,
@@ -517,6 +526,7 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
         syscalls,
         stderr_tail,
         stdout,
+        calls,
         markers,
     })
 }

@@ -169,3 +169,31 @@ pub fn run(
         lost,
     })
 }
+
+/// The ptrace tracer's calls as events without stacks, for placing into iterations.
+pub fn events_of_calls(calls: &[crate::counters::linux::ptrace::TrappedCall]) -> Vec<Event> {
+    use crate::analysis::trace::EventKind;
+    calls
+        .iter()
+        .filter_map(|c| {
+            let kind = match c.nr {
+                libc::SYS_brk => EventKind::Brk,
+                libc::SYS_mmap => EventKind::Mmap,
+                libc::SYS_munmap => EventKind::Munmap,
+                libc::SYS_madvise => EventKind::Madvise,
+                libc::SYS_mremap => EventKind::Mremap,
+                _ => return None,
+            };
+            Some(Event {
+                time_ns: c.time_ns,
+                pid: 0,
+                kind,
+                weight: 1,
+                arg: Some(c.arg),
+                advice: (kind == EventKind::Madvise).then_some(c.advice),
+                rss_member: None,
+                frames: Vec::new(),
+            })
+        })
+        .collect()
+}

@@ -94,6 +94,9 @@ pub struct TraceReport {
     pub fault_period: u64,
     /// Why there are no call stacks (None: there are).
     pub attribution: Option<String>,
+    /// What gave the memory syscalls their times: perf (with stacks), ptrace (without),
+    /// None (the syscall columns are empty).
+    pub syscalls_timed_by: Option<String>,
     pub processes: u32,
     pub order_seed: u64,
     /// True only when every allocator was traced.
@@ -283,7 +286,7 @@ fn plots(report: &TraceReport) -> Vec<(String, String)> {
             },
         ),
     ];
-    if report.attribution.is_none() {
+    if report.syscalls_timed_by.is_some() {
         out.push((
             "plots/syscalls.svg".to_string(),
             Chart {
@@ -314,7 +317,7 @@ pub fn save(folder: &Folder, report: &TraceReport) -> Result<(), ResultsError> {
             folder.json(&format!("runs/{stem}.json"), r)?;
             folder.text(
                 &format!("timeline/{stem}.csv"),
-                &timeline_csv(t, with_stacks),
+                &timeline_csv(t, report.syscalls_timed_by.is_some()),
             )?;
         }
         if !with_stacks || t.record.is_none() {
@@ -486,7 +489,14 @@ pub fn markdown(report: &TraceReport) -> String {
         report.iterations,
         match &report.attribution {
             None => format!("Under `perf record`: every brk, mmap, munmap, madvise and mremap with its user call stack, and one page fault in {} with its stack (DWARF unwinding), placed into the iterations by their CLOCK_MONOTONIC timestamps.", report.fault_period),
-            Some(why) => format!("**No call stacks:** {why}."),
+            Some(why) => format!(
+                "**No call stacks:** {why}.{}",
+                if report.syscalls_timed_by.as_deref() == Some("ptrace") {
+                    " The memory syscalls are timed by the ptrace tracer instead (each call stops the worker for a round trip through the tracer), and placed into the iterations by the time it saw them."
+                } else {
+                    ""
+                }
+            ),
         }
     );
     let _ = writeln!(md, "## Mechanism\n");
@@ -525,7 +535,7 @@ pub fn markdown(report: &TraceReport) -> String {
     );
     let _ = writeln!(md, "## Timeline\n");
     for name in ["latency", "faults", "syscalls", "rss"] {
-        if name == "syscalls" && report.attribution.is_some() {
+        if name == "syscalls" && report.syscalls_timed_by.is_none() {
             continue;
         }
         let _ = writeln!(md, "![{name}](plots/{name}.svg)\n");

@@ -112,26 +112,72 @@ fn filter_with(marker: bool) -> Vec<libc::sock_filter> {
     f
 }
 
+/// One memory syscall a worker made in its measured phase, as the tracer saw it stop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TrappedCall {
+    /// CLOCK_MONOTONIC when the tracer saw the stop (the call has not run yet).
+    pub time_ns: u64,
+    /// The syscall's number (x86_64).
+    pub nr: i64,
+    /// brk: the break asked for; mmap, munmap, madvise: the length; mremap: the new
+    /// length.
+    pub arg: u64,
+    /// madvise: the advice.
+    pub advice: u64,
+}
+
+fn monotonic_ns() -> u64 {
+    // SAFETY: all-zero is a valid timespec, which clock_gettime writes.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: `ts` is writable.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// Counts the memory syscall that `tid` is stopped at (a seccomp trap), by its number
-/// (x86_64's `orig_rax`).
+/// (x86_64's `orig_rax`), and returns it with its time and arguments.
 #[cfg(target_arch = "x86_64")]
-fn count_trapped(tid: libc::pid_t, counts: &mut SyscallCounts) {
-    let Ok(regs) = ptrace::getregs(Pid::from_raw(tid)) else {
-        return;
+fn count_trapped(tid: libc::pid_t, counts: &mut SyscallCounts) -> Option<TrappedCall> {
+    let time_ns = monotonic_ns();
+    let regs = ptrace::getregs(Pid::from_raw(tid)).ok()?;
+    let nr = regs.orig_rax as libc::c_long;
+    let (arg, advice) = match nr {
+        libc::SYS_brk => {
+            counts.brk += 1;
+            (regs.rdi, 0)
+        }
+        libc::SYS_mmap => {
+            counts.mmap += 1;
+            (regs.rsi, 0)
+        }
+        libc::SYS_munmap => {
+            counts.munmap += 1;
+            (regs.rsi, 0)
+        }
+        libc::SYS_madvise => {
+            counts.madvise += 1;
+            (regs.rsi, regs.rdx)
+        }
+        libc::SYS_mremap => {
+            counts.mremap += 1;
+            (regs.rdx, 0)
+        }
+        _ => return None,
     };
-    match regs.orig_rax as libc::c_long {
-        libc::SYS_brk => counts.brk += 1,
-        libc::SYS_mmap => counts.mmap += 1,
-        libc::SYS_munmap => counts.munmap += 1,
-        libc::SYS_madvise => counts.madvise += 1,
-        libc::SYS_mremap => counts.mremap += 1,
-        _ => {}
-    }
+    Some(TrappedCall {
+        time_ns,
+        nr,
+        arg,
+        advice,
+    })
 }
 
 /// Elsewhere nothing is traced ([`unsupported`] refuses first), so nothing is counted.
 #[cfg(not(target_arch = "x86_64"))]
-fn count_trapped(_tid: libc::pid_t, _counts: &mut SyscallCounts) {}
+fn count_trapped(_tid: libc::pid_t, _counts: &mut SyscallCounts) -> Option<TrappedCall> {
+    let _ = monotonic_ns;
+    None
+}
 
 /// Which tracees the tracer follows and which of their trapped calls it counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -207,6 +253,8 @@ pub struct Trace {
     pub counts: SyscallCounts,
     /// How many phase markers the worker made (0 for a command).
     pub markers: u32,
+    /// A worker's calls between its markers, in order (none for a command's tree).
+    pub calls: Vec<TrappedCall>,
     /// Set when the watchdog killed the run.
     pub forced: Option<Forced>,
 }
@@ -267,6 +315,7 @@ pub fn trace(pid: libc::pid_t, scope: Scope, watch: Watch) -> std::io::Result<Tr
         ..Default::default()
     };
     let mut markers = 0u32;
+    let mut calls = Vec::new();
     let mut seen = HashSet::from([pid]);
     let mut main = None;
     let mut options_set = false;
@@ -311,8 +360,10 @@ pub fn trace(pid: libc::pid_t, scope: Scope, watch: Watch) -> std::io::Result<Tr
                 let data = ptrace::getevent(Pid::from_raw(tid)).unwrap_or(0) as u32;
                 if data == DATA_MARKER {
                     markers += 1;
-                } else if scope == Scope::Tree || markers == 1 {
+                } else if scope == Scope::Tree {
                     count_trapped(tid, &mut counts);
+                } else if markers == 1 {
+                    calls.extend(count_trapped(tid, &mut counts));
                 }
             }
             // fork / vfork / clone / exec events: a new tracee reports on its own.
@@ -352,6 +403,7 @@ pub fn trace(pid: libc::pid_t, scope: Scope, watch: Watch) -> std::io::Result<Tr
         rusage,
         counts,
         markers,
+        calls,
         forced: match forced.load(Ordering::SeqCst) {
             1 => Some(Forced::TimedOut),
             2 => Some(Forced::Interrupted),
