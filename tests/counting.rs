@@ -48,11 +48,20 @@ fn traced(
             count_syscalls: false,
             trace: Some(ptrace::Scope::Worker),
             capture_stdout: true,
+            log_calls: false,
         },
     )
     .unwrap();
     assert!(t.termination.success(), "{:?}", t.stderr_tail);
     assert_eq!(t.markers, 2, "the worker marks its measured phase");
+    // Every counted call is also logged with its time (trace's timeline uses them), in
+    // time order.
+    let counted = t.syscalls.as_ref().unwrap();
+    assert_eq!(
+        t.calls.len() as u64,
+        counted.brk + counted.mmap + counted.munmap + counted.madvise + counted.mremap
+    );
+    assert!(t.calls.windows(2).all(|w| w[0].time_ns <= w[1].time_ns));
     let stdout = t.stdout.unwrap_or_default();
     let record = alloclab::model::record::RunRecord::from_json(stdout.trim()).unwrap();
     assert!(

@@ -868,6 +868,7 @@ fn mechanism_per(
 ) -> String {
     let n = events.len().max(1) as f64;
     let run = per == "in the run";
+    let mut no_stacks = false;
     let mut parts = Vec::new();
     for a in attributions {
         // Without any stack (the ptrace tracer's calls) only the counts are said.
@@ -878,8 +879,9 @@ fn mechanism_per(
             .filter(|_| !stackless || a.kind == EventKind::Fault);
         let Some(top) = top else {
             if a.kind != EventKind::Fault && a.per_iteration > 0.0 {
+                no_stacks = true;
                 parts.push(format!(
-                    "{} {} {per}{} (no call stacks)",
+                    "{} {} {per}{}",
                     count_text(a.per_iteration, run),
                     a.kind.name(),
                     syscall_bytes(a.kind, events, n, per)
@@ -955,6 +957,9 @@ fn mechanism_per(
             .any(|a| a.kind == EventKind::Fault && a.per_iteration >= 0.5)
     {
         parts.push("fewer than one fault per iteration: it keeps and reuses its pages".to_string());
+    }
+    if no_stacks {
+        parts.push("no call stacks".to_string());
     }
     format!("{label}: {}.", parts.join("; "))
 }

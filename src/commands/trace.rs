@@ -329,24 +329,44 @@ fn run_command(args: &TraceArgs) -> Result<()> {
     )
     .map_err(Error::BadInput)?;
     // A command's timeline comes from perf alone (no iterations of ours to stamp).
-    let perf = trace::perf_tool().map_err(|why| {
-        Error::BadInput(format!(
-            "tracing a command needs perf: {why}; `alloclab exec` counts the same command's faults and memory syscalls without it (ptrace)"
-        ))
-    })?;
-    let sampling = trace::Sampling {
-        perf,
-        fault_period: args.fault_period,
-        stack_bytes: args.stack_bytes,
+    // perf gives the stacks, every fault and the RSS over time; without it the ptrace
+    // tracer still times every memory syscall (no privileges; not on every machine).
+    let sampling = match trace::perf_tool() {
+        Ok(perf) => Ok(trace::Sampling {
+            perf,
+            fault_period: args.fault_period,
+            stack_bytes: args.stack_bytes,
+        }),
+        Err(why) => match crate::counters::linux::ptrace::unsupported() {
+            None => Err(why),
+            Some(no) => {
+                return Err(Error::BadInput(format!(
+                    "tracing a command needs perf ({why}) or the ptrace tracer ({}); `alloclab exec --counters off` still measures the command's time and faults",
+                    no.0
+                )))
+            }
+        },
     };
     let folder = super::exec::take_out_dir(&args.out, Kind::Trace)?;
     engine::begin();
-    let (extra, missing): (Vec<_>, Vec<_>) = trace::command_events()
-        .into_iter()
-        .map(|(_, r)| r)
-        .partition(|r| r.is_ok());
-    let extra: Vec<String> = extra.into_iter().flatten().collect();
-    let missing: Vec<String> = missing.into_iter().filter_map(|r| r.err()).collect();
+    let (extra, mut missing): (Vec<String>, Vec<String>) = match &sampling {
+        Ok(_) => {
+            let (ok, no): (Vec<_>, Vec<_>) = trace::command_events()
+                .into_iter()
+                .map(|(_, r)| r)
+                .partition(|r| r.is_ok());
+            (
+                ok.into_iter().flatten().collect(),
+                no.into_iter().filter_map(|r| r.err()).collect(),
+            )
+        }
+        Err(_) => (Vec::new(), Vec::new()),
+    };
+    if let Err(why) = &sampling {
+        missing.push(format!(
+            "call stacks, every fault over time and the RSS over time need perf events: {why}; the memory syscalls are timed by the ptrace tracer instead (from the launch; pid is the thread's id)"
+        ));
+    }
     let faults_counted = extra.iter().any(|e| e.contains("page_fault_user"));
 
     // The untraced runs: exec's session, saved as they finish.
@@ -370,6 +390,7 @@ fn run_command(args: &TraceArgs) -> Result<()> {
         count_syscalls: false,
         trace: None,
         capture_stdout: false,
+        log_calls: false,
     };
     let mut traces = Vec::new();
     for a in &settings.allocators {
@@ -378,17 +399,35 @@ fn run_command(args: &TraceArgs) -> Result<()> {
         }
         let label = a.to_string();
         let untraced = untraced_of(record.as_ref(), &label);
-        let data = folder.path(&format!("perf/{}.data", export::file_stem(&label)));
-        if let Some(dir) = data.parent() {
-            std::fs::create_dir_all(dir).map_err(Error::failed)?;
-        }
-        let wrapper = trace::record_argv(&sampling, &data, &extra);
         progress.start(&format!("{label}: traced run"));
-        let outcome = trace_one(&settings, a, &wrapper, &opts, &sampling, &data);
-        if !args.keep_perf_data {
-            let _ = std::fs::remove_file(&data);
-            let _ = std::fs::remove_dir(data.with_file_name(""));
-        }
+        let outcome = match &sampling {
+            Ok(s) => {
+                let data = folder.path(&format!("perf/{}.data", export::file_stem(&label)));
+                if let Some(dir) = data.parent() {
+                    std::fs::create_dir_all(dir).map_err(Error::failed)?;
+                }
+                let wrapper = trace::record_argv(s, &data, &extra);
+                let outcome = trace_one(&settings, a, Some(&wrapper), &opts).and_then(|run| {
+                    run.map(|_| trace::read_script(s, &data, true).map_err(|f| f.cause))
+                        .transpose()
+                });
+                if !args.keep_perf_data {
+                    let _ = std::fs::remove_file(&data);
+                    let _ = std::fs::remove_dir(data.with_file_name(""));
+                }
+                outcome
+            }
+            Err(_) => {
+                let traced = crate::engine::spawn::LaunchOptions {
+                    trace: Some(crate::counters::linux::ptrace::Scope::Tree),
+                    log_calls: true,
+                    ..opts
+                };
+                let t0 = crate::counters::linux::ptrace::monotonic_ns();
+                trace_one(&settings, a, None, &traced)
+                    .map(|run| run.map(|r| (ptrace_script(&settings, t0, &r), None)))
+            }
+        };
         let t = match outcome {
             Ok(None) => break,
             Ok(Some((script, lost))) => {
@@ -427,6 +466,7 @@ fn run_command(args: &TraceArgs) -> Result<()> {
             .map(|a| a.to_string_lossy().into_owned())
             .collect(),
         fault_period: args.fault_period,
+        syscalls_timed_by: if sampling.is_ok() { "perf" } else { "ptrace" }.into(),
         missing,
         runs: args.runs,
         order_seed: settings.order_seed,
@@ -456,23 +496,21 @@ use crate::export::trace_command::{
     self as cmd_export, CommandTrace, CommandTraceReport, Untraced,
 };
 
-/// One traced run of the command under `a`: Ok(None) when Ctrl-C stopped it; Err with
-/// why it failed.
+/// One traced run of the command under `a` (started by `wrapper` where given): Ok(None)
+/// when Ctrl-C stopped it; Err with why it failed.
 fn trace_one(
     settings: &crate::engine::command::ExecSettings,
     a: &crate::model::knobs::AllocatorSpec,
-    wrapper: &[std::ffi::OsString],
+    wrapper: Option<&[std::ffi::OsString]>,
     opts: &crate::engine::spawn::LaunchOptions,
-    sampling: &trace::Sampling,
-    data: &std::path::Path,
-) -> std::result::Result<Option<(analysis::Script, Option<String>)>, String> {
+) -> std::result::Result<Option<crate::engine::spawn::ChildRun>, String> {
     use crate::engine::spawn::Termination;
     let (row, prepared) = crate::engine::command::prepare_wrapped(
         a,
         settings,
         &settings.program,
         &settings.command,
-        Some(wrapper),
+        wrapper,
     );
     let Some(prepared) = prepared else {
         return Err(row
@@ -496,13 +534,41 @@ fn trace_one(
             })
             .unwrap_or_default();
         return Err(format!(
-            "the command under perf record {}{tail}",
+            "the traced command {}{tail}",
             run.termination.describe(settings.timeout)
         ));
     }
-    trace::read_script(sampling, data, true)
-        .map(Some)
-        .map_err(|f| f.cause)
+    Ok(Some(run))
+}
+
+/// A run under the ptrace tracer as a script: its memory syscalls (no stacks), from the
+/// launch at `t0` to the reaping; the command's process taken to be the thread of its
+/// first call.
+fn ptrace_script(
+    settings: &crate::engine::command::ExecSettings,
+    t0: u64,
+    run: &crate::engine::spawn::ChildRun,
+) -> analysis::Script {
+    let pid = run.calls.first().map_or(0, |c| c.tid as u32);
+    let comm = settings
+        .program
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    analysis::Script {
+        events: trace::events_of_calls(&run.calls),
+        tasks: vec![
+            analysis::Task::Exec {
+                time_ns: t0,
+                pid,
+                comm,
+            },
+            analysis::Task::Exit {
+                time_ns: t0 + run.wall_ns,
+                pid,
+            },
+        ],
+        skipped: 0,
+    }
 }
 
 /// The untraced runs of `label` in exec's record: median wall time with its interval,

@@ -360,6 +360,7 @@ pub fn run_session(
         count_syscalls: matches!(plan, CounterPlan::Perf(_)),
         trace: None,
         capture_stdout: false,
+        log_calls: false,
     };
     let mut record = ExecRecord {
         schema: SCHEMA.into(),

@@ -192,6 +192,7 @@ impl ProcessExecutor {
                 count_syscalls: false,
                 trace,
                 capture_stdout: true,
+                log_calls: false,
             },
         )
         .map_err(cannot)?;

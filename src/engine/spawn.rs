@@ -238,6 +238,9 @@ pub struct LaunchOptions {
     pub trace: Option<ptrace::Scope>,
     /// Keep the child's stdout (a worker's JSON record) instead of discarding it.
     pub capture_stdout: bool,
+    /// With `trace` of a command's tree: keep every trapped call with its time
+    /// ([`ChildRun::calls`]).
+    pub log_calls: bool,
 }
 
 /// Marks an errno from the child's tracer set-up (rather than from execve).
@@ -456,7 +459,8 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
             timeout: opts.timeout,
             interrupted: Some(crate::ui::interrupt::interrupted),
         };
-        let t = ptrace::trace(pid, scope, watch).map_err(|e| setup("tracing the child", e))?;
+        let t = ptrace::trace(pid, scope, watch, opts.log_calls)
+            .map_err(|e| setup("tracing the child", e))?;
         let forced = t.forced.map(|f| match f {
             ptrace::Forced::TimedOut => Termination::TimedOut,
             ptrace::Forced::Interrupted => Termination::Interrupted,

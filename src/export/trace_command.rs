@@ -107,7 +107,10 @@ pub struct CommandTraceReport {
     pub schema: String,
     pub command: Vec<String>,
     pub fault_period: u64,
-    /// What the timeline lacks on this machine, and why (a tracepoint not in this kernel).
+    /// What timed the memory syscalls: perf (with stacks) or ptrace (without).
+    pub syscalls_timed_by: String,
+    /// What the timeline lacks on this machine, and why (a tracepoint not in this kernel,
+    /// no perf events).
     pub missing: Vec<String>,
     pub runs: u32,
     pub order_seed: u64,
@@ -268,6 +271,9 @@ pub fn save(folder: &Folder, report: &CommandTraceReport) -> Result<(), ResultsE
         let mut events = format!("{EVENTS_HEADER}\n");
         events.push_str(&lines(&t.syscall_rows));
         folder.text(&format!("events/{stem}.csv"), &events)?;
+        if report.syscalls_timed_by != "perf" {
+            continue;
+        }
         save_stacks(
             folder,
             &t.label,
@@ -276,7 +282,7 @@ pub fn save(folder: &Folder, report: &CommandTraceReport) -> Result<(), ResultsE
             report.fault_period,
         )?;
     }
-    if let Some((a, b)) = first_two(report) {
+    if let (true, Some((a, b))) = (report.syscalls_timed_by == "perf", first_two(report)) {
         save_differential(
             folder,
             (&a.label, &a.faults_folded, &a.syscalls_folded),
@@ -299,12 +305,17 @@ fn first_two(report: &CommandTraceReport) -> Option<(&CommandTrace, &CommandTrac
 /// "traced run 412 ms, 1.85x the untraced runs' median wall time (223 ms [219 ms, 230 ms],
 /// 96.9 % interval, 5 runs); its counts: 77,881 faults (untraced median 77,850), 81
 /// memory syscalls (untraced median 81)".
-fn cost_text(t: &CommandTrace) -> String {
+fn cost_text(t: &CommandTrace, report: &CommandTraceReport) -> String {
     let u = &t.untraced;
     let Some(d) = t.duration_ns else {
         return "no traced duration (perf saw no exit)".into();
     };
-    let mut s = format!("traced run {} from exec to exit", fmt_ns(d as f64));
+    let span = if report.syscalls_timed_by == "perf" {
+        "from exec to exit"
+    } else {
+        "from launch to end, under ptrace"
+    };
+    let mut s = format!("traced run {} {span}", fmt_ns(d as f64));
     match (u.wall_median_ns, t.ratio) {
         (Some(m), Some(r)) => {
             let ci = match (u.wall_ci_ns, u.wall_ci_coverage, t.ratio_range) {
@@ -358,11 +369,18 @@ pub fn markdown(report: &CommandTraceReport) -> String {
             report.allocators.iter().filter(|t| t.traced()).count()
         );
     }
-    let _ = writeln!(
-        md,
-        "One run of the command per allocator under `perf record`, from its exec to its exit: every brk, mmap, munmap, madvise and mremap of it and of every process it starts, with its user call stack; one user page fault in {} with its stack (DWARF unwinding); every user page fault and every change of the resident set without stacks, for the timeline. Counts are of the whole run, start-up included.\n",
-        report.fault_period
-    );
+    if report.syscalls_timed_by == "perf" {
+        let _ = writeln!(
+            md,
+            "One run of the command per allocator under `perf record`, from its exec to its exit: every brk, mmap, munmap, madvise and mremap of it and of every process it starts, with its user call stack; one user page fault in {} with its stack (DWARF unwinding); every user page fault and every change of the resident set without stacks, for the timeline. Counts are of the whole run, start-up included.\n",
+            report.fault_period
+        );
+    } else {
+        let _ = writeln!(
+            md,
+            "One run of the command per allocator under the ptrace tracer, from its launch to its end: every brk, mmap, munmap, madvise and mremap of it and of every process it starts, with its arguments and the time the tracer saw it (each call stops the command for a round trip through the tracer). No call stacks, faults or RSS over time (they need perf events). Counts are of the whole run, start-up included.\n"
+        );
+    }
     for m in &report.missing {
         let _ = writeln!(md, "* **Not measured here:** {m}.");
     }
@@ -380,7 +398,7 @@ pub fn markdown(report: &CommandTraceReport) -> String {
     }
     let _ = writeln!(md, "\n## What tracing cost\n");
     for t in report.allocators.iter().filter(|t| t.traced()) {
-        let _ = writeln!(md, "* {}: {}", t.label, cost_text(t));
+        let _ = writeln!(md, "* {}: {}", t.label, cost_text(t, report));
     }
     let _ = writeln!(
         md,
@@ -404,6 +422,9 @@ pub fn markdown(report: &CommandTraceReport) -> String {
         md,
         "As data: `timeline/<allocator>.csv` ({TIMELINE_HEADER}), one row per bin; `events/<allocator>.csv` ({EVENTS_HEADER}), one row per memory syscall.\n"
     );
+    if report.syscalls_timed_by != "perf" {
+        return md;
+    }
     let _ = writeln!(md, "## Call stacks\n");
     let labels: Vec<&str> = report
         .allocators
@@ -434,7 +455,7 @@ pub fn console(report: &CommandTraceReport, out: &Path) -> String {
             }
             (None, None) => {}
         }
-        let _ = writeln!(s, "  {}", cost_text(t));
+        let _ = writeln!(s, "  {}", cost_text(t, report));
         if let Some(p) = t.peak_rss_bytes {
             let _ = writeln!(s, "  peak RSS of the command's process {}", human_bytes(p));
         }
@@ -444,8 +465,13 @@ pub fn console(report: &CommandTraceReport, out: &Path) -> String {
     }
     let _ = writeln!(
         s,
-        "{}: REPORT.md, trace.json, untraced.json, timeline/*.csv, events/*.csv, plots/*.svg, flamegraphs/*.svg, stacks/*.folded",
-        out.display()
+        "{}: REPORT.md, trace.json, untraced.json, timeline/*.csv, events/*.csv, plots/*.svg{}",
+        out.display(),
+        if report.syscalls_timed_by == "perf" {
+            ", flamegraphs/*.svg, stacks/*.folded"
+        } else {
+            ""
+        }
     );
     s
 }

@@ -115,6 +115,8 @@ fn filter_with(marker: bool) -> Vec<libc::sock_filter> {
 /// One memory syscall a worker made in its measured phase, as the tracer saw it stop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TrappedCall {
+    /// The thread that made it.
+    pub tid: i32,
     /// CLOCK_MONOTONIC when the tracer saw the stop (the call has not run yet).
     pub time_ns: u64,
     /// The syscall's number (x86_64).
@@ -126,7 +128,8 @@ pub struct TrappedCall {
     pub advice: u64,
 }
 
-fn monotonic_ns() -> u64 {
+/// CLOCK_MONOTONIC now, in ns (the clock perf's `-k mono` and the worker's timeline use).
+pub fn monotonic_ns() -> u64 {
     // SAFETY: all-zero is a valid timespec, which clock_gettime writes.
     let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
     // SAFETY: `ts` is writable.
@@ -165,6 +168,7 @@ fn count_trapped(tid: libc::pid_t, counts: &mut SyscallCounts) -> Option<Trapped
         _ => return None,
     };
     Some(TrappedCall {
+        tid,
         time_ns,
         nr,
         arg,
@@ -253,7 +257,8 @@ pub struct Trace {
     pub counts: SyscallCounts,
     /// How many phase markers the worker made (0 for a command).
     pub markers: u32,
-    /// A worker's calls between its markers, in order (none for a command's tree).
+    /// A worker's calls between its markers, or a command tree's calls when asked for,
+    /// in order.
     pub calls: Vec<TrappedCall>,
     /// Set when the watchdog killed the run.
     pub forced: Option<Forced>,
@@ -277,9 +282,15 @@ fn decode(tid: libc::pid_t, status: libc::c_int) -> WaitStatus {
 /// The tracer: follows `pid` (a child of this thread that called
 /// [`Filter::install_in_child`] and then exec'd) and whatever `scope` says, counts its
 /// trapped memory syscalls until every tracee is gone, and reaps `pid` with its rusage.
+/// A worker's calls are kept with their times; a command tree's when `log_tree`.
 /// Must run on the thread that started the child (ptrace requests come from the tracer
 /// thread). A watchdog thread kills `watch.kill` on timeout or interrupt.
-pub fn trace(pid: libc::pid_t, scope: Scope, watch: Watch) -> std::io::Result<Trace> {
+pub fn trace(
+    pid: libc::pid_t,
+    scope: Scope,
+    watch: Watch,
+    log_tree: bool,
+) -> std::io::Result<Trace> {
     let done = Arc::new(AtomicBool::new(false));
     let forced = Arc::new(AtomicU8::new(0));
     let watchdog = {
@@ -361,7 +372,10 @@ pub fn trace(pid: libc::pid_t, scope: Scope, watch: Watch) -> std::io::Result<Tr
                 if data == DATA_MARKER {
                     markers += 1;
                 } else if scope == Scope::Tree {
-                    count_trapped(tid, &mut counts);
+                    let call = count_trapped(tid, &mut counts);
+                    if log_tree {
+                        calls.extend(call);
+                    }
                 } else if markers == 1 {
                     calls.extend(count_trapped(tid, &mut counts));
                 }
