@@ -773,11 +773,9 @@ pub fn cause(e: &Event) -> String {
 #[derive(Clone, Debug, Serialize)]
 pub struct Attribution {
     pub kind: EventKind,
-    /// Per iteration (per run for a command).
-    pub per_iteration: f64,
-    /// False where the faults were not counted (per_iteration is then 0; only the shares
-    /// among the samples are known).
-    pub counted: bool,
+    /// Per iteration (per run for a command); None where the faults were not counted
+    /// (only the shares among the samples are known).
+    pub per_iteration: Option<f64>,
     /// Samples behind the shares (faults are sampled: one in `weight`).
     pub samples: u64,
     pub causes: Vec<Cause>,
@@ -806,12 +804,12 @@ pub fn attribute_among(inside: &[&Event], n: f64, faults_per: Option<f64>) -> Ve
     for kind in std::iter::once(EventKind::Fault).chain(EventKind::SYSCALLS) {
         let of: Vec<&&Event> = inside.iter().filter(|e| e.kind == kind).collect();
         let total: u64 = of.iter().map(|e| e.weight).sum();
-        let (per_iteration, counted) = if kind == EventKind::Fault {
-            (faults_per.unwrap_or(0.0), faults_per.is_some())
+        let per_iteration = if kind == EventKind::Fault {
+            faults_per
         } else {
-            (total as f64 / n, true)
+            Some(total as f64 / n)
         };
-        if total == 0 && per_iteration == 0.0 {
+        if total == 0 && per_iteration.unwrap_or(0.0) == 0.0 {
             continue;
         }
 
@@ -830,7 +828,6 @@ pub fn attribute_among(inside: &[&Event], n: f64, faults_per: Option<f64>) -> Ve
         out.push(Attribution {
             kind,
             per_iteration,
-            counted,
             samples: of.len() as u64,
             causes,
         });
@@ -878,19 +875,19 @@ fn mechanism_per(
             .first()
             .filter(|_| !stackless || a.kind == EventKind::Fault);
         let Some(top) = top else {
-            if a.kind != EventKind::Fault && a.per_iteration > 0.0 {
+            if a.kind != EventKind::Fault && a.per_iteration.unwrap_or(0.0) > 0.0 {
                 no_stacks = true;
                 parts.push(format!(
                     "{} {} {per}{}",
-                    count_text(a.per_iteration, run),
+                    count_text(a.per_iteration.unwrap_or(0.0), run),
                     a.kind.name(),
                     syscall_bytes(a.kind, events, n, per)
                 ));
             }
-            if a.kind == EventKind::Fault && a.per_iteration >= 0.5 {
+            if a.kind == EventKind::Fault && a.per_iteration.unwrap_or(0.0) >= 0.5 {
                 parts.push(format!(
                     "{} faults {per} (no fault sampled)",
-                    crate::fmt::group_thousands(a.per_iteration.round() as i64)
+                    crate::fmt::group_thousands(a.per_iteration.unwrap_or(0.0).round() as i64)
                 ));
             }
             continue;
@@ -915,25 +912,25 @@ fn mechanism_per(
             Some(_) => ", the rest elsewhere".to_string(),
             None => String::new(),
         };
-        if a.kind == EventKind::Fault && !a.counted {
+        if a.kind == EventKind::Fault && a.per_iteration.is_none() {
             parts.push(format!(
                 "{} fault samples (the faults were not counted), {pct:.0} % in {}{rest}",
                 crate::fmt::group_thousands(a.samples as i64),
                 top.chain
             ));
         } else if a.kind == EventKind::Fault {
-            if a.per_iteration < 0.5 {
+            if a.per_iteration.unwrap_or(0.0) < 0.5 {
                 continue;
             }
             parts.push(format!(
                 "{} faults {per} ({} samples), {pct:.0} % in {}{rest}",
-                crate::fmt::group_thousands(a.per_iteration.round() as i64),
+                crate::fmt::group_thousands(a.per_iteration.unwrap_or(0.0).round() as i64),
                 crate::fmt::group_thousands(a.samples as i64),
                 top.chain
             ));
         } else {
             let bytes = syscall_bytes(a.kind, events, n, per);
-            let count = count_text(a.per_iteration, run);
+            let count = count_text(a.per_iteration.unwrap_or(0.0), run);
             parts.push(format!(
                 "{count} {} {per}{bytes}, {pct:.0} % from {}{rest}",
                 a.kind.name(),
@@ -943,7 +940,7 @@ fn mechanism_per(
     }
     let has_syscalls = attributions
         .iter()
-        .any(|a| a.kind != EventKind::Fault && a.per_iteration > 0.0);
+        .any(|a| a.kind != EventKind::Fault && a.per_iteration.unwrap_or(0.0) > 0.0);
     if !has_syscalls {
         parts.push(if run {
             "no memory syscall in the run".to_string()
@@ -954,7 +951,7 @@ fn mechanism_per(
     if !run
         && !attributions
             .iter()
-            .any(|a| a.kind == EventKind::Fault && a.per_iteration >= 0.5)
+            .any(|a| a.kind == EventKind::Fault && a.per_iteration.unwrap_or(0.0) >= 0.5)
     {
         parts.push("fewer than one fault per iteration: it keeps and reuses its pages".to_string());
     }
@@ -1104,11 +1101,12 @@ mod tests {
         let a = attribute(&placed, &timeline);
         let fault = a.iter().find(|a| a.kind == EventKind::Fault).unwrap();
         assert_eq!(
-            fault.per_iteration, 10.0,
+            fault.per_iteration,
+            Some(10.0),
             "faults per iteration from rusage"
         );
         let brk = a.iter().find(|a| a.kind == EventKind::Brk).unwrap();
-        assert_eq!(brk.per_iteration, 0.5);
+        assert_eq!(brk.per_iteration, Some(0.5));
         assert_eq!(brk.causes[0].chain, "free → _int_free → systrim");
         let m = mechanism("system", &a, &placed.per_iteration);
         assert!(m.contains("0.50 brk per iteration"), "{m}");

@@ -562,8 +562,14 @@ fn ptrace_script(
                 pid,
                 comm,
             },
+            // The run's wall time starts after the fork, later than t0: the end is
+            // the later of the two, so that no call at exit falls outside.
             analysis::Task::Exit {
-                time_ns: t0 + run.wall_ns,
+                time_ns: run
+                    .calls
+                    .iter()
+                    .map(|c| c.time_ns)
+                    .fold(t0 + run.wall_ns, u64::max),
                 pid,
             },
         ],
