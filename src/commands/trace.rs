@@ -328,7 +328,6 @@ fn run_command(args: &TraceArgs) -> Result<()> {
         },
     )
     .map_err(Error::BadInput)?;
-    // A command's timeline comes from perf alone (no iterations of ours to stamp).
     // perf gives the stacks, every fault and the RSS over time; without it the ptrace
     // tracer still times every memory syscall (no privileges; not on every machine).
     let sampling = match trace::perf_tool() {
