@@ -152,7 +152,7 @@ pub fn timeline_csv(t: &CommandTrace) -> String {
 }
 
 /// The command for a chart's title: the program's file name and its arguments, at most
-/// 48 characters.
+/// 40 characters.
 fn short_command(command: &[String]) -> String {
     let mut words: Vec<String> = command.to_vec();
     if let Some(first) = words.first_mut() {
@@ -161,8 +161,8 @@ fn short_command(command: &[String]) -> String {
         }
     }
     let s = words.join(" ");
-    if s.chars().count() > 48 {
-        format!("{}…", s.chars().take(47).collect::<String>())
+    if s.chars().count() > 40 {
+        format!("{}…", s.chars().take(39).collect::<String>())
     } else {
         s
     }
@@ -220,10 +220,10 @@ fn plots(report: &CommandTraceReport) -> Vec<(String, String)> {
     out.push((
         "plots/syscalls.svg",
         Chart {
-            title: format!("Memory syscalls{bin} (brk, mmap, munmap, madvise, mremap) — {what}"),
+            title: format!("Memory syscalls{bin} — {what}"),
             x: x(),
             y: Axis {
-                label: "calls".into(),
+                label: "brk, mmap, munmap, madvise, mremap".into(),
                 scale: Scale::Linear,
                 format: whole,
             },
@@ -234,7 +234,7 @@ fn plots(report: &CommandTraceReport) -> Vec<(String, String)> {
         out.push((
             "plots/rss.svg",
             Chart {
-                title: format!("Resident set of the command's process — {what}"),
+                title: format!("RSS of the command's process — {what}"),
                 x: x(),
                 y: Axis {
                     label: "RSS (MiB)".into(),
@@ -248,7 +248,7 @@ fn plots(report: &CommandTraceReport) -> Vec<(String, String)> {
     out.push((
         "plots/heap-top.svg",
         Chart {
-            title: format!("Heap top (the break asked for, against the first) — {what}"),
+            title: format!("Heap top against the first break — {what}"),
             x: x(),
             y: Axis {
                 label: "MiB".into(),
