@@ -55,13 +55,7 @@ static GLOBAL: ThreadCounting = ThreadCounting;
 #[test]
 fn recording_allocates_nothing() {
     let iters = 500;
-    let budget = Budget {
-        warmup_time_ns: 0,
-        warmup_iters: 0,
-        min_time_ns: 0,
-        min_iters: iters,
-        max_iters: iters,
-    };
+    let budget = Budget::exactly(0, iters);
     // Timed one by one and in batches (as for sub-microsecond iterations).
     for batch in [1, 4] {
         for (variant, per_iter) in [
@@ -94,13 +88,7 @@ fn recording_allocates_nothing() {
 #[test]
 fn the_timeline_allocates_nothing_and_keeps_every_iteration() {
     let iters = 300;
-    let budget = Budget {
-        warmup_time_ns: 0,
-        warmup_iters: 0,
-        min_time_ns: 0,
-        min_iters: iters,
-        max_iters: iters,
-    };
+    let budget = Budget::exactly(0, iters);
     for (variant, per_iter) in [(Variant::InPlace, 1), (Variant::OutOfPlace, 2)] {
         let mut kernel =
             workload::prepare(alloclab::model::spec::Workload::Scale, variant, 4096, 1);

@@ -67,13 +67,7 @@ pub fn run(args: &TraceArgs) -> Result<()> {
         Vec::new()
     };
 
-    let budget = Budget {
-        warmup_time_ns: 0,
-        warmup_iters: args.warmup_iters,
-        min_time_ns: 0,
-        min_iters: args.iterations,
-        max_iters: args.iterations,
-    };
+    let budget = Budget::exactly(args.warmup_iters, args.iterations);
     let mut traces: Vec<AllocatorTrace> = Vec::new();
     for spec in &specs {
         if interrupted() {
@@ -211,34 +205,24 @@ pub fn run(args: &TraceArgs) -> Result<()> {
         allocators: traces,
     };
     export::save(&folder, &report).map_err(Error::failed)?;
-    let failed = report
-        .allocators
-        .iter()
-        .filter(|t| t.failure.is_some())
-        .count();
+    let failed = report.allocators.iter().map(|t| t.failure.is_some());
     let console = export::console(&report, &args.out);
-    conclude(
-        folder,
-        complete,
-        &console,
-        report.allocators.len(),
-        failed,
-        specs.len(),
-        &args.out,
-    )
+    conclude(folder, complete, &console, failed, specs.len(), &args.out)
 }
 
 /// The end of a trace: the folder marked complete or not, the console summary, and the
-/// exit status (130 after Ctrl-C, 1 when a traced run failed).
+/// exit status (130 after Ctrl-C, 1 when a traced run failed); `failed` says, for every
+/// allocator traced, whether its run failed.
 fn conclude(
     mut folder: crate::export::folder::Folder,
     complete: bool,
     console: &str,
-    traced: usize,
-    failed: usize,
+    failed: impl ExactSizeIterator<Item = bool>,
     asked: usize,
     out: &std::path::Path,
 ) -> Result<()> {
+    let traced = failed.len();
+    let failed = failed.filter(|f| *f).count();
     folder.finish(complete).map_err(Error::failed)?;
     super::print_out(console)?;
     if interrupted() {
@@ -350,10 +334,8 @@ fn run_command(args: &TraceArgs) -> Result<()> {
     engine::begin();
     let (extra, mut missing): (Vec<String>, Vec<String>) = match &sampling {
         Ok(_) => {
-            let (ok, no): (Vec<_>, Vec<_>) = trace::command_events()
-                .into_iter()
-                .map(|(_, r)| r)
-                .partition(|r| r.is_ok());
+            let (ok, no): (Vec<_>, Vec<_>) =
+                trace::command_events().into_iter().partition(|r| r.is_ok());
             (
                 ok.into_iter().flatten().collect(),
                 no.into_iter().filter_map(|r| r.err()).collect(),
@@ -473,22 +455,10 @@ fn run_command(args: &TraceArgs) -> Result<()> {
         allocators: traces,
     };
     cmd_export::save(&folder, &report).map_err(Error::failed)?;
-    let failed = report
-        .allocators
-        .iter()
-        .filter(|t| t.failure.is_some())
-        .count();
+    let failed = report.allocators.iter().map(|t| t.failure.is_some());
     let console = cmd_export::console(&report, &args.out);
     let asked = settings.allocators.len();
-    conclude(
-        folder,
-        complete,
-        &console,
-        report.allocators.len(),
-        failed,
-        asked,
-        &args.out,
-    )
+    conclude(folder, complete, &console, failed, asked, &args.out)
 }
 
 use crate::export::trace_command::{

@@ -60,7 +60,7 @@ pub struct Traced {
 /// The tracepoints a traced command adds, where this kernel has them: every user page
 /// fault (the exact count over time; x86) and every change of the resident counters
 /// (RSS over time). Each comes with its reason when missing.
-pub fn command_events() -> Vec<(&'static str, Result<String, String>)> {
+pub fn command_events() -> Vec<Result<String, String>> {
     let tracefs = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
     [
         ("exceptions", "page_fault_user", "faults over time"),
@@ -71,14 +71,13 @@ pub fn command_events() -> Vec<(&'static str, Result<String, String>)> {
         let here = tracefs
             .iter()
             .any(|t| Path::new(t).join("events").join(group).join(name).is_dir());
-        let r = if here {
+        if here {
             Ok(format!("{group}:{name}/call-graph=no/"))
         } else {
             Err(format!(
                 "{what}: the tracepoint {group}:{name} is not in this kernel's tracefs"
             ))
-        };
-        (what, r)
+        }
     })
     .collect()
 }

@@ -64,6 +64,18 @@ impl Budget {
         }
     }
 
+    /// Exactly `iters` measured iterations after `warmup_iters`, whatever they take (a
+    /// traced run, whose every iteration is kept).
+    pub fn exactly(warmup_iters: u64, iters: u64) -> Self {
+        Budget {
+            warmup_time_ns: 0,
+            warmup_iters,
+            min_time_ns: 0,
+            min_iters: iters,
+            max_iters: iters,
+        }
+    }
+
     /// The budget of one bisection probe after an experiment's runs: each probe only has
     /// to tell which side of a threshold it is on.
     pub fn probe(max_iters: u64) -> Self {
