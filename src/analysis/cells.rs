@@ -121,6 +121,42 @@ pub fn compare(base: &Cell, other: &Cell, threshold: f64) -> Option<Comparison> 
     compare_paired(&pairs, threshold)
 }
 
+/// Whether a comparison still wants rounds: no interval at the level yet, an interval
+/// that straddles an edge of the ±`threshold` band (neither wholly beyond it nor wholly
+/// inside it), or — with `precision` — one wider than ±precision of its ratio.
+pub fn is_open(c: &Comparison, threshold: f64, precision: Option<f64>) -> bool {
+    let Some(ci) = c.interval else { return true };
+    if ci.coverage < level() - 1e-12 {
+        return true;
+    }
+    let beyond = ci.low > 1.0 + threshold || ci.high < 1.0 - threshold;
+    let inside = ci.low >= 1.0 - threshold && ci.high <= 1.0 + threshold;
+    let wide =
+        precision.is_some_and(|p| crate::analysis::stats::half_width_pct(c.ratio, ci) / 100.0 > p);
+    !(beyond || inside) || wide
+}
+
+/// The printed comparisons of `cells` (see [`crate::analysis::explain::printed_comparisons`])
+/// that are still open, as (base, other) cell indices; the cells that take part in them
+/// are the ones another adaptive round runs.
+pub fn open_comparisons(
+    cells: &[Cell],
+    threshold: f64,
+    precision: Option<f64>,
+) -> (Vec<(usize, usize)>, usize) {
+    let rows: Vec<SummaryRow> = cells.iter().map(row).collect();
+    let printed = crate::analysis::explain::printed_comparisons(&rows);
+    let total = printed.len();
+    let open = printed
+        .into_iter()
+        .filter(|&(b, o)| {
+            compare(&cells[b], &cells[o], threshold)
+                .is_none_or(|c| is_open(&c, threshold, precision))
+        })
+        .collect();
+    (open, total)
+}
+
 /// Cells whose processes disagree on a count that the workload fixes (memory syscalls
 /// per iteration differ by more than one call between processes): one note each.
 pub fn disagreements(rows: &[SummaryRow]) -> Vec<String> {

@@ -194,36 +194,95 @@ pub fn describe(c: &Comparison) -> String {
     }
 }
 
-/// The explanation lines of cells measured in paired rounds: per allocator, each
-/// variant against in-place with its interval, verdict and the counter differences; per
-/// variant, every allocator against the fastest, and the memory price of the fastest.
-pub fn cell_explanations(cells: &[&Cell], rows: &[SummaryRow], threshold: f64) -> Vec<String> {
+/// Per allocator spec (and size): its in-place row and the rows of its other variants,
+/// in the order of [`Variant::ALL`] (only rows that ran).
+fn against_in_place(rows: &[SummaryRow]) -> Vec<(usize, Vec<usize>)> {
     let ok = |i: &usize| rows[*i].status.is_ok();
-    let mut lines = Vec::new();
-    // Variant against in-place, per allocator spec (and size).
     let mut labels: Vec<(String, u64)> = Vec::new();
     for r in rows {
         if !labels.contains(&(r.allocator_spec.clone(), r.size)) {
             labels.push((r.allocator_spec.clone(), r.size));
         }
     }
-    let width = labels.iter().map(|(l, _)| l.len()).max().unwrap_or(0) + 1;
-    for (label, size) in &labels {
-        let of = |v: Variant| {
-            (0..rows.len()).filter(ok).find(|&i| {
-                rows[i].allocator_spec == *label && rows[i].size == *size && rows[i].variant == v
-            })
-        };
-        let Some(base) = of(Variant::InPlace) else {
-            continue;
-        };
+    labels
+        .iter()
+        .filter_map(|(label, size)| {
+            let of = |v: Variant| {
+                (0..rows.len()).filter(ok).find(|&i| {
+                    rows[i].allocator_spec == *label
+                        && rows[i].size == *size
+                        && rows[i].variant == v
+                })
+            };
+            let base = of(Variant::InPlace)?;
+            let others = Variant::ALL
+                .iter()
+                .filter(|v| **v != Variant::InPlace)
+                .filter_map(|v| of(*v))
+                .collect();
+            Some((base, others))
+        })
+        .collect()
+}
+
+/// Per variant (and size) with at least two rows that ran: the fastest (lowest p50) and
+/// the others.
+fn against_fastest(rows: &[SummaryRow]) -> Vec<(usize, Vec<usize>)> {
+    let mut groups: Vec<(Variant, u64)> = Vec::new();
+    for r in rows {
+        if !groups.contains(&(r.variant, r.size)) {
+            groups.push((r.variant, r.size));
+        }
+    }
+    groups
+        .into_iter()
+        .filter_map(|(variant, size)| {
+            let members: Vec<usize> = (0..rows.len())
+                .filter(|&i| rows[i].status.is_ok())
+                .filter(|&i| rows[i].variant == variant && rows[i].size == size)
+                .collect();
+            if members.len() < 2 {
+                return None;
+            }
+            let &fastest = members
+                .iter()
+                .min_by_key(|&&i| rows[i].p50_ns.unwrap_or(u64::MAX))?;
+            Some((
+                fastest,
+                members.into_iter().filter(|&i| i != fastest).collect(),
+            ))
+        })
+        .collect()
+}
+
+/// Every comparison the explanation lines print, as (base row, other row): each variant
+/// against its allocator's in-place, each allocator against the fastest of its variant.
+pub fn printed_comparisons(rows: &[SummaryRow]) -> Vec<(usize, usize)> {
+    against_in_place(rows)
+        .into_iter()
+        .chain(against_fastest(rows))
+        .flat_map(|(base, others)| others.into_iter().map(move |o| (base, o)))
+        .collect()
+}
+
+/// The explanation lines of cells measured in paired rounds: per allocator, each
+/// variant against in-place with its interval, verdict and the counter differences; per
+/// variant, every allocator against the fastest, and the memory price of the fastest.
+pub fn cell_explanations(cells: &[&Cell], rows: &[SummaryRow], threshold: f64) -> Vec<String> {
+    let mut lines = Vec::new();
+    let width = rows
+        .iter()
+        .map(|r| r.allocator_spec.len())
+        .max()
+        .unwrap_or(0)
+        + 1;
+    for (base, others) in against_in_place(rows) {
         let mut parts = Vec::new();
-        for v in Variant::ALL.iter().filter(|v| **v != Variant::InPlace) {
-            let Some(i) = of(*v) else { continue };
+        for i in others {
             let Some(c) = cells::compare(cells[base], cells[i], threshold) else {
                 continue;
             };
-            let mut s = format!("{v} {}", describe(&c));
+            let mut s = format!("{} {}", rows[i].variant, describe(&c));
             let diffs = counter_diffs(&rows[i], &rows[base]);
             if !diffs.is_empty() {
                 let _ = write!(s, " ({}/it)", diffs.join(", "));
@@ -233,40 +292,21 @@ pub fn cell_explanations(cells: &[&Cell], rows: &[SummaryRow], threshold: f64) -
         if !parts.is_empty() {
             lines.push(format!(
                 "{:width$} vs in-place: {}",
-                format!("{label}:"),
+                format!("{}:", rows[base].allocator_spec),
                 parts.join("; ")
             ));
         }
     }
-    // Allocators against the fastest, per variant (and size).
-    let mut groups: Vec<(Variant, u64)> = Vec::new();
-    for r in rows {
-        if !groups.contains(&(r.variant, r.size)) {
-            groups.push((r.variant, r.size));
-        }
-    }
-    for (variant, size) in groups {
-        let members: Vec<usize> = (0..rows.len())
-            .filter(ok)
-            .filter(|&i| rows[i].variant == variant && rows[i].size == size)
-            .collect();
-        if members.len() < 2 {
-            continue;
-        }
-        let Some(&fastest) = members
-            .iter()
-            .min_by_key(|&&i| rows[i].p50_ns.unwrap_or(u64::MAX))
-        else {
-            continue;
-        };
+    for (fastest, others) in against_fastest(rows) {
         let f = &rows[fastest];
         let mut s = format!(
-            "{variant}: fastest {} (p50 {}, RSS {})",
+            "{}: fastest {} (p50 {}, RSS {})",
+            f.variant,
             f.allocator_spec,
             f.p50_ns.map_or("n/a".into(), |v| fmt_ns(v as f64)),
             f.rss_end_bytes.map_or("n/a".into(), human_bytes)
         );
-        for &i in members.iter().filter(|&&i| i != fastest) {
+        for i in others {
             if let Some(c) = cells::compare(cells[fastest], cells[i], threshold) {
                 let _ = write!(
                     s,

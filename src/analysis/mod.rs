@@ -7,6 +7,8 @@ pub mod command;
 pub mod diff;
 pub mod explain;
 pub mod jumps;
+pub mod noise;
+pub mod order;
 pub mod stats;
 pub mod trace;
 pub mod tune;

@@ -60,6 +60,9 @@ pub enum Command {
     Diff(DiffArgs),
     /// List the allocators (with versions and knobs, and the allocator libraries installed here), workloads and variants.
     List,
+    /// Write the man pages (one per command) or the shell completions, generated from
+    /// these very definitions, into a folder (`make man` does both).
+    Generate(GenerateArgs),
     /// (internal) Report where malloc resolves and the preloaded allocator's knobs, as JSON.
     #[command(hide = true, name = "probe-preload")]
     ProbePreload {
@@ -355,6 +358,23 @@ pub struct TuneArgs {
 }
 
 #[derive(Debug, clap::Args)]
+pub struct GenerateArgs {
+    /// man: roff man pages (alloclab.1, alloclab-compare.1, …); completions: bash, zsh,
+    /// fish, elvish and PowerShell completion scripts.
+    #[arg(value_enum)]
+    pub what: Generated,
+    /// The folder to write into (created if absent).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum Generated {
+    Man,
+    Completions,
+}
+
+#[derive(Debug, clap::Args)]
 pub struct CalibrateArgs {
     /// The allocator the founding case runs under: system, "jemalloc:dirty_decay_ms=-1",
     /// or an installed library, name=/path/lib.so.
@@ -373,6 +393,27 @@ pub struct CalibrateArgs {
     /// Print JSON instead of lines.
     #[arg(long)]
     pub json: bool,
+    /// Instead of the observer: measure where one cell's noise comes from — within a
+    /// process over time, between processes, over the session — and which per-process
+    /// budget gives the narrowest ratio interval in a given time.
+    #[arg(long)]
+    pub noise: bool,
+    /// With --noise: the variant of the cell.
+    #[arg(long, default_value = "in-place", requires = "noise", value_parser = spec::parse_choice::<Variant>)]
+    pub variant: Variant,
+    /// With --noise: worker processes, each keeping every iteration.
+    #[arg(long, default_value_t = 12, requires = "noise", value_parser = clap::value_parser!(u32).range(4..=1000))]
+    pub processes: u32,
+    /// With --noise: seconds each process measures (budgets up to half of it are judged).
+    #[arg(long, default_value_t = 1.0, requires = "noise", value_parser = crate::model::budget::parse_timeout)]
+    pub process_time: f64,
+    /// With --noise: the warm-up the budgets start after, in seconds (compare's
+    /// --warmup-time).
+    #[arg(long = "warmup", default_value_t = 0.01, requires = "noise", value_parser = crate::model::budget::parse_seconds)]
+    pub budget_warmup: f64,
+    /// With --noise: the seconds of processes the ratio figures assume (compare's time).
+    #[arg(long, default_value_t = 10.0, requires = "noise", value_parser = crate::model::budget::parse_timeout)]
+    pub per_seconds: f64,
 }
 
 #[derive(Debug, clap::Args)]
@@ -472,8 +513,10 @@ pub struct CompareArgs {
     /// Also show each run's allocator statistics and effective knobs (table format).
     #[arg(long)]
     pub verbose: bool,
-    /// Worker processes per cell, one per round; rounds are interleaved (every cell once
-    /// per round, in a shuffled order). Medians, intervals and verdicts are over these.
+    /// Worker processes every cell gets, one per round; rounds are interleaved (every
+    /// cell once per round, in a shuffled order). After them, adaptive rounds run only
+    /// the cells of printed comparisons still undecided (or wider than --precision), until
+    /// none is or --max-time. Medians, intervals and verdicts are over all of a cell's.
     #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub processes: u32,
     /// A ratio is called faster or slower only when its whole --confidence interval lies beyond
@@ -483,13 +526,20 @@ pub struct CompareArgs {
     /// Seed of the order within rounds [default: from the clock; printed, to repeat it].
     #[arg(long)]
     pub order_seed: Option<u64>,
-    /// Keep adding rounds (after --processes) until every cell's --confidence interval is within
-    /// ± this percent of its median, or --max-time runs out.
+    /// Keep adding adaptive rounds until every printed comparison (each variant against
+    /// its in-place, each allocator against the fastest of its variant) is decided and its
+    /// --confidence interval is within ± this percent of its ratio, or --max-time runs out
+    /// [default: 5, within 18 s].
     #[arg(long, value_parser = parse_percent)]
     pub precision: Option<f64>,
-    /// With --precision: stop adding rounds after this many seconds.
-    #[arg(long, default_value_t = 120.0, value_parser = crate::model::budget::parse_timeout)]
-    pub max_time: f64,
+    /// Start no round that would end after this many seconds of measuring [default: 18,
+    /// with --precision 60].
+    #[arg(long, value_parser = crate::model::budget::parse_timeout)]
+    pub max_time: Option<f64>,
+    /// Also write a self-contained HTML report (charts with toggles and hover values,
+    /// the findings, the table) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]

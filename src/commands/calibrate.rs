@@ -23,6 +23,15 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
         thp: Default::default(),
         library: alloc.library.clone(),
     };
+    if args.noise {
+        return noise(
+            args,
+            RunSpec {
+                variant: args.variant,
+                ..founding_case
+            },
+        );
+    }
     let workers = preflight::check(&[founding_case]).map_err(Error::bad)?;
     crate::engine::begin();
     let c = calibrate::calibrate(&workers, &alloc, args.size, args.min_time, args.rounds)
@@ -33,4 +42,97 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
         c.describe().iter().map(|l| format!("{l}\n")).collect()
     };
     super::print_out(&text)
+}
+
+/// `--noise`: long processes of one cell, every iteration kept, then the noise within,
+/// between and over them, and the budget that buys the narrowest ratio interval.
+fn noise(args: &CalibrateArgs, spec: RunSpec) -> Result<()> {
+    use crate::analysis::noise::{analyse, Series};
+    use crate::analysis::stats::level;
+    use crate::model::run::WorkerRequest;
+    use crate::ui::interrupt::interrupted;
+    use crate::worker::measure::Budget;
+
+    let workers = preflight::check(std::slice::from_ref(&spec)).map_err(Error::bad)?;
+    let executor = crate::engine::ProcessExecutor::new(
+        workers,
+        crate::counters::CounterMode::Off,
+        std::time::Duration::from_secs_f64(args.process_time * 10.0 + 60.0),
+    )
+    .map_err(|why| Error::RunFailed(why.0))?;
+    crate::engine::begin();
+    let request = WorkerRequest {
+        spec: spec.clone(),
+        // No warm-up: every iteration from the first is kept, and the warm-up a
+        // process needs is read from them.
+        budget: Budget {
+            warmup_time_ns: 0,
+            warmup_iters: 0,
+            min_time_ns: (args.process_time * 1e9) as u64,
+            min_iters: 10,
+            max_iters: 1_000_000,
+        },
+        counters: crate::counters::CounterMode::Off,
+        timeline: true,
+    };
+    let mut progress = crate::ui::progress::Progress::new(args.processes as usize);
+    let mut series = Vec::new();
+    for i in 0..args.processes {
+        if interrupted() {
+            break;
+        }
+        progress.start(&format!("{spec} (process {})", i + 1));
+        let started = std::time::Instant::now();
+        let record = executor.spawn_request(&request, None);
+        let wall = started.elapsed().as_nanos() as u64;
+        progress.finish_one();
+        if interrupted() {
+            break;
+        }
+        let record = record
+            .map_err(|f| Error::RunFailed(format!("process {} failed: {}", i + 1, f.cause)))?;
+        let t0 = record.timeline.first().map_or(0, |x| x.start_ns);
+        series.push(Series {
+            samples: record
+                .timeline
+                .iter()
+                .map(|x| (x.start_ns - t0, x.elapsed_ns))
+                .collect(),
+            outside_ns: wall.saturating_sub(record.measured_wall_ns),
+        });
+    }
+    progress.clear();
+    if series.len() < 4 {
+        return Err(Error::Interrupted(format!(
+            "incomplete: {} of {} processes ran; the noise needs at least 4",
+            series.len(),
+            args.processes
+        )));
+    }
+    let budgets: Vec<f64> = [0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0]
+        .into_iter()
+        .filter(|b| *b <= args.process_time / 2.0 + 1e-9)
+        .collect();
+    let warmup = args.budget_warmup;
+    let n = analyse(&series, warmup, 10, &budgets, args.per_seconds, level());
+    let text = if args.json {
+        serde_json::to_string_pretty(&n).map_err(Error::failed)? + "\n"
+    } else {
+        n.describe(&spec.to_string())
+            .iter()
+            .map(|l| format!("{l}\n"))
+            .collect()
+    };
+    let incomplete = interrupted().then(|| {
+        format!(
+            "incomplete: Ctrl-C after {} of {} processes; the figures above are from those",
+            series.len(),
+            args.processes
+        )
+    });
+    super::print_out(&text)?;
+    match incomplete {
+        Some(note) => Err(Error::Interrupted(note)),
+        None => Ok(()),
+    }
 }

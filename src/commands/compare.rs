@@ -2,7 +2,7 @@
 //! measured in several worker processes over interleaved rounds, printed as one screen
 //! with intervals and verdicts (or Markdown, CSV, JSON).
 
-use crate::analysis::stats::{half_width_pct, level, level_text, median, median_ci};
+use crate::analysis::stats::{half_width_pct, level, level_text};
 use crate::analysis::{cells, explain};
 use crate::cli::CompareArgs;
 use crate::counters::load::Load;
@@ -14,10 +14,40 @@ use crate::model::spec::Variant;
 use crate::model::summary::SummaryRow;
 use crate::ui::interrupt::interrupted;
 use crate::ui::progress::Progress;
+use std::fmt::Write as _;
 use std::time::Duration;
+
+/// Seconds compare measures for at most by default, and with --precision; the
+/// precision adaptive rounds aim at by default (a fraction).
+pub const MAX_TIME: f64 = 18.0;
+pub const DEFAULT_PRECISION: f64 = 0.05;
+pub const PRECISION_MAX_TIME: f64 = 60.0;
+
+/// What the adaptive rounds did, for the method line.
+#[derive(Default)]
+struct Adaptive {
+    rounds: u32,
+    runs: usize,
+    open: usize,
+    total: usize,
+    stopped: Option<&'static str>,
+}
 
 pub fn run(args: CompareArgs) -> Result<()> {
     let specs = args.specs()?;
+    if let Some(path) = &args.html {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => std::path::Path::new("."),
+        };
+        if !dir.is_dir() || path.is_dir() {
+            return Err(Error::BadInput(format!(
+                "--html {}: {} is not a folder; give a file in an existing folder, e.g. --html compare.html",
+                path.display(),
+                if path.is_dir() { path.display() } else { dir.display() }
+            )));
+        }
+    }
     let workers = preflight::check(&specs).map_err(Error::bad)?;
     let mut executor = ProcessExecutor::new(
         workers,
@@ -31,21 +61,46 @@ pub fn run(args: CompareArgs) -> Result<()> {
     let load_start = Load::now();
     let mut progress = Progress::new(planned);
     let started = std::time::Instant::now();
+    // Every cell runs --processes rounds; after that, further rounds go only to the
+    // cells of printed comparisons that are still open (undecided, or wider than
+    // --precision), while the next round fits into --max-time.
+    let precision = args.precision.unwrap_or(DEFAULT_PRECISION);
+    let max_time = args.max_time.unwrap_or(if args.precision.is_some() {
+        PRECISION_MAX_TIME
+    } else {
+        MAX_TIME
+    });
+    let mut adaptive = Adaptive::default();
     let mut more = |done: u32, cells: &[Cell], progress: &mut Progress| {
         if done < args.processes {
-            return true;
+            return Some(vec![true; cells.len()]);
         }
-        let Some(p) = args.precision else {
-            return false;
-        };
-        let open = cells.iter().any(|c| half_width(c).is_none_or(|h| h > p));
-        let go = open && started.elapsed().as_secs_f64() < args.max_time;
-        if go {
-            progress.set_total((done as usize + 1) * specs.len());
+        let (open, total) = cells::open_comparisons(cells, args.noise_threshold, Some(precision));
+        adaptive.open = open.len();
+        adaptive.total = total;
+        if open.is_empty() {
+            adaptive.stopped = Some("every printed comparison is decided");
+            return None;
         }
-        go
+        let mut part = vec![false; cells.len()];
+        for (b, o) in open {
+            part[b] = true;
+            part[o] = true;
+        }
+        let runs: usize = cells.iter().map(|c| c.runs.len()).sum();
+        let elapsed = started.elapsed().as_secs_f64();
+        let per_run = elapsed / runs.max(1) as f64;
+        let next = part.iter().filter(|p| **p).count();
+        if elapsed + per_run * next as f64 > max_time {
+            adaptive.stopped = Some("--max-time");
+            return None;
+        }
+        adaptive.rounds += 1;
+        adaptive.runs += next;
+        progress.set_total(runs + next);
+        Some(part)
     };
-    let all = engine::run_rounds_while(
+    let session = engine::run_rounds_while(
         &specs,
         &args.budget.budget(),
         order_seed,
@@ -53,12 +108,15 @@ pub fn run(args: CompareArgs) -> Result<()> {
         &mut progress,
         &mut more,
     );
+    let order = compare_order_effect(&session);
+    let all = session.cells;
     progress.clear();
     let load_end = Load::now();
     let done: usize = all.iter().map(|c| c.runs.len()).sum();
     let incomplete = interrupted().then(|| {
         format!(
-            "incomplete: Ctrl-C after {done} of {planned} runs; the rows below are from the finished ones"
+            "incomplete: Ctrl-C after {done} of {} runs; the rows below are from the finished ones",
+            planned + adaptive.runs
         )
     });
     let cells: Vec<&Cell> = all.iter().filter(|c| !c.runs.is_empty()).collect();
@@ -74,12 +132,14 @@ pub fn run(args: CompareArgs) -> Result<()> {
             println!("{note}");
         }
     }
+    let mut page_findings: Vec<String> = Vec::new();
+    let mut page_method = String::new();
     if !rows.is_empty() {
         super::print_out(&match args.format {
             Format::Table => {
                 let lvl = level_text();
                 let method = format!(
-                    "{} process(es) per cell in interleaved rounds (order seed {order_seed}); p50 and counts are medians over processes, ±p50 its {lvl} interval{}; a ratio is significant when its whole interval of at least {lvl} lies beyond ±{} %",
+                    "{} process(es) per cell or more (procs) in interleaved rounds (order seed {order_seed}); p50 and counts are medians over processes, ±p50 its {lvl} interval{}; a ratio is significant when its whole interval of at least {lvl} lies beyond ±{} %",
                     args.processes,
                     coverage_note(&rows),
                     args.noise_threshold * 100.0
@@ -91,38 +151,15 @@ pub fn run(args: CompareArgs) -> Result<()> {
                         .into_iter()
                         .map(|n| format!("note: {n}")),
                 );
-                if let Some(p) = args.precision {
-                    let rounds = cells.iter().map(|c| c.runs.len()).max().unwrap_or(0);
-                    let open: Vec<String> = cells
-                        .iter()
-                        .filter_map(|c| {
-                            let h = half_width(c);
-                            h.is_none_or(|h| h > p).then(|| {
-                                format!(
-                                    "{} {} {}",
-                                    c.spec.allocator_label(),
-                                    c.spec.variant,
-                                    h.map_or("no interval".into(), |h| format!(
-                                        "±{:.1} %",
-                                        h * 100.0
-                                    ))
-                                )
-                            })
-                        })
-                        .collect();
-                    lines.push(format!(
-                        "precision ±{} %: reached by {} of {} cells after {rounds} rounds ({:.0} s){}",
-                        p * 100.0,
-                        cells.len() - open.len(),
-                        cells.len(),
-                        started.elapsed().as_secs_f64(),
-                        if open.is_empty() {
-                            String::new()
-                        } else {
-                            format!("; not reached (--max-time {} s): {}", args.max_time, open.join(", "))
-                        }
-                    ));
-                }
+                lines.push(adaptive_line(
+                    &all,
+                    &adaptive,
+                    &args,
+                    precision,
+                    max_time,
+                    started.elapsed().as_secs_f64(),
+                ));
+                lines.extend(order.as_ref().and_then(|e| e.describe(level(), "runs")));
                 let cpus = std::thread::available_parallelism()
                     .ok()
                     .map(|n| n.get() as u64);
@@ -131,10 +168,15 @@ pub fn run(args: CompareArgs) -> Result<()> {
                         .into_iter()
                         .map(|n| format!("noisy: {n}")),
                 );
+                page_findings = lines.clone();
+                page_method = method.clone();
                 table::compare_screen(&outcomes, &rows, &method, &lines, args.verbose)
             }
             format => export::render(format, &rows),
         })?;
+    }
+    if let Some(path) = &args.html {
+        write_html(path, &outcomes, &rows, &page_method, &page_findings, &args)?;
     }
     if let Some(note) = incomplete {
         return Err(Error::Interrupted(note));
@@ -143,13 +185,107 @@ pub fn run(args: CompareArgs) -> Result<()> {
     super::failed_runs(failed, rows.len(), "cells")
 }
 
-/// The half-width of a cell's p50 interval, as a fraction of its median (None without an
-/// interval yet).
-fn half_width(cell: &Cell) -> Option<f64> {
-    let p50s: Vec<f64> = cell.records().map(|(_, r)| r.p50_ns as f64).collect();
-    let center = median(&p50s)?;
-    let ci = median_ci(&p50s, level())?;
-    Some(half_width_pct(center, ci) / 100.0)
+/// compare's report.html: the table's screen, its findings and the cells' charts.
+fn write_html(
+    path: &std::path::Path,
+    outcomes: &[Outcome],
+    rows: &[SummaryRow],
+    method: &str,
+    findings: &[String],
+    args: &CompareArgs,
+) -> Result<()> {
+    use crate::export::html;
+    let screen = table::compare_screen(outcomes, rows, method, findings, args.verbose);
+    let environment: Vec<String> = screen
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::to_string)
+        .collect();
+    let findings = if findings.is_empty() {
+        // Another --format: the findings are computed for the page alone.
+        explain::explanations(rows)
+    } else {
+        findings.to_vec()
+    };
+    let page = html::Page {
+        title: format!(
+            "alloclab compare: {}, {} elements",
+            args.workload,
+            crate::fmt::group_thousands(args.size as i64)
+        ),
+        environment,
+        findings,
+        figures: html::cell_figures(rows),
+        text: vec![("The table".into(), screen)],
+    };
+    crate::export::results::write_atomic(path, page.render().as_bytes())
+        .map_err(|e| Error::RunFailed(format!("cannot write --html {}: {e}", path.display())))?;
+    eprintln!("report: {}", path.display());
+    Ok(())
+}
+
+/// Whether a run's p50 depends on the cell that ran before it (by its allocator and
+/// variant), from the session's order.
+fn compare_order_effect(session: &engine::Session) -> Option<crate::analysis::order::OrderEffect> {
+    use crate::analysis::order::{order_effect, runs_in_sequence, PERMUTATIONS, SEED};
+    let p50 = |cell: usize, round: u32| {
+        session.cells[cell]
+            .records()
+            .find(|(r, _)| *r == round)
+            .map(|(_, rec)| rec.p50_ns as f64)
+    };
+    let sequence: Vec<(usize, Option<f64>)> = session
+        .sequence
+        .iter()
+        .map(|&(cell, round)| (cell, p50(cell, round)))
+        .collect();
+    let name = |cell: usize| {
+        let s = &session.cells[cell].spec;
+        format!("{} {}", s.allocator_label(), s.variant)
+    };
+    order_effect(&runs_in_sequence(&sequence, &name), PERMUTATIONS, SEED)
+}
+
+/// What the adaptive rounds did and what is still open after them.
+fn adaptive_line(
+    all: &[Cell],
+    adaptive: &Adaptive,
+    args: &CompareArgs,
+    precision: f64,
+    max_time: f64,
+    seconds: f64,
+) -> String {
+    let (open, total) = cells::open_comparisons(all, args.noise_threshold, Some(precision));
+    let goal = format!(
+        " and within ±{} %",
+        crate::fmt::trim_float(precision * 100.0)
+    );
+    let mut s = format!(
+        "rounds: {} for every cell, then {} adaptive round(s) ({} runs) for the cells of comparisons still undecided or wider than the precision; {} of {total} printed comparisons decided{goal} after {seconds:.0} s",
+        args.processes,
+        adaptive.rounds,
+        adaptive.runs,
+        total - open.len(),
+    );
+    if !open.is_empty() {
+        let names: Vec<String> = open
+            .iter()
+            .map(|&(b, o)| {
+                let name = |c: &Cell| format!("{} {}", c.spec.allocator_label(), c.spec.variant);
+                let width = cells::compare(&all[b], &all[o], args.noise_threshold)
+                    .and_then(|c| Some(half_width_pct(c.ratio, c.interval?)))
+                    .map_or("no interval".into(), |h| format!("±{h:.1} %"));
+                format!("{} vs {} {width}", name(&all[o]), name(&all[b]))
+            })
+            .collect();
+        let why = if adaptive.stopped == Some("--max-time") {
+            format!(" at --max-time {} s", crate::fmt::trim_float(max_time))
+        } else {
+            String::new()
+        };
+        let _ = write!(s, "; still open{why}: {}", names.join(", "));
+    }
+    s
 }
 
 /// Where too few processes keep the interval from reaching the level, says what it reaches.

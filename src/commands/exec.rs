@@ -108,7 +108,8 @@ pub fn run(args: &ExecArgs) -> Result<()> {
             let mut s = output::header(&record);
             s.push('\n');
             s.push_str(&output::to_table(&rows));
-            let lines = output::explanations(&rows);
+            let mut lines = output::explanations(&rows);
+            lines.extend(output::order_line(&record));
             if !lines.is_empty() {
                 s.push('\n');
                 for l in lines {

@@ -33,12 +33,63 @@ pub fn dispatch(command: Command) -> Result<()> {
         Command::Sweep(args) => sweep::run(&args),
         Command::Trace(args) => trace::run(&args),
         Command::Diff(args) => diff::run(&args),
+        Command::Generate(args) => generate(&args),
         Command::ProbePreload { kind, knob } => {
             let report = crate::engine::probe::probe_here(&kind, &knob);
             let text = serde_json::to_string(&report).map_err(Error::failed)?;
             print_out(&(text + "\n"))
         }
     }
+}
+
+/// `alloclab generate`: man pages or shell completions from the clap definitions.
+fn generate(args: &crate::cli::GenerateArgs) -> Result<()> {
+    use clap::CommandFactory;
+    let fail = |e: std::io::Error| {
+        Error::RunFailed(format!("cannot write into {}: {e}", args.out.display()))
+    };
+    std::fs::create_dir_all(&args.out).map_err(fail)?;
+    let mut written = Vec::new();
+    match args.what {
+        crate::cli::Generated::Man => {
+            // Every command's page; clap_mangen leaves out `help` itself.
+            clap_mangen::generate_to(crate::cli::Cli::command(), &args.out).map_err(fail)?;
+            for e in std::fs::read_dir(&args.out).map_err(fail)?.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if name.starts_with("alloclab") && name.ends_with(".1") {
+                    written.push(name);
+                }
+            }
+        }
+        crate::cli::Generated::Completions => {
+            use clap_complete::Shell;
+            for shell in [
+                Shell::Bash,
+                Shell::Zsh,
+                Shell::Fish,
+                Shell::Elvish,
+                Shell::PowerShell,
+            ] {
+                let mut cmd = crate::cli::Cli::command();
+                let path = clap_complete::generate_to(shell, &mut cmd, "alloclab", &args.out)
+                    .map_err(fail)?;
+                written.push(
+                    path.file_name()
+                        .unwrap_or_default()
+                        .to_string_lossy()
+                        .into_owned(),
+                );
+            }
+        }
+    }
+    written.sort();
+    eprintln!(
+        "wrote {} file(s) into {}: {}",
+        written.len(),
+        args.out.display(),
+        written.join(", ")
+    );
+    Ok(())
 }
 
 /// Prints a command's result on stdout; a closed pipe (`| head`) is not an error.

@@ -358,38 +358,63 @@ pub fn run_rounds(
     executor: &mut dyn Executor,
     progress: &mut Progress,
 ) -> Vec<Cell> {
+    let every = vec![true; specs.len()];
     run_rounds_while(
         specs,
         budget,
         order_seed,
         executor,
         progress,
-        &mut |done, _, _| done < rounds,
+        &mut |done, _, _| (done < rounds).then(|| every.clone()),
     )
+    .cells
 }
 
-/// [`run_rounds`] for as long as `more(rounds done, cells so far, progress)` says: the
-/// precision mode adds rounds until every cell's interval is narrow enough (and grows
-/// the progress total as it does).
+/// Whether another round runs after `done`, and which cells take part: the plan of
+/// [`run_rounds_while`].
+pub type MoreRounds<'a> = &'a mut dyn FnMut(u32, &[Cell], &mut Progress) -> Option<Vec<bool>>;
+
+/// What [`run_rounds_while`] measured: the cells, and every run in the order it ran as
+/// (cell, round) — the run before each one, for order effects.
+pub struct Session {
+    pub cells: Vec<Cell>,
+    pub sequence: Vec<(usize, u32)>,
+}
+
+/// [`run_rounds`] for as long as `more(rounds done, cells so far, progress)` says, with
+/// the cells it names (`Some(takes part, per cell)`; `None` ends the session): adaptive
+/// rounds go on only for the cells whose comparisons are still open (and grow the
+/// progress total as they do).
 pub fn run_rounds_while(
     specs: &[RunSpec],
     budget: &Budget,
     order_seed: u64,
     executor: &mut dyn Executor,
     progress: &mut Progress,
-    more: &mut dyn FnMut(u32, &[Cell], &mut Progress) -> bool,
-) -> Vec<Cell> {
+    more: MoreRounds<'_>,
+) -> Session {
     struct Cells<'a> {
         specs: &'a [RunSpec],
         budget: &'a Budget,
         executor: &'a mut dyn Executor,
         progress: &'a mut Progress,
-        more: &'a mut dyn FnMut(u32, &[Cell], &mut Progress) -> bool,
+        more: MoreRounds<'a>,
+        taking_part: Vec<bool>,
         cells: Vec<Cell>,
+        sequence: Vec<(usize, u32)>,
     }
     impl Rounds for Cells<'_> {
         fn more(&mut self, done: u32) -> bool {
-            (self.more)(done, &self.cells, self.progress)
+            match (self.more)(done, &self.cells, self.progress) {
+                Some(part) => {
+                    self.taking_part = part;
+                    true
+                }
+                None => false,
+            }
+        }
+        fn takes_part(&self, subject: usize) -> bool {
+            self.taking_part.get(subject).copied().unwrap_or(true)
         }
         fn step(&mut self, i: usize, pass: Pass, _: usize) -> Next {
             let Pass::Round(round) = pass else {
@@ -405,6 +430,7 @@ pub fn run_rounds_while(
                 return Next::Stop;
             }
             self.cells[i].runs.push((round, result));
+            self.sequence.push((i, round));
             Next::Keep
         }
     }
@@ -414,6 +440,8 @@ pub fn run_rounds_while(
         executor,
         progress,
         more,
+        taking_part: Vec::new(),
+        sequence: Vec::new(),
         cells: specs
             .iter()
             .map(|spec| Cell {
@@ -428,7 +456,10 @@ pub fn run_rounds_while(
         seed: order_seed,
     }
     .run(&mut plan);
-    plan.cells
+    Session {
+        cells: plan.cells,
+        sequence: plan.sequence,
+    }
 }
 
 /// Measures `base` at `size` for a cliff search: the run's record and its `metric`.

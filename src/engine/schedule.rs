@@ -88,7 +88,7 @@ impl Schedule {
     fn one_round(&self, pass: Pass, retired: &mut [bool], plan: &mut dyn Rounds) -> bool {
         let mut position = 0;
         for i in self.order(pass) {
-            if retired[i] {
+            if retired[i] || (matches!(pass, Pass::Round(_)) && !plan.takes_part(i)) {
                 continue;
             }
             if interrupted() {
@@ -123,6 +123,12 @@ impl Schedule {
 /// wanted (after `done` of them), and one subject's run.
 pub trait Rounds {
     fn more(&mut self, done: u32) -> bool;
+    /// Whether `subject` runs in the measured round that [`Rounds::more`] has just
+    /// allowed (adaptive rounds spend further rounds only where a verdict is still
+    /// open); every subject by default. The others keep their place in the order.
+    fn takes_part(&self, _subject: usize) -> bool {
+        true
+    }
     /// Runs `subject` in `pass` at `position` (its place in that round's order, 0-based)
     /// and says what happens to it next.
     fn step(&mut self, subject: usize, pass: Pass, position: usize) -> Next;
@@ -185,6 +191,45 @@ mod tests {
                 .map(|r| other.order(Pass::Round(r)))
                 .collect::<Vec<_>>()
         );
+    }
+
+    #[test]
+    fn a_subject_that_does_not_take_part_skips_the_round_and_the_others_keep_their_order() {
+        struct Half(Vec<(usize, u32, usize)>, u32);
+        impl Rounds for Half {
+            fn more(&mut self, done: u32) -> bool {
+                self.1 = done;
+                done < 4
+            }
+            fn takes_part(&self, subject: usize) -> bool {
+                self.1 < 2 || subject.is_multiple_of(2)
+            }
+            fn step(&mut self, subject: usize, pass: Pass, position: usize) -> Next {
+                let Pass::Round(r) = pass else { unreachable!() };
+                self.0.push((subject, r, position));
+                Next::Keep
+            }
+        }
+        let s = Schedule {
+            subjects: 5,
+            warmup: 0,
+            seed: 3,
+        };
+        let mut plan = Half(Vec::new(), 0);
+        assert_eq!(s.run(&mut plan), Ended::Finished);
+        let runs = |i: usize| plan.0.iter().filter(|x| x.0 == i).count();
+        assert_eq!((0..5).map(runs).collect::<Vec<_>>(), vec![4, 2, 4, 2, 4]);
+        for r in 2..4 {
+            let got: Vec<usize> = plan.0.iter().filter(|x| x.1 == r).map(|x| x.0).collect();
+            let want: Vec<usize> = s
+                .order(Pass::Round(r))
+                .into_iter()
+                .filter(|i| i % 2 == 0)
+                .collect();
+            assert_eq!(got, want);
+            let positions: Vec<usize> = plan.0.iter().filter(|x| x.1 == r).map(|x| x.2).collect();
+            assert_eq!(positions, vec![0, 1, 2]);
+        }
     }
 
     #[test]

@@ -202,6 +202,22 @@ pub fn explanations(rows: &[ExecRow]) -> Vec<String> {
     lines
 }
 
+/// "order: …" when a run's wall time depends on the allocator that ran before it (from
+/// the rounds' shuffled orders); None when it does not, or the order was not recorded.
+pub fn order_line(record: &ExecRecord) -> Option<String> {
+    use crate::analysis::order::{order_effect, runs_in_sequence, PERMUTATIONS, SEED};
+    let mut runs: Vec<(u32, u32, usize, f64)> = Vec::new();
+    for (i, a) in record.allocators.iter().enumerate() {
+        for r in &a.runs {
+            runs.push((r.round, r.position?, i, r.wall_ns as f64));
+        }
+    }
+    runs.sort_by_key(|r| (r.0, r.1));
+    let sequence: Vec<(usize, Option<f64>)> = runs.iter().map(|r| (r.2, Some(r.3))).collect();
+    let name = |i: usize| record.allocators[i].allocator.clone();
+    order_effect(&runs_in_sequence(&sequence, &name), PERMUTATIONS, SEED)?.describe(level(), "runs")
+}
+
 /// The lines above the table: the command, how it was run, and what counted.
 pub fn header(record: &ExecRecord) -> String {
     let e = &record.environment;
@@ -313,7 +329,8 @@ pub fn save(folder: &Folder, record: &ExecRecord) -> Result<(), String> {
     md.push_str(&header(record));
     md.push_str("```\n\n");
     md.push_str(&to_markdown(&rows));
-    let lines = explanations(&rows);
+    let mut lines = explanations(&rows);
+    lines.extend(order_line(record));
     if !lines.is_empty() {
         md.push('\n');
         for l in lines {
@@ -325,6 +342,16 @@ pub fn save(folder: &Folder, record: &ExecRecord) -> Result<(), String> {
 Run times per allocator: `histograms/<allocator>.us.csv` (HdrHistogram, µs). Every run: `exec.json`.\n",
     );
     folder.text("REPORT.md", &md).map_err(err)?;
+    let mut findings = explanations(&rows);
+    findings.extend(order_line(record));
+    let page = super::html::Page {
+        title: format!("alloclab exec: {}", shell_words(&record.command)),
+        environment: header(record).lines().map(str::to_string).collect(),
+        findings,
+        figures: super::html::exec_figures(&rows),
+        text: vec![("REPORT.md".into(), md.clone())],
+    };
+    folder.text("report.html", &page.render()).map_err(err)?;
     Ok(())
 }
 

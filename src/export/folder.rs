@@ -74,6 +74,7 @@ impl Kind {
                     "summary.csv",
                     "env.json",
                     "REPORT.md",
+                    "report.html",
                     STATUS_FILE,
                     "plan.json",
                     "calibration.json",
@@ -91,6 +92,7 @@ impl Kind {
                     "summary.csv",
                     "env.json",
                     "REPORT.md",
+                    "report.html",
                     STATUS_FILE,
                     "exec.json",
                 ],
@@ -101,6 +103,7 @@ impl Kind {
                     "summary.csv",
                     "env.json",
                     "REPORT.md",
+                    "report.html",
                     STATUS_FILE,
                     "sweep.json",
                     "cliffs.json",
@@ -113,7 +116,13 @@ impl Kind {
                 ],
             ),
             Kind::Trace => (
-                &["env.json", "REPORT.md", STATUS_FILE, "trace.json"],
+                &[
+                    "env.json",
+                    "REPORT.md",
+                    "report.html",
+                    STATUS_FILE,
+                    "trace.json",
+                ],
                 &[
                     ("timeline", ".csv"),
                     ("runs", ".json"),

@@ -6,6 +6,7 @@ pub mod csv;
 pub mod exec;
 pub mod folder;
 pub mod hdr;
+pub mod html;
 pub mod plots;
 pub mod report_md;
 pub mod results;

@@ -193,6 +193,10 @@ pub fn rebuild(
     }
     let md = report_markdown(loaded, &rows, &outcomes, &env, &plot_files);
     write_atomic(&root.join("REPORT.md"), md.as_bytes())?;
+    write_atomic(
+        &root.join("report.html"),
+        report_html(loaded, &rows, &env, &md).as_bytes(),
+    )?;
     Ok(Rebuilt {
         planned: loaded.plan.runs.len(),
         ok: rows.iter().filter(|r| r.status.is_ok()).count(),
@@ -504,6 +508,39 @@ fn thp_note(rows: &[SummaryRow], env: &serde_json::Value) -> Option<String> {
             "Note: mimalloc asks for transparent huge pages (THP here: {thp}), so one of its faults can map 2 MiB where the others fault 4 KiB pages: its fault counts are not comparable page for page. `thp = [\"never\"]` in the experiment, or `mimalloc:allow_thp=0`, makes them comparable."
         )
     })
+}
+
+/// The run folder's report.html: the findings of REPORT.md, charts of its cells (against
+/// size, with the cliffs marked, for a sweep), and REPORT.md itself.
+fn report_html(loaded: &Loaded, rows: &[SummaryRow], env: &serde_json::Value, md: &str) -> String {
+    use super::html;
+    let e = &loaded.plan.experiment;
+    let figures = if html::is_sweep(rows) {
+        let cliffs: Vec<(f64, String)> = loaded
+            .cliffs
+            .iter()
+            .filter(|c| c.unresolved.is_none())
+            .map(|c| {
+                (
+                    c.above_size as f64,
+                    format!("{} {} {}", c.allocator, c.variant, c.metric),
+                )
+            })
+            .collect();
+        html::sweep_figures(rows, &cliffs)
+    } else {
+        html::cell_figures(rows)
+    };
+    let mut environment = vec![e.description.clone()];
+    environment.extend(html::environment_lines(env));
+    html::Page {
+        title: format!("alloclab run: {}", e.name),
+        environment,
+        findings: html::findings_of_markdown(md),
+        figures,
+        text: vec![("REPORT.md".into(), md.to_string())],
+    }
+    .render()
 }
 
 #[cfg(test)]

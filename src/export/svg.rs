@@ -211,8 +211,31 @@ fn nice_step(raw: f64) -> f64 {
     nice * p
 }
 
+/// What an interactive page adds to a series: `data-*` attributes (the page's toggles
+/// hide every series whose attribute is switched off), one hover text per point, and an
+/// interval per point drawn as a whisker.
+#[derive(Clone, Debug, Default)]
+pub struct SeriesMeta {
+    pub attrs: Vec<(&'static str, String)>,
+    pub tips: Vec<String>,
+    pub bands: Vec<Option<(f64, f64)>>,
+}
+
+/// The interactive extras of a chart: per series (by index), and vertical marks at x
+/// values with a label (cliffs).
+#[derive(Clone, Debug, Default)]
+pub struct Extras {
+    pub series: Vec<SeriesMeta>,
+    pub marks: Vec<(f64, String)>,
+}
+
 /// Renders the chart as a standalone SVG document.
 pub fn render(chart: &Chart) -> String {
+    render_with(chart, &Extras::default())
+}
+
+/// [`render`] with interactive extras (for report.html; plain SVG files use none).
+pub fn render_with(chart: &Chart, extras: &Extras) -> String {
     let xs: Vec<f64> = chart
         .series
         .iter()
@@ -222,6 +245,12 @@ pub fn render(chart: &Chart) -> String {
         .series
         .iter()
         .flat_map(|s| s.points.iter().map(|p| p.1))
+        .chain(
+            extras
+                .series
+                .iter()
+                .flat_map(|m| m.bands.iter().flatten().flat_map(|b| [b.0, b.1])),
+        )
         .collect();
     // The legend gets as much room as its longest label needs (≈ 7.5 px a character).
     let longest = chart
@@ -313,13 +342,50 @@ pub fn render(chart: &Chart) -> String {
         (y0 + y1) / 2.0,
         esc(&chart.y.label)
     );
+    for (x, label) in &extras.marks {
+        let px = xm.map(*x);
+        let _ = writeln!(
+            s,
+            r##"<g class="mark"><line x1="{px:.1}" y1="{y1}" x2="{px:.1}" y2="{y0}" stroke="#c0392b" stroke-width="1.5" stroke-dasharray="6,4"/><text x="{:.1}" y="{}" fill="#c0392b" font-size="11">{}</text></g>"##,
+            px + 4.0,
+            y1 + 14.0,
+            esc(label)
+        );
+    }
     // Series.
-    for series in &chart.series {
-        let pts: Vec<String> = series
+    let no_meta = SeriesMeta::default();
+    for (i, series) in chart.series.iter().enumerate() {
+        let meta = extras.series.get(i).unwrap_or(&no_meta);
+        let attrs: String = meta
+            .attrs
+            .iter()
+            .map(|(k, v)| format!(r#" data-{k}="{}""#, esc(v)))
+            .collect();
+        if !attrs.is_empty() {
+            let _ = writeln!(s, r#"<g class="series"{attrs}>"#);
+        }
+        let kept: Vec<(usize, f64, f64)> = series
             .points
             .iter()
-            .filter(|(x, y)| x.is_finite() && y.is_finite())
-            .map(|&(x, y)| format!("{:.1},{:.1}", xm.map(x), ym.map(y)))
+            .enumerate()
+            .filter(|(_, (x, y))| x.is_finite() && y.is_finite())
+            .map(|(k, &(x, y))| (k, x, y))
+            .collect();
+        for &(k, x, _) in &kept {
+            if let Some(Some((lo, hi))) = meta.bands.get(k) {
+                let px = xm.map(x);
+                let _ = writeln!(
+                    s,
+                    r#"<line x1="{px:.1}" y1="{:.1}" x2="{px:.1}" y2="{:.1}" stroke="{}" stroke-width="1.5" opacity="0.7"/>"#,
+                    ym.map(*lo),
+                    ym.map(*hi),
+                    series.color
+                );
+            }
+        }
+        let pts: Vec<String> = kept
+            .iter()
+            .map(|&(_, x, y)| format!("{:.1},{:.1}", xm.map(x), ym.map(y)))
             .collect();
         let dash = series
             .dash
@@ -331,19 +397,43 @@ pub fn render(chart: &Chart) -> String {
             series.color,
             pts.join(" ")
         );
-        for p in &pts {
+        for (p, &(k, _, _)) in pts.iter().zip(&kept) {
             let (x, y) = p.split_once(',').unwrap_or(("0", "0"));
-            let _ = writeln!(
-                s,
-                r#"<circle cx="{x}" cy="{y}" r="2.5" fill="{}"/>"#,
-                series.color
-            );
+            match meta.tips.get(k) {
+                Some(tip) => {
+                    let _ = writeln!(
+                        s,
+                        r#"<circle cx="{x}" cy="{y}" r="4" fill="{}"><title>{}</title></circle>"#,
+                        series.color,
+                        esc(tip)
+                    );
+                }
+                None => {
+                    let _ = writeln!(
+                        s,
+                        r#"<circle cx="{x}" cy="{y}" r="2.5" fill="{}"/>"#,
+                        series.color
+                    );
+                }
+            }
+        }
+        if !attrs.is_empty() {
+            s.push_str("</g>\n");
         }
     }
     // Legend.
     let lx = x1 + 16.0;
     for (i, series) in chart.series.iter().enumerate() {
         let y = y1 + 8.0 + i as f64 * 20.0;
+        let attrs: String = extras.series.get(i).map_or(String::new(), |m| {
+            m.attrs
+                .iter()
+                .map(|(k, v)| format!(r#" data-{k}="{}""#, esc(v)))
+                .collect()
+        });
+        if !attrs.is_empty() {
+            let _ = writeln!(s, r#"<g class="legend"{attrs}>"#);
+        }
         let dash = series
             .dash
             .map(|d| format!(r#" stroke-dasharray="{d}" stroke-linecap="round""#))
@@ -361,6 +451,9 @@ pub fn render(chart: &Chart) -> String {
             y + 4.0,
             esc(&series.label)
         );
+        if !attrs.is_empty() {
+            s.push_str("</g>\n");
+        }
     }
     s.push_str("</svg>\n");
     s

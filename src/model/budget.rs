@@ -109,8 +109,10 @@ pub fn secs_to_ns(secs: f64) -> u64 {
 /// The measurement budget, shared by the worker and the driver's commands.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BudgetArgs {
-    /// Measure at least this many seconds (per process)…
-    #[arg(long, default_value_t = 0.07, value_parser = parse_seconds, allow_negative_numbers = true)]
+    /// Measure at least this many seconds (per process)… [0.02 s: `alloclab calibrate
+    /// --noise` found shorter processes, more of them, give narrower ratio intervals in
+    /// the same time]
+    #[arg(long, default_value_t = 0.02, value_parser = parse_seconds, allow_negative_numbers = true)]
     pub min_time: f64,
     /// …and at least this many iterations…
     #[arg(long, default_value_t = 10)]
@@ -119,7 +121,7 @@ pub struct BudgetArgs {
     #[arg(long, default_value_t = 10_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_iters: u64,
     /// Warm up for at least this many seconds…
-    #[arg(long, default_value_t = 0.02, value_parser = parse_seconds, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 0.01, value_parser = parse_seconds, allow_negative_numbers = true)]
     pub warmup_time: f64,
     /// …and at least this many iterations.
     #[arg(long, default_value_t = 3)]

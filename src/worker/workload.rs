@@ -31,14 +31,16 @@ pub fn input_bytes(size: usize, seed: u64) -> Vec<u8> {
     out
 }
 
-/// FNV-1a over the bit patterns of the output: equal only if every element is equal.
+/// An FNV-1a-style hash of the bit patterns of the output, one 64-bit element per step
+/// (each step depends on the last, so order counts): equal only if every element is
+/// equal, barring a collision.
+/// Byte by byte it took 10 ms of every worker's start at 1e6 elements.
 pub fn checksum_f64(values: &[f64]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for v in values {
-        for b in v.to_bits().to_le_bytes() {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
+        h ^= v.to_bits();
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        h ^= h >> 29;
     }
     h
 }

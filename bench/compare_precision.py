@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""How fast compare's verdicts become trustworthy, measured in one session.
+
+Runs, with the release build:
+  1. `alloclab compare --size SIZE --precision 2` once: the reference ratios, and whether
+     every printed comparison reached ±2 % (and in how many seconds);
+  2. `alloclab compare --size SIZE` (defaults) REPEAT times: seconds, the median
+     half-width of the "vs in-place" ratio intervals, and whether every comparison whose
+     reference effect is at least 10 % got the reference's direction;
+  3. an A/A compare REPEAT times: jemalloc against jemalloc with dirty_decay_ms at its
+     own default (10000: the same allocator behaviour, reached through MALLOC_CONF),
+     in-place and out-of-place: any "faster"/"slower" between the twins is a false
+     verdict; and two default compare runs (JSON) diffed with `alloclab diff`: any cell
+     called faster or slower is one too.
+
+Prints one summary; nothing is asserted (speed belongs here, not in tests).
+Usage: python3 bench/compare_precision.py [--size 1000000] [--repeat 3]
+"""
+import argparse
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+ALLOCLAB = "target/release/alloclab"
+DECIDED = re.compile(
+    r"(?P<variant>out-of-place|reuse|fused) (?P<r>[\d.]+)x (?P<dir>slower|faster) "
+    r"\[(?P<lo>[\d.]+)x, (?P<hi>[\d.]+)x\]"
+)
+OPEN = re.compile(
+    r"(?P<variant>out-of-place|reuse|fused) (?:no significant difference|undecided) "
+    r"\((?P<r>[\d.]+)x \[(?P<lo>[\d.]+)x, (?P<hi>[\d.]+)x\]"
+)
+
+
+def run(args):
+    start = time.monotonic()
+    out = subprocess.run(
+        [ALLOCLAB, "compare", *args], capture_output=True, text=True, check=False
+    )
+    seconds = time.monotonic() - start
+    if out.returncode not in (0, 1):
+        sys.exit(f"alloclab compare {' '.join(args)} failed:\n{out.stderr[-2000:]}")
+    return out.stdout, seconds
+
+
+def vs_in_place(text):
+    """{(allocator, variant): (ratio, low, high, verdict)} from the "vs in-place" lines.
+    A faster ratio is printed inverted ("1.39x faster" is 1/1.39)."""
+    found = {}
+    for line in text.splitlines():
+        if " vs in-place: " not in line:
+            continue
+        alloc = line.split(":")[0].strip()
+        for rx in (DECIDED, OPEN):
+            for m in rx.finditer(line):
+                verdict = m["dir"] if rx is DECIDED else "none"
+                found[(alloc, m["variant"])] = (
+                    float(m["r"]), float(m["lo"]), float(m["hi"]), verdict)
+    return found
+
+
+def half_width(r, lo, hi):
+    return 100 * max(hi - r, r - lo) / r
+
+
+def rounds_line(text):
+    return next((l for l in text.splitlines() if l.startswith("rounds:")), "(no rounds line)")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--size", default="1000000")
+    p.add_argument("--repeat", type=int, default=3)
+    a = p.parse_args()
+
+    ref_text, ref_s = run(["--size", a.size, "--precision", "2"])
+    ref = vs_in_place(ref_text)
+    print(f"--precision 2: {ref_s:.1f} s; {rounds_line(ref_text)}")
+
+    widths_all, seconds, wrong, judged = [], [], 0, 0
+    for i in range(a.repeat):
+        text, s = run(["--size", a.size])
+        got = vs_in_place(text)
+        widths = [half_width(*v[:3]) for v in got.values()]
+        widths_all.append(statistics.median(widths))
+        seconds.append(s)
+        for key, (r, _, _, verdict) in ref.items():
+            if (verdict == "slower" and r >= 1.10) or (verdict == "faster" and r >= 1.10):
+                judged += 1
+                if key not in got or got[key][3] != verdict:
+                    wrong += 1
+        print(
+            f"defaults #{i + 1}: {s:.1f} s, median vs-in-place interval ±{widths_all[-1]:.1f} % "
+            f"over {len(widths)} ratios; {rounds_line(text)}"
+        )
+    print(
+        f"defaults: {statistics.median(seconds):.1f} s median; median interval "
+        f"±{statistics.median(widths_all):.1f} %; {judged - wrong} of {judged} effects of "
+        f"10 % or more got the reference's verdict"
+    )
+
+    false = 0
+    twin = "jemalloc:dirty_decay_ms=10000"
+    for i in range(a.repeat):
+        text, s = run(
+            ["--size", a.size, "--allocators", f"jemalloc;{twin}",
+             "--variants", "in-place,out-of-place"]
+        )
+        for line in text.splitlines():
+            if re.match(r"^(in-place|out-of-place): fastest", line):
+                if re.search(r"jemalloc(:dirty_decay_ms=10000)? [\d.]+x (slower|faster)", line):
+                    false += 1
+                    print(f"A/A #{i + 1} false verdict: {line}")
+    print(f"A/A in one compare: {false} false verdicts in {2 * a.repeat} twin comparisons")
+
+    import json
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        files = []
+        for k in range(2):
+            text, _ = run(["--size", a.size, "--format", "json"])
+            f = f"{d}/{k}.json"
+            with open(f, "w") as out:
+                out.write(text)
+            files.append(f)
+        out = subprocess.run([ALLOCLAB, "diff", "--format", "json", *files],
+                             capture_output=True, text=True, check=False)
+        rows = json.loads(out.stdout)["diff"]["cells"]
+        called = [r for r in rows if r["verdict"] in ("faster", "slower")]
+        print(f"A/A two runs diffed: {len(called)} false verdicts in {len(rows)} cells")
+        for r in called:
+            print(f"  {r['cell']}: {r['ratio']:.3f} [{r['ratio_ci_low']:.3f}, {r['ratio_ci_high']:.3f}]")
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,751 @@
+//! `report.html`: one self-contained page per results folder (and `compare --html`).
+//! The charts are the lab's own SVG ([`super::svg`]), inlined, with a hover text and an
+//! interval whisker on every point; a few lines of inline script switch allocators and
+//! variants on and off. No network, no external script or font: the file opens offline
+//! and stays readable without script (everything is shown).
+//!
+//! Why this approach: the lab already draws its SVG files with log axes, zero lines and
+//! legends; reusing that writer keeps one charting code path to maintain, adds no
+//! dependency or vendored library with its own licence and updates, and gives each
+//! chart exactly the axes the measurements need. Interaction is limited to what helps
+//! reading a 24-series chart: toggles and hover values.
+
+use super::plots::{color, dash};
+use super::svg::{render_with, Axis, Chart, Extras, Scale, Series, SeriesMeta};
+use crate::fmt::{fmt_ns, group_thousands};
+use crate::model::spec::{Allocator, Choice, Variant};
+use crate::model::summary::SummaryRow;
+use std::fmt::Write as _;
+
+/// A per-cell chart: title, y label, value format, the value with its interval or range
+/// (None: the row has no such value), caption.
+type Dot<R> = (
+    &'static str,
+    &'static str,
+    fn(f64) -> String,
+    fn(&R) -> Option<(f64, Option<(f64, f64)>)>,
+    &'static str,
+);
+
+/// A chart against size: title, y label, value format, the value.
+type Line = (
+    &'static str,
+    &'static str,
+    fn(f64) -> String,
+    fn(&SummaryRow) -> Option<f64>,
+);
+
+/// One chart and what it shows, for the page.
+pub struct Figure {
+    pub chart: Chart,
+    pub extras: Extras,
+    pub caption: String,
+}
+
+/// A page: title, what ran where, the findings, the figures, and tables as preformatted
+/// text.
+#[derive(Default)]
+pub struct Page {
+    pub title: String,
+    pub environment: Vec<String>,
+    pub findings: Vec<String>,
+    pub figures: Vec<Figure>,
+    pub text: Vec<(String, String)>,
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A finding with its verdict words marked, so that a storm stands out.
+fn finding(line: &str) -> String {
+    let mut out = esc(line);
+    for (word, class) in [
+        (" slower", "slower"),
+        (" faster", "faster"),
+        ("no significant difference", "same"),
+        ("undecided", "open"),
+    ] {
+        out = out.replace(word, &format!("<b class=\"{class}\">{word}</b>"));
+    }
+    out
+}
+
+const STYLE: &str = r#"
+body{font-family:DejaVu Sans,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1200px;color:#222;padding:0 16px}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd}
+.env{color:#555;font-size:13px}.env div{margin:2px 0}
+ul.findings{padding-left:18px}ul.findings li{margin:4px 0;font-size:14px;line-height:1.4}
+b.slower{color:#b03a2e}b.faster{color:#1e8449}b.same{color:#555;font-weight:normal}b.open{color:#9a7d0a}
+.toggles{position:sticky;top:0;background:#fafafa;border:1px solid #ddd;padding:8px 10px;font-size:13px;z-index:2}
+.toggles span{margin-right:14px;white-space:nowrap}.toggles label{margin-right:8px;cursor:pointer}
+figure{margin:16px 0}figcaption{font-size:13px;color:#555;margin-top:4px}
+svg .series.off{display:none}svg .legend.off{opacity:.25}svg circle{cursor:default}
+pre{font-size:12px;background:#f6f6f6;padding:8px;overflow-x:auto}
+"#;
+
+/// The script: toggles, and a self-test (`#selftest`) that switches the first toggle off
+/// and records on `<body>` whether its series disappeared — what the browser test reads.
+const SCRIPT: &str = r#"
+(function(){
+  var errors=[];
+  window.addEventListener('error',function(e){errors.push(String(e.message));document.body.setAttribute('data-errors',errors.join(' | '));});
+  function boxes(){return Array.prototype.slice.call(document.querySelectorAll('input.toggle'));}
+  function apply(){
+    var off={};
+    boxes().forEach(function(c){if(!c.checked){off[c.getAttribute('data-key')+'='+c.getAttribute('data-value')]=true;}});
+    document.querySelectorAll('svg [data-alloc]').forEach(function(g){
+      var hide=off['alloc='+g.getAttribute('data-alloc')]||off['variant='+g.getAttribute('data-variant')];
+      g.classList.toggle('off',!!hide);
+    });
+  }
+  boxes().forEach(function(c){c.addEventListener('change',apply);});
+  apply();
+  var series=document.querySelectorAll('svg g.series');
+  document.body.setAttribute('data-series',String(series.length));
+  document.body.setAttribute('data-charts',String(document.querySelectorAll('figure svg').length));
+  if(location.hash==='#selftest'){
+    var c=boxes()[0],result='no toggles';
+    if(c){
+      var key=c.getAttribute('data-key'),value=c.getAttribute('data-value');
+      var mine=Array.prototype.filter.call(series,function(g){return g.getAttribute('data-'+key)===value;});
+      c.checked=false;apply();
+      var hidden=mine.filter(function(g){return getComputedStyle(g).display==='none';}).length;
+      var others=Array.prototype.filter.call(series,function(g){return g.getAttribute('data-'+key)!==value&&getComputedStyle(g).display!=='none';}).length;
+      result=(mine.length>0&&hidden===mine.length&&others>0)?'ok':'failed: '+hidden+' of '+mine.length+' hidden, '+others+' others shown';
+      c.checked=true;apply();
+    }
+    document.body.setAttribute('data-selftest',result);
+  }
+  if(!document.body.hasAttribute('data-errors')){document.body.setAttribute('data-errors','');}
+})();
+"#;
+
+impl Page {
+    /// The page as one HTML document.
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        let _ = write!(
+            s,
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>{}</title><style>{STYLE}</style></head><body>\n<h1>{}</h1>\n",
+            esc(&self.title),
+            esc(&self.title)
+        );
+        s.push_str("<div class=\"env\">");
+        for e in &self.environment {
+            let _ = write!(s, "<div>{}</div>", esc(e));
+        }
+        s.push_str("</div>\n");
+        // Toggles for every allocator and variant the charts hold.
+        let mut allocs: Vec<String> = Vec::new();
+        let mut variants: Vec<String> = Vec::new();
+        for f in &self.figures {
+            for m in &f.extras.series {
+                for (k, v) in &m.attrs {
+                    let list = match *k {
+                        "alloc" => &mut allocs,
+                        "variant" => &mut variants,
+                        _ => continue,
+                    };
+                    if !list.contains(v) {
+                        list.push(v.clone());
+                    }
+                }
+            }
+        }
+        if !self.findings.is_empty() {
+            s.push_str("<h2>Findings</h2>\n<ul class=\"findings\">\n");
+            for f in &self.findings {
+                let _ = writeln!(s, "<li>{}</li>", finding(f));
+            }
+            s.push_str("</ul>\n");
+        }
+        if !self.figures.is_empty() {
+            s.push_str("<h2>Charts</h2>\n");
+            if allocs.len() + variants.len() > 1 {
+                s.push_str("<div class=\"toggles\">");
+                for (key, name, list) in [
+                    ("alloc", "allocators", &allocs),
+                    ("variant", "variants", &variants),
+                ] {
+                    if list.is_empty() {
+                        continue;
+                    }
+                    let _ = write!(s, "<span>{name}: ");
+                    for v in list {
+                        let _ = write!(
+                            s,
+                            "<label><input type=\"checkbox\" class=\"toggle\" data-key=\"{key}\" data-value=\"{0}\" checked> {0}</label>",
+                            esc(v)
+                        );
+                    }
+                    s.push_str("</span>");
+                }
+                s.push_str(" <span>(hover a point for its value and interval)</span></div>\n");
+            }
+            for f in &self.figures {
+                let _ = writeln!(
+                    s,
+                    "<figure>{}<figcaption>{}</figcaption></figure>",
+                    render_with(&f.chart, &f.extras),
+                    esc(&f.caption)
+                );
+            }
+        }
+        for (title, text) in &self.text {
+            let _ = writeln!(s, "<h2>{}</h2>\n<pre>{}</pre>", esc(title), esc(text));
+        }
+        let _ = write!(s, "<script>{SCRIPT}</script>\n</body></html>\n");
+        s
+    }
+}
+
+fn us(v: f64) -> String {
+    fmt_ns(v * 1e3)
+}
+
+fn count(v: f64) -> String {
+    if v >= 100.0 {
+        group_thousands(v.round() as i64)
+    } else {
+        crate::fmt::trim_float((v * 100.0).round() / 100.0)
+    }
+}
+
+fn mib(v: f64) -> String {
+    format!("{} MiB", crate::fmt::trim_float((v * 10.0).round() / 10.0))
+}
+
+fn variant_name(x: f64) -> String {
+    let i = x.round() as usize;
+    if (x - i as f64).abs() > 1e-9 || i == 0 {
+        return String::new();
+    }
+    Variant::ALL
+        .get(i - 1)
+        .map_or(String::new(), |v| v.to_string())
+}
+
+fn percentile_name(x: f64) -> String {
+    match x.round() as i64 {
+        1 => "p50".into(),
+        2 => "p90".into(),
+        3 => "p99".into(),
+        4 => "p99.9".into(),
+        5 => "max".into(),
+        _ => String::new(),
+    }
+}
+
+/// The position of a variant on a per-variant axis, with allocators side by side.
+fn variant_x(v: Variant, alloc_index: usize, allocs: usize) -> f64 {
+    let i = Variant::ALL.iter().position(|x| *x == v).unwrap_or(0) as f64 + 1.0;
+    let spread = 0.5;
+    if allocs <= 1 {
+        return i;
+    }
+    i - spread / 2.0 + spread * alloc_index as f64 / (allocs - 1) as f64
+}
+
+fn alloc_color(r: &SummaryRow, index: usize) -> &'static str {
+    color(r.allocator, &r.allocator_spec, index)
+}
+
+/// Whether values span decades (a log axis then).
+fn spans_decades(v: &[f64]) -> bool {
+    let pos: Vec<f64> = v.iter().copied().filter(|x| *x > 0.0).collect();
+    let (lo, hi) = (
+        pos.iter().copied().fold(f64::INFINITY, f64::min),
+        pos.iter().copied().fold(0.0, f64::max),
+    );
+    lo.is_finite() && hi / lo > 30.0
+}
+
+/// The charts of cells measured at one size (compare, or a run at one size): latency
+/// percentiles per cell, the p50 with its interval, faults and memory syscalls per
+/// iteration, and RSS.
+pub fn cell_figures(rows: &[SummaryRow]) -> Vec<Figure> {
+    let ok: Vec<&SummaryRow> = rows.iter().filter(|r| r.status.is_ok()).collect();
+    if ok.is_empty() {
+        return Vec::new();
+    }
+    let mut specs: Vec<String> = Vec::new();
+    for r in &ok {
+        if !specs.contains(&r.allocator_spec) {
+            specs.push(r.allocator_spec.clone());
+        }
+    }
+    let index = |r: &SummaryRow| {
+        specs
+            .iter()
+            .position(|s| *s == r.allocator_spec)
+            .unwrap_or(0)
+    };
+    let attrs = |r: &SummaryRow| {
+        vec![
+            ("alloc", r.allocator_spec.clone()),
+            ("variant", r.variant.to_string()),
+        ]
+    };
+    let procs = |r: &SummaryRow| {
+        r.processes
+            .map_or(String::new(), |n| format!(" (median of {n} processes)"))
+    };
+    let mut figures = Vec::new();
+
+    // Latency percentiles, one line per cell.
+    let mut series = Vec::new();
+    let mut metas = Vec::new();
+    for r in &ok {
+        let qs = [
+            (1.0, r.p50_ns, r.p50_ci_low_ns.zip(r.p50_ci_high_ns)),
+            (2.0, r.p90_ns, None),
+            (3.0, r.p99_ns, r.p99_ci_low_ns.zip(r.p99_ci_high_ns)),
+            (4.0, r.p999_ns, None),
+            (5.0, r.max_ns, None),
+        ];
+        let mut points = Vec::new();
+        let mut tips = Vec::new();
+        let mut bands = Vec::new();
+        for (x, v, ci) in qs {
+            let Some(v) = v else { continue };
+            points.push((x, v as f64 / 1e3));
+            bands.push(ci.map(|(lo, hi)| (lo as f64 / 1e3, hi as f64 / 1e3)));
+            tips.push(format!(
+                "{} {} {}: {}{}{}",
+                r.allocator_spec,
+                r.variant,
+                percentile_name(x),
+                fmt_ns(v as f64),
+                ci.map_or(String::new(), |(lo, hi)| format!(
+                    " [{}, {}]",
+                    fmt_ns(lo as f64),
+                    fmt_ns(hi as f64)
+                )),
+                procs(r)
+            ));
+        }
+        series.push(Series {
+            label: format!("{} {}", r.allocator_spec, r.variant),
+            color: alloc_color(r, index(r)),
+            dash: dash(r.variant),
+            points,
+        });
+        metas.push(SeriesMeta {
+            attrs: attrs(r),
+            tips,
+            bands,
+        });
+    }
+    let all: Vec<f64> = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .collect();
+    figures.push(Figure {
+        chart: Chart {
+            title: "Latency per iteration, by percentile".into(),
+            x: Axis {
+                label: "percentile".into(),
+                scale: Scale::Whole,
+                format: percentile_name,
+            },
+            y: Axis {
+                label: "latency (log scale where values span decades)".into(),
+                scale: if spans_decades(&all) { Scale::Log } else { Scale::Linear },
+                format: us,
+            },
+            series,
+        },
+        extras: Extras {
+            series: metas,
+            marks: Vec::new(),
+        },
+        caption: "Each line is one cell (allocator × variant): the median over its processes of each process's percentile; whiskers are the intervals of the p50 and p99 medians.".into(),
+    });
+
+    // Per-variant dot charts.
+    let dots: [Dot<SummaryRow>; 4] = [
+        (
+            "p50 latency per cell, with its interval",
+            "p50",
+            us,
+            |r| {
+                Some((
+                    r.p50_ns? as f64 / 1e3,
+                    r.p50_ci_low_ns
+                        .zip(r.p50_ci_high_ns)
+                        .map(|(l, h)| (l as f64 / 1e3, h as f64 / 1e3)),
+                ))
+            },
+            "The median over processes of each process's p50, with its interval (whisker).",
+        ),
+        (
+            "Minor page faults per iteration",
+            "minor faults / iteration",
+            count,
+            |r| {
+                Some((
+                    r.minflt_per_iter?,
+                    r.minflt_per_iter_min.zip(r.minflt_per_iter_max),
+                ))
+            },
+            "Median over processes; the whisker is the range over processes. A fault storm (thousands per iteration) is the founding case's out-of-place glibc cell.",
+        ),
+        (
+            "Memory syscalls per iteration (brk + mmap + munmap + madvise + mremap)",
+            "memory syscalls / iteration",
+            count,
+            |r| {
+                Some((
+                    r.memory_syscalls_per_iter?,
+                    r.memory_syscalls_per_iter_min
+                        .zip(r.memory_syscalls_per_iter_max),
+                ))
+            },
+            "Median over processes; the whisker is the range over processes.",
+        ),
+        (
+            "Resident memory at the end of the run",
+            "RSS (MiB)",
+            mib,
+            |r| Some((r.rss_end_bytes? as f64 / 1048576.0, None)),
+            "Median over processes.",
+        ),
+    ];
+    for (title, ylabel, format, get, caption) in dots {
+        let mut series = Vec::new();
+        let mut metas = Vec::new();
+        for r in &ok {
+            let Some((v, band)) = get(r) else { continue };
+            let x = variant_x(r.variant, index(r), specs.len());
+            series.push(Series {
+                label: format!("{} {}", r.allocator_spec, r.variant),
+                color: alloc_color(r, index(r)),
+                dash: None,
+                points: vec![(x, v)],
+            });
+            metas.push(SeriesMeta {
+                attrs: attrs(r),
+                tips: vec![format!(
+                    "{} {}: {}{}{}",
+                    r.allocator_spec,
+                    r.variant,
+                    format(v),
+                    band.map_or(String::new(), |(lo, hi)| format!(
+                        " [{}, {}]",
+                        format(lo),
+                        format(hi)
+                    )),
+                    procs(r)
+                )],
+                bands: vec![band],
+            });
+        }
+        if series.is_empty() {
+            continue;
+        }
+        let values: Vec<f64> = series.iter().map(|s| s.points[0].1).collect();
+        figures.push(Figure {
+            chart: Chart {
+                title: title.into(),
+                x: Axis {
+                    label: "variant (allocators side by side)".into(),
+                    scale: Scale::Whole,
+                    format: variant_name,
+                },
+                y: Axis {
+                    label: ylabel.into(),
+                    scale: if spans_decades(&values) {
+                        Scale::Log
+                    } else {
+                        Scale::Linear
+                    },
+                    format,
+                },
+                series,
+            },
+            extras: Extras {
+                series: metas,
+                marks: Vec::new(),
+            },
+            caption: caption.into(),
+        });
+    }
+    figures
+}
+
+/// The charts of cells measured over several sizes (a sweep): p50 per element, faults
+/// and memory syscalls per iteration against the size, one line per allocator × variant,
+/// with `cliffs` (size, label) marked.
+pub fn sweep_figures(rows: &[SummaryRow], cliffs: &[(f64, String)]) -> Vec<Figure> {
+    let ok: Vec<&SummaryRow> = rows
+        .iter()
+        .filter(|r| r.status.is_ok() && r.threads <= 1)
+        .collect();
+    let mut keys: Vec<(String, Variant, Allocator)> = Vec::new();
+    for r in &ok {
+        let k = (r.allocator_spec.clone(), r.variant, r.allocator);
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    let charts: [Line; 3] = [
+        (
+            "p50 latency per element against size",
+            "p50 per element (ns)",
+            |v| crate::fmt::trim_float((v * 1000.0).round() / 1000.0),
+            |r| Some(r.p50_ns? as f64 / r.size.max(1) as f64),
+        ),
+        (
+            "Minor page faults per iteration against size",
+            "minor faults / iteration",
+            count,
+            |r| r.minflt_per_iter,
+        ),
+        (
+            "Memory syscalls per iteration against size",
+            "memory syscalls / iteration",
+            count,
+            |r| r.memory_syscalls_per_iter,
+        ),
+    ];
+    let mut figures = Vec::new();
+    for (title, ylabel, format, get) in charts {
+        let mut series = Vec::new();
+        let mut metas = Vec::new();
+        for (i, (spec, variant, alloc)) in keys.iter().enumerate() {
+            let mut mine: Vec<&&SummaryRow> = ok
+                .iter()
+                .filter(|r| r.allocator_spec == *spec && r.variant == *variant)
+                .collect();
+            mine.sort_by_key(|r| r.size);
+            let points: Vec<(f64, f64)> = mine
+                .iter()
+                .filter_map(|r| Some((r.size as f64, get(r)?)))
+                .collect();
+            if points.is_empty() {
+                continue;
+            }
+            let tips = points
+                .iter()
+                .map(|(x, y)| {
+                    format!(
+                        "{spec} {variant} at {} elements: {}",
+                        group_thousands(*x as i64),
+                        format(*y)
+                    )
+                })
+                .collect();
+            series.push(Series {
+                label: format!("{spec} {variant}"),
+                color: color(*alloc, spec, i),
+                dash: dash(*variant),
+                points,
+            });
+            metas.push(SeriesMeta {
+                attrs: vec![("alloc", spec.clone()), ("variant", variant.to_string())],
+                tips,
+                bands: Vec::new(),
+            });
+        }
+        if series.is_empty() {
+            continue;
+        }
+        let values: Vec<f64> = series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.1))
+            .collect();
+        figures.push(Figure {
+            chart: Chart {
+                title: title.into(),
+                x: Axis {
+                    label: "elements".into(),
+                    scale: Scale::Log,
+                    format: crate::fmt::fmt_elems,
+                },
+                y: Axis {
+                    label: ylabel.into(),
+                    scale: if spans_decades(&values) { Scale::Log } else { Scale::Linear },
+                    format,
+                },
+                series,
+            },
+            extras: Extras {
+                series: metas,
+                marks: cliffs.to_vec(),
+            },
+            caption: if cliffs.is_empty() {
+                "One line per allocator × variant; hover a point for its value.".into()
+            } else {
+                "One line per allocator × variant; dashed red lines mark the cliffs (sizes where behaviour changes, bisected).".into()
+            },
+        });
+    }
+    figures
+}
+
+/// Whether rows span several sizes (a sweep).
+pub fn is_sweep(rows: &[SummaryRow]) -> bool {
+    let mut sizes: Vec<u64> = rows.iter().map(|r| r.size).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    sizes.len() > 2
+}
+
+/// The findings of a REPORT.md: its bullet lines, each after the bold heading above it
+/// (so that a finding says at which size and workload it holds).
+pub fn findings_of_markdown(md: &str) -> Vec<String> {
+    let mut heading = String::new();
+    let mut out = Vec::new();
+    for line in md.lines() {
+        let t = line.trim();
+        if t.starts_with("**") && t.ends_with(":**") {
+            heading = t.trim_matches('*').to_string();
+        } else if let Some(item) = t.strip_prefix("- ").or_else(|| t.strip_prefix("* ")) {
+            let item = item.replace('`', "");
+            out.push(if heading.is_empty() {
+                item
+            } else {
+                format!("{heading} {item}")
+            });
+        } else if t.is_empty() || t.starts_with('#') {
+            // A heading or a blank line ends nothing; a paragraph ends the list's context.
+        } else if !t.starts_with('|') {
+            heading.clear();
+        }
+    }
+    out
+}
+
+/// Scalar fields of an env.json, as "key: value" lines.
+pub fn environment_lines(env: &serde_json::Value) -> Vec<String> {
+    let Some(map) = env.as_object() else {
+        return Vec::new();
+    };
+    map.iter()
+        .filter_map(|(k, v)| {
+            let text = match v {
+                serde_json::Value::String(s) if !s.is_empty() => s.clone(),
+                serde_json::Value::Number(n) => n.to_string(),
+                serde_json::Value::Bool(b) => b.to_string(),
+                _ => return None,
+            };
+            Some(format!("{k}: {text}"))
+        })
+        .collect()
+}
+
+/// The charts of an exec session: each allocator's wall time with its interval, faults,
+/// memory syscalls and peak RSS per run (or per call).
+pub fn exec_figures(rows: &[crate::analysis::command::ExecRow]) -> Vec<Figure> {
+    let charts: [Dot<crate::analysis::command::ExecRow>; 4] = [
+        (
+            "Wall time per run, with its interval",
+            "wall time (ms)",
+            |v| fmt_ns(v * 1e6),
+            |r| Some((r.wall_median_ms?, r.wall_ci_low_ms.zip(r.wall_ci_high_ms))),
+            "Median over the runs, with the interval of the median (whisker).",
+        ),
+        (
+            "Minor page faults per run",
+            "minor faults",
+            count,
+            |r| Some((r.minflt?, None)),
+            "Median over the runs (wait4's rusage of the whole process tree).",
+        ),
+        (
+            "Memory syscalls per run (brk + mmap + munmap + madvise + mremap)",
+            "memory syscalls",
+            count,
+            |r| {
+                let v = [r.brk, r.mmap, r.munmap, r.madvise, r.mremap];
+                v.iter()
+                    .any(|x| x.is_some())
+                    .then(|| (v.iter().flatten().sum(), None))
+            },
+            "Median over the runs.",
+        ),
+        (
+            "Peak resident memory",
+            "peak RSS (MiB)",
+            mib,
+            |r| Some((r.peak_rss_mib?, None)),
+            "Median over the runs.",
+        ),
+    ];
+    let ok: Vec<_> = rows.iter().filter(|r| r.status.is_ok()).collect();
+    let mut figures = Vec::new();
+    for (title, ylabel, format, get, caption) in charts {
+        let mut series = Vec::new();
+        let mut metas = Vec::new();
+        for (i, r) in ok.iter().enumerate() {
+            let Some((v, band)) = get(r) else { continue };
+            let alloc = r
+                .allocator
+                .parse::<crate::model::knobs::AllocatorSpec>()
+                .ok();
+            series.push(Series {
+                label: r.allocator.clone(),
+                color: alloc.map_or(color(Allocator::System, &r.allocator, i), |a| {
+                    color(a.allocator, &r.allocator, i)
+                }),
+                dash: None,
+                points: vec![(i as f64 + 1.0, v)],
+            });
+            metas.push(SeriesMeta {
+                attrs: vec![("alloc", r.allocator.clone())],
+                tips: vec![format!(
+                    "{}: {}{} ({} runs)",
+                    r.allocator,
+                    format(v),
+                    band.map_or(String::new(), |(lo, hi)| format!(
+                        " [{}, {}]",
+                        format(lo),
+                        format(hi)
+                    )),
+                    r.runs
+                )],
+                bands: vec![band],
+            });
+        }
+        if series.is_empty() {
+            continue;
+        }
+        let values: Vec<f64> = series.iter().map(|s| s.points[0].1).collect();
+        figures.push(Figure {
+            chart: Chart {
+                title: title.into(),
+                x: Axis {
+                    label: "allocator (in the legend's order)".into(),
+                    scale: Scale::Whole,
+                    format: |v| {
+                        if (v - v.round()).abs() < 1e-9 && v >= 1.0 {
+                            format!("#{}", v as i64)
+                        } else {
+                            String::new()
+                        }
+                    },
+                },
+                y: Axis {
+                    label: ylabel.into(),
+                    scale: if spans_decades(&values) {
+                        Scale::Log
+                    } else {
+                        Scale::Linear
+                    },
+                    format,
+                },
+                series,
+            },
+            extras: Extras {
+                series: metas,
+                marks: Vec::new(),
+            },
+            caption: caption.into(),
+        });
+    }
+    figures
+}

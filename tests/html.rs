@@ -1,0 +1,197 @@
+//! report.html: every results folder and `compare --html` write one self-contained page
+//! (no network, no external script, font or stylesheet) whose charts render and whose
+//! toggles work in a real browser (headless Chromium, where installed).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// What the page loads from elsewhere: any src=/href= attribute, <link>, @import or
+/// url(…). The SVG namespace is an identifier, not a load.
+fn external_loads(html: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for needle in ["src=", "href=", "<link", "@import", "url("] {
+        for (i, _) in html.match_indices(needle) {
+            found.push(html[i..(i + 60).min(html.len())].to_string());
+        }
+    }
+    found
+}
+
+#[track_caller]
+fn assert_self_contained(path: &Path) -> String {
+    let html = std::fs::read_to_string(path).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"), "{}", path.display());
+    assert!(html.trim_end().ends_with("</html>"));
+    assert_eq!(external_loads(&html), Vec::<String>::new());
+    // Every <svg> is closed, and points carry their hover values.
+    assert_eq!(html.matches("<svg").count(), html.matches("</svg>").count());
+    assert!(html.contains("<title>"), "no hover values");
+    html
+}
+
+fn small_compare_html(dir: &Path) -> PathBuf {
+    let path = dir.join("compare.html");
+    let o = lab(&[
+        "compare",
+        "--size",
+        "1000000",
+        "--allocators",
+        "system,mimalloc",
+        "--variants",
+        "in-place,out-of-place",
+        "--min-time",
+        "0.005",
+        "--max-time",
+        "4",
+        "--html",
+        path.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    path
+}
+
+#[test]
+fn compare_html_is_self_contained_and_shows_the_storm() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = small_compare_html(dir.path());
+    let html = assert_self_contained(&path);
+    // Five charts (percentiles, p50, faults, syscalls, RSS), one series per cell in each.
+    assert_eq!(html.matches("<figure>").count(), 5, "{html}");
+    assert_eq!(html.matches(r#"<g class="series""#).count(), 5 * 4);
+    // Toggles for both allocators and both variants.
+    for v in ["system", "mimalloc", "in-place", "out-of-place"] {
+        assert!(
+            html.contains(&format!(r#"data-value="{v}" checked"#)),
+            "toggle {v}"
+        );
+    }
+    // The storm: glibc's out-of-place faults thousands of times per iteration, and the
+    // findings say it is slower.
+    let storm = html.split("<title>").any(|t| {
+        let Some(value) = t.strip_prefix("system out-of-place: ") else {
+            return false;
+        };
+        let number: String = value
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == ',')
+            .collect();
+        value[number.len()..].starts_with(' ')
+            && number
+                .replace(',', "")
+                .parse::<u64>()
+                .is_ok_and(|n| n >= 1000)
+    });
+    assert!(
+        storm,
+        "no hover text with thousands of faults for system out-of-place"
+    );
+    assert!(html.contains(r#"out-of-place "#) && html.contains(r#"<b class="slower">"#));
+}
+
+#[test]
+fn compare_html_into_a_missing_folder_is_refused_before_anything_runs() {
+    let o = lab(&["compare", "--html", "/nonexistent-folder/x.html"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--html"), "{}", stderr(&o));
+    assert!(o.stdout.is_empty());
+}
+
+#[test]
+fn exec_and_run_folders_get_a_report_html() {
+    let dir = tempfile::tempdir().unwrap();
+    let exec_dir = dir.path().join("exec");
+    let o = lab(&[
+        "exec",
+        "--runs",
+        "2",
+        "--allocators",
+        "system,jemalloc",
+        "--out",
+        exec_dir.to_str().unwrap(),
+        "--",
+        temporaries().to_str().unwrap(),
+        "--iterations",
+        "5",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = assert_self_contained(&exec_dir.join("report.html"));
+    assert!(html.contains("alloclab exec:"));
+    assert_eq!(
+        html.matches(r#"<g class="series""#).count(),
+        4 * 2,
+        "{html}"
+    );
+
+    let run_dir = dir.path().join("run");
+    let o = lab(&[
+        "run",
+        "--quick",
+        "--out",
+        run_dir.to_str().unwrap(),
+        "experiments/size-sweep.toml",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let folder = std::fs::read_dir(&run_dir)
+        .unwrap()
+        .flatten()
+        .find(|e| e.path().is_dir())
+        .unwrap()
+        .path();
+    let html = assert_self_contained(&folder.join("report.html"));
+    // A sweep: charts against size, and REPORT.md's findings.
+    assert!(html.contains("against size"), "{html}");
+    assert!(html.contains("<h2>Findings</h2>"));
+}
+
+fn chromium() -> Option<PathBuf> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .find_map(|name| {
+            let out = Command::new("sh")
+                .args(["-c", &format!("command -v {name}")])
+                .output()
+                .ok()?;
+            let p = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            (!p.is_empty()).then(|| PathBuf::from(p))
+        })
+}
+
+/// The page's `<body>` after Chromium ran its script, with the self-test asked for.
+fn body_in_browser(browser: &Path, page: &Path) -> String {
+    let profile = tempfile::tempdir().unwrap();
+    let out = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            &format!("--user-data-dir={}", profile.path().display()),
+            "--dump-dom",
+        ])
+        .arg(format!("file://{}#selftest", page.display()))
+        .output()
+        .expect("chromium starts");
+    let dom = String::from_utf8_lossy(&out.stdout).into_owned();
+    let start = dom.find("<body").expect("a body in the DOM");
+    dom[start..start + dom[start..].find('>').unwrap() + 1].to_string()
+}
+
+#[test]
+#[ignore = "needs Chromium (Debian: apt-get install chromium); .ci/run installs it and runs this with --ignored"]
+fn the_report_renders_in_chromium_without_errors_and_its_toggles_hide_series() {
+    let browser = chromium().expect("chromium is installed");
+    let dir = tempfile::tempdir().unwrap();
+    let page = small_compare_html(dir.path());
+    let body = body_in_browser(&browser, &page);
+    // The script ran to its end (it sets these last), with no error on the page.
+    assert!(body.contains(r#"data-errors="""#), "{body}");
+    assert!(body.contains(r#"data-charts="5""#), "{body}");
+    assert!(body.contains(r#"data-series="20""#), "{body}");
+    // Switching the first toggle (an allocator) off hid its series and no other.
+    assert!(body.contains(r#"data-selftest="ok""#), "{body}");
+}
