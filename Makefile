@@ -8,7 +8,7 @@ EXPERIMENTS := $(wildcard experiments/*.toml)
 CALLS ?= 200
 RUNS ?= 6
 
-.PHONY: build test run-all compare lint numpy bench-numpy exec-numpy sweep-numpy clean
+.PHONY: build test run-all compare lint numpy bench-numpy bench-compare exec-numpy sweep-numpy man clean
 
 ## build: the driver, the three worker binaries and the preload libraries of `exec`
 ## (release, for this machine's CPU)
@@ -31,6 +31,18 @@ run-all: build
 ## compare: all allocators x all variants of the NumPy case at SIZE elements
 compare: build
 	$(ALLOCLAB) compare --size $(SIZE)
+
+## man: the man pages (target/man/alloclab*.1; read with `man -l target/man/alloclab.1`) and
+## shell completions (target/completions/: bash, zsh, fish, elvish, PowerShell), generated
+## from the command-line definitions
+man: build
+	$(ALLOCLAB) generate man --out target/man
+	$(ALLOCLAB) generate completions --out target/completions
+
+## bench-compare: how fast compare's verdicts become trustworthy (seconds, interval widths,
+## verdicts against a --precision 2 reference, A/A false verdicts), as ratios in one session
+bench-compare: build
+	python3 bench/compare_precision.py --size $(SIZE)
 
 ## lint: formatting and clippy, as CI checks them
 lint:

@@ -79,7 +79,7 @@ def main():
     ref = vs_in_place(ref_text)
     print(f"--precision 2: {ref_s:.1f} s; {rounds_line(ref_text)}")
 
-    widths_all, seconds, wrong, judged = [], [], 0, 0
+    widths_all, seconds, wrong, undecided, judged = [], [], 0, 0, 0
     for i in range(a.repeat):
         text, s = run(["--size", a.size])
         got = vs_in_place(text)
@@ -89,7 +89,9 @@ def main():
         for key, (r, _, _, verdict) in ref.items():
             if (verdict == "slower" and r >= 1.10) or (verdict == "faster" and r >= 1.10):
                 judged += 1
-                if key not in got or got[key][3] != verdict:
+                if key not in got or got[key][3] == "none":
+                    undecided += 1
+                elif got[key][3] != verdict:
                     wrong += 1
         print(
             f"defaults #{i + 1}: {s:.1f} s, median vs-in-place interval ±{widths_all[-1]:.1f} % "
@@ -97,8 +99,9 @@ def main():
         )
     print(
         f"defaults: {statistics.median(seconds):.1f} s median; median interval "
-        f"±{statistics.median(widths_all):.1f} %; {judged - wrong} of {judged} effects of "
-        f"10 % or more got the reference's verdict"
+        f"±{statistics.median(widths_all):.1f} %; of {judged} effects of 10 % or more, "
+        f"{judged - wrong - undecided} got the reference's verdict, {undecided} no verdict "
+        f"(interval too wide), {wrong} the opposite one"
     )
 
     false = 0

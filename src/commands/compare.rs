@@ -216,6 +216,7 @@ fn write_html(
         environment,
         findings,
         figures: html::cell_figures(rows),
+        drawings: Vec::new(),
         text: vec![("The table".into(), screen)],
     };
     crate::export::results::write_atomic(path, page.render().as_bytes())
@@ -268,22 +269,37 @@ fn adaptive_line(
         total - open.len(),
     );
     if !open.is_empty() {
-        let names: Vec<String> = open
+        // The widest first, at most six of them named.
+        let mut named: Vec<(f64, String)> = open
             .iter()
             .map(|&(b, o)| {
                 let name = |c: &Cell| format!("{} {}", c.spec.allocator_label(), c.spec.variant);
-                let width = cells::compare(&all[b], &all[o], args.noise_threshold)
-                    .and_then(|c| Some(half_width_pct(c.ratio, c.interval?)))
-                    .map_or("no interval".into(), |h| format!("±{h:.1} %"));
-                format!("{} vs {} {width}", name(&all[o]), name(&all[b]))
+                let h = cells::compare(&all[b], &all[o], args.noise_threshold)
+                    .and_then(|c| Some(half_width_pct(c.ratio, c.interval?)));
+                let width = h.map_or("no interval".into(), |h| format!("±{h:.1} %"));
+                (
+                    h.unwrap_or(f64::INFINITY),
+                    format!("{} vs {} {width}", name(&all[o]), name(&all[b])),
+                )
             })
             .collect();
+        named.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let more = named.len().saturating_sub(6);
+        let mut names: Vec<String> = named.into_iter().take(6).map(|n| n.1).collect();
+        if more > 0 {
+            names.push(format!("and {more} more"));
+        }
         let why = if adaptive.stopped == Some("--max-time") {
             format!(" at --max-time {} s", crate::fmt::trim_float(max_time))
         } else {
             String::new()
         };
-        let _ = write!(s, "; still open{why}: {}", names.join(", "));
+        let _ = write!(
+            s,
+            "; still open{why} ({}, widest first): {}",
+            open.len(),
+            names.join(", ")
+        );
     }
     s
 }

@@ -435,17 +435,21 @@ fn write_folder(
         md.push_str(&format!("* {}\n", c.describe(unit)));
     }
     md.push_str("\n## Plots\n\n");
+    let mut drawings = Vec::new();
     for (name, y, scale, value, format) in plots {
         let svg = plot(rows, &format!("{y} against size"), &y, scale, value, format);
         folder
             .text(&format!("plots/{name}.svg"), &svg)
             .map_err(err)?;
         md.push_str(&format!("![{y}](plots/{name}.svg)\n"));
+        drawings.push((format!("{y} against size (plots/{name}.svg)"), svg));
     }
     md.push_str("\n## Summary\n\n");
     md.push_str(&table(rows, true));
     md.push_str("\nEvery run: `points/n<size>.json` (exec's record of that size). Run times: `histograms/<allocator>-n<size>.us.csv` (HdrHistogram, µs; with {calls}, the 2N-call runs). All rows: `summary.csv`; cliffs: `cliffs.json`.\n");
     folder.text("REPORT.md", &md).map_err(err)?;
+    let page = crate::export::html::folder_page("alloclab sweep", &md, drawings);
+    folder.text("report.html", &page).map_err(err)?;
     Ok(())
 }
 

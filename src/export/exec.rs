@@ -349,6 +349,7 @@ Run times per allocator: `histograms/<allocator>.us.csv` (HdrHistogram, µs). Ev
         environment: header(record).lines().map(str::to_string).collect(),
         findings,
         figures: super::html::exec_figures(&rows),
+        drawings: Vec::new(),
         text: vec![("REPORT.md".into(), md.clone())],
     };
     folder.text("report.html", &page.render()).map_err(err)?;

@@ -50,6 +50,8 @@ pub struct Page {
     pub environment: Vec<String>,
     pub findings: Vec<String>,
     pub figures: Vec<Figure>,
+    /// SVG drawings already made (a folder's plots), each with its caption.
+    pub drawings: Vec<(String, String)>,
     pub text: Vec<(String, String)>,
 }
 
@@ -192,6 +194,19 @@ impl Page {
                     "<figure>{}<figcaption>{}</figcaption></figure>",
                     render_with(&f.chart, &f.extras),
                     esc(&f.caption)
+                );
+            }
+        }
+        if !self.drawings.is_empty() {
+            if self.figures.is_empty() {
+                s.push_str("<h2>Charts</h2>\n");
+            }
+            for (caption, svg) in &self.drawings {
+                let _ = writeln!(
+                    s,
+                    "<figure>{}<figcaption>{}</figcaption></figure>",
+                    svg.trim(),
+                    esc(caption)
                 );
             }
         }
@@ -748,4 +763,23 @@ pub fn exec_figures(rows: &[crate::analysis::command::ExecRow]) -> Vec<Figure> {
         });
     }
     figures
+}
+
+/// A folder's page from its REPORT.md and the plots it drew (sweeps of a command, traces):
+/// the findings, the plots inline, and REPORT.md.
+pub fn folder_page(title: &str, md: &str, drawings: Vec<(String, String)>) -> String {
+    Page {
+        title: title.to_string(),
+        environment: md
+            .lines()
+            .skip_while(|l| l.starts_with('#') || l.trim().is_empty())
+            .take_while(|l| !l.trim().is_empty() && !l.starts_with('#'))
+            .map(|l| l.replace('`', ""))
+            .collect(),
+        findings: findings_of_markdown(md),
+        drawings,
+        text: vec![("REPORT.md".into(), md.to_string())],
+        ..Page::default()
+    }
+    .render()
 }

@@ -538,6 +538,7 @@ fn report_html(loaded: &Loaded, rows: &[SummaryRow], env: &serde_json::Value, md
         environment,
         findings: html::findings_of_markdown(md),
         figures,
+        drawings: Vec::new(),
         text: vec![("REPORT.md".into(), md.to_string())],
     }
     .render()

@@ -338,14 +338,21 @@ pub fn save(folder: &Folder, report: &TraceReport) -> Result<(), ResultsError> {
             (&b.label, &b.faults_folded, &b.syscalls_folded),
         )?;
     }
+    let mut drawings = Vec::new();
     for (name, svg) in plots(report) {
         folder.text(&name, &svg)?;
+        drawings.push((name, svg));
     }
     if let Some(env) = report.allocators.iter().find_map(|t| t.record.as_ref()) {
         folder.json("env.json", &env.env)?;
     }
     folder.json("trace.json", report)?;
-    folder.text("REPORT.md", &markdown(report))?;
+    let md = markdown(report);
+    folder.text("REPORT.md", &md)?;
+    folder.text(
+        "report.html",
+        &super::html::folder_page("alloclab trace", &md, drawings),
+    )?;
     Ok(())
 }
 

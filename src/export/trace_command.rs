@@ -289,11 +289,18 @@ pub fn save(folder: &Folder, report: &CommandTraceReport) -> Result<(), ResultsE
             (&b.label, &b.faults_folded, &b.syscalls_folded),
         )?;
     }
+    let mut drawings = Vec::new();
     for (name, svg) in plots(report) {
         folder.text(&name, &svg)?;
+        drawings.push((name, svg));
     }
     folder.json("trace.json", report)?;
-    folder.text("REPORT.md", &markdown(report))?;
+    let md = markdown(report);
+    folder.text("REPORT.md", &md)?;
+    folder.text(
+        "report.html",
+        &super::html::folder_page("alloclab trace -- command", &md, drawings),
+    )?;
     Ok(())
 }
 

@@ -1,0 +1,153 @@
+//! The README stays short and every link of the README and docs/ leads somewhere; the
+//! man pages and completions generate from the command-line definitions.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// GitHub's anchor of a heading: lower case, punctuation but '-' and '_' dropped,
+/// spaces to '-'.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || *c == '-' || *c == '_' || *c == ' ')
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+fn anchors(md: &str) -> Vec<String> {
+    let mut inside = false;
+    md.lines()
+        .filter(|l| {
+            if l.starts_with("```") {
+                inside = !inside;
+            }
+            !inside && l.starts_with('#')
+        })
+        .map(|l| slug(l.trim_start_matches('#')))
+        .collect()
+}
+
+/// Every `[text](target)` outside code blocks.
+fn links(md: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut inside = false;
+    for line in md.lines() {
+        if line.starts_with("```") {
+            inside = !inside;
+        }
+        if inside {
+            continue;
+        }
+        let mut rest = line;
+        while let Some(i) = rest.find("](") {
+            let tail = &rest[i + 2..];
+            let Some(end) = tail.find(')') else { break };
+            out.push(tail[..end].to_string());
+            rest = &tail[end..];
+        }
+    }
+    out
+}
+
+fn check_links(file: &Path, broken: &mut Vec<String>) {
+    let md = std::fs::read_to_string(file).unwrap();
+    for target in links(&md) {
+        if target.contains("://") {
+            continue;
+        }
+        let (path, anchor) = match target.split_once('#') {
+            Some((p, a)) => (p, Some(a)),
+            None => (target.as_str(), None),
+        };
+        let dest = if path.is_empty() {
+            file.to_path_buf()
+        } else {
+            file.parent().unwrap().join(path)
+        };
+        if !dest.exists() {
+            broken.push(format!("{}: {target} (no such file)", file.display()));
+            continue;
+        }
+        if let Some(a) = anchor {
+            let text = std::fs::read_to_string(&dest).unwrap_or_default();
+            if !anchors(&text).iter().any(|x| x == a) {
+                broken.push(format!("{}: {target} (no such heading)", file.display()));
+            }
+        }
+    }
+}
+
+#[test]
+fn the_readme_is_short_and_every_link_of_it_and_of_the_manual_resolves() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let lines = readme.lines().count();
+    assert!(
+        lines <= 300,
+        "README.md has {lines} lines; the manual belongs in docs/"
+    );
+    // The README's two commands, as .ci/run calls them.
+    assert!(readme.contains("make run-all") && readme.contains("make test"));
+    let mut broken = Vec::new();
+    check_links(&repo().join("README.md"), &mut broken);
+    check_links(&repo().join("results/README.md"), &mut broken);
+    let mut pages = 0;
+    for e in std::fs::read_dir(repo().join("docs")).unwrap().flatten() {
+        if e.path().extension().is_some_and(|x| x == "md") {
+            check_links(&e.path(), &mut broken);
+            pages += 1;
+        }
+    }
+    assert!(pages >= 10, "docs/ has {pages} pages");
+    assert_eq!(broken, Vec::<String>::new());
+}
+
+#[test]
+fn man_pages_and_completions_generate_for_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let man = dir.path().join("man");
+    let o = lab(&["generate", "man", "--out", man.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for page in [
+        "alloclab.1",
+        "alloclab-compare.1",
+        "alloclab-exec.1",
+        "alloclab-trace.1",
+    ] {
+        let text = std::fs::read_to_string(man.join(page)).unwrap();
+        assert!(text.contains(".TH"), "{page} is not roff");
+    }
+    let compare = std::fs::read_to_string(man.join("alloclab-compare.1")).unwrap();
+    assert!(compare.contains("precision") && compare.contains("max\\-time"));
+
+    let comp = dir.path().join("completions");
+    let o = lab(&["generate", "completions", "--out", comp.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let bash = comp.join("alloclab.bash");
+    let text = std::fs::read_to_string(&bash).unwrap();
+    assert!(text.contains("compare") && text.contains("--precision"));
+    // The bash script parses.
+    let check = std::process::Command::new("bash")
+        .arg("-n")
+        .arg(&bash)
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "{}", stderr(&check));
+    for f in [
+        "_alloclab",
+        "alloclab.fish",
+        "alloclab.elv",
+        "_alloclab.ps1",
+    ] {
+        assert!(comp.join(f).is_file(), "{f} missing");
+    }
+}
