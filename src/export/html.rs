@@ -377,6 +377,9 @@ pub fn cell_figures(rows: &[SummaryRow]) -> Vec<Figure> {
         extras: Extras {
             series: metas,
             marks: Vec::new(),
+            x_labels: (1..=5)
+                .map(|i| (f64::from(i), percentile_name(f64::from(i))))
+                .collect(),
         },
         caption: "Each line is one cell (allocator × variant): the median over its processes of each process's percentile; whiskers are the intervals of the p50 and p99 medians.".into(),
     });
@@ -485,11 +488,22 @@ pub fn cell_figures(rows: &[SummaryRow]) -> Vec<Figure> {
             extras: Extras {
                 series: metas,
                 marks: Vec::new(),
+                x_labels: variant_labels(&ok),
             },
             caption: caption.into(),
         });
     }
     figures
+}
+
+/// The variants present, at their positions on a per-variant axis.
+fn variant_labels(rows: &[&SummaryRow]) -> Vec<(f64, String)> {
+    Variant::ALL
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| rows.iter().any(|r| r.variant == **v))
+        .map(|(i, v)| (i as f64 + 1.0, v.to_string()))
+        .collect()
 }
 
 /// The charts of cells measured over several sizes (a sweep): p50 per element, faults
@@ -591,6 +605,7 @@ pub fn sweep_figures(rows: &[SummaryRow], cliffs: &[(f64, String)]) -> Vec<Figur
             extras: Extras {
                 series: metas,
                 marks: cliffs.to_vec(),
+                x_labels: Vec::new(),
             },
             caption: if cliffs.is_empty() {
                 "One line per allocator × variant; hover a point for its value.".into()
@@ -734,7 +749,7 @@ pub fn exec_figures(rows: &[crate::analysis::command::ExecRow]) -> Vec<Figure> {
             chart: Chart {
                 title: title.into(),
                 x: Axis {
-                    label: "allocator (in the legend's order)".into(),
+                    label: "allocator".into(),
                     scale: Scale::Whole,
                     format: |v| {
                         if (v - v.round()).abs() < 1e-9 && v >= 1.0 {
@@ -758,6 +773,11 @@ pub fn exec_figures(rows: &[crate::analysis::command::ExecRow]) -> Vec<Figure> {
             extras: Extras {
                 series: metas,
                 marks: Vec::new(),
+                x_labels: ok
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| (i as f64 + 1.0, r.allocator.clone()))
+                    .collect(),
             },
             caption: caption.into(),
         });

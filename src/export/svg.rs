@@ -227,6 +227,9 @@ pub struct SeriesMeta {
 pub struct Extras {
     pub series: Vec<SeriesMeta>,
     pub marks: Vec<(f64, String)>,
+    /// Named positions on the x axis (categories): drawn instead of the axis's ticks,
+    /// with half a step of room on either side.
+    pub x_labels: Vec<(f64, String)>,
 }
 
 /// Renders the chart as a standalone SVG document.
@@ -240,6 +243,7 @@ pub fn render_with(chart: &Chart, extras: &Extras) -> String {
         .series
         .iter()
         .flat_map(|s| s.points.iter().map(|p| p.0))
+        .chain(extras.x_labels.iter().flat_map(|(x, _)| [x - 0.5, x + 0.5]))
         .collect();
     let ys: Vec<f64> = chart
         .series
@@ -279,7 +283,15 @@ pub fn render_with(chart: &Chart, extras: &Extras) -> String {
         esc(&chart.title)
     );
     // Grid and ticks.
-    for t in xm.ticks() {
+    let ticks: Vec<(f64, String)> = if extras.x_labels.is_empty() {
+        xm.ticks()
+            .into_iter()
+            .map(|t| (t, (chart.x.format)(t)))
+            .collect()
+    } else {
+        extras.x_labels.clone()
+    };
+    for (t, label) in ticks {
         let x = xm.map(t);
         let _ = writeln!(
             s,
@@ -289,7 +301,7 @@ pub fn render_with(chart: &Chart, extras: &Extras) -> String {
             s,
             r#"<text x="{x:.1}" y="{}" text-anchor="middle">{}</text>"#,
             y0 + 18.0,
-            esc(&(chart.x.format)(t))
+            esc(&label)
         );
     }
     for t in ym.ticks() {
