@@ -23,14 +23,13 @@ pub const MAX_TIME: f64 = 18.0;
 pub const DEFAULT_PRECISION: f64 = 0.05;
 pub const PRECISION_MAX_TIME: f64 = 60.0;
 
-/// What the adaptive rounds did, for the method line.
+/// What the adaptive rounds did, for the `rounds:` line.
 #[derive(Default)]
 struct Adaptive {
     rounds: u32,
     runs: usize,
-    open: usize,
-    total: usize,
-    stopped: Option<&'static str>,
+    /// The last round that was wanted did not fit into --max-time.
+    hit_max_time: bool,
 }
 
 pub fn run(args: CompareArgs) -> Result<()> {
@@ -75,11 +74,8 @@ pub fn run(args: CompareArgs) -> Result<()> {
         if done < args.processes {
             return Some(vec![true; cells.len()]);
         }
-        let (open, total) = cells::open_comparisons(cells, args.noise_threshold, Some(precision));
-        adaptive.open = open.len();
-        adaptive.total = total;
+        let (open, _) = cells::open_comparisons(cells, args.noise_threshold, Some(precision));
         if open.is_empty() {
-            adaptive.stopped = Some("every printed comparison is decided");
             return None;
         }
         let mut part = vec![false; cells.len()];
@@ -92,7 +88,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
         let per_run = elapsed / runs.max(1) as f64;
         let next = part.iter().filter(|p| **p).count();
         if elapsed + per_run * next as f64 > max_time {
-            adaptive.stopped = Some("--max-time");
+            adaptive.hit_max_time = true;
             return None;
         }
         adaptive.rounds += 1;
@@ -289,7 +285,7 @@ fn adaptive_line(
         if more > 0 {
             names.push(format!("and {more} more"));
         }
-        let why = if adaptive.stopped == Some("--max-time") {
+        let why = if adaptive.hit_max_time {
             format!(" at --max-time {} s", crate::fmt::trim_float(max_time))
         } else {
             String::new()

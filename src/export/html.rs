@@ -635,7 +635,7 @@ pub fn findings_of_markdown(md: &str) -> Vec<String> {
         if t.starts_with("**") && t.ends_with(":**") {
             heading = t.trim_matches('*').to_string();
         } else if let Some(item) = t.strip_prefix("- ").or_else(|| t.strip_prefix("* ")) {
-            let item = item.replace('`', "");
+            let item = plain_links(&item.replace('`', ""));
             out.push(if heading.is_empty() {
                 item
             } else {
@@ -647,6 +647,29 @@ pub fn findings_of_markdown(md: &str) -> Vec<String> {
             heading.clear();
         }
     }
+    out
+}
+
+/// Markdown links `[text](file)` as `text (file)`: the page names the folder's files
+/// without linking out of itself.
+fn plain_links(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(open) = rest.find('[') {
+        let tail = &rest[open + 1..];
+        let Some(mid) = tail.find("](") else { break };
+        let Some(close) = tail[mid + 2..].find(')') else {
+            break;
+        };
+        out.push_str(&rest[..open]);
+        out.push_str(&format!(
+            "{} ({})",
+            &tail[..mid],
+            &tail[mid + 2..mid + 2 + close]
+        ));
+        rest = &tail[mid + 2 + close + 1..];
+    }
+    out.push_str(rest);
     out
 }
 
@@ -802,4 +825,24 @@ pub fn folder_page(title: &str, md: &str, drawings: Vec<(String, String)>) -> St
         ..Page::default()
     }
     .render()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn findings_keep_their_heading_and_lose_their_markup() {
+        let md = "# t\n\n**scale, 1M elements:**\n\n- system: `3.00` brk, see [faults](flamegraphs/s.svg) and [x](y)\n\nA paragraph.\n\n- alone\n";
+        assert_eq!(
+            findings_of_markdown(md),
+            vec![
+                "scale, 1M elements: system: 3.00 brk, see faults (flamegraphs/s.svg) and x (y)",
+                "alone"
+            ]
+        );
+        assert!(
+            finding("a 2.00x slower <b>").contains(r#"<b class="slower"> slower</b> &lt;b&gt;"#)
+        );
+    }
 }
