@@ -440,7 +440,7 @@ pub fn cell_figures(rows: &[SummaryRow]) -> Vec<Figure> {
             let Some((v, band)) = get(r) else { continue };
             let x = variant_x(r.variant, index(r), specs.len());
             series.push(Series {
-                label: format!("{} {}", r.allocator_spec, r.variant),
+                label: r.allocator_spec.clone(),
                 color: alloc_color(r, index(r)),
                 dash: None,
                 points: vec![(x, v)],

@@ -232,6 +232,24 @@ pub struct Extras {
     pub x_labels: Vec<(f64, String)>,
 }
 
+/// The legend's lines: the first series of each distinct label, with the `data-*`
+/// attributes every series of that label shares (so that a toggle greys the line only
+/// when all of them are off).
+fn legend_entries(chart: &Chart, extras: &Extras) -> Vec<(usize, Vec<(&'static str, String)>)> {
+    let attrs_of = |i: usize| extras.series.get(i).map_or(&[][..], |m| &m.attrs[..]);
+    let mut out: Vec<(usize, Vec<(&'static str, String)>)> = Vec::new();
+    for (i, series) in chart.series.iter().enumerate() {
+        match out
+            .iter_mut()
+            .find(|(j, _)| chart.series[*j].label == series.label)
+        {
+            Some((_, shared)) => shared.retain(|a| attrs_of(i).contains(a)),
+            None => out.push((i, attrs_of(i).to_vec())),
+        }
+    }
+    out
+}
+
 /// Renders the chart as a standalone SVG document.
 pub fn render(chart: &Chart) -> String {
     render_with(chart, &Extras::default())
@@ -264,7 +282,10 @@ pub fn render_with(chart: &Chart, extras: &Extras) -> String {
         .max()
         .unwrap_or(0);
     let legend_w = 70.0 + 7.5 * longest as f64;
-    let rows = chart.series.len().max(1) as f64;
+    // One legend line per distinct label (series that share a label, such as one
+    // allocator's cells in a per-variant chart, share its line).
+    let legend = legend_entries(chart, extras);
+    let rows = legend.len().max(1) as f64;
     let h = H.max(TOP + 20.0 + rows * 20.0);
     let w = PLOT_W + legend_w;
     let (x0, x1, y0, y1) = (LEFT, PLOT_W, h - BOTTOM, TOP);
@@ -435,14 +456,13 @@ pub fn render_with(chart: &Chart, extras: &Extras) -> String {
     }
     // Legend.
     let lx = x1 + 16.0;
-    for (i, series) in chart.series.iter().enumerate() {
-        let y = y1 + 8.0 + i as f64 * 20.0;
-        let attrs: String = extras.series.get(i).map_or(String::new(), |m| {
-            m.attrs
-                .iter()
-                .map(|(k, v)| format!(r#" data-{k}="{}""#, esc(v)))
-                .collect()
-        });
+    for (row, (i, attrs)) in legend.iter().enumerate() {
+        let series = &chart.series[*i];
+        let y = y1 + 8.0 + row as f64 * 20.0;
+        let attrs: String = attrs
+            .iter()
+            .map(|(k, v)| format!(r#" data-{k}="{}""#, esc(v)))
+            .collect();
         if !attrs.is_empty() {
             let _ = writeln!(s, r#"<g class="legend"{attrs}>"#);
         }
@@ -512,6 +532,31 @@ mod tests {
             "a zero line for zero values on a log axis"
         );
         assert_eq!(svg.matches("<polyline").count(), 1);
+    }
+
+    #[test]
+    fn series_that_share_a_label_share_a_legend_line_and_its_common_attributes() {
+        let mut c = chart(Scale::Linear, &[1.0, 2.0]);
+        let mut twin = c.series[0].clone();
+        twin.points = vec![(10.0, 3.0)];
+        c.series.push(twin);
+        let meta = |v: &str| SeriesMeta {
+            attrs: vec![("alloc", "a".into()), ("variant", v.into())],
+            tips: vec!["tip".into(); 2],
+            bands: vec![Some((0.5, 1.5)), None],
+        };
+        let extras = Extras {
+            series: vec![meta("in-place"), meta("out-of-place")],
+            ..Extras::default()
+        };
+        let svg = render_with(&c, &extras);
+        assert_eq!(svg.matches(">a</text>").count(), 1, "{svg}");
+        assert_eq!(
+            svg.matches(r#"<g class="legend" data-alloc="a">"#).count(),
+            1
+        );
+        assert_eq!(svg.matches(r#"<g class="series""#).count(), 2);
+        assert_eq!(svg.matches("<title>tip</title>").count(), 3);
     }
 
     #[test]
