@@ -413,7 +413,7 @@ pub fn cell_figures(rows: &[SummaryRow]) -> Vec<Figure> {
             "Median over processes; the whisker is the range over processes. A fault storm (thousands per iteration) is the founding case's out-of-place glibc cell.",
         ),
         (
-            "Memory syscalls per iteration (brk + mmap + munmap + madvise + mremap)",
+            "Memory syscalls per iteration",
             "memory syscalls / iteration",
             count,
             |r| {
@@ -423,7 +423,7 @@ pub fn cell_figures(rows: &[SummaryRow]) -> Vec<Figure> {
                         .zip(r.memory_syscalls_per_iter_max),
                 ))
             },
-            "Median over processes; the whisker is the range over processes.",
+            "brk + mmap + munmap + madvise + mremap: the median over processes; the whisker is the range over processes.",
         ),
         (
             "Resident memory at the end of the run",
@@ -503,6 +503,42 @@ fn variant_labels(rows: &[&SummaryRow]) -> Vec<(f64, String)> {
         .enumerate()
         .filter(|(_, v)| rows.iter().any(|r| r.variant == **v))
         .map(|(i, v)| (i as f64 + 1.0, v.to_string()))
+        .collect()
+}
+
+/// [`cell_figures`] for each (workload, size, threads) the rows hold, titled with it when
+/// there are several (a threads experiment, two workloads), so that no chart mixes them.
+pub fn grouped_cell_figures(rows: &[SummaryRow]) -> Vec<Figure> {
+    let mut groups: Vec<(String, u64, u32)> = Vec::new();
+    for r in rows {
+        let key = (r.workload.to_string(), r.size, r.threads);
+        if !groups.contains(&key) {
+            groups.push(key);
+        }
+    }
+    if groups.len() <= 1 {
+        return cell_figures(rows);
+    }
+    groups
+        .into_iter()
+        .flat_map(|(workload, size, threads)| {
+            let at: Vec<SummaryRow> = rows
+                .iter()
+                .filter(|r| {
+                    r.workload.to_string() == workload && r.size == size && r.threads == threads
+                })
+                .cloned()
+                .collect();
+            let mut figures = cell_figures(&at);
+            for f in &mut figures {
+                f.chart.title = format!(
+                    "{} · {workload}, {} elements, {threads} thread(s)",
+                    f.chart.title,
+                    crate::fmt::fmt_elems(size as f64)
+                );
+            }
+            figures
+        })
         .collect()
 }
 

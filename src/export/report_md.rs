@@ -529,7 +529,7 @@ fn report_html(loaded: &Loaded, rows: &[SummaryRow], env: &serde_json::Value, md
             .collect();
         html::sweep_figures(rows, &cliffs)
     } else {
-        html::cell_figures(rows)
+        html::grouped_cell_figures(rows)
     };
     let mut environment = vec![e.description.clone()];
     environment.extend(html::environment_lines(env));
