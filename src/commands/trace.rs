@@ -57,7 +57,7 @@ pub fn run(args: &TraceArgs) -> Result<()> {
         engine::run_rounds(
             &specs,
             // compare's default budget: 0.07 s measured after 0.02 s of warm-up.
-            &Budget::short(0.07),
+            &Budget::compare(),
             args.processes,
             order_seed,
             &mut executor,

@@ -53,7 +53,19 @@ impl Default for Budget {
     }
 }
 
+/// compare's per-process budget by default (its `--min-time` and `--warmup-time`).
+pub const COMPARE_MIN_TIME_S: f64 = 0.02;
+pub const COMPARE_WARMUP_TIME_S: f64 = 0.01;
+
 impl Budget {
+    /// compare's default budget: what its processes measure unless told otherwise.
+    pub fn compare() -> Self {
+        Budget {
+            warmup_time_ns: secs_to_ns(COMPARE_WARMUP_TIME_S),
+            ..Budget::short(COMPARE_MIN_TIME_S)
+        }
+    }
+
     /// A short budget for commands that run many small probes (cliff, tune): at least
     /// `min_time_s` measured after 20 ms of warm-up.
     pub fn short(min_time_s: f64) -> Self {
@@ -112,7 +124,7 @@ pub struct BudgetArgs {
     /// Measure at least this many seconds (per process)… [0.02 s: `alloclab calibrate
     /// --noise` found shorter processes, more of them, give narrower ratio intervals in
     /// the same time]
-    #[arg(long, default_value_t = 0.02, value_parser = parse_seconds, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = COMPARE_MIN_TIME_S, value_parser = parse_seconds, allow_negative_numbers = true)]
     pub min_time: f64,
     /// …and at least this many iterations…
     #[arg(long, default_value_t = 10)]
@@ -121,7 +133,7 @@ pub struct BudgetArgs {
     #[arg(long, default_value_t = 10_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_iters: u64,
     /// Warm up for at least this many seconds…
-    #[arg(long, default_value_t = 0.01, value_parser = parse_seconds, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = COMPARE_WARMUP_TIME_S, value_parser = parse_seconds, allow_negative_numbers = true)]
     pub warmup_time: f64,
     /// …and at least this many iterations.
     #[arg(long, default_value_t = 3)]
