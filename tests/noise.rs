@@ -73,11 +73,10 @@ fn procs_and_rounds(text: &str) -> (Vec<u64>, String) {
     (procs, rounds)
 }
 
-#[test]
-fn adaptive_rounds_account_for_every_extra_process_and_stop_at_max_time() {
-    // A generous --max-time: adaptive rounds may run; the extra processes the line
-    // reports are exactly those in the table beyond 6 per cell.
-    let o = lab(&[
+/// compare of system and jemalloc, in-place and reuse, at a short budget, with `extra`
+/// options: the procs column, the rounds line and the whole screen.
+fn small_compare(extra: &[&str]) -> (Vec<u64>, String, String) {
+    let mut args = vec![
         "compare",
         "--size",
         "100000",
@@ -87,12 +86,20 @@ fn adaptive_rounds_account_for_every_extra_process_and_stop_at_max_time() {
         "in-place,reuse",
         "--min-time",
         "0.005",
-        "--max-time",
-        "8",
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let o = lab(&args);
     assert!(o.status.success(), "{}", stderr(&o));
-    let text = String::from_utf8_lossy(&o.stdout);
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
     let (procs, rounds) = procs_and_rounds(&text);
+    (procs, rounds, text)
+}
+
+#[test]
+fn adaptive_rounds_account_for_every_extra_process_and_stop_at_max_time() {
+    // A generous --max-time: adaptive rounds may run; the extra processes the line
+    // reports are exactly those in the table beyond 6 per cell.
+    let (procs, rounds, text) = small_compare(&["--max-time", "8"]);
     assert_eq!(procs.len(), 4, "{text}");
     assert!(procs.iter().all(|p| *p >= 6), "{procs:?}");
     let extra: u64 = procs.iter().map(|p| p - 6).sum();
@@ -105,24 +112,7 @@ fn adaptive_rounds_account_for_every_extra_process_and_stop_at_max_time() {
 
     // --precision that no 6 processes reach with no time to add a round: every cell
     // keeps its 6, and the line says what is still open at --max-time.
-    let o = lab(&[
-        "compare",
-        "--size",
-        "100000",
-        "--allocators",
-        "system,jemalloc",
-        "--variants",
-        "in-place,reuse",
-        "--min-time",
-        "0.005",
-        "--precision",
-        "0.01",
-        "--max-time",
-        "0.01",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let text = String::from_utf8_lossy(&o.stdout);
-    let (procs, rounds) = procs_and_rounds(&text);
+    let (procs, rounds, text) = small_compare(&["--precision", "0.01", "--max-time", "0.01"]);
     assert_eq!(procs, vec![6, 6, 6, 6], "{text}");
     assert!(
         rounds.contains("then 0 adaptive round(s) (0 runs)"),

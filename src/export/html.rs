@@ -234,14 +234,66 @@ fn mib(v: f64) -> String {
     format!("{} MiB", crate::fmt::trim_float((v * 10.0).round() / 10.0))
 }
 
-fn variant_name(x: f64) -> String {
-    let i = x.round() as usize;
-    if (x - i as f64).abs() > 1e-9 || i == 0 {
-        return String::new();
+/// A category axis's ticks are its `x_labels`; the format is never asked.
+fn no_ticks(_: f64) -> String {
+    String::new()
+}
+
+/// A value with its interval or range, as a hover text says it.
+fn value_text(format: fn(f64) -> String, v: f64, band: Option<(f64, f64)>) -> String {
+    match band {
+        Some((lo, hi)) => format!("{} [{}, {}]", format(v), format(lo), format(hi)),
+        None => format(v),
     }
-    Variant::ALL
-        .get(i - 1)
-        .map_or(String::new(), |v| v.to_string())
+}
+
+/// A y axis over every point of `series`: logarithmic where they span decades.
+fn y_axis(label: &str, format: fn(f64) -> String, series: &[Series]) -> Axis {
+    let values: Vec<f64> = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .collect();
+    Axis {
+        label: label.into(),
+        scale: if spans_decades(&values) {
+            Scale::Log
+        } else {
+            Scale::Linear
+        },
+        format,
+    }
+}
+
+/// A chart of one point per series at named x positions (variants, allocators); None
+/// without points.
+fn dot_figure(
+    (title, ylabel, format, caption): (&str, &str, fn(f64) -> String, &str),
+    x_label: &str,
+    x_labels: Vec<(f64, String)>,
+    dots: Vec<(Series, SeriesMeta)>,
+) -> Option<Figure> {
+    if dots.is_empty() {
+        return None;
+    }
+    let (series, metas): (Vec<Series>, Vec<SeriesMeta>) = dots.into_iter().unzip();
+    Some(Figure {
+        chart: Chart {
+            title: title.into(),
+            x: Axis {
+                label: x_label.into(),
+                scale: Scale::Whole,
+                format: no_ticks,
+            },
+            y: y_axis(ylabel, format, &series),
+            series,
+        },
+        extras: Extras {
+            series: metas,
+            marks: Vec::new(),
+            x_labels,
+        },
+        caption: caption.into(),
+    })
 }
 
 fn percentile_name(x: f64) -> String {
@@ -329,17 +381,13 @@ pub fn cell_figures(rows: &[SummaryRow]) -> Vec<Figure> {
             let Some(v) = v else { continue };
             points.push((x, v as f64 / 1e3));
             bands.push(ci.map(|(lo, hi)| (lo as f64 / 1e3, hi as f64 / 1e3)));
+            let band = ci.map(|(lo, hi)| (lo as f64 / 1e3, hi as f64 / 1e3));
             tips.push(format!(
-                "{} {} {}: {}{}{}",
+                "{} {} {}: {}{}",
                 r.allocator_spec,
                 r.variant,
                 percentile_name(x),
-                fmt_ns(v as f64),
-                ci.map_or(String::new(), |(lo, hi)| format!(
-                    " [{}, {}]",
-                    fmt_ns(lo as f64),
-                    fmt_ns(hi as f64)
-                )),
+                value_text(us, v as f64 / 1e3, band),
                 procs(r)
             ));
         }
@@ -355,23 +403,15 @@ pub fn cell_figures(rows: &[SummaryRow]) -> Vec<Figure> {
             bands,
         });
     }
-    let all: Vec<f64> = series
-        .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.1))
-        .collect();
     figures.push(Figure {
         chart: Chart {
             title: "Latency per iteration, by percentile".into(),
             x: Axis {
                 label: "percentile".into(),
                 scale: Scale::Whole,
-                format: percentile_name,
+                format: no_ticks,
             },
-            y: Axis {
-                label: "latency (log scale where values span decades)".into(),
-                scale: if spans_decades(&all) { Scale::Log } else { Scale::Linear },
-                format: us,
-            },
+            y: y_axis("latency (log scale where values span decades)", us, &series),
             series,
         },
         extras: Extras {
@@ -434,64 +474,36 @@ pub fn cell_figures(rows: &[SummaryRow]) -> Vec<Figure> {
         ),
     ];
     for (title, ylabel, format, get, caption) in dots {
-        let mut series = Vec::new();
-        let mut metas = Vec::new();
-        for r in &ok {
-            let Some((v, band)) = get(r) else { continue };
-            let x = variant_x(r.variant, index(r), specs.len());
-            series.push(Series {
-                label: r.allocator_spec.clone(),
-                color: alloc_color(r, index(r)),
-                dash: None,
-                points: vec![(x, v)],
-            });
-            metas.push(SeriesMeta {
-                attrs: attrs(r),
-                tips: vec![format!(
-                    "{} {}: {}{}{}",
-                    r.allocator_spec,
-                    r.variant,
-                    format(v),
-                    band.map_or(String::new(), |(lo, hi)| format!(
-                        " [{}, {}]",
-                        format(lo),
-                        format(hi)
-                    )),
-                    procs(r)
-                )],
-                bands: vec![band],
-            });
-        }
-        if series.is_empty() {
-            continue;
-        }
-        let values: Vec<f64> = series.iter().map(|s| s.points[0].1).collect();
-        figures.push(Figure {
-            chart: Chart {
-                title: title.into(),
-                x: Axis {
-                    label: "variant (allocators side by side)".into(),
-                    scale: Scale::Whole,
-                    format: variant_name,
-                },
-                y: Axis {
-                    label: ylabel.into(),
-                    scale: if spans_decades(&values) {
-                        Scale::Log
-                    } else {
-                        Scale::Linear
-                    },
-                    format,
-                },
-                series,
-            },
-            extras: Extras {
-                series: metas,
-                marks: Vec::new(),
-                x_labels: variant_labels(&ok),
-            },
-            caption: caption.into(),
-        });
+        let dots = ok
+            .iter()
+            .filter_map(|r| {
+                let (v, band) = get(r)?;
+                let series = Series {
+                    label: r.allocator_spec.clone(),
+                    color: alloc_color(r, index(r)),
+                    dash: None,
+                    points: vec![(variant_x(r.variant, index(r), specs.len()), v)],
+                };
+                let meta = SeriesMeta {
+                    attrs: attrs(r),
+                    tips: vec![format!(
+                        "{} {}: {}{}",
+                        r.allocator_spec,
+                        r.variant,
+                        value_text(format, v, band),
+                        procs(r)
+                    )],
+                    bands: vec![band],
+                };
+                Some((series, meta))
+            })
+            .collect();
+        figures.extend(dot_figure(
+            (title, ylabel, format, caption),
+            "variant (allocators side by side)",
+            variant_labels(&ok),
+            dots,
+        ));
     }
     figures
 }
@@ -619,10 +631,6 @@ pub fn sweep_figures(rows: &[SummaryRow], cliffs: &[(f64, String)]) -> Vec<Figur
         if series.is_empty() {
             continue;
         }
-        let values: Vec<f64> = series
-            .iter()
-            .flat_map(|s| s.points.iter().map(|p| p.1))
-            .collect();
         figures.push(Figure {
             chart: Chart {
                 title: title.into(),
@@ -631,11 +639,7 @@ pub fn sweep_figures(rows: &[SummaryRow], cliffs: &[(f64, String)]) -> Vec<Figur
                     scale: Scale::Log,
                     format: crate::fmt::fmt_elems,
                 },
-                y: Axis {
-                    label: ylabel.into(),
-                    scale: if spans_decades(&values) { Scale::Log } else { Scale::Linear },
-                    format,
-                },
+                y: y_axis(ylabel, format, &series),
                 series,
             },
             extras: Extras {
@@ -767,79 +771,46 @@ pub fn exec_figures(rows: &[crate::analysis::command::ExecRow]) -> Vec<Figure> {
     ];
     let ok: Vec<_> = rows.iter().filter(|r| r.status.is_ok()).collect();
     let mut figures = Vec::new();
+    let x_labels: Vec<(f64, String)> = ok
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (i as f64 + 1.0, r.allocator.clone()))
+        .collect();
     for (title, ylabel, format, get, caption) in charts {
-        let mut series = Vec::new();
-        let mut metas = Vec::new();
-        for (i, r) in ok.iter().enumerate() {
-            let Some((v, band)) = get(r) else { continue };
-            let alloc = r
-                .allocator
-                .parse::<crate::model::knobs::AllocatorSpec>()
-                .ok();
-            series.push(Series {
-                label: r.allocator.clone(),
-                color: alloc.map_or(color(Allocator::System, &r.allocator, i), |a| {
-                    color(a.allocator, &r.allocator, i)
-                }),
-                dash: None,
-                points: vec![(i as f64 + 1.0, v)],
-            });
-            metas.push(SeriesMeta {
-                attrs: vec![("alloc", r.allocator.clone())],
-                tips: vec![format!(
-                    "{}: {}{} ({} runs)",
-                    r.allocator,
-                    format(v),
-                    band.map_or(String::new(), |(lo, hi)| format!(
-                        " [{}, {}]",
-                        format(lo),
-                        format(hi)
-                    )),
-                    r.runs
-                )],
-                bands: vec![band],
-            });
-        }
-        if series.is_empty() {
-            continue;
-        }
-        let values: Vec<f64> = series.iter().map(|s| s.points[0].1).collect();
-        figures.push(Figure {
-            chart: Chart {
-                title: title.into(),
-                x: Axis {
-                    label: "allocator".into(),
-                    scale: Scale::Whole,
-                    format: |v| {
-                        if (v - v.round()).abs() < 1e-9 && v >= 1.0 {
-                            format!("#{}", v as i64)
-                        } else {
-                            String::new()
-                        }
-                    },
-                },
-                y: Axis {
-                    label: ylabel.into(),
-                    scale: if spans_decades(&values) {
-                        Scale::Log
-                    } else {
-                        Scale::Linear
-                    },
-                    format,
-                },
-                series,
-            },
-            extras: Extras {
-                series: metas,
-                marks: Vec::new(),
-                x_labels: ok
-                    .iter()
-                    .enumerate()
-                    .map(|(i, r)| (i as f64 + 1.0, r.allocator.clone()))
-                    .collect(),
-            },
-            caption: caption.into(),
-        });
+        let dots = ok
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| {
+                let (v, band) = get(r)?;
+                let alloc = r
+                    .allocator
+                    .parse::<crate::model::knobs::AllocatorSpec>()
+                    .map_or(Allocator::System, |a| a.allocator);
+                let series = Series {
+                    label: r.allocator.clone(),
+                    color: color(alloc, &r.allocator, i),
+                    dash: None,
+                    points: vec![(i as f64 + 1.0, v)],
+                };
+                let meta = SeriesMeta {
+                    attrs: vec![("alloc", r.allocator.clone())],
+                    tips: vec![format!(
+                        "{}: {} ({} runs)",
+                        r.allocator,
+                        value_text(format, v, band),
+                        r.runs
+                    )],
+                    bands: vec![band],
+                };
+                Some((series, meta))
+            })
+            .collect();
+        figures.extend(dot_figure(
+            (title, ylabel, format, caption),
+            "allocator",
+            x_labels.clone(),
+            dots,
+        ));
     }
     figures
 }
