@@ -103,6 +103,11 @@ pub struct ExecArgs {
     /// histograms of the run times, env.json, REPORT.md), updated after every run.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Write into a non-empty folder that alloclab did not make (no folder.json). Without
+    /// it such a folder is refused; with it nothing in the folder is removed, and files
+    /// alloclab writes replace any of the same name.
+    #[arg(long)]
+    pub force_out: bool,
     /// Syscall counts of the process tree: perf (tracepoints on every run; root or
     /// CAP_PERFMON), ptrace (memory syscalls, from one extra traced run per allocator; no
     /// privileges), auto (perf where it works, else ptrace), off.
@@ -247,6 +252,11 @@ pub struct SweepArgs {
     /// cliffs.json, REPORT.md), rewritten after every size.
     #[arg(long, default_value = "results/sweep")]
     pub out: PathBuf,
+    /// Write into a non-empty folder that alloclab did not make (no folder.json). Without
+    /// it such a folder is refused; with it nothing in the folder is removed, and files
+    /// alloclab writes replace any of the same name.
+    #[arg(long)]
+    pub force_out: bool,
     /// Do not bisect the changes the sweep finds.
     #[arg(long)]
     pub no_cliffs: bool,
@@ -366,6 +376,11 @@ pub struct GenerateArgs {
     /// The folder to write into (created if absent).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
+    /// Write into a non-empty folder that alloclab did not make (no folder.json). Without
+    /// it such a folder is refused; with it nothing in the folder is removed, and files
+    /// alloclab writes replace any of the same name.
+    #[arg(long)]
+    pub force_out: bool,
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -424,6 +439,11 @@ pub struct RunArgs {
     /// Folder that receives one results folder per experiment.
     #[arg(long, default_value = "results")]
     pub out: PathBuf,
+    /// Write into a non-empty folder that alloclab did not make (no folder.json). Without
+    /// it such a folder is refused; with it nothing in the folder is removed, and files
+    /// alloclab writes replace any of the same name.
+    #[arg(long)]
+    pub force_out: bool,
     /// Use each experiment's [quick] settings: a reduced matrix for a smoke test.
     #[arg(long)]
     pub quick: bool,
@@ -586,6 +606,11 @@ pub struct TraceArgs {
     /// The results folder.
     #[arg(long, default_value = "results/trace")]
     pub out: PathBuf,
+    /// Write into a non-empty folder that alloclab did not make (no folder.json). Without
+    /// it such a folder is refused; with it nothing in the folder is removed, and files
+    /// alloclab writes replace any of the same name.
+    #[arg(long)]
+    pub force_out: bool,
     /// Kill a worker that runs longer than this many seconds.
     #[arg(long, default_value_t = 300.0, value_parser = crate::model::budget::parse_timeout)]
     pub timeout: f64,

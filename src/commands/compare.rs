@@ -34,18 +34,11 @@ struct Adaptive {
 
 pub fn run(args: CompareArgs) -> Result<()> {
     let specs = args.specs()?;
+    // The page's place is checked before anything runs: a regular file or nothing yet,
+    // in a folder the lab may write into that is no other command's results folder.
     if let Some(path) = &args.html {
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => std::path::Path::new("."),
-        };
-        if !dir.is_dir() || path.is_dir() {
-            return Err(Error::BadInput(format!(
-                "--html {}: {} is not a folder; give a file in an existing folder, e.g. --html compare.html",
-                path.display(),
-                if path.is_dir() { path.display() } else { dir.display() }
-            )));
-        }
+        crate::export::folder::check_file_target(path)
+            .map_err(|why| Error::BadInput(format!("--html: {why}")))?;
     }
     let workers = preflight::check(&specs).map_err(Error::bad)?;
     let mut executor = ProcessExecutor::new(

@@ -7,7 +7,7 @@ use crate::engine::command::{self as exec, ExecRecord};
 use crate::engine::spawn::ChildRun;
 use crate::error::{Error, Result};
 use crate::export::exec as output;
-use crate::export::folder::{Folder, Kind};
+use crate::export::folder::{Claim, Folder, Kind};
 use crate::export::{self, Format};
 use crate::fmt::fmt_ns;
 use crate::ui::progress::Progress;
@@ -77,8 +77,9 @@ impl exec::Observer for ExecProgress {
 /// Opens `dir` for the results of `kind` and starts a fresh measurement in it (see
 /// [`Folder`]): created if missing, locked, refused when it holds another command's
 /// results; an earlier measurement's files are removed.
-pub fn take_out_dir(dir: &Path, kind: Kind) -> Result<Folder> {
-    let mut folder = Folder::open(dir, kind).map_err(Error::bad)?;
+pub fn take_out_dir(dir: &Path, kind: Kind, force: bool) -> Result<Folder> {
+    let claim = if force { Claim::Force } else { Claim::Own };
+    let mut folder = Folder::open(dir, kind, claim).map_err(Error::bad)?;
     folder.start(true).map_err(Error::failed)?;
     Ok(folder)
 }
@@ -88,7 +89,7 @@ pub fn run(args: &ExecArgs) -> Result<()> {
     let mut folder = args
         .out
         .as_deref()
-        .map(|d| take_out_dir(d, Kind::Exec))
+        .map(|d| take_out_dir(d, Kind::Exec, args.force_out))
         .transpose()?;
     crate::engine::begin();
     let mut progress = ExecProgress(Progress::with_results(0), Mode::Session);

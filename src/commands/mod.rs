@@ -42,27 +42,40 @@ pub fn dispatch(command: Command) -> Result<()> {
     }
 }
 
-/// `alloclab generate`: man pages or shell completions from the clap definitions.
+/// `alloclab generate`: man pages or shell completions from the clap definitions, written
+/// through the one results-folder writer (a folder of kind `generate`: its manifest
+/// lists the pages, and a folder the lab did not make is refused like any --out).
 fn generate(args: &crate::cli::GenerateArgs) -> Result<()> {
+    use crate::export::folder::{Claim, Folder, Kind};
     use clap::CommandFactory;
-    let fail = |e: std::io::Error| {
-        Error::RunFailed(format!("cannot write into {}: {e}", args.out.display()))
+    let claim = if args.force_out {
+        Claim::Force
+    } else {
+        Claim::Own
     };
-    std::fs::create_dir_all(&args.out).map_err(fail)?;
-    let mut written = Vec::new();
+    let mut folder = Folder::open(&args.out, Kind::Generate, claim).map_err(Error::bad)?;
+    folder.start(true).map_err(Error::failed)?;
+    let fail = |e: std::io::Error| Error::RunFailed(format!("generating failed: {e}"));
+    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
     match args.what {
         crate::cli::Generated::Man => {
-            // Every command's page; clap_mangen leaves out `help` itself.
-            clap_mangen::generate_to(crate::cli::Cli::command(), &args.out).map_err(fail)?;
-            for e in std::fs::read_dir(&args.out).map_err(fail)?.flatten() {
-                let name = e.file_name().to_string_lossy().into_owned();
-                if name.starts_with("alloclab") && name.ends_with(".1") {
-                    written.push(name);
+            // Every command's page, as clap_mangen::generate_to names them (without `help`).
+            fn pages(cmd: clap::Command, out: &mut Vec<(String, Vec<u8>)>) -> std::io::Result<()> {
+                for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()).cloned() {
+                    pages(sub, out)?;
                 }
+                let man = clap_mangen::Man::new(cmd);
+                let mut page = Vec::new();
+                man.render(&mut page)?;
+                out.push((man.get_filename(), page));
+                Ok(())
             }
+            let mut cmd = crate::cli::Cli::command().disable_help_subcommand(true);
+            cmd.build();
+            pages(cmd, &mut files).map_err(fail)?;
         }
         crate::cli::Generated::Completions => {
-            use clap_complete::Shell;
+            use clap_complete::{Generator, Shell};
             for shell in [
                 Shell::Bash,
                 Shell::Zsh,
@@ -71,17 +84,17 @@ fn generate(args: &crate::cli::GenerateArgs) -> Result<()> {
                 Shell::PowerShell,
             ] {
                 let mut cmd = crate::cli::Cli::command();
-                let path = clap_complete::generate_to(shell, &mut cmd, "alloclab", &args.out)
-                    .map_err(fail)?;
-                written.push(
-                    path.file_name()
-                        .unwrap_or_default()
-                        .to_string_lossy()
-                        .into_owned(),
-                );
+                let mut text = Vec::new();
+                clap_complete::generate(shell, &mut cmd, "alloclab", &mut text);
+                files.push((shell.file_name("alloclab"), text));
             }
         }
     }
+    for (name, bytes) in &files {
+        folder.bytes(name, bytes).map_err(Error::failed)?;
+    }
+    folder.finish(true).map_err(Error::failed)?;
+    let mut written: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
     written.sort();
     eprintln!(
         "wrote {} file(s) into {}: {}",

@@ -3,6 +3,7 @@
 
 use crate::cli::ReportArgs;
 use crate::error::{Error, Result};
+use crate::export::folder::Claim;
 use crate::export::{report_md, results};
 
 pub fn run(args: &ReportArgs) -> Result<()> {
@@ -15,7 +16,7 @@ pub fn run(args: &ReportArgs) -> Result<()> {
     }
     // The lock first: a folder another alloclab is still writing (calibrating, say) is
     // in use, not "no results folder".
-    let mut folder = results::ResultsDir::open(dir).map_err(Error::bad)?;
+    let mut folder = results::ResultsDir::open(dir, Claim::Existing).map_err(Error::bad)?;
     if !dir.join("plan.json").is_file() {
         return Err(Error::BadInput(format!(
             "{} is not a results folder (no plan.json); give one written by `alloclab run`, e.g. results/numpy-temporaries",
@@ -23,7 +24,7 @@ pub fn run(args: &ReportArgs) -> Result<()> {
         )));
     }
     let loaded = results::load(dir).map_err(Error::bad)?;
-    let rebuilt = report_md::rebuild(dir, &loaded, true).map_err(Error::failed)?;
+    let rebuilt = report_md::rebuild(folder.folder(), &loaded, true).map_err(Error::failed)?;
     folder.finish(rebuilt.complete()).map_err(Error::failed)?;
     drop(folder);
     eprintln!(

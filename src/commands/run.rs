@@ -69,7 +69,14 @@ pub fn run(args: RunArgs) -> Result<()> {
     // Without --resume a run replaces what the folder held: one measurement per folder.
     let mut folders = experiments
         .iter()
-        .map(|e| ResultsDir::open(&args.out.join(&e.name)))
+        .map(|e| {
+            let claim = if args.force_out {
+                crate::export::folder::Claim::Force
+            } else {
+                crate::export::folder::Claim::Own
+            };
+            ResultsDir::open(&args.out.join(&e.name), claim)
+        })
         .collect::<Result<Vec<_>, _>>()
         .map_err(Error::bad)?;
     for f in &mut folders {
@@ -363,7 +370,7 @@ pub fn run_experiment(
         calibration: calibration.cloned(),
         cliffs,
     };
-    let rebuilt = report_md::rebuild(&dir, &loaded, false)?;
+    let rebuilt = report_md::rebuild(results.folder(), &loaded, false)?;
     Ok(ExperimentOutcome {
         dir,
         rebuilt,

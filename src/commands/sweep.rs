@@ -85,7 +85,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
         },
     )
     .map_err(Error::BadInput)?;
-    let mut folder = super::exec::take_out_dir(&args.out, Kind::Sweep)?;
+    let mut folder = super::exec::take_out_dir(&args.out, Kind::Sweep, args.force_out)?;
     crate::engine::begin();
     let arms = if matches!(per, Per::Difference(_)) {
         2

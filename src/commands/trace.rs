@@ -30,7 +30,7 @@ pub fn run(args: &TraceArgs) -> Result<()> {
         Duration::from_secs_f64(args.timeout),
     )
     .map_err(|why| Error::counters(crate::counters::CounterMode::Auto, why))?;
-    let folder = super::exec::take_out_dir(&args.out, Kind::Trace)?;
+    let folder = super::exec::take_out_dir(&args.out, Kind::Trace, args.force_out)?;
     engine::begin();
     let sampling = trace::perf_tool().map(|perf| trace::Sampling {
         perf,
@@ -92,13 +92,12 @@ pub fn run(args: &TraceArgs) -> Result<()> {
         ));
         let outcome = match &sampling {
             Ok(s) => {
-                let data = folder.path(&format!("perf/{}.data", export::file_stem(&label)));
-                if let Some(dir) = data.parent() {
-                    std::fs::create_dir_all(dir).map_err(Error::failed)?;
-                }
+                let data = folder
+                    .claim(&format!("perf/{}.data", export::file_stem(&label)))
+                    .map_err(Error::failed)?;
                 let traced = trace::run(&executor, &request, s, &data);
                 if !args.keep_perf_data {
-                    let _ = std::fs::remove_file(&data);
+                    let _ = folder.remove(&format!("perf/{}.data", export::file_stem(&label)));
                     let _ = std::fs::remove_dir(data.with_file_name(""));
                 }
                 traced
@@ -330,7 +329,7 @@ fn run_command(args: &TraceArgs) -> Result<()> {
             }
         },
     };
-    let folder = super::exec::take_out_dir(&args.out, Kind::Trace)?;
+    let folder = super::exec::take_out_dir(&args.out, Kind::Trace, args.force_out)?;
     engine::begin();
     let (extra, mut missing): (Vec<String>, Vec<String>) = match &sampling {
         Ok(_) => {
@@ -383,17 +382,16 @@ fn run_command(args: &TraceArgs) -> Result<()> {
         progress.start(&format!("{label}: traced run"));
         let outcome = match &sampling {
             Ok(s) => {
-                let data = folder.path(&format!("perf/{}.data", export::file_stem(&label)));
-                if let Some(dir) = data.parent() {
-                    std::fs::create_dir_all(dir).map_err(Error::failed)?;
-                }
+                let data = folder
+                    .claim(&format!("perf/{}.data", export::file_stem(&label)))
+                    .map_err(Error::failed)?;
                 let wrapper = trace::record_argv(s, &data, &extra);
                 let outcome = trace_one(&settings, a, Some(&wrapper), &opts).and_then(|run| {
                     run.map(|_| trace::read_script(s, &data, true).map_err(|f| f.cause))
                         .transpose()
                 });
                 if !args.keep_perf_data {
-                    let _ = std::fs::remove_file(&data);
+                    let _ = folder.remove(&format!("perf/{}.data", export::file_stem(&label)));
                     let _ = std::fs::remove_dir(data.with_file_name(""));
                 }
                 outcome

@@ -290,19 +290,7 @@ pub fn histogram(a: &AllocatorRuns) -> Option<Histogram<u64>> {
     Some(h)
 }
 
-/// A file-name-safe form of an allocator label.
-pub fn file_stem(label: &str) -> String {
-    label
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
+pub use crate::model::spec::file_stem;
 
 /// Writes (atomically, file by file) the record and everything derived from it into
 /// its folder: exec.json, summary.csv, env.json, histograms/<allocator>.us.csv/.us.hgrm,
@@ -430,14 +418,5 @@ mod tests {
             "{notes:?}"
         );
         assert!(spread_notes(&[row(1780.0, 1850.0)]).is_empty());
-    }
-
-    #[test]
-    fn file_stems_are_safe() {
-        assert_eq!(
-            file_stem("jemalloc:dirty_decay_ms=-1"),
-            "jemalloc_dirty_decay_ms_-1"
-        );
-        assert_eq!(file_stem("../x"), ".._x");
     }
 }

@@ -1,15 +1,20 @@
-//! The one results-folder writer of `run`, `exec` and `sweep`.
+//! The one writer of every results folder the lab makes: `run`, `exec`, `sweep`, `trace`
+//! (both kinds) and `generate`.
 //!
-//! A folder holds exactly one measurement of one kind. Opening it creates it, refuses a
-//! folder of another kind, takes its lock (a second writer is refused with the holder's
-//! pid) and, for a fresh measurement, removes what an earlier one of the same kind left
-//! (only the lab's own files), so that nothing of two plans is ever mixed. Every file is
-//! written atomically (a temporary file and a rename). `folder.json` says what the
-//! folder holds and whether the plan finished:
+//! A folder holds exactly one measurement of one kind and **owns exactly what it wrote**.
+//! Opening it creates it, refuses a target that is not a folder, refuses a folder of
+//! another kind, refuses a non-empty folder the lab did not make (no `folder.json`: its
+//! files would mix with the results; `--force-out` writes into it anyway, removing
+//! nothing), and takes its lock (a second writer is refused with the holder's pid). Every
+//! file the lab writes is first listed in the folder's manifest (`files` in
+//! `folder.json`, and line by line in `.alloclab-files` as it goes, so that a killed run
+//! still says what it wrote) and then written atomically (a temporary file and a rename);
+//! a fresh measurement removes what the manifest lists, never anything else.
 //!
 //! ```text
-//!     { "schema": "alloclab.folder/1", "kind": "sweep", "complete": false,
-//!       "started": "2026-11-23T09:12:01Z", "finished": null, "command_line": [...] }
+//!     { "schema": "alloclab.folder/2", "kind": "sweep", "complete": false,
+//!       "started": "2026-11-23T09:12:01Z", "finished": null, "command_line": [...],
+//!       "files": ["REPORT.md", "points/n1000.json", ...] }
 //! ```
 //!
 //! `complete` is false from the moment the folder is opened until the whole plan (every
@@ -18,11 +23,14 @@
 
 use super::results::{lock_folder, rfc3339, unix_now, write_atomic, ResultsError};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
 use std::fs::{self, File};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 /// The schema named in `folder.json`.
-pub const SCHEMA: &str = "alloclab.folder/1";
+pub const SCHEMA: &str = "alloclab.folder/2";
 /// The status file of every results folder.
 pub const STATUS_FILE: &str = "folder.json";
 
@@ -38,6 +46,8 @@ pub enum Kind {
     Sweep,
     /// `alloclab trace`: one cell's timeline and call stacks under several allocators.
     Trace,
+    /// `alloclab generate`: man pages or shell completions.
+    Generate,
 }
 
 impl Kind {
@@ -47,6 +57,7 @@ impl Kind {
             Kind::Exec => "exec",
             Kind::Sweep => "sweep",
             Kind::Trace => "trace",
+            Kind::Generate => "generate",
         }
     }
 
@@ -57,11 +68,13 @@ impl Kind {
             Kind::Exec => "exec.json",
             Kind::Sweep => "sweep.json",
             Kind::Trace => "trace.json",
+            Kind::Generate => STATUS_FILE,
         }
     }
 
-    /// The lab's own files of this kind: removed before a fresh measurement. Folders
-    /// are given with the file endings the lab writes into them.
+    /// The files this kind wrote before folders had a manifest (`alloclab.folder/1`):
+    /// removed before a fresh measurement in such a folder only. Folders are given with
+    /// the file endings the lab wrote into them.
     fn owned(
         self,
     ) -> (
@@ -132,6 +145,7 @@ impl Kind {
                     ("perf", ".data"),
                 ],
             ),
+            Kind::Generate => (&[], &[]),
         }
     }
 }
@@ -146,6 +160,28 @@ pub struct Status {
     pub started: String,
     pub finished: Option<String>,
     pub command_line: Vec<String>,
+    /// The manifest: every file of this measurement, relative to the folder. `None` in
+    /// folders written before the manifest (`alloclab.folder/1`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<Vec<String>>,
+}
+
+/// The manifest's journal: one line per file, appended before the file is written.
+pub const JOURNAL: &str = ".alloclab-files";
+/// The lock file of every results folder.
+const LOCK: &str = ".lock";
+
+/// Whether a folder the lab did not make may be written into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Claim {
+    /// New, empty, or the lab's own folder of this kind (the default).
+    Own,
+    /// `--force-out`: also a non-empty folder without `folder.json`; nothing in it is
+    /// removed, files the lab writes replace same-named ones.
+    Force,
+    /// An existing results folder of this kind, to be rebuilt (`alloclab report`):
+    /// `folder.json` or, for folders written before it, the kind's marker file.
+    Existing,
 }
 
 /// What kind of results `dir` holds, if any: from its `folder.json`, else from the
@@ -154,18 +190,25 @@ pub fn kind_of(dir: &Path) -> Result<Option<Kind>, ResultsError> {
     if let Some(s) = status(dir)? {
         return Ok(Some(s.kind));
     }
-    Ok([Kind::Run, Kind::Exec, Kind::Sweep, Kind::Trace]
+    Ok(legacy_kind(dir))
+}
+
+/// The kind of a folder written before `folder.json`, by its marker files.
+fn legacy_kind(dir: &Path) -> Option<Kind> {
+    [Kind::Run, Kind::Exec, Kind::Sweep, Kind::Trace]
         .into_iter()
-        .find(|k| dir.join(k.marker()).exists() || (*k == Kind::Run && dir.join("runs").is_dir())))
+        .find(|k| dir.join(k.marker()).exists() || (*k == Kind::Run && dir.join("runs").is_dir()))
 }
 
 /// `dir/folder.json`, if there is one.
 pub fn status(dir: &Path) -> Result<Option<Status>, ResultsError> {
     let path = dir.join(STATUS_FILE);
-    let text = match fs::read_to_string(&path) {
+    let text = match super::results::read_limited(&path, 64 << 20) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => return Err(ResultsError::Io { path, source }),
+        Err(ResultsError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(None)
+        }
+        Err(e) => return Err(e),
     };
     serde_json::from_str(&text)
         .map(Some)
@@ -175,20 +218,181 @@ pub fn status(dir: &Path) -> Result<Option<Status>, ResultsError> {
         })
 }
 
+/// What a path is, in words, for a refusal: "a symbolic link", "a character device" …
+pub fn kind_of_path(m: &fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = m.file_type();
+    if t.is_symlink() {
+        "symbolic link"
+    } else if t.is_dir() {
+        "folder"
+    } else if t.is_file() {
+        "regular file"
+    } else if t.is_char_device() {
+        "character device"
+    } else if t.is_block_device() {
+        "block device"
+    } else if t.is_fifo() {
+        "FIFO"
+    } else if t.is_socket() {
+        "socket"
+    } else {
+        "special file"
+    }
+}
+
+/// The names in `dir` that are not the lab's own bookkeeping (lock, journal, temporary
+/// files of an interrupted write), sorted.
+fn foreign_entries(dir: &Path) -> Result<Vec<String>, ResultsError> {
+    let entries = fs::read_dir(dir).map_err(|source| ResultsError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let mut names: Vec<String> = entries
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != LOCK && n != JOURNAL && !(n.starts_with('.') && n.contains(".tmp.")))
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
+/// Checks a path the lab is to write as a results folder, before anything runs: a
+/// folder (or a symbolic link to one) or nothing yet.
+pub fn check_folder_target(root: &Path) -> Result<(), ResultsError> {
+    match fs::symlink_metadata(root) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(m) if m.file_type().is_symlink() && root.is_dir() => Ok(()),
+        Ok(m) => Err(ResultsError::NotAFolder {
+            path: root.to_path_buf(),
+            what: if m.file_type().is_symlink() {
+                "symbolic link to no folder"
+            } else {
+                kind_of_path(&m)
+            },
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(ResultsError::Io {
+            path: root.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Checks a single file the lab is to write outside a results folder (`compare --html`),
+/// before anything runs: a regular file or nothing yet (never a device, FIFO, socket,
+/// folder or symbolic link), in an existing folder the lab may write into and that is
+/// not another command's results folder.
+pub fn check_file_target(path: &Path) -> Result<(), String> {
+    let shown = path.display();
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.is_file() => {}
+        Ok(m) if m.is_dir() => {
+            return Err(format!(
+                "{shown} is a folder; give a file to write, e.g. {}",
+                path.join("compare.html").display()
+            ))
+        }
+        Ok(m) => {
+            return Err(format!(
+                "{shown} is a {}, not a regular file; alloclab replaces only regular files (give a new file name, e.g. compare.html)",
+                kind_of_path(&m)
+            ))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(format!("{shown}: {e}")),
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(format!(
+            "{shown}: the folder {} does not exist; create it first or give a file in an existing folder",
+            dir.display()
+        ));
+    }
+    if let Ok(Some(k)) = kind_of(dir) {
+        return Err(format!(
+            "{shown} is inside a results folder of `alloclab {}` ({}), whose files are that measurement's; give a file outside it",
+            k.name(),
+            dir.display()
+        ));
+    }
+    // May we write there? A probe file, created and removed at once.
+    let probe = dir.join(format!(".alloclab-probe.tmp.{}", std::process::id()));
+    match fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(format!("cannot write into {}: {e}", dir.display())),
+    }
+}
+
+/// A path inside a results folder as the manifest keeps it: relative, with no `.`, `..`
+/// or empty components, and not one of the lab's bookkeeping files.
+fn checked_rel(rel: &str) -> Option<&str> {
+    let ok = !rel.is_empty()
+        && !rel.starts_with('/')
+        && rel
+            .split('/')
+            .all(|c| !c.is_empty() && c != "." && c != "..")
+        && ![LOCK, JOURNAL, STATUS_FILE].contains(&rel);
+    ok.then_some(rel)
+}
+
+/// The files of this measurement: the set, and the journal they are appended to.
+struct Manifest {
+    files: BTreeSet<String>,
+    journal: Option<File>,
+}
+
 /// An open, locked results folder of one kind.
 pub struct Folder {
     pub root: PathBuf,
     status: Status,
+    manifest: Mutex<Manifest>,
     /// Held open for the lock's lifetime.
     _lock: File,
 }
 
 impl Folder {
-    /// Opens `root` for results of `kind`: created if missing, refused when it holds
-    /// another kind's results or another alloclab is writing it. Nothing in it changes
-    /// until [`Folder::start`] (so that a command refused after opening some of its
-    /// folders has changed none).
-    pub fn open(root: &Path, kind: Kind) -> Result<Folder, ResultsError> {
+    /// Opens `root` for results of `kind`: created if missing; refused when it is not a
+    /// folder, holds another kind's results, is a non-empty folder the lab did not make
+    /// (unless `claim` says otherwise), cannot be written, or another alloclab is writing
+    /// it. Nothing in it changes until [`Folder::start`] (so that a command refused after
+    /// opening some of its folders has changed none).
+    pub fn open(root: &Path, kind: Kind, claim: Claim) -> Result<Folder, ResultsError> {
+        check_folder_target(root)?;
+        let existed = root.is_dir();
+        let on_disk = if existed { status(root)? } else { None };
+        if existed && on_disk.is_none() {
+            let legacy = legacy_kind(root);
+            match claim {
+                Claim::Existing if legacy == Some(kind) => {}
+                Claim::Existing => {
+                    return Err(ResultsError::NotResults {
+                        dir: root.to_path_buf(),
+                        kind: kind.name(),
+                    })
+                }
+                Claim::Own => {
+                    let names = foreign_entries(root)?;
+                    if !names.is_empty() {
+                        return Err(ResultsError::NotOurs {
+                            dir: root.to_path_buf(),
+                            sample: sample(&names),
+                        });
+                    }
+                }
+                Claim::Force => {}
+            }
+        }
         fs::create_dir_all(root).map_err(|source| ResultsError::Io {
             path: root.to_path_buf(),
             source,
@@ -201,7 +405,7 @@ impl Folder {
                 marker: other.marker(),
             });
         }
-        let status = match status(root)? {
+        let status = match on_disk {
             Some(s) => s,
             None => Status {
                 schema: SCHEMA.into(),
@@ -210,13 +414,32 @@ impl Folder {
                 started: rfc3339(unix_now()),
                 finished: None,
                 command_line: crate::counters::envinfo::command_line(),
+                // A folder the lab did not make (or made before the manifest) holds no
+                // file of this measurement yet: nothing in it is the lab's to remove.
+                files: Some(Vec::new()),
             },
         };
+        let mut files: BTreeSet<String> = status
+            .files
+            .iter()
+            .flatten()
+            .cloned()
+            .collect::<BTreeSet<_>>();
+        files.extend(read_journal(root));
         Ok(Folder {
             root: root.to_path_buf(),
             status,
+            manifest: Mutex::new(Manifest {
+                files,
+                journal: None,
+            }),
             _lock: lock,
         })
+    }
+
+    /// The kind of results this folder holds.
+    pub fn kind(&self) -> Kind {
+        self.status.kind
     }
 
     /// Starts writing a measurement: with `fresh`, what an earlier measurement of this
@@ -224,40 +447,145 @@ impl Folder {
     /// `folder.json` says `complete: false` until [`Folder::finish`].
     pub fn start(&mut self, fresh: bool) -> Result<(), ResultsError> {
         if fresh {
-            self.clear(self.status.kind)?;
+            self.clear()?;
             self.status.started = rfc3339(unix_now());
         }
+        self.status.schema = SCHEMA.into();
         self.status.command_line = crate::counters::envinfo::command_line();
         self.finish(false)
     }
 
-    /// Removes the lab's own files of `kind` (never anything else the folder holds).
-    fn clear(&self, kind: Kind) -> Result<(), ResultsError> {
-        let (files, dirs) = kind.owned();
-        let remove = |path: PathBuf| match fs::remove_file(&path) {
+    /// Removes the files of the earlier measurement: those its manifest lists (and, in a
+    /// folder written before the manifest, the files its kind wrote), never anything else.
+    fn clear(&mut self) -> Result<(), ResultsError> {
+        let mut listed: Vec<PathBuf> = {
+            let m = self.manifest.lock().unwrap_or_else(|e| e.into_inner());
+            m.files.iter().map(|f| self.root.join(f)).collect()
+        };
+        if self.status.files.is_none() {
+            listed.extend(legacy_files(&self.root, self.status.kind));
+        }
+        let mut parents = BTreeSet::new();
+        for path in &listed {
+            match fs::symlink_metadata(path) {
+                // A folder where the lab wrote a file is not the lab's to remove.
+                Ok(m) if m.is_dir() => continue,
+                Ok(_) => fs::remove_file(path).map_err(|source| ResultsError::Io {
+                    path: path.clone(),
+                    source,
+                })?,
+                Err(_) => continue,
+            }
+            let mut p = path.parent();
+            while let Some(d) = p.filter(|d| *d != self.root) {
+                parents.insert(d.to_path_buf());
+                p = d.parent();
+            }
+        }
+        // Folders that held only the lab's files go too (deepest first; a folder with
+        // anything else in it stays).
+        for d in parents.iter().rev() {
+            let _ = fs::remove_dir(d);
+        }
+        let mut m = self.manifest.lock().unwrap_or_else(|e| e.into_inner());
+        m.files.clear();
+        m.journal = None;
+        let _ = fs::remove_file(self.root.join(JOURNAL));
+        self.status.files = Some(Vec::new());
+        Ok(())
+    }
+
+    /// Lists `rel` in the manifest (and its journal) before it is written.
+    fn register(&self, rel: &str) -> Result<PathBuf, ResultsError> {
+        let Some(rel) = checked_rel(rel) else {
+            return Err(ResultsError::Invalid {
+                path: self.root.join(rel),
+                why: "not a plain path inside the results folder".into(),
+            });
+        };
+        let mut m = self.manifest.lock().unwrap_or_else(|e| e.into_inner());
+        if !m.files.contains(rel) {
+            let journal_path = self.root.join(JOURNAL);
+            if m.journal.is_none() {
+                m.journal = Some(
+                    fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(&journal_path)
+                        .map_err(|source| ResultsError::Io {
+                            path: journal_path.clone(),
+                            source,
+                        })?,
+                );
+            }
+            if let Some(j) = m.journal.as_mut() {
+                writeln!(j, "{rel}").map_err(|source| ResultsError::Io {
+                    path: journal_path,
+                    source,
+                })?;
+            }
+            m.files.insert(rel.to_string());
+        }
+        Ok(self.root.join(rel))
+    }
+
+    /// Lists `rel` in the manifest and gives its path, for a file another program
+    /// writes there (perf's data).
+    pub fn claim(&self, rel: &str) -> Result<PathBuf, ResultsError> {
+        let path = self.register(rel)?;
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir).map_err(|source| ResultsError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        Ok(path)
+    }
+
+    /// Whether this measurement wrote (or claimed) `rel`.
+    pub fn holds(&self, rel: &str) -> bool {
+        let m = self.manifest.lock().unwrap_or_else(|e| e.into_inner());
+        m.files.contains(rel)
+    }
+
+    /// The files of this measurement under `dir/` (relative to the folder).
+    pub fn listed_under(&self, dir: &str) -> Vec<String> {
+        let prefix = format!("{}/", dir.trim_end_matches('/'));
+        let m = self.manifest.lock().unwrap_or_else(|e| e.into_inner());
+        m.files
+            .iter()
+            .filter(|f| f.starts_with(&prefix))
+            .cloned()
+            .collect()
+    }
+
+    /// Removes a file this measurement wrote (only such a file: anything else is left).
+    pub fn remove(&self, rel: &str) -> Result<(), ResultsError> {
+        let mut m = self.manifest.lock().unwrap_or_else(|e| e.into_inner());
+        if !m.files.remove(rel) {
+            return Ok(());
+        }
+        let path = self.root.join(rel);
+        match fs::remove_file(&path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 Err(ResultsError::Io { path, source: e })
             }
             _ => Ok(()),
-        };
-        for f in files {
-            remove(self.root.join(f))?;
         }
-        for (dir, ending) in dirs {
-            let Ok(entries) = fs::read_dir(self.root.join(dir)) else {
-                continue;
-            };
-            for e in entries.flatten() {
-                if e.file_name().to_string_lossy().ends_with(ending) {
-                    remove(e.path())?;
-                }
-            }
-        }
-        Ok(())
     }
 
-    fn save_status(&self) -> Result<(), ResultsError> {
-        self.json(STATUS_FILE, &self.status)
+    fn save_status(&mut self) -> Result<(), ResultsError> {
+        let files: Vec<String> = {
+            let m = self.manifest.lock().unwrap_or_else(|e| e.into_inner());
+            m.files.iter().cloned().collect()
+        };
+        self.status.files = Some(files);
+        let text =
+            serde_json::to_string_pretty(&self.status).map_err(|e| ResultsError::Invalid {
+                path: self.path(STATUS_FILE),
+                why: e.to_string(),
+            })? + "\n";
+        write_atomic(&self.path(STATUS_FILE), text.as_bytes())
     }
 
     /// Says whether the plan finished: `complete` true only when it did.
@@ -271,9 +599,15 @@ impl Folder {
         self.root.join(rel)
     }
 
-    /// Writes `rel` (a path inside the folder) atomically.
+    /// Writes `rel` (a path inside the folder) atomically, listed in the manifest first.
     pub fn text(&self, rel: &str, text: &str) -> Result<(), ResultsError> {
-        write_atomic(&self.path(rel), text.as_bytes())
+        self.bytes(rel, text.as_bytes())
+    }
+
+    /// Writes `rel` (a path inside the folder) atomically, listed in the manifest first.
+    pub fn bytes(&self, rel: &str, bytes: &[u8]) -> Result<(), ResultsError> {
+        let path = self.register(rel)?;
+        write_atomic(&path, bytes)
     }
 
     /// Writes `value` as pretty JSON to `rel`, atomically.
@@ -291,11 +625,56 @@ impl Folder {
         stem: &str,
         h: &hdrhistogram::Histogram<u64>,
     ) -> Result<(), ResultsError> {
-        super::results::write_histogram_files(&self.root, stem, h)
+        use super::results::HISTOGRAM_SCALING;
+        self.text(
+            &format!("histograms/{stem}.us.csv"),
+            &super::hdr::csv(h, HISTOGRAM_SCALING),
+        )?;
+        self.text(
+            &format!("histograms/{stem}.us.hgrm"),
+            &super::hdr::text(h, HISTOGRAM_SCALING),
+        )
     }
 }
 
+/// The first few names of a folder's entries, for a refusal.
+fn sample(names: &[String]) -> String {
+    let shown: Vec<&str> = names.iter().take(3).map(String::as_str).collect();
+    match names.len() {
+        n if n > 3 => format!("{} and {} more", shown.join(", "), n - 3),
+        _ => shown.join(", "),
+    }
+}
+
+/// The journal's lines: files a measurement listed before it wrote them.
+fn read_journal(root: &Path) -> Vec<String> {
+    fs::read_to_string(root.join(JOURNAL))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| checked_rel(l.trim()).map(str::to_string))
+        .collect()
+}
+
+/// The files a kind wrote in a folder of `alloclab.folder/1` (before the manifest): its
+/// fixed names, and the files with the kind's endings in its sub-folders.
+fn legacy_files(root: &Path, kind: Kind) -> Vec<PathBuf> {
+    let (files, dirs) = kind.owned();
+    let mut out: Vec<PathBuf> = files.iter().map(|f| root.join(f)).collect();
+    for (dir, ending) in dirs {
+        let Ok(entries) = fs::read_dir(root.join(dir)) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            if e.file_name().to_string_lossy().ends_with(ending) {
+                out.push(e.path());
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -304,7 +683,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         {
-            let mut f = Folder::open(root, Kind::Sweep).unwrap();
+            let mut f = Folder::open(root, Kind::Sweep, Claim::Own).unwrap();
             f.start(true).unwrap();
             f.text("points/n1000.json", "{}").unwrap();
             f.text("REPORT.md", "old").unwrap();
@@ -313,7 +692,7 @@ mod tests {
         fs::write(root.join("notes.txt"), "mine").unwrap();
         fs::write(root.join("points/mine.txt"), "mine").unwrap();
         assert!(status(root).unwrap().unwrap().complete);
-        let mut f = Folder::open(root, Kind::Sweep).unwrap();
+        let mut f = Folder::open(root, Kind::Sweep, Claim::Own).unwrap();
         // Opening changes nothing; starting a fresh measurement does.
         assert!(root.join("points/n1000.json").exists());
         f.start(true).unwrap();
@@ -328,15 +707,21 @@ mod tests {
     fn another_kinds_folder_is_refused_and_left_alone() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        Folder::open(root, Kind::Exec).unwrap().start(true).unwrap();
+        Folder::open(root, Kind::Exec, Claim::Own)
+            .unwrap()
+            .start(true)
+            .unwrap();
         fs::write(root.join("exec.json"), "{}").unwrap();
-        let e = Folder::open(root, Kind::Run).err().unwrap().to_string();
+        let e = Folder::open(root, Kind::Run, Claim::Own)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("alloclab exec"), "{e}");
         assert!(root.join("exec.json").exists());
         // A folder written before folder.json: known by its files.
         let old = tempfile::tempdir().unwrap();
         fs::create_dir(old.path().join("runs")).unwrap();
-        let e = Folder::open(old.path(), Kind::Sweep)
+        let e = Folder::open(old.path(), Kind::Sweep, Claim::Force)
             .err()
             .unwrap()
             .to_string();
@@ -346,11 +731,179 @@ mod tests {
     #[test]
     fn a_second_writer_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        let _first = Folder::open(dir.path(), Kind::Run).unwrap();
-        let e = Folder::open(dir.path(), Kind::Run)
+        let _first = Folder::open(dir.path(), Kind::Run, Claim::Own).unwrap();
+        let e = Folder::open(dir.path(), Kind::Run, Claim::Own)
             .err()
             .unwrap()
             .to_string();
         assert!(e.contains(&format!("pid {}", std::process::id())), "{e}");
+    }
+
+    /// The hostile case of issue 33: a folder of the user's own files given as --out.
+    fn users_folder() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        fs::write(d.join("notes.txt"), "mine").unwrap();
+        fs::create_dir(d.join("plots")).unwrap();
+        fs::write(d.join("plots/my.svg"), "keep").unwrap();
+        fs::write(d.join("REPORT.md"), "# my notes").unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_folder_of_someone_elses_files_is_refused_and_untouched() {
+        let dir = users_folder();
+        let d = dir.path();
+        for kind in [
+            Kind::Trace,
+            Kind::Exec,
+            Kind::Run,
+            Kind::Sweep,
+            Kind::Generate,
+        ] {
+            let e = Folder::open(d, kind, Claim::Own).err().unwrap().to_string();
+            assert!(
+                e.contains("did not write") && e.contains("--force-out") && e.contains("REPORT.md"),
+                "{e}"
+            );
+        }
+        // Not even the lock file was left in it.
+        assert!(!d.join(LOCK).exists() && !d.join(STATUS_FILE).exists());
+        assert_eq!(
+            fs::read_to_string(d.join("REPORT.md")).unwrap(),
+            "# my notes"
+        );
+    }
+
+    #[test]
+    fn forced_into_someone_elses_folder_nothing_is_removed_and_a_rerun_removes_only_its_own() {
+        let dir = users_folder();
+        let d = dir.path();
+        let mut f = Folder::open(d, Kind::Trace, Claim::Force).unwrap();
+        f.start(true).unwrap();
+        f.text("plots/timeline.svg", "<svg/>").unwrap();
+        f.text("events/system.csv", "x").unwrap();
+        f.finish(true).unwrap();
+        drop(f);
+        assert_eq!(fs::read_to_string(d.join("plots/my.svg")).unwrap(), "keep");
+        // Now the folder is the lab's: a second measurement needs no flag, and removes
+        // exactly what the first one wrote.
+        let mut f = Folder::open(d, Kind::Trace, Claim::Own).unwrap();
+        f.start(true).unwrap();
+        assert!(!d.join("plots/timeline.svg").exists());
+        assert!(!d.join("events/system.csv").exists() && !d.join("events").exists());
+        assert!(d.join("plots/my.svg").exists() && d.join("notes.txt").exists());
+        assert!(d.join("REPORT.md").exists());
+    }
+
+    #[test]
+    fn files_of_a_killed_measurement_are_known_from_the_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        {
+            let mut f = Folder::open(d, Kind::Trace, Claim::Own).unwrap();
+            f.start(true).unwrap();
+            // Written after the last folder.json: as if killed before finish().
+            f.text("untraced.json", "{}").unwrap();
+            let data = f.claim("perf/system.data").unwrap();
+            fs::write(data, "partial").unwrap();
+        }
+        assert!(status(d).unwrap().unwrap().files.unwrap().is_empty());
+        let mut f = Folder::open(d, Kind::Trace, Claim::Own).unwrap();
+        f.start(true).unwrap();
+        assert!(!d.join("untraced.json").exists());
+        assert!(!d.join("perf").exists());
+        f.text("trace.json", "{}").unwrap();
+        f.finish(true).unwrap();
+        assert_eq!(status(d).unwrap().unwrap().files.unwrap(), ["trace.json"]);
+    }
+
+    #[test]
+    fn a_file_a_user_adds_to_a_lab_folder_under_a_lab_name_survives() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let mut f = Folder::open(d, Kind::Run, Claim::Own).unwrap();
+        f.start(true).unwrap();
+        f.text("plots/p50.svg", "<svg/>").unwrap();
+        f.finish(true).unwrap();
+        drop(f);
+        fs::write(d.join("plots/mine.svg"), "keep").unwrap();
+        let mut f = Folder::open(d, Kind::Run, Claim::Own).unwrap();
+        f.start(true).unwrap();
+        assert!(!d.join("plots/p50.svg").exists());
+        assert_eq!(
+            fs::read_to_string(d.join("plots/mine.svg")).unwrap(),
+            "keep"
+        );
+    }
+
+    #[test]
+    fn targets_that_are_not_folders_or_regular_files_are_refused() {
+        let e = Folder::open(Path::new("/dev/null"), Kind::Exec, Claim::Force)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("character device, not a folder"), "{e}");
+        let e = check_file_target(Path::new("/dev/null")).unwrap_err();
+        assert!(e.contains("character device, not a regular file"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let fifo = d.join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(check_file_target(&fifo).unwrap_err().contains("FIFO"));
+        let e = write_atomic(&fifo, b"x").unwrap_err().to_string();
+        assert!(e.contains("FIFO, not a regular file"), "{e}");
+        fs::write(d.join("real.html"), "mine").unwrap();
+        std::os::unix::fs::symlink(d.join("real.html"), d.join("link.html")).unwrap();
+        assert!(check_file_target(&d.join("link.html"))
+            .unwrap_err()
+            .contains("symbolic link"));
+        assert!(write_atomic(&d.join("link.html"), b"x").is_err());
+        assert_eq!(fs::read_to_string(d.join("real.html")).unwrap(), "mine");
+        assert!(check_file_target(d).unwrap_err().contains("is a folder"));
+        assert!(check_file_target(&d.join("new.html")).is_ok());
+        assert!(check_file_target(&d.join("no/such/dir.html"))
+            .unwrap_err()
+            .contains("does not exist"));
+        // A page inside another command's results folder is that folder's business.
+        let r = d.join("results");
+        Folder::open(&r, Kind::Run, Claim::Own)
+            .unwrap()
+            .start(true)
+            .unwrap();
+        let e = check_file_target(&r.join("report.html")).unwrap_err();
+        assert!(e.contains("results folder of `alloclab run`"), "{e}");
+    }
+
+    #[test]
+    fn report_rebuilds_only_a_folder_of_its_kind() {
+        let dir = users_folder();
+        let e = Folder::open(dir.path(), Kind::Run, Claim::Existing)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("not a results folder"), "{e}");
+        let legacy = tempfile::tempdir().unwrap();
+        fs::write(legacy.path().join("plan.json"), "{}").unwrap();
+        assert!(Folder::open(legacy.path(), Kind::Run, Claim::Existing).is_ok());
+    }
+
+    #[test]
+    fn paths_outside_the_folder_are_never_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = Folder::open(dir.path(), Kind::Exec, Claim::Own).unwrap();
+        for bad in [
+            "../x",
+            "/etc/x",
+            "a//b",
+            "./x",
+            ".lock",
+            STATUS_FILE,
+            JOURNAL,
+            "",
+        ] {
+            assert!(f.text(bad, "x").is_err(), "{bad}");
+        }
     }
 }

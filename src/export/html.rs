@@ -55,12 +55,7 @@ pub struct Page {
     pub text: Vec<(String, String)>,
 }
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
+use super::escape_markup as esc;
 
 /// A finding with its verdict words marked, so that a storm stands out.
 fn finding(line: &str) -> String {

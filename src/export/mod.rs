@@ -17,6 +17,24 @@ pub mod trace_command;
 
 use serde::Serialize;
 
+/// The one escaper of text and attribute values in HTML and SVG (report.html, plots,
+/// charts): `&`, `<`, `>`, `"` and `'` become entities, so that any allocator, library
+/// or command name is shown as written and never ends an attribute or a tag.
+pub fn escape_markup(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// The output formats of the commands that print rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {

@@ -4,8 +4,9 @@
 use crate::analysis::jumps::{self, Jump};
 use crate::analysis::{cells, explain};
 use crate::export::csv::to_csv;
+use crate::export::folder::Folder;
 use crate::export::plots::{self, sizes_of_interest};
-use crate::export::results::{self, rfc3339, unix_now, write_atomic, Loaded, ResultsError};
+use crate::export::results::{self, rfc3339, unix_now, Loaded, ResultsError};
 use crate::export::table;
 use crate::fmt::{fmt_count, human_bytes};
 use crate::model::record::{Cell, Outcome, RunRecord};
@@ -13,7 +14,6 @@ use crate::model::spec::Workload;
 use crate::model::summary::SummaryRow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-use std::path::Path;
 
 /// What a rebuild produced.
 pub struct Rebuilt {
@@ -143,7 +143,7 @@ pub const REPORT_NOISE_THRESHOLD: f64 = 0.02;
 /// holds (`loaded`: in memory after a run, read from disk by `alloclab report`); with
 /// `rewrite_histograms`, the histogram files too (a run wrote them as each run finished).
 pub fn rebuild(
-    root: &Path,
+    folder: &Folder,
     loaded: &Loaded,
     rewrite_histograms: bool,
 ) -> Result<Rebuilt, ResultsError> {
@@ -160,43 +160,36 @@ pub fn rebuild(
         .iter()
         .filter_map(results::merged_outcome)
         .collect();
-    write_atomic(&root.join("summary.csv"), to_csv(&rows).as_bytes())?;
+    folder.text("summary.csv", &to_csv(&rows))?;
     // A cell of one process had its files written as it finished; merged ones are
     // written here.
     if rewrite_histograms || loaded.plan.experiment.processes > 1 {
         for o in &outcomes {
             if let Ok(r) = &o.result {
-                results::write_histograms(root, &crate::model::experiment::run_id(&o.spec), r)?;
+                results::write_histograms(folder, &crate::model::experiment::run_id(&o.spec), r)?;
             }
         }
     }
     let env = env_json(loaded, &records);
     let env_text = serde_json::to_string_pretty(&env).unwrap_or_default();
-    write_atomic(&root.join("env.json"), env_text.as_bytes())?;
+    folder.text("env.json", &env_text)?;
     let plot_files = plots::plots(&rows, &outcomes);
     for p in &plot_files {
-        write_atomic(
-            &root.join("plots").join(format!("{}.svg", p.name)),
-            p.svg.as_bytes(),
-        )?;
+        folder.text(&format!("plots/{}.svg", p.name), &p.svg)?;
     }
-    // Plots an earlier report drew but this one does not (the matrix changed) would
-    // mislead: remove them.
-    if let Ok(entries) = std::fs::read_dir(root.join("plots")) {
-        for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let current = plot_files.iter().any(|p| format!("{}.svg", p.name) == name);
-            if name.ends_with(".svg") && !current {
-                let _ = std::fs::remove_file(e.path());
-            }
+    // Plots an earlier report of this measurement drew but this one does not (the
+    // matrix changed) would mislead: remove them (only the lab's own).
+    for rel in folder.listed_under("plots") {
+        if !plot_files
+            .iter()
+            .any(|p| format!("plots/{}.svg", p.name) == rel)
+        {
+            folder.remove(&rel)?;
         }
     }
     let md = report_markdown(loaded, &rows, &outcomes, &env, &plot_files);
-    write_atomic(&root.join("REPORT.md"), md.as_bytes())?;
-    write_atomic(
-        &root.join("report.html"),
-        report_html(loaded, &rows, &env, &md).as_bytes(),
-    )?;
+    folder.text("REPORT.md", &md)?;
+    folder.text("report.html", &report_html(loaded, &rows, &env, &md))?;
     Ok(Rebuilt {
         planned: loaded.plan.runs.len(),
         ok: rows.iter().filter(|r| r.status.is_ok()).count(),

@@ -14,8 +14,7 @@
 //! ```
 
 use crate::analysis::cliff::FoundCliff;
-use crate::export::folder::{Folder, Kind};
-use crate::export::hdr;
+use crate::export::folder::{Claim, Folder, Kind};
 use crate::model::experiment::{run_id, Experiment};
 use crate::model::record::RunRecord;
 use crate::model::record::{Cell, EncodedHistogram, Outcome, RunFailure};
@@ -43,6 +42,14 @@ pub enum ResultsError {
         by: &'static str,
         marker: &'static str,
     },
+    #[error("{} is a {what}, not a folder; give a folder for the results (created if absent)", .path.display())]
+    NotAFolder { path: PathBuf, what: &'static str },
+    #[error("{} holds files alloclab did not write ({sample}) and no folder.json of alloclab's: the results would mix with them and replace any of the same name. Give a new or empty folder, or add --force-out to write into it anyway (nothing in it is removed; files alloclab writes replace same-named ones)", .dir.display())]
+    NotOurs { dir: PathBuf, sample: String },
+    #[error("{} is not a results folder of `alloclab {kind}` (no folder.json); give one that command wrote", .dir.display())]
+    NotResults { dir: PathBuf, kind: &'static str },
+    #[error("cannot write into {}: {source}; give a folder you may write into", .dir.display())]
+    NotWritable { dir: PathBuf, source: io::Error },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ResultsError + '_ {
@@ -54,7 +61,21 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ResultsError + '_ {
 
 /// Writes `contents` to `path` through a temporary file in the same folder and a rename,
 /// so that `path` is either the old file or the whole new one, never half of one.
+///
+/// Only a regular file is ever replaced: a device, FIFO, socket, folder or symbolic link
+/// at `path` is refused, never replaced by a file.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), ResultsError> {
+    if let Ok(m) = fs::symlink_metadata(path) {
+        if !m.is_file() {
+            return Err(ResultsError::Invalid {
+                path: path.to_path_buf(),
+                why: format!(
+                    "is a {}, not a regular file; alloclab replaces only regular files",
+                    super::folder::kind_of_path(&m)
+                ),
+            });
+        }
+    }
     let dir = path.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(dir).map_err(io_err(dir))?;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
@@ -117,6 +138,38 @@ pub fn rfc3339(unix: u64) -> String {
     humantime::format_rfc3339_seconds(t).to_string()
 }
 
+/// Reads a text file the lab takes as input, refusing what is not a regular file (a
+/// device such as /dev/zero, a FIFO) and what is larger than `limit` bytes, without
+/// reading more than that.
+pub fn read_limited(path: &Path, limit: u64) -> Result<String, ResultsError> {
+    let m = fs::metadata(path).map_err(io_err(path))?;
+    if !m.is_file() {
+        return Err(ResultsError::Invalid {
+            path: path.to_path_buf(),
+            why: format!(
+                "is a {}, not a regular file",
+                super::folder::kind_of_path(&m)
+            ),
+        });
+    }
+    let mut text = String::new();
+    File::open(path)
+        .map_err(io_err(path))?
+        .take(limit + 1)
+        .read_to_string(&mut text)
+        .map_err(io_err(path))?;
+    if text.len() as u64 > limit {
+        return Err(ResultsError::Invalid {
+            path: path.to_path_buf(),
+            why: format!(
+                "larger than {} MiB; alloclab reads files up to that size",
+                limit >> 20
+            ),
+        });
+    }
+    Ok(text)
+}
+
 /// A failure as kept on disk.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct FailedRun {
@@ -135,7 +188,10 @@ pub fn lock_folder(dir: &Path) -> Result<File, ResultsError> {
         .create(true)
         .truncate(false)
         .open(&lock_path)
-        .map_err(io_err(&lock_path))?;
+        .map_err(|source| ResultsError::NotWritable {
+            dir: dir.to_path_buf(),
+            source,
+        })?;
     match lock.try_lock() {
         Ok(()) => {}
         Err(fs::TryLockError::WouldBlock) => {
@@ -166,11 +222,16 @@ pub struct ResultsDir {
 impl ResultsDir {
     /// Opens and locks `root` for run's results ([`Folder::open`]); nothing changes in
     /// it before [`ResultsDir::start`].
-    pub fn open(root: &Path) -> Result<Self, ResultsError> {
+    pub fn open(root: &Path, claim: Claim) -> Result<Self, ResultsError> {
         Ok(ResultsDir {
             root: root.to_path_buf(),
-            folder: Folder::open(root, Kind::Run)?,
+            folder: Folder::open(root, Kind::Run, claim)?,
         })
+    }
+
+    /// The folder's one writer.
+    pub fn folder(&self) -> &Folder {
+        &self.folder
     }
 
     /// Starts a measurement ([`Folder::start`]): `fresh` for a new one (what an earlier
@@ -186,11 +247,7 @@ impl ResultsDir {
     }
 
     pub fn save_plan(&self, plan: &Plan) -> Result<(), ResultsError> {
-        let text = serde_json::to_string_pretty(plan).map_err(|e| ResultsError::Invalid {
-            path: self.root.join("plan.json"),
-            why: e.to_string(),
-        })?;
-        write_atomic(&self.root.join("plan.json"), text.as_bytes())
+        self.folder.json("plan.json", plan)
     }
 
     /// Keeps the observer calibration made for this run of the experiment.
@@ -198,46 +255,27 @@ impl ResultsDir {
         &self,
         c: &crate::analysis::calibration::Calibration,
     ) -> Result<(), ResultsError> {
-        let path = self.root.join("calibration.json");
-        let text = serde_json::to_string_pretty(c).map_err(|e| ResultsError::Invalid {
-            path: path.clone(),
-            why: e.to_string(),
-        })?;
-        write_atomic(&path, text.as_bytes())
+        self.folder.json("calibration.json", c)
     }
 
     /// Keeps the exact cliffs found after the runs.
     pub fn save_cliffs(&self, cliffs: &[FoundCliff]) -> Result<(), ResultsError> {
-        let path = self.root.join("cliffs.json");
-        let text = serde_json::to_string_pretty(cliffs).map_err(|e| ResultsError::Invalid {
-            path: path.clone(),
-            why: e.to_string(),
-        })?;
-        write_atomic(&path, text.as_bytes())
+        self.folder.json("cliffs.json", cliffs)
     }
 
     fn run_path(&self, id: &str) -> PathBuf {
-        self.root.join("runs").join(format!("{id}.json"))
-    }
-
-    fn failed_path(&self, id: &str) -> PathBuf {
-        self.root.join("runs").join(format!("{id}.failed.json"))
+        self.root.join(run_rel(id))
     }
 
     /// Keeps a completed run: its record and, for a cell of one process (`id` is then
     /// the cell's), its histogram files; a cell of several gets merged ones when its
     /// report is written.
     pub fn save_run(&self, id: &str, record: &RunRecord) -> Result<(), ResultsError> {
-        let text = serde_json::to_string_pretty(record).map_err(|e| ResultsError::Invalid {
-            path: self.run_path(id),
-            why: e.to_string(),
-        })?;
         if !id.contains(PROCESS_MARK) {
-            write_histograms(&self.root, id, record)?;
+            write_histograms(&self.folder, id, record)?;
         }
-        write_atomic(&self.run_path(id), text.as_bytes())?;
-        let _ = fs::remove_file(self.failed_path(id));
-        Ok(())
+        self.folder.json(&run_rel(id), record)?;
+        self.folder.remove(&failed_rel(id))
     }
 
     /// Keeps a failure so that reports show it; a later successful run replaces it.
@@ -251,11 +289,7 @@ impl ResultsDir {
             spec: spec.clone(),
             error: failure.cause.clone(),
         };
-        let text = serde_json::to_string_pretty(&f).map_err(|e| ResultsError::Invalid {
-            path: self.failed_path(id),
-            why: e.to_string(),
-        })?;
-        write_atomic(&self.failed_path(id), text.as_bytes())
+        self.folder.json(&failed_rel(id), &f)
     }
 
     /// A completed run of exactly this spec and budget, if one is on disk (for --resume).
@@ -270,6 +304,14 @@ impl ResultsDir {
     }
 }
 
+fn run_rel(id: &str) -> String {
+    format!("runs/{id}.json")
+}
+
+fn failed_rel(id: &str) -> String {
+    format!("runs/{id}.failed.json")
+}
+
 fn load_run(path: &Path) -> Result<RunRecord, ResultsError> {
     let text = fs::read_to_string(path).map_err(io_err(path))?;
     RunRecord::from_json(&text).map_err(|why| ResultsError::Invalid {
@@ -279,30 +321,15 @@ fn load_run(path: &Path) -> Result<RunRecord, ResultsError> {
 }
 
 /// Writes `histograms/<id>.us.csv` and `.us.hgrm` from a record's histogram.
-pub fn write_histograms(root: &Path, id: &str, record: &RunRecord) -> Result<(), ResultsError> {
-    let path = root.join("runs").join(format!("{id}.json"));
+pub fn write_histograms(folder: &Folder, id: &str, record: &RunRecord) -> Result<(), ResultsError> {
     let h = record
         .histogram
         .decode()
-        .map_err(|why| ResultsError::Invalid { path, why })?;
-    write_histogram_files(root, id, &h)
-}
-
-/// Writes `histograms/<id>.us.csv` and `.us.hgrm` from a histogram in ns.
-pub fn write_histogram_files(
-    root: &Path,
-    id: &str,
-    h: &hdrhistogram::Histogram<u64>,
-) -> Result<(), ResultsError> {
-    let dir = root.join("histograms");
-    write_atomic(
-        &dir.join(format!("{id}.us.csv")),
-        hdr::csv(h, HISTOGRAM_SCALING).as_bytes(),
-    )?;
-    write_atomic(
-        &dir.join(format!("{id}.us.hgrm")),
-        hdr::text(h, HISTOGRAM_SCALING).as_bytes(),
-    )
+        .map_err(|why| ResultsError::Invalid {
+            path: folder.path(&run_rel(id)),
+            why,
+        })?;
+    folder.histogram(id, &h)
 }
 
 /// Marks a process's file id within a cell of several: `<id>.p3`.
@@ -500,13 +527,16 @@ mod tests {
     #[test]
     fn a_second_writer_is_refused_with_the_holder() {
         let dir = tempfile::tempdir().unwrap();
-        let first = ResultsDir::open(dir.path()).unwrap();
+        let first = ResultsDir::open(dir.path(), Claim::Own).unwrap();
         // flock locks belong to the open file description: a second open is refused
         // even within one process.
-        let e = ResultsDir::open(dir.path()).err().unwrap().to_string();
+        let e = ResultsDir::open(dir.path(), Claim::Own)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains(&format!("pid {}", std::process::id())), "{e}");
         drop(first);
-        assert!(ResultsDir::open(dir.path()).is_ok());
+        assert!(ResultsDir::open(dir.path(), Claim::Own).is_ok());
     }
 
     #[test]

@@ -63,11 +63,7 @@ const BOTTOM: f64 = 70.0;
 /// Pixels between the "0" line and the lowest decade of a log axis.
 const ZERO_GAP: f64 = 22.0;
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
+use super::escape_markup as esc;
 
 struct Mapping {
     scale: Scale,
@@ -557,6 +553,25 @@ mod tests {
         );
         assert_eq!(svg.matches(r#"<g class="series""#).count(), 2);
         assert_eq!(svg.matches("<title>tip</title>").count(), 3);
+    }
+
+    #[test]
+    fn a_quote_in_a_name_stays_inside_its_attribute() {
+        let c = chart(Scale::Linear, &[1.0, 2.0]);
+        let extras = Extras {
+            series: vec![SeriesMeta {
+                attrs: vec![("alloc", "lib\"x.so".into())],
+                tips: vec!["it's".into(); 2],
+                bands: vec![None, None],
+            }],
+            ..Extras::default()
+        };
+        let svg = render_with(&c, &extras);
+        assert!(svg.contains(r#"data-alloc="lib&quot;x.so""#), "{svg}");
+        assert!(
+            !svg.contains(r#"lib"x"#) && svg.contains("it&#39;s"),
+            "{svg}"
+        );
     }
 
     #[test]

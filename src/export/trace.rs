@@ -104,19 +104,7 @@ pub struct TraceReport {
     pub allocators: Vec<AllocatorTrace>,
 }
 
-/// A spec label as a file name: `jemalloc:dirty_decay_ms=-1` → `jemalloc_dirty_decay_ms=-1`.
-pub fn file_stem(label: &str) -> String {
-    label
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "._=-".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
+pub use crate::model::spec::file_stem;
 
 /// The timeline CSV header: one row per measured iteration.
 pub const TIMELINE_HEADER: &str = "iteration,start_ms,elapsed_ns,minflt,brk,mmap,munmap,madvise,mremap,brk_delta_bytes,mmap_bytes,munmap_bytes,madvise_bytes,rss_bytes,heap_top_offset_bytes";

@@ -123,6 +123,9 @@ pub enum KnobError {
     /// The same allocator spec twice in one list.
     #[error("allocator '{0}' is given twice")]
     Duplicate(String),
+    /// Two specs whose file names in a results folder would be the same.
+    #[error("{0}")]
+    SameFileName(String),
     /// A list without a single spec.
     #[error("no allocator in '{0}': expected e.g. system,jemalloc,mimalloc")]
     Empty(String),
@@ -433,6 +436,9 @@ pub fn parse_spec_list(text: &str) -> Result<Vec<AllocatorSpec>, KnobError> {
     if out.is_empty() {
         return Err(KnobError::Empty(text.into()));
     }
+    let labels: Vec<String> = out.iter().map(|s| s.to_string()).collect();
+    crate::model::spec::distinct_stems(labels.iter().map(String::as_str))
+        .map_err(KnobError::SameFileName)?;
     Ok(out)
 }
 

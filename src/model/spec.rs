@@ -197,6 +197,49 @@ impl Default for Thp {
     }
 }
 
+/// The one file name a spec's label becomes in a results folder (`timeline/<stem>.csv`,
+/// `histograms/<stem>.us.csv`, `runs/<stem>.json`): letters, digits, `-`, `_`, `.` and
+/// `=` stay, anything else (`:`, `,`, `+`, `/`, spaces, quotes) becomes `_`. Readable but
+/// not injective by itself: every list of specs is checked with [`distinct_stems`], so
+/// that two specs of one measurement never share a file.
+pub fn file_stem(label: &str) -> String {
+    let stem: String = label
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.=".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    // Never a hidden file (the writer's temporary files start with a dot) nor empty.
+    if stem.is_empty() {
+        "_".into()
+    } else if stem.starts_with('.') {
+        format!("_{stem}")
+    } else {
+        stem
+    }
+}
+
+/// Refuses labels of one measurement that would share a file name: the first pair that
+/// does, as "'a' and 'b' would both be written as 'stem'".
+pub fn distinct_stems<'a>(labels: impl IntoIterator<Item = &'a str>) -> Result<(), String> {
+    let mut seen: std::collections::HashMap<String, &str> = std::collections::HashMap::new();
+    for l in labels {
+        if let Some(other) = seen.insert(file_stem(l), l) {
+            if other != l {
+                return Err(format!(
+                    "'{other}' and '{l}' would both be written as '{}' in the results folder; give one of them another name (name=/path/to/lib.so)",
+                    file_stem(l)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Largest accepted size, in elements: far above any machine's memory, but keeps byte
 /// arithmetic (`size * 8 * buffers`) well inside `u64`.
 pub const MAX_SIZE_ELEMS: u64 = 1 << 50;
@@ -296,5 +339,22 @@ mod tests {
             parse_size("2^64"),
             Err(SizeError::TooLarge { .. })
         ));
+    }
+
+    #[test]
+    fn file_stems_are_plain_names_and_lists_that_would_share_one_are_refused() {
+        assert_eq!(
+            file_stem("jemalloc:dirty_decay_ms=-1"),
+            "jemalloc_dirty_decay_ms=-1"
+        );
+        assert_eq!(file_stem("../x"), "_.._x");
+        assert_eq!(file_stem(""), "_");
+        assert_eq!(file_stem("lib\"x.so"), "lib_x.so");
+        assert!(distinct_stems(["system", "jemalloc:narenas=1"]).is_ok());
+        let e = distinct_stems(["lib+a.so", "system", "lib_a.so"]).unwrap_err();
+        assert!(
+            e.contains("'lib+a.so' and 'lib_a.so'") && e.contains("'lib_a.so'"),
+            "{e}"
+        );
     }
 }
