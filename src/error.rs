@@ -54,7 +54,10 @@ impl Error {
     /// The line printed on stderr: "error: …", or "interrupted: …".
     pub fn message(&self) -> String {
         match self {
-            Error::Interrupted(why) => format!("interrupted: {why}"),
+            Error::Interrupted(why) => match crate::ui::interrupt::signal_name() {
+                Some(sig) => format!("interrupted by {sig}: {why}"),
+                None => format!("interrupted: {why}"),
+            },
             other => format!("error: {other}"),
         }
     }

@@ -177,7 +177,7 @@ fn run_writes_every_file_and_they_parse_back() {
         .is_file());
 
     // While another writer holds the folder, a run is refused and changes nothing.
-    let held = ResultsDir::open(&res).unwrap();
+    let held = ResultsDir::open(&res, alloclab::export::folder::Claim::Own).unwrap();
     let o = run(
         &driver_path(),
         &["run", "--out", out.to_str().unwrap(), exp.to_str().unwrap()],

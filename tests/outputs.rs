@@ -1,0 +1,265 @@
+//! What the lab may write and remove, tried as a hostile user would (issue 33): a folder
+//! of the user's own files as --out, devices and symbolic links as targets, two specs
+//! that would share a file, a folder re-used for another measurement. Every refusal
+//! happens before anything runs (exit 2, nothing on stdout) and changes nothing.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::Path;
+
+/// `mkdir d; echo mine > d/notes.txt; mkdir d/plots; echo keep > d/plots/my.svg;
+/// echo '# my notes' > d/REPORT.md`
+fn users_folder(d: &Path) {
+    fs::create_dir_all(d.join("plots")).unwrap();
+    fs::write(d.join("notes.txt"), "mine\n").unwrap();
+    fs::write(d.join("plots/my.svg"), "keep\n").unwrap();
+    fs::write(d.join("REPORT.md"), "# my notes\n").unwrap();
+}
+
+fn assert_users_folder_untouched(d: &Path) {
+    let names: BTreeSet<String> = fs::read_dir(d)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        ["REPORT.md", "notes.txt", "plots"]
+            .map(String::from)
+            .into_iter()
+            .collect(),
+        "only the user's files"
+    );
+    assert_eq!(
+        fs::read_to_string(d.join("REPORT.md")).unwrap(),
+        "# my notes\n"
+    );
+    assert_eq!(
+        fs::read_to_string(d.join("plots/my.svg")).unwrap(),
+        "keep\n"
+    );
+}
+
+fn assert_refused(o: &std::process::Output, says: &str) {
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(o));
+    assert!(stderr(o).contains(says), "{}", stderr(o));
+    assert!(
+        o.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+}
+
+fn trace_args<'a>(out: &'a str, allocators: &'a str) -> Vec<&'a str> {
+    vec![
+        "trace",
+        "--iterations",
+        "3",
+        "--processes",
+        "0",
+        "--size",
+        "100000",
+        "--allocators",
+        allocators,
+        "--out",
+        out,
+    ]
+}
+
+#[test]
+fn a_folder_of_the_users_own_files_is_refused_by_every_command_and_left_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("d");
+    users_folder(&d);
+    let ds = d.to_str().unwrap();
+    let t = temporaries();
+    let tries: Vec<Vec<&str>> = vec![
+        trace_args(ds, "system"),
+        vec![
+            "exec",
+            "--runs",
+            "1",
+            "--out",
+            ds,
+            "--",
+            t.to_str().unwrap(),
+            "--iterations",
+            "2",
+        ],
+        vec![
+            "sweep",
+            "--sizes",
+            "1000,2000",
+            "--out",
+            ds,
+            "--",
+            t.to_str().unwrap(),
+            "--size",
+            "{size}",
+        ],
+        vec!["generate", "man", "--out", ds],
+    ];
+    for args in &tries {
+        let o = lab(args);
+        assert_refused(&o, "--force-out");
+        assert!(stderr(&o).contains("did not write"), "{}", stderr(&o));
+        assert_users_folder_untouched(&d);
+    }
+    // run --out PARENT writes PARENT/<experiment>: that folder is the one checked.
+    let parent = dir.path().join("results");
+    let d = parent.join("numpy-temporaries");
+    users_folder(&d);
+    let o = lab(&[
+        "run",
+        "--quick",
+        "--out",
+        parent.to_str().unwrap(),
+        "experiments/numpy-temporaries.toml",
+    ]);
+    assert_refused(&o, "--force-out");
+    assert_users_folder_untouched(&d);
+}
+
+#[test]
+fn with_force_out_the_users_files_stay_and_the_next_measurement_removes_only_the_labs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("d");
+    users_folder(&d);
+    let ds = d.to_str().unwrap();
+    let mut args = trace_args(ds, "system,jemalloc");
+    args.push("--force-out");
+    let o = lab(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        fs::read_to_string(d.join("plots/my.svg")).unwrap(),
+        "keep\n"
+    );
+    assert_eq!(fs::read_to_string(d.join("notes.txt")).unwrap(), "mine\n");
+    // Its REPORT.md replaced the user's: said in --force-out's help.
+    // A second trace of one allocator, now without the flag (the folder is the lab's):
+    // nothing of the first (jemalloc's files) is left, and the user's files stay.
+    let o = lab(&trace_args(ds, "system"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        fs::read_to_string(d.join("plots/my.svg")).unwrap(),
+        "keep\n"
+    );
+    assert!(d.join("notes.txt").exists());
+    let status: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(d.join("folder.json")).unwrap()).unwrap();
+    let listed: BTreeSet<String> = status["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap().to_string())
+        .collect();
+    assert!(listed.iter().all(|f| !f.contains("jemalloc")), "{listed:?}");
+    // Exactly the files on disk besides the user's and the bookkeeping are listed.
+    let mut on_disk = BTreeSet::new();
+    let mut stack = vec![d.clone()];
+    while let Some(p) = stack.pop() {
+        for e in fs::read_dir(&p).unwrap().flatten() {
+            if e.path().is_dir() {
+                stack.push(e.path());
+            } else {
+                let rel = e
+                    .path()
+                    .strip_prefix(&d)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                on_disk.insert(rel);
+            }
+        }
+    }
+    for own in [
+        "notes.txt",
+        "plots/my.svg",
+        "folder.json",
+        ".lock",
+        ".alloclab-files",
+    ] {
+        on_disk.remove(own);
+    }
+    assert_eq!(on_disk, listed);
+    assert!(
+        on_disk.iter().all(|f| !f.contains("jemalloc")),
+        "{on_disk:?}"
+    );
+}
+
+#[test]
+fn devices_symlinks_and_other_commands_folders_are_refused_as_html_targets() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fs::write(d.join("real.html"), "mine").unwrap();
+    std::os::unix::fs::symlink(d.join("real.html"), d.join("link.html")).unwrap();
+    let results = d.join("exec");
+    let o = lab(&[
+        "exec",
+        "--runs",
+        "1",
+        "--allocators",
+        "system",
+        "--out",
+        results.to_str().unwrap(),
+        "--",
+        temporaries().to_str().unwrap(),
+        "--iterations",
+        "2",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let inside = results.join("report.html");
+    let before = fs::read_to_string(&inside).unwrap();
+    for (target, says) in [
+        (Path::new("/dev/null").to_path_buf(), "character device"),
+        (d.join("link.html"), "symbolic link"),
+        (d.to_path_buf(), "is a folder"),
+        (inside.clone(), "results folder of `alloclab exec`"),
+        (
+            Path::new("/proc/alloclab.html").to_path_buf(),
+            "cannot write into /proc",
+        ),
+    ] {
+        let o = lab(&["compare", "--html", target.to_str().unwrap()]);
+        assert_refused(&o, says);
+    }
+    use std::os::unix::fs::FileTypeExt;
+    assert!(fs::metadata("/dev/null")
+        .unwrap()
+        .file_type()
+        .is_char_device());
+    assert!(fs::symlink_metadata(d.join("link.html"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(fs::read_to_string(d.join("real.html")).unwrap(), "mine");
+    assert_eq!(fs::read_to_string(&inside).unwrap(), before);
+}
+
+#[test]
+fn a_file_or_device_as_out_is_refused_naming_what_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("file");
+    fs::write(&f, "x").unwrap();
+    let o = lab(&["generate", "man", "--out", f.to_str().unwrap()]);
+    assert_refused(&o, "is a regular file, not a folder");
+    let o = lab(&trace_args("/dev/null", "system"));
+    assert_refused(&o, "is a character device, not a folder");
+    assert_eq!(fs::read_to_string(&f).unwrap(), "x");
+}
+
+#[test]
+fn two_specs_that_would_share_a_file_are_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t");
+    // Two installed libraries by their file names (neither needs to exist: refused first).
+    let o = lab(&trace_args(out.to_str().unwrap(), "lib+a.so,lib_a.so"));
+    assert_refused(&o, "would both be written as 'lib_a'");
+    assert!(!out.exists());
+}
