@@ -850,7 +850,9 @@ mod tests {
         let d = dir.path();
         let fifo = d.join("fifo");
         let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        // SAFETY: a valid NUL-terminated path; mkfifo only reads it.
+        let made = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
+        assert_eq!(made, 0);
         assert!(check_file_target(&fifo).unwrap_err().contains("FIFO"));
         let e = write_atomic(&fifo, b"x").unwrap_err().to_string();
         assert!(e.contains("FIFO, not a regular file"), "{e}");
