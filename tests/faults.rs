@@ -186,7 +186,7 @@ fn refusals_come_before_any_worker_starts() {
 
     // A folder another alloclab is writing.
     let out = dir.path().join("locked");
-    let held = ResultsDir::open(&out.join("tiny")).unwrap();
+    let held = ResultsDir::open(&out.join("tiny"), alloclab::export::folder::Claim::Own).unwrap();
     assert!(run(&out, &[]).contains("being written by another alloclab run"));
     drop(held);
     assert!(!out.join("tiny/plan.json").exists());
