@@ -135,9 +135,11 @@ impl Kind {
                     "report.html",
                     STATUS_FILE,
                     "trace.json",
+                    "untraced.json",
                 ],
                 &[
                     ("timeline", ".csv"),
+                    ("events", ".csv"),
                     ("runs", ".json"),
                     ("stacks", ".folded"),
                     ("flamegraphs", ".svg"),
@@ -382,6 +384,13 @@ impl Folder {
                     })
                 }
                 Claim::Own => {
+                    if let Some(other) = legacy.filter(|k| *k != kind) {
+                        return Err(ResultsError::OtherKind {
+                            dir: root.to_path_buf(),
+                            by: other.name(),
+                            marker: other.marker(),
+                        });
+                    }
                     let names = foreign_entries(root)?;
                     if !names.is_empty() {
                         return Err(ResultsError::NotOurs {
