@@ -1,11 +1,14 @@
 //! The Ctrl-C flag: after [`stop_on_interrupt`], SIGINT and SIGTERM set a flag that the
 //! run loops check between runs, so finished results are kept and nothing is torn.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// The first signal that set the flag.
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
 
-extern "C" fn on_interrupt(_: libc::c_int) {
+extern "C" fn on_interrupt(sig: libc::c_int) {
+    let _ = SIGNAL.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
     INTERRUPTED.store(true, Ordering::SeqCst);
 }
 
@@ -22,4 +25,14 @@ pub fn stop_on_interrupt() {
 
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// The signal that interrupted the run, by name ("SIGINT", "SIGTERM"), once one has.
+pub fn interrupting_signal() -> Option<&'static str> {
+    match SIGNAL.load(Ordering::SeqCst) {
+        0 => None,
+        libc::SIGINT => Some("SIGINT"),
+        libc::SIGTERM => Some("SIGTERM"),
+        _ => Some("a signal"),
+    }
 }
