@@ -63,6 +63,21 @@ pub enum Command {
     /// Write the man pages (one per command) or the shell completions, generated from
     /// these very definitions, into a folder (`make man` does both).
     Generate(GenerateArgs),
+    /// (internal) Exec a command that dies with this process's parent (PR_SET_PDEATHSIG):
+    /// what perf starts for `alloclab trace` goes through it.
+    #[command(hide = true, name = "exec-dying-with-parent")]
+    ExecDyingWithParent {
+        /// Make this inherited descriptor the command's stderr (and close it).
+        #[arg(long)]
+        stderr_fd: Option<i32>,
+        #[arg(
+            required = true,
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "COMMAND"
+        )]
+        command: Vec<std::ffi::OsString>,
+    },
     /// (internal) Report where malloc resolves and the preloaded allocator's knobs, as JSON.
     #[command(hide = true, name = "probe-preload")]
     ProbePreload {
@@ -564,7 +579,7 @@ pub struct CompareArgs {
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  alloclab trace --variant out-of-place --size 1000000\n  alloclab trace -- python3 experiments/numpy_temporaries.py --calls 50 --only func2\n\nThe call stacks need the perf tool (Debian: linux-perf) and perf events (root, CAP_PERFMON or perf_event_paranoid <= -1); without them a built-in cell's timeline is still measured and the attribution says what it needs, and a command is refused (its timeline comes from perf)."
+    after_help = "Examples:\n  alloclab trace --variant out-of-place --size 1000000\n  alloclab trace -- python3 experiments/numpy_temporaries.py --calls 50 --only func2\n\nThe call stacks need the perf tool (Debian: linux-perf) and perf events (root, CAP_PERFMON or perf_event_paranoid <= -1); without them the timeline is still measured (a command's from its exec to its exit), the memory syscalls are timed by the ptrace tracer (x86_64, no privileges) without stacks, and the attribution says what it needs; a command is refused only where neither perf nor the tracer works. perf's build-id cache (~/.debug) is not written."
 )]
 pub struct TraceArgs {
     /// Elements in the input array (1000000, 1e6, 2^20).

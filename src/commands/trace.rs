@@ -92,15 +92,15 @@ pub fn run(args: &TraceArgs) -> Result<()> {
         ));
         let outcome = match &sampling {
             Ok(s) => {
-                let data = folder
-                    .claim(&format!("perf/{}.data", export::file_stem(&label)))
-                    .map_err(Error::failed)?;
-                let traced = trace::run(&executor, &request, s, &data);
-                if !args.keep_perf_data {
-                    let _ = folder.remove(&format!("perf/{}.data", export::file_stem(&label)));
-                    let _ = std::fs::remove_dir(data.with_file_name(""));
-                }
-                traced
+                // Removed on every way out of here unless kept.
+                let data = trace::PerfData::new(
+                    folder
+                        .claim(&format!("perf/{}.data", export::file_stem(&label)))
+                        .map_err(Error::failed)?,
+                    args.keep_perf_data,
+                )
+                .map_err(Error::failed)?;
+                trace::run(&executor, &request, s, data.path())
             }
             // Without perf events: the memory syscalls still get their times, from the
             // ptrace tracer (no stacks).
@@ -123,6 +123,11 @@ pub fn run(args: &TraceArgs) -> Result<()> {
                     lost: None,
                 }),
         };
+        if interrupted() {
+            // Stopped before this allocator's trace was whole: it was not traced.
+            progress.finish_with("interrupted", true);
+            break;
+        }
         match &outcome {
             Ok(_) => progress.finish_with("traced", false),
             Err(f) => progress.finish_with(&f.cause, true),
@@ -203,9 +208,9 @@ pub fn run(args: &TraceArgs) -> Result<()> {
         complete,
         allocators: traces,
     };
-    export::save(&folder, &report).map_err(Error::failed)?;
+    let written = export::save(&folder, &report).map_err(Error::failed)?;
     let failed = report.allocators.iter().map(|t| t.failure.is_some());
-    let console = export::console(&report, &args.out);
+    let console = export::console(&report, &args.out, &written);
     conclude(folder, complete, &console, failed, specs.len(), &args.out)
 }
 
@@ -220,13 +225,20 @@ fn conclude(
     asked: usize,
     out: &std::path::Path,
 ) -> Result<()> {
-    let traced = failed.len();
+    let ended = failed.len();
     let failed = failed.filter(|f| *f).count();
+    // Traced: the allocators whose traced run finished and was read.
+    let traced = ended - failed;
     folder.finish(complete).map_err(Error::failed)?;
     super::print_out(console)?;
     if interrupted() {
         return Err(Error::Interrupted(format!(
-            "{traced} of {asked} allocators traced; {} says incomplete",
+            "{traced} of {asked} allocators traced{}; {} says incomplete",
+            if failed > 0 {
+                format!(" ({failed} failed)")
+            } else {
+                String::new()
+            },
             out.display()
         )));
     }
@@ -382,19 +394,35 @@ fn run_command(args: &TraceArgs) -> Result<()> {
         progress.start(&format!("{label}: traced run"));
         let outcome = match &sampling {
             Ok(s) => {
-                let data = folder
-                    .claim(&format!("perf/{}.data", export::file_stem(&label)))
-                    .map_err(Error::failed)?;
-                let wrapper = trace::record_argv(s, &data, &extra);
-                let outcome = trace_one(&settings, a, Some(&wrapper), &opts).and_then(|run| {
-                    run.map(|_| trace::read_script(s, &data, true).map_err(|f| f.cause))
-                        .transpose()
-                });
-                if !args.keep_perf_data {
-                    let _ = folder.remove(&format!("perf/{}.data", export::file_stem(&label)));
-                    let _ = std::fs::remove_dir(data.with_file_name(""));
-                }
-                outcome
+                // Removed on every way out of here unless kept.
+                let data = trace::PerfData::new(
+                    folder
+                        .claim(&format!("perf/{}.data", export::file_stem(&label)))
+                        .map_err(Error::failed)?,
+                    args.keep_perf_data,
+                )
+                .map_err(Error::failed)?;
+                // The command's own stderr apart from perf's (unless shown).
+                let own_stderr = if args.show_output {
+                    None
+                } else {
+                    Some(trace::ProgramStderr::open().map_err(Error::failed)?)
+                };
+                let wrapper = trace::record_argv(
+                    s,
+                    data.path(),
+                    &extra,
+                    own_stderr.as_ref().and_then(|p| p.fd()),
+                )
+                .map_err(Error::failed)?;
+                trace_one(&settings, a, Some((&wrapper, own_stderr)), &opts).and_then(|run| {
+                    run.map(|_| {
+                        trace::read_script(s, data.path(), true)
+                            .map(|(script, lost)| (analysis::without_shim_exec(script), lost))
+                            .map_err(|f| f.cause)
+                    })
+                    .transpose()
+                })
             }
             Err(_) => {
                 let traced = crate::engine::spawn::LaunchOptions {
@@ -407,6 +435,11 @@ fn run_command(args: &TraceArgs) -> Result<()> {
                     .map(|run| run.map(|r| (ptrace_script(&settings, t0, &r), None)))
             }
         };
+        if interrupted() {
+            // Stopped before this allocator's trace was whole: it was not traced.
+            progress.finish_with("interrupted", true);
+            break;
+        }
         let t = match outcome {
             Ok(None) => break,
             Ok(Some((script, lost))) => {
@@ -452,9 +485,13 @@ fn run_command(args: &TraceArgs) -> Result<()> {
         complete,
         allocators: traces,
     };
-    cmd_export::save(&folder, &report).map_err(Error::failed)?;
+    let mut written = cmd_export::save(&folder, &report).map_err(Error::failed)?;
+    if record.is_some() {
+        // Written by the session, after every untraced run.
+        written.push("untraced.json".into());
+    }
     let failed = report.allocators.iter().map(|t| t.failure.is_some());
-    let console = cmd_export::console(&report, &args.out);
+    let console = cmd_export::console(&report, &args.out, &written);
     let asked = settings.allocators.len();
     conclude(folder, complete, &console, failed, asked, &args.out)
 }
@@ -463,15 +500,21 @@ use crate::export::trace_command::{
     self as cmd_export, CommandTrace, CommandTraceReport, Untraced,
 };
 
-/// One traced run of the command under `a` (started by `wrapper` where given): Ok(None)
-/// when Ctrl-C stopped it; Err with why it failed.
+/// One traced run of the command under `a` (started by `wrapper` where given, perf's
+/// argument vector with the pipe the command's own stderr goes to): Ok(None) when Ctrl-C
+/// stopped it; Err with why it failed — perf's own failure as perf's, the command's with
+/// the end of its own stderr.
 fn trace_one(
     settings: &crate::engine::command::ExecSettings,
     a: &crate::model::knobs::AllocatorSpec,
-    wrapper: Option<&[std::ffi::OsString]>,
+    wrapper: Option<(&[std::ffi::OsString], Option<trace::ProgramStderr>)>,
     opts: &crate::engine::spawn::LaunchOptions,
 ) -> std::result::Result<Option<crate::engine::spawn::ChildRun>, String> {
     use crate::engine::spawn::Termination;
+    let (wrapper, own_stderr) = match wrapper {
+        Some((w, e)) => (Some(w), e),
+        None => (None, None),
+    };
     let (row, prepared) = crate::engine::command::prepare_wrapped(
         a,
         settings,
@@ -484,21 +527,30 @@ fn trace_one(
             .failure
             .unwrap_or_else(|| "could not be prepared".into()));
     };
-    let run = crate::engine::spawn::run(&prepared, opts).map_err(|e| e.to_string())?;
+    if let Some(e) = &own_stderr {
+        e.inherit();
+    }
+    let run = crate::engine::spawn::run(&prepared, opts);
+    let command_said = own_stderr.map(trace::ProgramStderr::finish);
+    let run = run.map_err(|e| e.to_string())?;
     if run.termination == Termination::Interrupted {
         return Ok(None);
     }
     if !run.termination.success() {
-        let tail = run
-            .stderr_tail
+        let code = match run.termination {
+            Termination::Exited { code } => Some(code),
+            _ => None,
+        };
+        if wrapper.is_some() {
+            if let Some(why) = trace::perf_failure(code, run.stderr_tail.as_deref().unwrap_or("")) {
+                return Err(why);
+            }
+        }
+        let tail = command_said
             .as_deref()
-            .map(|t| {
-                t.lines()
-                    .map(str::trim)
-                    .rfind(|l| !l.is_empty())
-                    .map(|l| format!("; its stderr ended with: {}", crate::fmt::printable(l)))
-                    .unwrap_or_default()
-            })
+            .or(run.stderr_tail.as_deref())
+            .and_then(trace::last_meaningful_line)
+            .map(|l| format!("; its stderr ended with: {l}"))
             .unwrap_or_default();
         return Err(format!(
             "the traced command {}{tail}",

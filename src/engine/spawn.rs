@@ -80,6 +80,68 @@ impl Prepared {
     }
 }
 
+/// The hidden subcommand of the alloclab binary that starts a command with the
+/// parent-death signal set ([`exec_dying_with_parent`]).
+pub const SHIM_COMMAND: &str = "exec-dying-with-parent";
+
+/// The start of an argument vector that runs what follows it through this binary's
+/// parent-death shim: for a tool the lab starts which starts a command in turn (`perf
+/// record … -- SHIM… CMD`), so that the command dies with the tool as the tool dies with
+/// the lab.
+/// With `stderr_fd`, the command's stderr is that descriptor (inherited through the
+/// tool) instead of the tool's, so that the tool's own messages stay apart.
+pub fn shim_argv(stderr_fd: Option<i32>) -> Result<Vec<OsString>, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("locating alloclab itself: {e}"))?;
+    let mut argv: Vec<OsString> = vec![exe.into(), SHIM_COMMAND.into()];
+    if let Some(fd) = stderr_fd {
+        argv.extend(["--stderr-fd".into(), fd.to_string().into()]);
+    }
+    argv.push("--".into());
+    Ok(argv)
+}
+
+/// The shim: sets the parent-death signal (SIGKILL) and execs `command` (looked up on
+/// PATH as execvp does, as the tool would have). Its parent must lead its process group,
+/// as every child of [`run`] does (perf does not move the command it starts to another
+/// group): a parent that died before the prctl is seen as a parent that is no longer the
+/// group's leader, and the shim then exits instead of running the command orphaned.
+/// Returns only on failure, with why.
+pub fn exec_dying_with_parent(command: &[OsString], stderr_fd: Option<i32>) -> String {
+    // SAFETY: prctl, getppid, getpgrp and signal take and return plain integers.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        if libc::getppid() != libc::getpgrp() {
+            return "its parent, the leader of its process group, is gone: not started".into();
+        }
+        // Rust ignores SIGPIPE; an ignored signal stays ignored across exec.
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+    let Some(first) = command.first() else {
+        return "no command given".into();
+    };
+    let argv: Vec<CString> = match command.iter().map(|a| cstring(a)).collect() {
+        Ok(v) => v,
+        Err(e) => return e.to_string(),
+    };
+    let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|c| c.as_ptr()).collect();
+    ptrs.push(std::ptr::null());
+    if let Some(fd) = stderr_fd {
+        // SAFETY: dup2 and close take plain integers; a bad descriptor fails dup2.
+        if unsafe { libc::dup2(fd, 2) } < 0 {
+            return format!("--stderr-fd {fd}: {}", std::io::Error::last_os_error());
+        }
+        // SAFETY: as above.
+        unsafe { libc::close(fd) };
+    }
+    // SAFETY: `argv[0]` and `ptrs` are NUL-terminated and live across the call.
+    unsafe { libc::execvp(argv[0].as_ptr(), ptrs.as_ptr()) };
+    format!(
+        "cannot start {}: {}",
+        first.to_string_lossy(),
+        std::io::Error::last_os_error()
+    )
+}
+
 /// Finds `name` like execvp does: as given when it contains a '/', else in `PATH`.
 pub fn resolve_program(name: &OsStr, path_var: Option<&OsStr>) -> Result<PathBuf, String> {
     let is_exec = |p: &Path| {

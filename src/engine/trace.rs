@@ -82,13 +82,24 @@ pub fn command_events() -> Vec<Result<String, String>> {
     .collect()
 }
 
-/// `perf record`'s arguments up to and including `--`: every memory syscall and one in
-/// `fault_period` user page faults with their user stacks, plus `extra` events.
-pub fn record_argv(sampling: &Sampling, data: &Path, extra: &[String]) -> Vec<OsString> {
+/// `perf record`'s arguments up to and including the parent-death shim's `--`: every
+/// memory syscall and one in `fault_period` user page faults with their user stacks,
+/// plus `extra` events. perf starts the program through alloclab's shim
+/// ([`super::spawn::exec_dying_with_parent`]), so that it dies with perf as perf dies
+/// with the lab; with `program_stderr`, the program's stderr is that descriptor and
+/// perf's own stderr holds only perf's messages. perf's build-id cache (~/.debug) is
+/// left alone: `perf script` reads the binaries where they are.
+pub fn record_argv(
+    sampling: &Sampling,
+    data: &Path,
+    extra: &[String],
+    program_stderr: Option<i32>,
+) -> Result<Vec<OsString>, String> {
     let mut argv: Vec<OsString> = vec![
         sampling.perf.as_os_str().to_owned(),
         "record".into(),
-        "-q".into(),
+        // Without -q: perf's own errors (a full disk) are said on its stderr.
+        "--no-buildid-cache".into(),
         "-k".into(),
         "mono".into(),
         "--call-graph".into(),
@@ -112,16 +123,155 @@ pub fn record_argv(sampling: &Sampling, data: &Path, extra: &[String]) -> Vec<Os
         data.as_os_str().to_owned(),
         "--".into(),
     ]);
-    argv
+    argv.extend(super::spawn::shim_argv(program_stderr)?);
+    Ok(argv)
+}
+
+/// perf's file of one traced run: any stale one is removed before perf starts (perf
+/// would rename it to `.old`), and the file is removed when this is dropped — after it
+/// was read, after a failure, after Ctrl-C or SIGTERM, on every way out of the run the
+/// lab controls — unless it is to be kept (`--keep-perf-data`).
+pub struct PerfData {
+    path: PathBuf,
+    keep: bool,
+}
+
+impl PerfData {
+    pub fn new(path: PathBuf, keep: bool) -> std::io::Result<Self> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        for stale in [path.clone(), path.with_extension("data.old")] {
+            match std::fs::remove_file(&stale) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
+        Ok(PerfData { path, keep })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for PerfData {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = std::fs::remove_file(&self.path);
+            let _ = std::fs::remove_file(self.path.with_extension("data.old"));
+            // The folder goes when nothing else is in it.
+            if let Some(dir) = self.path.parent() {
+                let _ = std::fs::remove_dir(dir);
+            }
+        }
+    }
+}
+
+/// A pipe for the traced program's own stderr, apart from perf's: its write end is
+/// inherited by perf (only for the spawn: [`Self::inherit`]) and made the program's
+/// stderr by the shim; the last 4 KiB of what came through are kept.
+pub struct ProgramStderr {
+    write: Option<std::os::fd::OwnedFd>,
+    reader: Option<std::thread::JoinHandle<String>>,
+}
+
+impl ProgramStderr {
+    pub fn open() -> std::io::Result<Self> {
+        use std::os::fd::FromRawFd;
+        let mut fds = [0; 2];
+        // SAFETY: `fds` has room for the two descriptors pipe2 returns.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: both descriptors are fresh and owned by nothing else.
+        let (r, w) = unsafe {
+            (
+                std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+                std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+            )
+        };
+        let reader = std::thread::spawn(move || {
+            let mut from = std::fs::File::from(r);
+            let mut tail: Vec<u8> = Vec::new();
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = std::io::Read::read(&mut from, &mut buf) {
+                if n == 0 {
+                    break;
+                }
+                tail.extend_from_slice(&buf[..n]);
+                let excess = tail.len().saturating_sub(4096);
+                tail.drain(..excess);
+            }
+            crate::fmt::printable(&String::from_utf8_lossy(&tail))
+        });
+        Ok(ProgramStderr {
+            write: Some(w),
+            reader: Some(reader),
+        })
+    }
+
+    /// The write end's number, for the shim's `--stderr-fd`.
+    pub fn fd(&self) -> Option<i32> {
+        use std::os::fd::AsRawFd;
+        self.write.as_ref().map(|w| w.as_raw_fd())
+    }
+
+    /// Lets the next child inherit the write end (clears close-on-exec): call it just
+    /// before the spawn, after which [`Self::finish`] closes it.
+    pub fn inherit(&self) {
+        if let Some(fd) = self.fd() {
+            // SAFETY: fcntl on our own open descriptor.
+            unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
+        }
+    }
+
+    /// Closes the write end and returns what the program wrote (its tail): every other
+    /// writer is gone once the run has been reaped and swept.
+    pub fn finish(mut self) -> String {
+        self.write = None;
+        self.reader
+            .take()
+            .and_then(|r| r.join().ok())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for ProgramStderr {
+    fn drop(&mut self) {
+        self.write = None;
+    }
+}
+
+/// The last line of `text` that says something: perf's own progress lines
+/// (`[ perf record: … ]`) and blank lines are not.
+pub fn last_meaningful_line(text: &str) -> Option<String> {
+    text.lines()
+        .map(str::trim)
+        .rfind(|l| !l.is_empty() && !l.starts_with("[ perf record:"))
+        .map(crate::fmt::printable)
+}
+
+/// Whether a traced run's failure is perf's own (it could not record: a full disk, a
+/// missing event) rather than the program's: perf exits with the program's status, and
+/// with 255 and a message of its own when it fails itself. Some(perf's message) then.
+pub fn perf_failure(exit_code: Option<i32>, perf_stderr: &str) -> Option<String> {
+    if exit_code != Some(255) {
+        return None;
+    }
+    last_meaningful_line(perf_stderr).map(|l| format!("perf record failed (exit status 255): {l}"))
 }
 
 /// Reads perf's file back with `perf script` (with processes and their execs and exits
-/// when `tasks`): the samples, and what perf said about lost ones.
+/// when `tasks`): the samples, and what perf said about lost ones. perf script dies with
+/// the lab (parent-death signal) and gets the terminal's Ctrl-C with it; a read
+/// interrupted so is said as such, without perf's noise.
 pub fn read_script(
     sampling: &Sampling,
     data: &Path,
     tasks: bool,
 ) -> Result<(Script, Option<String>), RunFailure> {
+    use std::os::unix::process::CommandExt;
     let mut cmd = std::process::Command::new(&sampling.perf);
     cmd.args(["script", "--ns", "-F"]);
     if tasks {
@@ -129,16 +279,25 @@ pub fn read_script(
     } else {
         cmd.arg("tid,time,event,trace,ip,sym,dso");
     }
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: die_with_parent makes only async-signal-safe calls (prctl, getppid, _exit).
+    unsafe {
+        cmd.pre_exec(move || {
+            crate::engine::lifetime::die_with_parent(parent);
+            Ok(())
+        });
+    }
     let out = cmd.arg("-i").arg(data).output().map_err(|e| RunFailure {
         cause: format!("perf script could not run: {e}"),
     })?;
+    if crate::ui::interrupt::interrupted() {
+        return Err(interrupted_failure("while perf script read the samples"));
+    }
     if !out.status.success() {
+        let said = last_meaningful_line(&String::from_utf8_lossy(&out.stderr))
+            .map_or(String::new(), |l| format!(": {l}"));
         return Err(RunFailure {
-            cause: format!(
-                "perf script failed ({}): {}",
-                out.status,
-                crate::fmt::printable(String::from_utf8_lossy(&out.stderr).trim())
-            ),
+            cause: format!("perf script failed ({}){said}", out.status),
         });
     }
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -150,16 +309,37 @@ pub fn read_script(
     Ok((parse_perf_script(&text, sampling.fault_period), lost))
 }
 
-/// Runs `request` (a timeline request) under `perf record` into `data` (perf's file, left
-/// for a person to open with `perf report -i`), then reads the samples back.
+/// The failure of a run stopped by Ctrl-C or SIGTERM, naming the signal.
+pub fn interrupted_failure(when: &str) -> RunFailure {
+    RunFailure {
+        cause: format!(
+            "interrupted by {} {when}",
+            crate::ui::interrupt::signal_name().unwrap_or("Ctrl-C")
+        ),
+    }
+}
+
+/// Runs `request` (a timeline request) under `perf record` into `data` (perf's file),
+/// then reads the samples back. A failure says whether perf failed or the worker did
+/// (with the worker's own stderr, kept apart from perf's).
 pub fn run(
     executor: &ProcessExecutor,
     request: &WorkerRequest,
     sampling: &Sampling,
     data: &Path,
 ) -> Result<Traced, RunFailure> {
-    let argv = record_argv(sampling, data, &[]);
-    let record = executor.spawn_request(request, Some((sampling.perf.clone(), argv)))?;
+    let stderr = ProgramStderr::open().map_err(|e| RunFailure {
+        cause: format!("a pipe for the worker's stderr: {e}"),
+    })?;
+    let argv =
+        record_argv(sampling, data, &[], stderr.fd()).map_err(|cause| RunFailure { cause })?;
+    stderr.inherit();
+    let outcome = executor.spawn_request(request, Some((sampling.perf.clone(), argv)));
+    let worker_said = stderr.finish();
+    let record = outcome.map_err(|f| worker_failure(f, &worker_said))?;
+    if crate::ui::interrupt::interrupted() {
+        return Err(interrupted_failure("after the traced run"));
+    }
     let (script, lost) = read_script(sampling, data, false)?;
     Ok(Traced {
         record,
@@ -167,6 +347,32 @@ pub fn run(
         skipped_lines: script.skipped,
         lost,
     })
+}
+
+/// A traced worker's failure as the executor said it (from perf's stderr, the one the
+/// spawn path keeps) made true: perf's own failure named as perf's, the worker's with
+/// the last line of its own stderr.
+fn worker_failure(f: RunFailure, worker_said: &str) -> RunFailure {
+    if f.cause.starts_with("interrupted") {
+        return interrupted_failure("during the traced run");
+    }
+    let (head, perf_said) = f
+        .cause
+        .split_once(": ")
+        .map_or((f.cause.as_str(), ""), |(h, t)| (h, t));
+    let code = head
+        .strip_prefix("exit code ")
+        .and_then(|c| c.parse::<i32>().ok());
+    if let Some(why) = perf_failure(code, perf_said) {
+        return RunFailure { cause: why };
+    }
+    if code.is_some() || head.starts_with("killed by signal") {
+        let tail = last_meaningful_line(worker_said).map_or(String::new(), |l| format!(": {l}"));
+        return RunFailure {
+            cause: format!("the traced worker: {head}{tail}"),
+        };
+    }
+    f
 }
 
 /// The ptrace tracer's calls as events without stacks, for placing into iterations.
@@ -195,4 +401,71 @@ pub fn events_of_calls(calls: &[crate::counters::linux::ptrace::TrappedCall]) ->
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sampling() -> Sampling {
+        Sampling {
+            perf: "/usr/bin/perf".into(),
+            fault_period: 64,
+            stack_bytes: 16384,
+        }
+    }
+
+    #[test]
+    fn perf_record_leaves_the_build_id_cache_alone_and_starts_the_program_through_the_shim() {
+        let argv = record_argv(&sampling(), Path::new("/f/perf/x.data"), &[], Some(7)).unwrap();
+        let argv: Vec<String> = argv
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(argv.contains(&"--no-buildid-cache".to_string()), "{argv:?}");
+        // Not quiet: perf's own errors reach its stderr.
+        assert!(!argv.contains(&"-q".to_string()), "{argv:?}");
+        let dash = argv.iter().position(|a| a == "--").unwrap();
+        let shim = &argv[dash + 1..];
+        assert_eq!(
+            shim[1..],
+            [crate::engine::spawn::SHIM_COMMAND, "--stderr-fd", "7", "--"]
+        );
+        let exe = std::env::current_exe().unwrap();
+        assert_eq!(shim[0], exe.to_string_lossy());
+    }
+
+    #[test]
+    fn perf_failing_itself_is_told_from_the_program_failing() {
+        let full = "failed to write perf data, error: No space left on device\n";
+        assert_eq!(
+            perf_failure(Some(255), full).as_deref(),
+            Some("perf record failed (exit status 255): failed to write perf data, error: No space left on device")
+        );
+        // perf exits with the program's status; its progress lines are no error.
+        assert_eq!(perf_failure(Some(3), full), None);
+        assert_eq!(
+            perf_failure(
+                Some(255),
+                "[ perf record: Woken up 1 times to write data ]\n"
+            ),
+            None
+        );
+        assert_eq!(perf_failure(None, full), None);
+        // A worker's failure as the executor words it, with perf's stderr as its tail.
+        let f = worker_failure(
+            RunFailure {
+                cause: format!("exit code 255: {}", full.trim()),
+            },
+            "",
+        );
+        assert!(f.cause.starts_with("perf record failed"), "{}", f.cause);
+        let f = worker_failure(
+            RunFailure {
+                cause: "exit code 1: [ perf record: Captured and wrote 0.1 MB x.data ]".into(),
+            },
+            "thread 'main' panicked\nbad request\n",
+        );
+        assert_eq!(f.cause, "the traced worker: exit code 1: bad request");
+    }
 }

@@ -584,9 +584,15 @@ impl Folder {
     }
 
     fn save_status(&mut self) -> Result<(), ResultsError> {
+        // The files of this measurement that are there (perf's data, say, is claimed and
+        // then removed by its own guard).
         let files: Vec<String> = {
             let m = self.manifest.lock().unwrap_or_else(|e| e.into_inner());
-            m.files.iter().cloned().collect()
+            m.files
+                .iter()
+                .filter(|f| fs::symlink_metadata(self.root.join(f)).is_ok())
+                .cloned()
+                .collect()
         };
         self.status.files = Some(files);
         let text =

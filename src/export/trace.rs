@@ -296,80 +296,132 @@ fn plots(report: &TraceReport) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Writes every file of the trace into `folder`.
-pub fn save(folder: &Folder, report: &TraceReport) -> Result<(), ResultsError> {
+/// Writes every file of the trace into `folder`; returns the names written, in order
+/// (REPORT.md and the console name only these).
+pub fn save(folder: &Folder, report: &TraceReport) -> Result<Vec<String>, ResultsError> {
     let with_stacks = report.attribution.is_none();
+    let mut written = Vec::new();
     for t in &report.allocators {
         let stem = file_stem(&t.label);
         if let Some(r) = &t.record {
-            folder.json(&format!("runs/{stem}.json"), r)?;
+            let run = format!("runs/{stem}.json");
+            folder.json(&run, r)?;
+            let timeline = format!("timeline/{stem}.csv");
             folder.text(
-                &format!("timeline/{stem}.csv"),
+                &timeline,
                 &timeline_csv(t, report.syscalls_timed_by.is_some()),
             )?;
+            written.extend([run, timeline]);
         }
         if !with_stacks || t.record.is_none() {
             continue;
         }
-        save_stacks(
+        written.extend(save_stacks(
             folder,
             &t.label,
             &t.faults_folded,
             &t.syscalls_folded,
             report.fault_period,
-        )?;
+        )?);
     }
     if let (true, Some((a, b))) = (with_stacks, first_two(report)) {
-        save_differential(
+        written.extend(save_differential(
             folder,
             (&a.label, &a.faults_folded, &a.syscalls_folded),
             (&b.label, &b.faults_folded, &b.syscalls_folded),
-        )?;
+        )?);
     }
     let mut drawings = Vec::new();
     for (name, svg) in plots(report) {
         folder.text(&name, &svg)?;
+        written.push(name.clone());
         drawings.push((name, svg));
     }
     if let Some(env) = report.allocators.iter().find_map(|t| t.record.as_ref()) {
         folder.json("env.json", &env.env)?;
+        written.push("env.json".into());
     }
     folder.json("trace.json", report)?;
-    let md = markdown(report);
+    written.push("trace.json".into());
+    let md = markdown(report, &written);
     folder.text("REPORT.md", &md)?;
     folder.text(
         "report.html",
         &super::html::folder_page("alloclab trace", &md, drawings),
     )?;
-    Ok(())
+    written.extend(["REPORT.md".into(), "report.html".into()]);
+    Ok(written)
+}
+
+/// The files of a folder as the console lists them: REPORT.md and report.html first,
+/// then each other top-level file by name and each folder's files as `folder/*.ext`
+/// (with how many), in the order written — only what `written` holds.
+pub(crate) fn files_list(written: &[String]) -> String {
+    let mut groups: Vec<(String, usize)> = Vec::new();
+    let mut names: Vec<&String> = written.iter().collect();
+    // The reports first.
+    names.sort_by_key(|n| !(n.as_str() == "REPORT.md" || n.as_str() == "report.html"));
+    for name in names {
+        let group = match name.split_once('/') {
+            Some((dir, file)) => {
+                let ext = file.rsplit_once('.').map_or("", |(_, e)| e);
+                format!("{dir}/*.{ext}")
+            }
+            None => name.clone(),
+        };
+        match groups.iter_mut().find(|(g, _)| *g == group) {
+            Some((_, n)) => *n += 1,
+            None => groups.push((group, 1)),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(g, n)| {
+            if g.contains('*') {
+                format!("{g} ({n})")
+            } else {
+                g
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// One allocator's folded stacks and flame graphs.
+/// Returns the names written: a flame graph only where there were samples.
 pub(crate) fn save_stacks(
     folder: &Folder,
     label: &str,
     faults: &[String],
     syscalls: &[String],
     fault_period: u64,
-) -> Result<(), ResultsError> {
+) -> Result<Vec<String>, ResultsError> {
     let stem = file_stem(label);
-    folder.text(&format!("stacks/{stem}.faults.folded"), &lines(faults))?;
-    folder.text(&format!("stacks/{stem}.syscalls.folded"), &lines(syscalls))?;
+    let mut written = vec![
+        format!("stacks/{stem}.faults.folded"),
+        format!("stacks/{stem}.syscalls.folded"),
+    ];
+    folder.text(&written[0], &lines(faults))?;
+    folder.text(&written[1], &lines(syscalls))?;
     if let Some(svg) = flamegraph(
         faults,
         &format!("{label}: user page faults by call stack (1 sample = {fault_period} faults)"),
         "faults",
     ) {
-        folder.text(&format!("flamegraphs/{stem}.faults.svg"), &svg)?;
+        let name = format!("flamegraphs/{stem}.faults.svg");
+        folder.text(&name, &svg)?;
+        written.push(name);
     }
     if let Some(svg) = flamegraph(
         syscalls,
         &format!("{label}: memory syscalls by call stack (every call)"),
         "calls",
     ) {
-        folder.text(&format!("flamegraphs/{stem}.syscalls.svg"), &svg)?;
+        let name = format!("flamegraphs/{stem}.syscalls.svg");
+        folder.text(&name, &svg)?;
+        written.push(name);
     }
-    Ok(())
+    Ok(written)
 }
 
 /// The differential flame graphs from `a` to `b` (label, folded faults, folded syscalls).
@@ -377,7 +429,8 @@ pub(crate) fn save_differential(
     folder: &Folder,
     a: (&str, &[String], &[String]),
     b: (&str, &[String], &[String]),
-) -> Result<(), ResultsError> {
+) -> Result<Vec<String>, ResultsError> {
+    let mut written = Vec::new();
     let name = format!("{}-vs-{}", file_stem(a.0), file_stem(b.0));
     for (what, before, after, unit) in [
         ("faults", a.1, b.1, "faults"),
@@ -392,28 +445,63 @@ pub(crate) fn save_differential(
             ),
             unit,
         ) {
-            folder.text(&format!("flamegraphs/diff.{name}.{what}.svg"), &svg)?;
+            let file = format!("flamegraphs/diff.{name}.{what}.svg");
+            folder.text(&file, &svg)?;
+            written.push(file);
         }
     }
-    Ok(())
+    Ok(written)
 }
 
 /// REPORT.md's links to the flame graphs of `labels` (the traced allocators) and to the
-/// differential view of the first two.
-pub(crate) fn stack_links(md: &mut String, labels: &[&str]) {
+/// differential view of the first two: only to those `written`.
+pub(crate) fn stack_links(md: &mut String, labels: &[&str], written: &[String]) {
+    let link = |text: &str, file: String| -> Option<String> {
+        written.contains(&file).then(|| format!("[{text}]({file})"))
+    };
     for label in labels {
         let stem = file_stem(label);
-        let _ = writeln!(
-            md,
-            "* {label}: [faults](flamegraphs/{stem}.faults.svg) · [memory syscalls](flamegraphs/{stem}.syscalls.svg) · folded: `stacks/{stem}.*.folded`"
-        );
+        let graphs: Vec<String> = [
+            link("faults", format!("flamegraphs/{stem}.faults.svg")),
+            link(
+                "memory syscalls",
+                format!("flamegraphs/{stem}.syscalls.svg"),
+            ),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let graphs = if graphs.is_empty() {
+            "no flame graph (no samples)".to_string()
+        } else {
+            graphs.join(" · ")
+        };
+        let folded = if written.contains(&format!("stacks/{stem}.faults.folded")) {
+            format!(" · folded: `stacks/{stem}.*.folded`")
+        } else {
+            String::new()
+        };
+        let _ = writeln!(md, "* {label}: {graphs}{folded}");
     }
     if let [a, b, ..] = labels {
         let name = format!("{}-vs-{}", file_stem(a), file_stem(b));
-        let _ = writeln!(
-            md,
-            "* {a} → {b}: [faults](flamegraphs/diff.{name}.faults.svg) · [memory syscalls](flamegraphs/diff.{name}.syscalls.svg) (differential: the shape is {b}'s, red where it has more)"
-        );
+        let graphs: Vec<String> = [
+            link("faults", format!("flamegraphs/diff.{name}.faults.svg")),
+            link(
+                "memory syscalls",
+                format!("flamegraphs/diff.{name}.syscalls.svg"),
+            ),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if !graphs.is_empty() {
+            let _ = writeln!(
+                md,
+                "* {a} → {b}: {} (differential: the shape is {b}'s, red where it has more)",
+                graphs.join(" · ")
+            );
+        }
     }
 }
 
@@ -462,7 +550,7 @@ fn overhead_text(o: &Overhead) -> String {
 }
 
 /// REPORT.md.
-pub fn markdown(report: &TraceReport) -> String {
+pub fn markdown(report: &TraceReport, written: &[String]) -> String {
     let mut md = String::new();
     let _ = writeln!(
         md,
@@ -530,10 +618,9 @@ pub fn markdown(report: &TraceReport) -> String {
     );
     let _ = writeln!(md, "## Timeline\n");
     for name in ["latency", "faults", "syscalls", "rss"] {
-        if name == "syscalls" && report.syscalls_timed_by.is_none() {
-            continue;
+        if written.contains(&format!("plots/{name}.svg")) {
+            let _ = writeln!(md, "![{name}](plots/{name}.svg)\n");
         }
-        let _ = writeln!(md, "![{name}](plots/{name}.svg)\n");
     }
     let _ = writeln!(
         md,
@@ -547,7 +634,7 @@ pub fn markdown(report: &TraceReport) -> String {
             .filter(|t| t.record.is_some())
             .map(|t| t.label.as_str())
             .collect();
-        stack_links(&mut md, &labels);
+        stack_links(&mut md, &labels, written);
         let _ = writeln!(
             md,
             "\n(A flame graph is written only where there were samples: an allocator without memory syscalls has no syscall graph. With `--keep-perf-data`, perf's own files stay in `perf/<allocator>.data`, for `perf report -i`.)"
@@ -557,7 +644,7 @@ pub fn markdown(report: &TraceReport) -> String {
 }
 
 /// What the console shows: the mechanism lines, the cost of tracing, where the files are.
-pub fn console(report: &TraceReport, out: &Path) -> String {
+pub fn console(report: &TraceReport, out: &Path, written: &[String]) -> String {
     let mut s = format!(
         "{} {} at {} elements, {} traced iterations per allocator\n",
         report.workload,
@@ -589,15 +676,56 @@ pub fn console(report: &TraceReport, out: &Path) -> String {
             let _ = writeln!(s, "  {c}");
         }
     }
-    let _ = writeln!(
-        s,
-        "{}: REPORT.md, trace.json, timeline/*.csv, plots/*.svg{}",
-        out.display(),
-        if report.attribution.is_none() {
-            ", flamegraphs/*.svg, stacks/*.folded"
-        } else {
-            ""
-        }
-    );
+    let _ = writeln!(s, "{}: {}", out.display(), files_list(written));
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_flame_graphs_that_were_written_are_linked() {
+        let written: Vec<String> = [
+            "stacks/system.faults.folded",
+            "stacks/system.syscalls.folded",
+            "flamegraphs/system.faults.svg",
+            "flamegraphs/system.syscalls.svg",
+            "stacks/mimalloc.faults.folded",
+            "stacks/mimalloc.syscalls.folded",
+            "flamegraphs/diff.system-vs-mimalloc.syscalls.svg",
+        ]
+        .map(String::from)
+        .to_vec();
+        let mut md = String::new();
+        stack_links(&mut md, &["system", "mimalloc"], &written);
+        let links: Vec<&str> = md
+            .split("](")
+            .skip(1)
+            .map(|r| r.split(')').next().unwrap())
+            .collect();
+        assert_eq!(links.len(), 3, "{md}");
+        for l in links {
+            assert!(written.iter().any(|w| w == l), "{l} was not written: {md}");
+        }
+        assert!(md.contains("mimalloc: no flame graph (no samples)"), "{md}");
+    }
+
+    #[test]
+    fn the_console_lists_what_was_written() {
+        let written: Vec<String> = [
+            "timeline/system.csv",
+            "plots/latency.svg",
+            "plots/rss.svg",
+            "trace.json",
+            "REPORT.md",
+            "report.html",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            files_list(&written),
+            "REPORT.md, report.html, timeline/*.csv (1), plots/*.svg (2), trace.json"
+        );
+    }
 }

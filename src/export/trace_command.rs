@@ -8,7 +8,7 @@
 use super::folder::Folder;
 use super::results::ResultsError;
 use super::svg::{self, Axis, Chart, Scale, Series};
-use super::trace::{file_stem, lines, save_differential, save_stacks, stack_links};
+use super::trace::{file_stem, files_list, lines, save_differential, save_stacks, stack_links};
 use crate::analysis::trace::{Attribution, Bin, IterationEvents};
 use crate::fmt::{fmt_ns, group_thousands, human_bytes};
 use crate::model::spec::Allocator;
@@ -263,45 +263,53 @@ fn plots(report: &CommandTraceReport) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Writes every file of the trace (the untraced record is written by the session).
-pub fn save(folder: &Folder, report: &CommandTraceReport) -> Result<(), ResultsError> {
+/// Writes every file of the trace (the untraced record is written by the session);
+/// returns the names written, in order (REPORT.md and the console name only these).
+pub fn save(folder: &Folder, report: &CommandTraceReport) -> Result<Vec<String>, ResultsError> {
+    let mut written = Vec::new();
     for t in report.allocators.iter().filter(|t| t.traced()) {
         let stem = file_stem(&t.label);
-        folder.text(&format!("timeline/{stem}.csv"), &timeline_csv(t))?;
+        let timeline = format!("timeline/{stem}.csv");
+        folder.text(&timeline, &timeline_csv(t))?;
         let mut events = format!("{EVENTS_HEADER}\n");
         events.push_str(&lines(&t.syscall_rows));
-        folder.text(&format!("events/{stem}.csv"), &events)?;
+        let events_file = format!("events/{stem}.csv");
+        folder.text(&events_file, &events)?;
+        written.extend([timeline, events_file]);
         if report.syscalls_timed_by != "perf" {
             continue;
         }
-        save_stacks(
+        written.extend(save_stacks(
             folder,
             &t.label,
             &t.faults_folded,
             &t.syscalls_folded,
             report.fault_period,
-        )?;
+        )?);
     }
     if let (true, Some((a, b))) = (report.syscalls_timed_by == "perf", first_two(report)) {
-        save_differential(
+        written.extend(save_differential(
             folder,
             (&a.label, &a.faults_folded, &a.syscalls_folded),
             (&b.label, &b.faults_folded, &b.syscalls_folded),
-        )?;
+        )?);
     }
     let mut drawings = Vec::new();
     for (name, svg) in plots(report) {
         folder.text(&name, &svg)?;
+        written.push(name.clone());
         drawings.push((name, svg));
     }
     folder.json("trace.json", report)?;
-    let md = markdown(report);
+    written.push("trace.json".into());
+    let md = markdown(report, &written);
     folder.text("REPORT.md", &md)?;
     folder.text(
         "report.html",
         &super::html::folder_page("alloclab trace -- command", &md, drawings),
     )?;
-    Ok(())
+    written.extend(["REPORT.md".into(), "report.html".into()]);
+    Ok(written)
 }
 
 fn first_two(report: &CommandTraceReport) -> Option<(&CommandTrace, &CommandTrace)> {
@@ -366,7 +374,7 @@ fn cost_text(t: &CommandTrace, report: &CommandTraceReport) -> String {
     s
 }
 
-pub fn markdown(report: &CommandTraceReport) -> String {
+pub fn markdown(report: &CommandTraceReport, written: &[String]) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# Trace: `{}`\n", report.command.join(" "));
     if !report.complete {
@@ -413,15 +421,9 @@ pub fn markdown(report: &CommandTraceReport) -> String {
         report.runs, report.order_seed
     );
     let _ = writeln!(md, "## Timeline\n");
-    let traced = || report.allocators.iter().filter(|t| t.traced());
     for name in ["faults", "syscalls", "rss", "heap-top"] {
-        // The plots of what was measured (see `plots`).
-        let drawn = match name {
-            "faults" => traced().any(|t| t.faults.is_some()),
-            "rss" => traced().any(|t| t.peak_rss_bytes.is_some()),
-            _ => true,
-        };
-        if drawn {
+        // The plots that were drawn (see `plots`).
+        if written.contains(&format!("plots/{name}.svg")) {
             let _ = writeln!(md, "![{name}](plots/{name}.svg)\n");
         }
     }
@@ -439,11 +441,11 @@ pub fn markdown(report: &CommandTraceReport) -> String {
         .filter(|t| t.traced())
         .map(|t| t.label.as_str())
         .collect();
-    stack_links(&mut md, &labels);
+    stack_links(&mut md, &labels, written);
     md
 }
 
-pub fn console(report: &CommandTraceReport, out: &Path) -> String {
+pub fn console(report: &CommandTraceReport, out: &Path, written: &[String]) -> String {
     let mut s = format!(
         "`{}`, one traced run per allocator\n",
         report.command.join(" ")
@@ -470,15 +472,6 @@ pub fn console(report: &CommandTraceReport, out: &Path) -> String {
             let _ = writeln!(s, "  perf: {l}");
         }
     }
-    let _ = writeln!(
-        s,
-        "{}: REPORT.md, trace.json, untraced.json, timeline/*.csv, events/*.csv, plots/*.svg{}",
-        out.display(),
-        if report.syscalls_timed_by == "perf" {
-            ", flamegraphs/*.svg, stacks/*.folded"
-        } else {
-            ""
-        }
-    );
+    let _ = writeln!(s, "{}: {}", out.display(), files_list(written));
     s
 }

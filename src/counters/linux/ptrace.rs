@@ -258,7 +258,9 @@ pub struct Trace {
     /// How many phase markers the worker made (0 for a command).
     pub markers: u32,
     /// A worker's calls between its markers, or a command tree's calls when asked for,
-    /// in order.
+    /// in order. A worker's are preceded by its last brk before the first marker (not
+    /// counted, timed before the phase): the break its measured phase starts from, without
+    /// which the first brk of the phase would have nothing to be measured against.
     pub calls: Vec<TrappedCall>,
     /// Set when the watchdog killed the run.
     pub forced: Option<Forced>,
@@ -328,6 +330,8 @@ pub fn trace(
     let mut markers = 0u32;
     let mut calls = Vec::new();
     let mut seen = HashSet::from([pid]);
+    // A worker's last brk (with an address) before its measured phase.
+    let mut break_before: Option<TrappedCall> = None;
     let mut main = None;
     let mut options_set = false;
     let mut setup_error = None;
@@ -371,6 +375,9 @@ pub fn trace(
                 let data = ptrace::getevent(Pid::from_raw(tid)).unwrap_or(0) as u32;
                 if data == DATA_MARKER {
                     markers += 1;
+                    if markers == 1 {
+                        calls.extend(break_before.take());
+                    }
                 } else if scope == Scope::Tree {
                     let call = count_trapped(tid, &mut counts);
                     if log_tree {
@@ -378,6 +385,12 @@ pub fn trace(
                     }
                 } else if markers == 1 {
                     calls.extend(count_trapped(tid, &mut counts));
+                } else if markers == 0 {
+                    // Before the phase: not counted, only the break kept.
+                    let call = count_trapped(tid, &mut SyscallCounts::default());
+                    if let Some(c) = call.filter(|c| c.nr == libc::SYS_brk && c.arg != 0) {
+                        break_before = Some(c);
+                    }
                 }
             }
             // fork / vfork / clone / exec events: a new tracee reports on its own.
