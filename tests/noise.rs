@@ -25,6 +25,10 @@ fn calibrate_noise_reads_back_with_one_p50_per_process_and_consistent_budgets() 
     let v = json(&o.stdout);
     assert_eq!(v["processes"], 4);
     assert_eq!(v["process_p50_ns"].as_array().unwrap().len(), 4);
+    // It says what ran.
+    assert_eq!(v["complete"], true);
+    assert_eq!(v["processes_planned"], 4);
+    assert_eq!(v["stopped_by"], serde_json::Value::Null);
     let budgets = v["budgets"].as_array().unwrap();
     // Budgets up to half a process's measuring: 0.005 … 0.05 s.
     let seconds: Vec<f64> = budgets
@@ -46,7 +50,12 @@ fn calibrate_noise_reads_back_with_one_p50_per_process_and_consistent_budgets() 
         );
         last_cost = cost;
         assert!(b["within_pct"].as_f64().unwrap() >= 0.0);
+        // Four processes are too few for an A/A figure (12 at 95 %): none is given
+        // (resampling pairs from them once claimed ±0.00 %, pairing a process with
+        // itself).
+        assert_eq!(b["ratio_pct"], serde_json::Value::Null, "{b}");
     }
+    assert_eq!(v["aa_min_processes"], 12);
     // The warm-up profile covers the first seconds of every process without warm-up.
     assert!(!v["first_seconds_pct"].as_array().unwrap().is_empty());
 }
@@ -122,4 +131,144 @@ fn adaptive_rounds_account_for_every_extra_process_and_stop_at_max_time() {
         rounds.contains("still open at --max-time 0.01 s"),
         "{rounds}"
     );
+}
+
+/// `calibrate` with `args` must refuse (exit 2) before running anything, saying `says`.
+fn refused(args: &[&str], says: &[&str]) {
+    let o = lab(args);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+    assert!(o.stdout.is_empty(), "{args:?} printed something");
+    for s in says {
+        assert!(err.contains(s), "{args:?}: expected {s:?} in {err}");
+    }
+}
+
+#[test]
+fn calibrate_noise_refuses_settings_that_measure_nothing() {
+    // A warm-up as long as the process: nothing left to judge (this printed a table of
+    // zero spreads).
+    refused(
+        &[
+            "calibrate",
+            "--noise",
+            "--warmup",
+            "0.2",
+            "--process-time",
+            "0.05",
+        ],
+        &[
+            "--warmup 0.2 is not shorter than --process-time 0.05",
+            "--process-time 0.21 or more",
+        ],
+    );
+    // A process too short for the shortest budget (this printed an empty table).
+    refused(
+        &["calibrate", "--noise", "--process-time", "0.001"],
+        &["--process-time 0.02 or more"],
+    );
+    refused(
+        &[
+            "calibrate",
+            "--noise",
+            "--warmup",
+            "0",
+            "--process-time",
+            "0.001",
+        ],
+        &["--process-time 0.001 judges no budget", "0.01 or more"],
+    );
+}
+
+#[test]
+fn calibrate_noise_refuses_a_per_seconds_beyond_an_hour() {
+    // 86400 computed for minutes and ignored Ctrl-C.
+    refused(
+        &["calibrate", "--noise", "--per-seconds", "86400"],
+        &["--per-seconds", "from 1 to 3600"],
+    );
+    refused(
+        &["calibrate", "--noise", "--per-seconds", "0.1"],
+        &["from 1 to 3600"],
+    );
+}
+
+#[test]
+fn calibrate_noise_refuses_the_observer_options_it_does_not_use() {
+    // --rounds and --min-time were silently ignored with --noise.
+    refused(
+        &["calibrate", "--noise", "--rounds", "3"],
+        &["--noise", "--rounds"],
+    );
+    refused(
+        &["calibrate", "--noise", "--min-time", "0.5"],
+        &["--noise", "--min-time"],
+    );
+}
+
+/// The pids of the processes whose parent is `parent` now.
+fn children(parent: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid …: the fields after the last ')'.
+        let after = &stat[stat.rfind(')').map_or(0, |i| i + 1)..];
+        if after.split_whitespace().nth(1) == Some(&parent.to_string()) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+#[test]
+fn calibrate_noise_after_sigint_says_in_its_json_what_ran_and_names_the_signal() {
+    use std::collections::BTreeSet;
+    use std::process::{Command, Stdio};
+    let planned = 40;
+    let mut child = Command::new(driver_path())
+        .args([
+            "calibrate",
+            "--noise",
+            "--processes",
+            &planned.to_string(),
+            "--process-time",
+            "0.05",
+            "--size",
+            "100000",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the driver has started ten processes (its workers, after any its checks
+    // start), by their pids, then Ctrl-C it: the signal a terminal sends, to the driver
+    // alone.
+    let mut seen = BTreeSet::new();
+    while seen.len() < 10 {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the driver ended before it was interrupted"
+        );
+        seen.extend(children(child.id()));
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    // SAFETY: kill(2) of our own child's pid, which has not been reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let o = child.wait_with_output().unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(err.contains("SIGINT"), "{err}");
+    let v = json(&o.stdout);
+    assert_eq!(v["complete"], false, "{v}");
+    assert_eq!(v["stopped_by"], "SIGINT");
+    assert_eq!(v["processes_planned"], planned);
+    let ran = v["processes"].as_u64().unwrap();
+    assert!((4..planned).contains(&ran), "{ran}");
+    assert_eq!(v["process_p50_ns"].as_array().unwrap().len() as u64, ran);
 }

@@ -425,8 +425,9 @@ pub struct CalibrateArgs {
     pub json: bool,
     /// Instead of the observer: measure where one cell's noise comes from — within a
     /// process over time, between processes, over the session — and which per-process
-    /// budget gives the narrowest ratio interval in a given time.
-    #[arg(long)]
+    /// budget gives the narrowest ratio interval in a given time. Its processes measure
+    /// --process-time each, so --rounds and --min-time do not apply.
+    #[arg(long, conflicts_with_all = ["rounds", "min_time"])]
     pub noise: bool,
     /// With --noise: the variant of the cell.
     #[arg(long, default_value = "in-place", requires = "noise", value_parser = spec::parse_choice::<Variant>)]
@@ -434,15 +435,17 @@ pub struct CalibrateArgs {
     /// With --noise: worker processes, each keeping every iteration.
     #[arg(long, default_value_t = 12, requires = "noise", value_parser = clap::value_parser!(u32).range(4..=1000))]
     pub processes: u32,
-    /// With --noise: seconds each process measures (budgets up to half of it are judged).
+    /// With --noise: seconds each process measures (budgets of which two windows fit after
+    /// the --warmup are judged; at least the warm-up + 0.01 s).
     #[arg(long, default_value_t = 1.0, requires = "noise", value_parser = crate::model::budget::parse_timeout)]
     pub process_time: f64,
     /// With --noise: the warm-up the budgets start after, in seconds (compare's
     /// --warmup-time).
     #[arg(long = "warmup", default_value_t = 0.01, requires = "noise", value_parser = crate::model::budget::parse_seconds)]
     pub budget_warmup: f64,
-    /// With --noise: the seconds of processes the ratio figures assume (compare's time).
-    #[arg(long, default_value_t = 10.0, requires = "noise", value_parser = crate::model::budget::parse_timeout)]
+    /// With --noise: the seconds of processes the ratio figures assume (compare's time),
+    /// from 1 to 3600.
+    #[arg(long, default_value_t = 10.0, requires = "noise", value_parser = crate::analysis::noise::parse_per_seconds)]
     pub per_seconds: f64,
 }
 

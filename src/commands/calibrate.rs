@@ -47,12 +47,15 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
 /// `--noise`: long processes of one cell, every iteration kept, then the noise within,
 /// between and over them, and the budget that buys the narrowest ratio interval.
 fn noise(args: &CalibrateArgs, spec: RunSpec) -> Result<()> {
-    use crate::analysis::noise::{analyse, Series};
+    use crate::analysis::noise::{analyse, budgets, check_settings, Series};
     use crate::analysis::stats::level;
     use crate::model::run::WorkerRequest;
-    use crate::ui::interrupt::interrupted;
+    use crate::ui::interrupt::{count, interrupted, signal_name};
     use crate::worker::measure::Budget;
 
+    // Settings that would measure nothing are refused before any process runs.
+    check_settings(args.process_time, args.budget_warmup).map_err(Error::BadInput)?;
+    let signal = || signal_name().unwrap_or("an interrupt");
     let workers = preflight::check(std::slice::from_ref(&spec)).map_err(Error::bad)?;
     let executor = crate::engine::ProcessExecutor::new(
         workers,
@@ -104,17 +107,36 @@ fn noise(args: &CalibrateArgs, spec: RunSpec) -> Result<()> {
     progress.clear();
     if series.len() < 4 {
         return Err(Error::Interrupted(format!(
-            "incomplete: {} of {} processes ran; the noise needs at least 4",
+            "after {} of {} processes; the noise needs at least 4, nothing printed",
             series.len(),
             args.processes
         )));
     }
-    let budgets: Vec<f64> = [0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0]
-        .into_iter()
-        .filter(|b| *b <= args.process_time / 2.0 + 1e-9)
-        .collect();
+    let budgets = budgets(args.process_time, args.budget_warmup);
     let warmup = args.budget_warmup;
-    let n = analyse(&series, warmup, 10, &budgets, args.per_seconds, level());
+    // The analysis of what ran stops at the next signal (after a Ctrl-C that ended the
+    // measurement, a second one).
+    let signals = count();
+    let stop = || count() > signals;
+    let mut n = analyse(
+        &series,
+        warmup,
+        10,
+        &budgets,
+        args.per_seconds,
+        level(),
+        &stop,
+    )
+    .map_err(|_| {
+        Error::Interrupted(format!(
+            "while analysing {} processes; nothing printed",
+            series.len()
+        ))
+    })?;
+    // What ran, in every output: an interrupt during the last process stops the plan.
+    n.processes_planned = args.processes as usize;
+    n.complete = series.len() == n.processes_planned;
+    n.stopped_by = (!n.complete).then(|| signal().to_string());
     let text = if args.json {
         serde_json::to_string_pretty(&n).map_err(Error::failed)? + "\n"
     } else {
@@ -123,9 +145,9 @@ fn noise(args: &CalibrateArgs, spec: RunSpec) -> Result<()> {
             .map(|l| format!("{l}\n"))
             .collect()
     };
-    let incomplete = interrupted().then(|| {
+    let incomplete = (!n.complete).then(|| {
         format!(
-            "incomplete: Ctrl-C after {} of {} processes; the figures above are from those",
+            "incomplete after {} of {} processes; the figures above are from those",
             series.len(),
             args.processes
         )

@@ -1,14 +1,17 @@
 //! The Ctrl-C flag: after [`stop_on_interrupt`], SIGINT and SIGTERM set a flag that the
 //! run loops check between runs, so finished results are kept and nothing is torn.
 
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-/// The signal that set the flag (the first one).
+/// The first signal that raised the flag (0: none yet).
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
+/// How many of those signals came.
+static COUNT: AtomicU32 = AtomicU32::new(0);
 
 extern "C" fn on_interrupt(sig: libc::c_int) {
     let _ = SIGNAL.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
+    COUNT.fetch_add(1, Ordering::SeqCst);
     INTERRUPTED.store(true, Ordering::SeqCst);
 }
 
@@ -27,8 +30,8 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
 
-/// The name of the signal that interrupted the run ("SIGINT" for Ctrl-C, "SIGTERM"), if
-/// one did.
+/// The signal that raised the flag, by name ("SIGINT" for Ctrl-C, "SIGTERM"); None while
+/// none has come.
 pub fn signal_name() -> Option<&'static str> {
     match SIGNAL.load(Ordering::SeqCst) {
         0 => None,
@@ -36,4 +39,10 @@ pub fn signal_name() -> Option<&'static str> {
         libc::SIGTERM => Some("SIGTERM"),
         _ => Some("a signal"),
     }
+}
+
+/// How many interrupting signals have come: work that goes on after the first (say, the
+/// analysis of what ran before it) stops when this grows again.
+pub fn count() -> u32 {
+    COUNT.load(Ordering::SeqCst)
 }
