@@ -270,7 +270,16 @@ pub fn header(record: &ExecRecord) -> String {
         s.push('\n');
     }
     if !record.complete {
-        s.push_str("INCOMPLETE: stopped before every round ran\n");
+        let ran: Vec<String> = record
+            .allocators
+            .iter()
+            .map(|a| format!("{} {}", a.allocator, a.runs.len()))
+            .collect();
+        s.push_str(&format!(
+            "INCOMPLETE: stopped before every round ran; runs that finished of the {} planned per allocator: {}\n",
+            record.runs_requested,
+            ran.join(", ")
+        ));
     }
     s
 }
