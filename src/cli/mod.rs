@@ -660,6 +660,11 @@ pub struct DiffArgs {
     /// threads), e.g. --pair system=system:top_pad=64M. Repeatable.
     #[arg(long = "pair", value_name = "BASE_SPEC=NEW_SPEC", value_parser = parse_pair)]
     pub pairs: Vec<(String, String)>,
+    /// Compare a side whose plan did not finish (an interrupted compare, a results folder
+    /// whose folder.json says "complete": false) instead of refusing it; the output says
+    /// which side is incomplete and what ran.
+    #[arg(long)]
+    pub allow_incomplete: bool,
 }
 
 /// `--pair BASE_SPEC=NEW_SPEC`: split at the `=` that leaves a valid allocator spec on
