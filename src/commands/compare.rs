@@ -52,6 +52,9 @@ struct Ran {
     per_cell: Vec<usize>,
     asked: usize,
     stop: Option<Stop>,
+    /// Whether the table shows its procs column (it does when a row has more than one
+    /// process): the texts point to it only then.
+    procs_column: bool,
 }
 
 impl Ran {
@@ -106,26 +109,38 @@ impl Ran {
             .map(|(i, (&n, &cells))| match (i, cells) {
                 (0, 1) => format!("1 cell has {}", processes(n)),
                 (0, _) => format!("{cells} cells have {}", processes(n)),
+                (_, 1) if n == 0 => "1 has none".to_string(),
                 (_, 1) => format!("1 has {n}"),
+                _ if n == 0 => format!("{cells} have none"),
                 _ => format!("{cells} have {n}"),
             })
             .collect::<Vec<_>>()
             .join(", ")
     }
 
+    /// " (procs)" where the table shows that column.
+    fn procs(&self) -> &'static str {
+        if self.procs_column {
+            " (procs)"
+        } else {
+            ""
+        }
+    }
+
     /// The line that says the outputs are incomplete, what ran of the plan and why; None
     /// for a complete session.
     fn note(&self) -> Option<String> {
         let planned = self.planned;
+        let procs = self.procs();
         Some(match self.stop.as_ref()? {
             Stop::Signal(name) => format!(
-                "incomplete: interrupted by {name} after {} of {} runs; of the {planned} processes planned per cell, {} (procs); the rows are from the finished runs",
+                "incomplete: interrupted by {name} after {} of {} runs; of the {planned} processes planned per cell, {}{procs}; the rows are from the finished runs",
                 self.done(),
                 self.asked,
                 self.counts()
             ),
             Stop::MaxTime { rounds, max_time } => format!(
-                "incomplete: --max-time {} s left no room for round {} of the {planned} planned; of the {planned} processes planned per cell, {} (procs), and no adaptive rounds ran",
+                "incomplete: --max-time {} s left no room for round {} of the {planned} planned; of the {planned} processes planned per cell, {}{procs}, and no adaptive rounds ran",
                 crate::fmt::trim_float(*max_time),
                 rounds + 1,
                 self.counts()
@@ -140,9 +155,10 @@ impl Ran {
             format!("{} process(es) per cell or more (procs)", self.planned)
         } else {
             format!(
-                "{} of the {} planned process(es) per cell (procs; incomplete)",
+                "{} of the {} planned process(es) per cell ({}incomplete)",
                 self.range(),
-                self.planned
+                self.planned,
+                if self.procs_column { "procs; " } else { "" }
             )
         }
     }
@@ -348,8 +364,8 @@ pub fn run(args: CompareArgs) -> Result<()> {
                 .planned_cut
                 .map(|rounds| Stop::MaxTime { rounds, max_time })
         },
+        procs_column: false,
     };
-    let incomplete = ran.note();
     let cells: Vec<&Cell> = all.iter().filter(|c| !c.runs.is_empty()).collect();
     let outcomes: Vec<Outcome> = cells.iter().flat_map(|c| c.outcomes()).collect();
     let conflicts = engine::checksum_conflicts(&outcomes);
@@ -358,6 +374,9 @@ pub fn run(args: CompareArgs) -> Result<()> {
     }
     let mut rows: Vec<SummaryRow> = cells.iter().map(|c| cells::row(c)).collect();
     set_in_place_ratios(&cells, &mut rows, args.noise_threshold);
+    let mut ran = ran;
+    ran.procs_column = rows.iter().any(|r| r.processes.unwrap_or(1) > 1);
+    let incomplete = ran.note();
     // The method and the findings, for the table and for the page whatever the format.
     let lvl = level_text();
     let method = format!(
@@ -611,6 +630,7 @@ mod tests {
             per_cell: per_cell.to_vec(),
             asked: 24_000,
             stop,
+            procs_column: true,
         }
     }
 
@@ -620,6 +640,10 @@ mod tests {
     fn an_interrupted_session_says_what_ran_in_every_line() {
         let mut per_cell = vec![2; 18];
         per_cell.extend([1; 6]);
+        assert_eq!(
+            ran(&[1, 1, 0, 0], Some(Stop::Signal("SIGINT"))).counts(),
+            "2 cells have 1 process, 2 have none"
+        );
         let r = ran(&per_cell, Some(Stop::Signal("SIGINT")));
         assert!(!r.complete());
         assert_eq!(r.stopped_by().as_deref(), Some("SIGINT"));
@@ -691,6 +715,14 @@ mod tests {
         let mut done = ran(&[6; 4], None);
         done.planned = 6;
         assert!(done.complete() && done.note().is_none());
+        // One process everywhere: the table hides procs, and the texts do not name it.
+        let mut one = ran(&[1; 4], r.stop.clone());
+        one.procs_column = false;
+        assert!(!one.note().unwrap().contains("procs"), "{:?}", one.note());
+        assert_eq!(
+            one.processes_clause(),
+            "1 of the 1000 planned process(es) per cell (incomplete)"
+        );
         assert_eq!(
             done.processes_clause(),
             "6 process(es) per cell or more (procs)"
