@@ -386,3 +386,237 @@ fn missing_worker_binaries_are_named_before_anything_runs() {
     );
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+#[test]
+fn compare_refuses_a_plan_over_max_runs_before_anything_runs() {
+    // 24 cells × 1,000 processes.
+    assert_refused(&["compare", "--processes", "1000"], "24,000 runs");
+    assert_refused(&["compare", "--processes", "1000"], "--max-runs 10,000");
+    assert_refused(
+        &[
+            "compare",
+            "--processes",
+            "10",
+            "--allocators",
+            "system",
+            "--max-runs",
+            "39",
+        ],
+        "4 cells × --processes 10 = 40 runs",
+    );
+}
+
+/// A compare of 1,000 processes per cell (4 cells), stopped with SIGINT to its process
+/// group (as Ctrl-C at a terminal does) once its fifth run — the second round — has
+/// started, so that every cell has a process; returns its output.
+fn interrupted_compare(format: &str, extra: &[&str]) -> Output {
+    use std::io::{BufRead, Read};
+    use std::os::unix::process::CommandExt;
+    let mut child = Command::new(driver_path())
+        .args([
+            "compare",
+            "--size",
+            "5000",
+            "--min-time",
+            "0.02",
+            "--warmup-time",
+            "0",
+            "--processes",
+            "1000",
+            "--max-time",
+            "3600",
+            "--allocators",
+            "system,jemalloc",
+            "--variants",
+            "in-place,out-of-place",
+            "--format",
+            format,
+        ])
+        .args(extra)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        stdout.read_to_end(&mut v).unwrap();
+        v
+    });
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut text = String::new();
+    let mut progress = 0;
+    while progress < 5 {
+        let mut line = String::new();
+        assert!(err.read_line(&mut line).unwrap() > 0, "ended early: {text}");
+        progress += usize::from(line.starts_with('['));
+        text.push_str(&line);
+    }
+    // SAFETY: kill takes plain integers; the group is the driver's own.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
+    err.read_to_string(&mut text).unwrap();
+    let status = child.wait().unwrap();
+    Output {
+        status,
+        stdout: reader.join().unwrap(),
+        stderr: text.into_bytes(),
+    }
+}
+
+/// After Ctrl-C every format says the session is incomplete, how it stopped and how
+/// many processes each cell has of the 1,000 planned — never "1000 process(es) per
+/// cell" or "1000 for every cell".
+#[test]
+fn an_interrupted_compare_says_so_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("page.html");
+    for format in ["json", "csv", "markdown", "table"] {
+        let extra: Vec<&str> = if format == "table" {
+            vec!["--html", page.to_str().unwrap()]
+        } else {
+            Vec::new()
+        };
+        let o = interrupted_compare(format, &extra);
+        assert_eq!(o.status.code(), Some(130), "{format}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("interrupted by SIGINT: after "),
+            "{format}: {}",
+            stderr(&o)
+        );
+        let out = String::from_utf8(o.stdout.clone()).unwrap();
+        let processes: Vec<u64> = match format {
+            "json" => {
+                let rows: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+                for r in &rows {
+                    assert_eq!(r["complete"], false, "{r}");
+                    assert_eq!(r["stopped_by"], "SIGINT", "{r}");
+                    assert_eq!(r["processes_planned"], 1000, "{r}");
+                }
+                rows.iter()
+                    .map(|r| r["processes"].as_u64().unwrap())
+                    .collect()
+            }
+            "csv" => {
+                let mut reader = csv::Reader::from_reader(out.as_bytes());
+                let header = reader.headers().unwrap().clone();
+                let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+                let records: Vec<csv::StringRecord> =
+                    reader.records().map(Result::unwrap).collect();
+                for r in &records {
+                    assert_eq!(&r[col("complete")], "false", "{r:?}");
+                    assert_eq!(&r[col("stopped_by")], "SIGINT", "{r:?}");
+                    assert_eq!(&r[col("processes_planned")], "1000", "{r:?}");
+                }
+                records
+                    .iter()
+                    .map(|r| r[col("processes")].parse().unwrap())
+                    .collect()
+            }
+            "markdown" => {
+                assert!(
+                    out.starts_with("> **Incomplete:** interrupted by SIGINT after "),
+                    "{out}"
+                );
+                vec![1]
+            }
+            _ => {
+                assert!(
+                    out.starts_with("incomplete: interrupted by SIGINT after "),
+                    "{out}"
+                );
+                // The procs column (and its mention) shows when a cell has two.
+                assert!(
+                    out.contains(" of the 1000 planned process(es) per cell (procs; incomplete)")
+                        || out
+                            .contains("\n1 of the 1000 planned process(es) per cell (incomplete)"),
+                    "{out}"
+                );
+                assert!(
+                    out.contains("rounds: interrupted by SIGINT during the 1000 planned: "),
+                    "{out}"
+                );
+                let html = std::fs::read_to_string(&page).unwrap();
+                assert!(
+                    html.contains("<title>INCOMPLETE: alloclab compare"),
+                    "{html}"
+                );
+                assert!(html.contains("incomplete: interrupted by SIGINT after "));
+                vec![1]
+            }
+        };
+        // Every cell has a process (JSON and CSV rows say how many).
+        let rows = if matches!(format, "json" | "csv") {
+            4
+        } else {
+            1
+        };
+        assert_eq!(processes.len(), rows, "{format}: {out}");
+        assert!(
+            processes.iter().all(|&n| (1..=3).contains(&n)),
+            "{format}: {processes:?}"
+        );
+        for claim in [
+            "1000 process(es) per cell or more",
+            "rounds: 1000 for every cell",
+        ] {
+            assert!(!out.contains(claim), "{format}: {out}");
+        }
+    }
+}
+
+/// --max-time bounds the --processes rounds too: 1,000 rounds of at least 0.05 s each
+/// cannot fit into 1 s, so compare stops starting rounds, exits 0 and says in every
+/// output how many of the planned processes every cell got and why.
+#[test]
+fn max_time_bounds_the_planned_rounds_and_says_so() {
+    let args = |format: &'static str| {
+        vec![
+            "compare",
+            "--size",
+            "5000",
+            "--min-time",
+            "0.05",
+            "--warmup-time",
+            "0",
+            "--processes",
+            "1000",
+            "--max-time",
+            "1",
+            "--allocators",
+            "system",
+            "--variants",
+            "in-place,out-of-place",
+            "--format",
+            format,
+        ]
+    };
+    let o = alloclab(&args("json"));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(rows.len(), 2);
+    let n = rows[0]["processes"].as_u64().unwrap();
+    assert!((1..1000).contains(&n), "{n}");
+    for r in &rows {
+        assert_eq!(r["complete"], false, "{r}");
+        assert_eq!(r["stopped_by"], "max-time", "{r}");
+        assert_eq!(r["processes_planned"], 1000, "{r}");
+        // Whole rounds: every cell the same.
+        assert_eq!(r["processes"].as_u64(), Some(n), "{r}");
+    }
+    assert!(
+        stderr(&o).contains("incomplete: --max-time 1 s left no room for round "),
+        "{}",
+        stderr(&o)
+    );
+    let o = alloclab(&args("table"));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert!(out.starts_with("incomplete: --max-time 1 s"), "{out}");
+    let rounds = out.lines().find(|l| l.starts_with("rounds: ")).unwrap();
+    assert!(
+        rounds.contains(" of the 1000 planned for every cell (round ")
+            && rounds.contains(" would have ended after --max-time 1 s); no adaptive rounds"),
+        "{rounds}"
+    );
+}

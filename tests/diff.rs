@@ -363,3 +363,252 @@ fn diff_refuses_inputs_it_cannot_compare() {
     assert!(bad("twice.csv", &format!("{DIFF_HEADER}\n{row}\n{row}\n")).contains("twice"));
     assert!(bad("notes.txt", "hello world\n").contains("no rows"));
 }
+
+fn diff_of(a: &Path, b: &Path, extra: &[&str]) -> Output {
+    Command::new(driver_path())
+        .arg("diff")
+        .args(extra)
+        .arg(a)
+        .arg(b)
+        .output()
+        .unwrap()
+}
+
+#[track_caller]
+fn refused(o: &Output, needles: &[&str]) -> String {
+    let e = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(o.stdout.is_empty(), "{e}");
+    for n in needles {
+        assert!(e.contains(n), "expected {n:?} in: {e}");
+    }
+    e
+}
+
+/// An interrupted compare's JSON or CSV (rows saying "complete": false), a results
+/// folder whose folder.json says "complete": false and an unfinished exec record are
+/// refused, naming the file and what ran of the plan; --allow-incomplete compares them
+/// and says which side is incomplete.
+#[test]
+fn diff_refuses_an_incomplete_side_unless_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = results_folder(
+        dir.path(),
+        "good",
+        &[
+            diff_row("system", "in-place", 570_000.0, 0.0),
+            diff_row("system", "out-of-place", 9_000_000.0, 3874.0),
+        ],
+        "6.1",
+    );
+    let row = |variant: &str, processes: u32| {
+        format!(
+            r#"{{"workload":"scale","variant":"{variant}","allocator_spec":"system","size":1000000,"threads":1,"status":"ok","p50_ns":570000.0,"minflt_per_iter":0.0,"memory_syscalls_per_iter":0.0,"rss_end_bytes":null,"allocator_version":null,"processes":{processes},"complete":false,"stopped_by":"SIGINT","processes_planned":1000}}"#
+        )
+    };
+    let interrupted = dir.path().join("interrupted.json");
+    std::fs::write(
+        &interrupted,
+        format!("[{},{}]", row("in-place", 2), row("out-of-place", 1)),
+    )
+    .unwrap();
+    let o = diff_of(&good, &interrupted, &[]);
+    refused(
+        &o,
+        &[
+            "interrupted.json is incomplete",
+            "interrupted by SIGINT",
+            "1–2 of the 1000 planned processes",
+            "--allow-incomplete",
+        ],
+    );
+    // The same as CSV, on the BASE side.
+    let csv = dir.path().join("interrupted.csv");
+    std::fs::write(
+        &csv,
+        format!(
+            "{DIFF_HEADER},processes,complete,stopped_by,processes_planned\n{},3,false,max-time,6\n",
+            diff_row("system", "in-place", 570_000.0, 0.0)
+        ),
+    )
+    .unwrap();
+    refused(
+        &diff_of(&csv, &good, &[]),
+        &[
+            "interrupted.csv is incomplete",
+            "--max-time stopped its planned rounds",
+            "3 of the 6 planned processes",
+        ],
+    );
+    // Asked for: compared, and said first.
+    let o = diff_of(&good, &interrupted, &["--allow-incomplete"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.starts_with("INCOMPLETE NEW: "), "{out}");
+    assert!(
+        out.contains("scale system out-of-place size=1000000"),
+        "{out}"
+    );
+    let o = diff_of(
+        &good,
+        &interrupted,
+        &["--allow-incomplete", "--format", "json"],
+    );
+    let v = json(&o.stdout);
+    assert_eq!(v["base_complete"], true);
+    assert_eq!(v["new_complete"], false);
+    assert!(v["incomplete"]["new"].as_str().unwrap().contains("SIGINT"));
+
+    // A results folder of an interrupted run: folder.json says so; plan.json has the plan.
+    let cut = results_folder(
+        dir.path(),
+        "cut",
+        &[diff_row("system", "in-place", 570_000.0, 0.0)],
+        "6.1",
+    );
+    std::fs::write(
+        cut.join("folder.json"),
+        r#"{"schema":"alloclab.folder/1","kind":"run","complete":false,"started":"2026-11-23T09:12:01Z","finished":null,"command_line":[]}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        cut.join("plan.json"),
+        r#"{"experiment":{},"runs":[{"id":"a"},{"id":"b"},{"id":"c"}],"command_line":[],"started_unix":0}"#,
+    )
+    .unwrap();
+    refused(
+        &diff_of(&good, &cut, &[]),
+        &[
+            "cut is incomplete",
+            "folder.json says \"complete\": false",
+            "summary.csv holds 1 of the plan's 3 runs",
+        ],
+    );
+}
+
+/// Every input is a regular file of bounded size or a results folder; anything else —
+/// a device, a FIFO, another command's output — is named, not read as "not a summary
+/// CSV … record 1"; exec.json works as its folder does; a spec in two --pairs is said
+/// to be given twice.
+#[test]
+fn diff_names_what_it_got_and_reads_bounded_regular_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = results_folder(
+        dir.path(),
+        "good",
+        &[diff_row("system", "in-place", 570_000.0, 0.0)],
+        "6.1",
+    );
+    // /dev/zero used to be read until memory ran out.
+    refused(
+        &diff_of(Path::new("/dev/zero"), &good, &[]),
+        &[
+            "/dev/zero: a character device, not a regular file",
+            "diff compares",
+        ],
+    );
+    let fifo = dir.path().join("pipe");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string; mkfifo has no other preconditions.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    refused(&diff_of(&good, &fifo, &[]), &["pipe: a FIFO (named pipe)"]);
+    // A file over the limit (sparse: no disk used).
+    let big = dir.path().join("big.csv");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(300 * 1024 * 1024)
+        .unwrap();
+    refused(
+        &diff_of(&good, &big, &[]),
+        &["big.csv: 300 MiB, more than the 256 MiB diff reads"],
+    );
+    // Other outputs of the lab, named.
+    let file = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let trace = file(
+        "trace.json",
+        r#"{"schema":"alloclab.trace/1","complete":true,"allocators":[]}"#,
+    );
+    refused(
+        &diff_of(&good, &trace, &[]),
+        &[
+            "this is the trace.json of `alloclab trace`",
+            "diff compares results folders",
+        ],
+    );
+    let sweep = dir.path().join("sweep");
+    std::fs::create_dir_all(&sweep).unwrap();
+    std::fs::write(
+        sweep.join("folder.json"),
+        r#"{"schema":"alloclab.folder/1","kind":"sweep","complete":true}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        sweep.join("summary.csv"),
+        "size,allocator,status,error,runs,per,time_ns\n",
+    )
+    .unwrap();
+    refused(
+        &diff_of(&sweep, &good, &[]),
+        &["this is a results folder of `alloclab sweep`"],
+    );
+    refused(
+        &diff_of(&good, &sweep.join("summary.csv"), &[]),
+        &["this is the summary.csv of `alloclab sweep`"],
+    );
+    refused(
+        &diff_of(&good, &sweep.join("folder.json"), &[]),
+        &["the folder.json of a results folder; give the folder itself"],
+    );
+    refused(
+        &diff_of(&good, &dir.path().join("missing.json"), &[]),
+        &["missing.json: cannot read it"],
+    );
+
+    // --pair with one BASE spec twice: the flag is wrong, not the file.
+    refused(
+        &diff_of(
+            &good,
+            &good,
+            &["--pair", "system=jemalloc", "--pair", "system=mimalloc"],
+        ),
+        &["--pair: system is given twice as a BASE spec"],
+    );
+}
+
+/// An exec.json given as a file reads as its folder does (it used to be refused as
+/// "not a summary CSV").
+#[test]
+fn diff_reads_an_exec_json_file_as_its_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base");
+    let out = Command::new(driver_path())
+        .args(["exec", "--runs=3", "--warmup=0", "--allocators=system"])
+        .arg("--out")
+        .arg(&base)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let by_folder = diff_of(&base, &base, &[]);
+    assert_eq!(by_folder.status.code(), Some(0), "{}", stderr(&by_folder));
+    let by_file = diff_of(&base.join("exec.json"), &base.join("exec.json"), &[]);
+    assert_eq!(by_file.status.code(), Some(0), "{}", stderr(&by_file));
+    assert_eq!(by_file.stdout, by_folder.stdout);
+    // An unfinished exec record is refused like any incomplete side.
+    let mut record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(base.join("exec.json")).unwrap()).unwrap();
+    record["complete"] = false.into();
+    let cut = dir.path().join("cut-exec.json");
+    std::fs::write(&cut, record.to_string()).unwrap();
+    refused(
+        &diff_of(&base, &cut, &[]),
+        &[
+            "cut-exec.json is incomplete",
+            "runs of the 3 requested per allocator: system 3",
+        ],
+    );
+}

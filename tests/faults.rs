@@ -371,7 +371,7 @@ fn compare_shows_the_finished_rows_after_ctrl_c() {
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
-        out.starts_with("incomplete: Ctrl-C after 2 of 8 runs"),
+        out.starts_with("incomplete: interrupted by SIGINT after 2 of 8 runs; of the 2 processes planned per cell, 2 cells have 1 process, 2 have none; the rows are from the finished runs"),
         "{out}"
     );
     assert!(out.contains("scale · 2,000 elements"), "{out}");

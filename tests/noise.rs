@@ -119,12 +119,22 @@ fn adaptive_rounds_account_for_every_extra_process_and_stop_at_max_time() {
     // The printed comparisons: 2 against in-place, 2 against the fastest.
     assert!(rounds.contains("of 4 printed comparisons"), "{rounds}");
 
-    // --precision that no 6 processes reach with no time to add a round: every cell
-    // keeps its 6, and the line says what is still open at --max-time.
-    let (procs, rounds, text) = small_compare(&["--precision", "0.01", "--max-time", "0.01"]);
-    assert_eq!(procs, vec![6, 6, 6, 6], "{text}");
+    // No time for a second round: --max-time bounds the --processes rounds too (only
+    // the first always runs), every output says the session is incomplete, and the
+    // line says which round did not fit and what is still open at --max-time.
+    let (_, rounds, text) = small_compare(&["--precision", "0.01", "--max-time", "0.01"]);
     assert!(
-        rounds.contains("then 0 adaptive round(s) (0 runs)"),
+        text.starts_with("incomplete: --max-time 0.01 s left no room for round 2 of the 6 planned; of the 6 processes planned per cell, every cell has 1 process, and no adaptive rounds ran"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "\n1 of the 6 planned process(es) per cell (incomplete) in interleaved rounds"
+        ),
+        "{text}"
+    );
+    assert!(
+        rounds.starts_with("rounds: 1 of the 6 planned for every cell (round 2 would have ended after --max-time 0.01 s); no adaptive rounds"),
         "{rounds}"
     );
     assert!(

@@ -44,6 +44,18 @@ pub struct DiffInput {
     /// ones.
     #[serde(default)]
     pub command: Option<String>,
+    /// compare's mark of the session the row comes from: false when it was interrupted
+    /// or --max-time cut its planned rounds (absent in files written before the column).
+    #[serde(default)]
+    pub complete: Option<bool>,
+    /// Why that session stopped early: `SIGINT`, `SIGTERM` or `max-time`.
+    #[serde(default)]
+    pub stopped_by: Option<String>,
+    /// Processes behind the row, and the processes every cell was to get.
+    #[serde(default)]
+    pub processes: Option<u32>,
+    #[serde(default)]
+    pub processes_planned: Option<u32>,
 }
 
 /// A list of numbers given as a list (JSON) or as the text of one (a CSV cell), or
@@ -153,11 +165,17 @@ impl DiffInput {
             allocator_version: r.allocator_version.clone(),
             process_p50_ns: r.run_wall_ms.iter().map(|m| m * 1e6).collect(),
             command: (!r.command.is_empty()).then(|| r.command.clone()),
+            complete: None,
+            stopped_by: None,
+            processes: Some(r.run_wall_ms.len() as u32),
+            processes_planned: None,
         }
     }
 
     /// What identifies the cell across the two sides.
     pub fn key(&self) -> String {
+        #[cfg(test)]
+        tests::KEYS_MADE.with(|k| k.set(k.get() + 1));
         if self.workload == EXEC_WORKLOAD {
             return format!("{} (whole command, per run)", self.allocator_spec);
         }
@@ -225,95 +243,127 @@ impl Diff {
     }
 }
 
-/// Matches `new` against `base` by workload, allocator spec, variant, size and threads.
-pub fn diff(base: &[DiffInput], new: &[DiffInput], threshold: f64) -> Diff {
+/// Matches `new` against `base` by workload, allocator spec, variant, size and threads:
+/// each row's key is made once and looked up in a hash map, so the time grows with the
+/// number of cells, not its square. Polls the interrupt flag between cells (a cell with
+/// many processes a side costs their product); None when it was set.
+pub fn diff(base: &[DiffInput], new: &[DiffInput], threshold: f64) -> Option<Diff> {
+    use std::collections::{HashMap, HashSet};
+    let base_keys: Vec<String> = base.iter().map(DiffInput::key).collect();
+    let new_keys: Vec<String> = new.iter().map(DiffInput::key).collect();
+    // The first row of a key wins, as a search from the front did (`invalid` refuses a
+    // cell given twice before a diff is made).
+    let mut new_index: HashMap<&str, usize> = HashMap::with_capacity(new.len());
+    for (j, k) in new_keys.iter().enumerate() {
+        new_index.entry(k.as_str()).or_insert(j);
+    }
+    let base_set: HashSet<&str> = base_keys.iter().map(String::as_str).collect();
     let mut cells = Vec::new();
     let mut version_changes = Vec::new();
-    for b in base {
-        let Some(n) = new.iter().find(|n| n.key() == b.key()) else {
+    for (b, key) in base.iter().zip(&base_keys) {
+        if crate::ui::interrupt::interrupted() {
+            return None;
+        }
+        let Some(&j) = new_index.get(key.as_str()) else {
             continue;
         };
-        let failed = [("BASE", b), ("NEW", n)]
-            .iter()
-            .filter(|(_, r)| r.status != "ok" || r.p50_ns.is_none())
-            .map(|(side, _)| *side)
-            .collect::<Vec<_>>();
+        let n = &new[j];
         if b.allocator_version != n.allocator_version {
             version_changes.push(format!(
-                "{}: {} → {}",
-                b.key(),
+                "{key}: {} → {}",
                 b.allocator_version.as_deref().unwrap_or("unknown"),
                 n.allocator_version.as_deref().unwrap_or("unknown")
             ));
         }
-        let change = |f: fn(&DiffInput) -> Option<f64>| Some(f(n)? - f(b)?);
-        let mut c = CellChange {
-            cell: b.key(),
-            base_p50_ns: b.p50_ns,
-            new_p50_ns: n.p50_ns,
-            ratio: None,
-            ratio_ci_low: None,
-            ratio_ci_high: None,
-            ratio_ci_coverage: None,
-            verdict: None,
-            ratio_method: None,
-            minflt_per_iter_change: change(|r| r.minflt_per_iter),
-            memory_syscalls_per_iter_change: change(|r| r.memory_syscalls_per_iter),
-            rss_end_bytes_change: change(|r| r.rss_end_bytes),
-            note: (!failed.is_empty()).then(|| format!("failed in {}", failed.join(" and "))),
-        };
-        if failed.is_empty() && b.process_p50_ns.len() >= 2 && n.process_p50_ns.len() >= 2 {
-            if let Some((ratio, ci)) = shift_ratio(&b.process_p50_ns, &n.process_p50_ns, level()) {
-                c.ratio = Some(ratio);
-                c.ratio_ci_low = Some(ci.low);
-                c.ratio_ci_high = Some(ci.high);
-                c.ratio_ci_coverage = Some(ci.coverage);
-                c.ratio_method = Some("hodges-lehmann");
-                c.verdict = Some(verdict(ci, threshold));
-            }
-        } else if failed.is_empty() {
-            let (bp, np) = (b.p50_ns.unwrap_or(0.0), n.p50_ns.unwrap_or(0.0));
-            if bp > 0.0 {
-                c.ratio = Some(np / bp);
-            }
-            if let (Some((bl, bh, bc)), Some((nl, nh, nc))) = (b.interval(), n.interval()) {
-                if bl > 0.0 && bh > 0.0 {
-                    let ci = Interval {
-                        low: nl / bh,
-                        high: nh / bl,
-                        coverage: (1.0 - (1.0 - bc) - (1.0 - nc)).max(0.0),
-                    };
-                    c.ratio_ci_low = Some(ci.low);
-                    c.ratio_ci_high = Some(ci.high);
-                    c.ratio_ci_coverage = Some(ci.coverage);
-                    c.ratio_method = Some("medians-bonferroni");
-                    c.verdict = Some(verdict(ci, threshold));
-                }
-            } else {
-                c.note = Some("one process on a side: no interval".into());
-            }
-        }
-        cells.push(c);
+        cells.push(cell_change(key, b, n, threshold));
     }
     let command = |rows: &[DiffInput]| rows.iter().find_map(|r| r.command.clone());
     let command_change = match (command(base), command(new)) {
         (Some(b), Some(n)) if b != n => Some(format!("{b} → {n}")),
         _ => None,
     };
-    let keys = |rows: &[DiffInput]| rows.iter().map(DiffInput::key).collect::<Vec<_>>();
-    let (bk, nk) = (keys(base), keys(new));
-    Diff {
+    Some(Diff {
         cells,
-        only_in_base: bk.iter().filter(|k| !nk.contains(k)).cloned().collect(),
-        only_in_new: nk.iter().filter(|k| !bk.contains(k)).cloned().collect(),
+        only_in_base: base_keys
+            .iter()
+            .filter(|k| !new_index.contains_key(k.as_str()))
+            .cloned()
+            .collect(),
+        only_in_new: new_keys
+            .iter()
+            .filter(|k| !base_set.contains(k.as_str()))
+            .cloned()
+            .collect(),
         version_changes,
         command_change,
+    })
+}
+
+/// One matched cell: the ratio with its interval and verdict, and the count changes.
+fn cell_change(key: &str, b: &DiffInput, n: &DiffInput, threshold: f64) -> CellChange {
+    let failed = [("BASE", b), ("NEW", n)]
+        .iter()
+        .filter(|(_, r)| r.status != "ok" || r.p50_ns.is_none())
+        .map(|(side, _)| *side)
+        .collect::<Vec<_>>();
+    let change = |f: fn(&DiffInput) -> Option<f64>| Some(f(n)? - f(b)?);
+    let mut c = CellChange {
+        cell: key.to_string(),
+        base_p50_ns: b.p50_ns,
+        new_p50_ns: n.p50_ns,
+        ratio: None,
+        ratio_ci_low: None,
+        ratio_ci_high: None,
+        ratio_ci_coverage: None,
+        verdict: None,
+        ratio_method: None,
+        minflt_per_iter_change: change(|r| r.minflt_per_iter),
+        memory_syscalls_per_iter_change: change(|r| r.memory_syscalls_per_iter),
+        rss_end_bytes_change: change(|r| r.rss_end_bytes),
+        note: (!failed.is_empty()).then(|| format!("failed in {}", failed.join(" and "))),
+    };
+    if failed.is_empty() && b.process_p50_ns.len() >= 2 && n.process_p50_ns.len() >= 2 {
+        if let Some((ratio, ci)) = shift_ratio(&b.process_p50_ns, &n.process_p50_ns, level()) {
+            c.ratio = Some(ratio);
+            c.ratio_ci_low = Some(ci.low);
+            c.ratio_ci_high = Some(ci.high);
+            c.ratio_ci_coverage = Some(ci.coverage);
+            c.ratio_method = Some("hodges-lehmann");
+            c.verdict = Some(verdict(ci, threshold));
+        }
+    } else if failed.is_empty() {
+        let (bp, np) = (b.p50_ns.unwrap_or(0.0), n.p50_ns.unwrap_or(0.0));
+        if bp > 0.0 {
+            c.ratio = Some(np / bp);
+        }
+        if let (Some((bl, bh, bc)), Some((nl, nh, nc))) = (b.interval(), n.interval()) {
+            if bl > 0.0 && bh > 0.0 {
+                let ci = Interval {
+                    low: nl / bh,
+                    high: nh / bl,
+                    coverage: (1.0 - (1.0 - bc) - (1.0 - nc)).max(0.0),
+                };
+                c.ratio_ci_low = Some(ci.low);
+                c.ratio_ci_high = Some(ci.high);
+                c.ratio_ci_coverage = Some(ci.coverage);
+                c.ratio_method = Some("medians-bonferroni");
+                c.verdict = Some(verdict(ci, threshold));
+            }
+        } else {
+            c.note = Some("one process on a side: no interval".into());
+        }
     }
+    c
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    thread_local! {
+        /// Keys made by [`DiffInput::key`] on this thread: what a match costs.
+        pub(super) static KEYS_MADE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
 
     fn row(alloc: &str, variant: &str, p50: f64, half: f64, minflt: f64) -> DiffInput {
         DiffInput {
@@ -336,6 +386,7 @@ mod tests {
             process_p50_ns: (0..6)
                 .map(|i| p50 - half + 2.0 * half * i as f64 / 5.0)
                 .collect(),
+            ..DiffInput::default()
         }
     }
 
@@ -354,7 +405,7 @@ mod tests {
             row("tcmalloc", "in-place", 600.0, 6.0, 0.0),
         ];
         new[0].allocator_version = Some("glibc 2.41".into());
-        let d = diff(&base, &new, 0.02);
+        let d = diff(&base, &new, 0.02).unwrap();
         assert_eq!(d.cells.len(), 3);
         let v = |i: usize| d.cells[i].verdict;
         assert_eq!(v(0), Some(Verdict::NoSignificantDifference));
@@ -381,7 +432,7 @@ mod tests {
                 })
                 .collect::<Vec<_>>()
         };
-        let rows_only = diff(&strip(&base), &strip(&new), 0.02);
+        let rows_only = diff(&strip(&base), &strip(&new), 0.02).unwrap();
         assert_eq!(rows_only.cells[2].verdict, Some(Verdict::Undecided));
         assert!((rows_only.cells[2].ratio_ci_coverage.unwrap() - 60.0 / 64.0).abs() < 1e-12);
         assert_eq!(rows_only.regressions(), 0);
@@ -399,14 +450,47 @@ mod tests {
         let mut failed = base.clone();
         failed[0].status = "failed".into();
         failed[0].p50_ns = None;
-        let d = diff(&base, &failed, 0.02);
+        let d = diff(&base, &failed, 0.02).unwrap();
         assert_eq!(d.cells[0].verdict, None);
         assert_eq!(d.cells[0].note.as_deref(), Some("failed in NEW"));
         let mut single = base.clone();
         single[0].p50_ci_low_ns = None;
         single[0].process_p50_ns.truncate(1);
-        let d = diff(&base, &single, 0.02);
+        let d = diff(&base, &single, 0.02).unwrap();
         assert_eq!((d.cells[0].ratio, d.cells[0].verdict), (Some(1.0), None));
         assert_eq!(d.regressions(), 0);
+    }
+
+    /// Matching makes each row's key once: the work grows with the cells, not their
+    /// square (a search per cell made about n²/2 keys: 2k/4k/8k cells took 0.5/2.0/8.3 s,
+    /// 40k never ended).
+    #[test]
+    fn matching_makes_each_key_once() {
+        let cells = |n: usize, shift: usize| -> Vec<DiffInput> {
+            (0..n)
+                .map(|i| {
+                    let mut r = row("system", "in-place", 1000.0, 10.0, 0.0);
+                    r.size = (i + shift) as u64;
+                    r.process_p50_ns.clear();
+                    r
+                })
+                .collect()
+        };
+        for n in [2000, 4000] {
+            // Half the cells on both sides, a quarter on one side only, each way.
+            let (base, new) = (cells(n, 0), cells(n, n / 2));
+            KEYS_MADE.with(|k| k.set(0));
+            let d = diff(&base, &new, 0.02).unwrap();
+            assert_eq!(KEYS_MADE.with(|k| k.get()), 2 * n, "{n} cells a side");
+            assert_eq!(d.cells.len(), n / 2);
+            assert_eq!((d.only_in_base.len(), d.only_in_new.len()), (n / 2, n / 2));
+            assert_eq!(d.only_in_base[0], "scale system in-place size=0");
+            assert_eq!(d.only_in_new[0], format!("scale system in-place size={n}"));
+            // In BASE's order.
+            assert_eq!(
+                d.cells[0].cell,
+                format!("scale system in-place size={}", n / 2)
+            );
+        }
     }
 }

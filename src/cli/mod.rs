@@ -570,10 +570,15 @@ pub struct CompareArgs {
     /// [default: 5, within 18 s].
     #[arg(long, value_parser = parse_percent)]
     pub precision: Option<f64>,
-    /// Start no round that would end after this many seconds of measuring [default: 18,
-    /// with --precision 60].
+    /// Start no round that would end after this many seconds of measuring, the
+    /// --processes rounds included (the first round always runs) [default: 18, with
+    /// --precision 60].
     #[arg(long, value_parser = crate::model::budget::parse_timeout)]
     pub max_time: Option<f64>,
+    /// Refuse a plan of more than this many runs (cells × --processes; its size and
+    /// least time are shown); raise it to run a larger one on purpose.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_runs: u64,
     /// Also write a self-contained HTML report (charts with toggles and hover values,
     /// the findings, the table) to this file.
     #[arg(long, value_name = "FILE")]
@@ -698,6 +703,11 @@ pub struct DiffArgs {
     /// threads), e.g. --pair system=system:top_pad=64M. Repeatable.
     #[arg(long = "pair", value_name = "BASE_SPEC=NEW_SPEC", value_parser = parse_pair)]
     pub pairs: Vec<(String, String)>,
+    /// Compare a side whose plan did not finish (an interrupted compare, a results folder
+    /// whose folder.json says "complete": false) instead of refusing it; the output says
+    /// which side is incomplete and what ran.
+    #[arg(long)]
+    pub allow_incomplete: bool,
 }
 
 /// `--pair BASE_SPEC=NEW_SPEC`: split at the `=` that leaves a valid allocator spec on

@@ -30,6 +30,236 @@ struct Adaptive {
     runs: usize,
     /// The last round that was wanted did not fit into --max-time.
     hit_max_time: bool,
+    /// --max-time ended the session before all --processes rounds: how many ran.
+    planned_cut: Option<u32>,
+}
+
+/// Why a session ended before its plan did.
+#[derive(Clone, Debug, PartialEq)]
+enum Stop {
+    /// SIGINT (Ctrl-C) or SIGTERM.
+    Signal(&'static str),
+    /// --max-time (seconds) left no room for the next of the --processes rounds, after
+    /// this many.
+    MaxTime { rounds: u32, max_time: f64 },
+}
+
+/// What ran of the plan, which every output states: the --processes every cell was to
+/// get, the runs each cell finished, the runs asked for, and why it stopped early.
+#[derive(Clone, Debug)]
+struct Ran {
+    planned: u32,
+    per_cell: Vec<usize>,
+    asked: usize,
+    stop: Option<Stop>,
+    /// Whether the table shows its procs column (it does when a row has more than one
+    /// process): the texts point to it only then.
+    procs_column: bool,
+}
+
+impl Ran {
+    fn complete(&self) -> bool {
+        self.stop.is_none()
+    }
+
+    fn done(&self) -> usize {
+        self.per_cell.iter().sum()
+    }
+
+    /// `SIGINT`, `SIGTERM` or `max-time`; None for a complete session.
+    fn stopped_by(&self) -> Option<String> {
+        self.stop.as_ref().map(|s| match s {
+            Stop::Signal(name) => (*name).to_string(),
+            Stop::MaxTime { .. } => "max-time".to_string(),
+        })
+    }
+
+    /// The range of processes per cell: "2", or "1–2".
+    fn range(&self) -> String {
+        let lo = self.per_cell.iter().min().copied().unwrap_or(0);
+        let hi = self.per_cell.iter().max().copied().unwrap_or(0);
+        if lo == hi {
+            lo.to_string()
+        } else {
+            format!("{lo}–{hi}")
+        }
+    }
+
+    /// How many cells got how many processes: "every cell has 3 processes", or "14
+    /// cells have 2 processes, 10 have 1".
+    fn counts(&self) -> String {
+        let mut by: std::collections::BTreeMap<usize, usize> = Default::default();
+        for &n in &self.per_cell {
+            *by.entry(n).or_default() += 1;
+        }
+        let processes = |n: usize| match n {
+            0 => "no process".to_string(),
+            1 => "1 process".to_string(),
+            n => format!("{n} processes"),
+        };
+        if by.len() == 1 {
+            return format!(
+                "every cell has {}",
+                processes(self.per_cell.first().copied().unwrap_or(0))
+            );
+        }
+        by.iter()
+            .rev()
+            .enumerate()
+            .map(|(i, (&n, &cells))| match (i, cells) {
+                (0, 1) => format!("1 cell has {}", processes(n)),
+                (0, _) => format!("{cells} cells have {}", processes(n)),
+                (_, 1) if n == 0 => "1 has none".to_string(),
+                (_, 1) => format!("1 has {n}"),
+                _ if n == 0 => format!("{cells} have none"),
+                _ => format!("{cells} have {n}"),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// " (procs)" where the table shows that column.
+    fn procs(&self) -> &'static str {
+        if self.procs_column {
+            " (procs)"
+        } else {
+            ""
+        }
+    }
+
+    /// The line that says the outputs are incomplete, what ran of the plan and why; None
+    /// for a complete session.
+    fn note(&self) -> Option<String> {
+        let planned = self.planned;
+        let procs = self.procs();
+        Some(match self.stop.as_ref()? {
+            Stop::Signal(name) => format!(
+                "incomplete: interrupted by {name} after {} of {} runs; of the {planned} processes planned per cell, {}{procs}; the rows are from the finished runs",
+                self.done(),
+                self.asked,
+                self.counts()
+            ),
+            Stop::MaxTime { rounds, max_time } => format!(
+                "incomplete: --max-time {} s left no room for round {} of the {planned} planned; of the {planned} processes planned per cell, {}{procs}, and no adaptive rounds ran",
+                crate::fmt::trim_float(*max_time),
+                rounds + 1,
+                self.counts()
+            ),
+        })
+    }
+
+    /// The table's processes clause: "6 process(es) per cell or more", or what ran of
+    /// the plan.
+    fn processes_clause(&self) -> String {
+        if self.complete() {
+            format!("{} process(es) per cell or more (procs)", self.planned)
+        } else {
+            format!(
+                "{} of the {} planned process(es) per cell ({}incomplete)",
+                self.range(),
+                self.planned,
+                if self.procs_column { "procs; " } else { "" }
+            )
+        }
+    }
+
+    /// The start of the `rounds:` line: the --processes rounds that ran, and the
+    /// adaptive ones.
+    fn rounds_clause(&self, adaptive: &Adaptive) -> String {
+        let planned = self.planned;
+        let min = self.per_cell.iter().min().copied().unwrap_or(0);
+        let adaptive_runs = self
+            .done()
+            .saturating_sub(planned as usize * self.per_cell.len());
+        match &self.stop {
+            Some(Stop::MaxTime { rounds, max_time }) => format!(
+                "{rounds} of the {planned} planned for every cell (round {} would have ended after --max-time {} s); no adaptive rounds",
+                rounds + 1,
+                crate::fmt::trim_float(*max_time)
+            ),
+            Some(Stop::Signal(name)) if min < planned as usize => format!(
+                "interrupted by {name} during the {planned} planned: {}; no adaptive rounds",
+                self.counts()
+            ),
+            Some(Stop::Signal(name)) => format!(
+                "{planned} for every cell, then {} adaptive round(s) ({adaptive_runs} runs finished) for the cells of comparisons still undecided or wider than the precision, the last interrupted by {name}",
+                adaptive.rounds
+            ),
+            None => format!(
+                "{planned} for every cell, then {} adaptive round(s) ({} runs) for the cells of comparisons still undecided or wider than the precision",
+                adaptive.rounds, adaptive.runs
+            ),
+        }
+    }
+}
+
+/// compare's row in JSON and CSV: the summary row and what ran of the session's plan
+/// (the same on every row, so that a row read alone still says it).
+#[derive(serde::Serialize)]
+struct CompareRow {
+    #[serde(flatten)]
+    row: SummaryRow,
+    /// True only when every cell got its --processes processes and nothing stopped the
+    /// session early.
+    complete: bool,
+    /// `SIGINT`, `SIGTERM` or `max-time` when the session stopped early.
+    stopped_by: Option<String>,
+    /// The processes (--processes rounds) every cell was to get; `processes` says how
+    /// many it got.
+    processes_planned: u32,
+}
+
+impl CompareRow {
+    fn rows(rows: &[SummaryRow], ran: &Ran) -> Vec<CompareRow> {
+        rows.iter()
+            .map(|r| CompareRow {
+                row: r.clone(),
+                complete: ran.complete(),
+                stopped_by: ran.stopped_by(),
+                processes_planned: ran.planned,
+            })
+            .collect()
+    }
+}
+
+impl export::Rows for CompareRow {
+    fn empty() -> Self {
+        CompareRow {
+            row: SummaryRow::empty(),
+            complete: false,
+            stopped_by: None,
+            processes_planned: 0,
+        }
+    }
+    fn table(rows: &[Self]) -> String {
+        table::to_table(&rows.iter().map(|r| r.row.clone()).collect::<Vec<_>>())
+    }
+    fn markdown(rows: &[Self]) -> String {
+        table::to_markdown(&rows.iter().map(|r| r.row.clone()).collect::<Vec<_>>())
+    }
+}
+
+/// Refuses a plan of more than `max_runs` runs, before anything runs, with its size
+/// and the least time it takes.
+fn check_plan(
+    cells: usize,
+    processes: u32,
+    budget: &crate::model::budget::Budget,
+    max_runs: u64,
+) -> Result<()> {
+    let runs = cells as u64 * u64::from(processes);
+    if runs <= max_runs {
+        return Ok(());
+    }
+    let seconds = runs as f64 * (budget.warmup_time_ns + budget.min_time_ns) as f64 / 1e9;
+    Err(Error::BadInput(format!(
+        "{} cells × --processes {} = {} runs, more than --max-runs {} allows (they would take at least {}); give fewer --processes, allocators or variants, or raise --max-runs to run it on purpose",
+        cells,
+        crate::fmt::group_thousands(i64::from(processes)),
+        crate::fmt::group_thousands(runs as i64),
+        crate::fmt::group_thousands(max_runs as i64),
+        crate::fmt::fmt_duration(seconds)
+    )))
 }
 
 pub fn run(args: CompareArgs) -> Result<()> {
@@ -40,6 +270,12 @@ pub fn run(args: CompareArgs) -> Result<()> {
         crate::export::folder::check_file_target(path)
             .map_err(|why| Error::BadInput(format!("--html: {why}")))?;
     }
+    check_plan(
+        specs.len(),
+        args.processes,
+        &args.budget.budget(),
+        args.max_runs,
+    )?;
     let workers = preflight::check(&specs).map_err(Error::bad)?;
     let mut executor = ProcessExecutor::new(
         workers,
@@ -64,7 +300,17 @@ pub fn run(args: CompareArgs) -> Result<()> {
     });
     let mut adaptive = Adaptive::default();
     let mut more = |done: u32, cells: &[Cell], progress: &mut Progress| {
+        let runs: usize = cells.iter().map(|c| c.runs.len()).sum();
+        let elapsed = started.elapsed().as_secs_f64();
+        let per_run = elapsed / runs.max(1) as f64;
         if done < args.processes {
+            // The first round always runs (nothing to estimate a round from before it);
+            // each later one only when it ends within --max-time.
+            if done > 0 && elapsed + per_run * cells.len() as f64 > max_time {
+                adaptive.planned_cut = Some(done);
+                progress.set_total(runs);
+                return None;
+            }
             return Some(vec![true; cells.len()]);
         }
         let (open, _) = cells::open_comparisons(cells, args.noise_threshold, Some(precision));
@@ -76,9 +322,6 @@ pub fn run(args: CompareArgs) -> Result<()> {
             part[b] = true;
             part[o] = true;
         }
-        let runs: usize = cells.iter().map(|c| c.runs.len()).sum();
-        let elapsed = started.elapsed().as_secs_f64();
-        let per_run = elapsed / runs.max(1) as f64;
         let next = part.iter().filter(|p| **p).count();
         if elapsed + per_run * next as f64 > max_time {
             adaptive.hit_max_time = true;
@@ -101,13 +344,21 @@ pub fn run(args: CompareArgs) -> Result<()> {
     let all = session.cells;
     progress.clear();
     let load_end = Load::now();
-    let done: usize = all.iter().map(|c| c.runs.len()).sum();
-    let incomplete = interrupted().then(|| {
-        format!(
-            "incomplete: Ctrl-C after {done} of {} runs; the rows below are from the finished ones",
-            planned + adaptive.runs
-        )
-    });
+    let ran = Ran {
+        planned: args.processes,
+        per_cell: all.iter().map(|c| c.runs.len()).collect(),
+        asked: planned + adaptive.runs,
+        stop: if interrupted() {
+            Some(Stop::Signal(
+                crate::ui::interrupt::signal_name().unwrap_or("a signal"),
+            ))
+        } else {
+            adaptive
+                .planned_cut
+                .map(|rounds| Stop::MaxTime { rounds, max_time })
+        },
+        procs_column: false,
+    };
     let cells: Vec<&Cell> = all.iter().filter(|c| !c.runs.is_empty()).collect();
     let outcomes: Vec<Outcome> = cells.iter().flat_map(|c| c.outcomes()).collect();
     let conflicts = engine::checksum_conflicts(&outcomes);
@@ -116,89 +367,125 @@ pub fn run(args: CompareArgs) -> Result<()> {
     }
     let mut rows: Vec<SummaryRow> = cells.iter().map(|c| cells::row(c)).collect();
     set_in_place_ratios(&cells, &mut rows, args.noise_threshold);
-    if let Some(note) = &incomplete {
-        if args.format == Format::Table {
-            println!("{note}");
-        }
-    }
-    let mut page_findings: Vec<String> = Vec::new();
-    let mut page_method = String::new();
+    let mut ran = ran;
+    ran.procs_column = rows.iter().any(|r| r.processes.unwrap_or(1) > 1);
+    let incomplete = ran.note();
+    // The method and the findings, for the table and for the page whatever the format.
+    let lvl = level_text();
+    let method = format!(
+        "{} in interleaved rounds (order seed {order_seed}); p50 and counts are medians over processes, ±p50 its {lvl} interval{}; a ratio is significant when its whole interval of at least {lvl} lies beyond ±{} %",
+        ran.processes_clause(),
+        coverage_note(&rows),
+        args.noise_threshold * 100.0
+    );
+    let mut lines = explain::cell_explanations(&cells, &rows, args.noise_threshold);
+    lines.extend(
+        cells::disagreements(&rows)
+            .into_iter()
+            .map(|n| format!("note: {n}")),
+    );
+    lines.push(adaptive_line(
+        &all,
+        &adaptive,
+        &ran,
+        &args,
+        precision,
+        max_time,
+        started.elapsed().as_secs_f64(),
+    ));
+    lines.extend(order.as_ref().and_then(|e| e.describe(level(), "runs")));
+    let cpus = std::thread::available_parallelism()
+        .ok()
+        .map(|n| n.get() as u64);
+    lines.extend(
+        cells::noise_notes(&load_start, &load_end, cpus, &rows)
+            .into_iter()
+            .map(|n| format!("noisy: {n}")),
+    );
     if !rows.is_empty() {
+        let out = CompareRow::rows(&rows, &ran);
         super::print_out(&match args.format {
             Format::Table => {
-                let lvl = level_text();
-                let method = format!(
-                    "{} process(es) per cell or more (procs) in interleaved rounds (order seed {order_seed}); p50 and counts are medians over processes, ±p50 its {lvl} interval{}; a ratio is significant when its whole interval of at least {lvl} lies beyond ±{} %",
-                    args.processes,
-                    coverage_note(&rows),
-                    args.noise_threshold * 100.0
-                );
-
-                let mut lines = explain::cell_explanations(&cells, &rows, args.noise_threshold);
-                lines.extend(
-                    cells::disagreements(&rows)
-                        .into_iter()
-                        .map(|n| format!("note: {n}")),
-                );
-                lines.push(adaptive_line(
-                    &all,
-                    &adaptive,
-                    &args,
-                    precision,
-                    max_time,
-                    started.elapsed().as_secs_f64(),
-                ));
-                lines.extend(order.as_ref().and_then(|e| e.describe(level(), "runs")));
-                let cpus = std::thread::available_parallelism()
-                    .ok()
-                    .map(|n| n.get() as u64);
-                lines.extend(
-                    cells::noise_notes(&load_start, &load_end, cpus, &rows)
-                        .into_iter()
-                        .map(|n| format!("noisy: {n}")),
-                );
-                page_findings = lines.clone();
-                page_method = method.clone();
-                table::compare_screen(&outcomes, &rows, &method, &lines, args.verbose)
+                let screen = table::compare_screen(&outcomes, &rows, &method, &lines, args.verbose);
+                match &incomplete {
+                    Some(note) => format!("{note}\n{screen}"),
+                    None => screen,
+                }
             }
-            format => export::render(format, &rows),
+            Format::Markdown => match &incomplete {
+                Some(note) => format!(
+                    "> **Incomplete:** {}\n\n{}",
+                    note.trim_start_matches("incomplete: "),
+                    export::render(Format::Markdown, &out)
+                ),
+                None => export::render(Format::Markdown, &out),
+            },
+            format => export::render(format, &out),
         })?;
     }
     if let Some(path) = &args.html {
-        write_html(path, &outcomes, &rows, &page_method, &page_findings, &args)?;
+        write_html(
+            path,
+            &outcomes,
+            &rows,
+            &method,
+            &lines,
+            incomplete.as_deref(),
+            &args,
+        )?;
     }
-    if let Some(note) = incomplete {
-        return Err(Error::Interrupted(note));
+    match (&incomplete, &ran.stop) {
+        (Some(note), Some(Stop::Signal(_))) => {
+            // "interrupted by SIGINT: after 42 of … runs; …" (the signal is named once,
+            // by the error's own prefix).
+            let rest = note.trim_start_matches("incomplete: interrupted ");
+            let rest = match rest.strip_prefix("by ") {
+                Some(r) => r.split_once(' ').map_or(r, |(_, after)| after),
+                None => rest,
+            };
+            return Err(Error::Interrupted(rest.to_string()));
+        }
+        (Some(note), _) => eprintln!("{note}"),
+        _ => {}
     }
     let failed = rows.iter().filter(|r| !r.status.is_ok()).count();
     super::failed_runs(failed, rows.len(), "cells")
 }
 
-/// compare's report.html: the table's screen, its findings and the cells' charts.
+/// compare's report.html: the table's screen, its findings and the cells' charts; an
+/// incomplete session's note heads the title, the environment, the findings and the
+/// table.
 fn write_html(
     path: &std::path::Path,
     outcomes: &[Outcome],
     rows: &[SummaryRow],
     method: &str,
     findings: &[String],
+    incomplete: Option<&str>,
     args: &CompareArgs,
 ) -> Result<()> {
     use crate::export::html;
-    let screen = table::compare_screen(outcomes, rows, method, findings, args.verbose);
+    let mut screen = table::compare_screen(outcomes, rows, method, findings, args.verbose);
+    if let Some(note) = incomplete {
+        screen = format!("{note}\n{screen}");
+    }
     let environment: Vec<String> = screen
         .lines()
         .take_while(|l| !l.trim().is_empty())
         .map(str::to_string)
         .collect();
-    let findings = if findings.is_empty() {
-        // Another --format: the findings are computed for the page alone.
-        explain::explanations(rows)
-    } else {
-        findings.to_vec()
-    };
+    let mut findings = findings.to_vec();
+    if let Some(note) = incomplete {
+        findings.insert(0, note.to_string());
+    }
     let page = html::Page {
         title: format!(
-            "alloclab compare: {}, {} elements",
+            "{}alloclab compare: {}, {} elements",
+            if incomplete.is_some() {
+                "INCOMPLETE: "
+            } else {
+                ""
+            },
             args.workload,
             crate::fmt::group_thousands(args.size as i64)
         ),
@@ -240,6 +527,7 @@ fn compare_order_effect(session: &engine::Session) -> Option<crate::analysis::or
 fn adaptive_line(
     all: &[Cell],
     adaptive: &Adaptive,
+    ran: &Ran,
     args: &CompareArgs,
     precision: f64,
     max_time: f64,
@@ -251,10 +539,8 @@ fn adaptive_line(
         crate::fmt::trim_float(precision * 100.0)
     );
     let mut s = format!(
-        "rounds: {} for every cell, then {} adaptive round(s) ({} runs) for the cells of comparisons still undecided or wider than the precision; {} of {total} printed comparisons decided{goal} after {seconds:.0} s",
-        args.processes,
-        adaptive.rounds,
-        adaptive.runs,
+        "rounds: {}; {} of {total} printed comparisons decided{goal} after {seconds:.0} s",
+        ran.rounds_clause(adaptive),
         total - open.len(),
     );
     if !open.is_empty() {
@@ -278,7 +564,7 @@ fn adaptive_line(
         if more > 0 {
             names.push(format!("and {more} more"));
         }
-        let why = if adaptive.hit_max_time {
+        let why = if adaptive.hit_max_time || adaptive.planned_cut.is_some() {
             format!(" at --max-time {} s", crate::fmt::trim_float(max_time))
         } else {
             String::new()
@@ -328,5 +614,138 @@ fn set_in_place_ratios(cells: &[&Cell], rows: &mut [SummaryRow], threshold: f64)
             r.vs_in_place_ci_high = c.interval.map(|ci| ci.high);
             r.vs_in_place_verdict = c.verdict.map(|v| v.words().to_string());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ran(per_cell: &[usize], stop: Option<Stop>) -> Ran {
+        Ran {
+            planned: 1000,
+            per_cell: per_cell.to_vec(),
+            asked: 24_000,
+            stop,
+            procs_column: true,
+        }
+    }
+
+    /// 42 runs of a 24-cell plan of 1,000 processes each, then Ctrl-C: no output may
+    /// say "1000 process(es) per cell" or "1000 for every cell".
+    #[test]
+    fn an_interrupted_session_says_what_ran_in_every_line() {
+        let mut per_cell = vec![2; 18];
+        per_cell.extend([1; 6]);
+        assert_eq!(
+            ran(&[1, 1, 0, 0], Some(Stop::Signal("SIGINT"))).counts(),
+            "2 cells have 1 process, 2 have none"
+        );
+        let r = ran(&per_cell, Some(Stop::Signal("SIGINT")));
+        assert!(!r.complete());
+        assert_eq!(r.stopped_by().as_deref(), Some("SIGINT"));
+        assert_eq!(
+            r.note().unwrap(),
+            "incomplete: interrupted by SIGINT after 42 of 24000 runs; of the 1000 processes planned per cell, 18 cells have 2 processes, 6 have 1 (procs); the rows are from the finished runs"
+        );
+        assert_eq!(
+            r.processes_clause(),
+            "1–2 of the 1000 planned process(es) per cell (procs; incomplete)"
+        );
+        let line = r.rounds_clause(&Adaptive::default());
+        assert_eq!(
+            line,
+            "interrupted by SIGINT during the 1000 planned: 18 cells have 2 processes, 6 have 1; no adaptive rounds"
+        );
+        // Every row carries the mark, in JSON and CSV alike.
+        let rows = CompareRow::rows(&[SummaryRow::empty()], &r);
+        let json: serde_json::Value =
+            serde_json::from_str(&export::render(Format::Json, &rows)).unwrap();
+        assert_eq!(json[0]["complete"], false);
+        assert_eq!(json[0]["stopped_by"], "SIGINT");
+        assert_eq!(json[0]["processes_planned"], 1000);
+        let csv = export::render(Format::Csv, &rows);
+        let mut reader = csv::Reader::from_reader(csv.as_bytes());
+        let header = reader.headers().unwrap().clone();
+        let record = reader.records().next().unwrap().unwrap();
+        let col = |name: &str| {
+            let i = header.iter().position(|h| h == name).unwrap();
+            record[i].to_string()
+        };
+        assert_eq!(
+            (col("complete"), col("stopped_by"), col("processes_planned")),
+            ("false".into(), "SIGINT".into(), "1000".into())
+        );
+        // Interrupted in the adaptive rounds: the planned ones are said as complete.
+        let mut r = ran(&[7, 6, 8], Some(Stop::Signal("SIGTERM")));
+        r.planned = 6;
+        let adaptive = Adaptive {
+            rounds: 2,
+            runs: 5,
+            ..Adaptive::default()
+        };
+        assert_eq!(
+            r.rounds_clause(&adaptive),
+            "6 for every cell, then 2 adaptive round(s) (3 runs finished) for the cells of comparisons still undecided or wider than the precision, the last interrupted by SIGTERM"
+        );
+    }
+
+    #[test]
+    fn a_session_cut_by_max_time_says_which_round_did_not_fit() {
+        let r = ran(
+            &[3; 4],
+            Some(Stop::MaxTime {
+                rounds: 3,
+                max_time: 18.0,
+            }),
+        );
+        assert_eq!(r.stopped_by().as_deref(), Some("max-time"));
+        assert_eq!(
+            r.note().unwrap(),
+            "incomplete: --max-time 18 s left no room for round 4 of the 1000 planned; of the 1000 processes planned per cell, every cell has 3 processes (procs), and no adaptive rounds ran"
+        );
+        assert_eq!(
+            r.rounds_clause(&Adaptive::default()),
+            "3 of the 1000 planned for every cell (round 4 would have ended after --max-time 18 s); no adaptive rounds"
+        );
+        // A complete session keeps the words it always had.
+        let mut done = ran(&[6; 4], None);
+        done.planned = 6;
+        assert!(done.complete() && done.note().is_none());
+        // One process everywhere: the table hides procs, and the texts do not name it.
+        let mut one = ran(&[1; 4], r.stop.clone());
+        one.procs_column = false;
+        assert!(!one.note().unwrap().contains("procs"), "{:?}", one.note());
+        assert_eq!(
+            one.processes_clause(),
+            "1 of the 1000 planned process(es) per cell (incomplete)"
+        );
+        assert_eq!(
+            done.processes_clause(),
+            "6 process(es) per cell or more (procs)"
+        );
+        assert_eq!(
+            done.rounds_clause(&Adaptive::default()),
+            "6 for every cell, then 0 adaptive round(s) (0 runs) for the cells of comparisons still undecided or wider than the precision"
+        );
+    }
+
+    #[test]
+    fn a_plan_over_max_runs_is_refused_with_its_size() {
+        let budget = crate::model::budget::Budget {
+            warmup_time_ns: 10_000_000,
+            warmup_iters: 3,
+            min_time_ns: 20_000_000,
+            min_iters: 10,
+            max_iters: 10_000_000,
+        };
+        assert!(check_plan(24, 416, &budget, 10_000).is_ok());
+        let e = check_plan(24, 1000, &budget, 10_000).unwrap_err();
+        assert_eq!(e.exit_code(), crate::error::EXIT_BAD_INPUT);
+        let m = e.to_string();
+        assert!(
+            m.contains("24,000 runs") && m.contains("--max-runs 10,000"),
+            "{m}"
+        );
     }
 }

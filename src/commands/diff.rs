@@ -14,39 +14,93 @@ use crate::fmt::{fmt_ns, human_bytes, signed};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// One side: its rows and, for a results folder, its environment (flattened).
+/// One side: its rows, for a results folder its environment (flattened), and what ran
+/// of its plan when the plan did not finish.
 struct Side {
     rows: Vec<DiffInput>,
     env: Option<BTreeMap<String, String>>,
+    incomplete: Option<String>,
+}
+
+/// The largest file diff reads: more than the lab's outputs need (compare's JSON takes
+/// about 2 KB a cell at 6 processes, 14 KB at 1,000: 40,000 cells of 6 are about
+/// 80 MB), far less than memory.
+pub const MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
+
+/// What diff reads, for the messages that refuse something else.
+const READS: &str = "diff compares results folders of `alloclab run` or `alloclab exec --out` (or their exec.json), and the output of `alloclab compare --format json` / `--format csv` or `alloclab exec --format json`";
+
+/// What a file system object is, in words.
+fn kind_of(t: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        "a folder"
+    } else if t.is_file() {
+        "a regular file"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "neither a file nor a folder"
+    }
+}
+
+/// The text of `path`: a regular file (symlinks followed) of at most
+/// [`MAX_INPUT_BYTES`], in UTF-8. Devices, FIFOs and sockets are refused by their kind
+/// before they are opened (a FIFO would block, /dev/zero never ends).
+fn read_bounded(path: &Path) -> std::result::Result<String, String> {
+    use std::io::Read;
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read it: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!(
+            "{}, not a regular file; {READS}",
+            kind_of(&meta.file_type())
+        ));
+    }
+    let too_big = |bytes: u64| {
+        format!(
+            "{} MiB, more than the {} MiB diff reads from a file; {READS} (all far smaller)",
+            crate::fmt::group_thousands((bytes / (1024 * 1024)) as i64),
+            MAX_INPUT_BYTES / (1024 * 1024)
+        )
+    };
+    if meta.len() > MAX_INPUT_BYTES {
+        return Err(too_big(meta.len()));
+    }
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read it: {e}"))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_INPUT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read it: {e}"))?;
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
+        // It grew while being read.
+        return Err(too_big(bytes.len() as u64));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "not text (byte {} is not UTF-8); {READS}",
+            e.utf8_error().valid_up_to()
+        )
+    })
 }
 
 fn load(path: &Path) -> Result<Side> {
     let bad = |why: String| Error::BadInput(format!("{}: {why}", path.display()));
-    if path.is_dir() {
-        if path.join("exec.json").exists() {
-            return load_exec(path);
-        }
-        let summary = path.join("summary.csv");
-        let text = std::fs::read_to_string(&summary).map_err(|e| {
-            bad(format!(
-                "cannot read summary.csv ({e}): give a results folder of `alloclab run` (results/<experiment>) or a file from `alloclab compare --format json` or `--format csv`"
-            ))
-        })?;
-        let env = std::fs::read_to_string(path.join("env.json"))
-            .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-            .map(|v| {
-                let mut flat = BTreeMap::new();
-                flatten("", &v, &mut flat);
-                flat
-            });
-        return Ok(Side {
-            rows: from_csv(&text).map_err(bad)?,
-            env,
-        });
+    let meta = std::fs::metadata(path).map_err(|e| bad(format!("cannot read it: {e}")))?;
+    if meta.is_dir() {
+        return load_folder(path);
     }
-    let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
-    let rows = if text.trim_start().starts_with('[') {
+    let text = read_bounded(path).map_err(bad)?;
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('{') {
+        return load_object(path, &text);
+    }
+    let rows: Vec<DiffInput> = if trimmed.starts_with('[') {
         // compare's rows, or exec's (`alloclab exec --format json`).
         match serde_json::from_str::<Vec<crate::export::exec::ExecRow>>(&text) {
             Ok(exec) if !exec.is_empty() => exec.iter().map(DiffInput::from_exec).collect(),
@@ -59,16 +113,145 @@ fn load(path: &Path) -> Result<Side> {
     } else {
         from_csv(&text).map_err(bad)?
     };
-    Ok(Side { rows, env: None })
+    let incomplete = rows_incomplete(&rows);
+    Ok(Side {
+        rows,
+        env: None,
+        incomplete,
+    })
 }
 
-/// A folder of `alloclab exec --out`: one row per allocator from its runs; the
-/// environment and the command as the environment to compare.
-fn load_exec(path: &Path) -> Result<Side> {
+/// A JSON object: exec's record (read as its folder is), or another output of the lab,
+/// named and refused.
+fn load_object(path: &Path, text: &str) -> Result<Side> {
     let bad = |why: String| Error::BadInput(format!("{}: {why}", path.display()));
-    let text = std::fs::read_to_string(path.join("exec.json"))
-        .map_err(|e| bad(format!("cannot read exec.json: {e}")))?;
-    let record: crate::engine::command::ExecRecord = serde_json::from_str(&text)
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| bad(format!("not JSON ({e}); {READS}")))?;
+    let schema = value.get("schema").and_then(|s| s.as_str()).unwrap_or("");
+    let has = |k: &str| value.get(k).is_some();
+    let what = match schema {
+        s if s == crate::model::command::SCHEMA => return load_exec_record(path, text, None),
+        s if s == crate::export::trace::SCHEMA => {
+            "the trace.json of `alloclab trace` (one cell's timeline and call stacks)"
+        }
+        s if s == crate::export::trace_command::SCHEMA => {
+            "the trace.json of `alloclab trace -- CMD` (a command's timeline and call stacks)"
+        }
+        "alloclab.sweep/1" => "the sweep.json of `alloclab sweep` (one command over sizes)",
+        s if s == crate::export::folder::SCHEMA => {
+            "the folder.json of a results folder; give the folder itself"
+        }
+        s if s == crate::model::record::SCHEMA => {
+            "one worker process's record (runs/*.json of a results folder); give the results folder"
+        }
+        _ if has("diff") && has("base") && has("new") => {
+            "the output of `alloclab diff --format json`"
+        }
+        _ if has("experiment") && has("runs") => {
+            "the plan.json of a results folder of `alloclab run`; give the folder itself"
+        }
+        _ if has("kernel") && has("cpu_model") => {
+            "the env.json of a results folder; give the folder itself"
+        }
+        _ => "a JSON object that is none of the lab's results",
+    };
+    Err(bad(format!("this is {what}; {READS}")))
+}
+
+/// A results folder: `alloclab run`'s (summary.csv) or `alloclab exec`'s (exec.json);
+/// another command's is named and refused.
+fn load_folder(path: &Path) -> Result<Side> {
+    let bad = |why: String| Error::BadInput(format!("{}: {why}", path.display()));
+    // folder.json: what the folder holds and whether its plan finished.
+    let status: Option<serde_json::Value> = path
+        .join(crate::export::folder::STATUS_FILE)
+        .is_file()
+        .then(|| read_bounded(&path.join(crate::export::folder::STATUS_FILE)))
+        .and_then(|t| t.ok())
+        .and_then(|t| serde_json::from_str(&t).ok());
+    let kind = status
+        .as_ref()
+        .and_then(|s| s.get("kind"))
+        .and_then(|k| k.as_str())
+        .map(str::to_string);
+    let complete = status
+        .as_ref()
+        .and_then(|s| s.get("complete"))
+        .and_then(|c| c.as_bool());
+    let marker = |f: &str| path.join(f).exists();
+    let other = match kind.as_deref() {
+        Some("sweep") => Some("sweep"),
+        Some("trace") => Some("trace"),
+        Some(_) => None,
+        None if marker("sweep.json") => Some("sweep"),
+        None if marker("trace.json") => Some("trace"),
+        None => None,
+    };
+    if let Some(other) = other {
+        let what = if other == "sweep" {
+            "one command over sizes"
+        } else {
+            "timelines and call stacks"
+        };
+        return Err(bad(format!(
+            "this is a results folder of `alloclab {other}` ({what}); {READS}"
+        )));
+    }
+    if kind.as_deref() == Some("exec") || marker("exec.json") {
+        let file = path.join("exec.json");
+        let text = read_bounded(&file).map_err(|e| bad(format!("exec.json: {e}")))?;
+        return load_exec_record(path, &text, complete);
+    }
+    let summary = path.join("summary.csv");
+    if !summary.exists() {
+        return Err(bad(format!(
+            "a folder without summary.csv or exec.json, so not a results folder of `alloclab run` or `alloclab exec`; {READS}"
+        )));
+    }
+    let text = read_bounded(&summary).map_err(|e| bad(format!("summary.csv: {e}")))?;
+    let env = read_bounded(&path.join("env.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .map(|v| {
+            let mut flat = BTreeMap::new();
+            flatten("", &v, &mut flat);
+            flat
+        });
+    let rows = from_csv(&text).map_err(|e| bad(format!("summary.csv: {e}")))?;
+    let incomplete = match complete {
+        Some(false) => {
+            let planned = read_bounded(&path.join("plan.json"))
+                .ok()
+                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+                .and_then(|v| v.get("runs").and_then(|r| r.as_array()).map(Vec::len));
+            let ok = rows.iter().filter(|r| r.status == "ok").count();
+            Some(format!(
+                "folder.json says \"complete\": false (its plan did not finish: interrupted, killed or still running); {}",
+                match planned {
+                    Some(p) => format!(
+                        "summary.csv holds {} of the plan's {} runs, {ok} ok",
+                        rows.len(),
+                        p
+                    ),
+                    None => format!("summary.csv holds {} runs, {ok} ok", rows.len()),
+                }
+            ))
+        }
+        _ => rows_incomplete(&rows),
+    };
+    Ok(Side {
+        rows,
+        env,
+        incomplete,
+    })
+}
+
+/// An `alloclab exec` record (exec.json, given as its folder or as the file): one row
+/// per allocator from its runs; the environment and the command as the environment to
+/// compare. `folder_complete` is the folder's folder.json, where there is one.
+fn load_exec_record(path: &Path, text: &str, folder_complete: Option<bool>) -> Result<Side> {
+    let bad = |why: String| Error::BadInput(format!("{}: {why}", path.display()));
+    let record: crate::engine::command::ExecRecord = serde_json::from_str(text)
         .map_err(|e| bad(format!("exec.json is not an `alloclab exec` record: {e}")))?;
     let rows: Vec<DiffInput> = crate::export::exec::rows(&record)
         .iter()
@@ -79,17 +262,75 @@ fn load_exec(path: &Path) -> Result<Side> {
         flatten("", &v, &mut env);
     }
     env.insert("command".into(), record.command.join(" "));
+    let incomplete = (!record.complete || folder_complete == Some(false)).then(|| {
+        let ran: Vec<String> = record
+            .allocators
+            .iter()
+            .map(|a| format!("{} {}", a.allocator, a.runs.len()))
+            .collect();
+        format!(
+            "exec.json says \"complete\": false (its rounds did not all run: interrupted, killed or still running); runs of the {} requested per allocator: {}",
+            record.runs_requested,
+            ran.join(", ")
+        )
+    });
     Ok(Side {
         rows,
         env: Some(env),
+        incomplete,
     })
 }
 
+/// compare's rows of a session that did not finish (`"complete": false`): how it
+/// stopped and how many processes its cells have of the planned.
+fn rows_incomplete(rows: &[DiffInput]) -> Option<String> {
+    let first = rows.iter().find(|r| r.complete == Some(false))?;
+    let how = match first.stopped_by.as_deref() {
+        Some("max-time") => "--max-time stopped its planned rounds".to_string(),
+        Some(signal) => format!("it was interrupted by {signal}"),
+        None => "it did not finish".to_string(),
+    };
+    let counts: Vec<u32> = rows.iter().filter_map(|r| r.processes).collect();
+    let (lo, hi) = (
+        counts.iter().min().copied().unwrap_or(0),
+        counts.iter().max().copied().unwrap_or(0),
+    );
+    let range = if lo == hi {
+        lo.to_string()
+    } else {
+        format!("{lo}–{hi}")
+    };
+    let planned = first
+        .processes_planned
+        .map_or(String::new(), |p| format!(" of the {p} planned"));
+    Some(format!(
+        "its rows say \"complete\": false ({how}); its cells have {range}{planned} processes (column processes)"
+    ))
+}
+
 fn from_csv(text: &str) -> std::result::Result<Vec<DiffInput>, String> {
-    csv::Reader::from_reader(text.as_bytes())
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let header: Vec<String> = reader
+        .headers()
+        .map(|h| h.iter().map(str::to_string).collect())
+        .unwrap_or_default();
+    let has = |k: &str| header.iter().any(|h| h == k);
+    if !has("workload") {
+        let what = if has("wall_median_ms") && has("allocator") {
+            Some("the summary.csv of `alloclab exec`; give its folder (with exec.json)")
+        } else if has("size") && has("per") && has("time_ns") {
+            Some("the summary.csv of `alloclab sweep` (one command over sizes)")
+        } else {
+            None
+        };
+        if let Some(what) = what {
+            return Err(format!("this is {what}; {READS}"));
+        }
+    }
+    reader
         .deserialize()
         .collect::<std::result::Result<Vec<DiffInput>, _>>()
-        .map_err(|e| format!("not a summary CSV of the lab: {e}"))
+        .map_err(|e| format!("not a summary CSV of the lab: {e}; {READS}"))
 }
 
 /// `{"codegen": {"profile": "release"}}` → `codegen.profile = release`.
@@ -186,9 +427,47 @@ const HEADERS: [&str; 7] = [
     "Δ rss_end",
 ];
 
+/// A spec in two `--pair`s of one side: which one and where.
+fn pair_given_twice(pairs: &[(String, String)]) -> Option<String> {
+    for (side, pick) in [
+        (
+            "BASE",
+            (|p: &(String, String)| p.0.clone()) as fn(&(String, String)) -> String,
+        ),
+        ("NEW", |p: &(String, String)| p.1.clone()),
+    ] {
+        let mut seen: BTreeMap<String, &(String, String)> = BTreeMap::new();
+        for p in pairs {
+            if let Some(first) = seen.insert(pick(p), p) {
+                return Some(format!(
+                    "--pair: {} is given twice as a {side} spec (--pair {}={} and --pair {}={}); a spec's cells can be matched with one other spec only: give it in one --pair",
+                    pick(p),
+                    first.0,
+                    first.1,
+                    p.0,
+                    p.1
+                ));
+            }
+        }
+    }
+    None
+}
+
 pub fn run(args: &DiffArgs) -> Result<()> {
+    if let Some(why) = pair_given_twice(&args.pairs) {
+        return Err(Error::BadInput(why));
+    }
     let base = load(&args.base)?;
     let new = load(&args.new)?;
+    // A side whose plan did not finish is not compared as if it had, unless asked.
+    for (side, path) in [(&base, &args.base), (&new, &args.new)] {
+        if let (Some(why), false) = (&side.incomplete, args.allow_incomplete) {
+            return Err(Error::BadInput(format!(
+                "{} is incomplete: {why}; diff compares finished measurements: run it again to the end, or give --allow-incomplete to compare what ran (the output then says which side is incomplete)",
+                path.display()
+            )));
+        }
+    }
     let (mut base, mut new) = (base, new);
     // --pair: the two specs' cells are one cell, named after both.
     for (b, n) in &args.pairs {
@@ -216,7 +495,11 @@ pub fn run(args: &DiffArgs) -> Result<()> {
             return Err(Error::BadInput(format!("{}: {why}", path.display())));
         }
     }
-    let d = diff(&base.rows, &new.rows, args.noise_threshold);
+    let Some(d) = diff(&base.rows, &new.rows, args.noise_threshold) else {
+        return Err(Error::Interrupted(
+            "while comparing the cells; nothing printed".into(),
+        ));
+    };
     if d.cells.is_empty() {
         let specs = |s: &Side| {
             let mut v: Vec<&str> = s.rows.iter().map(|r| r.allocator_spec.as_str()).collect();
@@ -234,6 +517,12 @@ pub fn run(args: &DiffArgs) -> Result<()> {
     }
     let env = env_changes(&base, &new);
     let mut notes: Vec<String> = Vec::new();
+    // An incomplete side (--allow-incomplete) is the first thing to know.
+    for (name, side, path) in [("BASE", &base, &args.base), ("NEW", &new, &args.new)] {
+        if let Some(why) = &side.incomplete {
+            notes.push(format!("INCOMPLETE {name}: {}: {why}", path.display()));
+        }
+    }
     // A different command changes every ratio: said first.
     notes.extend(
         d.command_change
@@ -285,6 +574,9 @@ pub fn run(args: &DiffArgs) -> Result<()> {
                 "base": args.base.display().to_string(),
                 "new": args.new.display().to_string(),
                 "noise_threshold": args.noise_threshold,
+                "base_complete": base.incomplete.is_none(),
+                "new_complete": new.incomplete.is_none(),
+                "incomplete": {"base": base.incomplete, "new": new.incomplete},
                 "environment_changes": env,
                 "diff": d,
             });
