@@ -572,8 +572,8 @@ fn marked(marker: &str) -> Vec<(u32, String)> {
     found
 }
 
-/// Starts `alloclab trace ARGS` with a marker in its environment (inherited by perf, the
-/// shim and what it runs), waits until a process named `running` carries it, SIGKILLs
+/// Starts `alloclab trace ARGS` with a marker in its environment (inherited by perf and
+/// what it runs), waits until a process named `running` carries it, SIGKILLs
 /// the driver, and returns what still carries the marker once every process of the lab
 /// had its chance to die (their parent-death signals are sent as each parent dies; the
 /// wait is bounded only so that a survivor fails the test instead of hanging it).
@@ -614,9 +614,9 @@ fn survivors_of_a_killed_driver(args: &[&str], running: &str) -> Vec<(u32, Strin
     left
 }
 
-/// SIGKILL of the driver mid-trace leaves no process behind: perf gets the parent-death
-/// signal from the spawn path, and what perf starts gets it from the shim perf runs it
-/// through — a command (`trace -- CMD`) and a built-in traced worker alike.
+/// SIGKILL of the driver mid-trace leaves no process behind: perf gets SIGTERM as its
+/// parent-death signal from the spawn path and then ends what it records — a command
+/// (`trace -- CMD`) and a built-in traced worker alike.
 #[test]
 #[ignore = "needs the perf tool and perf events (root or CAP_PERFMON); .ci/run runs it with --ignored"]
 fn sigkill_of_the_driver_mid_trace_leaves_no_process_behind() {

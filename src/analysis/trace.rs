@@ -129,21 +129,6 @@ pub struct Script {
     pub skipped: usize,
 }
 
-/// `script` without the first exec it saw: perf starts a traced command through
-/// alloclab's parent-death shim, whose exec is the first of the process perf started, and
-/// the command's own exec follows in the same process. The command's timeline then starts
-/// at its own exec, and the shim is not counted among the programs the process ran.
-pub fn without_shim_exec(mut script: Script) -> Script {
-    if let Some(i) = script
-        .tasks
-        .iter()
-        .position(|t| matches!(t, Task::Exec { .. }))
-    {
-        script.tasks.remove(i);
-    }
-    script
-}
-
 /// Reads `perf script --ns -F [pid,]tid,time,event,trace,ip,sym,dso [--show-task-events]`
 /// text: a header line per sample (`[pid/]tid time: event: args`), then one line per
 /// frame (`ip symbol (dso)`), innermost first, each after a tab, then a blank line; task
@@ -1217,20 +1202,6 @@ mod tests {
         let m = run_mechanism("system", &a, &tl.totals);
         assert!(m.contains("3 brk in the run"), "{m}");
         assert!(m.contains("2 faults in the run"), "{m}");
-    }
-
-    #[test]
-    fn a_command_started_through_the_shim_starts_at_its_own_exec() {
-        // COMMAND's first exec (bash) stands for the shim's: the timeline starts at the
-        // command's exec (python3), and the shim is no program of the command's.
-        let script = without_shim_exec(parse_perf_script(COMMAND, 64));
-        let tl = run_timeline(&script, true, 200).unwrap();
-        assert_eq!((tl.pid, tl.comm.as_str()), (700, "python3"));
-        assert_eq!(tl.programs, ["python3"]);
-        let whole = parse_perf_script(COMMAND, 64);
-        let before = run_timeline(&whole, true, 200).unwrap();
-        assert!(tl.start_ns > before.start_ns);
-        assert_eq!(tl.end_ns, before.end_ns);
     }
 
     #[test]

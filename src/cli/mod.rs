@@ -63,21 +63,6 @@ pub enum Command {
     /// Write the man pages (one per command) or the shell completions, generated from
     /// these very definitions, into a folder (`make man` does both).
     Generate(GenerateArgs),
-    /// (internal) Exec a command that dies with this process's parent (PR_SET_PDEATHSIG):
-    /// what perf starts for `alloclab trace` goes through it.
-    #[command(hide = true, name = "exec-dying-with-parent")]
-    ExecDyingWithParent {
-        /// Make this inherited descriptor the command's stderr (and close it).
-        #[arg(long)]
-        stderr_fd: Option<i32>,
-        #[arg(
-            required = true,
-            trailing_var_arg = true,
-            allow_hyphen_values = true,
-            value_name = "COMMAND"
-        )]
-        command: Vec<std::ffi::OsString>,
-    },
     /// (internal) Report where malloc resolves and the preloaded allocator's knobs, as JSON.
     #[command(hide = true, name = "probe-preload")]
     ProbePreload {

@@ -138,7 +138,7 @@ fn load_object(path: &Path, text: &str) -> Result<Side> {
             "the trace.json of `alloclab trace -- CMD` (a command's timeline and call stacks)"
         }
         "alloclab.sweep/1" => "the sweep.json of `alloclab sweep` (one command over sizes)",
-        s if s == crate::export::folder::SCHEMA => {
+        s if s.starts_with("alloclab.folder/") => {
             "the folder.json of a results folder; give the folder itself"
         }
         s if s == crate::model::record::SCHEMA => {

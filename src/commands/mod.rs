@@ -34,13 +34,6 @@ pub fn dispatch(command: Command) -> Result<()> {
         Command::Trace(args) => trace::run(&args),
         Command::Diff(args) => diff::run(&args),
         Command::Generate(args) => generate(&args),
-        Command::ExecDyingWithParent { command, stderr_fd } => {
-            let why = crate::engine::spawn::exec_dying_with_parent(&command, stderr_fd);
-            eprintln!("alloclab {}: {why}", crate::engine::spawn::SHIM_COMMAND);
-            // What a shell says of a command it could not start; the tool that started
-            // the shim reports it as the command's status.
-            std::process::exit(127)
-        }
         Command::ProbePreload { kind, knob } => {
             let report = crate::engine::probe::probe_here(&kind, &knob);
             let text = serde_json::to_string(&report).map_err(Error::failed)?;

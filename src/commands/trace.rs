@@ -402,26 +402,10 @@ fn run_command(args: &TraceArgs) -> Result<()> {
                     args.keep_perf_data,
                 )
                 .map_err(Error::failed)?;
-                // The command's own stderr apart from perf's (unless shown).
-                let own_stderr = if args.show_output {
-                    None
-                } else {
-                    Some(trace::ProgramStderr::open().map_err(Error::failed)?)
-                };
-                let wrapper = trace::record_argv(
-                    s,
-                    data.path(),
-                    &extra,
-                    own_stderr.as_ref().and_then(|p| p.fd()),
-                )
-                .map_err(Error::failed)?;
-                trace_one(&settings, a, Some((&wrapper, own_stderr)), &opts).and_then(|run| {
-                    run.map(|_| {
-                        trace::read_script(s, data.path(), true)
-                            .map(|(script, lost)| (analysis::without_shim_exec(script), lost))
-                            .map_err(|f| f.cause)
-                    })
-                    .transpose()
+                let wrapper = trace::record_argv(s, data.path(), &extra);
+                trace_one(&settings, a, Some(&wrapper), &opts).and_then(|run| {
+                    run.map(|_| trace::read_script(s, data.path(), true).map_err(|f| f.cause))
+                        .transpose()
                 })
             }
             Err(_) => {
@@ -501,20 +485,15 @@ use crate::export::trace_command::{
 };
 
 /// One traced run of the command under `a` (started by `wrapper` where given, perf's
-/// argument vector with the pipe the command's own stderr goes to): Ok(None) when Ctrl-C
-/// stopped it; Err with why it failed — perf's own failure as perf's, the command's with
-/// the end of its own stderr.
+/// argument vector): Ok(None) when Ctrl-C stopped it; Err with why it failed — perf's own
+/// failure as perf's, the command's with the end of the stderr it shares with perf.
 fn trace_one(
     settings: &crate::engine::command::ExecSettings,
     a: &crate::model::knobs::AllocatorSpec,
-    wrapper: Option<(&[std::ffi::OsString], Option<trace::ProgramStderr>)>,
+    wrapper: Option<&[std::ffi::OsString]>,
     opts: &crate::engine::spawn::LaunchOptions,
 ) -> std::result::Result<Option<crate::engine::spawn::ChildRun>, String> {
     use crate::engine::spawn::Termination;
-    let (wrapper, own_stderr) = match wrapper {
-        Some((w, e)) => (Some(w), e),
-        None => (None, None),
-    };
     let (row, prepared) = crate::engine::command::prepare_wrapped(
         a,
         settings,
@@ -527,12 +506,7 @@ fn trace_one(
             .failure
             .unwrap_or_else(|| "could not be prepared".into()));
     };
-    if let Some(e) = &own_stderr {
-        e.inherit();
-    }
-    let run = crate::engine::spawn::run(&prepared, opts);
-    let command_said = own_stderr.map(trace::ProgramStderr::finish);
-    let run = run.map_err(|e| e.to_string())?;
+    let run = crate::engine::spawn::run(&prepared, opts).map_err(|e| e.to_string())?;
     if run.termination == Termination::Interrupted {
         return Ok(None);
     }
@@ -546,9 +520,9 @@ fn trace_one(
                 return Err(why);
             }
         }
-        let tail = command_said
+        let tail = run
+            .stderr_tail
             .as_deref()
-            .or(run.stderr_tail.as_deref())
             .and_then(trace::last_meaningful_line)
             .map(|l| format!("; its stderr ended with: {l}"))
             .unwrap_or_default();

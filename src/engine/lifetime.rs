@@ -10,9 +10,21 @@
 /// Meant for a child between fork and exec: only async-signal-safe calls (prctl,
 /// getppid, _exit).
 pub unsafe fn die_with_parent(parent: libc::pid_t) {
+    // SAFETY: as this function's.
+    unsafe { die_with_parent_by(parent, libc::SIGKILL) }
+}
+
+/// As [`die_with_parent`], with `signal` as the parent-death signal: SIGTERM for perf
+/// record, which on SIGTERM ends the program it records (SIGTERM to it, then waits for it
+/// and writes its file) — killed outright, perf would leave that program running
+/// orphaned, since a parent-death signal is not inherited across fork.
+///
+/// # Safety
+/// As [`die_with_parent`].
+pub unsafe fn die_with_parent_by(parent: libc::pid_t, signal: libc::c_int) {
     // SAFETY: prctl and getppid take and return plain integers; _exit never returns.
     unsafe {
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        libc::prctl(libc::PR_SET_PDEATHSIG, signal, 0, 0, 0);
         // The parent may have died between fork and the prctl: then it is not ours.
         if libc::getppid() != parent {
             libc::_exit(127);

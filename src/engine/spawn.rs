@@ -24,6 +24,9 @@ use std::time::{Duration, Instant};
 /// A command with its exact environment, converted once for every run of it.
 pub struct Prepared {
     program: CString,
+    /// The parent-death signal of the child: SIGKILL, but SIGTERM for perf (see
+    /// [`crate::engine::lifetime::die_with_parent_by`]).
+    death_signal: libc::c_int,
     _argv: Vec<CString>,
     argv_ptrs: Vec<*const libc::c_char>,
     _envp: Vec<CString>,
@@ -53,6 +56,11 @@ impl Prepared {
         argv: &[OsString],
         env: &[(OsString, OsString)],
     ) -> Result<Self, LaunchError> {
+        let death_signal = if program.file_name() == Some(OsStr::new("perf")) {
+            libc::SIGTERM
+        } else {
+            libc::SIGKILL
+        };
         let program = cstring(program.as_os_str())?;
         let argv: Vec<CString> = argv.iter().map(|a| cstring(a)).collect::<Result<_, _>>()?;
         let envp: Vec<CString> = env
@@ -72,74 +80,13 @@ impl Prepared {
         };
         Ok(Prepared {
             program,
+            death_signal,
             argv_ptrs: nul_terminated(&argv),
             _argv: argv,
             envp_ptrs: nul_terminated(&envp),
             _envp: envp,
         })
     }
-}
-
-/// The hidden subcommand of the alloclab binary that starts a command with the
-/// parent-death signal set ([`exec_dying_with_parent`]).
-pub const SHIM_COMMAND: &str = "exec-dying-with-parent";
-
-/// The start of an argument vector that runs what follows it through this binary's
-/// parent-death shim: for a tool the lab starts which starts a command in turn (`perf
-/// record … -- SHIM… CMD`), so that the command dies with the tool as the tool dies with
-/// the lab.
-/// With `stderr_fd`, the command's stderr is that descriptor (inherited through the
-/// tool) instead of the tool's, so that the tool's own messages stay apart.
-pub fn shim_argv(stderr_fd: Option<i32>) -> Result<Vec<OsString>, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("locating alloclab itself: {e}"))?;
-    let mut argv: Vec<OsString> = vec![exe.into(), SHIM_COMMAND.into()];
-    if let Some(fd) = stderr_fd {
-        argv.extend(["--stderr-fd".into(), fd.to_string().into()]);
-    }
-    argv.push("--".into());
-    Ok(argv)
-}
-
-/// The shim: sets the parent-death signal (SIGKILL) and execs `command` (looked up on
-/// PATH as execvp does, as the tool would have). Its parent must lead its process group,
-/// as every child of [`run`] does (perf does not move the command it starts to another
-/// group): a parent that died before the prctl is seen as a parent that is no longer the
-/// group's leader, and the shim then exits instead of running the command orphaned.
-/// Returns only on failure, with why.
-pub fn exec_dying_with_parent(command: &[OsString], stderr_fd: Option<i32>) -> String {
-    // SAFETY: prctl, getppid, getpgrp and signal take and return plain integers.
-    unsafe {
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-        if libc::getppid() != libc::getpgrp() {
-            return "its parent, the leader of its process group, is gone: not started".into();
-        }
-        // Rust ignores SIGPIPE; an ignored signal stays ignored across exec.
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
-    let Some(first) = command.first() else {
-        return "no command given".into();
-    };
-    let argv: Vec<CString> = match command.iter().map(|a| cstring(a)).collect() {
-        Ok(v) => v,
-        Err(e) => return e.to_string(),
-    };
-    let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|c| c.as_ptr()).collect();
-    ptrs.push(std::ptr::null());
-    if let Some(fd) = stderr_fd {
-        // SAFETY: dup2 and close take plain integers; a bad descriptor fails dup2.
-        if unsafe { libc::dup2(fd, 2) } < 0 {
-            return format!("--stderr-fd {fd}: {}", std::io::Error::last_os_error());
-        }
-        // SAFETY: as above.
-        unsafe { libc::close(fd) };
-    }
-    // SAFETY: `argv[0]` and `ptrs` are NUL-terminated and live across the call.
-    unsafe { libc::execvp(argv[0].as_ptr(), ptrs.as_ptr()) };
-    format!(
-        "cannot start {}: {}",
-        first.to_string_lossy(),
-        std::io::Error::last_os_error()
-    )
 }
 
 /// Finds `name` like execvp does: as given when it contains a '/', else in `PATH`.
@@ -366,6 +313,13 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
         Some(pipe_cloexec().map_err(|e| setup("pipe", e))?)
     };
     let stderr_fd = stderr_pipe.as_ref().map_or(null_fd, |(_, w)| w.as_raw_fd());
+    // perf (parent-death signal SIGTERM) must outlive a killed driver long enough to end
+    // the program it records: it then writes to its stderr, which would raise SIGPIPE and
+    // kill it first if the driver had held the pipe's only read end. So perf keeps a read
+    // end of its own (the pipe's reader here is unaffected: it ends when the writers do).
+    let stderr_reader_kept = (cmd.death_signal != libc::SIGKILL)
+        .then(|| stderr_pipe.as_ref().map(|(r, _)| r.as_raw_fd()))
+        .flatten();
     let filter = match opts.trace {
         Some(scope) => {
             if let Some(why) = ptrace::unsupported() {
@@ -393,7 +347,7 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
     if pid == 0 {
         // SAFETY: see above; every pointer is to memory prepared before the fork.
         unsafe {
-            crate::engine::lifetime::die_with_parent(parent);
+            crate::engine::lifetime::die_with_parent_by(parent, cmd.death_signal);
             libc::setpgid(0, 0);
             // Rust ignores SIGPIPE; an ignored signal stays ignored across exec.
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
@@ -415,6 +369,9 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
             }
             if !opts.show_output {
                 libc::dup2(stderr_fd, 2);
+            }
+            if let Some(fd) = stderr_reader_kept {
+                libc::fcntl(fd, libc::F_SETFD, 0);
             }
             // Traced: stop at the exec for the tracer; from then on every memory syscall
             // of this process and of everything it starts traps to the tracer.

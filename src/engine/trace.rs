@@ -82,19 +82,13 @@ pub fn command_events() -> Vec<Result<String, String>> {
     .collect()
 }
 
-/// `perf record`'s arguments up to and including the parent-death shim's `--`: every
-/// memory syscall and one in `fault_period` user page faults with their user stacks,
-/// plus `extra` events. perf starts the program through alloclab's shim
-/// ([`super::spawn::exec_dying_with_parent`]), so that it dies with perf as perf dies
-/// with the lab; with `program_stderr`, the program's stderr is that descriptor and
-/// perf's own stderr holds only perf's messages. perf's build-id cache (~/.debug) is
-/// left alone: `perf script` reads the binaries where they are.
-pub fn record_argv(
-    sampling: &Sampling,
-    data: &Path,
-    extra: &[String],
-    program_stderr: Option<i32>,
-) -> Result<Vec<OsString>, String> {
+/// `perf record`'s arguments up to and including its `--`: every memory syscall and one
+/// in `fault_period` user page faults with their user stacks, plus `extra` events. perf
+/// execs the program itself (nothing in between), and gets SIGTERM as its parent-death
+/// signal from the spawn path, on which it ends that program: both die with the lab.
+/// perf's build-id cache (~/.debug) is left alone: `perf script` reads the binaries
+/// where they are.
+pub fn record_argv(sampling: &Sampling, data: &Path, extra: &[String]) -> Vec<OsString> {
     let mut argv: Vec<OsString> = vec![
         sampling.perf.as_os_str().to_owned(),
         "record".into(),
@@ -123,8 +117,12 @@ pub fn record_argv(
         data.as_os_str().to_owned(),
         "--".into(),
     ]);
-    argv.extend(super::spawn::shim_argv(program_stderr)?);
-    Ok(argv)
+    // The program perf starts is exec'd by perf itself, never through a wrapper that
+    // execs it in turn: perf's DWARF unwinding fails in a process that exec'd a second
+    // program (measured: 2 of 63 brk unwound past libc after `env CMD`, 59 of 60
+    // without). It dies with the lab all the same: perf's parent-death signal is SIGTERM,
+    // on which perf ends the program it records (spawn::Prepared).
+    argv
 }
 
 /// perf's file of one traced run: any stale one is removed before perf starts (perf
@@ -165,81 +163,6 @@ impl Drop for PerfData {
                 let _ = std::fs::remove_dir(dir);
             }
         }
-    }
-}
-
-/// A pipe for the traced program's own stderr, apart from perf's: its write end is
-/// inherited by perf (only for the spawn: [`Self::inherit`]) and made the program's
-/// stderr by the shim; the last 4 KiB of what came through are kept.
-pub struct ProgramStderr {
-    write: Option<std::os::fd::OwnedFd>,
-    reader: Option<std::thread::JoinHandle<String>>,
-}
-
-impl ProgramStderr {
-    pub fn open() -> std::io::Result<Self> {
-        use std::os::fd::FromRawFd;
-        let mut fds = [0; 2];
-        // SAFETY: `fds` has room for the two descriptors pipe2 returns.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: both descriptors are fresh and owned by nothing else.
-        let (r, w) = unsafe {
-            (
-                std::os::fd::OwnedFd::from_raw_fd(fds[0]),
-                std::os::fd::OwnedFd::from_raw_fd(fds[1]),
-            )
-        };
-        let reader = std::thread::spawn(move || {
-            let mut from = std::fs::File::from(r);
-            let mut tail: Vec<u8> = Vec::new();
-            let mut buf = [0u8; 8192];
-            while let Ok(n) = std::io::Read::read(&mut from, &mut buf) {
-                if n == 0 {
-                    break;
-                }
-                tail.extend_from_slice(&buf[..n]);
-                let excess = tail.len().saturating_sub(4096);
-                tail.drain(..excess);
-            }
-            crate::fmt::printable(&String::from_utf8_lossy(&tail))
-        });
-        Ok(ProgramStderr {
-            write: Some(w),
-            reader: Some(reader),
-        })
-    }
-
-    /// The write end's number, for the shim's `--stderr-fd`.
-    pub fn fd(&self) -> Option<i32> {
-        use std::os::fd::AsRawFd;
-        self.write.as_ref().map(|w| w.as_raw_fd())
-    }
-
-    /// Lets the next child inherit the write end (clears close-on-exec): call it just
-    /// before the spawn, after which [`Self::finish`] closes it.
-    pub fn inherit(&self) {
-        if let Some(fd) = self.fd() {
-            // SAFETY: fcntl on our own open descriptor.
-            unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
-        }
-    }
-
-    /// Closes the write end and returns what the program wrote (its tail): every other
-    /// writer is gone once the run has been reaped and swept.
-    pub fn finish(mut self) -> String {
-        self.write = None;
-        self.reader
-            .take()
-            .and_then(|r| r.join().ok())
-            .unwrap_or_default()
-    }
-}
-
-impl Drop for ProgramStderr {
-    fn drop(&mut self) {
-        self.write = None;
     }
 }
 
@@ -328,15 +251,9 @@ pub fn run(
     sampling: &Sampling,
     data: &Path,
 ) -> Result<Traced, RunFailure> {
-    let stderr = ProgramStderr::open().map_err(|e| RunFailure {
-        cause: format!("a pipe for the worker's stderr: {e}"),
-    })?;
-    let argv =
-        record_argv(sampling, data, &[], stderr.fd()).map_err(|cause| RunFailure { cause })?;
-    stderr.inherit();
+    let argv = record_argv(sampling, data, &[]);
     let outcome = executor.spawn_request(request, Some((sampling.perf.clone(), argv)));
-    let worker_said = stderr.finish();
-    let record = outcome.map_err(|f| worker_failure(f, &worker_said))?;
+    let record = outcome.map_err(worker_failure)?;
     if crate::ui::interrupt::interrupted() {
         return Err(interrupted_failure("after the traced run"));
     }
@@ -349,25 +266,25 @@ pub fn run(
     })
 }
 
-/// A traced worker's failure as the executor said it (from perf's stderr, the one the
-/// spawn path keeps) made true: perf's own failure named as perf's, the worker's with
-/// the last line of its own stderr.
-fn worker_failure(f: RunFailure, worker_said: &str) -> RunFailure {
+/// A traced worker's failure as the executor said it (from the stderr perf and the
+/// worker share, the one the spawn path keeps) made true: perf's own failure named as
+/// perf's, the worker's with the last line said.
+fn worker_failure(f: RunFailure) -> RunFailure {
     if f.cause.starts_with("interrupted") {
         return interrupted_failure("during the traced run");
     }
-    let (head, perf_said) = f
+    let (head, said) = f
         .cause
         .split_once(": ")
         .map_or((f.cause.as_str(), ""), |(h, t)| (h, t));
     let code = head
         .strip_prefix("exit code ")
         .and_then(|c| c.parse::<i32>().ok());
-    if let Some(why) = perf_failure(code, perf_said) {
+    if let Some(why) = perf_failure(code, said) {
         return RunFailure { cause: why };
     }
     if code.is_some() || head.starts_with("killed by signal") {
-        let tail = last_meaningful_line(worker_said).map_or(String::new(), |l| format!(": {l}"));
+        let tail = last_meaningful_line(said).map_or(String::new(), |l| format!(": {l}"));
         return RunFailure {
             cause: format!("the traced worker: {head}{tail}"),
         };
@@ -416,8 +333,8 @@ mod tests {
     }
 
     #[test]
-    fn perf_record_leaves_the_build_id_cache_alone_and_starts_the_program_through_the_shim() {
-        let argv = record_argv(&sampling(), Path::new("/f/perf/x.data"), &[], Some(7)).unwrap();
+    fn perf_record_leaves_the_build_id_cache_alone_and_execs_the_program_itself() {
+        let argv = record_argv(&sampling(), Path::new("/f/perf/x.data"), &[]);
         let argv: Vec<String> = argv
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
@@ -425,14 +342,9 @@ mod tests {
         assert!(argv.contains(&"--no-buildid-cache".to_string()), "{argv:?}");
         // Not quiet: perf's own errors reach its stderr.
         assert!(!argv.contains(&"-q".to_string()), "{argv:?}");
-        let dash = argv.iter().position(|a| a == "--").unwrap();
-        let shim = &argv[dash + 1..];
-        assert_eq!(
-            shim[1..],
-            [crate::engine::spawn::SHIM_COMMAND, "--stderr-fd", "7", "--"]
-        );
-        let exe = std::env::current_exe().unwrap();
-        assert_eq!(shim[0], exe.to_string_lossy());
+        // Nothing between perf and the program: perf execs it itself (a second exec in
+        // the process breaks perf's unwinding).
+        assert_eq!(argv.last().map(String::as_str), Some("--"), "{argv:?}");
     }
 
     #[test]
