@@ -364,20 +364,15 @@ mod tests {
             None
         );
         assert_eq!(perf_failure(None, full), None);
-        // A worker's failure as the executor words it, with perf's stderr as its tail.
-        let f = worker_failure(
-            RunFailure {
-                cause: format!("exit code 255: {}", full.trim()),
-            },
-            "",
-        );
+        // A worker's failure as the executor words it, with the stderr perf and the
+        // worker share as its tail.
+        let f = worker_failure(RunFailure {
+            cause: format!("exit code 255: {}", full.trim()),
+        });
         assert!(f.cause.starts_with("perf record failed"), "{}", f.cause);
-        let f = worker_failure(
-            RunFailure {
-                cause: "exit code 1: [ perf record: Captured and wrote 0.1 MB x.data ]".into(),
-            },
-            "thread 'main' panicked\nbad request\n",
-        );
+        let f = worker_failure(RunFailure {
+            cause: "exit code 1: thread 'main' panicked\nbad request\n[ perf record: Captured and wrote 0.1 MB x.data ]".into(),
+        });
         assert_eq!(f.cause, "the traced worker: exit code 1: bad request");
     }
 }
