@@ -212,7 +212,7 @@ fn the_sweep_finds_the_fault_cliff_where_the_builtin_cliff_finder_does() {
     }
     let h = read(&out.join(format!(
         "histograms/{}-n32000.us.csv",
-        FIXED.replace([':', '=', ','], "_")
+        alloclab::model::spec::file_stem(FIXED)
     )));
     let hist = alloclab::export::hdr::parse_csv(&h).unwrap();
     assert_eq!(

@@ -392,7 +392,11 @@ impl Folder {
                         });
                     }
                     let names = foreign_entries(root)?;
-                    if !names.is_empty() {
+                    // `make man` before generate had a folder.json: only pages and
+                    // completions in it, which a new generate replaces.
+                    let earlier_pages =
+                        kind == Kind::Generate && names.iter().all(|n| generated_name(n));
+                    if !names.is_empty() && !earlier_pages {
                         return Err(ResultsError::NotOurs {
                             dir: root.to_path_buf(),
                             sample: sample(&names),
@@ -414,8 +418,22 @@ impl Folder {
                 marker: other.marker(),
             });
         }
+        let legacy_pages = kind == Kind::Generate
+            && on_disk.is_none()
+            && existed
+            && foreign_entries(root)?.iter().all(|n| generated_name(n));
         let status = match on_disk {
             Some(s) => s,
+            None if legacy_pages => Status {
+                schema: SCHEMA.into(),
+                kind,
+                complete: false,
+                started: rfc3339(unix_now()),
+                finished: None,
+                command_line: crate::counters::envinfo::command_line(),
+                // Cleaned by the names generate writes (legacy_files).
+                files: None,
+            },
             None => Status {
                 schema: SCHEMA.into(),
                 kind,
@@ -670,9 +688,31 @@ fn read_journal(root: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Whether `name` is one that `alloclab generate` writes: a man page (`alloclab*.1`) or
+/// a completion script.
+fn generated_name(name: &str) -> bool {
+    (name.starts_with("alloclab") && name.ends_with(".1"))
+        || [
+            "alloclab.bash",
+            "_alloclab",
+            "alloclab.fish",
+            "alloclab.elv",
+            "_alloclab.ps1",
+        ]
+        .contains(&name)
+}
+
 /// The files a kind wrote in a folder of `alloclab.folder/1` (before the manifest): its
 /// fixed names, and the files with the kind's endings in its sub-folders.
 fn legacy_files(root: &Path, kind: Kind) -> Vec<PathBuf> {
+    if kind == Kind::Generate {
+        return foreign_entries(root)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|n| generated_name(n))
+            .map(|n| root.join(n))
+            .collect();
+    }
     let (files, dirs) = kind.owned();
     let mut out: Vec<PathBuf> = files.iter().map(|f| root.join(f)).collect();
     for (dir, ending) in dirs {
@@ -922,5 +962,22 @@ mod tests {
         ] {
             assert!(f.text(bad, "x").is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn pages_an_earlier_generate_wrote_without_folder_json_are_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        fs::write(d.join("alloclab.1"), "old").unwrap();
+        fs::write(d.join("alloclab-old-command.1"), "old").unwrap();
+        let mut f = Folder::open(d, Kind::Generate, Claim::Own).unwrap();
+        f.start(true).unwrap();
+        assert!(!d.join("alloclab-old-command.1").exists());
+        drop(f);
+        // Anything else in it makes it a folder of someone else's.
+        let other = tempfile::tempdir().unwrap();
+        fs::write(other.path().join("alloclab.1"), "old").unwrap();
+        fs::write(other.path().join("notes.txt"), "mine").unwrap();
+        assert!(Folder::open(other.path(), Kind::Generate, Claim::Own).is_err());
     }
 }
