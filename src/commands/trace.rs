@@ -93,13 +93,13 @@ pub fn run(args: &TraceArgs) -> Result<()> {
         let outcome = match &sampling {
             Ok(s) => {
                 // Removed on every way out of here unless kept.
-                let data = trace::PerfData::new(
-                    folder
-                        .claim(&format!("perf/{}.data", export::file_stem(&label)))
-                        .map_err(Error::failed)?,
-                    args.keep_perf_data,
-                )
-                .map_err(Error::failed)?;
+                // perf's file: removed on every way out of here unless kept.
+                let data = folder
+                    .claim_for_writer(
+                        &format!("perf/{}.data", export::file_stem(&label)),
+                        args.keep_perf_data,
+                    )
+                    .map_err(Error::failed)?;
                 trace::run(&executor, &request, s, data.path())
             }
             // Without perf events: the memory syscalls still get their times, from the
@@ -395,13 +395,13 @@ fn run_command(args: &TraceArgs) -> Result<()> {
         let outcome = match &sampling {
             Ok(s) => {
                 // Removed on every way out of here unless kept.
-                let data = trace::PerfData::new(
-                    folder
-                        .claim(&format!("perf/{}.data", export::file_stem(&label)))
-                        .map_err(Error::failed)?,
-                    args.keep_perf_data,
-                )
-                .map_err(Error::failed)?;
+                // perf's file: removed on every way out of here unless kept.
+                let data = folder
+                    .claim_for_writer(
+                        &format!("perf/{}.data", export::file_stem(&label)),
+                        args.keep_perf_data,
+                    )
+                    .map_err(Error::failed)?;
                 let wrapper = trace::record_argv(s, data.path(), &extra);
                 trace_one(&settings, a, Some(&wrapper), &opts).and_then(|run| {
                     run.map(|_| trace::read_script(s, data.path(), true).map_err(|f| f.cause))

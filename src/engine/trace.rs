@@ -125,47 +125,6 @@ pub fn record_argv(sampling: &Sampling, data: &Path, extra: &[String]) -> Vec<Os
     argv
 }
 
-/// perf's file of one traced run: any stale one is removed before perf starts (perf
-/// would rename it to `.old`), and the file is removed when this is dropped — after it
-/// was read, after a failure, after Ctrl-C or SIGTERM, on every way out of the run the
-/// lab controls — unless it is to be kept (`--keep-perf-data`).
-pub struct PerfData {
-    path: PathBuf,
-    keep: bool,
-}
-
-impl PerfData {
-    pub fn new(path: PathBuf, keep: bool) -> std::io::Result<Self> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        for stale in [path.clone(), path.with_extension("data.old")] {
-            match std::fs::remove_file(&stale) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-                _ => {}
-            }
-        }
-        Ok(PerfData { path, keep })
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-impl Drop for PerfData {
-    fn drop(&mut self) {
-        if !self.keep {
-            let _ = std::fs::remove_file(&self.path);
-            let _ = std::fs::remove_file(self.path.with_extension("data.old"));
-            // The folder goes when nothing else is in it.
-            if let Some(dir) = self.path.parent() {
-                let _ = std::fs::remove_dir(dir);
-            }
-        }
-    }
-}
-
 /// The last line of `text` that says something: perf's own progress lines
 /// (`[ perf record: … ]`) and blank lines are not.
 pub fn last_meaningful_line(text: &str) -> Option<String> {

@@ -21,10 +21,11 @@
 //! run, size and bisection) is done: a folder of an interrupted, killed or failing
 //! measurement says so, as does its REPORT.md.
 
-use super::results::{lock_folder, rfc3339, unix_now, write_atomic, ResultsError};
+use super::results::{rfc3339, unix_now, ResultsError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::fs::{self, File};
+use std::io::Read as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -218,6 +219,86 @@ pub fn status(dir: &Path) -> Result<Option<Status>, ResultsError> {
             path,
             why: format!("{e}; expected the status file alloclab writes ({SCHEMA})"),
         })
+}
+
+/// Writes `contents` to `path` through a temporary file in the same folder and a rename,
+/// so that `path` is either the old file or the whole new one, never half of one.
+///
+/// Only a regular file is ever replaced: a device, FIFO, socket, folder or symbolic link
+/// at `path` is refused, never replaced by a file.
+pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), ResultsError> {
+    if let Ok(m) = fs::symlink_metadata(path) {
+        if !m.is_file() {
+            return Err(ResultsError::Invalid {
+                path: path.to_path_buf(),
+                why: format!(
+                    "is a {}, not a regular file; alloclab replaces only regular files",
+                    kind_of_path(&m)
+                ),
+            });
+        }
+    }
+    let dir = path.parent().unwrap_or(Path::new("."));
+    fs::create_dir_all(dir).map_err(|source| ResultsError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
+    let result = (|| {
+        let mut f = File::create(&tmp)?;
+        f.write_all(contents)?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result.map_err(|source| ResultsError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Takes `dir/.lock` for this process (the one lock of every results folder, `run`'s and
+/// `exec`'s): a second alloclab writing the same folder is refused with the holder's pid.
+/// The lock lasts as long as the returned file is open.
+pub fn lock_folder(dir: &Path) -> Result<File, ResultsError> {
+    let lock_path = dir.join(".lock");
+    let mut lock = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&lock_path)
+        .map_err(|source| ResultsError::NotWritable {
+            dir: dir.to_path_buf(),
+            source,
+        })?;
+    match lock.try_lock() {
+        Ok(()) => {}
+        Err(fs::TryLockError::WouldBlock) => {
+            let mut holder = String::new();
+            let _ = lock.read_to_string(&mut holder);
+            let holder = match holder.trim() {
+                "" => "another process".to_string(),
+                pid => format!("pid {pid}"),
+            };
+            return Err(ResultsError::Locked {
+                dir: dir.to_path_buf(),
+                holder,
+            });
+        }
+        Err(fs::TryLockError::Error(source)) => {
+            return Err(ResultsError::Io {
+                path: lock_path,
+                source,
+            })
+        }
+    }
+    let _ = lock.set_len(0);
+    let _ = writeln!(lock, "{}", std::process::id());
+    Ok(lock)
 }
 
 /// What a path is, in words, for a refusal: "a symbolic link", "a character device" …
@@ -569,6 +650,31 @@ impl Folder {
         Ok(path)
     }
 
+    /// Lists `rel` in the manifest for a file another program writes there (perf's data)
+    /// and removes any stale one first (perf would rename it to `.old`); the file goes
+    /// when the returned guard is dropped — after it was read, after a failure, after
+    /// Ctrl-C or SIGTERM, on every way out the lab controls — unless `keep`.
+    pub fn claim_for_writer(&self, rel: &str, keep: bool) -> Result<Claimed<'_>, ResultsError> {
+        let path = self.claim(rel)?;
+        for stale in [path.clone(), path.with_extension("data.old")] {
+            match fs::remove_file(&stale) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(ResultsError::Io {
+                        path: stale,
+                        source: e,
+                    })
+                }
+                _ => {}
+            }
+        }
+        Ok(Claimed {
+            folder: self,
+            rel: rel.to_string(),
+            path,
+            keep,
+        })
+    }
+
     /// Whether this measurement wrote (or claimed) `rel`.
     pub fn holds(&self, rel: &str) -> bool {
         let m = self.manifest.lock().unwrap_or_else(|e| e.into_inner());
@@ -667,6 +773,33 @@ impl Folder {
             &format!("histograms/{stem}.us.hgrm"),
             &super::hdr::text(h, HISTOGRAM_SCALING),
         )
+    }
+}
+
+/// A file of the folder that another program writes ([`Folder::claim_for_writer`]).
+pub struct Claimed<'a> {
+    folder: &'a Folder,
+    rel: String,
+    path: PathBuf,
+    keep: bool,
+}
+
+impl Claimed<'_> {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for Claimed<'_> {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = self.folder.remove(&self.rel);
+            let _ = fs::remove_file(self.path.with_extension("data.old"));
+            // Its sub-folder goes when nothing else is in it.
+            if let Some(dir) = self.path.parent().filter(|d| *d != self.folder.root) {
+                let _ = fs::remove_dir(dir);
+            }
+        }
     }
 }
 

@@ -20,8 +20,8 @@ use crate::model::record::RunRecord;
 use crate::model::record::{Cell, EncodedHistogram, Outcome, RunFailure};
 use crate::model::run::RunSpec;
 use serde::{Deserialize, Serialize};
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::fs::{self, File};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 /// Histogram files hold microseconds: ns values divided by this.
@@ -59,38 +59,7 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ResultsError + '_ {
     }
 }
 
-/// Writes `contents` to `path` through a temporary file in the same folder and a rename,
-/// so that `path` is either the old file or the whole new one, never half of one.
-///
-/// Only a regular file is ever replaced: a device, FIFO, socket, folder or symbolic link
-/// at `path` is refused, never replaced by a file.
-pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), ResultsError> {
-    if let Ok(m) = fs::symlink_metadata(path) {
-        if !m.is_file() {
-            return Err(ResultsError::Invalid {
-                path: path.to_path_buf(),
-                why: format!(
-                    "is a {}, not a regular file; alloclab replaces only regular files",
-                    super::folder::kind_of_path(&m)
-                ),
-            });
-        }
-    }
-    let dir = path.parent().unwrap_or(Path::new("."));
-    fs::create_dir_all(dir).map_err(io_err(dir))?;
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
-    let result = (|| {
-        let mut f = File::create(&tmp)?;
-        f.write_all(contents)?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result.map_err(io_err(path))
-}
+pub use super::folder::{lock_folder, write_atomic};
 
 /// What was planned for a results folder: the experiment and its runs.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -175,42 +144,6 @@ pub fn read_limited(path: &Path, limit: u64) -> Result<String, ResultsError> {
 pub struct FailedRun {
     pub spec: RunSpec,
     pub error: String,
-}
-
-/// Takes `dir/.lock` for this process (the one lock of every results folder, `run`'s and
-/// `exec`'s): a second alloclab writing the same folder is refused with the holder's pid.
-/// The lock lasts as long as the returned file is open.
-pub fn lock_folder(dir: &Path) -> Result<File, ResultsError> {
-    let lock_path = dir.join(".lock");
-    let mut lock = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&lock_path)
-        .map_err(|source| ResultsError::NotWritable {
-            dir: dir.to_path_buf(),
-            source,
-        })?;
-    match lock.try_lock() {
-        Ok(()) => {}
-        Err(fs::TryLockError::WouldBlock) => {
-            let mut holder = String::new();
-            let _ = lock.read_to_string(&mut holder);
-            let holder = match holder.trim() {
-                "" => "another process".to_string(),
-                pid => format!("pid {pid}"),
-            };
-            return Err(ResultsError::Locked {
-                dir: dir.to_path_buf(),
-                holder,
-            });
-        }
-        Err(fs::TryLockError::Error(e)) => return Err(io_err(&lock_path)(e)),
-    }
-    let _ = lock.set_len(0);
-    let _ = writeln!(lock, "{}", std::process::id());
-    Ok(lock)
 }
 
 /// An open, locked results folder of `alloclab run` (see [`super::folder`]).
