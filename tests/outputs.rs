@@ -263,3 +263,71 @@ fn two_specs_that_would_share_a_file_are_refused_before_anything_runs() {
     assert_refused(&o, "would both be written as 'lib_a'");
     assert!(!out.exists());
 }
+
+/// exec's JSON and CSV rows say what ran after Ctrl-C (complete, stopped_by,
+/// runs_planned), Markdown says it first, and diff refuses such a side.
+#[test]
+fn an_interrupted_exec_says_so_in_every_format_and_diff_refuses_it() {
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let t = temporaries();
+    let run = |format: &str| {
+        let child = std::process::Command::new(driver_path())
+            .args([
+                "exec",
+                "--runs",
+                "200",
+                "--allocators",
+                "system,jemalloc",
+                "--format",
+                format,
+                "--",
+                t.to_str().unwrap(),
+                "--iterations",
+                "100",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        // Not a time limit on anything measured: only when to press Ctrl-C (400
+        // runs take far longer).
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        // SAFETY: plain integers; the child leads its own process group.
+        assert_eq!(unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) }, 0);
+        child.wait_with_output().unwrap()
+    };
+    let o = run("json");
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("interrupted by SIGINT"),
+        "{}",
+        stderr(&o)
+    );
+    let rows = json(&o.stdout);
+    for r in rows.as_array().unwrap() {
+        assert_eq!(r["complete"], false, "{r}");
+        assert_eq!(r["stopped_by"], "SIGINT", "{r}");
+        assert_eq!(r["runs_planned"], 200, "{r}");
+        assert!(r["runs"].as_u64().unwrap() < 200, "{r}");
+    }
+    let file = dir.path().join("exec.out.json");
+    fs::write(&file, &o.stdout).unwrap();
+    let d = lab(&["diff", file.to_str().unwrap(), file.to_str().unwrap()]);
+    assert_refused(&d, "incomplete");
+    let o = run("csv");
+    let csv = String::from_utf8(o.stdout).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let at = header.iter().position(|h| *h == "complete").unwrap();
+    assert!(
+        csv.lines()
+            .skip(1)
+            .all(|l| l.split(',').nth(at) == Some("false")),
+        "{csv}"
+    );
+    let o = run("markdown");
+    assert!(String::from_utf8(o.stdout)
+        .unwrap()
+        .starts_with("> **Incomplete:**"));
+}

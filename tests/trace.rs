@@ -207,7 +207,7 @@ fn glibc_brk_is_attributed_to_the_trim_in_free_and_jemalloc_madvise_to_its_purge
     }
     assert!(dir
         .path()
-        .join("flamegraphs/diff.system-vs-jemalloc.syscalls.svg")
+        .join("flamegraphs/diff/system-vs-jemalloc.syscalls.svg")
         .is_file());
 }
 
@@ -487,7 +487,7 @@ fn a_command_trace_attributes_the_trim_and_the_purge_and_its_counts_agree() {
     assert!(of("mimalloc")["faults"].as_f64().unwrap() < 2000.0);
     assert!(out.join("flamegraphs/system.syscalls.svg").is_file());
     assert!(out
-        .join("flamegraphs/diff.system-vs-jemalloc.faults.svg")
+        .join("flamegraphs/diff/system-vs-jemalloc.faults.svg")
         .is_file());
     assert!(
         !out.join("perf").exists(),

@@ -11,6 +11,15 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ExecRow {
     pub allocator: String,
+    /// Whether every planned round ran (false after Ctrl-C or SIGTERM), on every row so
+    /// that a row read alone says it; the signal that stopped it; the runs planned per
+    /// allocator (`runs` is how many finished).
+    #[serde(default)]
+    pub complete: Option<bool>,
+    #[serde(default)]
+    pub stopped_by: Option<String>,
+    #[serde(default)]
+    pub runs_planned: Option<u32>,
     /// "ok" or "failed".
     pub status: RunStatus,
     pub error: Option<String>,
@@ -89,6 +98,9 @@ fn row_of(a: &AllocatorRuns, syscall_counter: &str) -> ExecRow {
         }
     };
     ExecRow {
+        complete: None,
+        stopped_by: None,
+        runs_planned: None,
         command: String::new(),
         allocator: a.allocator.clone(),
         status: if a.failure.is_none() {
@@ -156,6 +168,13 @@ pub fn rows(record: &ExecRecord) -> Vec<ExecRow> {
         .iter()
         .map(|a| ExecRow {
             command: crate::fmt::shell_words(&record.command),
+            complete: Some(record.complete),
+            stopped_by: (!record.complete).then(|| {
+                crate::ui::interrupt::signal_name()
+                    .unwrap_or("an interrupt")
+                    .to_string()
+            }),
+            runs_planned: Some(record.runs_requested),
             ..row_of(a, &record.syscall_counter)
         })
         .collect();

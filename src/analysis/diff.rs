@@ -165,10 +165,10 @@ impl DiffInput {
             allocator_version: r.allocator_version.clone(),
             process_p50_ns: r.run_wall_ms.iter().map(|m| m * 1e6).collect(),
             command: (!r.command.is_empty()).then(|| r.command.clone()),
-            complete: None,
-            stopped_by: None,
+            complete: r.complete,
+            stopped_by: r.stopped_by.clone(),
             processes: Some(r.run_wall_ms.len() as u32),
-            processes_planned: None,
+            processes_planned: r.runs_planned,
         }
     }
 

@@ -120,6 +120,14 @@ pub fn run(args: &ExecArgs) -> Result<()> {
             }
             s
         }
+        // Markdown has no column for it: an interrupted session says so first (JSON and
+        // CSV rows carry `complete`, `stopped_by` and `runs_planned`).
+        Format::Markdown if !record.complete => format!(
+            "> **Incomplete:** interrupted by {} before every round ran; the rows are from the finished runs (column runs) of the {} planned per allocator.\n\n{}",
+            crate::ui::interrupt::signal_name().unwrap_or("an interrupt"),
+            record.runs_requested,
+            export::render(Format::Markdown, &rows)
+        ),
         format => export::render(format, &rows),
     };
     super::print_out(&text)?;

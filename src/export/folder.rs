@@ -244,11 +244,17 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), ResultsError> {
         source,
     })?;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
+    // The temporary file is created new (never an existing file, never through a
+    // symbolic link someone put at its name), under a name not known in advance.
+    let (tmp, mut file) = create_temporary(dir, name).map_err(|source| ResultsError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
     let result = (|| {
-        let mut f = File::create(&tmp)?;
-        f.write_all(contents)?;
-        f.sync_all()?;
+        file.write_all(contents)?;
+        file.sync_all()?;
+        // rename replaces a file or a symbolic link put at `path` meanwhile, never
+        // what such a link points to.
         fs::rename(&tmp, path)
     })();
     if result.is_err() {
@@ -260,16 +266,47 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), ResultsError> {
     })
 }
 
+/// `dir/.NAME.tmp.PID.N`, created exclusively (O_EXCL, O_NOFOLLOW) with N from a
+/// per-process counter and the clock; another name is tried if one is taken.
+fn create_temporary(dir: &Path, name: &str) -> std::io::Result<(PathBuf, File)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut last = None;
+    for _ in 0..16 {
+        let nonce = COUNTER.fetch_add(1, Ordering::Relaxed)
+            ^ std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos() as u64)
+                .rotate_left(20);
+        let tmp = dir.join(format!(".{name}.tmp.{}.{nonce:x}", std::process::id()));
+        match fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o666)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&tmp)
+        {
+            Ok(f) => return Ok((tmp, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no temporary name was free")))
+}
+
 /// Takes `dir/.lock` for this process (the one lock of every results folder, `run`'s and
 /// `exec`'s): a second alloclab writing the same folder is refused with the holder's pid.
 /// The lock lasts as long as the returned file is open.
 pub fn lock_folder(dir: &Path) -> Result<File, ResultsError> {
     let lock_path = dir.join(".lock");
+    use std::os::unix::fs::OpenOptionsExt;
     let mut lock = fs::OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
+        .custom_flags(libc::O_NOFOLLOW)
         .open(&lock_path)
         .map_err(|source| ResultsError::NotWritable {
             dir: dir.to_path_buf(),
@@ -395,11 +432,11 @@ pub fn check_file_target(path: &Path) -> Result<(), String> {
             dir.display()
         ));
     }
-    if let Ok(Some(k)) = kind_of(dir) {
+    if let Some((k, at)) = enclosing_results(dir, true) {
         return Err(format!(
             "{shown} is inside a results folder of `alloclab {}` ({}), whose files are that measurement's; give a file outside it",
             k.name(),
-            dir.display()
+            at.display()
         ));
     }
     // May we write there? A probe file, created and removed at once.
@@ -415,6 +452,27 @@ pub fn check_file_target(path: &Path) -> Result<(), String> {
         }
         Err(e) => Err(format!("cannot write into {}: {e}", dir.display())),
     }
+}
+
+/// The results folder of the lab's (one with its folder.json; with `itself`, or one
+/// known by an earlier version's marker files) that `dir` is or lies inside, with its
+/// kind: `dir` itself when `itself`, and every folder above it.
+fn enclosing_results(dir: &Path, itself: bool) -> Option<(Kind, PathBuf)> {
+    // The nearest folder that exists, as an absolute path.
+    let mut existing = dir.to_path_buf();
+    while !existing.is_dir() {
+        existing = existing.parent()?.to_path_buf();
+        if existing.as_os_str().is_empty() {
+            existing = PathBuf::from(".");
+        }
+    }
+    let existing = fs::canonicalize(&existing).ok()?;
+    let skip = usize::from(!itself && existing == fs::canonicalize(dir).unwrap_or_default());
+    existing.ancestors().skip(skip).find_map(|d| {
+        let by_status = status(d).ok().flatten().map(|s| s.kind);
+        let by_marker = (itself && d == existing).then(|| legacy_kind(d)).flatten();
+        by_status.or(by_marker).map(|k| (k, d.to_path_buf()))
+    })
 }
 
 /// A path inside a results folder as the manifest keeps it: relative, with no `.`, `..`
@@ -452,6 +510,14 @@ impl Folder {
     /// opening some of its folders has changed none).
     pub fn open(root: &Path, kind: Kind, claim: Claim) -> Result<Folder, ResultsError> {
         check_folder_target(root)?;
+        // Not inside another results folder (whose manifest does not know this one).
+        if let Some((other, at)) = enclosing_results(root, false) {
+            return Err(ResultsError::Inside {
+                dir: root.to_path_buf(),
+                by: other.name(),
+                at,
+            });
+        }
         let existed = root.is_dir();
         let on_disk = if existed { status(root)? } else { None };
         if existed && on_disk.is_none() {
@@ -527,12 +593,14 @@ impl Folder {
                 files: Some(Vec::new()),
             },
         };
+        // Only plain paths inside the folder: a hand-edited folder.json naming
+        // "../x" or "/etc/x" names nothing the lab may remove.
         let mut files: BTreeSet<String> = status
             .files
             .iter()
             .flatten()
-            .cloned()
-            .collect::<BTreeSet<_>>();
+            .filter_map(|f| checked_rel(f).map(str::to_string))
+            .collect();
         files.extend(read_journal(root));
         Ok(Folder {
             root: root.to_path_buf(),
@@ -575,6 +643,10 @@ impl Folder {
         }
         let mut parents = BTreeSet::new();
         for path in &listed {
+            // Never through a sub-folder that is a symbolic link (or no folder at all).
+            if through_a_link(&self.root, path).is_some() {
+                continue;
+            }
             match fs::symlink_metadata(path) {
                 // A folder where the lab wrote a file is not the lab's to remove.
                 Ok(m) if m.is_dir() => continue,
@@ -611,14 +683,22 @@ impl Folder {
                 why: "not a plain path inside the results folder".into(),
             });
         };
+        if let Some(link) = through_a_link(&self.root, &self.root.join(rel)) {
+            return Err(ResultsError::Invalid {
+                path: link,
+                why: "is a symbolic link or not a folder; alloclab writes only into folders of the results folder itself".into(),
+            });
+        }
         let mut m = self.manifest.lock().unwrap_or_else(|e| e.into_inner());
         if !m.files.contains(rel) {
             let journal_path = self.root.join(JOURNAL);
             if m.journal.is_none() {
+                use std::os::unix::fs::OpenOptionsExt;
                 m.journal = Some(
                     fs::OpenOptions::new()
                         .create(true)
                         .append(true)
+                        .custom_flags(libc::O_NOFOLLOW)
                         .open(&journal_path)
                         .map_err(|source| ResultsError::Io {
                             path: journal_path.clone(),
@@ -699,6 +779,9 @@ impl Folder {
             return Ok(());
         }
         let path = self.root.join(rel);
+        if through_a_link(&self.root, &path).is_some() {
+            return Ok(());
+        }
         match fs::remove_file(&path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 Err(ResultsError::Io { path, source: e })
@@ -801,6 +884,24 @@ impl Drop for Claimed<'_> {
             }
         }
     }
+}
+
+/// The first folder between `root` and `path` (exclusive of both ends) that exists and
+/// is not a plain folder — a symbolic link, say, through which a write or a removal
+/// would reach outside the results folder.
+fn through_a_link(root: &Path, path: &Path) -> Option<PathBuf> {
+    let rel = path.strip_prefix(root).ok()?;
+    let mut at = root.to_path_buf();
+    let parts: Vec<_> = rel.components().collect();
+    for c in parts.iter().take(parts.len().saturating_sub(1)) {
+        at.push(c);
+        match fs::symlink_metadata(&at) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return Some(at),
+            Err(_) => return None,
+        }
+    }
+    None
 }
 
 /// The first few names of a folder's entries, for a refusal.
@@ -1112,5 +1213,100 @@ mod tests {
         fs::write(other.path().join("alloclab.1"), "old").unwrap();
         fs::write(other.path().join("notes.txt"), "mine").unwrap();
         assert!(Folder::open(other.path(), Kind::Generate, Claim::Own).is_err());
+    }
+
+    #[test]
+    fn a_manifest_naming_paths_outside_the_folder_removes_nothing_there() {
+        let outer = tempfile::tempdir().unwrap();
+        let d = outer.path().join("r");
+        let victim = outer.path().join("victim");
+        fs::write(&victim, "mine").unwrap();
+        let mut f = Folder::open(&d, Kind::Trace, Claim::Own).unwrap();
+        f.start(true).unwrap();
+        f.text("trace.json", "{}").unwrap();
+        f.finish(true).unwrap();
+        drop(f);
+        // folder.json edited by hand: "../victim" and the victim's absolute path.
+        let mut st = status(&d).unwrap().unwrap();
+        st.files = Some(vec![
+            "trace.json".into(),
+            "../victim".into(),
+            victim.to_string_lossy().into_owned(),
+        ]);
+        fs::write(d.join(STATUS_FILE), serde_json::to_string(&st).unwrap()).unwrap();
+        let mut f = Folder::open(&d, Kind::Trace, Claim::Own).unwrap();
+        f.start(true).unwrap();
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "mine");
+        assert!(!d.join("trace.json").exists());
+    }
+
+    #[test]
+    fn a_sub_folder_replaced_by_a_symbolic_link_is_neither_written_nor_cleaned_through() {
+        let outer = tempfile::tempdir().unwrap();
+        let d = outer.path().join("r");
+        let shared = outer.path().join("shared");
+        fs::create_dir(&shared).unwrap();
+        fs::write(shared.join("p50.svg"), "mine").unwrap();
+        let mut f = Folder::open(&d, Kind::Run, Claim::Own).unwrap();
+        f.start(true).unwrap();
+        f.text("plots/p50.svg", "<svg/>").unwrap();
+        f.finish(true).unwrap();
+        drop(f);
+        fs::remove_dir_all(d.join("plots")).unwrap();
+        std::os::unix::fs::symlink(&shared, d.join("plots")).unwrap();
+        let mut f = Folder::open(&d, Kind::Run, Claim::Own).unwrap();
+        f.start(true).unwrap();
+        assert_eq!(fs::read_to_string(shared.join("p50.svg")).unwrap(), "mine");
+        let e = f.text("plots/p50.svg", "<svg/>").unwrap_err().to_string();
+        assert!(e.contains("symbolic link"), "{e}");
+        assert_eq!(fs::read_to_string(shared.join("p50.svg")).unwrap(), "mine");
+    }
+
+    #[test]
+    fn the_lock_and_the_journal_are_never_opened_through_a_symbolic_link() {
+        let outer = tempfile::tempdir().unwrap();
+        let victim = outer.path().join("victim");
+        fs::write(&victim, "mine").unwrap();
+        let d = outer.path().join("r");
+        fs::create_dir(&d).unwrap();
+        std::os::unix::fs::symlink(&victim, d.join(LOCK)).unwrap();
+        assert!(Folder::open(&d, Kind::Exec, Claim::Own).is_err());
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "mine");
+        let d = outer.path().join("r2");
+        let mut f = Folder::open(&d, Kind::Exec, Claim::Own).unwrap();
+        f.start(true).unwrap();
+        std::os::unix::fs::symlink(&victim, d.join(JOURNAL)).unwrap();
+        assert!(f.text("exec.json", "{}").is_err());
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "mine");
+    }
+
+    #[test]
+    fn nothing_is_written_anywhere_inside_another_results_folder() {
+        let outer = tempfile::tempdir().unwrap();
+        let d = outer.path().join("trace");
+        let mut f = Folder::open(&d, Kind::Trace, Claim::Own).unwrap();
+        f.start(true).unwrap();
+        f.text("plots/a.svg", "<svg/>").unwrap();
+        f.finish(true).unwrap();
+        drop(f);
+        for inside in [
+            d.join("plots/sub"),
+            d.join("plots/sub/deeper"),
+            d.join("new"),
+        ] {
+            let e = Folder::open(&inside, Kind::Exec, Claim::Force)
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(
+                e.contains("inside a results folder of `alloclab trace`"),
+                "{e}"
+            );
+            assert!(!inside.exists());
+        }
+        let e = check_file_target(&d.join("plots/x.html")).unwrap_err();
+        assert!(e.contains("results folder of `alloclab trace`"), "{e}");
+        // The folder itself is opened again as usual.
+        assert!(Folder::open(&d, Kind::Trace, Claim::Own).is_ok());
     }
 }

@@ -46,6 +46,12 @@ pub enum ResultsError {
     NotAFolder { path: PathBuf, what: &'static str },
     #[error("{} holds files alloclab did not write ({sample}) and no folder.json of alloclab's: the results would mix with them and replace any of the same name. Give a new or empty folder, or add --force-out to write into it anyway (nothing in it is removed; files alloclab writes replace same-named ones)", .dir.display())]
     NotOurs { dir: PathBuf, sample: String },
+    #[error("{} is inside a results folder of `alloclab {by}` ({}), whose files are that measurement's; give a folder outside it", .dir.display(), .at.display())]
+    Inside {
+        dir: PathBuf,
+        by: &'static str,
+        at: PathBuf,
+    },
     #[error("{} is not a results folder of `alloclab {kind}` (no folder.json); give one that command wrote", .dir.display())]
     NotResults { dir: PathBuf, kind: &'static str },
     #[error("cannot write into {}: {source}; give a folder you may write into", .dir.display())]

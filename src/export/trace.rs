@@ -445,7 +445,7 @@ pub(crate) fn save_differential(
             ),
             unit,
         ) {
-            let file = format!("flamegraphs/diff.{name}.{what}.svg");
+            let file = format!("flamegraphs/diff/{name}.{what}.svg");
             folder.text(&file, &svg)?;
             written.push(file);
         }
@@ -486,10 +486,10 @@ pub(crate) fn stack_links(md: &mut String, labels: &[&str], written: &[String]) 
     if let [a, b, ..] = labels {
         let name = format!("{}-vs-{}", file_stem(a), file_stem(b));
         let graphs: Vec<String> = [
-            link("faults", format!("flamegraphs/diff.{name}.faults.svg")),
+            link("faults", format!("flamegraphs/diff/{name}.faults.svg")),
             link(
                 "memory syscalls",
-                format!("flamegraphs/diff.{name}.syscalls.svg"),
+                format!("flamegraphs/diff/{name}.syscalls.svg"),
             ),
         ]
         .into_iter()
@@ -693,7 +693,7 @@ mod tests {
             "flamegraphs/system.syscalls.svg",
             "stacks/mimalloc.faults.folded",
             "stacks/mimalloc.syscalls.folded",
-            "flamegraphs/diff.system-vs-mimalloc.syscalls.svg",
+            "flamegraphs/diff/system-vs-mimalloc.syscalls.svg",
         ]
         .map(String::from)
         .to_vec();
