@@ -264,39 +264,44 @@ fn two_specs_that_would_share_a_file_are_refused_before_anything_runs() {
     assert!(!out.exists());
 }
 
+/// Runs the lab with `args` in a process group of its own and presses Ctrl-C (SIGINT to
+/// the group) after 1.5 s: not a limit on anything measured, only when to interrupt
+/// a plan that takes far longer.
+fn interrupted_after_a_while(args: &[&str]) -> std::process::Output {
+    use std::os::unix::process::CommandExt;
+    let child = std::process::Command::new(driver_path())
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: plain integers; the child leads its own process group.
+    assert_eq!(unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) }, 0);
+    child.wait_with_output().unwrap()
+}
+
 /// exec's JSON and CSV rows say what ran after Ctrl-C (complete, stopped_by,
 /// runs_planned), Markdown says it first, and diff refuses such a side.
 #[test]
 fn an_interrupted_exec_says_so_in_every_format_and_diff_refuses_it() {
-    use std::os::unix::process::CommandExt;
     let dir = tempfile::tempdir().unwrap();
     let t = temporaries();
     let run = |format: &str| {
-        let child = std::process::Command::new(driver_path())
-            .args([
-                "exec",
-                "--runs",
-                "200",
-                "--allocators",
-                "system,jemalloc",
-                "--format",
-                format,
-                "--",
-                t.to_str().unwrap(),
-                "--iterations",
-                "100",
-            ])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .process_group(0)
-            .spawn()
-            .unwrap();
-        // Not a time limit on anything measured: only when to press Ctrl-C (400
-        // runs take far longer).
-        std::thread::sleep(std::time::Duration::from_millis(1500));
-        // SAFETY: plain integers; the child leads its own process group.
-        assert_eq!(unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) }, 0);
-        child.wait_with_output().unwrap()
+        interrupted_after_a_while(&[
+            "exec",
+            "--runs",
+            "200",
+            "--allocators",
+            "system,jemalloc",
+            "--format",
+            format,
+            "--",
+            t.to_str().unwrap(),
+            "--iterations",
+            "100",
+        ])
     };
     let o = run("json");
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
@@ -330,4 +335,22 @@ fn an_interrupted_exec_says_so_in_every_format_and_diff_refuses_it() {
     assert!(String::from_utf8(o.stdout)
         .unwrap()
         .starts_with("> **Incomplete:**"));
+}
+
+/// An interrupted tune is an interrupt (130, the signal named), not a failure, and its
+/// rows say what ran.
+#[test]
+fn an_interrupted_tune_says_so() {
+    let o = interrupted_after_a_while(&["tune", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("interrupted by SIGINT"),
+        "{}",
+        stderr(&o)
+    );
+    let rows = json(&o.stdout);
+    for r in rows.as_array().unwrap() {
+        assert_eq!(r["complete"], false, "{r}");
+        assert_eq!(r["stopped_by"], "SIGINT", "{r}");
+    }
 }

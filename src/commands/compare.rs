@@ -196,7 +196,7 @@ impl Ran {
 /// compare's row in JSON and CSV: the summary row and what ran of the session's plan
 /// (the same on every row, so that a row read alone still says it).
 #[derive(serde::Serialize)]
-struct CompareRow {
+pub(crate) struct CompareRow {
     #[serde(flatten)]
     row: SummaryRow,
     /// True only when every cell got its --processes processes and nothing stopped the
@@ -211,12 +211,22 @@ struct CompareRow {
 
 impl CompareRow {
     fn rows(rows: &[SummaryRow], ran: &Ran) -> Vec<CompareRow> {
+        Self::marked(rows, ran.complete(), ran.stopped_by(), ran.planned)
+    }
+
+    /// Rows of a session of cells (compare's, tune's) with what ran of its plan.
+    pub(crate) fn marked(
+        rows: &[SummaryRow],
+        complete: bool,
+        stopped_by: Option<String>,
+        processes_planned: u32,
+    ) -> Vec<CompareRow> {
         rows.iter()
             .map(|r| CompareRow {
                 row: r.clone(),
-                complete: ran.complete(),
-                stopped_by: ran.stopped_by(),
-                processes_planned: ran.planned,
+                complete,
+                stopped_by: stopped_by.clone(),
+                processes_planned,
             })
             .collect()
     }

@@ -79,9 +79,18 @@ pub fn run(args: &TuneArgs) -> Result<()> {
                 .flatten()
         })
         .collect();
+    let stopped_by = crate::ui::interrupt::interrupted()
+        .then(|| crate::ui::interrupt::signal_name().unwrap_or("an interrupt"));
     let text = match args.format {
         Format::Table => {
-            let mut t = format!(
+            let mut t = match stopped_by {
+                Some(sig) => format!(
+                    "incomplete: interrupted by {sig}; the rows are from the finished processes (procs) of the {} planned per set\n",
+                    args.processes
+                ),
+                None => String::new(),
+            };
+            t += &format!(
                 "{} {} at {} elements; {} processes per set in interleaved rounds (order seed {order_seed}), medians with {} intervals, significant beyond ±{} %{}\n\n",
                 args.workload,
                 args.variant,
@@ -120,9 +129,31 @@ pub fn run(args: &TuneArgs) -> Result<()> {
             }
             t
         }
-        format => export::render(format, &rows),
+        format => {
+            let marked = super::compare::CompareRow::marked(
+                &rows,
+                stopped_by.is_none(),
+                stopped_by.map(str::to_string),
+                args.processes,
+            );
+            match (format, stopped_by) {
+                (Format::Markdown, Some(sig)) => format!(
+                    "> **Incomplete:** interrupted by {sig}; the rows are from the finished processes (column processes) of the {} planned per set.\n\n{}",
+                    args.processes,
+                    export::render(format, &marked)
+                ),
+                _ => export::render(format, &marked),
+            }
+        }
     };
     super::print_out(&text)?;
+    if stopped_by.is_some() {
+        let done: usize = all.iter().map(|c| c.runs.len()).sum();
+        return Err(Error::Interrupted(format!(
+            "{done} of {} processes ran; sets without any say \"not run\"",
+            specs.len() * args.processes as usize
+        )));
+    }
     if rows.iter().any(|r| !r.status.is_ok()) {
         return Err(Error::RunFailed(
             "some knob sets failed (see their rows)".into(),
