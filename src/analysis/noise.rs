@@ -28,6 +28,20 @@ pub fn parse_per_seconds(s: &str) -> Result<f64, String> {
     }
 }
 
+/// The longest --process-time: a process keeps every iteration (up to a million), and a
+/// plan of `--processes` of them is to end within the hour or so.
+pub const MAX_PROCESS_TIME: f64 = 60.0;
+
+/// `--process-time`: seconds, more than 0 and at most [`MAX_PROCESS_TIME`].
+pub fn parse_process_time(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= MAX_PROCESS_TIME => Ok(v),
+        _ => Err(format!(
+            "'{s}' is not a process time calibrate --noise takes: give seconds above 0 and at most {MAX_PROCESS_TIME} (each process keeps every iteration it measures; 1 is the default)"
+        )),
+    }
+}
+
 /// The budgets judged in processes that measure `process_time` seconds of which the
 /// first `warmup` are a warm-up: those of which two whole windows fit after the warm-up
 /// (the within-process figure compares windows of one process).
@@ -766,6 +780,16 @@ mod tests {
         for bad in ["86400", "0.5", "0", "-1", "inf", "NaN", "x"] {
             let e = parse_per_seconds(bad).unwrap_err();
             assert!(e.contains("from 1 to 3600"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_process_time_is_bounded() {
+        assert_eq!(parse_process_time("1"), Ok(1.0));
+        assert_eq!(parse_process_time("60"), Ok(60.0));
+        for bad in ["86400", "60.5", "0", "-1", "nan", "inf", "x"] {
+            let e = parse_process_time(bad).unwrap_err();
+            assert!(e.contains("at most 60"), "{bad}: {e}");
         }
     }
 }

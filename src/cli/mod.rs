@@ -417,12 +417,13 @@ pub struct CalibrateArgs {
     /// With --noise: the variant of the cell.
     #[arg(long, default_value = "in-place", requires = "noise", value_parser = spec::parse_choice::<Variant>)]
     pub variant: Variant,
-    /// With --noise: worker processes, each keeping every iteration.
-    #[arg(long, default_value_t = 12, requires = "noise", value_parser = clap::value_parser!(u32).range(4..=1000))]
+    /// With --noise: worker processes (4 to 100), each keeping every iteration (up to
+    /// 1,000,000: 16 MB each in the driver).
+    #[arg(long, default_value_t = 12, requires = "noise", value_parser = clap::value_parser!(u32).range(4..=100))]
     pub processes: u32,
-    /// With --noise: seconds each process measures (budgets of which two windows fit after
-    /// the --warmup are judged; at least the warm-up + 0.01 s).
-    #[arg(long, default_value_t = 1.0, requires = "noise", value_parser = crate::model::budget::parse_timeout)]
+    /// With --noise: seconds each process measures, up to 60 (budgets of which two
+    /// windows fit after the --warmup are judged; at least the warm-up + 0.01 s).
+    #[arg(long, default_value_t = 1.0, requires = "noise", value_parser = crate::analysis::noise::parse_process_time)]
     pub process_time: f64,
     /// With --noise: the warm-up the budgets start after, in seconds (compare's
     /// --warmup-time).
