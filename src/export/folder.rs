@@ -392,6 +392,10 @@ pub fn check_folder_target(root: &Path) -> Result<(), ResultsError> {
             },
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => Err(ResultsError::NotAFolder {
+            path: root.to_path_buf(),
+            what: "path through something that is not a folder",
+        }),
         Err(source) => Err(ResultsError::Io {
             path: root.to_path_buf(),
             source,
@@ -553,8 +557,8 @@ impl Folder {
                 Claim::Force => {}
             }
         }
-        fs::create_dir_all(root).map_err(|source| ResultsError::Io {
-            path: root.to_path_buf(),
+        fs::create_dir_all(root).map_err(|source| ResultsError::NotWritable {
+            dir: root.to_path_buf(),
             source,
         })?;
         let lock = lock_folder(root)?;
