@@ -394,7 +394,7 @@ pub fn check_folder_target(root: &Path) -> Result<(), ResultsError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => Err(ResultsError::NotAFolder {
             path: root.to_path_buf(),
-            what: "path through something that is not a folder",
+            what: "path below a file or device",
         }),
         Err(source) => Err(ResultsError::Io {
             path: root.to_path_buf(),
