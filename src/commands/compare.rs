@@ -151,8 +151,17 @@ impl Ran {
     /// The table's processes clause: "6 process(es) per cell or more", or what ran of
     /// the plan.
     fn processes_clause(&self) -> String {
+        let min = self.per_cell.iter().min().copied().unwrap_or(0);
         if self.complete() {
             format!("{} process(es) per cell or more (procs)", self.planned)
+        } else if min >= self.planned as usize {
+            // Stopped during the adaptive rounds: every planned process ran.
+            format!(
+                "{} process(es) per cell: all {} planned, then adaptive rounds cut short ({}incomplete)",
+                self.range(),
+                self.planned,
+                if self.procs_column { "procs; " } else { "" }
+            )
         } else {
             format!(
                 "{} of the {} planned process(es) per cell ({}incomplete)",
@@ -697,6 +706,11 @@ mod tests {
         assert_eq!(
             r.rounds_clause(&adaptive),
             "6 for every cell, then 2 adaptive round(s) (3 runs finished) for the cells of comparisons still undecided or wider than the precision, the last interrupted by SIGTERM"
+        );
+        // Never "6–8 of the 6 planned".
+        assert_eq!(
+            r.processes_clause(),
+            "6–8 process(es) per cell: all 6 planned, then adaptive rounds cut short (procs; incomplete)"
         );
     }
 
