@@ -11,15 +11,6 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ExecRow {
     pub allocator: String,
-    /// Whether every planned round ran (false after Ctrl-C or SIGTERM), on every row so
-    /// that a row read alone says it; the signal that stopped it; the runs planned per
-    /// allocator (`runs` is how many finished).
-    #[serde(default)]
-    pub complete: Option<bool>,
-    #[serde(default)]
-    pub stopped_by: Option<String>,
-    #[serde(default)]
-    pub runs_planned: Option<u32>,
     /// "ok" or "failed".
     pub status: RunStatus,
     pub error: Option<String>,
@@ -67,6 +58,15 @@ pub struct ExecRow {
     /// `diff` compares two sides by.
     #[serde(default)]
     pub run_wall_ms: Vec<f64>,
+    /// Whether every planned round ran (false after Ctrl-C or SIGTERM), on every row so
+    /// that a row read alone says it; the signal that stopped it; the runs planned per
+    /// allocator (`runs` is how many finished).
+    #[serde(default)]
+    pub complete: Option<bool>,
+    #[serde(default)]
+    pub stopped_by: Option<String>,
+    #[serde(default)]
+    pub runs_planned: Option<u32>,
 }
 
 fn med(runs: &[ExecRun], f: impl Fn(&ExecRun) -> Option<f64>) -> Option<f64> {
