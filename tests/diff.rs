@@ -520,7 +520,7 @@ fn diff_names_what_it_got_and_reads_bounded_regular_files() {
         .unwrap();
     refused(
         &diff_of(&good, &big, &[]),
-        &["big.csv: 300 MiB, more than the 256 MiB diff reads"],
+        &["big.csv: 300 MiB, more than the 256 MiB alloclab reads"],
     );
     // Other outputs of the lab, named.
     let file = |name: &str, text: &str| {

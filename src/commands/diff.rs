@@ -30,62 +30,14 @@ pub const MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
 /// What diff reads, for the messages that refuse something else.
 const READS: &str = "diff compares results folders of `alloclab run` or `alloclab exec --out` (or their exec.json), and the output of `alloclab compare --format json` / `--format csv` or `alloclab exec --format json`";
 
-/// What a file system object is, in words.
-fn kind_of(t: &std::fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    if t.is_dir() {
-        "a folder"
-    } else if t.is_file() {
-        "a regular file"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else if t.is_fifo() {
-        "a FIFO (named pipe)"
-    } else if t.is_socket() {
-        "a socket"
-    } else {
-        "neither a file nor a folder"
-    }
-}
-
 /// The text of `path`: a regular file (symlinks followed) of at most
-/// [`MAX_INPUT_BYTES`], in UTF-8. Devices, FIFOs and sockets are refused by their kind
-/// before they are opened (a FIFO would block, /dev/zero never ends).
+/// [`MAX_INPUT_BYTES`], in UTF-8 (the lab's one bounded reader), or why not.
 fn read_bounded(path: &Path) -> std::result::Result<String, String> {
-    use std::io::Read;
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read it: {e}"))?;
-    if !meta.is_file() {
-        return Err(format!(
-            "{}, not a regular file; {READS}",
-            kind_of(&meta.file_type())
-        ));
-    }
-    let too_big = |bytes: u64| {
-        format!(
-            "{} MiB, more than the {} MiB diff reads from a file; {READS} (all far smaller)",
-            crate::fmt::group_thousands((bytes / (1024 * 1024)) as i64),
-            MAX_INPUT_BYTES / (1024 * 1024)
-        )
-    };
-    if meta.len() > MAX_INPUT_BYTES {
-        return Err(too_big(meta.len()));
-    }
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot read it: {e}"))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_INPUT_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read it: {e}"))?;
-    if bytes.len() as u64 > MAX_INPUT_BYTES {
-        // It grew while being read.
-        return Err(too_big(bytes.len() as u64));
-    }
-    String::from_utf8(bytes).map_err(|e| {
-        format!(
-            "not text (byte {} is not UTF-8); {READS}",
-            e.utf8_error().valid_up_to()
-        )
+    use crate::export::results::{read_limited, ResultsError};
+    read_limited(path, MAX_INPUT_BYTES).map_err(|e| match e {
+        ResultsError::Invalid { why, .. } => format!("{why}; {READS}"),
+        ResultsError::Io { source, .. } => format!("cannot read it: {source}"),
+        other => other.to_string(),
     })
 }
 

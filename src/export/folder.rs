@@ -353,7 +353,7 @@ pub fn kind_of_path(m: &fs::Metadata) -> &'static str {
     } else if t.is_block_device() {
         "block device"
     } else if t.is_fifo() {
-        "FIFO"
+        "FIFO (named pipe)"
     } else if t.is_socket() {
         "socket"
     } else {
@@ -1148,7 +1148,7 @@ mod tests {
         assert_eq!(made, 0);
         assert!(check_file_target(&fifo).unwrap_err().contains("FIFO"));
         let e = write_atomic(&fifo, b"x").unwrap_err().to_string();
-        assert!(e.contains("FIFO, not a regular file"), "{e}");
+        assert!(e.contains("FIFO (named pipe), not a regular file"), "{e}");
         fs::write(d.join("real.html"), "mine").unwrap();
         std::os::unix::fs::symlink(d.join("real.html"), d.join("link.html")).unwrap();
         assert!(check_file_target(&d.join("link.html"))

@@ -117,32 +117,45 @@ pub fn rfc3339(unix: u64) -> String {
 /// device such as /dev/zero, a FIFO) and what is larger than `limit` bytes, without
 /// reading more than that.
 pub fn read_limited(path: &Path, limit: u64) -> Result<String, ResultsError> {
+    let invalid = |why: String| ResultsError::Invalid {
+        path: path.to_path_buf(),
+        why,
+    };
+    let too_big = |bytes: u64| {
+        invalid(format!(
+            "{} MiB, more than the {} MiB alloclab reads from a file",
+            crate::fmt::group_thousands((bytes >> 20) as i64),
+            limit >> 20
+        ))
+    };
+    // Refused by their kind before they are opened: a FIFO would block, /dev/zero
+    // never ends.
     let m = fs::metadata(path).map_err(io_err(path))?;
     if !m.is_file() {
-        return Err(ResultsError::Invalid {
-            path: path.to_path_buf(),
-            why: format!(
-                "is a {}, not a regular file",
-                super::folder::kind_of_path(&m)
-            ),
-        });
+        return Err(invalid(format!(
+            "a {}, not a regular file",
+            super::folder::kind_of_path(&m)
+        )));
     }
-    let mut text = String::new();
+    if m.len() > limit {
+        return Err(too_big(m.len()));
+    }
+    let mut bytes = Vec::new();
     File::open(path)
         .map_err(io_err(path))?
         .take(limit + 1)
-        .read_to_string(&mut text)
+        .read_to_end(&mut bytes)
         .map_err(io_err(path))?;
-    if text.len() as u64 > limit {
-        return Err(ResultsError::Invalid {
-            path: path.to_path_buf(),
-            why: format!(
-                "larger than {} MiB; alloclab reads files up to that size",
-                limit >> 20
-            ),
-        });
+    if bytes.len() as u64 > limit {
+        // It grew while being read.
+        return Err(too_big(bytes.len() as u64));
     }
-    Ok(text)
+    String::from_utf8(bytes).map_err(|e| {
+        invalid(format!(
+            "not text (byte {} is not UTF-8)",
+            e.utf8_error().valid_up_to()
+        ))
+    })
 }
 
 /// A failure as kept on disk.
