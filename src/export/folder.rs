@@ -575,16 +575,6 @@ impl Folder {
             && foreign_entries(root)?.iter().all(|n| generated_name(n));
         let status = match on_disk {
             Some(s) => s,
-            None if legacy_pages => Status {
-                schema: SCHEMA.into(),
-                kind,
-                complete: false,
-                started: rfc3339(unix_now()),
-                finished: None,
-                command_line: crate::counters::envinfo::command_line(),
-                // Cleaned by the names generate writes (legacy_files).
-                files: None,
-            },
             None => Status {
                 schema: SCHEMA.into(),
                 kind,
@@ -592,9 +582,10 @@ impl Folder {
                 started: rfc3339(unix_now()),
                 finished: None,
                 command_line: crate::counters::envinfo::command_line(),
-                // A folder the lab did not make (or made before the manifest) holds no
-                // file of this measurement yet: nothing in it is the lab's to remove.
-                files: Some(Vec::new()),
+                // A folder the lab did not make holds no file of this measurement yet:
+                // nothing in it is the lab's to remove — but the pages of an earlier
+                // generate, cleaned by their names (legacy_files).
+                files: (!legacy_pages).then(Vec::new),
             },
         };
         // Only plain paths inside the folder: a hand-edited folder.json naming
