@@ -501,10 +501,17 @@ pub fn run_timeline<'a>(
         Task::Exec { time_ns, pid, comm } => Some((*time_ns, *pid, comm.clone())),
         Task::Exit { .. } => None,
     })?;
-    let exit = script.tasks.iter().find_map(|t| match t {
-        Task::Exit { time_ns, pid: p } if *p == pid && *time_ns >= start_ns => Some(*time_ns),
-        _ => None,
-    });
+    // The run ends when the process ends: the last exit of its threads (perf reports an
+    // exit per thread, every one with the process's pid; the first one is a thread that
+    // ended early, such as one of OpenBLAS's).
+    let exit = script
+        .tasks
+        .iter()
+        .filter_map(|t| match t {
+            Task::Exit { time_ns, pid: p } if *p == pid && *time_ns >= start_ns => Some(*time_ns),
+            _ => None,
+        })
+        .max();
     let mut sorted: Vec<&Event> = script
         .events
         .iter()
@@ -1163,6 +1170,21 @@ mod tests {
 700/700 10.002600000: exceptions:page_fault_user: address=0x1 ip=0x2 error_code=0x6 ffffffff821f5340 exc_page_fault ([kernel.kallsyms])
 700/700 10.003000000: PERF_RECORD_EXIT(700:700):(699:699)
 ";
+
+    #[test]
+    fn a_command_run_ends_when_its_last_thread_ends_not_its_first() {
+        // A thread (701) of the process ends before the process's last brk.
+        let text = COMMAND.replace(
+            "700/700 10.002500000:     syscalls:sys_enter_brk",
+            "700/701 10.002000000: PERF_RECORD_EXIT(700:701):(700:700)\n700/700 10.002500000:     syscalls:sys_enter_brk",
+        );
+        let script = parse_perf_script(&text, 64);
+        assert_eq!(script.skipped, 0);
+        let tl = run_timeline(&script, true, 200).unwrap();
+        assert_eq!(tl.end_ns - tl.start_ns, 3_000_000);
+        assert_eq!(tl.totals.brk, 3, "the brk after the thread's exit counts");
+        assert_eq!(tl.faults, Some(2));
+    }
 
     #[test]
     fn a_command_timeline_starts_each_image_afresh() {
