@@ -46,6 +46,7 @@ fn traced(
             thp_never: false,
             timeout: Some(Duration::from_secs(120)),
             count_syscalls: false,
+            launcher_apart: false,
             trace: Some(ptrace::Scope::Worker),
             capture_stdout: true,
             log_calls: false,

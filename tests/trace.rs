@@ -337,6 +337,63 @@ fn a_command_trace_without_perf_events_times_the_syscalls_with_ptrace() {
     );
 }
 
+/// `trace -- CMD` of a program whose threads end one after another, with memory calls of
+/// its main thread after the last of them: under glibc every kind of memory syscall the
+/// lab recorded equals what `perf stat` counts of the same command, and under every
+/// allocator the recorded calls equal the lab's own counters beside the recording (the
+/// same run), said on the line.
+#[test]
+#[ignore = "needs the perf tool and perf events (root or CAP_PERFMON); .ci/run runs it with --ignored"]
+fn a_command_trace_counts_every_thread_as_perf_stat_does_and_checks_itself() {
+    if let Err(why) = perf_usable() {
+        panic!("{why}");
+    }
+    let program = example("staggered");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t");
+    let o = Command::new(driver_path())
+        .args(["trace", "--runs", "1", "--out"])
+        .arg(&out)
+        .arg("--")
+        .arg(&program)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let console = String::from_utf8_lossy(&o.stdout).into_owned();
+    let trace = json(&out.join("trace.json"));
+    let (stat, ran) = perf_stat(&Command::new(&program));
+    assert!(ran.status.success());
+    let calls = ["brk", "mmap", "munmap", "madvise", "mremap"];
+    for t in trace["allocators"].as_array().unwrap() {
+        let label = t["label"].as_str().unwrap();
+        assert!(t["failure"].is_null(), "{label}: {}", t["failure"]);
+        let check = &t["count_check"];
+        assert_eq!(check["agrees"], true, "{label}: {check}");
+        for c in calls {
+            assert_eq!(
+                t["syscalls"][c], check["counted"][c],
+                "{label} {c}: recorded vs counted beside"
+            );
+        }
+        assert!(
+            console.contains(check["text"].as_str().unwrap()),
+            "{label}: the check is said on the console: {console}"
+        );
+        if label == "system" {
+            for c in calls {
+                assert_eq!(
+                    t["syscalls"][c].as_u64().unwrap(),
+                    stat[&format!("syscalls:sys_enter_{c}")],
+                    "system {c}: the lab's trace against perf stat of the same command"
+                );
+            }
+            // The main thread's calls after every thread ended are in: 5 madvise of
+            // its own, besides any of the threads' stacks.
+            assert!(t["syscalls"]["madvise"].as_u64().unwrap() >= 5, "{t}");
+        }
+    }
+}
+
 /// `trace -- CMD` on a program the lab did not write as a workload (the founding case's
 /// out-of-place pattern through libc's malloc): glibc's brk calls are attributed to the
 /// trim in free, jemalloc's madvise to its purge path; the faults perf's tracepoint saw

@@ -383,6 +383,73 @@ impl IterationEvents {
     }
 }
 
+/// A traced run's recorded memory syscalls against an independent count of the same run
+/// (the lab's tracepoint counters beside perf's recording).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CountCheck {
+    /// The independent count; None where there is none (`text` says why).
+    pub counted: Option<crate::model::counts::SyscallCounts>,
+    /// Whether every kind's count equals the recorded one (None: not checked).
+    pub agrees: Option<bool>,
+    pub text: String,
+}
+
+fn kinds_text(brk: u64, mmap: u64, munmap: u64, madvise: u64, mremap: u64) -> String {
+    let mut parts: Vec<String> = [
+        (brk, "brk"),
+        (mmap, "mmap"),
+        (munmap, "munmap"),
+        (madvise, "madvise"),
+    ]
+    .iter()
+    .map(|(n, k)| format!("{n} {k}"))
+    .collect();
+    if mremap > 0 {
+        parts.push(format!("{mremap} mremap"));
+    }
+    parts.join(", ")
+}
+
+/// Checks `recorded` (the run's memory syscalls as sampled) against `counted`, or says
+/// why nothing was checked.
+pub fn count_check(
+    recorded: &IterationEvents,
+    counted: Result<crate::model::counts::SyscallCounts, String>,
+) -> CountCheck {
+    let c = match counted {
+        Ok(c) => c,
+        Err(why) => {
+            return CountCheck {
+                counted: None,
+                agrees: None,
+                text: format!("the recorded counts are not checked: {why}"),
+            }
+        }
+    };
+    let r = recorded;
+    let rec = kinds_text(r.brk, r.mmap, r.munmap, r.madvise, r.mremap);
+    let cnt = kinds_text(c.brk, c.mmap, c.munmap, c.madvise, c.mremap);
+    let agrees = (r.brk, r.mmap, r.munmap, r.madvise, r.mremap)
+        == (c.brk, c.mmap, c.munmap, c.madvise, c.mremap);
+    let text = if agrees {
+        format!(
+            "all {} memory syscalls counted beside the recording were recorded ({rec})",
+            c.memory()
+        )
+    } else {
+        format!(
+            "MISMATCH: {} memory syscalls recorded ({rec}) where the counters beside the recording counted {} ({cnt}); the shares above are of the recorded ones",
+            r.syscalls(),
+            c.memory()
+        )
+    };
+    CountCheck {
+        counted: Some(c),
+        agrees: Some(agrees),
+        text,
+    }
+}
+
 /// Events placed into iterations by time: per iteration its syscalls, and the samples
 /// that fell inside some iteration (those outside the measured iterations — set-up,
 /// warm-up, the lab's own reads between iterations, exit — are left out).
@@ -1170,6 +1237,44 @@ mod tests {
 700/700 10.002600000: exceptions:page_fault_user: address=0x1 ip=0x2 error_code=0x6 ffffffff821f5340 exc_page_fault ([kernel.kallsyms])
 700/700 10.003000000: PERF_RECORD_EXIT(700:700):(699:699)
 ";
+
+    #[test]
+    fn the_count_check_agrees_only_when_every_kind_is_equal_and_says_why_when_unchecked() {
+        use crate::model::counts::SyscallCounts;
+        let recorded = IterationEvents {
+            brk: 13,
+            mmap: 20,
+            munmap: 10,
+            madvise: 8,
+            ..IterationEvents::default()
+        };
+        let counted = SyscallCounts {
+            brk: 13,
+            mmap: 20,
+            munmap: 10,
+            madvise: 8,
+            mremap: 0,
+            all: Some(400),
+        };
+        let ok = count_check(&recorded, Ok(counted));
+        assert_eq!(ok.agrees, Some(true));
+        assert!(ok.text.starts_with("all 51 memory syscalls"), "{}", ok.text);
+        // The same total, split differently, is a mismatch too.
+        let moved = SyscallCounts {
+            brk: 12,
+            madvise: 9,
+            ..counted
+        };
+        let bad = count_check(&recorded, Ok(moved));
+        assert_eq!(bad.agrees, Some(false));
+        assert!(bad
+            .text
+            .starts_with("MISMATCH: 51 memory syscalls recorded (13 brk"));
+        assert!(bad.text.contains("counted 51 (12 brk"), "{}", bad.text);
+        let none = count_check(&recorded, Err("no perf events".into()));
+        assert_eq!((none.agrees, none.counted), (None, None));
+        assert!(none.text.ends_with("no perf events"));
+    }
 
     #[test]
     fn a_command_run_ends_when_its_last_thread_ends_not_its_first() {

@@ -380,9 +380,22 @@ fn run_command(args: &TraceArgs) -> Result<()> {
         thp_never: args.thp == crate::model::spec::Thp::Never,
         timeout: settings.timeout,
         count_syscalls: false,
+        launcher_apart: false,
         trace: None,
         capture_stdout: false,
         log_calls: false,
+    };
+    // Beside perf's recording, the lab's own tracepoint counters count the same run (perf
+    // and what it starts, less perf's own thread): an independent count that the recorded
+    // calls are checked against. None where they cannot be opened.
+    let beside: std::result::Result<(), String> =
+        crate::counters::linux::perf::SyscallCounters::open()
+            .map(drop)
+            .map_err(|why| why.0);
+    let recorded = crate::engine::spawn::LaunchOptions {
+        count_syscalls: sampling.is_ok() && beside.is_ok(),
+        launcher_apart: true,
+        ..opts
     };
     let mut traces = Vec::new();
     for a in &settings.allocators {
@@ -403,9 +416,17 @@ fn run_command(args: &TraceArgs) -> Result<()> {
                     )
                     .map_err(Error::failed)?;
                 let wrapper = trace::record_argv(s, data.path(), &extra);
-                trace_one(&settings, a, Some(&wrapper), &opts).and_then(|run| {
-                    run.map(|_| trace::read_script(s, data.path(), true).map_err(|f| f.cause))
-                        .transpose()
+                trace_one(&settings, a, Some(&wrapper), &recorded).and_then(|run| {
+                    run.map(|r| {
+                        let counted = match &beside {
+                            Ok(()) => r.syscalls.map_err(|u| u.0),
+                            Err(why) => Err(why.clone()),
+                        };
+                        trace::read_script(s, data.path(), true)
+                            .map(|(script, lost)| (script, lost, counted))
+                            .map_err(|f| f.cause)
+                    })
+                    .transpose()
                 })
             }
             Err(_) => {
@@ -415,8 +436,12 @@ fn run_command(args: &TraceArgs) -> Result<()> {
                     ..opts
                 };
                 let t0 = crate::counters::linux::ptrace::monotonic_ns();
-                trace_one(&settings, a, None, &traced)
-                    .map(|run| run.map(|r| (ptrace_script(&settings, t0, &r), None)))
+                trace_one(&settings, a, None, &traced).map(|run| {
+                    run.map(|r| {
+                        let only = "the ptrace tracer's count is the only one of a run traced without perf";
+                        (ptrace_script(&settings, t0, &r), None, Err(only.to_string()))
+                    })
+                })
             }
         };
         if interrupted() {
@@ -426,11 +451,12 @@ fn run_command(args: &TraceArgs) -> Result<()> {
         }
         let t = match outcome {
             Ok(None) => break,
-            Ok(Some((script, lost))) => {
+            Ok(Some((script, lost, counted))) => {
                 match analysis::run_timeline(&script, faults_counted, 200) {
                     Some(tl) => {
                         progress.finish_with("traced", false);
-                        command_trace(&label, a.allocator, tl, &script, lost, untraced)
+                        let check = analysis::count_check(&tl.totals, counted);
+                        command_trace(&label, a.allocator, tl, &script, lost, untraced, check)
                     }
                     None => {
                         progress.finish_with("no exec seen", true);
@@ -605,6 +631,7 @@ fn command_trace(
     script: &analysis::Script,
     lost: Option<String>,
     untraced: Untraced,
+    check: analysis::CountCheck,
 ) -> CommandTrace {
     let attributions = analysis::attribute_among(&tl.inside, 1.0, tl.faults.map(|f| f as f64));
     let mut mechanism = analysis::run_mechanism(label, &attributions, &tl.totals);
@@ -680,6 +707,7 @@ fn command_trace(
         ratio_range,
         skipped_lines: script.skipped,
         lost,
+        count_check: check,
         faults_folded: analysis::fold(&tl.inside, &[EventKind::Fault]),
         syscalls_folded: analysis::fold(&tl.inside, &EventKind::SYSCALLS),
         bins: tl.bins,

@@ -358,6 +358,7 @@ pub fn run_session(
         thp_never: settings.thp == Thp::Never,
         timeout: settings.timeout,
         count_syscalls: matches!(plan, CounterPlan::Perf(_)),
+        launcher_apart: false,
         trace: None,
         capture_stdout: false,
         log_calls: false,
@@ -496,6 +497,7 @@ pub fn run_session(
         let traced = LaunchOptions {
             trace: Some(crate::counters::linux::ptrace::Scope::Tree),
             count_syscalls: false,
+            launcher_apart: false,
             ..opts
         };
         for (i, cmd) in prepared.iter().enumerate() {

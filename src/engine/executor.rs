@@ -190,6 +190,7 @@ impl ProcessExecutor {
                 thp_never: false,
                 timeout: Some(self.timeout),
                 count_syscalls: false,
+                launcher_apart: false,
                 trace,
                 capture_stdout: true,
                 log_calls: false,

@@ -241,6 +241,11 @@ pub struct LaunchOptions {
     pub timeout: Option<Duration>,
     /// Attach syscall counters (perf tracepoints) to the child.
     pub count_syscalls: bool,
+    /// With `count_syscalls`: the child's program is a launcher (`perf record`) that
+    /// runs the command as its child. Its own thread's calls are counted apart and left
+    /// out, so that [`ChildRun::syscalls`] holds what the command's tree did (a launcher
+    /// thread of its own would be counted with the command).
+    pub launcher_apart: bool,
     /// Count memory syscalls with ptrace + seccomp instead (no privileges needed; the run
     /// is slowed by every trapped call, so its time is not used): a command's whole
     /// process tree, or a worker's calls between its phase markers.
@@ -424,7 +429,12 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
     unsafe { libc::setpgid(pid, pid) };
 
     let counters = if opts.count_syscalls && opts.trace.is_none() {
-        match SyscallCounters::open_for_exec(pid) {
+        let launcher = || {
+            opts.launcher_apart
+                .then(|| SyscallCounters::open_for_exec_thread(pid))
+                .transpose()
+        };
+        match SyscallCounters::open_for_exec(pid).and_then(|c| Ok((c, launcher()?))) {
             Ok(c) => Some(c),
             Err(why) => {
                 kill_group(pid);
@@ -539,7 +549,10 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
     };
     let syscalls = match (traced, counters) {
         (Some(counts), _) => Ok(counts),
-        (None, Some(mut c)) => c.read(),
+        (None, Some((mut c, None))) => c.read(),
+        (None, Some((mut c, Some(mut launcher)))) => {
+            c.read().and_then(|all| Ok(all.less(&launcher.read()?)))
+        }
         (None, None) => Err(Unavailable("syscall counting is off".into())),
     };
     Ok(ChildRun {

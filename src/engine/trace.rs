@@ -94,6 +94,9 @@ pub fn record_argv(sampling: &Sampling, data: &Path, extra: &[String]) -> Vec<Os
         "record".into(),
         // Without -q: perf's own errors (a full disk) are said on its stderr.
         "--no-buildid-cache".into(),
+        // No side-band thread for BPF events: perf's own calls are then all on its main
+        // thread, which the lab's counters beside the recording leave out.
+        "--no-bpf-event".into(),
         "-k".into(),
         "mono".into(),
         "--call-graph".into(),

@@ -9,7 +9,7 @@ use super::folder::Folder;
 use super::results::ResultsError;
 use super::svg::{self, Axis, Chart, Scale, Series};
 use super::trace::{file_stem, files_list, lines, save_differential, save_stacks, stack_links};
-use crate::analysis::trace::{Attribution, Bin, IterationEvents};
+use crate::analysis::trace::{Attribution, Bin, CountCheck, IterationEvents};
 use crate::fmt::{fmt_ns, group_thousands, human_bytes};
 use crate::model::spec::Allocator;
 use serde::Serialize;
@@ -57,6 +57,8 @@ pub struct CommandTrace {
     pub ratio_range: Option<(f64, f64)>,
     pub skipped_lines: usize,
     pub lost: Option<String>,
+    /// The recorded memory syscalls against the lab's counters of the same run.
+    pub count_check: CountCheck,
     #[serde(skip)]
     pub bins: Vec<Bin>,
     /// `time_ms,pid,call,bytes,advice,cause` rows.
@@ -89,6 +91,7 @@ impl CommandTrace {
             ratio_range: None,
             skipped_lines: 0,
             lost: None,
+            count_check: CountCheck::default(),
             bins: Vec::new(),
             syscall_rows: Vec::new(),
             faults_folded: Vec::new(),
@@ -413,7 +416,13 @@ pub fn markdown(report: &CommandTraceReport, written: &[String]) -> String {
     }
     let _ = writeln!(md, "\n## What tracing cost\n");
     for t in report.allocators.iter().filter(|t| t.traced()) {
-        let _ = writeln!(md, "* {}: {}", t.label, cost_text(t, report));
+        let _ = writeln!(
+            md,
+            "* {}: {}; {}",
+            t.label,
+            cost_text(t, report),
+            t.count_check.text
+        );
     }
     let _ = writeln!(
         md,
@@ -468,6 +477,7 @@ pub fn console(report: &CommandTraceReport, out: &Path, written: &[String]) -> S
         if let Some(p) = t.peak_rss_bytes {
             let _ = writeln!(s, "  peak RSS of the command's process {}", human_bytes(p));
         }
+        let _ = writeln!(s, "  {}", t.count_check.text);
         if let Some(l) = &t.lost {
             let _ = writeln!(s, "  perf: {l}");
         }

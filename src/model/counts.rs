@@ -28,6 +28,26 @@ pub struct SyscallCounts {
     pub all: Option<u64>,
 }
 
+impl SyscallCounts {
+    /// These counts less `other`'s (counts of a part of what these counted), each at
+    /// least 0.
+    pub fn less(&self, other: &SyscallCounts) -> SyscallCounts {
+        SyscallCounts {
+            brk: self.brk.saturating_sub(other.brk),
+            mmap: self.mmap.saturating_sub(other.mmap),
+            munmap: self.munmap.saturating_sub(other.munmap),
+            madvise: self.madvise.saturating_sub(other.madvise),
+            mremap: self.mremap.saturating_sub(other.mremap),
+            all: self.all.zip(other.all).map(|(a, b)| a.saturating_sub(b)),
+        }
+    }
+
+    /// The memory syscalls: brk, mmap, munmap, madvise and mremap.
+    pub fn memory(&self) -> u64 {
+        self.brk + self.mmap + self.munmap + self.madvise + self.mremap
+    }
+}
+
 /// How syscalls are counted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]

@@ -26,11 +26,12 @@ pub fn driver_path() -> PathBuf {
 /// `examples/temporaries` (built by `cargo test`): the founding case's out-of-place
 /// pattern through libc's malloc.
 pub fn temporaries() -> PathBuf {
-    let p = driver_path()
-        .parent()
-        .unwrap()
-        .join("examples")
-        .join("temporaries");
+    example("temporaries")
+}
+
+/// `examples/<name>`, built by `cargo test`.
+pub fn example(name: &str) -> PathBuf {
+    let p = driver_path().parent().unwrap().join("examples").join(name);
     assert!(p.is_file(), "{} is built by cargo test", p.display());
     p
 }

@@ -107,7 +107,7 @@ fn paranoid_level() -> String {
 impl SyscallCounters {
     /// Opens every counter, or says why syscall counts are unavailable.
     pub fn open() -> Result<Self, Unavailable> {
-        Self::open_on(0, true)
+        Self::open_on(0, true, true)
     }
 
     /// Counters on another process (`pid`, not yet exec'd) that start counting when it
@@ -116,10 +116,17 @@ impl SyscallCounters {
     /// the exec on its own. Read them after the process is reaped: the counts of its
     /// exited descendants are folded in as they exit.
     pub fn open_for_exec(pid: libc::pid_t) -> Result<Self, Unavailable> {
-        Self::open_on(pid, false)
+        Self::open_on(pid, false, true)
     }
 
-    fn open_on(pid: libc::pid_t, grouped: bool) -> Result<Self, Unavailable> {
+    /// As [`Self::open_for_exec`], but on `pid`'s own thread only: nothing it starts is
+    /// counted. With both on one launcher (perf record, which starts the command as its
+    /// child), the difference is what the launcher's children did.
+    pub fn open_for_exec_thread(pid: libc::pid_t) -> Result<Self, Unavailable> {
+        Self::open_on(pid, false, false)
+    }
+
+    fn open_on(pid: libc::pid_t, grouped: bool, inherit: bool) -> Result<Self, Unavailable> {
         let root = tracefs_root()?;
         let mut counters: Vec<(Syscall, Counter)> = Vec::with_capacity(TRACEPOINTS.len());
         for (syscall, category, name) in TRACEPOINTS {
@@ -129,7 +136,7 @@ impl SyscallCounters {
             builder
                 .exclude_kernel(false)
                 .exclude_hv(false)
-                .inherit(true)
+                .inherit(inherit)
                 .any_cpu();
             if pid != 0 {
                 builder.observe_pid(pid);
