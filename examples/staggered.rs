@@ -56,7 +56,10 @@ fn main() {
             })
         })
         .collect();
-    let mut sum: u64 = handles.into_iter().map(|h| h.join().expect("a thread panicked")).sum();
+    let mut sum: u64 = handles
+        .into_iter()
+        .map(|h| h.join().expect("a thread panicked"))
+        .sum();
     let len = 300 << 10;
     for _ in 0..rounds {
         // SAFETY: a block of `len` bytes, written within its length and freed once; the

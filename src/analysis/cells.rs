@@ -104,6 +104,41 @@ pub fn row(cell: &Cell) -> SummaryRow {
     row.rss_start_bytes = round(med(&|r| r.rss_start_bytes.map(|v| v as f64)));
     row.rss_end_bytes = round(med(&|r| r.rss_end_bytes.map(|v| v as f64)));
     row.rss_peak_bytes = round(med(&|r| Some(r.rss_peak_bytes as f64)));
+    use crate::analysis::modes::{behaviours, Unit};
+    let all = |get: &dyn Fn(&RunRecord) -> Option<f64>| {
+        let v = values(get);
+        // A figure only where every process has it.
+        if v.len() == records.len() {
+            v
+        } else {
+            Vec::new()
+        }
+    };
+    row.behaviours = behaviours(&[
+        ("p50", Unit::Ns, p50s.clone()),
+        (
+            "minor faults per iteration",
+            Unit::Count,
+            all(&|r| Some(r.minflt_per_iter)),
+        ),
+        ("brk per iteration", Unit::Count, all(&|r| r.brk_per_iter)),
+        ("mmap per iteration", Unit::Count, all(&|r| r.mmap_per_iter)),
+        (
+            "munmap per iteration",
+            Unit::Count,
+            all(&|r| r.munmap_per_iter),
+        ),
+        (
+            "madvise per iteration",
+            Unit::Count,
+            all(&|r| r.madvise_per_iter),
+        ),
+        (
+            "mremap per iteration",
+            Unit::Count,
+            all(&|r| r.mremap_per_iter),
+        ),
+    ]);
     row
 }
 
@@ -225,6 +260,65 @@ mod tests {
     use super::*;
     use crate::counters::load::Load;
     use crate::model::summary::sample;
+
+    /// A cell of six processes from the stored record, with each process's p50 and
+    /// faults per iteration set.
+    fn cell_of(figures: &[(u64, f64)]) -> Cell {
+        let record: RunRecord =
+            serde_json::from_str(include_str!("../../tests/data/record.json")).unwrap();
+        let spec = crate::model::run::RunSpec {
+            allocator: crate::model::spec::Allocator::System,
+            workload: crate::model::spec::Workload::Scale,
+            variant: crate::model::spec::Variant::OutOfPlace,
+            size: record.size,
+            threads: 1,
+            seed: 0,
+            knobs: Vec::new(),
+            thp: Default::default(),
+            library: None,
+        };
+        let runs = figures
+            .iter()
+            .enumerate()
+            .map(|(i, &(p50, minflt))| {
+                let mut r = record.clone();
+                (r.p50_ns, r.minflt_per_iter) = (p50, minflt);
+                (i as u32, Ok(r))
+            })
+            .collect();
+        Cell { spec, runs }
+    }
+
+    #[test]
+    fn a_cell_whose_processes_fault_in_two_groups_says_two_behaviours_and_its_verdicts_say_so() {
+        let two = cell_of(&[
+            (1000, 176.0),
+            (1010, 283.0),
+            (1005, 176.5),
+            (995, 282.0),
+            (1002, 175.5),
+            (1001, 283.5),
+        ]);
+        let r = row(&two);
+        let figures: Vec<&str> = r.behaviours.iter().map(|b| b.figure.as_str()).collect();
+        assert_eq!(
+            figures,
+            ["minor faults per iteration"],
+            "{:?}",
+            r.behaviours
+        );
+        assert_eq!(r.behaviours[0].groups[0].count, 3);
+        let notes = crate::analysis::explain::behaviour_notes(&[r]);
+        assert_eq!(notes.len(), 1);
+        assert!(
+            notes[0].contains(
+                "2 behaviours of minor faults per iteration: 176 in 3 processes, 283 in 3"
+            ),
+            "{notes:?}"
+        );
+        let one = cell_of(&[(1000, 200.0); 6]);
+        assert!(row(&one).behaviours.is_empty());
+    }
 
     #[test]
     fn a_quiet_machine_gets_no_note_and_a_busy_one_says_why() {

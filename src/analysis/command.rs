@@ -1,6 +1,7 @@
 //! A command's runs summarized: one row per allocator, medians over its runs with
 //! intervals, and wall-time ratios against the first allocator from paired rounds.
 
+use crate::analysis::modes::{self, Behaviours, Unit};
 use crate::analysis::stats::{compare_paired, level, median, median_ci, Comparison};
 use crate::model::command::{AllocatorRuns, ExecRecord, ExecRun};
 use crate::model::summary::RunStatus;
@@ -67,6 +68,10 @@ pub struct ExecRow {
     pub stopped_by: Option<String>,
     #[serde(default)]
     pub runs_planned: Option<u32>,
+    /// The figures whose runs fall into two or more groups ([`crate::analysis::modes`]):
+    /// their medians above describe no run.
+    #[serde(default)]
+    pub behaviours: Vec<Behaviours>,
 }
 
 fn med(runs: &[ExecRun], f: impl Fn(&ExecRun) -> Option<f64>) -> Option<f64> {
@@ -98,6 +103,7 @@ fn row_of(a: &AllocatorRuns, syscall_counter: &str) -> ExecRow {
         }
     };
     ExecRow {
+        behaviours: run_behaviours(runs),
         complete: None,
         stopped_by: None,
         runs_planned: None,
@@ -146,6 +152,40 @@ fn row_of(a: &AllocatorRuns, syscall_counter: &str) -> ExecRow {
         preload: a.preload.clone(),
         malloc_from: a.malloc_from.clone(),
     }
+}
+
+/// The per-run figures of `runs` that show two or more behaviours: wall time, minor
+/// faults, peak RSS and each memory syscall (where every run counted them).
+fn run_behaviours(runs: &[ExecRun]) -> Vec<Behaviours> {
+    let of = |f: &dyn Fn(&ExecRun) -> f64| runs.iter().map(f).collect::<Vec<f64>>();
+    let mut figures = vec![
+        ("wall time", Unit::Ns, of(&|r| r.wall_ns as f64)),
+        ("minor faults", Unit::Count, of(&|r| r.usage.minflt as f64)),
+        (
+            "peak RSS",
+            Unit::Bytes,
+            of(&|r| r.usage.maxrss_bytes as f64),
+        ),
+    ];
+    let counted: Vec<_> = runs.iter().filter_map(|r| r.syscalls.as_ref()).collect();
+    if counted.len() == runs.len() {
+        type Get = fn(&crate::model::counts::SyscallCounts) -> u64;
+        let kinds: [(&str, Get); 5] = [
+            ("brk calls", |c| c.brk),
+            ("mmap calls", |c| c.mmap),
+            ("munmap calls", |c| c.munmap),
+            ("madvise calls", |c| c.madvise),
+            ("mremap calls", |c| c.mremap),
+        ];
+        for (name, get) in kinds {
+            figures.push((
+                name,
+                Unit::Count,
+                counted.iter().map(|c| get(c) as f64).collect(),
+            ));
+        }
+    }
+    modes::behaviours(&figures)
 }
 
 /// `runs` against `base`, paired by round: the per-round wall-time ratios, a verdict

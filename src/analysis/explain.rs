@@ -282,7 +282,12 @@ pub fn cell_explanations(cells: &[&Cell], rows: &[SummaryRow], threshold: f64) -
             let Some(c) = cells::compare(cells[base], cells[i], threshold) else {
                 continue;
             };
-            let mut s = format!("{} {}", rows[i].variant, describe(&c));
+            let mut s = format!(
+                "{} {}{}",
+                rows[i].variant,
+                describe(&c),
+                over_behaviours(&[&rows[base], &rows[i]])
+            );
             let diffs = counter_diffs(&rows[i], &rows[base]);
             if !diffs.is_empty() {
                 let _ = write!(s, " ({}/it)", diffs.join(", "));
@@ -310,16 +315,57 @@ pub fn cell_explanations(cells: &[&Cell], rows: &[SummaryRow], threshold: f64) -
             if let Some(c) = cells::compare(cells[fastest], cells[i], threshold) {
                 let _ = write!(
                     s,
-                    "; {} {} (RSS {})",
+                    "; {} {}{} (RSS {})",
                     rows[i].allocator_spec,
                     describe(&c),
+                    over_behaviours(&[f, &rows[i]]),
                     rows[i].rss_end_bytes.map_or("n/a".into(), human_bytes)
                 );
             }
         }
         lines.push(s);
     }
+    lines.extend(behaviour_notes(rows));
     lines
+}
+
+/// " (over two behaviours of a p50: …)" when a compared cell's processes had p50s in two
+/// or more groups; empty otherwise.
+fn over_behaviours(compared: &[&SummaryRow]) -> String {
+    let which: Vec<String> = compared
+        .iter()
+        .filter(|r| r.behaviours.iter().any(|b| b.figure == "p50"))
+        .map(|r| format!("{} {}", r.allocator_spec, r.variant))
+        .collect();
+    if which.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " (over two or more behaviours of the p50 of {}: see the note)",
+            which.join(" and ")
+        )
+    }
+}
+
+/// "note: system out-of-place: 2 behaviours of p50: …" for every cell whose processes
+/// fall into groups.
+pub fn behaviour_notes(rows: &[SummaryRow]) -> Vec<String> {
+    rows.iter()
+        .filter(|r| !r.behaviours.is_empty())
+        .map(|r| {
+            let said: Vec<String> = r
+                .behaviours
+                .iter()
+                .map(|b| crate::analysis::modes::describe(b, "processes"))
+                .collect();
+            format!(
+                "note: {} {}: {}; its medians describe no process",
+                r.allocator_spec,
+                r.variant,
+                said.join("; ")
+            )
+        })
+        .collect()
 }
 
 /// Each distinct reason a counter was unavailable, once, with the runs it affected.

@@ -7,6 +7,7 @@ pub mod command;
 pub mod diff;
 pub mod explain;
 pub mod jumps;
+pub mod modes;
 pub mod noise;
 pub mod order;
 pub mod stats;

@@ -15,7 +15,7 @@ use hdrhistogram::Histogram;
 /// three runs or more): a median with a small MAD would hide two behaviours.
 pub fn spread_notes(rows: &[ExecRow]) -> Vec<String> {
     rows.iter()
-        .filter(|r| r.runs >= 3)
+        .filter(|r| r.runs >= 3 && !wall_behaviours(r))
         .filter_map(|r| {
             let (lo, hi, m) = (r.wall_min_ms?, r.wall_max_ms?, r.wall_median_ms?);
             (hi - lo > 0.2 * m).then(|| {
@@ -27,6 +27,30 @@ pub fn spread_notes(rows: &[ExecRow]) -> Vec<String> {
                     100.0 * (hi - lo) / m
                 )
             })
+        })
+        .collect()
+}
+
+/// Whether `r`'s runs took two or more wall times.
+fn wall_behaviours(r: &ExecRow) -> bool {
+    r.behaviours.iter().any(|b| b.figure == "wall time")
+}
+
+/// One line per allocator whose runs show two or more behaviours of a figure.
+pub fn behaviour_notes(rows: &[ExecRow]) -> Vec<String> {
+    rows.iter()
+        .filter(|r| !r.behaviours.is_empty())
+        .map(|r| {
+            let said: Vec<String> = r
+                .behaviours
+                .iter()
+                .map(|b| crate::analysis::modes::describe(b, "runs"))
+                .collect();
+            format!(
+                "{}: {}; its medians describe no run (each run is in exec.json)",
+                r.allocator,
+                said.join("; ")
+            )
         })
         .collect()
 }
@@ -166,7 +190,20 @@ pub fn explanations(rows: &[ExecRow]) -> Vec<String> {
         let verdict = match (r.vs_baseline_ci_low, r.vs_baseline_ci_high) {
             (Some(lo), Some(hi)) => {
                 let words = r.vs_baseline_verdict.as_deref().unwrap_or("");
-                format!(" [{lo:.2}x, {hi:.2}x]: {words}")
+                let over: Vec<&str> = [r, base]
+                    .iter()
+                    .filter(|x| wall_behaviours(x))
+                    .map(|x| x.allocator.as_str())
+                    .collect();
+                let bimodal = if over.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " (over two or more behaviours of {}'s wall time: a ratio of medians that no pair of runs may show)",
+                        over.join("'s and ")
+                    )
+                };
+                format!(" [{lo:.2}x, {hi:.2}x]: {words}{bimodal}")
             }
             _ => " (one run: no interval)".to_string(),
         };
@@ -193,6 +230,11 @@ pub fn explanations(rows: &[ExecRow]) -> Vec<String> {
             }
         ));
     }
+    lines.extend(
+        behaviour_notes(rows)
+            .into_iter()
+            .map(|n| format!("note: {n}")),
+    );
     lines.extend(spread_notes(rows).into_iter().map(|n| format!("note: {n}")));
     // Syscalls counted under the tracer come from a slower run than the rest of the row.
     lines.extend(rows.iter().filter_map(|r| {

@@ -2,6 +2,7 @@
 //! experiments, worker records, a command's runs, counts, the environment, outcomes and
 //! summary rows. Imports nothing of the lab above it.
 
+pub mod behaviours;
 pub mod budget;
 pub mod command;
 pub mod counts;

@@ -97,6 +97,11 @@ pub struct SummaryRow {
     /// summary.csv a JSON array in one cell; the last column, so that the others keep
     /// their places).
     pub process_p50_ns: Option<Vec<u64>>,
+    /// The per-process figures that fall into two or more groups (p50, faults and
+    /// memory syscalls per iteration): their medians above describe no process. Empty
+    /// with fewer than 4 processes.
+    #[serde(default)]
+    pub behaviours: Vec<crate::model::behaviours::Behaviours>,
 }
 
 impl SummaryRow {
@@ -190,6 +195,7 @@ impl SummaryRow {
             vs_in_place_ci_high: None,
             vs_in_place_verdict: None,
             process_p50_ns: r.map(|r| vec![r.p50_ns]),
+            behaviours: Vec::new(),
         }
     }
 }
