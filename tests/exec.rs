@@ -622,3 +622,84 @@ fn an_unprivileged_user_gets_the_same_counts_through_ptrace() {
     );
     assert!(fs > 20.0 * 1000.0 && fm < fs / 10.0, "{fs} {fm}");
 }
+
+/// A program of two behaviours (examples/bimodal: every other run touches twice the
+/// pages) is said as two behaviours, with the runs of each, in JSON and on the console;
+/// a program of one behaviour is not.
+#[test]
+fn a_program_of_two_behaviours_is_said_as_two() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("count");
+    let program = example("bimodal");
+    let args = [
+        program.to_str().unwrap(),
+        "--state",
+        state.to_str().unwrap(),
+        "--mib",
+        "16",
+    ];
+    let o = exec(
+        &[
+            "--allocators",
+            "system",
+            "--runs",
+            "6",
+            "--counters",
+            "off",
+            "--format",
+            "json",
+        ],
+        &args,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r = rows(&o);
+    let system = row(&r, "system");
+    let faults = system["behaviours"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["figure"] == "minor faults")
+        .unwrap_or_else(|| panic!("no behaviours of minor faults in {system}"));
+    let groups = faults["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 2, "{faults}");
+    // One warm-up run, then six: three of each.
+    assert_eq!(
+        (groups[0]["count"].as_u64(), groups[1]["count"].as_u64()),
+        (Some(3), Some(3))
+    );
+    let (low, high) = (num(&groups[0], "median"), num(&groups[1], "median"));
+    // 16 MiB is 4,096 pages; the odd runs touch 4,096 more.
+    assert!((high - low - 4096.0).abs() < 200.0, "{low} vs {high}");
+
+    let table = exec(
+        &["--allocators", "system", "--runs", "6", "--counters", "off"],
+        &args,
+    );
+    assert_eq!(table.status.code(), Some(0), "{}", stderr(&table));
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(text.contains("2 behaviours of minor faults: "), "{text}");
+
+    let one = exec(
+        &[
+            "--allocators",
+            "system",
+            "--runs",
+            "6",
+            "--counters",
+            "off",
+            "--format",
+            "json",
+        ],
+        &[temporaries().to_str().unwrap(), "--iterations", "5"],
+    );
+    assert_eq!(one.status.code(), Some(0), "{}", stderr(&one));
+    let r = rows(&one);
+    let figures: Vec<&Value> = row(&r, "system")["behaviours"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| &b["figure"])
+        .filter(|f| *f == "minor faults")
+        .collect();
+    assert!(figures.is_empty(), "one behaviour of faults: {r:?}");
+}
