@@ -394,6 +394,84 @@ fn a_command_trace_counts_every_thread_as_perf_stat_does_and_checks_itself() {
     }
 }
 
+/// A program that frees a large block and then idles with a trickle of allocations
+/// (examples/purge): jemalloc's madvise line names both triggers, the immediate purge of
+/// the large extent and the time-based decay; mimalloc's decommits at exit say so.
+#[test]
+#[ignore = "needs the perf tool and perf events (root or CAP_PERFMON); .ci/run runs it with --ignored"]
+fn the_mechanism_line_names_the_immediate_and_the_decay_purge_and_what_runs_at_exit() {
+    if let Err(why) = perf_usable() {
+        panic!("{why}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t");
+    let o = Command::new(driver_path())
+        .args([
+            "trace",
+            "--runs",
+            "1",
+            "--allocators",
+            "jemalloc,mimalloc",
+            "--out",
+        ])
+        .arg(&out)
+        .arg("--")
+        .arg(example("purge"))
+        .args(["--idle-ms", "2500"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let console = String::from_utf8_lossy(&o.stdout).into_owned();
+    let trace = json(&out.join("trace.json"));
+    let causes = |label: &str| -> Vec<serde_json::Value> {
+        let t = trace["allocators"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["label"] == label)
+            .unwrap()
+            .clone();
+        t["attributions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a["kind"] == "madvise")
+            .flat_map(|a| a["causes"].as_array().unwrap().clone())
+            .collect()
+    };
+    let purge = causes("jemalloc")
+        .into_iter()
+        .find(|c| c["chain"].as_str().unwrap().contains("pages_purge_forced"))
+        .expect("jemalloc purges");
+    let triggers: Vec<&str> = purge["triggers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["chain"].as_str().unwrap())
+        .collect();
+    assert!(
+        triggers
+            .iter()
+            .any(|t| t.contains("extent_maximally_purge")),
+        "the immediate purge: {triggers:?}"
+    );
+    assert!(
+        triggers.iter().any(|t| t.contains("decay")),
+        "the decay purge: {triggers:?}"
+    );
+    assert!(console.contains("(triggered "), "{console}");
+    let at_exit: f64 = causes("mimalloc")
+        .iter()
+        .map(|c| c["share"].as_f64().unwrap() * c["at_exit"].as_f64().unwrap())
+        .sum();
+    assert!(
+        at_exit > 0.5,
+        "mimalloc decommits at exit: {:?}",
+        causes("mimalloc")
+    );
+    assert!(console.contains(" at exit"), "{console}");
+}
+
 /// `trace -- CMD` on a program the lab did not write as a workload (the founding case's
 /// out-of-place pattern through libc's malloc): glibc's brk calls are attributed to the
 /// trim in free, jemalloc's madvise to its purge path; the faults perf's tracepoint saw

@@ -6,6 +6,7 @@
 use crate::model::record::IterationSample;
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 /// What a sample is of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -859,6 +860,97 @@ pub struct Attribution {
 pub struct Cause {
     pub chain: String,
     pub share: f64,
+    /// Its share made after main returned (exit handlers, destructors).
+    pub at_exit: f64,
+    /// What led to it, where its stacks part ways: the frames outward from where they
+    /// first differ, with their share of this cause (largest first; empty where every
+    /// stack reaching it is the same).
+    pub triggers: Vec<Trigger>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Trigger {
+    /// Up to three frames, outermost first, from where the stacks part ways outward.
+    pub chain: String,
+    /// Of the cause's weight.
+    pub share: f64,
+}
+
+/// Frames that run only after main has returned (or exit was called).
+fn is_exit_frame(name: &str) -> bool {
+    matches!(
+        name.trim_start_matches('_'),
+        "run_exit_handlers" | "dl_fini" | "dl_call_fini" | "libc_csu_fini" | "call_fini"
+    ) || name == "exit"
+}
+
+/// The names of `e`'s frames innermost first: without the syscall's wrappers, closures
+/// and Rust's drop glue (two drops of one value differ only in how much of it was
+/// inlined), cut at the runtime's start-up.
+fn inner_names(e: &Event) -> Vec<String> {
+    e.frames
+        .iter()
+        .take_while(|f| !is_runtime(&f.name))
+        .skip_while(|f| e.kind != EventKind::Fault && is_wrapper(&f.name))
+        .map(short_name)
+        .filter(|n| !n.starts_with('{') && n != "drop" && n != "drop_in_place")
+        .collect()
+}
+
+/// The triggers of one cause's events (see [`Cause::triggers`]).
+fn triggers(of: &[&Event]) -> Vec<Trigger> {
+    let stacks: Vec<(Vec<String>, u64)> = of.iter().map(|e| (inner_names(e), e.weight)).collect();
+    let Some((first, _)) = stacks.first() else {
+        return Vec::new();
+    };
+    // How far inward every stack agrees.
+    let common = stacks.iter().fold(first.len(), |n, (s, _)| {
+        n.min(first.iter().zip(s).take_while(|(a, b)| a == b).count())
+    });
+    if stacks.iter().all(|(s, _)| s.len() == common) {
+        return Vec::new();
+    }
+    let total: u64 = stacks.iter().map(|(_, w)| w).sum();
+    let mut groups: BTreeMap<String, (Vec<&[String]>, u64)> = BTreeMap::new();
+    for (s, w) in &stacks {
+        let rest = &s[common.min(s.len())..];
+        let key = rest
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "[the stack ends here]".into());
+        let g = groups.entry(key).or_default();
+        g.0.push(rest);
+        g.1 += w;
+    }
+    let mut out: Vec<Trigger> = groups
+        .into_values()
+        .map(|(rests, w)| {
+            // The frames every stack of the group shares from the parting on, three at
+            // most, outermost first.
+            let first = rests[0];
+            let shared = rests.iter().fold(first.len().min(3), |n, r| {
+                n.min(
+                    first
+                        .iter()
+                        .zip(r.iter())
+                        .take_while(|(a, b)| a == b)
+                        .count(),
+                )
+            });
+            let mut chain: Vec<&str> = first[..shared].iter().map(String::as_str).collect();
+            chain.reverse();
+            Trigger {
+                chain: if chain.is_empty() {
+                    "[the stack ends here]".into()
+                } else {
+                    chain.join(" → ")
+                },
+                share: w as f64 / total.max(1) as f64,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| b.share.total_cmp(&a.share));
+    out
 }
 
 /// The causes of each kind among the samples `inside` the iterations; `per_iteration` of
@@ -887,15 +979,29 @@ pub fn attribute_among(inside: &[&Event], n: f64, faults_per: Option<f64>) -> Ve
             continue;
         }
 
-        let mut by: BTreeMap<String, u64> = BTreeMap::new();
+        let mut by: BTreeMap<String, Vec<&Event>> = BTreeMap::new();
         for e in &of {
-            *by.entry(cause(e)).or_insert(0) += e.weight;
+            by.entry(cause(e)).or_default().push(e);
         }
         let mut causes: Vec<Cause> = by
             .into_iter()
-            .map(|(chain, w)| Cause {
-                chain,
-                share: w as f64 / total.max(1) as f64,
+            .map(|(chain, events)| {
+                let w: u64 = events.iter().map(|e| e.weight).sum();
+                let exit: u64 = events
+                    .iter()
+                    .filter(|e| e.frames.iter().any(|f| is_exit_frame(&f.name)))
+                    .map(|e| e.weight)
+                    .sum();
+                Cause {
+                    chain,
+                    share: w as f64 / total.max(1) as f64,
+                    at_exit: exit as f64 / w.max(1) as f64,
+                    triggers: if kind == EventKind::Fault {
+                        Vec::new()
+                    } else {
+                        triggers(&events)
+                    },
+                }
             })
             .collect();
         causes.sort_by(|a, b| b.share.total_cmp(&a.share));
@@ -974,9 +1080,10 @@ fn mechanism_per(
         };
         let rest = match a.causes.get(1) {
             Some(second) if second.share >= 0.05 => format!(
-                ", {:.0} % {verb} {}{}",
+                ", {:.0} % {verb} {}{}{}",
                 100.0 * second.share,
                 second.chain,
+                cause_detail(second),
                 if a.causes.len() > 2 {
                     ", the rest elsewhere"
                 } else {
@@ -1006,9 +1113,10 @@ fn mechanism_per(
             let bytes = syscall_bytes(a.kind, events, n, per);
             let count = count_text(a.per_iteration.unwrap_or(0.0), run);
             parts.push(format!(
-                "{count} {} {per}{bytes}, {pct:.0} % from {}{rest}",
+                "{count} {} {per}{bytes}, {pct:.0} % from {}{}{rest}",
                 a.kind.name(),
-                top.chain
+                top.chain,
+                cause_detail(top)
             ));
         }
     }
@@ -1033,6 +1141,33 @@ fn mechanism_per(
         parts.push("no call stacks".to_string());
     }
     format!("{label}: {}.", parts.join("; "))
+}
+
+/// What a cause's line adds about it: " at exit" (or the share at exit), and the
+/// triggers it parts into, largest first: " (triggered 52 % by large_dalloc →
+/// extent_record → extent_maximally_purge, 48 % by …)".
+fn cause_detail(c: &Cause) -> String {
+    let mut s = String::new();
+    if c.at_exit >= 0.995 {
+        s.push_str(" at exit");
+    }
+    let mut said: Vec<String> = c
+        .triggers
+        .iter()
+        .take(3)
+        .filter(|t| t.share >= 0.05)
+        .map(|t| format!("{:.0} % by {}", 100.0 * t.share, t.chain))
+        .collect();
+    if said.len() >= 2 {
+        if c.triggers.len() > said.len() {
+            said.push("the rest by others".into());
+        }
+        let _ = write!(s, " (triggered {})", said.join(", "));
+    }
+    if c.at_exit >= 0.005 && c.at_exit < 0.995 {
+        let _ = write!(s, " ({:.0} % at exit)", 100.0 * c.at_exit);
+    }
+    s
 }
 
 /// A count per iteration (two decimals) or in a whole run (a whole number).
@@ -1237,6 +1372,135 @@ mod tests {
 700/700 10.002600000: exceptions:page_fault_user: address=0x1 ip=0x2 error_code=0x6 ffffffff821f5340 exc_page_fault ([kernel.kallsyms])
 700/700 10.003000000: PERF_RECORD_EXIT(700:700):(699:699)
 ";
+
+    /// A madvise whose stack is `outer_to_inner`, outermost first.
+    fn madvise_from(outer_to_inner: &[&str]) -> Event {
+        Event {
+            time_ns: 0,
+            pid: 1,
+            kind: EventKind::Madvise,
+            weight: 1,
+            arg: Some(4096),
+            rss_member: None,
+            advice: Some(4),
+            frames: outer_to_inner
+                .iter()
+                .rev()
+                .map(|n| Frame {
+                    name: n.to_string(),
+                    inlined: false,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_cause_reached_two_ways_names_both_triggers_and_what_ran_at_exit() {
+        const PURGE: [&str; 4] = [
+            "extent_dalloc_wrapper",
+            "ehooks_purge_forced",
+            "pages_purge_forced",
+            "madvise",
+        ];
+        let with = |outer: &[&str]| {
+            let mut s: Vec<&str> = outer.to_vec();
+            s.extend(PURGE);
+            madvise_from(&s)
+        };
+        let mut events = Vec::new();
+        for _ in 0..3 {
+            events.push(with(&[
+                "main",
+                "free",
+                "large_dalloc",
+                "extent_record",
+                "extent_maximally_purge",
+            ]));
+        }
+        events.push(with(&[
+            "main",
+            "malloc",
+            "arena_handle_deferred_work",
+            "pac_decay_to_limit",
+        ]));
+        // Drop glue inlined or not is one path.
+        events.push(with(&[
+            "main",
+            "run",
+            "drop",
+            "drop_in_place",
+            "free",
+            "large_dalloc",
+            "extent_record",
+            "extent_maximally_purge",
+        ]));
+        let refs: Vec<&Event> = events.iter().collect();
+        let a = attribute_among(&refs, 1.0, None);
+        let madvise = a.iter().find(|a| a.kind == EventKind::Madvise).unwrap();
+        assert_eq!(madvise.causes.len(), 1);
+        let c = &madvise.causes[0];
+        assert_eq!(
+            c.chain,
+            "extent_dalloc_wrapper → ehooks_purge_forced → pages_purge_forced"
+        );
+        let t: Vec<(&str, f64)> = c
+            .triggers
+            .iter()
+            .map(|t| (t.chain.as_str(), t.share))
+            .collect();
+        assert_eq!(
+            t,
+            [
+                ("large_dalloc → extent_record → extent_maximally_purge", 0.8),
+                (
+                    "malloc → arena_handle_deferred_work → pac_decay_to_limit",
+                    0.2
+                ),
+            ]
+        );
+        let line = run_mechanism(
+            "jemalloc",
+            &a,
+            &IterationEvents {
+                madvise: 5,
+                ..Default::default()
+            },
+        );
+        assert!(
+            line.contains("(triggered 80 % by large_dalloc → extent_record → extent_maximally_purge, 20 % by malloc → arena_handle_deferred_work → pac_decay_to_limit)"),
+            "{line}"
+        );
+        assert_eq!(c.at_exit, 0.0);
+
+        // One path only: no triggers. After main returned: said.
+        let exit: Vec<Event> = (0..4)
+            .map(|_| {
+                madvise_from(&[
+                    "__libc_start_call_main",
+                    "exit",
+                    "__run_exit_handlers",
+                    "_dl_fini",
+                    "mi_process_done",
+                    "mi_os_decommit_ex",
+                    "madvise",
+                ])
+            })
+            .collect();
+        let refs: Vec<&Event> = exit.iter().collect();
+        let a = attribute_among(&refs, 1.0, None);
+        let c = &a[0].causes[0];
+        assert!(c.triggers.is_empty(), "{:?}", c.triggers);
+        assert_eq!(c.at_exit, 1.0);
+        let line = run_mechanism(
+            "mimalloc",
+            &a,
+            &IterationEvents {
+                madvise: 4,
+                ..Default::default()
+            },
+        );
+        assert!(line.contains("mi_os_decommit_ex at exit"), "{line}");
+    }
 
     #[test]
     fn the_count_check_agrees_only_when_every_kind_is_equal_and_says_why_when_unchecked() {
