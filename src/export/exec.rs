@@ -387,6 +387,7 @@ mod tests {
                 round,
                 position: None,
                 wall_ns,
+                start_unix_ns: None,
                 usage: Default::default(),
                 syscalls: None,
             })
