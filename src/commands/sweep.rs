@@ -7,7 +7,7 @@ use crate::commands::exec::ExecProgress;
 use crate::engine::command::ExecRecord;
 use crate::engine::program::{self, CommandCliff, Per, PointRow, Template};
 use crate::error::{Error, Result};
-use crate::export::exec::{file_stem, histogram, shell_words};
+use crate::export::exec::{file_stem, histogram, interval_log, shell_words};
 use crate::export::folder::{Folder, Kind};
 use crate::export::svg::{self, Axis, Chart, Scale, Series};
 use crate::export::table::{render_markdown, render_table, TableRow};
@@ -367,7 +367,13 @@ fn write_folder(
             let (name, runs) = (&pair[0].allocator, &pair[pair.len() - 1]);
             if let Some(h) = histogram(runs) {
                 let stem = format!("{}-n{size}", file_stem(name));
-                folder.histogram(&stem, &h).map_err(err)?;
+                let of = if step == 2 {
+                    format!("the command at size {size}, its 2N-call runs")
+                } else {
+                    format!("the command at size {size}")
+                };
+                let log = interval_log(runs, &of);
+                folder.histogram(&stem, &h, &log).map_err(err)?;
             }
         }
     }

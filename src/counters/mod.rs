@@ -33,6 +33,16 @@ impl From<&str> for Unavailable {
 
 pub use crate::model::counts::CounterMode;
 
+/// The wall clock (CLOCK_REALTIME) in ns since the Unix epoch, for when a run began (the
+/// interval logs place each run at it); None if the clock reads before the epoch. A vDSO
+/// read: no syscall, no allocation.
+pub fn unix_now_ns() -> Option<u64> {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()
+        .map(|d| d.as_nanos() as u64)
+}
+
 /// How syscalls are counted, once `--counters` is resolved on this machine (the one
 /// place `auto` is decided, for compare, run, tune, cliff and exec alike).
 pub enum CounterPlan {

@@ -457,6 +457,7 @@ pub fn run_session(
                                 round: r + 1,
                                 position: Some(position as u32),
                                 wall_ns: run.wall_ns,
+                                start_unix_ns: run.start_unix_ns,
                                 usage: run.usage,
                                 syscalls: run.syscalls.ok(),
                             }),

@@ -218,6 +218,8 @@ impl Termination {
 pub struct ChildRun {
     /// From just before the child is released to exec until `wait4` has reaped it.
     pub wall_ns: u64,
+    /// When that span began, on the wall clock (ns since the Unix epoch).
+    pub start_unix_ns: Option<u64>,
     pub termination: Termination,
     /// `wait4`'s rusage of this child (and of the descendants it waited for).
     pub usage: Rusage,
@@ -449,6 +451,7 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
     };
 
     let start = Instant::now();
+    let start_unix_ns = crate::counters::unix_now_ns();
     // SAFETY: writes one byte from a live buffer to our end of the pipe.
     let wrote = unsafe { libc::write(go_w.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
     drop(go_w);
@@ -557,6 +560,7 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
     };
     Ok(ChildRun {
         wall_ns,
+        start_unix_ns,
         termination,
         usage,
         syscalls,

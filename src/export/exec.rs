@@ -341,11 +341,39 @@ pub fn histogram(a: &AllocatorRuns) -> Option<Histogram<u64>> {
     Some(h)
 }
 
+/// One allocator's runs as an interval log: one interval per run, at the time it
+/// began, whose histogram holds that run's wall time (ns); `of` says of what command
+/// and size. The histograms share their range (up to the longest run), so that a reader
+/// adds them up as they are.
+pub fn interval_log(a: &AllocatorRuns, of: &str) -> crate::export::hlog::IntervalLog {
+    let highest = a.runs.iter().map(|r| r.wall_ns).max().unwrap_or(0).max(2);
+    crate::export::hlog::IntervalLog {
+        what: format!(
+            "wall time of each run of {of} under {}; one interval per run (round order is time order), from the moment its process was released to exec until it was reaped, holding that one value",
+            a.allocator
+        ),
+        intervals: a
+            .runs
+            .iter()
+            .filter_map(|r| {
+                let mut h = Histogram::<u64>::new_with_bounds(1, highest, 3).ok()?;
+                h.record(r.wall_ns.max(1)).ok()?;
+                Some(crate::export::hlog::Interval {
+                    label: format!("round {}", r.round),
+                    start_unix_ns: r.start_unix_ns,
+                    length_ns: r.wall_ns,
+                    histogram: h,
+                })
+            })
+            .collect(),
+    }
+}
+
 pub use crate::model::spec::file_stem;
 
 /// Writes (atomically, file by file) the record and everything derived from it into
-/// its folder: exec.json, summary.csv, env.json, histograms/<allocator>.us.csv/.us.hgrm,
-/// REPORT.md.
+/// its folder: exec.json, summary.csv, env.json, histograms/<allocator>.us.csv/.us.hgrm
+/// and .ns.hlog, REPORT.md.
 pub fn save(folder: &Folder, record: &ExecRecord) -> Result<(), String> {
     let err = |e: crate::export::results::ResultsError| e.to_string();
     folder.json("exec.json", record).map_err(err)?;
@@ -360,7 +388,11 @@ pub fn save(folder: &Folder, record: &ExecRecord) -> Result<(), String> {
     for a in &record.allocators {
         if let Some(h) = histogram(a) {
             folder
-                .histogram(&file_stem(&a.allocator), &h)
+                .histogram(
+                    &file_stem(&a.allocator),
+                    &h,
+                    &interval_log(a, "the command"),
+                )
                 .map_err(err)?;
         }
     }
@@ -429,6 +461,7 @@ mod tests {
                 round,
                 position: None,
                 wall_ns,
+                start_unix_ns: None,
                 usage: Default::default(),
                 syscalls: None,
             })

@@ -75,7 +75,9 @@ impl Kind {
 
     /// The files this kind wrote before folders had a manifest (`alloclab.folder/1`):
     /// removed before a fresh measurement in such a folder only. Folders are given with
-    /// the file endings the lab wrote into them.
+    /// the file endings the lab wrote into them. (Files that came after the manifest,
+    /// such as `histograms/*.ns.hlog`, are not here: no such folder holds one of the
+    /// lab's, and the manifest lists those of later folders.)
     fn owned(
         self,
     ) -> (
@@ -836,11 +838,15 @@ impl Folder {
         self.text(rel, &text)
     }
 
-    /// Writes `histograms/<stem>.us.csv` and `.us.hgrm` from a histogram in ns.
+    /// Writes `histograms/<stem>.us.csv` and `.us.hgrm` from a histogram in ns (all the
+    /// processes or runs of `stem`, merged), and `histograms/<stem>.ns.hlog`, the interval
+    /// log of each one's own histogram at its time, with this measurement's start as its
+    /// BaseTime.
     pub fn histogram(
         &self,
         stem: &str,
         h: &hdrhistogram::Histogram<u64>,
+        log: &super::hlog::IntervalLog,
     ) -> Result<(), ResultsError> {
         use super::results::HISTOGRAM_SCALING;
         self.text(
@@ -850,7 +856,22 @@ impl Folder {
         self.text(
             &format!("histograms/{stem}.us.hgrm"),
             &super::hdr::text(h, HISTOGRAM_SCALING),
+        )?;
+        self.text(
+            &format!("histograms/{stem}.ns.hlog"),
+            &super::hlog::text(log, self.started_unix_ns()),
         )
+    }
+
+    /// When this measurement began (`started` in folder.json, whole seconds), in ns since
+    /// the Unix epoch; now if that does not parse.
+    fn started_unix_ns(&self) -> u64 {
+        humantime::parse_rfc3339(&self.status.started)
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_nanos() as u64)
+            .or_else(crate::counters::unix_now_ns)
+            .unwrap_or(0)
     }
 }
 
@@ -985,6 +1006,51 @@ mod tests {
         assert!(root.join("notes.txt").exists() && root.join("points/mine.txt").exists());
         let s = status(root).unwrap().unwrap();
         assert!(!s.complete && s.finished.is_none(), "{s:?}");
+    }
+
+    #[test]
+    fn histogram_files_are_the_measurements_own_and_a_fresh_one_removes_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let mut h = crate::model::record::new_histogram();
+        h.record(1234).unwrap();
+        let log = super::super::hlog::IntervalLog {
+            what: "test".into(),
+            intervals: vec![super::super::hlog::Interval {
+                label: "p1".into(),
+                start_unix_ns: crate::counters::unix_now_ns(),
+                length_ns: 1_000,
+                histogram: h.clone(),
+            }],
+        };
+        let written = ["us.csv", "us.hgrm", "ns.hlog"].map(|e| format!("histograms/c.{e}"));
+        for kind in [Kind::Run, Kind::Exec, Kind::Sweep] {
+            {
+                let mut f = Folder::open(root, kind, Claim::Own).unwrap();
+                f.start(true).unwrap();
+                f.histogram("c", &h, &log).unwrap();
+                f.finish(true).unwrap();
+            }
+            let listed = status(root).unwrap().unwrap().files.unwrap();
+            for w in &written {
+                assert!(
+                    root.join(w).is_file() && listed.contains(w),
+                    "{w}: {listed:?}"
+                );
+            }
+            fs::write(root.join("histograms/mine.ns.hlog"), "mine").unwrap();
+            let mut f = Folder::open(root, kind, Claim::Own).unwrap();
+            f.start(true).unwrap();
+            for w in &written {
+                assert!(!root.join(w).exists(), "{w}");
+            }
+            assert_eq!(
+                fs::read_to_string(root.join("histograms/mine.ns.hlog")).unwrap(),
+                "mine"
+            );
+            drop(f);
+            fs::remove_dir_all(root).unwrap();
+        }
     }
 
     #[test]

@@ -1,11 +1,12 @@
 //! Files and text written for people and tools: one exporter per format (table,
-//! Markdown, CSV, JSON), HdrHistogram percentile files, SVG plots, the results folder with
-//! its summary and REPORT.md.
+//! Markdown, CSV, JSON), HdrHistogram percentile files and interval logs, SVG plots, the
+//! results folder with its summary and REPORT.md.
 
 pub mod csv;
 pub mod exec;
 pub mod folder;
 pub mod hdr;
+pub mod hlog;
 pub mod html;
 pub mod plots;
 pub mod report_md;

@@ -164,10 +164,18 @@ pub fn rebuild(
     // A cell of one process had its files written as it finished; merged ones are
     // written here.
     if rewrite_histograms || loaded.plan.experiment.processes > 1 {
-        for o in &outcomes {
-            if let Ok(r) = &o.result {
-                results::write_histograms(folder, &crate::model::experiment::run_id(&o.spec), r)?;
+        let processes = loaded.plan.experiment.processes;
+        for cell in &loaded.cells {
+            // As in its summary row: a failed process fails the cell, which has no files.
+            if cell.runs.iter().any(|(_, r)| r.is_err()) {
+                continue;
             }
+            let id = crate::model::experiment::run_id(&cell.spec);
+            let records: Vec<(String, &RunRecord)> = cell
+                .records()
+                .map(|(round, r)| (results::process_id(&id, round, processes), r))
+                .collect();
+            results::write_histograms(folder, &id, &records)?;
         }
     }
     let env = env_json(loaded, &records);

@@ -8,6 +8,8 @@
 //!     histograms/<id>.us.csv  HdrHistogram percentile distribution (µs), CSV form (of all
 //!                             the cell's processes, merged)
 //!     histograms/<id>.us.hgrm the same, text form
+//!     histograms/<id>.ns.hlog HdrHistogram interval log (ns): one interval per process, at
+//!                             the time its measured phase ran
 //!     calibration.json        what observing cost, measured before the experiment ran
 //!     cliffs.json             exact sizes where behaviour changes (experiments with find_cliffs)
 //!     summary.csv, env.json, plots/*.svg, REPORT.md
@@ -224,7 +226,7 @@ impl ResultsDir {
     /// report is written.
     pub fn save_run(&self, id: &str, record: &RunRecord) -> Result<(), ResultsError> {
         if !id.contains(PROCESS_MARK) {
-            write_histograms(&self.folder, id, record)?;
+            write_histograms(&self.folder, id, &[(id.to_string(), record)])?;
         }
         self.folder.json(&run_rel(id), record)?;
         self.folder.remove(&failed_rel(id))
@@ -272,16 +274,56 @@ fn load_run(path: &Path) -> Result<RunRecord, ResultsError> {
     })
 }
 
-/// Writes `histograms/<id>.us.csv` and `.us.hgrm` from a record's histogram.
-pub fn write_histograms(folder: &Folder, id: &str, record: &RunRecord) -> Result<(), ResultsError> {
-    let h = record
-        .histogram
-        .decode()
-        .map_err(|why| ResultsError::Invalid {
-            path: folder.path(&run_rel(id)),
-            why,
-        })?;
-    folder.histogram(id, &h)
+/// Writes a cell's histogram files (`id`: the cell's): `histograms/<id>.us.csv` and
+/// `.us.hgrm` of all its processes' samples merged, and `histograms/<id>.ns.hlog` with
+/// one interval per process — its own histogram over its measured phase. `processes`:
+/// each process's file id (`<id>.p3` or the cell's own) and record, in round order.
+pub fn write_histograms(
+    folder: &Folder,
+    id: &str,
+    processes: &[(String, &RunRecord)],
+) -> Result<(), ResultsError> {
+    let mut merged: Option<hdrhistogram::Histogram<u64>> = None;
+    let mut intervals = Vec::new();
+    for (pid, record) in processes {
+        let h = record
+            .histogram
+            .decode()
+            .map_err(|why| ResultsError::Invalid {
+                path: folder.path(&run_rel(pid)),
+                why,
+            })?;
+        match &mut merged {
+            None => merged = Some(h.clone()),
+            Some(m) => m.add(&h).map_err(|e| ResultsError::Invalid {
+                path: folder.path(&run_rel(pid)),
+                why: format!("its histogram does not add to the cell's: {e:?}"),
+            })?,
+        }
+        let label = match pid
+            .strip_prefix(id)
+            .and_then(|p| p.strip_prefix(PROCESS_MARK))
+        {
+            Some(n) => format!("p{n}: process {n} of the cell, {}", run_rel(pid)),
+            None => format!("the cell's one process, {}", run_rel(pid)),
+        };
+        intervals.push(crate::export::hlog::Interval {
+            label,
+            start_unix_ns: record.measured_start_unix_ns,
+            length_ns: record.measured_wall_ns,
+            histogram: h,
+        });
+    }
+    let Some(merged) = merged else {
+        return Ok(());
+    };
+    let log = crate::export::hlog::IntervalLog {
+        what: format!(
+            "latency per iteration of cell {id}; one interval per worker process: its measured phase (the main thread's measured loop), all its threads' samples"
+        ),
+        intervals,
+    };
+    folder.histogram(id, &merged, &log)
 }
 
 /// Marks a process's file id within a cell of several: `<id>.p3`.

@@ -16,6 +16,11 @@ pub struct ExecRun {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub position: Option<u32>,
     pub wall_ns: u64,
+    /// When the run began (the start of `wall_ns`), on the wall clock in ns since the Unix
+    /// epoch: its interval in `histograms/<allocator>.ns.hlog`. Absent in records written
+    /// before the lab kept it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_unix_ns: Option<u64>,
     /// From `wait4` on this run's process (its waited-for descendants included).
     pub usage: Rusage,
     /// brk/mmap/munmap/madvise/mremap and all syscalls of the whole process tree.

@@ -139,6 +139,12 @@ pub struct RunRecord {
     pub warmup_iterations: u64,
     /// Wall time of the measured loop, harness included.
     pub measured_wall_ns: u64,
+    /// When the measured loop began, on the wall clock (CLOCK_REALTIME, ns since the Unix
+    /// epoch), read by the worker just before its first timed iteration: the start of
+    /// this process's interval in `histograms/<id>.ns.hlog`. None in records written
+    /// before the lab kept it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_start_unix_ns: Option<u64>,
     pub min_ns: u64,
     pub p50_ns: u64,
     pub p90_ns: u64,

@@ -255,6 +255,9 @@ pub struct Measurement {
     /// Iterations per latency sample (1: each iteration timed alone).
     pub batch: u64,
     pub stats: LoopStats,
+    /// The wall clock (ns since the Unix epoch) just before the main thread's first
+    /// timed iteration; None if the clock reads before the epoch.
+    pub measured_start_unix_ns: Option<u64>,
     pub latency_ns: Histogram<u64>,
     pub rusage: rusage::Rusage,
     pub syscalls: Result<SyscallCounts, Unavailable>,
@@ -331,6 +334,8 @@ pub fn measure(
         let ru_before = rusage::read_self()?;
         syscalls.start();
         meet.wait();
+        // A vDSO clock read: no syscall, no allocation, nothing the counters see.
+        let measured_start_unix_ns = crate::counters::unix_now_ns();
         let mut stats = match timeline {
             Some(_) => timeline_loop(main_kernel.as_mut(), budget, &mut hist, &mut samples),
             None => timed_loop(main_kernel.as_mut(), budget, &mut hist, batch),
@@ -366,6 +371,7 @@ pub fn measure(
             warmup_iterations,
             batch,
             stats,
+            measured_start_unix_ns,
             latency_ns: hist,
             rusage: ru_after.since(&ru_before),
             syscalls,

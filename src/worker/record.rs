@@ -73,6 +73,7 @@ impl RunRecord {
             samples: m.stats.samples,
             warmup_iterations: m.warmup_iterations,
             measured_wall_ns: m.stats.wall_ns,
+            measured_start_unix_ns: m.measured_start_unix_ns,
             min_ns: h.min(),
             p50_ns: h.value_at_quantile(0.5),
             p90_ns: h.value_at_quantile(0.9),
