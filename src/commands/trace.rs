@@ -611,7 +611,13 @@ fn untraced_of(record: Option<&crate::engine::command::ExecRecord>, label: &str)
         .map(|c| (c.brk + c.mmap + c.munmap + c.madvise + c.mremap) as f64)
         .collect();
     let ci = median_ci(&walls, level());
+    let behaviours = record
+        .map(crate::analysis::command::rows)
+        .and_then(|rows| rows.into_iter().find(|r| r.allocator == label))
+        .map(|r| r.behaviours)
+        .unwrap_or_default();
     Untraced {
+        behaviours,
         runs: walls.len(),
         wall_median_ns: median(&walls),
         wall_ci_ns: ci.map(|c| (c.low, c.high)),

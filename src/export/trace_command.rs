@@ -29,6 +29,9 @@ pub struct Untraced {
     /// where not counted).
     pub minflt_median: Option<f64>,
     pub syscalls_median: Option<f64>,
+    /// The figures whose untraced runs fall into two or more groups: one traced run is
+    /// of one of them.
+    pub behaviours: Vec<crate::model::behaviours::Behaviours>,
 }
 
 /// One allocator's traced run of the command.
@@ -374,6 +377,18 @@ fn cost_text(t: &CommandTrace, report: &CommandTraceReport) -> String {
         ))
     ));
     let _ = write!(s, "; traced counts: {}", counts.join(", "));
+    if !u.behaviours.is_empty() {
+        let said: Vec<String> = u
+            .behaviours
+            .iter()
+            .map(|b| crate::analysis::modes::describe(b, "runs"))
+            .collect();
+        let _ = write!(
+            s,
+            "; the untraced runs show {} (the traced run is one run, of one of them)",
+            said.join("; ")
+        );
+    }
     s
 }
 
