@@ -396,6 +396,7 @@ pub struct CountCheck {
 }
 
 fn kinds_text(brk: u64, mmap: u64, munmap: u64, madvise: u64, mremap: u64) -> String {
+    let n = |v: u64| crate::fmt::group_thousands(v as i64);
     let mut parts: Vec<String> = [
         (brk, "brk"),
         (mmap, "mmap"),
@@ -403,10 +404,10 @@ fn kinds_text(brk: u64, mmap: u64, munmap: u64, madvise: u64, mremap: u64) -> St
         (madvise, "madvise"),
     ]
     .iter()
-    .map(|(n, k)| format!("{n} {k}"))
+    .map(|(v, k)| format!("{} {k}", n(*v)))
     .collect();
     if mremap > 0 {
-        parts.push(format!("{mremap} mremap"));
+        parts.push(format!("{} mremap", n(mremap)));
     }
     parts.join(", ")
 }
@@ -435,13 +436,13 @@ pub fn count_check(
     let text = if agrees {
         format!(
             "all {} memory syscalls counted beside the recording were recorded ({rec})",
-            c.memory()
+            crate::fmt::group_thousands(c.memory() as i64)
         )
     } else {
         format!(
             "MISMATCH: {} memory syscalls recorded ({rec}) where the counters beside the recording counted {} ({cnt}); the shares above are of the recorded ones",
-            r.syscalls(),
-            c.memory()
+            crate::fmt::group_thousands(r.syscalls() as i64),
+            crate::fmt::group_thousands(c.memory() as i64)
         )
     };
     CountCheck {
