@@ -354,7 +354,8 @@ pub struct TuneArgs {
     /// (perf where it works, else ptrace) or off.
     #[arg(long, value_enum, default_value = "auto")]
     pub counters: CounterMode,
-    #[arg(long, value_enum, default_value = "table")]
+    /// Output format on stdout (not a CI service's: tune's rows are a search).
+    #[arg(long, default_value = "table", value_parser = formats(&["table", "markdown", "csv", "json"]))]
     pub format: Format,
     /// Worker processes per knob set, one per interleaved round.
     #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=1000))]
@@ -712,11 +713,57 @@ fn parse_pair(s: &str) -> Result<(String, String), String> {
 }
 
 /// A `--format` of a command that prints only some of the formats: `--help` lists
-/// those, and clap refuses the others with them.
+/// those, and clap refuses the others with them; a CI service's format (bmf,
+/// github-action-benchmark) is refused saying which commands give it.
 fn formats(names: &'static [&'static str]) -> impl clap::builder::TypedValueParser<Value = Format> {
-    use clap::builder::TypedValueParser;
-    clap::builder::PossibleValuesParser::new(names)
-        .try_map(|s| <Format as clap::ValueEnum>::from_str(&s, false))
+    OnlyFormats(names)
+}
+
+#[derive(Clone)]
+struct OnlyFormats(&'static [&'static str]);
+
+impl clap::builder::TypedValueParser for OnlyFormats {
+    type Value = Format;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Format, clap::Error> {
+        let text = value.to_string_lossy();
+        if let Ok(f) = <Format as clap::ValueEnum>::from_str(&text, false) {
+            if f.rows().is_none() && !self.0.contains(&f.name()) {
+                let message = format!(
+                    "--format {}: a format for continuous-benchmarking services (one figure per benchmark and measure), given by `alloclab compare` and `alloclab exec`; `alloclab {}` prints {}",
+                    f.name(),
+                    cmd.get_name(),
+                    self.0.join(", ")
+                );
+                return Err(
+                    clap::Error::raw(clap::error::ErrorKind::InvalidValue, message)
+                        .format(&mut cmd.clone()),
+                );
+            }
+        }
+        clap::builder::TypedValueParser::parse_ref(
+            &clap::builder::TypedValueParser::try_map(
+                clap::builder::PossibleValuesParser::new(self.0),
+                |s| <Format as clap::ValueEnum>::from_str(&s, false),
+            ),
+            cmd,
+            arg,
+            value,
+        )
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            self.0.iter().map(|n| clap::builder::PossibleValue::new(*n)),
+        ))
+    }
 }
 
 /// A percentage from 0 to 100, with or without '%': "2", "2%", "0.5 %"; as a fraction.

@@ -8,7 +8,7 @@ use crate::cli::CompareArgs;
 use crate::counters::load::Load;
 use crate::engine::{self, preflight, ProcessExecutor};
 use crate::error::{Error, Result};
-use crate::export::{self, table, Format};
+use crate::export::{self, ci, table, Format, RowFormat};
 use crate::model::record::{Cell, Outcome};
 use crate::model::spec::Variant;
 use crate::model::summary::SummaryRow;
@@ -435,11 +435,15 @@ pub fn run(args: CompareArgs) -> Result<()> {
                 Some(note) => format!(
                     "> **Incomplete:** {}\n\n{}",
                     note.trim_start_matches("incomplete: "),
-                    export::render(Format::Markdown, &out)
+                    export::render(RowFormat::Markdown, &out)
                 ),
-                None => export::render(Format::Markdown, &out),
+                None => export::render(RowFormat::Markdown, &out),
             },
-            format => export::render(format, &out),
+            Format::Csv => export::render(RowFormat::Csv, &out),
+            Format::Json => export::render(RowFormat::Json, &out),
+            format @ (Format::Bmf | Format::GithubActionBenchmark) => {
+                ci_text(format, &rows, &outcomes, &ran)?
+            }
         })?;
     }
     if let Some(path) = &args.html {
@@ -469,6 +473,33 @@ pub fn run(args: CompareArgs) -> Result<()> {
     }
     let failed = rows.iter().filter(|r| !r.status.is_ok()).count();
     super::failed_runs(failed, rows.len(), "cells")
+}
+
+/// compare's rows in a CI service's format (`--format bmf` or `github-action-benchmark`),
+/// with the testbed, the allocators' versions and what the bounds are on stderr. The
+/// testbed is the machine the workers ran on (the first record's environment).
+fn ci_text(format: Format, rows: &[SummaryRow], outcomes: &[Outcome], ran: &Ran) -> Result<String> {
+    let env = outcomes
+        .iter()
+        .find_map(|o| o.result.as_ref().ok())
+        .map(|r| r.env.clone())
+        .unwrap_or_else(crate::counters::envinfo::Environment::of_driver);
+    let testbed = ci::Testbed::of(&env);
+    let session = ci::Session {
+        command: "compare",
+        complete: ran.complete(),
+        stopped_by: ran.stopped_by(),
+        replicates: "processes",
+        planned: ran.planned,
+    };
+    let benches = ci::cell_benchmarks(rows, &session, &testbed);
+    let text = ci::render(format, &benches, &session, &testbed)
+        .unwrap_or_else(|| Err(format!("--format {} is not a CI format", format.name())))
+        .map_err(Error::BadInput)?;
+    for line in ci::stderr_lines(&benches, &testbed) {
+        eprintln!("{line}");
+    }
+    Ok(text)
 }
 
 /// compare's report.html: the table's screen, its findings and the cells' charts; an
@@ -679,11 +710,11 @@ mod tests {
         // Every row carries the mark, in JSON and CSV alike.
         let rows = CompareRow::rows(&[SummaryRow::empty()], &r);
         let json: serde_json::Value =
-            serde_json::from_str(&export::render(Format::Json, &rows)).unwrap();
+            serde_json::from_str(&export::render(RowFormat::Json, &rows)).unwrap();
         assert_eq!(json[0]["complete"], false);
         assert_eq!(json[0]["stopped_by"], "SIGINT");
         assert_eq!(json[0]["processes_planned"], 1000);
-        let csv = export::render(Format::Csv, &rows);
+        let csv = export::render(RowFormat::Csv, &rows);
         let mut reader = csv::Reader::from_reader(csv.as_bytes());
         let header = reader.headers().unwrap().clone();
         let record = reader.records().next().unwrap().unwrap();

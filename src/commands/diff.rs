@@ -549,8 +549,8 @@ pub fn run(args: &DiffArgs) -> Result<()> {
             }
             s
         }
-        // clap offers no csv here (see `cli::formats`).
-        Format::Table | Format::Csv => {
+        // clap offers no csv here, nor the CI services' formats (see `cli::formats`).
+        Format::Table | Format::Csv | Format::Bmf | Format::GithubActionBenchmark => {
             let mut s = String::new();
             for n in &notes {
                 s.push_str(&format!("{n}\n"));

@@ -8,7 +8,7 @@ use crate::engine::spawn::ChildRun;
 use crate::error::{Error, Result};
 use crate::export::exec as output;
 use crate::export::folder::{Claim, Folder, Kind};
-use crate::export::{self, Format};
+use crate::export::{self, ci, Format, RowFormat};
 use crate::fmt::fmt_ns;
 use crate::ui::progress::Progress;
 use std::path::Path;
@@ -86,6 +86,9 @@ pub fn take_out_dir(dir: &Path, kind: Kind, force: bool) -> Result<Folder> {
 
 pub fn run(args: &ExecArgs) -> Result<()> {
     let settings = args.settings().map_err(Error::BadInput)?;
+    if args.format == Format::Bmf {
+        check_bencher_names(&settings)?;
+    }
     let mut folder = args
         .out
         .as_deref()
@@ -126,9 +129,14 @@ pub fn run(args: &ExecArgs) -> Result<()> {
             "> **Incomplete:** interrupted by {} before every round ran; the rows are from the finished runs (column runs) of the {} planned per allocator.\n\n{}",
             crate::ui::interrupt::signal_name().unwrap_or("an interrupt"),
             record.runs_requested,
-            export::render(Format::Markdown, &rows)
+            export::render(RowFormat::Markdown, &rows)
         ),
-        format => export::render(format, &rows),
+        Format::Markdown => export::render(RowFormat::Markdown, &rows),
+        Format::Csv => export::render(RowFormat::Csv, &rows),
+        Format::Json => export::render(RowFormat::Json, &rows),
+        format @ (Format::Bmf | Format::GithubActionBenchmark) => {
+            ci_text(format, &rows, &record)?
+        }
     };
     super::print_out(&text)?;
     if let Some(dir) = &args.out {
@@ -139,4 +147,47 @@ pub fn run(args: &ExecArgs) -> Result<()> {
     }
     let failed = rows.iter().filter(|r| !r.status.is_ok()).count();
     super::failed_runs(failed, rows.len(), "allocators")
+}
+
+/// Refuses, before anything runs, a command whose benchmark names would be longer than
+/// Bencher takes (the testbed id has a fixed length, so the names are known now).
+fn check_bencher_names(settings: &exec::ExecSettings) -> Result<()> {
+    let words: Vec<String> = settings
+        .command
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let command = crate::fmt::shell_words(&words);
+    for a in &settings.allocators {
+        let name = ci::exec_name("00000000", &command, &a.to_string());
+        let n = name.chars().count();
+        if n > ci::BENCHER_NAME_MAX {
+            return Err(Error::BadInput(format!(
+                "--format bmf: the benchmark name of this command under {a} would have {n} characters, more than the {} Bencher takes; run a shorter command (a script that runs this one)",
+                ci::BENCHER_NAME_MAX
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// exec's rows in a CI service's format, with the testbed, the allocators' versions and
+/// what the bounds are on stderr. The testbed is the machine the session recorded.
+fn ci_text(format: Format, rows: &[output::ExecRow], record: &ExecRecord) -> Result<String> {
+    let testbed = ci::Testbed::of(&record.environment);
+    let session = ci::Session {
+        command: "exec",
+        complete: record.complete,
+        stopped_by: rows.iter().find_map(|r| r.stopped_by.clone()),
+        replicates: "runs",
+        planned: record.runs_requested,
+    };
+    let benches = ci::exec_benchmarks(rows, &session, &testbed);
+    let text = ci::render(format, &benches, &session, &testbed)
+        .unwrap_or_else(|| Err(format!("--format {} is not a CI format", format.name())))
+        .map_err(Error::BadInput)?;
+    for line in ci::stderr_lines(&benches, &testbed) {
+        eprintln!("{line}");
+    }
+    Ok(text)
 }

@@ -5,7 +5,7 @@ use crate::analysis::{cells, tune};
 use crate::cli::TuneArgs;
 use crate::engine::{self, preflight, ProcessExecutor};
 use crate::error::{Error, Result};
-use crate::export::{self, table, Format};
+use crate::export::{self, table, Format, RowFormat};
 use crate::fmt::group_thousands;
 use crate::model::budget::Budget;
 use crate::model::knobs::AllocatorSpec;
@@ -130,6 +130,9 @@ pub fn run(args: &TuneArgs) -> Result<()> {
             t
         }
         format => {
+            // The CLI takes no CI format for tune (its rows are knob sets against their
+            // allocator's defaults: a search, not figures to keep a history of).
+            let format = format.rows().ok_or_else(|| not_for_tune(format))?;
             let marked = super::compare::CompareRow::marked(
                 &rows,
                 stopped_by.is_none(),
@@ -137,7 +140,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
                 args.processes,
             );
             match (format, stopped_by) {
-                (Format::Markdown, Some(sig)) => format!(
+                (RowFormat::Markdown, Some(sig)) => format!(
                     "> **Incomplete:** interrupted by {sig}; the rows are from the finished processes (column processes) of the {} planned per set.\n\n{}",
                     args.processes,
                     export::render(format, &marked)
@@ -160,4 +163,13 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// `--format bmf` or `github-action-benchmark` given to tune.
+pub(crate) fn not_for_tune(format: Format) -> Error {
+    Error::BadInput(format!(
+        "--format {}: tune prints table, markdown, csv or json; its rows are knob sets against their allocator's defaults, a search rather than figures to keep a history of. Put the knobs it finds into `alloclab compare --allocators` or `alloclab exec --allocators`, which give {}",
+        format.name(),
+        format.name()
+    ))
 }

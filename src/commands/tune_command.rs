@@ -103,7 +103,12 @@ pub fn run(args: &TuneArgs) -> Result<()> {
             t.push('\n');
             t
         }
-        format => export::render(format, &rows),
+        format => export::render(
+            format
+                .rows()
+                .ok_or_else(|| super::tune::not_for_tune(format))?,
+            &rows,
+        ),
     };
     super::print_out(&text)?;
     if !record.complete {

@@ -166,6 +166,17 @@ impl Environment {
             command_line: command_line(),
         }
     }
+
+    /// The machine as the driver sees it, where no worker recorded it (every run
+    /// failed): the driver measures nothing, so it names no allocator.
+    pub fn of_driver() -> Self {
+        Environment::capture(&AllocatorInfo {
+            version: "none: the driver runs no workload".into(),
+            crates: String::new(),
+            read_knob: |_| Err("not in this process".into()),
+            stats: || Err("not in this process".into()),
+        })
+    }
 }
 
 #[cfg(test)]

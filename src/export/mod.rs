@@ -1,7 +1,8 @@
 //! Files and text written for people and tools: one exporter per format (table,
-//! Markdown, CSV, JSON), HdrHistogram percentile files and interval logs, SVG plots, the
-//! results folder with its summary and REPORT.md.
+//! Markdown, CSV, JSON, and the CI services' formats), HdrHistogram percentile files and
+//! interval logs, SVG plots, the results folder with its summary and REPORT.md.
 
+pub mod ci;
 pub mod csv;
 pub mod exec;
 pub mod folder;
@@ -44,6 +45,46 @@ pub enum Format {
     Markdown,
     Csv,
     Json,
+    /// Bencher Metric Format: per benchmark, its measures with value, lower_value and
+    /// upper_value (compare and exec).
+    Bmf,
+    /// github-action-benchmark's customSmallerIsBetter JSON (compare and exec).
+    GithubActionBenchmark,
+}
+
+impl Format {
+    /// The format of rows, or None for a CI service's format (figures per benchmark,
+    /// rendered by [`ci`] with the testbed and the session, not from rows alone).
+    pub fn rows(self) -> Option<RowFormat> {
+        match self {
+            Format::Table => Some(RowFormat::Table),
+            Format::Markdown => Some(RowFormat::Markdown),
+            Format::Csv => Some(RowFormat::Csv),
+            Format::Json => Some(RowFormat::Json),
+            Format::Bmf | Format::GithubActionBenchmark => None,
+        }
+    }
+
+    /// The name `--format` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Table => "table",
+            Format::Markdown => "markdown",
+            Format::Csv => "csv",
+            Format::Json => "json",
+            Format::Bmf => "bmf",
+            Format::GithubActionBenchmark => "github-action-benchmark",
+        }
+    }
+}
+
+/// The formats every command that prints rows can give.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowFormat {
+    Table,
+    Markdown,
+    Csv,
+    Json,
 }
 
 /// Rows that every format can render: JSON and CSV from their serialized fields, the two
@@ -64,12 +105,12 @@ pub fn to_json<R: Serialize>(rows: &[R]) -> String {
 }
 
 /// `rows` in `format` (the table without any context lines around it).
-pub fn render<R: Rows>(format: Format, rows: &[R]) -> String {
+pub fn render<R: Rows>(format: RowFormat, rows: &[R]) -> String {
     match format {
-        Format::Json => to_json(rows) + "\n",
-        Format::Csv => csv::csv_of(rows, &R::empty()),
-        Format::Markdown => R::markdown(rows),
-        Format::Table => R::table(rows),
+        RowFormat::Json => to_json(rows) + "\n",
+        RowFormat::Csv => csv::csv_of(rows, &R::empty()),
+        RowFormat::Markdown => R::markdown(rows),
+        RowFormat::Table => R::table(rows),
     }
 }
 
