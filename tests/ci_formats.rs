@@ -359,6 +359,31 @@ fn compare_with_one_process_per_cell_gives_no_bounds() {
     }
 }
 
+#[test]
+fn a_compare_cut_by_max_time_says_so_on_every_entry() {
+    // 1,000 processes planned per cell; --max-time leaves room for a few rounds only.
+    let o = compare(
+        "github-action-benchmark",
+        &["--processes", "1000", "--max-time", "0.3"],
+    );
+    ok(&o);
+    let doc = json(&o.stdout);
+    check_gab(&doc).unwrap();
+    for e in doc.as_array().unwrap() {
+        let extra = e["extra"].as_str().unwrap();
+        assert!(
+            extra.contains("session: INCOMPLETE, stopped by max-time")
+                && extra.contains("(planned 1000)"),
+            "{extra}"
+        );
+    }
+    assert!(
+        stderr(&o).contains("incomplete: --max-time"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 /// "95 % CI 12–15" or "min–max 3–3.5": the two numbers.
 fn range_bounds(range: &str) -> (f64, f64) {
     let numbers = range.rsplit(' ').next().unwrap();
