@@ -117,6 +117,15 @@ fn diff_finds_regressions_improvements_and_what_changed_around_them() {
         "{out}"
     );
     assert!(out.contains("15.00x slower"), "{out}");
+    // A side against itself calls nothing, and asks nothing to be confirmed.
+    let same = diff(&base, &base, "table");
+    assert_eq!(same.status.code(), Some(0), "{}", stderr(&same));
+    assert!(!String::from_utf8_lossy(&same.stdout).contains("CONFIRM"));
+    // A change between two separate runs is to be confirmed in one session.
+    assert!(
+        out.contains("CONFIRM: 1 cell(s) called changed between two separate runs"),
+        "{out}"
+    );
     assert!(
         stderr(&o).contains("1 cell(s) significantly slower"),
         "{}",
