@@ -351,19 +351,9 @@ fn over_behaviours(compared: &[&SummaryRow]) -> String {
 /// fall into groups.
 pub fn behaviour_notes(rows: &[SummaryRow]) -> Vec<String> {
     rows.iter()
-        .filter(|r| !r.behaviours.is_empty())
-        .map(|r| {
-            let said: Vec<String> = r
-                .behaviours
-                .iter()
-                .map(|b| crate::analysis::modes::describe(b, "processes"))
-                .collect();
-            format!(
-                "note: {} {}: {}; its medians describe no process",
-                r.allocator_spec,
-                r.variant,
-                said.join("; ")
-            )
+        .filter_map(|r| {
+            let who = format!("note: {} {}", r.allocator_spec, r.variant);
+            crate::analysis::modes::note(&who, &r.behaviours, "processes", "process")
         })
         .collect()
 }

@@ -166,6 +166,20 @@ pub fn describe(b: &Behaviours, of: &str) -> String {
     )
 }
 
+/// "<who>: 2 behaviours of …; 2 behaviours of …; its medians describe no <one>" for a
+/// row whose figures fall into groups (`of`: what the values are of, "runs" or
+/// "processes"; `one`: one of them); None without behaviours.
+pub fn note(who: &str, behaviours: &[Behaviours], of: &str, one: &str) -> Option<String> {
+    if behaviours.is_empty() {
+        return None;
+    }
+    let said: Vec<String> = behaviours.iter().map(|b| describe(b, of)).collect();
+    Some(format!(
+        "{who}: {}; its medians describe no {one}",
+        said.join("; ")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -493,13 +493,7 @@ fn ci_text(format: Format, rows: &[SummaryRow], outcomes: &[Outcome], ran: &Ran)
         planned: ran.planned,
     };
     let benches = ci::cell_benchmarks(rows, &session, &testbed);
-    let text = ci::render(format, &benches, &session, &testbed)
-        .unwrap_or_else(|| Err(format!("--format {} is not a CI format", format.name())))
-        .map_err(Error::BadInput)?;
-    for line in ci::stderr_lines(&benches, &testbed) {
-        eprintln!("{line}");
-    }
-    Ok(text)
+    super::ci_output(format, &benches, &session, &testbed)
 }
 
 /// compare's report.html: the table's screen, its findings and the cells' charts; an

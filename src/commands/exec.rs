@@ -183,11 +183,5 @@ fn ci_text(format: Format, rows: &[output::ExecRow], record: &ExecRecord) -> Res
         planned: record.runs_requested,
     };
     let benches = ci::exec_benchmarks(rows, &session, &testbed);
-    let text = ci::render(format, &benches, &session, &testbed)
-        .unwrap_or_else(|| Err(format!("--format {} is not a CI format", format.name())))
-        .map_err(Error::BadInput)?;
-    for line in ci::stderr_lines(&benches, &testbed) {
-        eprintln!("{line}");
-    }
-    Ok(text)
+    super::ci_output(format, &benches, &session, &testbed)
 }

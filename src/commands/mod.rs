@@ -116,6 +116,24 @@ pub fn print_out(text: &str) -> Result<()> {
     }
 }
 
+/// A CI service's format of `benches` (compare's and exec's), with the testbed and what
+/// the bounds are said on stderr.
+pub fn ci_output(
+    format: crate::export::Format,
+    benches: &[crate::export::ci::Benchmark],
+    session: &crate::export::ci::Session,
+    testbed: &crate::export::ci::Testbed,
+) -> Result<String> {
+    use crate::export::ci;
+    let text = ci::render(format, benches, session, testbed)
+        .unwrap_or_else(|| Err(format!("--format {} is not a CI format", format.name())))
+        .map_err(Error::BadInput)?;
+    for line in ci::stderr_lines(benches, testbed) {
+        eprintln!("{line}");
+    }
+    Ok(text)
+}
+
 /// The error for `failed` of `total` runs, if any failed.
 pub fn failed_runs(failed: usize, total: usize, what: &str) -> Result<()> {
     if failed > 0 {

@@ -39,18 +39,9 @@ fn wall_behaviours(r: &ExecRow) -> bool {
 /// One line per allocator whose runs show two or more behaviours of a figure.
 pub fn behaviour_notes(rows: &[ExecRow]) -> Vec<String> {
     rows.iter()
-        .filter(|r| !r.behaviours.is_empty())
-        .map(|r| {
-            let said: Vec<String> = r
-                .behaviours
-                .iter()
-                .map(|b| crate::analysis::modes::describe(b, "runs"))
-                .collect();
-            format!(
-                "{}: {}; its medians describe no run (each run is in exec.json)",
-                r.allocator,
-                said.join("; ")
-            )
+        .filter_map(|r| {
+            crate::analysis::modes::note(&r.allocator, &r.behaviours, "runs", "run")
+                .map(|n| format!("{n} (each run is in exec.json)"))
         })
         .collect()
 }
