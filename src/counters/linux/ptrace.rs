@@ -56,7 +56,8 @@ const AUDIT_ARCH: u32 = 0;
 const BPF_LD_W_ABS: u16 = 0x20;
 const BPF_JEQ_K: u16 = 0x15;
 const BPF_RET_K: u16 = 0x06;
-/// SECCOMP_RET_DATA for a counted call and for the phase marker.
+/// SECCOMP_RET_DATA for a counted call and for the phase marker (kept distinct for
+/// anyone reading the filter; the tracer tells them apart by the syscall's number).
 const DATA_COUNTED: u32 = 1;
 const DATA_MARKER: u32 = 2;
 
@@ -137,50 +138,49 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// Counts the memory syscall that `tid` is stopped at (a seccomp trap), by its number
-/// (x86_64's `orig_rax`), and returns it with its time and arguments.
+/// What a seccomp stop is, read from the stopped thread's registers with one
+/// PTRACE_GETREGS (the syscall's number is `orig_rax`: the event message, SECCOMP_RET_DATA,
+/// would cost a request of its own and says nothing the number does not).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Trap {
+    /// A worker's phase marker (getppid: the filter traps it only for a worker).
+    Marker,
+    /// A counted memory syscall: its number and its two arguments of interest.
+    Call { nr: i64, arg: u64, advice: u64 },
+}
+
+/// Reads the stop of `tid` at a seccomp trap.
 #[cfg(target_arch = "x86_64")]
-fn count_trapped(tid: libc::pid_t, counts: &mut SyscallCounts) -> Option<TrappedCall> {
-    let time_ns = monotonic_ns();
+fn read_trap(tid: libc::pid_t) -> Option<Trap> {
     let regs = ptrace::getregs(Pid::from_raw(tid)).ok()?;
     let nr = regs.orig_rax as libc::c_long;
     let (arg, advice) = match nr {
-        libc::SYS_brk => {
-            counts.brk += 1;
-            (regs.rdi, 0)
-        }
-        libc::SYS_mmap => {
-            counts.mmap += 1;
-            (regs.rsi, 0)
-        }
-        libc::SYS_munmap => {
-            counts.munmap += 1;
-            (regs.rsi, 0)
-        }
-        libc::SYS_madvise => {
-            counts.madvise += 1;
-            (regs.rsi, regs.rdx)
-        }
-        libc::SYS_mremap => {
-            counts.mremap += 1;
-            (regs.rdx, 0)
-        }
+        libc::SYS_getppid => return Some(Trap::Marker),
+        libc::SYS_brk => (regs.rdi, 0),
+        libc::SYS_mmap | libc::SYS_munmap => (regs.rsi, 0),
+        libc::SYS_madvise => (regs.rsi, regs.rdx),
+        libc::SYS_mremap => (regs.rdx, 0),
         _ => return None,
     };
-    Some(TrappedCall {
-        tid,
-        time_ns,
-        nr,
-        arg,
-        advice,
-    })
+    Some(Trap::Call { nr, arg, advice })
 }
 
-/// Elsewhere nothing is traced ([`unsupported`] refuses first), so nothing is counted.
+/// Elsewhere nothing is traced ([`unsupported`] refuses first), so nothing is read.
 #[cfg(not(target_arch = "x86_64"))]
-fn count_trapped(_tid: libc::pid_t, _counts: &mut SyscallCounts) -> Option<TrappedCall> {
-    let _ = monotonic_ns;
+fn read_trap(_tid: libc::pid_t) -> Option<Trap> {
     None
+}
+
+/// Adds one call of syscall `nr` to `counts`.
+fn count(counts: &mut SyscallCounts, nr: i64) {
+    match nr {
+        libc::SYS_brk => counts.brk += 1,
+        libc::SYS_mmap => counts.mmap += 1,
+        libc::SYS_munmap => counts.munmap += 1,
+        libc::SYS_madvise => counts.madvise += 1,
+        libc::SYS_mremap => counts.mremap += 1,
+        _ => {}
+    }
 }
 
 /// Which tracees the tracer follows and which of their trapped calls it counts.
@@ -372,25 +372,37 @@ pub fn trace(
                 continue;
             }
             WaitStatus::PtraceEvent(_, Signal::SIGTRAP, libc::PTRACE_EVENT_SECCOMP) => {
-                let data = ptrace::getevent(Pid::from_raw(tid)).unwrap_or(0) as u32;
-                if data == DATA_MARKER {
-                    markers += 1;
-                    if markers == 1 {
-                        calls.extend(break_before.take());
+                // Per stop: this wait, one GETREGS and the CONT below; the clock is read
+                // only for a call that is kept.
+                let call = |nr, arg, advice| TrappedCall {
+                    tid,
+                    time_ns: monotonic_ns(),
+                    nr,
+                    arg,
+                    advice,
+                };
+                match read_trap(tid) {
+                    Some(Trap::Marker) => {
+                        markers += 1;
+                        if markers == 1 {
+                            calls.extend(break_before.take());
+                        }
                     }
-                } else if scope == Scope::Tree {
-                    let call = count_trapped(tid, &mut counts);
-                    if log_tree {
-                        calls.extend(call);
+                    Some(Trap::Call { nr, arg, advice }) => {
+                        if scope == Scope::Tree {
+                            count(&mut counts, nr);
+                            if log_tree {
+                                calls.push(call(nr, arg, advice));
+                            }
+                        } else if markers == 1 {
+                            count(&mut counts, nr);
+                            calls.push(call(nr, arg, advice));
+                        } else if markers == 0 && nr == libc::SYS_brk && arg != 0 {
+                            // Before the phase: not counted, only the break kept.
+                            break_before = Some(call(nr, arg, advice));
+                        }
                     }
-                } else if markers == 1 {
-                    calls.extend(count_trapped(tid, &mut counts));
-                } else if markers == 0 {
-                    // Before the phase: not counted, only the break kept.
-                    let call = count_trapped(tid, &mut SyscallCounts::default());
-                    if let Some(c) = call.filter(|c| c.nr == libc::SYS_brk && c.arg != 0) {
-                        break_before = Some(c);
-                    }
+                    None => {}
                 }
             }
             // fork / vfork / clone / exec events: a new tracee reports on its own.
