@@ -446,6 +446,12 @@ pub fn trace(
     let mut markers = 0u32;
     let mut calls = Vec::new();
     let mut seen = HashSet::from([pid]);
+    // The order of a hand-over: a new thread or process and its creator both stop at its
+    // creation (its first stop; the creator's clone/fork event), and the creator, which
+    // was running, is resumed first, as it runs on first untraced. New tracees whose
+    // creator's event was handled, and new tracees stopped before it, held until it.
+    let mut announced: HashSet<libc::pid_t> = HashSet::new();
+    let mut held: HashSet<libc::pid_t> = HashSet::new();
     // A worker's last brk (with an address) before its measured phase.
     let mut break_before: Option<TrappedCall> = None;
     let mut main = None;
@@ -466,6 +472,12 @@ pub fn trace(
         match decode(tid, status) {
             WaitStatus::Exited(..) | WaitStatus::Signaled(..) => {
                 seen.remove(&tid);
+                announced.remove(&tid);
+                // A creator that died before its event would hold its new tracee for ever:
+                // every exit lets the held ones go.
+                for t in held.drain() {
+                    cont(t, 0);
+                }
                 if tid == pid {
                     main = Some((status, ru));
                     if scope == Scope::Tree {
@@ -518,7 +530,22 @@ pub fn trace(
                     None => {}
                 }
             }
-            // fork / vfork / clone / exec events: a new tracee reports on its own.
+            // fork / vfork / clone: the creator goes on, then its new tracee if held.
+            WaitStatus::PtraceEvent(_, _, ev)
+                if ev == libc::PTRACE_EVENT_CLONE
+                    || ev == libc::PTRACE_EVENT_FORK
+                    || ev == libc::PTRACE_EVENT_VFORK =>
+            {
+                let new = ptrace::getevent(Pid::from_raw(tid)).unwrap_or(0) as libc::pid_t;
+                cont(tid, 0);
+                if held.remove(&new) {
+                    cont(new, 0);
+                } else if new > 0 {
+                    announced.insert(new);
+                }
+                continue;
+            }
+            // exec events.
             WaitStatus::PtraceEvent(..) => {}
             WaitStatus::Stopped(_, Signal::SIGTRAP) if tid == pid && !options_set => {
                 // The stop at the child's exec: from here on the filter's traps and the
@@ -531,8 +558,13 @@ pub fn trace(
                 }
                 options_set = true;
             }
-            // A new thread's or process's first stop.
-            WaitStatus::Stopped(_, Signal::SIGSTOP) if seen.insert(tid) => {}
+            // A new thread's or process's first stop: on at once if its creator is.
+            WaitStatus::Stopped(_, Signal::SIGSTOP) if seen.insert(tid) => {
+                if !announced.remove(&tid) {
+                    held.insert(tid);
+                    continue;
+                }
+            }
             _ if libc::WIFSTOPPED(status) => inject = libc::WSTOPSIG(status),
             _ => continue,
         }
