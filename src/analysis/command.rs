@@ -3,7 +3,8 @@
 
 use crate::analysis::modes::{self, Behaviours, Unit};
 use crate::analysis::stats::{compare_paired, level, median, median_ci, Comparison};
-use crate::model::command::{AllocatorRuns, ExecRecord, ExecRun};
+use crate::model::command::{AllocatorRuns, ExecRecord, ExecRun, TracedRun};
+use crate::model::counts::SyscallCounts;
 use crate::model::summary::RunStatus;
 use serde::{Deserialize, Serialize};
 
@@ -72,6 +73,191 @@ pub struct ExecRow {
     /// their medians above describe no run.
     #[serde(default)]
     pub behaviours: Vec<Behaviours>,
+    /// With `--counters ptrace`: the figures of the traced run that fall outside the
+    /// untraced runs' range by more than its width ([`traced_deviations`]); empty when it
+    /// behaved as they did, None when not traced or with fewer than two untraced runs.
+    #[serde(default)]
+    pub traced_differs: Option<Vec<TracedDeviation>>,
+}
+
+/// A figure of the traced run that the untraced runs do not reach: it lies beyond their
+/// range by more than the range's width.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TracedDeviation {
+    /// The row's field it is compared with, in that field's unit: `wall_ms`, `user_ms`,
+    /// `minflt`, `peak_rss_mib`, or `memory_syscalls` (brk + mmap + munmap + madvise +
+    /// mremap, where the untraced runs were counted too).
+    pub figure: String,
+    pub traced: f64,
+    pub untraced_min: f64,
+    pub untraced_max: f64,
+    pub untraced_median: f64,
+}
+
+/// A figure: its key (the row's field it is compared with), its words, how an untraced
+/// run and the traced run give it, the least margin that counts, how a value is written.
+struct Figure {
+    key: &'static str,
+    words: &'static str,
+    of_run: fn(&ExecRun) -> Option<f64>,
+    of_traced: fn(&TracedRun, Option<&SyscallCounts>) -> Option<f64>,
+    least: f64,
+    show: fn(f64) -> String,
+}
+
+fn show_ms(v: f64) -> String {
+    crate::fmt::fmt_ns(v * 1e6)
+}
+
+fn show_count(v: f64) -> String {
+    crate::fmt::fmt_count(v.round())
+}
+
+fn show_mib(v: f64) -> String {
+    crate::fmt::human_bytes((v * (1 << 20) as f64) as u64)
+}
+
+fn memory_calls(s: &SyscallCounts) -> f64 {
+    (s.brk + s.mmap + s.munmap + s.madvise + s.mremap) as f64
+}
+
+/// What a traced run is compared on, with the least margin that counts as a difference.
+/// Not system time nor context switches: every trapped call is one more voluntary switch
+/// and more time in the kernel, whatever the program does.
+const FIGURES: [Figure; 5] = [
+    Figure {
+        key: "wall_ms",
+        words: "wall time",
+        of_run: |r| Some(r.wall_ns as f64 / 1e6),
+        of_traced: |t, _| Some(t.wall_ns as f64 / 1e6),
+        least: 1.0,
+        show: show_ms,
+    },
+    Figure {
+        key: "user_ms",
+        words: "user time",
+        of_run: |r| Some(r.usage.utime_ns as f64 / 1e6),
+        of_traced: |t, _| Some(t.usage.utime_ns as f64 / 1e6),
+        least: 1.0,
+        show: show_ms,
+    },
+    Figure {
+        key: "minflt",
+        words: "minor faults",
+        of_run: |r| Some(r.usage.minflt as f64),
+        of_traced: |t, _| Some(t.usage.minflt as f64),
+        least: 2.0,
+        show: show_count,
+    },
+    Figure {
+        key: "peak_rss_mib",
+        words: "peak RSS",
+        of_run: |r| Some(r.usage.maxrss_bytes as f64 / (1 << 20) as f64),
+        of_traced: |t, _| Some(t.usage.maxrss_bytes as f64 / (1 << 20) as f64),
+        least: 0.25,
+        show: show_mib,
+    },
+    // Only where the untraced runs were counted too.
+    Figure {
+        key: "memory_syscalls",
+        words: "memory syscalls",
+        of_run: |r| r.syscalls.as_ref().map(memory_calls),
+        of_traced: |_, c| c.map(memory_calls),
+        least: 2.0,
+        show: show_count,
+    },
+];
+
+/// Whether `traced` lies outside the range of `untraced` by more than the range's width,
+/// and by more than `floor` × their median and `least` (so that untraced runs that agree
+/// exactly do not make every difference one). None for fewer than two untraced values:
+/// one run has no spread to judge by.
+pub fn beyond_spread(untraced: &[f64], traced: f64, floor: f64, least: f64) -> Option<bool> {
+    if untraced.len() < 2 {
+        return None;
+    }
+    let lo = untraced.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = untraced.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let m = median(untraced)?;
+    let margin = (hi - lo).max(floor * m.abs()).max(least);
+    Some(traced > hi + margin || traced < lo - margin)
+}
+
+/// The figures of `traced` that the untraced `runs` do not reach ([`beyond_spread`], with
+/// `floor` the noise threshold); None with fewer than two runs.
+pub fn traced_deviations(
+    runs: &[ExecRun],
+    traced: &TracedRun,
+    counts: Option<&SyscallCounts>,
+    floor: f64,
+) -> Option<Vec<TracedDeviation>> {
+    if runs.len() < 2 {
+        return None;
+    }
+    let mut out = Vec::new();
+    for f in &FIGURES {
+        let v: Vec<f64> = runs.iter().filter_map(f.of_run).collect();
+        let Some(t) = (f.of_traced)(traced, counts) else {
+            continue;
+        };
+        if v.len() != runs.len() || beyond_spread(&v, t, floor, f.least) != Some(true) {
+            continue;
+        }
+        out.push(TracedDeviation {
+            figure: f.key.to_string(),
+            traced: t,
+            untraced_min: v.iter().copied().fold(f64::INFINITY, f64::min),
+            untraced_max: v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            untraced_median: median(&v).unwrap_or(f64::NAN),
+        });
+    }
+    Some(out)
+}
+
+/// The row's words on its traced run: how much slower, and whether it behaved as the
+/// untraced runs did.
+fn traced_text(runs: &[ExecRun], t: &TracedRun, differs: Option<&[TracedDeviation]>) -> String {
+    let walls: Vec<f64> = runs.iter().map(|r| r.wall_ns as f64).collect();
+    let mut s = String::from("counted in one traced run");
+    if let Some(m) = median(&walls).filter(|m| *m > 0.0) {
+        s.push_str(&format!(
+            ", {:.2}x the untraced runs' median wall time",
+            t.wall_ns as f64 / m
+        ));
+    }
+    match differs {
+        None => s.push_str(
+            "; with fewer than two untraced runs there is no spread to tell a different behaviour by",
+        ),
+        Some([]) => s.push_str(
+            "; it behaved as the untraced runs did (its wall and user time, minor faults and peak RSS within their range, give or take its width)",
+        ),
+        Some(d) => {
+            let parts: Vec<String> = d
+                .iter()
+                .filter_map(|x| {
+                    let f = FIGURES.iter().find(|f| f.key == x.figure)?;
+                    let ratio = if x.untraced_median != 0.0 {
+                        format!(", {:.2}x their median", x.traced / x.untraced_median)
+                    } else {
+                        String::new()
+                    };
+                    Some(format!(
+                        "{} {} against {}–{}{ratio}",
+                        f.words,
+                        (f.show)(x.traced),
+                        (f.show)(x.untraced_min),
+                        (f.show)(x.untraced_max)
+                    ))
+                })
+                .collect();
+            s.push_str(&format!(
+                "; it behaved otherwise than the untraced runs ({}: beyond their range by more than its width), so its counts may not be theirs",
+                parts.join("; ")
+            ));
+        }
+    }
+    s
 }
 
 fn med(runs: &[ExecRun], f: impl Fn(&ExecRun) -> Option<f64>) -> Option<f64> {
@@ -80,7 +266,7 @@ fn med(runs: &[ExecRun], f: impl Fn(&ExecRun) -> Option<f64>) -> Option<f64> {
     (v.len() == runs.len()).then(|| median(&v)).flatten()
 }
 
-fn row_of(a: &AllocatorRuns, syscall_counter: &str) -> ExecRow {
+fn row_of(a: &AllocatorRuns, syscall_counter: &str, floor: f64) -> ExecRow {
     let runs = &a.runs;
     let ms = |ns: u64| ns as f64 / 1e6;
     let walls: Vec<f64> = runs.iter().map(|r| ms(r.wall_ns)).collect();
@@ -92,6 +278,11 @@ fn row_of(a: &AllocatorRuns, syscall_counter: &str) -> ExecRow {
     });
     let ci = median_ci(&walls, level());
     let traced = syscall_counter == "ptrace";
+    let differs = a
+        .traced_run
+        .as_ref()
+        .filter(|_| traced)
+        .and_then(|t| traced_deviations(runs, t, a.traced_syscalls.as_ref(), floor));
     let sc = |f: fn(&crate::counters::linux::perf::SyscallCounts) -> Option<u64>| {
         if traced {
             // One traced run per allocator: its counts, if it has them.
@@ -144,10 +335,12 @@ fn row_of(a: &AllocatorRuns, syscall_counter: &str) -> ExecRow {
         madvise: sc(|s| Some(s.madvise)),
         mremap: sc(|s| Some(s.mremap)),
         syscalls: sc(|s| s.all),
-        syscall_counter: match (&a.traced_note, traced) {
-            (Some(note), true) => format!("ptrace: {note}"),
+        syscall_counter: match (&a.traced_run, &a.traced_note, traced) {
+            (Some(t), _, true) => format!("ptrace: {}", traced_text(runs, t, differs.as_deref())),
+            (None, Some(note), true) => format!("ptrace: {note}"),
             _ => syscall_counter.to_string(),
         },
+        traced_differs: differs,
         allocator_version: a.version.clone(),
         preload: a.preload.clone(),
         malloc_from: a.malloc_from.clone(),
@@ -215,7 +408,7 @@ pub fn rows(record: &ExecRecord) -> Vec<ExecRow> {
                     .to_string()
             }),
             runs_planned: Some(record.runs_requested),
-            ..row_of(a, &record.syscall_counter)
+            ..row_of(a, &record.syscall_counter, record.noise_threshold)
         })
         .collect();
     let Some(b) = rows
@@ -243,4 +436,147 @@ pub fn rows(record: &ExecRecord) -> Vec<ExecRow> {
 /// brk + mmap + munmap + madvise + mremap of an exec row.
 pub fn memory(r: &ExecRow) -> Option<f64> {
     Some(r.brk? + r.mmap? + r.munmap? + r.madvise? + r.mremap?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::counts::Rusage;
+
+    fn run(round: u32, wall_ms: u64, user_ms: u64, minflt: u64) -> ExecRun {
+        ExecRun {
+            round,
+            position: Some(0),
+            wall_ns: wall_ms * 1_000_000,
+            usage: Rusage {
+                minflt,
+                utime_ns: user_ms * 1_000_000,
+                maxrss_bytes: 20 << 20,
+                ..Default::default()
+            },
+            syscalls: None,
+            start_unix_ns: None,
+        }
+    }
+
+    fn traced(wall_ms: u64, user_ms: u64, minflt: u64) -> TracedRun {
+        let r = run(0, wall_ms, user_ms, minflt);
+        TracedRun {
+            wall_ns: r.wall_ns,
+            usage: r.usage,
+        }
+    }
+
+    fn allocator(runs: Vec<ExecRun>, t: TracedRun) -> AllocatorRuns {
+        AllocatorRuns {
+            allocator: "jemalloc".into(),
+            preload: None,
+            env: Default::default(),
+            malloc_from: None,
+            version: None,
+            knobs_effective: Default::default(),
+            failure: None,
+            warmup_runs: 0,
+            runs,
+            traced_syscalls: Some(SyscallCounts {
+                madvise: 2931,
+                ..Default::default()
+            }),
+            traced_note: None,
+            traced_run: Some(t),
+        }
+    }
+
+    #[test]
+    fn a_traced_value_differs_only_beyond_the_range_by_more_than_its_width() {
+        let u = [100.0, 104.0, 102.0];
+        // Width 4: 96..=108 is as the untraced runs.
+        assert_eq!(beyond_spread(&u, 108.0, 0.02, 1.0), Some(false));
+        assert_eq!(beyond_spread(&u, 108.5, 0.02, 1.0), Some(true));
+        assert_eq!(beyond_spread(&u, 96.0, 0.02, 1.0), Some(false));
+        assert_eq!(beyond_spread(&u, 95.5, 0.02, 1.0), Some(true));
+        // Runs that agree exactly: the noise threshold and the least margin decide.
+        let same = [50.0, 50.0, 50.0];
+        assert_eq!(beyond_spread(&same, 52.0, 0.02, 2.0), Some(false));
+        assert_eq!(beyond_spread(&same, 53.0, 0.02, 2.0), Some(true));
+        let big = [10_000.0, 10_000.0];
+        assert_eq!(beyond_spread(&big, 10_150.0, 0.02, 2.0), Some(false));
+        assert_eq!(beyond_spread(&big, 10_250.0, 0.02, 2.0), Some(true));
+        // One run has no spread.
+        assert_eq!(beyond_spread(&[100.0], 500.0, 0.02, 1.0), None);
+    }
+
+    #[test]
+    fn a_fixed_duration_run_that_faulted_more_under_the_tracer_is_said() {
+        // larson under jemalloc, as measured: the same 4 s wall time traced or not, but
+        // the traced run purged (and faulted back) more: 8,600 faults, beyond the
+        // untraced runs' 6,130–7,300 by more than that width.
+        let runs = vec![
+            run(1, 4010, 3887, 6130),
+            run(2, 4011, 3944, 7265),
+            run(3, 4012, 3900, 7100),
+            run(4, 4010, 3920, 7300),
+        ];
+        let a = allocator(runs.clone(), traced(4011, 3905, 8600));
+        let d = traced_deviations(&runs, a.traced_run.as_ref().unwrap(), None, 0.02).unwrap();
+        assert_eq!(
+            d.iter().map(|x| x.figure.as_str()).collect::<Vec<_>>(),
+            ["minflt"]
+        );
+        assert_eq!(
+            (d[0].traced, d[0].untraced_min, d[0].untraced_max),
+            (8600.0, 6130.0, 7300.0)
+        );
+        let row = row_of(&a, "ptrace", 0.02);
+        assert_eq!(row.traced_differs, Some(d));
+        assert_eq!(row.madvise, Some(2931.0));
+        let text = &row.syscall_counter;
+        assert!(
+            text.starts_with("ptrace: counted in one traced run, 1.00x the untraced runs' median wall time; it behaved otherwise than the untraced runs (minor faults 8,600 against 6,130–7,300, 1.20x their median"),
+            "{text}"
+        );
+        // Faults beyond the untraced runs' range by less than its width (1,170):
+        // nothing to say.
+        let calm = allocator(runs.clone(), traced(4011, 3905, 8400));
+        let row = row_of(&calm, "ptrace", 0.02);
+        assert_eq!(row.traced_differs, Some(vec![]));
+        assert!(row
+            .syscall_counter
+            .contains("it behaved as the untraced runs did"));
+        // A traced run that got less CPU (the tracer took it) is said too.
+        let starved = allocator(runs.clone(), traced(4011, 3500, 7000));
+        let d = row_of(&starved, "ptrace", 0.02).traced_differs.unwrap();
+        assert_eq!(d[0].figure, "user_ms");
+    }
+
+    #[test]
+    fn one_untraced_run_cannot_tell_and_untraced_counts_are_compared_when_there() {
+        let one = allocator(vec![run(1, 100, 90, 500)], traced(300, 90, 5000));
+        let row = row_of(&one, "ptrace", 0.02);
+        assert_eq!(row.traced_differs, None);
+        assert!(
+            row.syscall_counter.contains("no spread"),
+            "{}",
+            row.syscall_counter
+        );
+        // Untraced runs with their own counts: the traced run's 2,931 memory calls are
+        // far beyond their 1,000–1,100.
+        let mut runs = vec![run(1, 100, 90, 500), run(2, 100, 90, 500)];
+        for (r, madvise) in runs.iter_mut().zip([1000, 1100]) {
+            r.syscalls = Some(SyscallCounts {
+                madvise,
+                ..Default::default()
+            });
+        }
+        let a = allocator(runs, traced(100, 90, 500));
+        let d = row_of(&a, "ptrace", 0.02).traced_differs.unwrap();
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].figure, "memory_syscalls");
+        // Not traced: no comparison, the counter's name alone.
+        let row = row_of(&a, "perf", 0.02);
+        assert_eq!(
+            (row.traced_differs, row.syscall_counter.as_str()),
+            (None, "perf")
+        );
+    }
 }

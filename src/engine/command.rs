@@ -14,7 +14,7 @@ use super::probe;
 use super::schedule::{Next, Pass, Rounds, Schedule};
 use super::spawn::{self as launch, LaunchOptions, Prepared, Termination};
 use crate::counters::{CounterMode, CounterPlan};
-pub use crate::model::command::{AllocatorRuns, ExecRecord, ExecRun, SCHEMA};
+pub use crate::model::command::{AllocatorRuns, ExecRecord, ExecRun, TracedRun, SCHEMA};
 use crate::model::knobs::AllocatorSpec;
 use crate::model::spec::{Allocator, Choice, Thp};
 use std::collections::BTreeMap;
@@ -169,6 +169,7 @@ pub fn prepare_wrapped(
         runs: Vec::new(),
         traced_syscalls: None,
         traced_note: None,
+        traced_run: None,
     };
     let fail = |mut row: AllocatorRuns, why: String| {
         row.failure = Some(why);
@@ -514,15 +515,13 @@ pub fn run_session(
             match outcome {
                 Ok(run) if run.termination.success() => {
                     row.traced_syscalls = run.syscalls.ok();
-                    // The counts come from a run the tracer slowed down: a purger that
-                    // works by time may call madvise more or less often there. Said.
-                    let walls: Vec<f64> = row.runs.iter().map(|r| r.wall_ns as f64).collect();
-                    if let Some(m) = crate::analysis::stats::median(&walls).filter(|m| *m > 0.0) {
-                        row.traced_note = Some(format!(
-                            "counted in one traced run, {:.2}x the untraced runs' median wall time",
-                            run.wall_ns as f64 / m
-                        ));
-                    }
+                    // The counts come from a run the tracer slowed down; the summary sets
+                    // its time and rusage against the untraced runs' and says where it
+                    // behaved otherwise.
+                    row.traced_run = Some(TracedRun {
+                        wall_ns: run.wall_ns,
+                        usage: run.usage,
+                    });
                 }
                 Ok(run) if run.termination == Termination::Interrupted => break,
                 Ok(run) => {

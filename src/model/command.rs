@@ -47,9 +47,22 @@ pub struct AllocatorRuns {
     /// With `--counters ptrace`: the memory-syscall counts of the extra traced run.
     #[serde(default)]
     pub traced_syscalls: Option<SyscallCounts>,
-    /// Why the traced run has no counts.
+    /// Why the traced run has no counts (records written before `traced_run` existed
+    /// also kept here how much slower it was).
     #[serde(default)]
     pub traced_note: Option<String>,
+    /// With `--counters ptrace`: the traced run's own wall time and rusage, which the
+    /// summary sets against the untraced runs' to say whether it behaved like them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traced_run: Option<TracedRun>,
+}
+
+/// What the extra traced run measured besides its counts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TracedRun {
+    pub wall_ns: u64,
+    /// From `wait4`, as an untraced run's.
+    pub usage: Rusage,
 }
 
 /// The whole `exec` result, as `--out DIR` stores it (`exec.json`).
