@@ -623,6 +623,18 @@ fn an_unprivileged_user_gets_the_same_counts_through_ptrace() {
     assert!(fs > 20.0 * 1000.0 && fm < fs / 10.0, "{fs} {fm}");
 }
 
+/// Six runs under glibc without syscall counters, as JSON (the first six: as a table).
+const JSON_SESSION: [&str; 8] = [
+    "--allocators",
+    "system",
+    "--runs",
+    "6",
+    "--counters",
+    "off",
+    "--format",
+    "json",
+];
+
 /// A program of two behaviours (examples/bimodal: every other run touches twice the
 /// pages) is said as two behaviours, with the runs of each, in JSON and on the console;
 /// a program of one behaviour is not.
@@ -638,19 +650,7 @@ fn a_program_of_two_behaviours_is_said_as_two() {
         "--mib",
         "16",
     ];
-    let o = exec(
-        &[
-            "--allocators",
-            "system",
-            "--runs",
-            "6",
-            "--counters",
-            "off",
-            "--format",
-            "json",
-        ],
-        &args,
-    );
+    let o = exec(&JSON_SESSION, &args);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let r = rows(&o);
     let system = row(&r, "system");
@@ -671,25 +671,13 @@ fn a_program_of_two_behaviours_is_said_as_two() {
     // 16 MiB is 4,096 pages; the odd runs touch 4,096 more.
     assert!((high - low - 4096.0).abs() < 200.0, "{low} vs {high}");
 
-    let table = exec(
-        &["--allocators", "system", "--runs", "6", "--counters", "off"],
-        &args,
-    );
+    let table = exec(&JSON_SESSION[..6], &args);
     assert_eq!(table.status.code(), Some(0), "{}", stderr(&table));
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(text.contains("2 behaviours of minor faults: "), "{text}");
 
     let one = exec(
-        &[
-            "--allocators",
-            "system",
-            "--runs",
-            "6",
-            "--counters",
-            "off",
-            "--format",
-            "json",
-        ],
+        &JSON_SESSION,
         &[temporaries().to_str().unwrap(), "--iterations", "5"],
     );
     assert_eq!(one.status.code(), Some(0), "{}", stderr(&one));
