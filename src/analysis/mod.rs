@@ -10,6 +10,7 @@ pub mod jumps;
 pub mod modes;
 pub mod noise;
 pub mod order;
+pub mod python;
 pub mod stats;
 pub mod trace;
 pub mod tune;

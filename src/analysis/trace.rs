@@ -92,6 +92,8 @@ pub struct Event {
     pub time_ns: u64,
     /// The process (0 where perf script was not asked for it).
     pub pid: u32,
+    /// The thread.
+    pub tid: u32,
     pub kind: EventKind,
     /// How many events the sample stands for (the fault sampling period; 1 for syscalls).
     pub weight: u64,
@@ -211,26 +213,26 @@ pub fn parse_perf_script(text: &str, fault_weight: u64) -> Script {
     }
 }
 
-/// `123/123 14.5: …` → (pid, time in ns); the pid is 0 without `pid` in the fields.
-fn id_and_time<'a>(parts: &mut impl Iterator<Item = &'a str>) -> Option<(u32, u64)> {
+/// `123/124 14.5: …` → (pid, tid, time in ns); the pid is 0 without `pid` in the fields.
+fn id_and_time<'a>(parts: &mut impl Iterator<Item = &'a str>) -> Option<(u32, u32, u64)> {
     let id = parts.next()?;
-    let pid = match id.split_once('/') {
-        Some((p, _)) => p.parse().ok()?,
-        None => 0,
+    let (pid, tid) = match id.split_once('/') {
+        Some((p, t)) => (p.parse().ok()?, t.parse().ok()?),
+        None => (0, id.parse().ok()?),
     };
     let time = parts.next()?.trim_end_matches(':');
     let (secs, frac) = time.split_once('.')?;
     let frac9 = format!("{frac:0<9}");
     let time_ns =
         secs.parse::<u64>().ok()? * 1_000_000_000 + frac9.get(..9)?.parse::<u64>().ok()?;
-    Some((pid, time_ns))
+    Some((pid, tid, time_ns))
 }
 
 /// A task line: Some(Some(task)) for an exec or an exit, Some(None) for the others
 /// (a fork, perf's own comm), None when not understood.
 fn parse_task(line: &str) -> Option<Option<Task>> {
     let mut parts = line.split_whitespace();
-    let (_, time_ns) = id_and_time(&mut parts)?;
+    let (_, _, time_ns) = id_and_time(&mut parts)?;
     let what = parts.next()?;
     if let Some(rest) = what.strip_prefix("PERF_RECORD_EXIT(") {
         let pid = rest.split(':').next()?.parse().ok()?;
@@ -253,7 +255,7 @@ fn parse_task(line: &str) -> Option<Option<Task>> {
 /// `  10619  8779.723660548:     syscalls:sys_enter_brk: brk: 0x560ea757a000`
 fn parse_header(line: &str, fault_weight: u64) -> Option<Event> {
     let mut parts = line.split_whitespace();
-    let (pid, time_ns) = id_and_time(&mut parts)?;
+    let (pid, tid, time_ns) = id_and_time(&mut parts)?;
     let event = parts.next()?.trim_end_matches(':');
     let kind = EventKind::of_event(event)?;
     let args: String = parts.collect::<Vec<_>>().join(" ");
@@ -280,6 +282,7 @@ fn parse_header(line: &str, fault_weight: u64) -> Option<Event> {
                 return Some(Event {
                     time_ns,
                     pid,
+                    tid,
                     kind,
                     weight: 1,
                     arg: None,
@@ -309,6 +312,7 @@ fn parse_header(line: &str, fault_weight: u64) -> Option<Event> {
     Some(Event {
         time_ns,
         pid,
+        tid,
         kind,
         weight: if kind == EventKind::Fault {
             fault_weight.max(1)
@@ -1379,6 +1383,7 @@ mod tests {
         Event {
             time_ns: 0,
             pid: 1,
+            tid: 1,
             kind: EventKind::Madvise,
             weight: 1,
             arg: Some(4096),

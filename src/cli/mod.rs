@@ -638,6 +638,12 @@ pub struct TraceArgs {
     /// results folder, for `perf report -i`; by default they are removed once read.
     #[arg(long)]
     pub keep_perf_data: bool,
+    /// Do not record a CPython command's Python lines. By default a command run by
+    /// CPython 3.12 or newer (`python3 script.py`, or a script whose #! line names
+    /// python) is traced with its perf support and the lab's line recorder, and each
+    /// fault and memory syscall is also given the Python function and line behind it.
+    #[arg(long, requires = "command")]
+    pub no_python: bool,
     /// A command of your own to trace instead of a built-in cell (put it after `--`): one
     /// run of it per allocator, preloaded as `alloclab exec` does, with its timeline from
     /// the exec to the exit.

@@ -92,7 +92,6 @@ pub fn run(args: &TraceArgs) -> Result<()> {
         ));
         let outcome = match &sampling {
             Ok(s) => {
-                // Removed on every way out of here unless kept.
                 // perf's file: removed on every way out of here unless kept.
                 let data = folder
                     .claim_for_writer(
@@ -360,6 +359,9 @@ fn run_command(args: &TraceArgs) -> Result<()> {
         ));
     }
     let faults_counted = extra.iter().any(|e| e.contains("page_fault_user"));
+    // A CPython command: its lines too, where perf records and the interpreter has
+    // sys.monitoring (said either way).
+    let python = python_plan(args, &settings.program, sampling.is_ok());
 
     // The untraced runs: exec's session, saved as they finish.
     let record = if args.runs > 0 {
@@ -405,9 +407,16 @@ fn run_command(args: &TraceArgs) -> Result<()> {
         let label = a.to_string();
         let untraced = untraced_of(record.as_ref(), &label);
         progress.start(&format!("{label}: traced run"));
+        let mut recorder = match &python {
+            PythonPlan::Lines(_) => Some(crate::engine::python::Recorder::new()),
+            _ => None,
+        };
+        let recorder_env = match &recorder {
+            Some(Ok(r)) => r.env(),
+            _ => Vec::new(),
+        };
         let outcome = match &sampling {
             Ok(s) => {
-                // Removed on every way out of here unless kept.
                 // perf's file: removed on every way out of here unless kept.
                 let data = folder
                     .claim_for_writer(
@@ -416,7 +425,7 @@ fn run_command(args: &TraceArgs) -> Result<()> {
                     )
                     .map_err(Error::failed)?;
                 let wrapper = trace::record_argv(s, data.path(), &extra);
-                trace_one(&settings, a, Some(&wrapper), &recorded).and_then(|run| {
+                trace_one(&settings, a, Some(&wrapper), &recorded, &recorder_env).and_then(|run| {
                     run.map(|r| {
                         let counted = match &beside {
                             Ok(()) => r.syscalls.map_err(|u| u.0),
@@ -436,7 +445,7 @@ fn run_command(args: &TraceArgs) -> Result<()> {
                     ..opts
                 };
                 let t0 = crate::counters::linux::ptrace::monotonic_ns();
-                trace_one(&settings, a, None, &traced).map(|run| {
+                trace_one(&settings, a, None, &traced, &[]).map(|run| {
                     run.map(|r| {
                         let only = "the ptrace tracer's count is the only one of a run traced without perf";
                         (ptrace_script(&settings, t0, &r), None, Err(only.to_string()))
@@ -456,7 +465,16 @@ fn run_command(args: &TraceArgs) -> Result<()> {
                     Some(tl) => {
                         progress.finish_with("traced", false);
                         let check = analysis::count_check(&tl.totals, counted);
-                        command_trace(&label, a.allocator, tl, &script, lost, untraced, check)
+                        let py = match (&mut recorder, &python) {
+                            (Some(r), PythonPlan::Lines(i)) => {
+                                Some(python_view(r, &script, &tl, faults_counted, &i.stdlib))
+                            }
+                            _ => None,
+                        };
+                        let mut t =
+                            command_trace(&label, a.allocator, tl, &script, lost, untraced, check);
+                        t.python = py;
+                        t
                     }
                     None => {
                         progress.finish_with("no exec seen", true);
@@ -489,6 +507,7 @@ fn run_command(args: &TraceArgs) -> Result<()> {
             .collect(),
         fault_period: args.fault_period,
         syscalls_timed_by: if sampling.is_ok() { "perf" } else { "ptrace" }.into(),
+        python: python.said(),
         missing,
         runs: args.runs,
         order_seed: settings.order_seed,
@@ -518,6 +537,7 @@ fn trace_one(
     a: &crate::model::knobs::AllocatorSpec,
     wrapper: Option<&[std::ffi::OsString]>,
     opts: &crate::engine::spawn::LaunchOptions,
+    extra_env: &[(std::ffi::OsString, std::ffi::OsString)],
 ) -> std::result::Result<Option<crate::engine::spawn::ChildRun>, String> {
     use crate::engine::spawn::Termination;
     let (row, prepared) = crate::engine::command::prepare_wrapped(
@@ -526,6 +546,7 @@ fn trace_one(
         &settings.program,
         &settings.command,
         wrapper,
+        extra_env,
     );
     let Some(prepared) = prepared else {
         return Err(row
@@ -687,7 +708,7 @@ fn command_trace(
                 e.kind.name(),
                 e.arg.map_or(String::new(), |v| v.to_string()),
                 e.advice.map_or(String::new(), |v| v.to_string()),
-                csv_field(&analysis::cause(e))
+                crate::export::csv::field(&analysis::cause(e))
             )
         })
         .collect();
@@ -714,6 +735,7 @@ fn command_trace(
         skipped_lines: script.skipped,
         lost,
         count_check: check,
+        python: None,
         faults_folded: analysis::fold(&tl.inside, &[EventKind::Fault]),
         syscalls_folded: analysis::fold(&tl.inside, &EventKind::SYSCALLS),
         bins: tl.bins,
@@ -722,11 +744,85 @@ fn command_trace(
     }
 }
 
-/// A CSV field, quoted when it holds a comma, a quote or a line break.
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
+/// What a traced command gets of the Python view.
+enum PythonPlan {
+    /// Not a Python program (or not asked).
+    None,
+    /// A CPython program whose lines are recorded.
+    Lines(crate::engine::python::Interpreter),
+    /// A Python program whose lines cannot be: why.
+    Cannot(String),
+}
+
+impl PythonPlan {
+    /// What the report says of it.
+    fn said(&self) -> Option<String> {
+        match self {
+            PythonPlan::None => None,
+            PythonPlan::Lines(i) => Some(format!(
+                "CPython {} ({}): run with its perf support (PYTHONPERFSUPPORT=1, Python frames named in native stacks) and the lab's line recorder (sys.monitoring, a sitecustomize put first on PYTHONPATH; the script is not edited); each fault and memory syscall is given the Python stack its thread was at when it happened (last line started before it on the same thread, CLOCK_MONOTONIC on both sides). Not seen: threads that never ran Python, the interpreter's start-up before the recorder and its shutdown after the last exit handler. The recorder costs about 1 µs per line and call, in the traced run only",
+                i.version,
+                i.path.display()
+            )),
+            PythonPlan::Cannot(why) => Some(format!("no Python lines: {why}; the native attribution stands")),
+        }
     }
+}
+
+fn python_plan(args: &TraceArgs, program: &std::path::Path, perf: bool) -> PythonPlan {
+    if args.no_python {
+        return PythonPlan::None;
+    }
+    match crate::engine::python::detect(program) {
+        Ok(None) => PythonPlan::None,
+        Err(why) => PythonPlan::Cannot(why),
+        Ok(Some(i)) if !i.lines => PythonPlan::Cannot(format!(
+            "CPython {} ({}) has no sys.monitoring (3.12 or newer has; pyenv install 3.12)",
+            i.version,
+            i.path.display()
+        )),
+        Ok(Some(i)) if !perf => PythonPlan::Cannot(format!(
+            "CPython {} is joined to perf's samples, and perf events are not available here",
+            i.version
+        )),
+        Ok(Some(i)) => PythonPlan::Lines(i),
+    }
+}
+
+/// The Python view of a traced run from the recorder's files (the perf map files of the
+/// run's processes removed with the recorder, now that perf script has read them).
+fn python_view(
+    recorder: &mut std::result::Result<crate::engine::python::Recorder, String>,
+    script: &analysis::Script,
+    tl: &analysis::RunTimeline<'_>,
+    exact_faults: bool,
+    stdlib: &[String],
+) -> std::result::Result<crate::analysis::python::PythonView, String> {
+    let r = recorder.as_mut().map_err(|why| why.clone())?;
+    let mut pids: Vec<u32> = script.events.iter().map(|e| e.pid).collect();
+    pids.extend(script.tasks.iter().map(|t| match t {
+        analysis::Task::Exec { pid, .. } | analysis::Task::Exit { pid, .. } => *pid,
+    }));
+    pids.sort_unstable();
+    pids.dedup();
+    r.forget_maps_of(pids);
+    let rec = crate::analysis::python::read_dir(&r.lines())?;
+    if rec.processes.is_empty() {
+        return Err("the interpreter recorded nothing (run with -I, -E or -S, PYTHONPATH ignored, or no Python code ran)".into());
+    }
+    let events: Vec<&analysis::Event> = script
+        .events
+        .iter()
+        .filter(|e| e.time_ns >= tl.start_ns && e.time_ns <= tl.end_ns)
+        .filter(|e| {
+            e.kind.is_syscall() || matches!(e.kind, EventKind::Fault | EventKind::UserFault)
+        })
+        .collect();
+    Ok(crate::analysis::python::view(
+        &rec,
+        &events,
+        exact_faults,
+        stdlib,
+        (tl.start_ns, tl.bin_ns, tl.bins.len()),
+    ))
 }

@@ -135,18 +135,20 @@ fn prepare(
     program: &Path,
     command: &[OsString],
 ) -> (AllocatorRuns, Option<Prepared>) {
-    prepare_wrapped(a, settings, program, command, None)
+    prepare_wrapped(a, settings, program, command, None, &[])
 }
 
 /// As [`prepare`], with the command started by `wrapper` (its program first, e.g.
 /// `perf record … --`), which is given the allocator's environment and passes it on;
-/// the checks (preload, probe, knobs) are of the command itself.
+/// the checks (preload, probe, knobs) are of the command itself. `extra_env` is set for
+/// the command (and the wrapper) only, over what it would inherit.
 pub fn prepare_wrapped(
     a: &AllocatorSpec,
     settings: &ExecSettings,
     program: &Path,
     command: &[OsString],
     wrapper: Option<&[OsString]>,
+    extra_env: &[(OsString, OsString)],
 ) -> (AllocatorRuns, Option<Prepared>) {
     let preload = preload(a, &settings.preload_dir);
     let env = child_env(a, preload.as_deref());
@@ -264,6 +266,9 @@ pub fn prepare_wrapped(
             }
         }
     }
+    let mut env = env;
+    env.retain(|(k, _)| !extra_env.iter().any(|(x, _)| x == k));
+    env.extend(extra_env.iter().cloned());
     let prepared = match wrapper {
         Some(w) if !w.is_empty() => {
             // The wrapper's argv[0] is its bare name: perf puts the folder of an argv[0]

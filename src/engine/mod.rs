@@ -21,6 +21,7 @@ pub mod lifetime;
 pub mod preflight;
 pub mod probe;
 pub mod program;
+pub mod python;
 pub mod schedule;
 pub mod spawn;
 pub mod trace;

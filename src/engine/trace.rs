@@ -271,6 +271,7 @@ pub fn events_of_calls(calls: &[crate::counters::linux::ptrace::TrappedCall]) ->
             Some(Event {
                 time_ns: c.time_ns,
                 pid: c.tid as u32,
+                tid: c.tid as u32,
                 kind,
                 weight: 1,
                 arg: Some(c.arg),

@@ -10,6 +10,16 @@ pub fn to_csv(rows: &[SummaryRow]) -> String {
     csv_of(rows, &SummaryRow::empty())
 }
 
+/// One CSV field of a row written by hand: quoted when it holds a comma, a quote or a
+/// line break (quotes doubled), as the `csv` crate writes it.
+pub fn field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
 fn cell(v: &serde_json::Value) -> String {
     match v {
         serde_json::Value::Null => String::new(),

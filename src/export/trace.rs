@@ -148,7 +148,7 @@ pub fn timeline_csv(t: &AllocatorTrace, with_syscalls: bool) -> String {
 }
 
 /// A flame graph of folded stacks (inferno), or None without stacks.
-fn flamegraph(lines: &[String], title: &str, count_name: &str) -> Option<String> {
+pub(crate) fn flamegraph(lines: &[String], title: &str, count_name: &str) -> Option<String> {
     if lines.is_empty() {
         return None;
     }

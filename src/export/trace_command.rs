@@ -8,7 +8,10 @@
 use super::folder::Folder;
 use super::results::ResultsError;
 use super::svg::{self, Axis, Chart, Scale, Series};
-use super::trace::{file_stem, files_list, lines, save_differential, save_stacks, stack_links};
+use super::trace::{
+    file_stem, files_list, flamegraph, lines, save_differential, save_stacks, stack_links,
+};
+use crate::analysis::python::{LineRow, PythonView};
 use crate::analysis::trace::{Attribution, Bin, CountCheck, IterationEvents};
 use crate::fmt::{fmt_ns, group_thousands, human_bytes};
 use crate::model::spec::Allocator;
@@ -62,6 +65,8 @@ pub struct CommandTrace {
     pub lost: Option<String>,
     /// The recorded memory syscalls against the lab's counters of the same run.
     pub count_check: CountCheck,
+    /// A CPython command's events by Python line (Err: why there are none).
+    pub python: Option<Result<crate::analysis::python::PythonView, String>>,
     #[serde(skip)]
     pub bins: Vec<Bin>,
     /// `time_ms,pid,call,bytes,advice,cause` rows.
@@ -95,6 +100,7 @@ impl CommandTrace {
             skipped_lines: 0,
             lost: None,
             count_check: CountCheck::default(),
+            python: None,
             bins: Vec::new(),
             syscall_rows: Vec::new(),
             faults_folded: Vec::new(),
@@ -115,6 +121,8 @@ pub struct CommandTraceReport {
     pub fault_period: u64,
     /// What timed the memory syscalls: perf (with stacks) or ptrace (without).
     pub syscalls_timed_by: String,
+    /// A Python command: the interpreter and how its lines were recorded, or why not.
+    pub python: Option<String>,
     /// What the timeline lacks on this machine, and why (a tracepoint not in this kernel,
     /// no perf events).
     pub missing: Vec<String>,
@@ -124,7 +132,7 @@ pub struct CommandTraceReport {
     pub allocators: Vec<CommandTrace>,
 }
 
-pub const TIMELINE_HEADER: &str = "start_ms,faults,brk,mmap,munmap,madvise,mremap,brk_delta_bytes,mmap_bytes,munmap_bytes,madvise_bytes,rss_bytes,heap_top_offset_bytes";
+pub const TIMELINE_HEADER: &str = "start_ms,faults,brk,mmap,munmap,madvise,mremap,brk_delta_bytes,mmap_bytes,munmap_bytes,madvise_bytes,rss_bytes,heap_top_offset_bytes,python_line";
 pub const EVENTS_HEADER: &str = "time_ms,pid,call,bytes,advice,cause";
 
 fn opt<T: ToString>(v: Option<T>) -> String {
@@ -134,11 +142,19 @@ fn opt<T: ToString>(v: Option<T>) -> String {
 /// One row per bin.
 pub fn timeline_csv(t: &CommandTrace) -> String {
     let mut s = format!("{TIMELINE_HEADER}\n");
-    for b in &t.bins {
+    let lines = match &t.python {
+        Some(Ok(v)) => v.bin_lines.as_slice(),
+        _ => &[],
+    };
+    for (i, b) in t.bins.iter().enumerate() {
         let e = &b.events;
+        let line = lines
+            .get(i)
+            .and_then(|l| l.as_deref())
+            .map_or(String::new(), crate::export::csv::field);
         let _ = writeln!(
             s,
-            "{:.6},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{:.6},{},{},{},{},{},{},{},{},{},{},{},{},{line}",
             b.start_ns as f64 / 1e6,
             opt(b.faults),
             e.brk,
@@ -292,6 +308,14 @@ pub fn save(folder: &Folder, report: &CommandTraceReport) -> Result<Vec<String>,
             &t.syscalls_folded,
             report.fault_period,
         )?);
+        if let Some(Ok(v)) = &t.python {
+            written.extend(save_python_stacks(
+                folder,
+                &t.label,
+                v,
+                report.fault_period,
+            )?);
+        }
     }
     if let (true, Some((a, b))) = (report.syscalls_timed_by == "perf", first_two(report)) {
         written.extend(save_differential(
@@ -316,6 +340,202 @@ pub fn save(folder: &Folder, report: &CommandTraceReport) -> Result<Vec<String>,
     )?;
     written.extend(["REPORT.md".into(), "report.html".into()]);
     Ok(written)
+}
+
+/// The Python flame graphs of one allocator: Python frames (function, file and line,
+/// outermost first) above the native frames the innermost one called.
+fn save_python_stacks(
+    folder: &Folder,
+    label: &str,
+    v: &PythonView,
+    fault_period: u64,
+) -> Result<Vec<String>, ResultsError> {
+    let stem = file_stem(label);
+    let mut written = Vec::new();
+    for (what, folded, title, unit) in [
+        (
+            "faults",
+            &v.faults_folded,
+            format!("{label}: user page faults by Python line and call stack (1 sample = {fault_period} faults)"),
+            "faults",
+        ),
+        (
+            "syscalls",
+            &v.syscalls_folded,
+            format!("{label}: memory syscalls by Python line and call stack (every call)"),
+            "calls",
+        ),
+    ] {
+        let name = format!("stacks/{stem}.python.{what}.folded");
+        folder.text(&name, &lines(folded))?;
+        written.push(name);
+        if let Some(svg) = flamegraph(folded, &title, unit) {
+            let name = format!("flamegraphs/{stem}.python.{what}.svg");
+            folder.text(&name, &svg)?;
+            written.push(name);
+        }
+    }
+    Ok(written)
+}
+
+/// `func2 (numpy_temporaries.py:33) `t = a.astype(np.float64)``.
+fn line_place(r: &LineRow) -> String {
+    let file = Path::new(&r.file)
+        .file_name()
+        .map_or(r.file.clone(), |f| f.to_string_lossy().into_owned());
+    let mut s = format!("{} ({file}:{})", r.function, r.line);
+    if let Some(src) = &r.source {
+        let src: String = src.chars().take(60).collect();
+        let _ = write!(s, " `{}`", src.replace('`', "'"));
+    }
+    s
+}
+
+/// What the Python view says of one allocator, one entry per event kind: the lines with
+/// most of its events (up to `top`), then what no line could be given.
+pub fn python_lines(v: &PythonView, top: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    for (kind, (joined, total)) in order_kinds(&v.joined) {
+        if total == 0 {
+            continue;
+        }
+        let rows: Vec<&LineRow> = v.lines.iter().filter(|r| r.kind == kind).collect();
+        let mut parts: Vec<String> = rows
+            .iter()
+            .take(top)
+            .map(|r| {
+                let mut d = Vec::new();
+                if let Some(p) = r.per_execution {
+                    d.push(format!(
+                        "{} per execution of the line, {} executions",
+                        per(p),
+                        whole(r.executions as f64)
+                    ));
+                }
+                if let Some(c) = &r.cause {
+                    d.push(c.clone());
+                }
+                let d = if d.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", d.join("; "))
+                };
+                format!(
+                    "{} ({}) at {}{d}",
+                    whole(r.count as f64),
+                    percent(r.share),
+                    line_place(r)
+                )
+            })
+            .collect();
+        if rows.len() > top {
+            let rest: u64 = rows[top..].iter().map(|r| r.count).sum();
+            parts.push(format!(
+                "{} at {} other lines",
+                whole(rest as f64),
+                rows.len() - top
+            ));
+        }
+        if let Some(u) = v.unjoined.get(&kind) {
+            let why: Vec<String> = [
+                (u.before_recorder, "in the interpreter's start-up"),
+                (u.after_recorder, "in its shutdown"),
+                (u.native_thread, "on threads that ran no Python"),
+                (u.no_frame, "outside any Python frame"),
+            ]
+            .into_iter()
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, w)| format!("{} {w}", whole(n as f64)))
+            .collect();
+            if !why.is_empty() {
+                parts.push(format!("no Python line: {}", why.join(", ")));
+            }
+        }
+        let what = if kind == "fault" {
+            "faults"
+        } else {
+            kind.as_str()
+        };
+        out.push(format!(
+            "{what} {} ({} at a Python line): {}",
+            whole(total as f64),
+            whole(joined as f64),
+            parts.join("; ")
+        ));
+    }
+    if let Some((a, n)) = v.perf_frames_agree {
+        out.push(format!(
+            "check: the join names the function of perf's own innermost Python frame in {} of {} stacked samples",
+            whole(a as f64),
+            whole(n as f64)
+        ));
+    }
+    if v.processes_cut_short > 0 {
+        out.push(format!(
+            "{} of {} Python processes ended without running their exit handlers (os._exit or a signal): their last records are lost",
+            v.processes_cut_short, v.processes
+        ));
+    }
+    out
+}
+
+/// The kinds in the lab's order: faults first, then the syscalls.
+fn order_kinds(m: &std::collections::BTreeMap<String, (u64, u64)>) -> Vec<(String, (u64, u64))> {
+    let order = ["fault", "brk", "mmap", "munmap", "madvise", "mremap"];
+    order
+        .iter()
+        .filter_map(|k| m.get(*k).map(|v| (k.to_string(), *v)))
+        .collect()
+}
+
+/// A share as a person reads it: "<1 %" rather than "0 %".
+fn percent(share: f64) -> String {
+    if share > 0.0 && share < 0.005 {
+        "<1 %".into()
+    } else {
+        format!("{:.0} %", 100.0 * share)
+    }
+}
+
+fn per(v: f64) -> String {
+    if v >= 100.0 {
+        whole(v)
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// REPORT.md's "By Python line" table of one allocator (up to `top` rows per kind).
+fn python_table(md: &mut String, v: &PythonView, top: usize) {
+    let _ = writeln!(
+        md,
+        "| event | count | share | per execution of the line | Python function | file:line | line | inside it | native path |\n|---|---:|---:|---:|---|---|---|---|---|"
+    );
+    for (kind, _) in order_kinds(&v.joined) {
+        for r in v.lines.iter().filter(|r| r.kind == kind).take(top) {
+            let file = Path::new(&r.file)
+                .file_name()
+                .map_or(r.file.clone(), |f| f.to_string_lossy().into_owned());
+            let cell = |s: &str| s.replace('|', "\\|");
+            let _ = writeln!(
+                md,
+                "| {kind} | {} | {:.1} % | {} | `{}` | {file}:{} | {} | {} | {} |",
+                whole(r.count as f64),
+                100.0 * r.share,
+                r.per_execution.map_or("–".into(), per),
+                cell(&r.function),
+                r.line,
+                r.source
+                    .as_deref()
+                    .map_or("–".into(), |s| format!("`{}`", cell(s).replace('`', "'"))),
+                r.via.as_deref().map_or("–".into(), cell),
+                r.cause.as_deref().map_or("–".into(), cell),
+            );
+        }
+    }
+    md.push('\n');
 }
 
 fn first_two(report: &CommandTraceReport) -> Option<(&CommandTrace, &CommandTrace)> {
@@ -429,6 +649,25 @@ pub fn markdown(report: &CommandTraceReport, written: &[String]) -> String {
             (None, None) => {}
         }
     }
+    if let Some(p) = &report.python {
+        let _ = writeln!(md, "\n## By Python line\n\n{p}.\n");
+        for t in report.allocators.iter().filter(|t| t.traced()) {
+            match &t.python {
+                Some(Ok(v)) => {
+                    let _ = writeln!(md, "### {}\n", t.label);
+                    for l in python_lines(v, 3) {
+                        let _ = writeln!(md, "* {l}");
+                    }
+                    md.push('\n');
+                    python_table(&mut md, v, 12);
+                }
+                Some(Err(why)) => {
+                    let _ = writeln!(md, "* **{}**: no Python lines: {why}", t.label);
+                }
+                None => {}
+            }
+        }
+    }
     let _ = writeln!(md, "\n## What tracing cost\n");
     for t in report.allocators.iter().filter(|t| t.traced()) {
         let _ = writeln!(
@@ -477,6 +716,9 @@ pub fn console(report: &CommandTraceReport, out: &Path, written: &[String]) -> S
     for m in &report.missing {
         let _ = writeln!(s, "not measured here: {m}");
     }
+    if let Some(p) = &report.python {
+        let _ = writeln!(s, "Python: {}", p.split(": run with").next().unwrap_or(p));
+    }
     for t in &report.allocators {
         match (&t.failure, &t.mechanism) {
             (Some(why), _) => {
@@ -487,6 +729,18 @@ pub fn console(report: &CommandTraceReport, out: &Path, written: &[String]) -> S
                 let _ = writeln!(s, "{m}");
             }
             (None, None) => {}
+        }
+        match &t.python {
+            Some(Ok(v)) => {
+                let _ = writeln!(s, "  by Python line:");
+                for l in python_lines(v, 3) {
+                    let _ = writeln!(s, "    {l}");
+                }
+            }
+            Some(Err(why)) => {
+                let _ = writeln!(s, "  no Python lines: {why}");
+            }
+            None => {}
         }
         let _ = writeln!(s, "  {}", cost_text(t, report));
         if let Some(p) = t.peak_rss_bytes {

@@ -1,0 +1,639 @@
+//! The Python view of a traced command: each fault and memory syscall joined to the
+//! Python stack (function, file, line) its thread was running when it happened.
+//!
+//! The interpreter records (see `src/python/sitecustomize.py`): one record per line
+//! started, per Python frame entered and per frame left, with its native thread id and
+//! CLOCK_MONOTONIC time; perf stamps its samples with the same clock (`-k mono`) and
+//! thread id. **The join's rule:** an event gets the Python stack its thread had after
+//! the last record at or before the event's time, each frame at its last line. What it
+//! cannot see: threads that never ran Python code (a native library's workers), the
+//! interpreter's start-up before the recorder started and its shutdown after the last
+//! exit handler, and C code between Python frames (an event there has no frame).
+
+use super::trace::{cause, Event, EventKind};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+/// The bootstrap the interpreter imports as `sitecustomize` (first on PYTHONPATH).
+pub const BOOTSTRAP: &str = include_str!("../python/sitecustomize.py");
+
+/// One record's size in the recorder's files: kind u8, tid u32, time u64, code u32, line
+/// i32, little-endian, packed.
+const RECORD: usize = 21;
+
+/// A Python code object: function (qualified name), file and first line.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct Code {
+    pub function: String,
+    pub file: String,
+    pub first_line: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Line,
+    Enter,
+    Leave,
+    Stop,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Rec {
+    kind: Kind,
+    time_ns: u64,
+    /// Index into [`Recording::codes`].
+    code: usize,
+    line: u32,
+}
+
+/// What the recorder wrote, all processes together.
+#[derive(Debug, Default)]
+pub struct Recording {
+    pub codes: Vec<Code>,
+    /// The processes that recorded (pid), and whether each reached its exit handlers.
+    pub processes: Vec<(u32, bool)>,
+    /// Records by thread, in time order.
+    threads: HashMap<u32, Vec<Rec>>,
+    /// When each process's recorder stopped (its last exit handler), by its threads.
+    stopped: HashMap<u32, u64>,
+    /// How many times each (code, line) started.
+    pub executions: HashMap<(usize, u32), u64>,
+}
+
+/// Reads every process's files in `dir` (`lines-PID.bin`, `codes-PID.tsv`). Records of
+/// the bootstrap's own code are dropped.
+pub fn read_dir(dir: &Path) -> Result<Recording, String> {
+    let mut rec = Recording::default();
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut pids: Vec<u32> = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_prefix("lines-")?
+                .strip_suffix(".bin")?
+                .parse()
+                .ok()
+        })
+        .collect();
+    pids.sort_unstable();
+    for pid in pids {
+        let table = std::fs::read_to_string(dir.join(format!("codes-{pid}.tsv")))
+            .map_err(|e| format!("the recorder's code table of process {pid}: {e}"))?;
+        let data = std::fs::read(dir.join(format!("lines-{pid}.bin")))
+            .map_err(|e| format!("the recorder's records of process {pid}: {e}"))?;
+        let (stopped, tids) = rec.add(&table, &data);
+        rec.processes.push((pid, stopped.is_some()));
+        if let Some(t) = stopped {
+            for tid in tids {
+                rec.stopped.insert(tid, t);
+            }
+        }
+    }
+    Ok(rec)
+}
+
+impl Recording {
+    /// Adds one process's code table and records; returns when its recorder stopped
+    /// (None: it never reached its exit handlers) and its threads.
+    fn add(&mut self, table: &str, data: &[u8]) -> (Option<u64>, Vec<u32>) {
+        let base = self.codes.len();
+        let mut ours = Vec::new();
+        let mut index: HashMap<u32, usize> = HashMap::new();
+        for line in table.lines() {
+            let mut f = line.splitn(4, '\t');
+            let (Some(i), Some(first), Some(function), Some(file)) =
+                (f.next(), f.next(), f.next(), f.next())
+            else {
+                continue;
+            };
+            let (Ok(i), Ok(first_line)) = (i.parse::<u32>(), first.parse::<u32>()) else {
+                continue;
+            };
+            index.insert(i, self.codes.len());
+            ours.push(file.ends_with("sitecustomize.py") && function.starts_with("_alloclab"));
+            self.codes.push(Code {
+                function: function.to_string(),
+                file: file.to_string(),
+                first_line,
+            });
+        }
+        let mut stopped = None;
+        let mut tids = Vec::new();
+        for r in data.chunks_exact(RECORD) {
+            let kind = match r[0] {
+                0 => Kind::Line,
+                1 => Kind::Enter,
+                2 => Kind::Leave,
+                3 => Kind::Stop,
+                _ => continue,
+            };
+            let tid = u32::from_le_bytes(r[1..5].try_into().unwrap());
+            let time_ns = u64::from_le_bytes(r[5..13].try_into().unwrap());
+            let code = u32::from_le_bytes(r[13..17].try_into().unwrap());
+            let line = i32::from_le_bytes(r[17..21].try_into().unwrap()).max(0) as u32;
+            if kind == Kind::Stop {
+                stopped = Some(time_ns);
+                continue;
+            }
+            let Some(&code) = index.get(&code) else {
+                continue;
+            };
+            if ours[code - base] {
+                continue;
+            }
+            if kind == Kind::Line {
+                *self.executions.entry((code, line)).or_insert(0) += 1;
+            }
+            let v = self.threads.entry(tid).or_default();
+            if v.is_empty() {
+                tids.push(tid);
+            }
+            v.push(Rec {
+                kind,
+                time_ns,
+                code,
+                line,
+            });
+        }
+        for v in self.threads.values_mut() {
+            v.sort_by_key(|r| r.time_ns);
+        }
+        (stopped, tids)
+    }
+}
+
+/// A frame of a joined Python stack: the code and the line it was at.
+pub type PyFrame = (usize, u32);
+
+/// Where an event stands in the Python view.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Joined {
+    /// The Python stack, outermost first.
+    Stack(Vec<PyFrame>),
+    /// The thread never ran Python code the recorder saw (a native library's thread).
+    NativeThread,
+    /// Before the thread's first record (the interpreter's start-up).
+    BeforeRecorder,
+    /// After the process's last exit handler (the interpreter's shutdown).
+    AfterRecorder,
+    /// In C code outside any Python frame the recorder saw.
+    NoFrame,
+}
+
+/// Applies one record to a thread's stack.
+fn apply(stack: &mut Vec<PyFrame>, r: &Rec) {
+    match r.kind {
+        Kind::Enter => stack.push((r.code, r.line)),
+        Kind::Line => match stack.iter().rposition(|f| f.0 == r.code) {
+            // A line of a frame below the top: the frames above it ended unseen.
+            Some(i) => {
+                stack.truncate(i + 1);
+                stack[i].1 = r.line;
+            }
+            // A frame entered before the recorder started.
+            None => stack.push((r.code, r.line)),
+        },
+        Kind::Leave => {
+            if let Some(i) = stack.iter().rposition(|f| f.0 == r.code) {
+                stack.truncate(i);
+            }
+        }
+        Kind::Stop => {}
+    }
+}
+
+/// Joins each of `events` (thread, time) to its thread's Python stack at that time.
+pub fn join(rec: &Recording, events: &[(u32, u64)]) -> Vec<Joined> {
+    let mut out = vec![Joined::NativeThread; events.len()];
+    let mut by_tid: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+    for (i, (tid, _)) in events.iter().enumerate() {
+        by_tid.entry(*tid).or_default().push(i);
+    }
+    for (tid, mut idx) in by_tid {
+        let Some(records) = rec.threads.get(&tid) else {
+            continue;
+        };
+        idx.sort_by_key(|&i| events[i].1);
+        let stop = rec.stopped.get(&tid).copied();
+        let mut stack: Vec<PyFrame> = Vec::new();
+        let mut next = 0;
+        for i in idx {
+            let t = events[i].1;
+            while next < records.len() && records[next].time_ns <= t {
+                apply(&mut stack, &records[next]);
+                next += 1;
+            }
+            out[i] = if next == 0 {
+                Joined::BeforeRecorder
+            } else if stop.is_some_and(|s| t > s) {
+                Joined::AfterRecorder
+            } else if stack.is_empty() {
+                Joined::NoFrame
+            } else {
+                Joined::Stack(stack.clone())
+            };
+        }
+    }
+    out
+}
+
+/// One row of the "by line" table: an event kind at one Python line.
+#[derive(Clone, Debug, Serialize)]
+pub struct LineRow {
+    /// fault, brk, mmap, munmap, madvise, mremap.
+    pub kind: String,
+    pub function: String,
+    pub file: String,
+    pub line: u32,
+    /// The line's text (None where the file cannot be read).
+    pub source: Option<String>,
+    /// Events at this line (faults: every fault where counted, else samples × period).
+    pub count: u64,
+    /// Of the kind's events in the run.
+    pub share: f64,
+    /// How many times the line started in the run, and the events per start.
+    pub executions: u64,
+    pub per_execution: Option<f64>,
+    /// The native call path most of these events came through (from their stacks).
+    pub cause: Option<String>,
+    /// The innermost Python frame most of these events were in, where that is not this
+    /// line: the standard library's code the line called (an import's machinery).
+    pub via: Option<String>,
+}
+
+/// Events of one kind that no Python line could be given, by reason.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Unjoined {
+    pub native_thread: u64,
+    pub before_recorder: u64,
+    pub after_recorder: u64,
+    pub no_frame: u64,
+}
+
+/// The Python view of one traced run.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PythonView {
+    /// Events given a Python line, and all events, per kind.
+    pub joined: BTreeMap<String, (u64, u64)>,
+    pub unjoined: BTreeMap<String, Unjoined>,
+    /// Of the samples whose native stack holds perf's own Python frame (`py::…`, from
+    /// the interpreter's perf support): how many the join gave the same innermost
+    /// function, of how many.
+    pub perf_frames_agree: Option<(u64, u64)>,
+    /// Processes that recorded, and those that ended without running their exit
+    /// handlers (their last records are lost).
+    pub processes: usize,
+    pub processes_cut_short: usize,
+    pub lines: Vec<LineRow>,
+    /// Per bin of the timeline: the Python line most of the bin's faults and memory
+    /// syscalls were at (None: none was at a line).
+    #[serde(skip)]
+    pub bin_lines: Vec<Option<String>>,
+    /// Folded stacks, Python frames (outermost first) above the native frames the
+    /// innermost one called: faults (sampled, with stacks) and memory syscalls.
+    #[serde(skip)]
+    pub faults_folded: Vec<String>,
+    #[serde(skip)]
+    pub syscalls_folded: Vec<String>,
+}
+
+/// The innermost frame perf's perf-support trampolines name: `py::func2:/path/x.py`
+/// → (`func2`, `/path/x.py`).
+fn perf_python_frame(e: &Event) -> Option<(String, String)> {
+    e.frames.iter().find_map(|f| {
+        let rest = f.name.strip_prefix("py::")?;
+        let (name, file) = rest.split_once(':')?;
+        Some((name.to_string(), file.to_string()))
+    })
+}
+
+/// The native frames the innermost Python frame called, outermost first (the frames
+/// inward of perf's innermost `py::` trampoline, or of the interpreter's evaluation loop).
+fn native_below_python(e: &Event) -> Vec<String> {
+    let cut = e
+        .frames
+        .iter()
+        .position(|f| f.name.starts_with("py::") || f.name.contains("_PyEval_EvalFrame"));
+    let inner = match cut {
+        Some(i) => &e.frames[..i],
+        None => &e.frames[..],
+    };
+    let mut names: Vec<String> = inner
+        .iter()
+        .map(|f| super::trace::short_name(f).replace(';', ":"))
+        .filter(|n| !n.starts_with("_PyEval") && !n.starts_with("PyObject_Vectorcall"))
+        .collect();
+    names.reverse();
+    names
+}
+
+/// The frame the import machinery's frames are folded into.
+const IMPORT: &str = "[import machinery]";
+
+fn frame_name(c: &Code, line: u32) -> String {
+    let file = Path::new(&c.file)
+        .file_name()
+        .map_or(c.file.clone(), |f| f.to_string_lossy().into_owned());
+    format!("{} ({file}:{line})", c.function).replace(';', ":")
+}
+
+/// The text of `line` in `file`, trimmed (files read once).
+fn source_line(
+    cache: &mut HashMap<String, Option<Vec<String>>>,
+    file: &str,
+    line: u32,
+) -> Option<String> {
+    let lines = cache.entry(file.to_string()).or_insert_with(|| {
+        std::fs::read_to_string(file)
+            .ok()
+            .map(|t| t.lines().map(|l| l.trim().to_string()).collect())
+    });
+    lines
+        .as_ref()?
+        .get(line.checked_sub(1)? as usize)
+        .filter(|l| !l.is_empty())
+        .cloned()
+}
+
+/// Whether `file` is the interpreter's own code: a frozen module or a file of the
+/// standard library folders `stdlib` (installed packages inside them are not).
+fn is_interpreters(file: &str, stdlib: &[String]) -> bool {
+    file.starts_with("<frozen ")
+        || (stdlib
+            .iter()
+            .any(|d| !d.is_empty() && Path::new(file).starts_with(d))
+            && !file.contains("/site-packages/")
+            && !file.contains("/dist-packages/"))
+}
+
+/// The frame an event is put at: the innermost one of the program's own code (not the
+/// standard library's), else the innermost.
+fn site(rec: &Recording, stack: &[PyFrame], stdlib: &[String]) -> PyFrame {
+    stack
+        .iter()
+        .rev()
+        .find(|(c, _)| !is_interpreters(&rec.codes[*c].file, stdlib))
+        .or(stack.last())
+        .copied()
+        .expect("a joined stack has a frame")
+}
+
+/// The Python view of `events` (the run's samples: stacked syscalls and faults, and
+/// the unstacked exact faults where `exact_faults`); `stdlib`: the interpreter's
+/// standard library folders, whose frames give way to the program's line that called
+/// them.
+/// `bins`: the timeline's start, bin width and number of bins.
+pub fn view(
+    rec: &Recording,
+    events: &[&Event],
+    exact_faults: bool,
+    stdlib: &[String],
+    bins: (u64, u64, usize),
+) -> PythonView {
+    let mut in_bins: Vec<BTreeMap<PyFrame, u64>> = vec![BTreeMap::new(); bins.2];
+    let keys: Vec<(u32, u64)> = events.iter().map(|e| (e.tid, e.time_ns)).collect();
+    let joined = join(rec, &keys);
+    let mut v = PythonView {
+        processes: rec.processes.len(),
+        processes_cut_short: rec.processes.iter().filter(|p| !p.1).count(),
+        ..PythonView::default()
+    };
+    // (kind, code, line) → count, and the causes of the stacked ones.
+    let mut at: BTreeMap<(String, usize, u32), u64> = BTreeMap::new();
+    let mut causes: HashMap<(String, usize, u32), BTreeMap<String, u64>> = HashMap::new();
+    let mut folded: [BTreeMap<String, u64>; 2] = [BTreeMap::new(), BTreeMap::new()];
+    let mut agree = (0u64, 0u64);
+    let mut vias: HashMap<(String, usize, u32), BTreeMap<PyFrame, u64>> = HashMap::new();
+    for (e, j) in events.iter().zip(&joined) {
+        // Faults are counted from the exact tracepoint where it was recorded, else from
+        // the samples; their stacks come from the samples either way.
+        let (kind, counts) = match e.kind {
+            EventKind::UserFault => ("fault", true),
+            EventKind::Fault => ("fault", !exact_faults),
+            k if k.is_syscall() => (k.name(), true),
+            _ => continue,
+        };
+        let kind = kind.to_string();
+        let stacked = e.kind != EventKind::UserFault;
+        if counts {
+            let slot = v.joined.entry(kind.clone()).or_insert((0, 0));
+            slot.1 += e.weight;
+            if matches!(j, Joined::Stack(_)) {
+                slot.0 += e.weight;
+            }
+            let u = v.unjoined.entry(kind.clone()).or_default();
+            match j {
+                Joined::NativeThread => u.native_thread += e.weight,
+                Joined::BeforeRecorder => u.before_recorder += e.weight,
+                Joined::AfterRecorder => u.after_recorder += e.weight,
+                Joined::NoFrame => u.no_frame += e.weight,
+                Joined::Stack(_) => {}
+            }
+        }
+        let Joined::Stack(stack) = j else { continue };
+        let (code, line) = site(rec, stack, stdlib);
+        let key = (kind.clone(), code, line);
+        if counts {
+            *at.entry(key.clone()).or_insert(0) += e.weight;
+            let b = (e.time_ns.saturating_sub(bins.0) / bins.1.max(1)) as usize;
+            if let Some(m) = in_bins.get_mut(b) {
+                *m.entry((code, line)).or_insert(0) += e.weight;
+            }
+            let inner = *stack.last().expect("a joined stack has a frame");
+            if inner != (code, line) {
+                *vias
+                    .entry(key.clone())
+                    .or_default()
+                    .entry(inner)
+                    .or_insert(0) += e.weight;
+            }
+        }
+        if !stacked {
+            continue;
+        }
+        *causes.entry(key).or_default().entry(cause(e)).or_insert(0) += e.weight;
+        if let Some((name, file)) = perf_python_frame(e) {
+            let c = &rec.codes[stack.last().expect("a joined stack has a frame").0];
+            agree.1 += 1;
+            let short = c.function.rsplit('.').next().unwrap_or(&c.function);
+            if file == c.file && (name == c.function || name == short) {
+                agree.0 += 1;
+            }
+        }
+        // The import machinery's frozen frames, one after another, are one frame.
+        let mut names: Vec<String> = Vec::new();
+        for &(c, l) in stack {
+            let code = &rec.codes[c];
+            if code.file.starts_with("<frozen importlib") {
+                if names.last().map(String::as_str) != Some(IMPORT) {
+                    names.push(IMPORT.into());
+                }
+            } else {
+                names.push(frame_name(code, l));
+            }
+        }
+        names.extend(native_below_python(e));
+        let which = if e.kind.is_syscall() {
+            names.push(e.kind.name().to_string());
+            1
+        } else {
+            0
+        };
+        *folded[which].entry(names.join(";")).or_insert(0) += e.weight;
+    }
+    v.perf_frames_agree = (agree.1 > 0).then_some(agree);
+    v.bin_lines = in_bins
+        .iter()
+        .map(|m| {
+            m.iter()
+                .max_by_key(|(_, n)| **n)
+                .map(|(&(c, l), _)| frame_name(&rec.codes[c], l))
+        })
+        .collect();
+    let mut files = HashMap::new();
+    for ((kind, code, line), count) in at {
+        let total = v.joined.get(&kind).map_or(0, |j| j.1);
+        let c = &rec.codes[code];
+        let executions = rec.executions.get(&(code, line)).copied().unwrap_or(0);
+        let cause = causes
+            .get(&(kind.clone(), code, line))
+            .and_then(|m| m.iter().max_by_key(|(_, n)| **n).map(|(c, _)| c.clone()));
+        let via = vias.get(&(kind.clone(), code, line)).and_then(|m| {
+            m.iter()
+                .max_by_key(|(_, n)| **n)
+                .filter(|(_, n)| 2 * **n >= count)
+                .map(|(&(c, l), _)| frame_name(&rec.codes[c], l))
+        });
+        v.lines.push(LineRow {
+            via,
+            kind,
+            function: c.function.clone(),
+            file: c.file.clone(),
+            line,
+            source: source_line(&mut files, &c.file, line),
+            count,
+            share: if total > 0 {
+                count as f64 / total as f64
+            } else {
+                0.0
+            },
+            executions,
+            per_execution: (executions > 0).then(|| count as f64 / executions as f64),
+            cause,
+        });
+    }
+    // Kinds in the lab's order, then the lines with the most events first.
+    let order = |k: &str| {
+        ["fault", "brk", "mmap", "munmap", "madvise", "mremap"]
+            .iter()
+            .position(|x| *x == k)
+            .unwrap_or(9)
+    };
+    v.lines.sort_by(|a, b| {
+        order(&a.kind)
+            .cmp(&order(&b.kind))
+            .then(b.count.cmp(&a.count))
+            .then(a.file.cmp(&b.file))
+            .then(a.line.cmp(&b.line))
+    });
+    let [f, s] = folded;
+    v.faults_folded = f.into_iter().map(|(k, n)| format!("{k} {n}")).collect();
+    v.syscalls_folded = s.into_iter().map(|(k, n)| format!("{k} {n}")).collect();
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec_bytes(recs: &[(u8, u32, u64, u32, i32)]) -> Vec<u8> {
+        let mut v = Vec::new();
+        for &(k, tid, t, code, line) in recs {
+            v.push(k);
+            v.extend(tid.to_le_bytes());
+            v.extend(t.to_le_bytes());
+            v.extend(code.to_le_bytes());
+            v.extend(line.to_le_bytes());
+        }
+        v
+    }
+
+    /// main (line 10) calls f at 20; f runs lines 2 and 3 and returns; main goes on at
+    /// line 11 after the call's line; the recorder stops at 100.
+    fn recording() -> Recording {
+        let table = "0\t1\t<module>\t/x/s.py\n1\t1\tf\t/x/s.py\n2\t90\t_alloclab_record.<locals>.finish\t/y/sitecustomize.py\nend\n";
+        let data = rec_bytes(&[
+            (1, 7, 5, 0, 1),
+            (0, 7, 6, 0, 10),
+            (1, 7, 20, 1, 1),
+            (0, 7, 21, 1, 2),
+            (0, 7, 30, 1, 3),
+            (2, 7, 40, 1, 0),
+            (0, 7, 50, 0, 11),
+            (2, 7, 60, 0, 0),
+            (1, 7, 90, 2, 90),
+            (3, 7, 100, 2, 0),
+        ]);
+        let mut r = Recording::default();
+        let (stopped, tids) = r.add(table, &data);
+        r.processes.push((1, stopped.is_some()));
+        for t in tids {
+            r.stopped.insert(t, stopped.unwrap());
+        }
+        r
+    }
+
+    #[test]
+    fn an_event_gets_its_threads_stack_as_of_the_last_record_before_it() {
+        let r = recording();
+        let j = join(
+            &r,
+            &[
+                (7, 4),
+                (7, 25),
+                (7, 45),
+                (7, 55),
+                (7, 70),
+                (7, 95),
+                (7, 101),
+                (8, 25),
+            ],
+        );
+        assert_eq!(j[0], Joined::BeforeRecorder);
+        assert_eq!(j[1], Joined::Stack(vec![(0, 10), (1, 2)]));
+        // After f returned, main is still at the line that called it.
+        assert_eq!(j[2], Joined::Stack(vec![(0, 10)]));
+        assert_eq!(j[3], Joined::Stack(vec![(0, 11)]));
+        assert_eq!(j[4], Joined::NoFrame);
+        // The bootstrap's own exit handler is not a Python frame of the program.
+        assert_eq!(j[5], Joined::NoFrame);
+        assert_eq!(j[6], Joined::AfterRecorder);
+        assert_eq!(j[7], Joined::NativeThread);
+        assert_eq!(r.executions.get(&(1, 2)), Some(&1));
+    }
+
+    #[test]
+    fn a_line_of_a_frame_below_the_top_ends_the_frames_above_it() {
+        let mut s = vec![(0, 1), (1, 5), (2, 9)];
+        apply(
+            &mut s,
+            &Rec {
+                kind: Kind::Line,
+                time_ns: 0,
+                code: 1,
+                line: 6,
+            },
+        );
+        assert_eq!(s, vec![(0, 1), (1, 6)]);
+    }
+
+    #[test]
+    fn a_cut_off_record_at_the_end_is_not_read() {
+        let mut data = rec_bytes(&[(0, 7, 6, 0, 10)]);
+        data.extend([1, 2, 3]);
+        let mut r = Recording::default();
+        r.add("0\t1\tf\t/x.py\n", &data);
+        assert_eq!(r.threads[&7].len(), 1);
+    }
+}
