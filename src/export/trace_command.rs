@@ -391,6 +391,106 @@ fn line_place(r: &LineRow) -> String {
     s
 }
 
+/// One Python line with every kind of event at it.
+struct LineSummary<'a> {
+    first: &'a LineRow,
+    /// (kind, count, native path) in the lab's order of kinds.
+    kinds: Vec<(&'a str, u64, Option<&'a str>)>,
+}
+
+impl LineSummary<'_> {
+    fn syscalls(&self) -> u64 {
+        self.kinds.iter().filter(|k| k.0 != "fault").map(|k| k.1).sum()
+    }
+    fn faults(&self) -> u64 {
+        self.kinds.iter().filter(|k| k.0 == "fault").map(|k| k.1).sum()
+    }
+}
+
+/// The lines that ran more than once (a loop's, a called function's) and made an event
+/// of some kind at least every other time they ran, most memory syscalls first, then
+/// most faults.
+fn repeated_lines(v: &PythonView) -> Vec<LineSummary<'_>> {
+    let mut by: Vec<LineSummary<'_>> = Vec::new();
+    for (kind, _) in order_kinds(&v.joined) {
+        for r in v.lines.iter().filter(|r| r.kind == kind && r.executions > 1) {
+            let entry = (r.kind.as_str(), r.count, r.cause.as_deref());
+            match by.iter_mut().find(|l| {
+                l.first.file == r.file && l.first.line == r.line && l.first.function == r.function
+            }) {
+                Some(l) => l.kinds.push(entry),
+                None => by.push(LineSummary {
+                    first: r,
+                    kinds: vec![entry],
+                }),
+            }
+        }
+    }
+    by.retain(|l| {
+        l.kinds
+            .iter()
+            .any(|k| 2 * k.1 >= l.first.executions)
+    });
+    by.sort_by(|a, b| {
+        b.syscalls()
+            .cmp(&a.syscalls())
+            .then(b.faults().cmp(&a.faults()))
+    });
+    by
+}
+
+/// "func2 (x.py:33) `t = a.astype(np.float64)` ran 211 times; per run of the line: 896 faults, 1.00
+/// brk (malloc → _int_malloc → sysmalloc), 1.00 madvise (…)".
+fn line_summary_text(l: &LineSummary<'_>) -> String {
+    let n = l.first.executions as f64;
+    let each: Vec<String> = l
+        .kinds
+        .iter()
+        .map(|(kind, count, cause)| {
+            let what = if *kind == "fault" { "faults" } else { kind };
+            let via = cause.map_or(String::new(), |c| format!(" ({c})"));
+            let each = *count as f64 / n;
+            if each < 0.1 {
+                format!("{} {what} in all{via}", whole(*count as f64))
+            } else {
+                format!("{} {what}{via}", per(each))
+            }
+        })
+        .collect();
+    format!(
+        "{} ran {} times; per run of the line: {}",
+        line_place(l.first),
+        whole(n),
+        each.join(", ")
+    )
+}
+
+/// What the Python view says of one allocator, for the console: the repeated lines with
+/// most events (up to `top`), each with its events per run of it; then per kind how many
+/// events had a Python line and why the others had none; then the join's check.
+pub fn python_summary(v: &PythonView, top: usize) -> Vec<String> {
+    let mut out: Vec<String> = repeated_lines(v)
+        .iter()
+        .take(top)
+        .map(line_summary_text)
+        .collect();
+    let mut at = Vec::new();
+    for (kind, (joined, total)) in order_kinds(&v.joined) {
+        if total > 0 {
+            let what = if kind == "fault" { "faults" } else { kind.as_str() };
+            at.push(format!("{} of {} {what}", whole(joined as f64), whole(total as f64)));
+        }
+    }
+    if !at.is_empty() {
+        out.push(format!(
+            "at a Python line: {} (the rest in the interpreter's start-up and shutdown, or on threads that ran no Python; by kind and line in REPORT.md)",
+            at.join(", ")
+        ));
+    }
+    out.extend(python_notes(v));
+    out
+}
+
 /// What the Python view says of one allocator, one entry per event kind: the lines with
 /// most of its events (up to `top`), then what no line could be given.
 pub fn python_lines(v: &PythonView, top: usize) -> Vec<String> {
@@ -463,6 +563,13 @@ pub fn python_lines(v: &PythonView, top: usize) -> Vec<String> {
             parts.join("; ")
         ));
     }
+    out.extend(python_notes(v));
+    out
+}
+
+/// The join's check against perf's own Python frames, and processes cut short.
+fn python_notes(v: &PythonView) -> Vec<String> {
+    let mut out = Vec::new();
     if let Some((a, n)) = v.perf_frames_agree {
         out.push(format!(
             "check: the join names the function of perf's own innermost Python frame in {} of {} stacked samples",
@@ -655,11 +762,33 @@ pub fn markdown(report: &CommandTraceReport, written: &[String]) -> String {
             match &t.python {
                 Some(Ok(v)) => {
                     let _ = writeln!(md, "### {}\n", t.label);
+                    let repeated = repeated_lines(v);
+                    if !repeated.is_empty() {
+                        let _ = writeln!(md, "Lines that ran more than once, most memory syscalls first:\n");
+                        for l in repeated.iter().take(8) {
+                            let _ = writeln!(md, "* {}", line_summary_text(l));
+                        }
+                        md.push('\n');
+                    }
+                    let _ = writeln!(md, "By kind:\n");
                     for l in python_lines(v, 3) {
                         let _ = writeln!(md, "* {l}");
                     }
                     md.push('\n');
                     python_table(&mut md, v, 12);
+                    let stem = file_stem(&t.label);
+                    let graphs: Vec<String> = [("faults", "faults"), ("memory syscalls", "syscalls")]
+                        .into_iter()
+                        .filter(|(_, f)| written.contains(&format!("flamegraphs/{stem}.python.{f}.svg")))
+                        .map(|(what, f)| format!("[{what}](flamegraphs/{stem}.python.{f}.svg)"))
+                        .collect();
+                    if !graphs.is_empty() {
+                        let _ = writeln!(
+                            md,
+                            "Flame graphs with the Python stack (function and line, import machinery folded) above the native frames: {} (folded: `stacks/{stem}.python.*.folded`).\n",
+                            graphs.join(" · ")
+                        );
+                    }
                 }
                 Some(Err(why)) => {
                     let _ = writeln!(md, "* **{}**: no Python lines: {why}", t.label);
@@ -733,7 +862,7 @@ pub fn console(report: &CommandTraceReport, out: &Path, written: &[String]) -> S
         match &t.python {
             Some(Ok(v)) => {
                 let _ = writeln!(s, "  by Python line:");
-                for l in python_lines(v, 3) {
+                for l in python_summary(v, 4) {
                     let _ = writeln!(s, "    {l}");
                 }
             }
