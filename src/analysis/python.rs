@@ -53,6 +53,8 @@ pub struct Recording {
     pub codes: Vec<Code>,
     /// The processes that recorded (pid), and whether each reached its exit handlers.
     pub processes: Vec<(u32, bool)>,
+    /// Processes whose recorder stopped at its limit of records, and when.
+    pub full: Vec<(u32, u64)>,
     /// Records by thread, in time order.
     threads: HashMap<u32, Vec<Rec>>,
     /// When each process's recorder stopped (its last exit handler), by its threads.
@@ -82,8 +84,13 @@ pub fn read_dir(dir: &Path) -> Result<Recording, String> {
             .map_err(|e| format!("the recorder's code table of process {pid}: {e}"))?;
         let data = std::fs::read(dir.join(format!("lines-{pid}.bin")))
             .map_err(|e| format!("the recorder's records of process {pid}: {e}"))?;
-        let (stopped, tids) = rec.add(&table, &data);
+        let (stopped, tids, full) = rec.add(&table, &data);
         rec.processes.push((pid, stopped.is_some()));
+        if let Some(t) = full {
+            rec.full.push((pid, t));
+        }
+        // Past a full recorder's stop, as past its exit handler, there are no lines.
+        let stopped = full.or(stopped);
         if let Some(t) = stopped {
             for tid in tids {
                 rec.stopped.insert(tid, t);
@@ -95,8 +102,9 @@ pub fn read_dir(dir: &Path) -> Result<Recording, String> {
 
 impl Recording {
     /// Adds one process's code table and records; returns when its recorder stopped
-    /// (None: it never reached its exit handlers) and its threads.
-    fn add(&mut self, table: &str, data: &[u8]) -> (Option<u64>, Vec<u32>) {
+    /// (None: it never reached its exit handlers), its threads, and when its recorder
+    /// stopped at its limit of records, if it did.
+    fn add(&mut self, table: &str, data: &[u8]) -> (Option<u64>, Vec<u32>, Option<u64>) {
         let base = self.codes.len();
         let mut ours = Vec::new();
         let mut index: HashMap<u32, usize> = HashMap::new();
@@ -119,6 +127,7 @@ impl Recording {
             });
         }
         let mut stopped = None;
+        let mut full = None;
         let mut tids = Vec::new();
         for r in data.chunks_exact(RECORD) {
             let kind = match r[0] {
@@ -126,6 +135,10 @@ impl Recording {
                 1 => Kind::Enter,
                 2 => Kind::Leave,
                 3 => Kind::Stop,
+                4 => {
+                    full = Some(u64::from_le_bytes(r[5..13].try_into().unwrap()));
+                    continue;
+                }
                 _ => continue,
             };
             let tid = u32::from_le_bytes(r[1..5].try_into().unwrap());
@@ -159,7 +172,7 @@ impl Recording {
         for v in self.threads.values_mut() {
             v.sort_by_key(|r| r.time_ns);
         }
-        (stopped, tids)
+        (stopped, tids, full)
     }
 }
 
@@ -285,6 +298,9 @@ pub struct PythonView {
     /// handlers (their last records are lost).
     pub processes: usize,
     pub processes_cut_short: usize,
+    /// Processes whose recorder stopped at its limit of records (the events after it
+    /// count as after the recorder).
+    pub processes_full: usize,
     pub lines: Vec<LineRow>,
     /// Per bin of the timeline: the Python line most of the bin's faults and memory
     /// syscalls were at (None: none was at a line).
@@ -397,6 +413,7 @@ pub fn view(
     let mut v = PythonView {
         processes: rec.processes.len(),
         processes_cut_short: rec.processes.iter().filter(|p| !p.1).count(),
+        processes_full: rec.full.len(),
         ..PythonView::default()
     };
     // (kind, code, line) → count, and the causes of the stacked ones.
@@ -576,7 +593,7 @@ mod tests {
             (3, 7, 100, 2, 0),
         ]);
         let mut r = Recording::default();
-        let (stopped, tids) = r.add(table, &data);
+        let (stopped, tids, _) = r.add(table, &data);
         r.processes.push((1, stopped.is_some()));
         for t in tids {
             r.stopped.insert(t, stopped.unwrap());

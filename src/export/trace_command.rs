@@ -400,10 +400,18 @@ struct LineSummary<'a> {
 
 impl LineSummary<'_> {
     fn syscalls(&self) -> u64 {
-        self.kinds.iter().filter(|k| k.0 != "fault").map(|k| k.1).sum()
+        self.kinds
+            .iter()
+            .filter(|k| k.0 != "fault")
+            .map(|k| k.1)
+            .sum()
     }
     fn faults(&self) -> u64 {
-        self.kinds.iter().filter(|k| k.0 == "fault").map(|k| k.1).sum()
+        self.kinds
+            .iter()
+            .filter(|k| k.0 == "fault")
+            .map(|k| k.1)
+            .sum()
     }
 }
 
@@ -413,7 +421,11 @@ impl LineSummary<'_> {
 fn repeated_lines(v: &PythonView) -> Vec<LineSummary<'_>> {
     let mut by: Vec<LineSummary<'_>> = Vec::new();
     for (kind, _) in order_kinds(&v.joined) {
-        for r in v.lines.iter().filter(|r| r.kind == kind && r.executions > 1) {
+        for r in v
+            .lines
+            .iter()
+            .filter(|r| r.kind == kind && r.executions > 1)
+        {
             let entry = (r.kind.as_str(), r.count, r.cause.as_deref());
             match by.iter_mut().find(|l| {
                 l.first.file == r.file && l.first.line == r.line && l.first.function == r.function
@@ -426,11 +438,7 @@ fn repeated_lines(v: &PythonView) -> Vec<LineSummary<'_>> {
             }
         }
     }
-    by.retain(|l| {
-        l.kinds
-            .iter()
-            .any(|k| 2 * k.1 >= l.first.executions)
-    });
+    by.retain(|l| l.kinds.iter().any(|k| 2 * k.1 >= l.first.executions));
     by.sort_by(|a, b| {
         b.syscalls()
             .cmp(&a.syscalls())
@@ -477,8 +485,16 @@ pub fn python_summary(v: &PythonView, top: usize) -> Vec<String> {
     let mut at = Vec::new();
     for (kind, (joined, total)) in order_kinds(&v.joined) {
         if total > 0 {
-            let what = if kind == "fault" { "faults" } else { kind.as_str() };
-            at.push(format!("{} of {} {what}", whole(joined as f64), whole(total as f64)));
+            let what = if kind == "fault" {
+                "faults"
+            } else {
+                kind.as_str()
+            };
+            at.push(format!(
+                "{} of {} {what}",
+                whole(joined as f64),
+                whole(total as f64)
+            ));
         }
     }
     if !at.is_empty() {
@@ -539,7 +555,10 @@ pub fn python_lines(v: &PythonView, top: usize) -> Vec<String> {
         if let Some(u) = v.unjoined.get(&kind) {
             let why: Vec<String> = [
                 (u.before_recorder, "in the interpreter's start-up"),
-                (u.after_recorder, "in its shutdown"),
+                (
+                    u.after_recorder,
+                    "after the recorder stopped (the interpreter's shutdown)",
+                ),
                 (u.native_thread, "on threads that ran no Python"),
                 (u.no_frame, "outside any Python frame"),
             ]
@@ -575,6 +594,12 @@ fn python_notes(v: &PythonView) -> Vec<String> {
             "check: the join names the function of perf's own innermost Python frame in {} of {} stacked samples",
             whole(a as f64),
             whole(n as f64)
+        ));
+    }
+    if v.processes_full > 0 {
+        out.push(format!(
+            "the line recorder of {} of {} Python processes stopped at its limit of records (ALLOCLAB_PYTHON_MAX_RECORDS, 50 million by default): their later events count as after the recorder",
+            v.processes_full, v.processes
         ));
     }
     if v.processes_cut_short > 0 {
@@ -764,7 +789,10 @@ pub fn markdown(report: &CommandTraceReport, written: &[String]) -> String {
                     let _ = writeln!(md, "### {}\n", t.label);
                     let repeated = repeated_lines(v);
                     if !repeated.is_empty() {
-                        let _ = writeln!(md, "Lines that ran more than once, most memory syscalls first:\n");
+                        let _ = writeln!(
+                            md,
+                            "Lines that ran more than once, most memory syscalls first:\n"
+                        );
                         for l in repeated.iter().take(8) {
                             let _ = writeln!(md, "* {}", line_summary_text(l));
                         }
@@ -777,11 +805,14 @@ pub fn markdown(report: &CommandTraceReport, written: &[String]) -> String {
                     md.push('\n');
                     python_table(&mut md, v, 12);
                     let stem = file_stem(&t.label);
-                    let graphs: Vec<String> = [("faults", "faults"), ("memory syscalls", "syscalls")]
-                        .into_iter()
-                        .filter(|(_, f)| written.contains(&format!("flamegraphs/{stem}.python.{f}.svg")))
-                        .map(|(what, f)| format!("[{what}](flamegraphs/{stem}.python.{f}.svg)"))
-                        .collect();
+                    let graphs: Vec<String> =
+                        [("faults", "faults"), ("memory syscalls", "syscalls")]
+                            .into_iter()
+                            .filter(|(_, f)| {
+                                written.contains(&format!("flamegraphs/{stem}.python.{f}.svg"))
+                            })
+                            .map(|(what, f)| format!("[{what}](flamegraphs/{stem}.python.{f}.svg)"))
+                            .collect();
                     if !graphs.is_empty() {
                         let _ = writeln!(
                             md,

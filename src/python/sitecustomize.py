@@ -49,7 +49,10 @@ def _alloclab_record():
     buf = mmap.mmap(-1, size)
     for at in range(0, size, mmap.PAGESIZE):
         buf[at] = 0  # touched now, not while the program runs
-    state = [0]  # bytes used
+    # At most this many records (21 bytes each): past it the recorder stops, says so
+    # with a record of its own, and the rest of the run has no Python lines.
+    limit = int(os.environ.get("ALLOCLAB_PYTHON_MAX_RECORDS", "50000000"))
+    state = [0, 0]  # bytes in the buffer, records written
     codes = {}
     now = __import__("time").monotonic_ns
     tid_of = _thread.get_native_id
@@ -75,6 +78,10 @@ def _alloclab_record():
         if n + rsize > size:
             flush()
             n = 0
+        state[1] += 1
+        if state[1] > limit and kind != 3:
+            mon.set_events(tool, 0)
+            kind = 4
         pack(buf, n, kind, tid_of(), now(), i, line)
         state[0] = n + rsize
 
