@@ -8,7 +8,7 @@ EXPERIMENTS := $(wildcard experiments/*.toml)
 CALLS ?= 200
 RUNS ?= 6
 
-.PHONY: build test run-all compare lint numpy bench-numpy bench-compare exec-numpy sweep-numpy man clean
+.PHONY: build test run-all compare lint numpy bench-numpy bench-compare exec-numpy sweep-numpy trace-numpy man clean
 
 ## build: the driver, the three worker binaries and the preload libraries of `exec`
 ## (release, for this machine's CPU)
@@ -69,6 +69,21 @@ exec-numpy: build
 	  done; \
 	else \
 	  echo "exec-numpy: skipped, NumPy is not installed for python3 (pip install numpy)"; \
+	fi
+
+## trace-numpy: NumPy's func1 and func2 traced under every allocator, each fault and memory
+## syscall put at the Python line behind it, into $(OUT)/trace-numpy-func{1,2}/ (needs perf
+## events and, for the lines, CPython 3.12+ with NumPy: PYTHON=path/to/python3.12)
+PYTHON ?= python3
+trace-numpy: build
+	@if $(PYTHON) -c "import numpy" 2>/dev/null; then \
+	  for f in func1 func2; do \
+	    echo "== $$f: $(PYTHON) experiments/numpy_temporaries.py --size $(SIZE) --calls $(CALLS) --only $$f"; \
+	    $(ALLOCLAB) trace --runs 2 --out $(OUT)/trace-numpy-$$f -- $(PYTHON) experiments/numpy_temporaries.py --size $(SIZE) --calls $(CALLS) --only $$f || exit $$?; \
+	    echo; \
+	  done; \
+	else \
+	  echo "trace-numpy: skipped, NumPy is not installed for $(PYTHON) (PYTHON=path/to/python3.12 with NumPy)"; \
 	fi
 
 ## sweep-numpy: NumPy's func2 (1e4..1e6 elements, 200 calls) and func1 (1e6..8e6, 30 calls,

@@ -415,9 +415,9 @@ impl LineSummary<'_> {
     }
 }
 
-/// The lines that ran more than once (a loop's, a called function's) and made an event
-/// of some kind at least every other time they ran, most memory syscalls first, then
-/// most faults.
+/// The lines that ran at least 10 times (a loop's, a called function's) and made an
+/// event of some kind at least every other time they ran, amounting to at least 1 % of
+/// the run's events of that kind; most memory syscalls first, then most faults.
 fn repeated_lines(v: &PythonView) -> Vec<LineSummary<'_>> {
     let mut by: Vec<LineSummary<'_>> = Vec::new();
     for (kind, _) in order_kinds(&v.joined) {
