@@ -33,6 +33,8 @@ pub struct Code {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
     Line,
+    /// A frame's line at a fork, written by the child: not a line started.
+    At,
     Enter,
     Leave,
     Stop,
@@ -59,14 +61,23 @@ pub struct Recording {
     threads: HashMap<u32, Vec<Rec>>,
     /// When each process's recorder stopped (its last exit handler), by its threads.
     stopped: HashMap<u32, u64>,
+    /// When a full recorder stopped, by its process's threads.
+    limited: HashMap<u32, u64>,
+    /// Processes that ended without their exit handlers: records after the last one
+    /// written are lost.
+    cut_short: std::collections::HashSet<u32>,
     /// How many times each (code, line) started.
     pub executions: HashMap<(usize, u32), u64>,
+    code_ids: HashMap<Code, usize>,
 }
 
 /// Reads every process's files in `dir` (`lines-PID.bin`, `codes-PID.tsv`). Records of
 /// the bootstrap's own code are dropped.
 pub fn read_dir(dir: &Path) -> Result<Recording, String> {
     let mut rec = Recording::default();
+    let bootstrap = dir
+        .parent()
+        .map(|p| p.join("sitecustomize.py").to_string_lossy().into_owned());
     let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut pids: Vec<u32> = entries
         .filter_map(|e| e.ok())
@@ -84,16 +95,20 @@ pub fn read_dir(dir: &Path) -> Result<Recording, String> {
             .map_err(|e| format!("the recorder's code table of process {pid}: {e}"))?;
         let data = std::fs::read(dir.join(format!("lines-{pid}.bin")))
             .map_err(|e| format!("the recorder's records of process {pid}: {e}"))?;
-        let (stopped, tids, full) = rec.add(&table, &data);
+        let (stopped, tids, full) = rec.add(&table, &data, bootstrap.as_deref());
         rec.processes.push((pid, stopped.is_some()));
+        if stopped.is_none() {
+            rec.cut_short.insert(pid);
+        }
         if let Some(t) = full {
             rec.full.push((pid, t));
         }
-        // Past a full recorder's stop, as past its exit handler, there are no lines.
-        let stopped = full.or(stopped);
-        if let Some(t) = stopped {
-            for tid in tids {
+        for tid in tids {
+            if let Some(t) = stopped {
                 rec.stopped.insert(tid, t);
+            }
+            if let Some(t) = full {
+                rec.limited.insert(tid, t);
             }
         }
     }
@@ -104,9 +119,15 @@ impl Recording {
     /// Adds one process's code table and records; returns when its recorder stopped
     /// (None: it never reached its exit handlers), its threads, and when its recorder
     /// stopped at its limit of records, if it did.
-    fn add(&mut self, table: &str, data: &[u8]) -> (Option<u64>, Vec<u32>, Option<u64>) {
-        let base = self.codes.len();
-        let mut ours = Vec::new();
+    fn add(
+        &mut self,
+        table: &str,
+        data: &[u8],
+        bootstrap: Option<&str>,
+    ) -> (Option<u64>, Vec<u32>, Option<u64>) {
+        // Codes are one across processes (a forked child's table names its parent's
+        // functions again): by function, file and first line.
+        let mut ours: HashMap<usize, bool> = HashMap::new();
         let mut index: HashMap<u32, usize> = HashMap::new();
         for line in table.lines() {
             let mut f = line.splitn(4, '\t');
@@ -118,13 +139,25 @@ impl Recording {
             let (Ok(i), Ok(first_line)) = (i.parse::<u32>(), first.parse::<u32>()) else {
                 continue;
             };
-            index.insert(i, self.codes.len());
-            ours.push(file.ends_with("sitecustomize.py") && function.starts_with("_alloclab"));
-            self.codes.push(Code {
+            let code = Code {
                 function: function.to_string(),
                 file: file.to_string(),
                 first_line,
-            });
+            };
+            let id = match self.code_ids.get(&code) {
+                Some(&id) => id,
+                None => {
+                    self.codes.push(code.clone());
+                    self.code_ids.insert(code, self.codes.len() - 1);
+                    self.codes.len() - 1
+                }
+            };
+            index.insert(i, id);
+            ours.insert(
+                id,
+                Some(file) == bootstrap
+                    || (file.ends_with("sitecustomize.py") && function.starts_with("_alloclab")),
+            );
         }
         let mut stopped = None;
         let mut full = None;
@@ -135,6 +168,7 @@ impl Recording {
                 1 => Kind::Enter,
                 2 => Kind::Leave,
                 3 => Kind::Stop,
+                5 => Kind::At,
                 4 => {
                     full = Some(u64::from_le_bytes(r[5..13].try_into().unwrap()));
                     continue;
@@ -152,7 +186,7 @@ impl Recording {
             let Some(&code) = index.get(&code) else {
                 continue;
             };
-            if ours[code - base] {
+            if ours.get(&code).copied().unwrap_or(false) {
                 continue;
             }
             if kind == Kind::Line {
@@ -190,6 +224,11 @@ pub enum Joined {
     BeforeRecorder,
     /// After the process's last exit handler (the interpreter's shutdown).
     AfterRecorder,
+    /// After the recorder stopped at its limit of records.
+    AfterLimit,
+    /// In a process that ended without its exit handlers, after the last record it
+    /// wrote (the rest were lost).
+    Lost,
     /// In C code outside any Python frame the recorder saw.
     NoFrame,
 }
@@ -198,7 +237,7 @@ pub enum Joined {
 fn apply(stack: &mut Vec<PyFrame>, r: &Rec) {
     match r.kind {
         Kind::Enter => stack.push((r.code, r.line)),
-        Kind::Line => match stack.iter().rposition(|f| f.0 == r.code) {
+        Kind::Line | Kind::At => match stack.iter().rposition(|f| f.0 == r.code) {
             // A line of a frame below the top: the frames above it ended unseen.
             Some(i) => {
                 stack.truncate(i + 1);
@@ -216,31 +255,43 @@ fn apply(stack: &mut Vec<PyFrame>, r: &Rec) {
     }
 }
 
-/// Joins each of `events` (thread, time) to its thread's Python stack at that time.
-pub fn join(rec: &Recording, events: &[(u32, u64)]) -> Vec<Joined> {
+/// Joins each of `events` (process, thread, time) to its thread's Python stack at that
+/// time.
+pub fn join(rec: &Recording, events: &[(u32, u32, u64)]) -> Vec<Joined> {
     let mut out = vec![Joined::NativeThread; events.len()];
     let mut by_tid: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-    for (i, (tid, _)) in events.iter().enumerate() {
+    for (i, (_, tid, _)) in events.iter().enumerate() {
         by_tid.entry(*tid).or_default().push(i);
     }
     for (tid, mut idx) in by_tid {
         let Some(records) = rec.threads.get(&tid) else {
+            for i in idx {
+                if rec.cut_short.contains(&events[i].0) {
+                    out[i] = Joined::Lost;
+                }
+            }
             continue;
         };
-        idx.sort_by_key(|&i| events[i].1);
+        idx.sort_by_key(|&i| events[i].2);
         let stop = rec.stopped.get(&tid).copied();
+        let limit = rec.limited.get(&tid).copied();
+        let last = records.last().map_or(0, |r| r.time_ns);
         let mut stack: Vec<PyFrame> = Vec::new();
         let mut next = 0;
         for i in idx {
-            let t = events[i].1;
+            let (pid, _, t) = events[i];
             while next < records.len() && records[next].time_ns <= t {
                 apply(&mut stack, &records[next]);
                 next += 1;
             }
             out[i] = if next == 0 {
                 Joined::BeforeRecorder
+            } else if limit.is_some_and(|s| t > s) {
+                Joined::AfterLimit
             } else if stop.is_some_and(|s| t > s) {
                 Joined::AfterRecorder
+            } else if stop.is_none() && t > last && rec.cut_short.contains(&pid) {
+                Joined::Lost
             } else if stack.is_empty() {
                 Joined::NoFrame
             } else {
@@ -281,6 +332,8 @@ pub struct Unjoined {
     pub native_thread: u64,
     pub before_recorder: u64,
     pub after_recorder: u64,
+    pub after_limit: u64,
+    pub lost: u64,
     pub no_frame: u64,
 }
 
@@ -408,7 +461,7 @@ pub fn view(
     bins: (u64, u64, usize),
 ) -> PythonView {
     let mut in_bins: Vec<BTreeMap<PyFrame, u64>> = vec![BTreeMap::new(); bins.2];
-    let keys: Vec<(u32, u64)> = events.iter().map(|e| (e.tid, e.time_ns)).collect();
+    let keys: Vec<(u32, u32, u64)> = events.iter().map(|e| (e.pid, e.tid, e.time_ns)).collect();
     let joined = join(rec, &keys);
     let mut v = PythonView {
         processes: rec.processes.len(),
@@ -444,6 +497,8 @@ pub fn view(
                 Joined::NativeThread => u.native_thread += e.weight,
                 Joined::BeforeRecorder => u.before_recorder += e.weight,
                 Joined::AfterRecorder => u.after_recorder += e.weight,
+                Joined::AfterLimit => u.after_limit += e.weight,
+                Joined::Lost => u.lost += e.weight,
                 Joined::NoFrame => u.no_frame += e.weight,
                 Joined::Stack(_) => {}
             }
@@ -593,7 +648,7 @@ mod tests {
             (3, 7, 100, 2, 0),
         ]);
         let mut r = Recording::default();
-        let (stopped, tids, _) = r.add(table, &data);
+        let (stopped, tids, _) = r.add(table, &data, Some("/y/sitecustomize.py"));
         r.processes.push((1, stopped.is_some()));
         for t in tids {
             r.stopped.insert(t, stopped.unwrap());
@@ -607,14 +662,14 @@ mod tests {
         let j = join(
             &r,
             &[
-                (7, 4),
-                (7, 25),
-                (7, 45),
-                (7, 55),
-                (7, 70),
-                (7, 95),
-                (7, 101),
-                (8, 25),
+                (1, 7, 4),
+                (1, 7, 25),
+                (1, 7, 45),
+                (1, 7, 55),
+                (1, 7, 70),
+                (1, 7, 95),
+                (1, 7, 101),
+                (1, 8, 25),
             ],
         );
         assert_eq!(j[0], Joined::BeforeRecorder);
@@ -628,6 +683,22 @@ mod tests {
         assert_eq!(j[6], Joined::AfterRecorder);
         assert_eq!(j[7], Joined::NativeThread);
         assert_eq!(r.executions.get(&(1, 2)), Some(&1));
+    }
+
+    #[test]
+    fn events_after_the_last_record_of_a_process_cut_short_are_lost_not_native() {
+        let table = "0\t1\t<module>\t/x/s.py\n";
+        let data = rec_bytes(&[(1, 7, 5, 0, 1), (0, 7, 6, 0, 2)]);
+        let mut r = Recording::default();
+        let (stopped, _, _) = r.add(table, &data, None);
+        assert!(stopped.is_none());
+        r.cut_short.insert(3);
+        let j = join(&r, &[(3, 7, 6), (3, 7, 50), (3, 9, 50), (4, 10, 50)]);
+        assert_eq!(j[0], Joined::Stack(vec![(0, 2)]));
+        assert_eq!(j[1], Joined::Lost);
+        // A thread of that process with no record left: lost too, not a native thread.
+        assert_eq!(j[2], Joined::Lost);
+        assert_eq!(j[3], Joined::NativeThread);
     }
 
     #[test]
@@ -650,7 +721,7 @@ mod tests {
         let mut data = rec_bytes(&[(0, 7, 6, 0, 10)]);
         data.extend([1, 2, 3]);
         let mut r = Recording::default();
-        r.add("0\t1\tf\t/x.py\n", &data);
+        r.add("0\t1\tf\t/x.py\n", &data, None);
         assert_eq!(r.threads[&7].len(), 1);
     }
 }

@@ -361,7 +361,7 @@ fn run_command(args: &TraceArgs) -> Result<()> {
     let faults_counted = extra.iter().any(|e| e.contains("page_fault_user"));
     // A CPython command: its lines too, where perf records and the interpreter has
     // sys.monitoring (said either way).
-    let python = python_plan(args, &settings.program, sampling.is_ok());
+    let python = python_plan(args, &settings, sampling.is_ok());
 
     // The untraced runs: exec's session, saved as they finish.
     let record = if args.runs > 0 {
@@ -769,11 +769,15 @@ impl PythonPlan {
     }
 }
 
-fn python_plan(args: &TraceArgs, program: &std::path::Path, perf: bool) -> PythonPlan {
+fn python_plan(
+    args: &TraceArgs,
+    settings: &crate::engine::command::ExecSettings,
+    perf: bool,
+) -> PythonPlan {
     if args.no_python {
         return PythonPlan::None;
     }
-    match crate::engine::python::detect(program) {
+    match crate::engine::python::detect(&settings.program, &settings.command) {
         Ok(None) => PythonPlan::None,
         Err(why) => PythonPlan::Cannot(why),
         Ok(Some(i)) if !i.lines => PythonPlan::Cannot(format!(

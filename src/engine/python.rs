@@ -29,15 +29,30 @@ pub struct Interpreter {
     pub lines: bool,
 }
 
-/// The interpreter behind `program`, if it is a Python program: Ok(None) for any other
-/// program; Err where it looks like Python but the interpreter could not be asked.
-pub fn detect(program: &Path) -> Result<Option<Interpreter>, String> {
+/// The interpreter behind `program` (run with the arguments `args`, argv[0] first), if
+/// it is a Python program: Ok(None) for any other program; Err where it looks like
+/// Python but the interpreter could not be asked. `env [VAR=value…] python…` counts.
+pub fn detect(program: &Path, args: &[OsString]) -> Result<Option<Interpreter>, String> {
     let named = |p: &Path| {
         p.file_name()
             .is_some_and(|n| n.to_string_lossy().starts_with("python"))
     };
+    let through_env = || -> Option<PathBuf> {
+        let name = args
+            .iter()
+            .skip(1)
+            .map(|a| a.to_string_lossy())
+            .find(|a| !a.starts_with('-') && !a.contains('='))?;
+        let path = std::env::var_os("PATH");
+        super::spawn::resolve_program(name.as_ref().as_ref(), path.as_deref()).ok()
+    };
     let interp = if named(program) {
         program.to_path_buf()
+    } else if program.file_name().is_some_and(|n| n == "env") {
+        match through_env() {
+            Some(p) if named(&p) => p,
+            _ => return Ok(None),
+        }
     } else {
         match shebang(program) {
             Some(p) if named(&p) => p,
@@ -154,6 +169,19 @@ impl Recorder {
 
 impl Drop for Recorder {
     fn drop(&mut self) {
+        // Every process that recorded, also of a run that failed or was interrupted.
+        if let Ok(entries) = std::fs::read_dir(self.lines()) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if let Some(pid) = name
+                    .strip_prefix("lines-")
+                    .and_then(|r| r.strip_suffix(".bin"))
+                    .and_then(|p| p.parse().ok())
+                {
+                    self.pids.push(pid);
+                }
+            }
+        }
         for pid in &self.pids {
             let map = PathBuf::from(format!("/tmp/perf-{pid}.map"));
             let _ = std::fs::remove_file(map);
@@ -185,7 +213,15 @@ mod tests {
 
     #[test]
     fn a_program_that_is_not_python_is_not_asked() {
-        assert!(detect(Path::new("/bin/true")).unwrap().is_none());
+        assert!(detect(Path::new("/bin/true"), &["true".into()])
+            .unwrap()
+            .is_none());
+        assert!(detect(
+            Path::new("/usr/bin/env"),
+            &["env".into(), "A=1".into(), "true".into()]
+        )
+        .unwrap()
+        .is_none());
     }
 
     #[test]

@@ -65,7 +65,9 @@ pub struct CommandTrace {
     pub lost: Option<String>,
     /// The recorded memory syscalls against the lab's counters of the same run.
     pub count_check: CountCheck,
-    /// A CPython command's events by Python line (Err: why there are none).
+    /// A CPython command's events by Python line (Err: why there are none); in JSON the
+    /// view, or `{"missing": why}`, or null for a command that is not a Python program.
+    #[serde(serialize_with = "python_json")]
     pub python: Option<Result<crate::analysis::python::PythonView, String>>,
     #[serde(skip)]
     pub bins: Vec<Bin>,
@@ -76,6 +78,21 @@ pub struct CommandTrace {
     pub faults_folded: Vec<String>,
     #[serde(skip)]
     pub syscalls_folded: Vec<String>,
+}
+
+fn python_json<S: serde::Serializer>(
+    v: &Option<Result<PythonView, String>>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Missing<'a> {
+        missing: &'a str,
+    }
+    match v {
+        None => s.serialize_none(),
+        Some(Ok(view)) => view.serialize(s),
+        Some(Err(why)) => Missing { missing: why }.serialize(s),
+    }
 }
 
 impl CommandTrace {
@@ -769,36 +786,24 @@ pub fn markdown(report: &CommandTraceReport, written: &[String]) -> String {
     for m in &report.missing {
         let _ = writeln!(md, "* **Not measured here:** {m}.");
     }
-    let _ = writeln!(md, "## Mechanism\n");
-    for t in &report.allocators {
-        match (&t.failure, &t.mechanism) {
-            (Some(why), _) => {
-                let _ = writeln!(md, "* **{}**: the traced run failed: {why}", t.label);
-            }
-            (None, Some(m)) => {
-                let _ = writeln!(md, "* {m}");
-            }
-            (None, None) => {}
-        }
-    }
     if let Some(p) = &report.python {
-        let _ = writeln!(md, "\n## By Python line\n\n{p}.\n");
+        let _ = writeln!(md, "## By Python line\n\n{p}.\n");
         for t in report.allocators.iter().filter(|t| t.traced()) {
             match &t.python {
                 Some(Ok(v)) => {
-                    let _ = writeln!(md, "### {}\n", t.label);
                     let repeated = repeated_lines(v);
                     if !repeated.is_empty() {
                         let _ = writeln!(
                             md,
-                            "Lines that ran more than once, most memory syscalls first:\n"
+                            "**{}, the lines that ran at least 10 times and made at least 1 % of a kind of event, most memory syscalls first:**\n",
+                            t.label
                         );
                         for l in repeated.iter().take(8) {
                             let _ = writeln!(md, "* {}", line_summary_text(l));
                         }
                         md.push('\n');
                     }
-                    let _ = writeln!(md, "By kind:\n");
+                    let _ = writeln!(md, "**{}, by kind of event:**\n", t.label);
                     for l in python_lines(v, 3) {
                         let _ = writeln!(md, "* {l}");
                     }
@@ -826,6 +831,18 @@ pub fn markdown(report: &CommandTraceReport, written: &[String]) -> String {
                 }
                 None => {}
             }
+        }
+    }
+    let _ = writeln!(md, "## Mechanism\n");
+    for t in &report.allocators {
+        match (&t.failure, &t.mechanism) {
+            (Some(why), _) => {
+                let _ = writeln!(md, "* **{}**: the traced run failed: {why}", t.label);
+            }
+            (None, Some(m)) => {
+                let _ = writeln!(md, "* {m}");
+            }
+            (None, None) => {}
         }
     }
     let _ = writeln!(md, "\n## What tracing cost\n");
