@@ -115,6 +115,16 @@ pub fn read_dir(dir: &Path) -> Result<Recording, String> {
     Ok(rec)
 }
 
+/// A little-endian u32 of 4 bytes (a record's field).
+fn le_u32(b: &[u8]) -> u32 {
+    b.iter().rev().fold(0, |v, &x| (v << 8) | x as u32)
+}
+
+/// A little-endian u64 of 8 bytes (a record's field).
+fn le_u64(b: &[u8]) -> u64 {
+    b.iter().rev().fold(0, |v, &x| (v << 8) | x as u64)
+}
+
 impl Recording {
     /// Adds one process's code table and records; returns when its recorder stopped
     /// (None: it never reached its exit handlers), its threads, and when its recorder
@@ -170,15 +180,15 @@ impl Recording {
                 3 => Kind::Stop,
                 5 => Kind::At,
                 4 => {
-                    full = Some(u64::from_le_bytes(r[5..13].try_into().unwrap()));
+                    full = Some(le_u64(&r[5..13]));
                     continue;
                 }
                 _ => continue,
             };
-            let tid = u32::from_le_bytes(r[1..5].try_into().unwrap());
-            let time_ns = u64::from_le_bytes(r[5..13].try_into().unwrap());
-            let code = u32::from_le_bytes(r[13..17].try_into().unwrap());
-            let line = i32::from_le_bytes(r[17..21].try_into().unwrap()).max(0) as u32;
+            let tid = le_u32(&r[1..5]);
+            let time_ns = le_u64(&r[5..13]);
+            let code = le_u32(&r[13..17]);
+            let line = (le_u32(&r[17..21]) as i32).max(0) as u32;
             if kind == Kind::Stop {
                 stopped = Some(time_ns);
                 continue;

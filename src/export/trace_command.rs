@@ -432,9 +432,9 @@ impl LineSummary<'_> {
     }
 }
 
-/// The lines that ran at least 10 times (a loop's, a called function's) and made an
-/// event of some kind at least every other time they ran, amounting to at least 1 % of
-/// the run's events of that kind; most memory syscalls first, then most faults.
+/// The lines that ran more than once (a loop's, a called function's) and made an event
+/// of some kind at least every other time they ran, amounting to at least 1 % of the
+/// run's events of that kind; most memory syscalls first, then most faults.
 fn repeated_lines(v: &PythonView) -> Vec<LineSummary<'_>> {
     let mut by: Vec<LineSummary<'_>> = Vec::new();
     for (kind, _) in order_kinds(&v.joined) {
@@ -455,7 +455,12 @@ fn repeated_lines(v: &PythonView) -> Vec<LineSummary<'_>> {
             }
         }
     }
-    by.retain(|l| l.kinds.iter().any(|k| 2 * k.1 >= l.first.executions));
+    let total = |kind: &str| v.joined.get(kind).map_or(0, |j| j.1);
+    by.retain(|l| {
+        l.kinds
+            .iter()
+            .any(|k| 2 * k.1 >= l.first.executions && 100 * k.1 >= total(k.0))
+    });
     by.sort_by(|a, b| {
         b.syscalls()
             .cmp(&a.syscalls())
@@ -795,7 +800,7 @@ pub fn markdown(report: &CommandTraceReport, written: &[String]) -> String {
                     if !repeated.is_empty() {
                         let _ = writeln!(
                             md,
-                            "**{}, the lines that ran at least 10 times and made at least 1 % of a kind of event, most memory syscalls first:**\n",
+                            "**{}, the lines that ran more than once and made at least 1 % of a kind of event, most memory syscalls first:**\n",
                             t.label
                         );
                         for l in repeated.iter().take(8) {
