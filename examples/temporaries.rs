@@ -2,12 +2,39 @@
 //! (two large temporaries per iteration, through libc's `malloc`/`free`), optionally in
 //! forked children and threads, plus a check of the whole malloc family's C semantics.
 //!
-//!     temporaries [--elements N] [--iterations K] [--children C] [--threads T]
+//!     temporaries [--elements N] [--iterations K] [--children C] [--threads T] [--reuse]
 //!     temporaries --check-family
+//!
+//! `--reuse`: the version that keeps its two buffers across iterations (allocated once),
+//! for comparing two versions of a program in one session (`alloclab exec -c … -c …`).
 //!
 //! Prints a checksum of the results (so that the work cannot be optimised away).
 
 use std::ffi::c_void;
+
+/// The same work into two buffers allocated once and kept.
+fn reused(input: &[u8], iterations: usize) -> f64 {
+    let n = input.len();
+    let mut sum = 0.0;
+    // SAFETY: both blocks hold n f64s, are written before they are read and freed once.
+    unsafe {
+        let t = libc::malloc(n * 8) as *mut f64;
+        let u = libc::malloc(n * 8) as *mut f64;
+        assert!(!t.is_null() && !u.is_null(), "malloc failed");
+        for _ in 0..iterations {
+            for (i, &x) in input.iter().enumerate() {
+                *t.add(i) = f64::from(x);
+            }
+            for i in 0..n {
+                *u.add(i) = *t.add(i) / 255.0;
+            }
+            sum += *u.add(n / 2);
+        }
+        libc::free(t.cast());
+        libc::free(u.cast());
+    }
+    sum
+}
 
 fn out_of_place(input: &[u8], iterations: usize) -> f64 {
     let n = input.len();
@@ -144,6 +171,11 @@ fn main() {
     let iterations = opt("--iterations", 20);
     let children = opt("--children", 0);
     let threads = opt("--threads", 1).max(1);
+    let work: fn(&[u8], usize) -> f64 = if args.iter().any(|a| a == "--reuse") {
+        reused
+    } else {
+        out_of_place
+    };
     let input: Vec<u8> = (0..n).map(|i| (i * 7 % 251) as u8).collect();
 
     let mut pids = Vec::new();
@@ -152,7 +184,7 @@ fn main() {
         let pid = unsafe { libc::fork() };
         assert!(pid >= 0, "fork failed");
         if pid == 0 {
-            let s = out_of_place(&input, iterations);
+            let s = work(&input, iterations);
             println!("child {s}");
             // SAFETY: leaves the child without running the parent's exit handlers twice.
             unsafe { libc::_exit(0) };
@@ -163,7 +195,7 @@ fn main() {
     // spawned thread would get an mmap'd arena of its own). Spawned threads start work
     // together (a barrier), so that they overlap as the threads of a real program do.
     let sums: Vec<f64> = if threads == 1 {
-        vec![out_of_place(&input, iterations)]
+        vec![work(&input, iterations)]
     } else {
         let start = std::sync::Barrier::new(threads);
         std::thread::scope(|s| {
@@ -171,7 +203,7 @@ fn main() {
                 .map(|_| {
                     s.spawn(|| {
                         start.wait();
-                        out_of_place(&input, iterations)
+                        work(&input, iterations)
                     })
                 })
                 .collect();

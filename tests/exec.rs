@@ -691,3 +691,124 @@ fn a_program_of_two_behaviours_is_said_as_two() {
         .collect();
     assert!(figures.is_empty(), "one behaviour of faults: {r:?}");
 }
+
+/// Two versions of a program in one session (`-c … -c …`): every allocator runs both in
+/// the same shuffled rounds, each row of the second is compared with the first command
+/// under its own allocator, the record names both commands, and the exit status is 1
+/// exactly when a second command's row is called slower. Under glibc the version that
+/// allocates its two buffers per iteration faults ~3,900 times per iteration more than
+/// the one that keeps them (counts, not speed, are asserted).
+#[test]
+fn two_versions_run_in_one_session_and_each_is_compared_under_its_allocator() {
+    let program = temporaries();
+    let p = program.to_string_lossy();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("v");
+    let keep = format!("'{p}' --iterations 40 --reuse");
+    let fresh = format!("'{p}' --iterations 40");
+    let o = Command::new(driver_path())
+        .args([
+            "exec",
+            "--runs",
+            "6",
+            "--allocators",
+            "system,jemalloc",
+            "--format",
+            "json",
+        ])
+        .args([
+            "-c", &keep, "-c", &fresh, "-n", "keeps", "-n", "fresh", "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let record = read_record(&out);
+    let names: Vec<&str> = record.commands.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["keeps", "fresh"]);
+    assert_eq!(record.commands[0].command.last().unwrap(), "--reuse");
+    let rows = rows(&o);
+    let labels: Vec<&str> = rows
+        .iter()
+        .map(|r| r["allocator"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            "system [keeps]",
+            "system [fresh]",
+            "jemalloc [keeps]",
+            "jemalloc [fresh]"
+        ]
+    );
+    for a in ["system", "jemalloc"] {
+        let fresh = row(&rows, &format!("{a} [fresh]"));
+        assert_eq!(fresh["baseline"], format!("{a} [keeps]"), "{fresh}");
+        assert!(
+            fresh["command"]
+                .as_str()
+                .unwrap()
+                .ends_with("--iterations 40"),
+            "{fresh}"
+        );
+        let (lo, hi, ratio) = (
+            num(fresh, "vs_baseline_ci_low"),
+            num(fresh, "vs_baseline_ci_high"),
+            num(fresh, "vs_baseline"),
+        );
+        assert!(lo <= ratio && ratio <= hi, "{fresh}");
+    }
+    let extra =
+        num(row(&rows, "system [fresh]"), "minflt") - num(row(&rows, "system [keeps]"), "minflt");
+    assert!(
+        extra > 35.0 * 3_000.0,
+        "glibc refaults the fresh buffers: {extra} more faults"
+    );
+    let slower = rows
+        .iter()
+        .filter(|r| r["allocator"].as_str().unwrap().ends_with("[fresh]"))
+        .any(|r| r["vs_baseline_verdict"] == "slower");
+    assert_eq!(
+        o.status.code(),
+        Some(if slower { 1 } else { 0 }),
+        "{}",
+        stderr(&o)
+    );
+    if slower {
+        assert!(stderr(&o).contains("slower beyond ±2 %"), "{}", stderr(&o));
+    }
+}
+
+/// `-c` input that cannot work is refused before anything runs, saying what was wrong.
+#[test]
+fn versions_that_cannot_work_are_refused_before_anything_runs() {
+    let p = temporaries().to_string_lossy().into_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("never");
+    let out_s = out.to_string_lossy().into_owned();
+    for (args, said) in [
+        (vec!["-c", p.as_str()], "two or more commands"),
+        (vec!["-c", p.as_str(), "-c", "'unclosed"], "unclosed quote"),
+        (
+            vec!["-c", p.as_str(), "-c", p.as_str(), "-n", "a"],
+            "one name per -c command",
+        ),
+        (
+            vec!["-c", p.as_str(), "-c", p.as_str(), "-n", "a", "-n", "a"],
+            "given twice",
+        ),
+        (
+            vec!["-c", p.as_str(), "-c", "/no/such/program --x"],
+            "cannot run the command",
+        ),
+    ] {
+        let mut all = vec!["exec", "--runs", "2", "--out", out_s.as_str()];
+        all.extend(args.iter().copied());
+        let o = lab(&all);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(said), "{args:?}: {}", stderr(&o));
+        assert!(!out.exists(), "{args:?}: a results folder was made");
+    }
+    // -c and a command after `--` are one or the other.
+    let o = lab(&["exec", "-c", &p, "-c", &p, "--", &p]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}

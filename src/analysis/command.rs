@@ -2,7 +2,7 @@
 //! intervals, and wall-time ratios against the first allocator from paired rounds.
 
 use crate::analysis::modes::{self, Behaviours, Unit};
-use crate::analysis::stats::{compare_paired, level, median, median_ci, Comparison};
+use crate::analysis::stats::{compare_paired, level, median, median_ci, Comparison, Verdict};
 use crate::model::command::{AllocatorRuns, ExecRecord, ExecRun, TracedRun};
 use crate::model::counts::SyscallCounts;
 use crate::model::summary::RunStatus;
@@ -400,7 +400,11 @@ pub fn rows(record: &ExecRecord) -> Vec<ExecRow> {
         .allocators
         .iter()
         .map(|a| ExecRow {
-            command: crate::fmt::shell_words(&record.command),
+            command: crate::fmt::shell_words(
+                a.command_index
+                    .and_then(|k| record.commands.get(k))
+                    .map_or(&record.command, |c| &c.command),
+            ),
             complete: Some(record.complete),
             stopped_by: (!record.complete).then(|| {
                 crate::ui::interrupt::signal_name()
@@ -417,12 +421,32 @@ pub fn rows(record: &ExecRecord) -> Vec<ExecRow> {
     else {
         return rows;
     };
-    let name = rows[b].allocator.clone();
-    for (r, a) in rows.iter_mut().zip(&record.allocators) {
-        if r.wall_median_ms.is_none() {
+    for (i, a) in record.allocators.iter().enumerate() {
+        if rows[i].wall_median_ms.is_none() {
             continue;
         }
-        if let Some(c) = paired(&record.allocators[b].runs, &a.runs, record.noise_threshold) {
+        // In a session of several commands, a command after the first is compared with
+        // the first command under the same allocator; every other row with the first.
+        let base = match a.command_index {
+            Some(k) if k > 0 => record
+                .allocators
+                .iter()
+                .position(|x| {
+                    x.command_index == Some(0) && same_allocator(&x.allocator, &a.allocator)
+                })
+                .unwrap_or(b),
+            _ => b,
+        };
+        if base == i && i != b {
+            continue;
+        }
+        let name = rows[base].allocator.clone();
+        let r = &mut rows[i];
+        if let Some(c) = paired(
+            &record.allocators[base].runs,
+            &a.runs,
+            record.noise_threshold,
+        ) {
             r.vs_baseline = Some(c.ratio);
             r.vs_baseline_ci_low = c.interval.map(|ci| ci.low);
             r.vs_baseline_ci_high = c.interval.map(|ci| ci.high);
@@ -431,6 +455,29 @@ pub fn rows(record: &ExecRecord) -> Vec<ExecRow> {
         }
     }
     rows
+}
+
+/// Whether two row labels of a session of several commands (`system [old]`, `system
+/// [new]`) are of the same allocator.
+fn same_allocator(a: &str, b: &str) -> bool {
+    let spec = |l: &str| l.rsplit_once(" [").map_or(l, |(s, _)| s).to_string();
+    spec(a) == spec(b)
+}
+
+/// The rows of a session of several commands that are slower than their allocator's
+/// first command beyond the noise threshold: (row, its baseline).
+pub fn regressions(record: &ExecRecord, rows: &[ExecRow]) -> Vec<(String, String)> {
+    if record.commands.is_empty() {
+        return Vec::new();
+    }
+    rows.iter()
+        .zip(&record.allocators)
+        .filter(|(r, a)| {
+            a.command_index.is_some_and(|k| k > 0)
+                && r.vs_baseline_verdict.as_deref() == Some(Verdict::Slower.words())
+        })
+        .map(|(r, _)| (r.allocator.clone(), r.baseline.clone().unwrap_or_default()))
+        .collect()
 }
 
 /// brk + mmap + munmap + madvise + mremap of an exec row.
@@ -484,6 +531,7 @@ mod tests {
             }),
             traced_note: None,
             traced_run: Some(t),
+            command_index: None,
         }
     }
 

@@ -126,9 +126,24 @@ pub struct ExecArgs {
     /// Seed of the order within rounds [default: from the clock; recorded, to repeat it].
     #[arg(long)]
     pub order_seed: Option<u64>,
+    /// Two or more versions of a command in one session, each given as one shell-quoted
+    /// string (as in hyperfine): `-c 'old/prog --n 100' -c 'new/prog --n 100'`. Each
+    /// runs under each allocator in the shuffled rounds; each is compared with the first
+    /// under every allocator (wall time per round, counts, RSS), and exec exits 1 when
+    /// one is slower beyond --noise-threshold.
+    #[arg(
+        short = 'c',
+        long = "cmd",
+        value_name = "COMMAND",
+        conflicts_with = "command"
+    )]
+    pub cmds: Vec<String>,
+    /// A name for each -c command, in their order (default: 1, 2, …).
+    #[arg(short = 'n', long = "name", value_name = "NAME", requires = "cmds")]
+    pub names: Vec<String>,
     /// The command and its arguments (put them after `--`).
     #[arg(
-        required = true,
+        required_unless_present = "cmds",
         trailing_var_arg = true,
         allow_hyphen_values = true,
         value_name = "COMMAND"
@@ -136,12 +151,68 @@ pub struct ExecArgs {
     pub command: Vec<std::ffi::OsString>,
 }
 
+/// `-c` commands as named versions: each split as a shell would (quotes, backslashes),
+/// its program found, its name given or its position.
+pub fn versions(
+    cmds: &[String],
+    names: &[String],
+) -> Result<Vec<crate::engine::command::Version>, String> {
+    if cmds.len() < 2 {
+        return Err(format!(
+            "-c takes two or more commands to compare (got {}); one command goes after `--`",
+            cmds.len()
+        ));
+    }
+    if !names.is_empty() && names.len() != cmds.len() {
+        return Err(format!(
+            "{} --name for {} commands: give one name per -c command, in their order",
+            names.len(),
+            cmds.len()
+        ));
+    }
+    let path_var = std::env::var_os("PATH");
+    let mut out: Vec<crate::engine::command::Version> = Vec::new();
+    for (i, c) in cmds.iter().enumerate() {
+        let words = shlex::split(c)
+            .filter(|w| !w.is_empty())
+            .ok_or_else(|| format!("-c {c:?}: not a command (an unclosed quote, or empty)"))?;
+        let name = names.get(i).cloned().unwrap_or_else(|| (i + 1).to_string());
+        if name.is_empty() || name.contains(['[', ']', '\n']) {
+            return Err(format!(
+                "--name {name:?}: a name must be non-empty, without brackets or line breaks"
+            ));
+        }
+        if out.iter().any(|v| v.name == name) {
+            return Err(format!(
+                "--name {name:?} is given twice: each command needs its own name"
+            ));
+        }
+        let program = crate::engine::spawn::resolve_program(words[0].as_ref(), path_var.as_deref())
+            .map_err(|why| format!("-c {c:?}: cannot run the command: {why}"))?;
+        out.push(crate::engine::command::Version {
+            name,
+            command: words.into_iter().map(Into::into).collect(),
+            program,
+        });
+    }
+    Ok(out)
+}
+
 impl ExecArgs {
     /// Validates everything that can be checked before any run.
     pub fn settings(&self) -> Result<crate::engine::command::ExecSettings, String> {
-        command_settings(
+        let versions = if self.cmds.is_empty() {
+            Vec::new()
+        } else {
+            versions(&self.cmds, &self.names)?
+        };
+        let command = match versions.first() {
+            Some(v) => v.command.clone(),
+            None => self.command.clone(),
+        };
+        let mut settings = command_settings(
             crate::model::knobs::parse_spec_list(&self.allocators).map_err(|e| e.to_string())?,
-            &self.command,
+            &command,
             CommandOptions {
                 runs: self.runs,
                 warmup: self.warmup,
@@ -152,7 +223,9 @@ impl ExecArgs {
                 noise_threshold: self.noise_threshold,
                 order_seed: self.order_seed,
             },
-        )
+        )?;
+        settings.versions = versions;
+        Ok(settings)
     }
 }
 
@@ -196,6 +269,7 @@ pub fn command_settings(
         noise_threshold: o.noise_threshold,
         order_seed: o.order_seed.unwrap_or_else(crate::engine::clock_seed),
         second: None,
+        versions: Vec::new(),
     })
 }
 

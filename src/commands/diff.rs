@@ -507,7 +507,7 @@ pub fn run(args: &DiffArgs) -> Result<()> {
         .count();
     if called > 0 {
         tail.push(format!(
-            "CONFIRM: {called} cell(s) called changed between two separate runs, whose difference holds the machine's drift between them too (A/A diffs of separate compare runs called 2.8 % of unchanged cells changed, docs/diff.md); measure both sides in one interleaved session to confirm: both allocator builds as two specs of one `alloclab compare` or `alloclab exec` (`--allocators 'old=/path/old.so,new=/path/new.so'`), so that every round pairs them"
+            "CONFIRM: {called} cell(s) called changed between two separate runs, whose difference holds the machine's drift between them too (A/A diffs of separate compare runs called 2.8 % of unchanged cells changed, docs/diff.md); measure both sides in one interleaved session to confirm: both allocator builds as two specs of one `alloclab compare` or `alloclab exec` (`--allocators 'old=/path/old.so,new=/path/new.so'`), or two versions of a program as `alloclab exec -c 'old/prog …' -c 'new/prog …'`, so that every round pairs them"
         ));
     }
     tail.extend(d.only_in_base.iter().map(|k| format!("only in BASE: {k}")));

@@ -146,17 +146,37 @@ pub fn run(args: &ExecArgs) -> Result<()> {
         return Err(Error::Interrupted("the finished runs are kept".into()));
     }
     let failed = rows.iter().filter(|r| !r.status.is_ok()).count();
-    super::failed_runs(failed, rows.len(), "allocators")
+    super::failed_runs(failed, rows.len(), "allocators")?;
+    // Several commands: a significant slow-down of one against the first is a failure
+    // (exit 1), for CI.
+    let slower = crate::analysis::command::regressions(&record, &rows);
+    if !slower.is_empty() {
+        let said: Vec<String> = slower
+            .iter()
+            .map(|(r, b)| format!("{r} against {b}"))
+            .collect();
+        return Err(Error::RunFailed(format!(
+            "slower beyond ±{:.0} %: {}",
+            100.0 * record.noise_threshold,
+            said.join(", ")
+        )));
+    }
+    Ok(())
 }
 
 /// Refuses, before anything runs, a command whose benchmark names would be longer than
 /// Bencher takes (the testbed id has a fixed length, so the names are known now).
 fn check_bencher_names(settings: &exec::ExecSettings) -> Result<()> {
-    let words: Vec<String> = settings
-        .command
-        .iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
+    let mut commands = vec![settings.command.clone()];
+    commands.extend(settings.versions.iter().map(|v| v.command.clone()));
+    for c in commands {
+        check_bencher_names_of(settings, &c)?;
+    }
+    Ok(())
+}
+
+fn check_bencher_names_of(settings: &exec::ExecSettings, c: &[std::ffi::OsString]) -> Result<()> {
+    let words: Vec<String> = c.iter().map(|a| a.to_string_lossy().into_owned()).collect();
     let command = crate::fmt::shell_words(&words);
     for a in &settings.allocators {
         let name = ci::exec_name("00000000", &command, &a.to_string());

@@ -110,6 +110,17 @@ pub struct ExecSettings {
     /// shuffled order), as a row of its own labelled with the suffix (the same program with twice
     /// the calls, so that a difference per round leaves out its start-up).
     pub second: Option<(Vec<OsString>, String)>,
+    /// Several commands in one session (`exec -c … -c …`): each under each allocator, a
+    /// row of its own labelled `allocator [name]`; the first is `command`. Empty for one.
+    pub versions: Vec<Version>,
+}
+
+/// One of several commands of a session: its name, arguments and program.
+#[derive(Clone, Debug)]
+pub struct Version {
+    pub name: String,
+    pub command: Vec<OsString>,
+    pub program: PathBuf,
 }
 
 /// The command's environment under `a`: this process's, minus everything that configures
@@ -172,6 +183,7 @@ pub fn prepare_wrapped(
         traced_syscalls: None,
         traced_note: None,
         traced_run: None,
+        command_index: None,
     };
     let fail = |mut row: AllocatorRuns, why: String| {
         row.failure = Some(why);
@@ -343,6 +355,19 @@ pub fn run_session(
     let mut rows: Vec<AllocatorRuns> = Vec::new();
     let mut prepared: Vec<Option<Prepared>> = Vec::new();
     for a in &settings.allocators {
+        if !settings.versions.is_empty() {
+            for (k, v) in settings.versions.iter().enumerate() {
+                let (mut row, p) = prepare(a, settings, &v.program, &v.command);
+                row.allocator = format!("{} [{}]", row.allocator, v.name);
+                row.command_index = Some(k);
+                if let Some(why) = &row.failure {
+                    observer.say(&format!("{}: {why}", row.allocator));
+                }
+                rows.push(row);
+                prepared.push(p);
+            }
+            continue;
+        }
         let (row, p) = prepare(a, settings, &settings.program, &settings.command);
         if let Some(why) = &row.failure {
             observer.say(&format!("{}: {why}", row.allocator));
@@ -387,6 +412,18 @@ pub fn run_session(
         allocators: rows,
         order_seed: Some(settings.order_seed),
         noise_threshold: settings.noise_threshold,
+        commands: settings
+            .versions
+            .iter()
+            .map(|v| crate::model::command::NamedCommand {
+                name: v.name.clone(),
+                command: v
+                    .command
+                    .iter()
+                    .map(|a| a.to_string_lossy().into_owned())
+                    .collect(),
+            })
+            .collect(),
     };
     save(&record).map_err(SessionError::Save)?;
 

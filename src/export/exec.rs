@@ -123,10 +123,15 @@ fn table_rows(rows: &[ExecRow], cols: &[Column]) -> Vec<TableRow> {
         .collect()
 }
 
+/// The one row every ratio is against, or "its baseline" where rows have different
+/// ones (a session of several commands: each against its allocator's first command).
 fn baseline(rows: &[ExecRow]) -> String {
-    rows.iter()
-        .find_map(|r| r.baseline.clone())
-        .unwrap_or_else(|| "base".into())
+    let mut all = rows.iter().filter_map(|r| r.baseline.as_deref());
+    match all.next() {
+        Some(first) if all.all(|b| b == first) => first.to_string(),
+        Some(_) => "baseline (below)".into(),
+        None => "base".into(),
+    }
 }
 
 /// Aligned text table. A failed row shows its name and cause.
@@ -167,14 +172,21 @@ pub fn explanations(rows: &[ExecRow]) -> Vec<String> {
         ("madvise", |r| r.madvise),
         ("mremap", |r| r.mremap),
     ];
-    let Some(base) = rows.iter().find(|r| r.status.is_ok() && r.runs > 0) else {
+    let Some(first) = rows.iter().find(|r| r.status.is_ok() && r.runs > 0) else {
         return Vec::new();
     };
     let mut lines = Vec::new();
-    for r in rows
-        .iter()
-        .filter(|r| r.status.is_ok() && r.runs > 0 && r.allocator != base.allocator)
-    {
+    for r in rows.iter().filter(|r| r.status.is_ok() && r.runs > 0) {
+        // Each row against the row it was compared with (in a session of several
+        // commands, a command against its allocator's first command).
+        let base = r
+            .baseline
+            .as_deref()
+            .and_then(|b| rows.iter().find(|x| x.allocator == b))
+            .unwrap_or(first);
+        if r.allocator == base.allocator {
+            continue;
+        }
         let (Some(ratio), Some(sys), Some(bsys)) = (r.vs_baseline, r.sys_ms, base.sys_ms) else {
             continue;
         };
@@ -206,6 +218,13 @@ pub fn explanations(rows: &[ExecRow]) -> Vec<String> {
                     let sign = if d > 0.0 { "+" } else { "−" };
                     diffs.push(format!("{sign}{} {name}", count(Some(d.abs()))));
                 }
+            }
+        }
+        if let (Some(a), Some(b)) = (r.peak_rss_mib, base.peak_rss_mib) {
+            let d = a - b;
+            if d.abs() >= 0.1 * a.abs().max(b.abs()) {
+                let sign = if d > 0.0 { "+" } else { "−" };
+                diffs.push(format!("{sign}{:.1} MiB peak RSS", d.abs()));
             }
         }
         lines.push(format!(
@@ -254,7 +273,19 @@ pub fn order_line(record: &ExecRecord) -> Option<String> {
 /// The lines above the table: the command, how it was run, and what counted.
 pub fn header(record: &ExecRecord) -> String {
     let e = &record.environment;
-    let mut s = format!("command: {}\n", shell_words(&record.command));
+    let mut s = if record.commands.is_empty() {
+        format!("command: {}\n", shell_words(&record.command))
+    } else {
+        let mut s = format!(
+            "{} commands in one session, each under each allocator in the same shuffled rounds; each compared with [{}] under its allocator, round by round:\n",
+            record.commands.len(),
+            record.commands[0].name
+        );
+        for c in &record.commands {
+            s.push_str(&format!("  [{}] {}\n", c.name, shell_words(&c.command)));
+        }
+        s
+    };
     s.push_str(&format!(
         "{} run(s) per allocator after {} warm-up(s), {} (ratios: median of the per-round ratios, {} interval, significant beyond ±{} %); THP {}{}; {} · {}\n",
         record.runs_requested,

@@ -55,6 +55,10 @@ pub struct AllocatorRuns {
     /// summary sets against the untraced runs' to say whether it behaved like them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traced_run: Option<TracedRun>,
+    /// In a session of several commands (`exec -c … -c …`): which of the record's
+    /// `commands` this row ran (its label is the allocator's with the command's name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_index: Option<usize>,
 }
 
 /// What the extra traced run measured besides its counts.
@@ -90,6 +94,17 @@ pub struct ExecRecord {
     /// `--noise-threshold` as a fraction (2 % before it was recorded).
     #[serde(default = "default_noise_threshold")]
     pub noise_threshold: f64,
+    /// A session of several commands (`exec -c … -c …`): each with its name, the first
+    /// the baseline the others are compared with under each allocator. Empty for one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<NamedCommand>,
+}
+
+/// One of several commands of a session.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NamedCommand {
+    pub name: String,
+    pub command: Vec<String>,
 }
 
 fn default_noise_threshold() -> f64 {
