@@ -992,7 +992,8 @@ fn a_python_commands_calls_are_put_at_the_script_lines_that_made_them() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("t");
     let o = Command::new(driver_path())
-        .args(["trace", "--runs", "0", "--allocators", "system", "--out"])
+        .args(["trace", "--runs", "0", "--allocators", "system"])
+        .args(["--python-perf-frames", "--out"])
         .arg(&out)
         .arg("--")
         .arg(&python)
@@ -1063,6 +1064,37 @@ fn a_python_commands_calls_are_put_at_the_script_lines_that_made_them() {
     );
     let left: Vec<String> = perf_maps().difference(&maps_before).cloned().collect();
     assert!(left.is_empty(), "perf map files left behind: {left:?}");
+
+    // Threads that switch often, inside the recorder's callbacks too: the buffer's line
+    // ran exactly 4 times per thread, with one mmap each.
+    let busy = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/python_threads.py");
+    let text = std::fs::read_to_string(&busy).unwrap();
+    let line = text
+        .lines()
+        .position(|l| l.contains("THREAD-BUFFER"))
+        .unwrap() as u64
+        + 1;
+    let out = dir.path().join("threads");
+    let o = Command::new(driver_path())
+        .args(["trace", "--runs", "0", "--allocators", "system", "--out"])
+        .arg(&out)
+        .arg("--")
+        .arg(&python)
+        .arg(&busy)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let trace = json(&out.join("trace.json"));
+    let rows = trace["allocators"][0]["python"]["lines"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let mmap = rows
+        .iter()
+        .find(|r| r["kind"] == "mmap" && r["line"] == line)
+        .unwrap_or_else(|| panic!("no mmap at line {line}: {rows:#?}"));
+    assert_eq!(mmap["executions"].as_u64(), Some(16), "{mmap}");
+    assert_eq!(mmap["count"].as_u64(), Some(16), "{mmap}");
 }
 
 /// An interpreter older than 3.12 has no sys.monitoring: the trace says so and keeps the

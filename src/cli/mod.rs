@@ -713,11 +713,17 @@ pub struct TraceArgs {
     #[arg(long)]
     pub keep_perf_data: bool,
     /// Do not record a CPython command's Python lines. By default a command run by
-    /// CPython 3.12 or newer (`python3 script.py`, or a script whose #! line names
-    /// python) is traced with its perf support and the lab's line recorder, and each
-    /// fault and memory syscall is also given the Python function and line behind it.
+    /// CPython 3.12 or newer (`python3 script.py`, `env python3 …`, or a script whose #!
+    /// line names python) is traced with the lab's line recorder, and each fault and
+    /// memory syscall is also given the Python function and line behind it.
     #[arg(long, requires = "command")]
     pub no_python: bool,
+    /// Also run a CPython command with its perf support (PYTHONPERFSUPPORT=1), so that
+    /// perf names each Python frame in the native stacks and the join of lines is
+    /// checked against perf's own innermost Python frame. Off by default: CPython's
+    /// trampolines can crash a program whose daemon threads still run at exit.
+    #[arg(long, requires = "command", conflicts_with = "no_python")]
+    pub python_perf_frames: bool,
     /// A command of your own to trace instead of a built-in cell (put it after `--`): one
     /// run of it per allocator, preloaded as `alloclab exec` does, with its timeline from
     /// the exec to the exit.

@@ -412,7 +412,7 @@ fn run_command(args: &TraceArgs) -> Result<()> {
             _ => None,
         };
         let recorder_env = match &recorder {
-            Some(Ok(r)) => r.env(),
+            Some(Ok(r)) => r.env(args.python_perf_frames),
             _ => Vec::new(),
         };
         let outcome = match &sampling {
@@ -507,7 +507,7 @@ fn run_command(args: &TraceArgs) -> Result<()> {
             .collect(),
         fault_period: args.fault_period,
         syscalls_timed_by: if sampling.is_ok() { "perf" } else { "ptrace" }.into(),
-        python: python.said(),
+        python: python.said(args.python_perf_frames),
         missing,
         runs: args.runs,
         order_seed: settings.order_seed,
@@ -756,13 +756,18 @@ enum PythonPlan {
 
 impl PythonPlan {
     /// What the report says of it.
-    fn said(&self) -> Option<String> {
+    fn said(&self, perf_frames: bool) -> Option<String> {
         match self {
             PythonPlan::None => None,
             PythonPlan::Lines(i) => Some(format!(
-                "CPython {} ({}): run with its perf support (PYTHONPERFSUPPORT=1, Python frames named in native stacks) and the lab's line recorder (sys.monitoring, a sitecustomize put first on PYTHONPATH; the script is not edited); each fault and memory syscall is given the Python stack its thread was at when it happened (last line started before it on the same thread, CLOCK_MONOTONIC on both sides). Not seen: threads that never ran Python, the interpreter's start-up before the recorder and its shutdown after the last exit handler. The recorder costs about 1 µs per line and call, in the traced run only",
+                "CPython {} ({}): run with the lab's line recorder (sys.monitoring, a sitecustomize put first on PYTHONPATH; the script is not edited){}; each fault and memory syscall is given the Python stack its thread was at when it happened (last line started before it on the same thread, CLOCK_MONOTONIC on both sides). Not seen: threads that never ran Python, the interpreter's start-up before the recorder and its shutdown after the last exit handler. The recorder costs about 2 µs per line and call, in the traced run only",
                 i.version,
-                i.path.display()
+                i.path.display(),
+                if perf_frames {
+                    " and its perf support (PYTHONPERFSUPPORT=1: perf's own Python frames check the join)"
+                } else {
+                    ""
+                }
             )),
             PythonPlan::Cannot(why) => Some(format!("no Python lines: {why}; the native attribution stands")),
         }

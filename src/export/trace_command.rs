@@ -579,7 +579,15 @@ pub fn python_lines(v: &PythonView, top: usize) -> Vec<String> {
                 (u.before_recorder, "in the interpreter's start-up"),
                 (
                     u.after_recorder,
-                    "after the recorder stopped (the interpreter's shutdown)",
+                    "in its shutdown, after the recorder stopped",
+                ),
+                (
+                    u.after_limit,
+                    "after the recorder stopped at its limit of records",
+                ),
+                (
+                    u.lost,
+                    "in records lost (the process ended without its exit handlers)",
                 ),
                 (u.native_thread, "on threads that ran no Python"),
                 (u.no_frame, "outside any Python frame"),

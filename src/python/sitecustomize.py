@@ -72,22 +72,28 @@ def _alloclab_record():
     gen = [0]  # a forked child's slices are not its parent's
 
     class Slice:
-        __slots__ = ("index", "start", "n", "gen", "__weakref__")
+        __slots__ = ("index", "start", "n", "gen", "pid", "__weakref__")
 
         def __init__(self, index):
             self.index = index
             self.start = index * per
             self.n = 0
             self.gen = gen[0]
+            self.pid = os.getpid()
 
         def flush(self):
-            if self.n and files[0] is not None:
-                os.write(files[0], view[self.start : self.start + self.n])
+            # Emptied before the write, which lets other threads run: a second flush
+            # of the slice meanwhile (the exit handler's) writes nothing twice.
+            n = self.n
             self.n = 0
+            if n and files[0] is not None:
+                os.write(files[0], view[self.start : self.start + n])
 
         def __del__(self):
             # The thread ended: its records out, its slice free for another thread.
-            if self.gen != gen[0]:
+            # Not in a forked child, where the parent's other threads' slices are
+            # freed before the child's files are its own.
+            if self.gen != gen[0] or self.pid != os.getpid():
                 return
             try:
                 self.flush()
@@ -161,22 +167,44 @@ def _alloclab_record():
 
     shared = Slice(slices - 1)
 
+    # The recorder's own code is not the program's: its events are switched off where
+    # they can be (DISABLE, once per place), skipped where not. Without that, a thread's
+    # end (its slice's __del__) would record itself into a new slice.
+    own = __file__
+    DISABLE = mon.DISABLE
+
     def on_line(code, line):
+        if code.co_filename == own:
+            return DISABLE
         put(0, code, line)
 
-    def on_enter(code, offset, *_):
+    def on_start(code, offset):
+        if code.co_filename == own:
+            return DISABLE
         put(1, code, code.co_firstlineno)
 
-    def on_leave(code, offset, *_):
+    def on_throw(code, offset, exc):
+        if code.co_filename != own:
+            put(1, code, code.co_firstlineno)
+
+    def on_leave(code, offset, value):
+        if code.co_filename == own:
+            return DISABLE
         put(2, code, 0)
+
+    def on_unwind(code, offset, exc):
+        if code.co_filename != own:
+            put(2, code, 0)
 
     E = mon.events
     EVENTS = E.LINE | E.PY_START | E.PY_RESUME | E.PY_THROW | E.PY_RETURN | E.PY_YIELD | E.PY_UNWIND
     mon.register_callback(tool, E.LINE, on_line)
-    for e in (E.PY_START, E.PY_RESUME, E.PY_THROW):
-        mon.register_callback(tool, e, on_enter)
-    for e in (E.PY_RETURN, E.PY_YIELD, E.PY_UNWIND):
+    for e in (E.PY_START, E.PY_RESUME):
+        mon.register_callback(tool, e, on_start)
+    mon.register_callback(tool, E.PY_THROW, on_throw)
+    for e in (E.PY_RETURN, E.PY_YIELD):
         mon.register_callback(tool, e, on_leave)
+    mon.register_callback(tool, E.PY_UNWIND, on_unwind)
 
     def finish():
         # The last of the exit handlers (registered first): what the interpreter does
