@@ -40,9 +40,11 @@ man: build
 	$(ALLOCLAB) generate completions --out target/completions
 
 ## bench-compare: how fast compare's verdicts become trustworthy (seconds, interval widths,
-## verdicts against a --precision 2 reference, A/A false verdicts), as ratios in one session
+## verdicts against a --precision 2 reference, A/A false verdicts), as ratios in one session;
+## NEIGHBOUR=1: also beside a standard noisy neighbour (stress-ng, one CPU and one memory-
+## bandwidth stressor on one core)
 bench-compare: build
-	python3 bench/compare_precision.py --size $(SIZE)
+	python3 bench/compare_precision.py --size $(SIZE) $(if $(NEIGHBOUR),--neighbour)
 
 ## lint: formatting and clippy, as CI checks them
 lint:

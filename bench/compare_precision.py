@@ -13,8 +13,14 @@ Runs, with the release build:
      verdict; and two default compare runs (JSON) diffed with `alloclab diff`: any cell
      called faster or slower is one too.
 
+With --neighbour, steps 2 and 3 run twice: on the quiet machine, then beside a standard,
+reproducible noisy neighbour on one core (stress-ng from Debian: one CPU stressor and one
+memory-bandwidth stressor, `stress-ng --taskset 1 --cpu 1 --stream 1`), against the same
+quiet reference; the summary gives interval widths, verdicts against the reference and
+A/A false verdicts per condition.
+
 Prints one summary; nothing is asserted (speed belongs here, not in tests).
-Usage: python3 bench/compare_precision.py [--size 1000000] [--repeat 3]
+Usage: python3 bench/compare_precision.py [--size 1000000] [--repeat 3] [--neighbour]
 """
 import argparse
 import re
@@ -69,16 +75,12 @@ def rounds_line(text):
     return next((l for l in text.splitlines() if l.startswith("rounds:")), "(no rounds line)")
 
 
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--size", default="1000000")
-    p.add_argument("--repeat", type=int, default=3)
-    a = p.parse_args()
+NEIGHBOUR = ["stress-ng", "--taskset", "1", "--cpu", "1", "--stream", "1", "--quiet"]
 
-    ref_text, ref_s = run(["--size", a.size, "--precision", "2"])
-    ref = vs_in_place(ref_text)
-    print(f"--precision 2: {ref_s:.1f} s; {rounds_line(ref_text)}")
 
+def defaults(a, ref, label):
+    """REPEAT default compares against the reference: (median seconds, median interval
+    half-width %, judged, undecided, opposite)."""
     widths_all, seconds, wrong, undecided, judged = [], [], 0, 0, 0
     for i in range(a.repeat):
         text, s = run(["--size", a.size])
@@ -93,17 +95,21 @@ def main():
                     undecided += 1
                 elif got[key][3] != verdict:
                     wrong += 1
+                    print(f"{label} defaults #{i + 1}: OPPOSITE verdict for {key}: {got[key]} (reference {ref[key]})")
         print(
-            f"defaults #{i + 1}: {s:.1f} s, median vs-in-place interval ±{widths_all[-1]:.1f} % "
+            f"{label} defaults #{i + 1}: {s:.1f} s, median vs-in-place interval ±{widths_all[-1]:.1f} % "
             f"over {len(widths)} ratios; {rounds_line(text)}"
         )
     print(
-        f"defaults: {statistics.median(seconds):.1f} s median; median interval "
+        f"{label} defaults: {statistics.median(seconds):.1f} s median; median interval "
         f"±{statistics.median(widths_all):.1f} %; of {judged} effects of 10 % or more, "
         f"{judged - wrong - undecided} got the reference's verdict, {undecided} no verdict "
         f"(interval too wide), {wrong} the opposite one"
     )
 
+
+def a_a(a, label):
+    """A/A: twins in one compare, and two separate compares diffed."""
     false = 0
     twin = "jemalloc:dirty_decay_ms=10000"
     for i in range(a.repeat):
@@ -115,8 +121,8 @@ def main():
             if re.match(r"^(in-place|out-of-place): fastest", line):
                 if re.search(r"jemalloc(:dirty_decay_ms=10000)? [\d.]+x (slower|faster)", line):
                     false += 1
-                    print(f"A/A #{i + 1} false verdict: {line}")
-    print(f"A/A in one compare: {false} false verdicts in {2 * a.repeat} twin comparisons")
+                    print(f"{label} A/A #{i + 1} false verdict: {line}")
+    print(f"{label} A/A in one compare: {false} false verdicts in {2 * a.repeat} twin comparisons")
 
     import json
     import tempfile
@@ -132,9 +138,40 @@ def main():
                              capture_output=True, text=True, check=False)
         rows = json.loads(out.stdout)["diff"]["cells"]
         called = [r for r in rows if r["verdict"] in ("faster", "slower")]
-        print(f"A/A two runs diffed: {len(called)} false verdicts in {len(rows)} cells")
+        print(f"{label} A/A two runs diffed: {len(called)} false verdicts in {len(rows)} cells")
         for r in called:
             print(f"  {r['cell']}: {r['ratio']:.3f} [{r['ratio_ci_low']:.3f}, {r['ratio_ci_high']:.3f}]")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--size", default="1000000")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--neighbour", action="store_true",
+                   help="also measure beside stress-ng on one core (CPU + memory bandwidth)")
+    a = p.parse_args()
+    if a.neighbour and subprocess.run(["sh", "-c", "command -v stress-ng"],
+                                      capture_output=True).returncode != 0:
+        sys.exit("--neighbour needs stress-ng (Debian: apt-get install stress-ng)")
+
+    ref_text, ref_s = run(["--size", a.size, "--precision", "2"])
+    ref = vs_in_place(ref_text)
+    print(f"--precision 2 (quiet): {ref_s:.1f} s; {rounds_line(ref_text)}")
+
+    defaults(a, ref, "quiet")
+    a_a(a, "quiet")
+    if not a.neighbour:
+        return
+    neighbour = subprocess.Popen(NEIGHBOUR, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(2)  # the stressors running before the first measurement
+        print(f"neighbour: {' '.join(NEIGHBOUR)} (pid {neighbour.pid})")
+        defaults(a, ref, "neighbour")
+        a_a(a, "neighbour")
+    finally:
+        neighbour.terminate()
+        neighbour.wait()
+
 
 if __name__ == "__main__":
     main()
