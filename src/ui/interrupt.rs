@@ -1,5 +1,6 @@
-//! The Ctrl-C flag: after [`stop_on_interrupt`], SIGINT and SIGTERM set a flag that the
-//! run loops check between runs, so finished results are kept and nothing is torn.
+//! The Ctrl-C flag: after [`stop_on_interrupt`], SIGINT, SIGTERM and SIGHUP (the terminal
+//! closed) set a flag that the run loops check between runs, so finished results are
+//! kept and nothing is torn.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 
@@ -23,6 +24,7 @@ pub fn stop_on_interrupt() {
     unsafe {
         libc::signal(libc::SIGINT, handler);
         libc::signal(libc::SIGTERM, handler);
+        libc::signal(libc::SIGHUP, handler);
     }
 }
 
@@ -37,6 +39,7 @@ pub fn signal_name() -> Option<&'static str> {
         0 => None,
         libc::SIGINT => Some("SIGINT"),
         libc::SIGTERM => Some("SIGTERM"),
+        libc::SIGHUP => Some("SIGHUP"),
         _ => Some("a signal"),
     }
 }
