@@ -18,6 +18,12 @@
 //!   recorder already gives the whole stack with lines, and `-X perf`'s innermost frame
 //!   is what the join is checked against.
 
+//!
+//! Files here are not the results folder's, so they do not go through its one writer
+//! (`export::folder`): the recorder's private folder is a `tempfile` directory removed
+//! whole when the run is done, and the perf map files removed are the interpreter's,
+//! named by the pids of the traced run's own Python processes.
+
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 

@@ -9,8 +9,9 @@
 # at the time of every fault and memory syscall perf recorded.
 #
 # Records go to a buffer mapped and touched once at start and are written out with
-# write(2) whenever it fills and at exit, so that recording allocates no heap memory of
-# its own as it goes (the calls it would make would be counted as the program's).
+# write(2) whenever a thread's slice fills and at exit, so that recording makes no
+# memory syscall of its own as it goes and allocates little (a small object per thread
+# and per new code object): what it did would be counted as the program's.
 # Then the interpreter's own sitecustomize, if any, is imported as if this one were not
 # here.
 import sys
