@@ -12,46 +12,71 @@
 
 use std::ffi::c_void;
 
+/// Two blocks of `n` f64s from libc's malloc.
+fn two_blocks(n: usize) -> (*mut f64, *mut f64) {
+    // SAFETY: malloc may be called with any size; the results are checked.
+    let (t, u) = unsafe {
+        (
+            libc::malloc(n * 8) as *mut f64,
+            libc::malloc(n * 8) as *mut f64,
+        )
+    };
+    assert!(!t.is_null() && !u.is_null(), "malloc failed");
+    (t, u)
+}
+
+/// One iteration's work: `input` cast into `t`, divided into `u`; one value of it.
+fn cast_and_divide(input: &[u8], t: &mut [f64], u: &mut [f64]) -> f64 {
+    for (t, &x) in t.iter_mut().zip(input) {
+        *t = f64::from(x);
+    }
+    for (u, t) in u.iter_mut().zip(t.iter()) {
+        *u = *t / 255.0;
+    }
+    u[input.len() / 2]
+}
+
+/// `t` and `u` as slices of `n` f64s.
+///
+/// # Safety
+/// Both hold `n` f64s, do not overlap and outlive the slices.
+unsafe fn slices<'a>(t: *mut f64, u: *mut f64, n: usize) -> (&'a mut [f64], &'a mut [f64]) {
+    // SAFETY: as the caller promises.
+    unsafe {
+        (
+            std::slice::from_raw_parts_mut(t, n),
+            std::slice::from_raw_parts_mut(u, n),
+        )
+    }
+}
+
 /// The same work into two buffers allocated once and kept.
 fn reused(input: &[u8], iterations: usize) -> f64 {
-    let n = input.len();
-    let mut sum = 0.0;
-    // SAFETY: both blocks hold n f64s, are written before they are read and freed once.
+    let (t, u) = two_blocks(input.len());
+    let sum = (0..iterations)
+        .map(|_| {
+            // SAFETY: two separate blocks of n f64s, freed only after the last iteration.
+            let (ts, us) = unsafe { slices(t, u, input.len()) };
+            cast_and_divide(input, ts, us)
+        })
+        .sum();
+    // SAFETY: each block is freed once, after its last use.
     unsafe {
-        let t = libc::malloc(n * 8) as *mut f64;
-        let u = libc::malloc(n * 8) as *mut f64;
-        assert!(!t.is_null() && !u.is_null(), "malloc failed");
-        for _ in 0..iterations {
-            for (i, &x) in input.iter().enumerate() {
-                *t.add(i) = f64::from(x);
-            }
-            for i in 0..n {
-                *u.add(i) = *t.add(i) / 255.0;
-            }
-            sum += *u.add(n / 2);
-        }
         libc::free(t.cast());
         libc::free(u.cast());
     }
     sum
 }
 
+/// Two fresh buffers per iteration, freed at its end (the founding case's out-of-place).
 fn out_of_place(input: &[u8], iterations: usize) -> f64 {
-    let n = input.len();
     let mut sum = 0.0;
     for _ in 0..iterations {
+        let (t, u) = two_blocks(input.len());
         // SAFETY: both blocks hold n f64s, are written before they are read and freed once.
         unsafe {
-            let t = libc::malloc(n * 8) as *mut f64;
-            let u = libc::malloc(n * 8) as *mut f64;
-            assert!(!t.is_null() && !u.is_null(), "malloc failed");
-            for (i, &x) in input.iter().enumerate() {
-                *t.add(i) = f64::from(x);
-            }
-            for i in 0..n {
-                *u.add(i) = *t.add(i) / 255.0;
-            }
-            sum += *u.add(n / 2);
+            let (ts, us) = slices(t, u, input.len());
+            sum += cast_and_divide(input, ts, us);
             libc::free(t.cast());
             libc::free(u.cast());
         }

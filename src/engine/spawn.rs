@@ -298,6 +298,8 @@ fn wait4(pid: libc::pid_t) -> std::io::Result<(libc::c_int, libc::rusage)> {
 /// how it ended once started is in [`ChildRun::termination`].
 pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError> {
     let setup = |what: &str, e: std::io::Error| LaunchError::Setup(format!("{what}: {e}"));
+    // The child's stdin (and its discarded output): a device, not a file of the results
+    // folder, so not the folder writer's.
     let devnull = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
