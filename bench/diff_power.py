@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """How often `alloclab diff` calls a change where there is none, and which changes it sees.
 
-    python3 bench/diff_power.py [--runs 4] [--size 1000000] [--alloclab target/release/alloclab]
+    python3 bench/diff_power.py [--runs 5] [--size 1000000] [--alloclab target/release/alloclab]
+                                [--keep DIR | --load DIR] [--neighbour]
 
 Runs `alloclab compare --size SIZE --format json` RUNS times, one after the other (real
-process-to-process noise, nothing simulated), then:
+process-to-process and run-to-run noise, nothing simulated; 5 runs make 10 pairs), then,
+for diff as it is (its intervals widened by the between-run drift the cells show) and
+with --no-drift-allowance (each run's own intervals only, diff before the allowance):
 
 * A/A: diffs every pair of those runs. Every "slower" or "faster" there is a false
   positive; the rate is over all cells of all pairs.
@@ -13,7 +16,10 @@ process-to-process noise, nothing simulated), then:
   from two separate runs plus an effect of known size. The share of cells called "slower"
   is diff's power for that effect at default settings (6 processes, ±2 % threshold).
 
-Prints one table; the README quotes it. Needs only Python 3.
+Prints one table per way; the README and docs/diff.md quote them. --keep DIR saves the
+compare runs (run1.json …) and --load DIR diffs saved ones again. --neighbour runs the
+compares beside the standard noisy neighbour of bench/compare_precision.py (stress-ng,
+one CPU and one memory-bandwidth stressor pinned to one core). Needs only Python 3.
 """
 import argparse
 import itertools
@@ -22,6 +28,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 EFFECTS = [0.02, 0.05, 0.10, 0.20, 0.50]
 
@@ -43,14 +50,14 @@ def scaled(rows, factor):
     return rows
 
 
-def verdicts(alloclab, base, new, tmp):
+def verdicts(alloclab, base, new, tmp, extra):
     paths = []
     for name, rows in (("base", base), ("new", new)):
         p = os.path.join(tmp, name + ".json")
         with open(p, "w") as f:
             json.dump(rows, f)
         paths.append(p)
-    out = subprocess.run([alloclab, "diff", "--format", "json"] + paths,
+    out = subprocess.run([alloclab, "diff", "--format", "json"] + extra + paths,
                          capture_output=True, text=True)
     if out.returncode not in (0, 1):
         sys.exit("diff failed: " + out.stderr)
@@ -59,25 +66,56 @@ def verdicts(alloclab, base, new, tmp):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--runs", type=int, default=4)
+    ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--size", type=int, default=1000000)
     ap.add_argument("--alloclab", default="target/release/alloclab")
+    ap.add_argument("--keep", help="save the compare runs into this folder")
+    ap.add_argument("--load", help="diff the compare runs saved in this folder")
+    ap.add_argument("--neighbour", action="store_true",
+                    help="run the compares beside stress-ng --taskset 1 --cpu 1 --stream 1")
     a = ap.parse_args()
-    runs = [compare(a.alloclab, a.size) for _ in range(a.runs)]
-    pairs = list(itertools.combinations(range(a.runs), 2))
+    if a.load:
+        names = sorted((f for f in os.listdir(a.load) if f.endswith(".json")),
+                       key=lambda f: int("".join(c for c in f if c.isdigit()) or 0))
+        runs = [json.load(open(os.path.join(a.load, f))) for f in names]
+    else:
+        runs = []
+        neighbour = None
+        if a.neighbour:
+            neighbour = subprocess.Popen(
+                ["stress-ng", "--taskset", "1", "--cpu", "1", "--stream", "1", "--quiet"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(2)
+        try:
+            for k in range(a.runs):
+                runs.append(compare(a.alloclab, a.size))
+                if a.keep:
+                    os.makedirs(a.keep, exist_ok=True)
+                    with open(os.path.join(a.keep, f"run{k + 1}.json"), "w") as f:
+                        json.dump(runs[-1], f)
+        finally:
+            if neighbour:
+                neighbour.terminate()
+                neighbour.wait()
+    pairs = list(itertools.combinations(range(len(runs)), 2))
     with tempfile.TemporaryDirectory() as tmp:
-        aa = [v for i, j in pairs for v in verdicts(a.alloclab, runs[i], runs[j], tmp)]
-        wrong = sum(v in ("slower", "faster") for v in aa)
-        undecided = sum(v == "undecided" for v in aa)
-        print(f"A/A: {len(pairs)} pairs of compare runs, {len(aa)} cells: "
-              f"{wrong} called slower or faster ({100.0 * wrong / len(aa):.1f} %), "
-              f"{undecided} undecided")
-        print("known effect   cells called slower")
-        for d in EFFECTS:
-            v = [x for i, j in pairs
-                 for x in verdicts(a.alloclab, runs[i], scaled(runs[j], 1 + d), tmp)]
-            slower = sum(x == "slower" for x in v)
-            print(f"  +{100 * d:>4.0f} %      {slower:>4} of {len(v)} ({100.0 * slower / len(v):.0f} %)")
+        for label, extra in (("diff (between-run allowance)", []),
+                             ("diff --no-drift-allowance (within-run intervals only)",
+                              ["--no-drift-allowance"])):
+            print(f"== {label}")
+            aa = [v for i, j in pairs
+                  for v in verdicts(a.alloclab, runs[i], runs[j], tmp, extra)]
+            wrong = sum(v in ("slower", "faster") for v in aa)
+            undecided = sum(v == "undecided" for v in aa)
+            print(f"A/A: {len(pairs)} pairs of compare runs, {len(aa)} cells: "
+                  f"{wrong} called slower or faster ({100.0 * wrong / len(aa):.1f} %), "
+                  f"{undecided} undecided")
+            print("known effect   cells called slower")
+            for d in EFFECTS:
+                v = [x for i, j in pairs
+                     for x in verdicts(a.alloclab, runs[i], scaled(runs[j], 1 + d), tmp, extra)]
+                slower = sum(x == "slower" for x in v)
+                print(f"  +{100 * d:>4.0f} %      {slower:>4} of {len(v)} ({100.0 * slower / len(v):.0f} %)")
 
 
 if __name__ == "__main__":

@@ -121,6 +121,11 @@ fn diff_finds_regressions_improvements_and_what_changed_around_them() {
     let same = diff(&base, &base, "table");
     assert_eq!(same.status.code(), Some(0), "{}", stderr(&same));
     assert!(!String::from_utf8_lossy(&same.stdout).contains("CONFIRM"));
+    // Two cells are too few to see the drift between runs: said, nothing widened.
+    assert!(
+        out.contains("between runs: drift not estimated (2 cell(s) with an interval; the between-run spread needs at least 8)"),
+        "{out}"
+    );
     // A change between two separate runs is to be confirmed in one session.
     assert!(
         out.contains("CONFIRM: 1 cell(s) called changed between two separate runs"),

@@ -11,7 +11,7 @@
 //! cells). Either way a verdict needs the stated coverage (95 %): below it a cell is
 //! undecided. Cells without an interval (one process) get the ratio only.
 
-use crate::analysis::stats::{level, shift_ratio, verdict, Interval, Verdict};
+use crate::analysis::stats::{level, median, shift_ratio, verdict, Interval, Verdict};
 use serde::{Deserialize, Serialize};
 
 /// The fields of a summary row that a diff reads (from summary.csv or compare's JSON);
@@ -213,6 +213,11 @@ pub struct CellChange {
     pub ratio_method: Option<&'static str>,
     /// faster / slower / no significant difference; None without intervals.
     pub verdict: Option<Verdict>,
+    /// The interval from the two sides' own processes alone, before the between-run
+    /// allowance widened it (see [`Drift`]); equal to the interval when nothing was
+    /// widened.
+    pub within_run_ci_low: Option<f64>,
+    pub within_run_ci_high: Option<f64>,
     pub minflt_per_iter_change: Option<f64>,
     pub memory_syscalls_per_iter_change: Option<f64>,
     pub rss_end_bytes_change: Option<f64>,
@@ -231,6 +236,128 @@ pub struct Diff {
     /// The commands, where the two sides measured different ones (exec results): the
     /// first thing to know about every ratio below.
     pub command_change: Option<String>,
+    /// The drift between the two runs as the cells' shifts show it, and what the
+    /// intervals were widened by for it.
+    pub drift: Drift,
+}
+
+/// Between-run drift. Two separate runs differ by more than each run's own noise: the
+/// machine's state (the kernel's page allocator, caches, frequency, neighbours) moves
+/// between them, and it moves cells unequally — measured here, the cells that fault or
+/// unmap moved by up to 18 % between identical compare runs while cells that allocate
+/// nothing in their loop moved under 1.2 %. The intervals of one run cannot see that.
+///
+/// The estimate: each cell's log shift minus the median shift of all cells, divided by
+/// its within-run standard error (the interval's half-width over the normal quantile of
+/// its coverage). If the intervals held the whole run-to-run variation, these would
+/// spread as a standard normal; their robust spread (1.4826 × MAD) says how many times
+/// wider they really are. Every interval is widened by that factor (never narrowed),
+/// around its own estimate. A shift common to all cells is left as it is (it may be the
+/// change under test, e.g. a new allocator version under every cell, and is not spread);
+/// a change in a minority of the cells moves the median and the MAD little. Needs
+/// [`DRIFT_MIN_CELLS`] cells with intervals; fewer are said and left alone.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Drift {
+    /// Cells with an interval on both sides: what the estimate stands on.
+    pub cells: usize,
+    /// The median ratio of those cells (new / base): the shift common to all.
+    pub common_ratio: Option<f64>,
+    /// The cells' robust spread around that shift in units of their own within-run
+    /// standard errors (1: the intervals explain the differences).
+    pub spread: Option<f64>,
+    /// What every interval was widened by (the spread, at least 1); None: not applied.
+    pub widened_by: Option<f64>,
+    /// Why nothing was widened: too few cells, or --no-drift-allowance.
+    pub not_applied: Option<String>,
+}
+
+/// The fewest cells with intervals from which [`Drift`] is estimated.
+pub const DRIFT_MIN_CELLS: usize = 8;
+
+/// A log interval's half-width below this (0.05 %: the histograms' resolution at three
+/// significant digits) is taken as this, so that a cell whose processes all gave the same
+/// p50 does not weigh as infinitely precise.
+const MIN_HALF_WIDTH: f64 = 5e-4;
+
+/// Estimates the drift of `cells` and, when `apply`, widens their intervals by it and
+/// gives them new verdicts against `threshold`.
+pub fn allow_for_drift(cells: &mut [CellChange], threshold: f64, apply: bool) -> Drift {
+    use crate::analysis::stats::normal_quantile;
+    let with_ci: Vec<usize> = cells
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| {
+            c.ratio.is_some_and(|r| r > 0.0)
+                && c.ratio_ci_low.is_some_and(|l| l > 0.0)
+                && c.ratio_ci_high.is_some()
+                && c.ratio_ci_coverage.is_some_and(|v| v > 0.0 && v < 1.0)
+        })
+        .map(|(i, _)| i)
+        .collect();
+    let mut drift = Drift {
+        cells: with_ci.len(),
+        ..Drift::default()
+    };
+    if with_ci.len() < DRIFT_MIN_CELLS {
+        drift.not_applied = Some(format!(
+            "{} cell(s) with an interval; the between-run spread needs at least {DRIFT_MIN_CELLS}",
+            with_ci.len()
+        ));
+        return drift;
+    }
+    let logs: Vec<(f64, f64)> = with_ci
+        .iter()
+        .map(|&i| {
+            let c = &cells[i];
+            let d = c.ratio.unwrap_or(1.0).ln();
+            let half =
+                0.5 * (c.ratio_ci_high.unwrap_or(1.0).ln() - c.ratio_ci_low.unwrap_or(1.0).ln());
+            let z = normal_quantile(0.5 + 0.5 * c.ratio_ci_coverage.unwrap_or(0.95));
+            (d, half.max(MIN_HALF_WIDTH) / z)
+        })
+        .collect();
+    let Some(mu) = median(&logs.iter().map(|x| x.0).collect::<Vec<_>>()) else {
+        return drift;
+    };
+    let z: Vec<f64> = logs.iter().map(|(d, se)| (d - mu) / se).collect();
+    let Some(zm) = median(&z) else { return drift };
+    let Some(mad) = median(&z.iter().map(|x| (x - zm).abs()).collect::<Vec<_>>()) else {
+        return drift;
+    };
+    let spread = 1.4826 * mad;
+    drift.common_ratio = Some(mu.exp());
+    drift.spread = Some(spread);
+    if !apply {
+        drift.not_applied = Some("--no-drift-allowance".into());
+        return drift;
+    }
+    let k = spread.max(1.0);
+    drift.widened_by = Some(k);
+    for &i in &with_ci {
+        let c = &mut cells[i];
+        let (Some(r), Some(lo), Some(hi), Some(cov)) = (
+            c.ratio,
+            c.ratio_ci_low,
+            c.ratio_ci_high,
+            c.ratio_ci_coverage,
+        ) else {
+            continue;
+        };
+        let d = r.ln();
+        let low = (d - (d - lo.ln()) * k).exp();
+        let high = (d + (hi.ln() - d) * k).exp();
+        c.ratio_ci_low = Some(low);
+        c.ratio_ci_high = Some(high);
+        c.verdict = Some(verdict(
+            Interval {
+                low,
+                high,
+                coverage: cov,
+            },
+            threshold,
+        ));
+    }
+    drift
 }
 
 impl Diff {
@@ -246,8 +373,14 @@ impl Diff {
 /// Matches `new` against `base` by workload, allocator spec, variant, size and threads:
 /// each row's key is made once and looked up in a hash map, so the time grows with the
 /// number of cells, not its square. Polls the interrupt flag between cells (a cell with
-/// many processes a side costs their product); None when it was set.
-pub fn diff(base: &[DiffInput], new: &[DiffInput], threshold: f64) -> Option<Diff> {
+/// many processes a side costs their product); None when it was set. With
+/// `drift_allowance`, the intervals are widened by the between-run spread ([`Drift`]).
+pub fn diff(
+    base: &[DiffInput],
+    new: &[DiffInput],
+    threshold: f64,
+    drift_allowance: bool,
+) -> Option<Diff> {
     use std::collections::{HashMap, HashSet};
     let base_keys: Vec<String> = base.iter().map(DiffInput::key).collect();
     let new_keys: Vec<String> = new.iter().map(DiffInput::key).collect();
@@ -282,7 +415,9 @@ pub fn diff(base: &[DiffInput], new: &[DiffInput], threshold: f64) -> Option<Dif
         (Some(b), Some(n)) if b != n => Some(format!("{b} → {n}")),
         _ => None,
     };
+    let drift = allow_for_drift(&mut cells, threshold, drift_allowance);
     Some(Diff {
+        drift,
         cells,
         only_in_base: base_keys
             .iter()
@@ -316,6 +451,8 @@ fn cell_change(key: &str, b: &DiffInput, n: &DiffInput, threshold: f64) -> CellC
         ratio_ci_high: None,
         ratio_ci_coverage: None,
         verdict: None,
+        within_run_ci_low: None,
+        within_run_ci_high: None,
         ratio_method: None,
         minflt_per_iter_change: change(|r| r.minflt_per_iter),
         memory_syscalls_per_iter_change: change(|r| r.memory_syscalls_per_iter),
@@ -329,6 +466,8 @@ fn cell_change(key: &str, b: &DiffInput, n: &DiffInput, threshold: f64) -> CellC
             c.ratio_ci_high = Some(ci.high);
             c.ratio_ci_coverage = Some(ci.coverage);
             c.ratio_method = Some("hodges-lehmann");
+            c.within_run_ci_low = Some(ci.low);
+            c.within_run_ci_high = Some(ci.high);
             c.verdict = Some(verdict(ci, threshold));
         }
     } else if failed.is_empty() {
@@ -347,6 +486,8 @@ fn cell_change(key: &str, b: &DiffInput, n: &DiffInput, threshold: f64) -> CellC
                 c.ratio_ci_high = Some(ci.high);
                 c.ratio_ci_coverage = Some(ci.coverage);
                 c.ratio_method = Some("medians-bonferroni");
+                c.within_run_ci_low = Some(ci.low);
+                c.within_run_ci_high = Some(ci.high);
                 c.verdict = Some(verdict(ci, threshold));
             }
         } else {
@@ -405,7 +546,7 @@ mod tests {
             row("tcmalloc", "in-place", 600.0, 6.0, 0.0),
         ];
         new[0].allocator_version = Some("glibc 2.41".into());
-        let d = diff(&base, &new, 0.02).unwrap();
+        let d = diff(&base, &new, 0.02, true).unwrap();
         assert_eq!(d.cells.len(), 3);
         let v = |i: usize| d.cells[i].verdict;
         assert_eq!(v(0), Some(Verdict::NoSignificantDifference));
@@ -432,7 +573,7 @@ mod tests {
                 })
                 .collect::<Vec<_>>()
         };
-        let rows_only = diff(&strip(&base), &strip(&new), 0.02).unwrap();
+        let rows_only = diff(&strip(&base), &strip(&new), 0.02, true).unwrap();
         assert_eq!(rows_only.cells[2].verdict, Some(Verdict::Undecided));
         assert!((rows_only.cells[2].ratio_ci_coverage.unwrap() - 60.0 / 64.0).abs() < 1e-12);
         assert_eq!(rows_only.regressions(), 0);
@@ -450,13 +591,13 @@ mod tests {
         let mut failed = base.clone();
         failed[0].status = "failed".into();
         failed[0].p50_ns = None;
-        let d = diff(&base, &failed, 0.02).unwrap();
+        let d = diff(&base, &failed, 0.02, true).unwrap();
         assert_eq!(d.cells[0].verdict, None);
         assert_eq!(d.cells[0].note.as_deref(), Some("failed in NEW"));
         let mut single = base.clone();
         single[0].p50_ci_low_ns = None;
         single[0].process_p50_ns.truncate(1);
-        let d = diff(&base, &single, 0.02).unwrap();
+        let d = diff(&base, &single, 0.02, true).unwrap();
         assert_eq!((d.cells[0].ratio, d.cells[0].verdict), (Some(1.0), None));
         assert_eq!(d.regressions(), 0);
     }
@@ -480,7 +621,7 @@ mod tests {
             // Half the cells on both sides, a quarter on one side only, each way.
             let (base, new) = (cells(n, 0), cells(n, n / 2));
             KEYS_MADE.with(|k| k.set(0));
-            let d = diff(&base, &new, 0.02).unwrap();
+            let d = diff(&base, &new, 0.02, true).unwrap();
             assert_eq!(KEYS_MADE.with(|k| k.get()), 2 * n, "{n} cells a side");
             assert_eq!(d.cells.len(), n / 2);
             assert_eq!((d.only_in_base.len(), d.only_in_new.len()), (n / 2, n / 2));
@@ -492,5 +633,118 @@ mod tests {
                 format!("scale system in-place size={}", n / 2)
             );
         }
+    }
+
+    /// A standard normal draw (Box–Muller).
+    fn normal(rng: &mut crate::analysis::stats::SplitMix) -> f64 {
+        let u = |r: &mut crate::analysis::stats::SplitMix| {
+            ((r.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+        };
+        let (a, b) = (u(rng), u(rng));
+        (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
+    }
+
+    /// Two separate runs of 24 cells, six processes each: every cell has its own process
+    /// noise (0.2 % to 3 %), and the second run moves each cell by a drift of its own,
+    /// twice its process noise (identical compare runs showed 2.3 times, docs/diff.md),
+    /// `effect` multiplies the whole second run, `changed` = (n, f) its first n cells by f.
+    fn two_runs(seed: u64, effect: f64, changed: (usize, f64)) -> (Vec<DiffInput>, Vec<DiffInput>) {
+        let mut rng = crate::analysis::stats::SplitMix(seed);
+        let (mut base, mut new) = (Vec::new(), Vec::new());
+        for i in 0..24 {
+            let sigma = 0.002 + 0.028 * (i % 6) as f64 / 5.0;
+            let drift = 2.0 * sigma * normal(&mut rng);
+            let factor = effect * if i < changed.0 { changed.1 } else { 1.0 };
+            let mut side = |shift: f64, out: &mut Vec<DiffInput>| {
+                let mut r = row(
+                    &format!("a{}", i / 4),
+                    &format!("v{}", i % 4),
+                    1e6,
+                    1.0,
+                    0.0,
+                );
+                r.process_p50_ns = (0..6)
+                    .map(|_| 1e6 * (shift + sigma * normal(&mut rng)).exp())
+                    .collect();
+                out.push(r);
+            };
+            side(0.0, &mut base);
+            side(drift + factor.ln(), &mut new);
+        }
+        (base, new)
+    }
+
+    #[test]
+    fn the_between_run_allowance_keeps_a_and_a_diffs_quiet_and_still_sees_real_changes() {
+        let called = |d: &Diff| {
+            d.cells
+                .iter()
+                .filter(|c| matches!(c.verdict, Some(Verdict::Slower | Verdict::Faster)))
+                .count()
+        };
+        let (mut with, mut without, mut cells) = (0, 0, 0);
+        for seed in 0..40 {
+            let (base, new) = two_runs(seed, 1.0, (0, 1.0));
+            let d = diff(&base, &new, 0.02, true).unwrap();
+            let raw = diff(&base, &new, 0.02, false).unwrap();
+            with += called(&d);
+            without += called(&raw);
+            cells += d.cells.len();
+            // The within-run intervals are kept beside the widened ones.
+            let c = &d.cells[5];
+            assert_eq!(c.within_run_ci_low, raw.cells[5].ratio_ci_low);
+            assert!(c.ratio_ci_low <= c.within_run_ci_low);
+            assert!(c.ratio_ci_high >= c.within_run_ci_high);
+            assert_eq!(
+                raw.drift.not_applied.as_deref(),
+                Some("--no-drift-allowance")
+            );
+            assert!(d.drift.widened_by.unwrap() >= 1.0);
+        }
+        // Drift twice the process noise: the within-run intervals call many
+        // unchanged cells changed; widened by the spread the cells show, at most 2 %.
+        assert!(without * 100 > cells * 10, "{without} of {cells}");
+        assert!(with * 100 <= cells * 2, "{with} of {cells}");
+        // A change under every cell does not widen anything (the spread is taken around
+        // the common shift) and is called in most cells; a change in three cells is
+        // called there.
+        let (mut slower, mut cells) = (0, 0);
+        for seed in 0..40 {
+            let (base, new) = two_runs(seed, 1.0, (0, 1.0));
+            let (_, up) = two_runs(seed, 1.2, (0, 1.0));
+            let same = diff(&base, &new, 0.02, true).unwrap();
+            let d = diff(&base, &up, 0.02, true).unwrap();
+            let (a, b) = (same.drift.spread.unwrap(), d.drift.spread.unwrap());
+            assert!((a - b).abs() < 1e-9 * a.max(1.0), "{a} vs {b}");
+            slower += d.regressions();
+            cells += d.cells.len();
+            let (base, three) = two_runs(seed, 1.0, (3, 1.5));
+            let d = diff(&base, &three, 0.02, true).unwrap();
+            assert!(
+                d.cells[..3]
+                    .iter()
+                    .all(|c| c.verdict == Some(Verdict::Slower)),
+                "seed {seed}: {:?}",
+                d.cells[..3]
+                    .iter()
+                    .map(|c| (c.ratio, c.ratio_ci_low))
+                    .collect::<Vec<_>>()
+            );
+        }
+        assert!(slower * 100 >= cells * 80, "+20 %: {slower} of {cells}");
+        // Too few cells to estimate a spread: said, nothing widened.
+        let (base, new) = two_runs(1, 1.0, (0, 1.0));
+        let d = diff(&base[..5], &new[..5], 0.02, true).unwrap();
+        assert_eq!(d.drift.widened_by, None);
+        assert!(d
+            .drift
+            .not_applied
+            .as_deref()
+            .unwrap()
+            .contains("at least 8"));
+        assert!(d
+            .cells
+            .iter()
+            .all(|c| c.ratio_ci_low == c.within_run_ci_low));
     }
 }

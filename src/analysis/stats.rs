@@ -261,6 +261,21 @@ pub fn shift_ratio(base: &[f64], new: &[f64], level: f64) -> Option<(f64, Interv
     ))
 }
 
+/// Φ⁻¹(p), the standard normal quantile, by bisection on [`normal_cdf`] (to 1e-9;
+/// p in (0, 1)).
+pub fn normal_quantile(p: f64) -> f64 {
+    let (mut lo, mut hi) = (-10.0f64, 10.0f64);
+    while hi - lo > 1e-9 {
+        let mid = 0.5 * (lo + hi);
+        if normal_cdf(mid) < p {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
 /// Φ(x), the standard normal distribution function (Abramowitz–Stegun 7.1.26 for erf,
 /// error below 1.5e-7).
 fn normal_cdf(x: f64) -> f64 {

@@ -781,6 +781,10 @@ pub struct DiffArgs {
     /// which side is incomplete and what ran.
     #[arg(long)]
     pub allow_incomplete: bool,
+    /// Leave the intervals as each run's own noise makes them: do not widen them by the
+    /// drift between the two runs that the cells' shifts show (see docs/diff.md).
+    #[arg(long)]
+    pub no_drift_allowance: bool,
 }
 
 /// `--pair BASE_SPEC=NEW_SPEC`: split at the `=` that leaves a valid allocator spec on

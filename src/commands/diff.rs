@@ -3,7 +3,7 @@
 //! and which differences in the environment could explain it. Exit 1 when some cell got
 //! significantly slower, so that a CI job can guard an allocator upgrade.
 
-use crate::analysis::diff::{diff, CellChange, Diff, DiffInput};
+use crate::analysis::diff::{diff, CellChange, Diff, DiffInput, Drift};
 use crate::analysis::explain::describe;
 use crate::analysis::stats::{Comparison, Interval};
 use crate::cli::DiffArgs;
@@ -405,6 +405,39 @@ fn pair_given_twice(pairs: &[(String, String)]) -> Option<String> {
     None
 }
 
+/// What the between-run drift was and what was done about it, in one line.
+fn drift_line(drift: &Drift, threshold: f64) -> String {
+    let common = drift
+        .common_ratio
+        .filter(|r| (r - 1.0).abs() > threshold)
+        .map(|r| {
+            format!(
+                "; every cell moved by {:+.1} % alike (the median shift): a change under all of them, or the whole machine faster or slower between the runs — two runs cannot tell these apart",
+                100.0 * (r - 1.0)
+            )
+        })
+        .unwrap_or_default();
+    match (drift.spread, drift.widened_by, &drift.not_applied) {
+        (Some(spread), Some(k), _) if k > 1.0 => format!(
+            "between runs: the cells' shifts spread {spread:.1}x as wide as their within-run intervals allow (robust spread of {} cells around their median shift of {:+.1} %): every interval widened {k:.1}x for the drift between the two runs (--no-drift-allowance: within-run intervals){common}",
+            drift.cells,
+            100.0 * (drift.common_ratio.unwrap_or(1.0) - 1.0)
+        ),
+        (Some(spread), Some(_), _) => format!(
+            "between runs: the cells' shifts stay within their within-run intervals (spread {spread:.1} over {} cells): nothing widened{common}",
+            drift.cells
+        ),
+        (Some(spread), None, Some(why)) => format!(
+            "between runs: not allowed for ({why}); the cells' shifts spread {spread:.1}x as wide as their within-run intervals allow, over {} cells{common}",
+            drift.cells
+        ),
+        (_, _, why) => format!(
+            "between runs: drift not estimated ({}): the intervals hold each run's own noise only, not the machine's drift between the runs",
+            why.as_deref().unwrap_or("no cells with intervals")
+        ),
+    }
+}
+
 pub fn run(args: &DiffArgs) -> Result<()> {
     if let Some(why) = pair_given_twice(&args.pairs) {
         return Err(Error::BadInput(why));
@@ -447,7 +480,12 @@ pub fn run(args: &DiffArgs) -> Result<()> {
             return Err(Error::BadInput(format!("{}: {why}", path.display())));
         }
     }
-    let Some(d) = diff(&base.rows, &new.rows, args.noise_threshold) else {
+    let Some(d) = diff(
+        &base.rows,
+        &new.rows,
+        args.noise_threshold,
+        !args.no_drift_allowance,
+    ) else {
         return Err(Error::Interrupted(
             "while comparing the cells; nothing printed".into(),
         ));
@@ -491,7 +529,7 @@ pub fn run(args: &DiffArgs) -> Result<()> {
             .iter()
             .map(|v| format!("allocator version: {v}")),
     );
-    let mut tail: Vec<String> = Vec::new();
+    let mut tail: Vec<String> = vec![drift_line(&d.drift, args.noise_threshold)];
     let called = d
         .cells
         .iter()
@@ -507,7 +545,7 @@ pub fn run(args: &DiffArgs) -> Result<()> {
         .count();
     if called > 0 {
         tail.push(format!(
-            "CONFIRM: {called} cell(s) called changed between two separate runs, whose difference holds the machine's drift between them too (A/A diffs of separate compare runs called 2.8 % of unchanged cells changed, docs/diff.md); measure both sides in one interleaved session to confirm: both allocator builds as two specs of one `alloclab compare` or `alloclab exec` (`--allocators 'old=/path/old.so,new=/path/new.so'`), or two versions of a program as `alloclab exec -c 'old/prog …' -c 'new/prog …'`, so that every round pairs them"
+            "CONFIRM: {called} cell(s) called changed between two separate runs; measure both sides in one interleaved session to confirm: both allocator builds as two specs of one `alloclab compare` or `alloclab exec` (`--allocators 'old=/path/old.so,new=/path/new.so'`), or two versions of a program as `alloclab exec -c 'old/prog …' -c 'new/prog …'`, so that every round pairs them and no drift between runs is in the ratio"
         ));
     }
     tail.extend(d.only_in_base.iter().map(|k| format!("only in BASE: {k}")));
