@@ -4,9 +4,11 @@
 Runs, with the release build:
   1. `alloclab compare --size SIZE --precision 2` once: the reference ratios, and whether
      every printed comparison reached ±2 % (and in how many seconds);
-  2. `alloclab compare --size SIZE` (defaults) REPEAT times: seconds, the median
-     half-width of the "vs in-place" ratio intervals, and whether every comparison whose
-     reference effect is at least 10 % got the reference's direction;
+  2. `alloclab compare --size SIZE` (defaults) REPEAT times for each round order
+     (--orders, default blocked and shuffled, alternating): seconds, the median
+     half-width of the "vs in-place" ratio intervals, whether every comparison whose
+     reference effect is at least 10 % got the reference's direction, and in how many
+     runs the order-effect test found carry-over;
   3. an A/A compare REPEAT times: jemalloc against jemalloc with dirty_decay_ms at its
      own default (10000: the same allocator behaviour, reached through MALLOC_CONF),
      in-place and out-of-place: any "faster"/"slower" between the twins is a false
@@ -21,8 +23,10 @@ A/A false verdicts per condition.
 
 Prints one summary; nothing is asserted (speed belongs here, not in tests).
 Usage: python3 bench/compare_precision.py [--size 1000000] [--repeat 3] [--neighbour]
+                                           [--orders blocked,shuffled]
 """
 import argparse
+import math
 import re
 import statistics
 import subprocess
@@ -79,33 +83,61 @@ NEIGHBOUR = ["stress-ng", "--taskset", "1", "--cpu", "1", "--stream", "1", "--qu
 
 
 def defaults(a, ref, label):
-    """REPEAT default compares against the reference: (median seconds, median interval
-    half-width %, judged, undecided, opposite)."""
-    widths_all, seconds, wrong, undecided, judged = [], [], 0, 0, 0
+    """REPEAT default compares per --order, the orders alternating (so that drift reaches
+    them alike), against the reference: per order the median seconds, the median interval
+    half-width, verdicts against the reference, and how many runs found an order effect
+    (a run depending on the run before it: carry-over)."""
+    stats = {o: {"widths": [], "seconds": [], "wrong": 0, "undecided": 0, "judged": 0,
+                 "order_effects": 0, "by_key": {}} for o in a.orders}
     for i in range(a.repeat):
-        text, s = run(["--size", a.size])
-        got = vs_in_place(text)
-        widths = [half_width(*v[:3]) for v in got.values()]
-        widths_all.append(statistics.median(widths))
-        seconds.append(s)
-        for key, (r, _, _, verdict) in ref.items():
-            if (verdict == "slower" and r >= 1.10) or (verdict == "faster" and r >= 1.10):
-                judged += 1
-                if key not in got or got[key][3] == "none":
-                    undecided += 1
-                elif got[key][3] != verdict:
-                    wrong += 1
-                    print(f"{label} defaults #{i + 1}: OPPOSITE verdict for {key}: {got[key]} (reference {ref[key]})")
+        for order in a.orders:
+            st = stats[order]
+            text, s = run(["--size", a.size, "--order", order])
+            got = vs_in_place(text)
+            widths = [half_width(*v[:3]) for v in got.values()]
+            for key, v in got.items():
+                st["by_key"].setdefault(key, []).append(half_width(*v[:3]))
+            st["widths"].append(statistics.median(widths))
+            st["seconds"].append(s)
+            if any(l.startswith("order: ") for l in text.splitlines()):
+                st["order_effects"] += 1
+            for key, (r, _, _, verdict) in ref.items():
+                if verdict in ("slower", "faster") and r >= 1.10:
+                    st["judged"] += 1
+                    if key not in got or got[key][3] == "none":
+                        st["undecided"] += 1
+                    elif got[key][3] != verdict:
+                        st["wrong"] += 1
+                        print(f"{label} --order {order} #{i + 1}: OPPOSITE verdict for {key}: {got[key]} (reference {ref[key]})")
+            print(
+                f"{label} --order {order} #{i + 1}: {s:.1f} s, median vs-in-place interval "
+                f"±{st['widths'][-1]:.1f} % over {len(widths)} ratios; {rounds_line(text)}"
+            )
+    for order in a.orders:
+        st = stats[order]
         print(
-            f"{label} defaults #{i + 1}: {s:.1f} s, median vs-in-place interval ±{widths_all[-1]:.1f} % "
-            f"over {len(widths)} ratios; {rounds_line(text)}"
+            f"{label} --order {order}: {statistics.median(st['seconds']):.1f} s median; median "
+            f"interval ±{statistics.median(st['widths']):.1f} % (runs: "
+            f"{', '.join(f'±{w:.1f}' for w in st['widths'])}); of {st['judged']} effects of 10 % "
+            f"or more, {st['judged'] - st['wrong'] - st['undecided']} got the reference's "
+            f"verdict, {st['undecided']} no verdict, {st['wrong']} the opposite one; an order "
+            f"effect (carry-over) in {st['order_effects']} of {a.repeat} runs"
         )
-    print(
-        f"{label} defaults: {statistics.median(seconds):.1f} s median; median interval "
-        f"±{statistics.median(widths_all):.1f} %; of {judged} effects of 10 % or more, "
-        f"{judged - wrong - undecided} got the reference's verdict, {undecided} no verdict "
-        f"(interval too wide), {wrong} the opposite one"
-    )
+    if len(a.orders) == 2:
+        # The same comparison under the two orders: the geometric mean of its interval
+        # half-widths over the runs, per order, and their ratio.
+        x, y = a.orders
+        gm = lambda v: math.exp(sum(math.log(max(w, 0.05)) for w in v) / len(v))
+        keys = sorted(k for k in stats[x]["by_key"] if k in stats[y]["by_key"])
+        ratios = []
+        for k in keys:
+            wx, wy = gm(stats[x]["by_key"][k]), gm(stats[y]["by_key"][k])
+            ratios.append((wx / wy, k, wx, wy))
+        print(f"{label}: per vs-in-place comparison, interval half-width {x} / {y} "
+              f"(geometric means over the runs): median {statistics.median(r[0] for r in ratios):.2f} "
+              f"over {len(ratios)} comparisons; widest ones:")
+        for r, k, wx, wy in sorted(ratios, key=lambda t: -max(t[2], t[3]))[:8]:
+            print(f"  {k[0]} {k[1]}: ±{wx:.1f} % {x}, ±{wy:.1f} % {y} ({r:.2f})")
 
 
 def a_a(a, label):
@@ -147,9 +179,12 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--size", default="1000000")
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--orders", default="blocked,shuffled",
+                   help="the --order values whose default compares are measured, alternating")
     p.add_argument("--neighbour", action="store_true",
                    help="also measure beside stress-ng on one core (CPU + memory bandwidth)")
     a = p.parse_args()
+    a.orders = [o for o in a.orders.split(",") if o]
     if a.neighbour and subprocess.run(["sh", "-c", "command -v stress-ng"],
                                       capture_output=True).returncode != 0:
         sys.exit("--neighbour needs stress-ng (Debian: apt-get install stress-ng)")

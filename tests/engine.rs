@@ -265,3 +265,79 @@ fn ctrl_c_during_a_command_cliff_exits_130() {
     assert!(stderr(&o).contains("interrupted"), "{}", stderr(&o));
     assert!(processes_running(&["sleep", marker]).is_empty());
 }
+
+/// `compare --order blocked`: in every round each allocator's cells run one after
+/// another, and in the second round of each pair every allocator's cells run in the
+/// reverse order of the first (ABBA); the method line names the order. Read from the
+/// progress lines, one per run, in the order the runs happened.
+#[test]
+fn a_blocked_compare_runs_each_allocators_cells_together_and_reverses_them_every_second_round() {
+    let o = lab(&[
+        "compare",
+        "--order",
+        "blocked",
+        "--allocators",
+        "system,jemalloc,mimalloc",
+        "--variants",
+        "in-place,out-of-place,reuse",
+        "--processes",
+        "4",
+        "--max-time",
+        "1000",
+        "--precision",
+        "100",
+        "--size",
+        "100000",
+        "--counters",
+        "off",
+        "--order-seed",
+        "7",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("interleaved rounds (each allocator's cells together, reversed every second round, order seed 7)"),
+        "{stdout}"
+    );
+    // "[3/36] jemalloc scale reuse size=100000 (round 1) (ETA 1s)" → (round, allocator, variant)
+    let runs: Vec<(u32, String, String)> = stderr(&o)
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix('[')?.split_once("] ")?.1;
+            let (what, round) = rest.split_once(" (round ")?;
+            let round: u32 = round.split(')').next()?.parse().ok()?;
+            let mut w = what.split(' ');
+            let alloc = w.next()?.to_string();
+            let variant = w.nth(1)?.to_string();
+            Some((round, alloc, variant))
+        })
+        .collect();
+    let rounds: BTreeSet<u32> = runs.iter().map(|r| r.0).collect();
+    assert!(rounds.len() >= 4, "{runs:?}");
+    let round = |r: u32| -> Vec<(String, String)> {
+        runs.iter()
+            .filter(|x| x.0 == r)
+            .map(|x| (x.1.clone(), x.2.clone()))
+            .collect()
+    };
+    for r in 1..=4 {
+        let order = round(r);
+        assert_eq!(order.len(), 9, "round {r}: {order:?}");
+        let changes = order.windows(2).filter(|w| w[0].0 != w[1].0).count();
+        assert_eq!(changes, 2, "round {r}, allocators not together: {order:?}");
+    }
+    for r in [2, 4] {
+        for alloc in ["system", "jemalloc", "mimalloc"] {
+            let of = |r: u32| -> Vec<String> {
+                round(r)
+                    .into_iter()
+                    .filter(|x| x.0 == alloc)
+                    .map(|x| x.1)
+                    .collect()
+            };
+            let mut first = of(r - 1);
+            first.reverse();
+            assert_eq!(of(r), first, "round {r}, {alloc}");
+        }
+    }
+}

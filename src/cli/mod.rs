@@ -572,6 +572,13 @@ impl RunArgs {
     }
 }
 
+/// `--order`: how a round of compare orders its cells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum RoundOrder {
+    Blocked,
+    Shuffled,
+}
+
 #[derive(Debug, clap::Args)]
 pub struct CompareArgs {
     /// Elements in the input array (1000000, 1_000_000, 1e6, 2^20).
@@ -625,6 +632,12 @@ pub struct CompareArgs {
     /// Seed of the order within rounds [default: from the clock; printed, to repeat it].
     #[arg(long)]
     pub order_seed: Option<u64>,
+    /// How a round orders the cells: shuffled (one shuffled order of all cells per round)
+    /// or blocked (each allocator's variants one after another, allocators in a shuffled
+    /// order, each allocator's order reversed every second round, so that its "vs
+    /// in-place" ratios pair runs seconds apart; measured no narrower, docs/method.md).
+    #[arg(long, value_enum, default_value = "shuffled")]
+    pub order: RoundOrder,
     /// Keep adding adaptive rounds until every printed comparison (each variant against
     /// its in-place, each allocator against the fastest of its variant) is decided and its
     /// --confidence interval is within ± this percent of its ratio, or --max-time runs out

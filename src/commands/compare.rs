@@ -6,6 +6,7 @@ use crate::analysis::stats::{half_width_pct, level, level_text};
 use crate::analysis::{cells, explain};
 use crate::cli::CompareArgs;
 use crate::counters::load::Load;
+use crate::engine::schedule::Order;
 use crate::engine::{self, preflight, ProcessExecutor};
 use crate::error::{Error, Result};
 use crate::export::{self, ci, table, Format, RowFormat};
@@ -351,10 +352,36 @@ pub fn run(args: CompareArgs) -> Result<()> {
         progress.set_total(runs + next);
         Some(part)
     };
+    let round_order = match args.order {
+        crate::cli::RoundOrder::Shuffled => Order::Shuffled,
+        crate::cli::RoundOrder::Blocked => {
+            // One block per allocator spec, numbered in the order the specs first appear.
+            let mut labels: Vec<String> = Vec::new();
+            Order::Blocked(
+                specs
+                    .iter()
+                    .map(|s| {
+                        let label = s.allocator_label();
+                        labels.iter().position(|l| *l == label).unwrap_or_else(|| {
+                            labels.push(label);
+                            labels.len() - 1
+                        })
+                    })
+                    .collect(),
+            )
+        }
+    };
+    let order_words = match &round_order {
+        Order::Shuffled => "shuffled order".to_string(),
+        Order::Blocked(_) => {
+            "each allocator's cells together, reversed every second round".to_string()
+        }
+    };
     let session = engine::run_rounds_while(
         &specs,
         &args.budget.budget(),
         order_seed,
+        round_order,
         &mut executor,
         &mut progress,
         &mut more,
@@ -392,7 +419,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
     // The method and the findings, for the table and for the page whatever the format.
     let lvl = level_text();
     let method = format!(
-        "{} in interleaved rounds (order seed {order_seed}); p50 and counts are medians over processes, ±p50 its {lvl} interval{}; a ratio is significant when its whole interval of at least {lvl} lies beyond ±{} %",
+        "{} in interleaved rounds ({order_words}, order seed {order_seed}); p50 and counts are medians over processes, ±p50 its {lvl} interval{}; a ratio is significant when its whole interval of at least {lvl} lies beyond ±{} %",
         ran.processes_clause(),
         coverage_note(&rows),
         args.noise_threshold * 100.0

@@ -6,7 +6,7 @@ use crate::analysis::calibration::Calibration;
 use crate::analysis::cliff::{self, FoundCliff, Metric};
 use crate::analysis::jumps;
 use crate::cli::RunArgs;
-use crate::engine::schedule::{Next, Pass, Rounds, Schedule};
+use crate::engine::schedule::{Next, Order, Pass, Rounds, Schedule};
 use crate::engine::{self, calibrate, preflight, Executor, ProcessExecutor};
 use crate::error::{Error, Result};
 use crate::export::report_md::{self, Rebuilt};
@@ -324,6 +324,7 @@ pub fn run_experiment(
         subjects: plan.runs.len(),
         warmup: 0,
         seed: exp.seed,
+        order: Order::Shuffled,
     }
     .run(&mut runs);
     let Runs {

@@ -7,7 +7,7 @@ use crate::analysis::calibration::{Calibration, Effect, GOAL_RATIO};
 use crate::analysis::stats::{compare_paired, median};
 use crate::counters::linux::perf::SyscallCounters;
 use crate::counters::{ptrace, CounterMode};
-use crate::engine::schedule::{Next, Schedule};
+use crate::engine::schedule::{Next, Order, Schedule};
 use crate::engine::ProcessExecutor;
 use crate::model::knobs::AllocatorSpec;
 use crate::model::record::RunFailure;
@@ -91,6 +91,7 @@ pub fn calibrate(
             subjects: methods.len(),
             warmup: 0,
             seed: order_seed,
+            order: Order::Shuffled,
         }
         .rounds(rounds.max(1), &mut |i, _, _| {
             let p50 = match methods[i] {

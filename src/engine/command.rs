@@ -11,7 +11,7 @@
 //! Every run is accounted for on its own ([`launch`]).
 
 use super::probe;
-use super::schedule::{Next, Pass, Rounds, Schedule};
+use super::schedule::{Next, Order, Pass, Rounds, Schedule};
 use super::spawn::{self as launch, LaunchOptions, Prepared, Termination};
 use crate::counters::{CounterMode, CounterPlan};
 pub use crate::model::command::{AllocatorRuns, ExecRecord, ExecRun, TracedRun, SCHEMA};
@@ -532,6 +532,7 @@ pub fn run_session(
         subjects: session.alive.len(),
         warmup: settings.warmup,
         seed: settings.order_seed,
+        order: Order::Shuffled,
     }
     .run(&mut session);
     if let Some(e) = session.error.take() {

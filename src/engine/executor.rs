@@ -1,7 +1,7 @@
 //! Workers of built-in cells: one worker process per run through the one spawn path, and
 //! turning whatever the worker did (JSON, crash, signal, garbage) into an outcome.
 
-use super::schedule::{Next, Pass, Rounds, Schedule};
+use super::schedule::{Next, Order, Pass, Rounds, Schedule};
 use super::spawn;
 use crate::analysis::cliff::{CliffError, Metric, Probe};
 use crate::counters::linux::perf::{SyscallCounters, SyscallCounts};
@@ -364,6 +364,7 @@ pub fn run_rounds(
         specs,
         budget,
         order_seed,
+        Order::Shuffled,
         executor,
         progress,
         &mut |done, _, _| (done < rounds).then(|| every.clone()),
@@ -390,6 +391,7 @@ pub fn run_rounds_while(
     specs: &[RunSpec],
     budget: &Budget,
     order_seed: u64,
+    order: Order,
     executor: &mut dyn Executor,
     progress: &mut Progress,
     more: MoreRounds<'_>,
@@ -455,6 +457,7 @@ pub fn run_rounds_while(
         subjects: specs.len(),
         warmup: 0,
         seed: order_seed,
+        order,
     }
     .run(&mut plan);
     Session {

@@ -4,6 +4,12 @@
 //! (a heavy run leaves the machine's caches, page allocator and frequency changed) reach
 //! every subject alike instead of always the same neighbour. Ctrl-C stops it between
 //! runs; the caller decides after each round whether another is wanted.
+//!
+//! [`Order::Blocked`] keeps the subjects that are compared with each other close in time
+//! within a round: the blocks run in a shuffled order, each block's subjects one after
+//! another, in an order drawn once per pair of rounds and reversed in the second round
+//! of the pair (A B C, then C B A): every two subjects of a block run in both orders
+//! equally often, and a drift that is linear over the block cancels out of their ratio.
 
 use crate::analysis::stats::SplitMix;
 use crate::ui::interrupt::interrupted;
@@ -37,29 +43,85 @@ pub enum Ended {
     Stopped,
 }
 
-/// `subjects` subjects, `warmup` warm-up rounds, and the seed every round's order comes
-/// from (record it with the results: the same seed gives the same orders).
-#[derive(Clone, Copy, Debug)]
+/// How a round orders its subjects.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Order {
+    /// One shuffled permutation of all subjects per round.
+    #[default]
+    Shuffled,
+    /// The block of each subject (any ids): blocks in a shuffled order per round, each
+    /// block's subjects together, in an order reversed every second round (ABBA).
+    Blocked(Vec<usize>),
+}
+
+impl Order {
+    /// The name the command line and the results use: "shuffled" or "blocked".
+    pub fn name(&self) -> &'static str {
+        match self {
+            Order::Shuffled => "shuffled",
+            Order::Blocked(_) => "blocked",
+        }
+    }
+}
+
+/// `subjects` subjects, `warmup` warm-up rounds, the seed every round's order comes
+/// from (record it with the results: the same seed gives the same orders) and how a
+/// round is ordered.
+#[derive(Clone, Debug)]
 pub struct Schedule {
     pub subjects: usize,
     pub warmup: u32,
     pub seed: u64,
+    pub order: Order,
 }
 
 /// Warm-up rounds draw their orders from a stream of their own.
 const WARMUP_STREAM: u64 = 0x5741_524d_5550_0000;
+/// The orders within blocks come from a stream of their own too, one per pair of rounds.
+const BLOCK_STREAM: u64 = 0x424c_4f43_4b00_0000;
 
 impl Schedule {
     /// The order of `pass`: a permutation of the subjects, fixed by the seed. Measured
     /// round r uses `seed + r` (the order `run` and `compare` have always recorded).
     pub fn order(&self, pass: Pass) -> Vec<usize> {
-        let mut order: Vec<usize> = (0..self.subjects).collect();
         let stream = match pass {
             Pass::Warmup(w) => WARMUP_STREAM.wrapping_add(self.seed) ^ u64::from(w),
             Pass::Round(r) => self.seed.wrapping_add(u64::from(r)),
         };
-        SplitMix(stream).shuffle(&mut order);
-        order
+        let block_of = match &self.order {
+            Order::Blocked(b) if b.len() == self.subjects => b,
+            _ => {
+                let mut order: Vec<usize> = (0..self.subjects).collect();
+                SplitMix(stream).shuffle(&mut order);
+                return order;
+            }
+        };
+        // The blocks, in the order they first appear; shuffled per round.
+        let mut blocks: Vec<usize> = Vec::new();
+        for &b in block_of {
+            if !blocks.contains(&b) {
+                blocks.push(b);
+            }
+        }
+        let mut members: Vec<Vec<usize>> = blocks
+            .iter()
+            .map(|b| (0..self.subjects).filter(|&i| block_of[i] == *b).collect())
+            .collect();
+        // Within blocks: one draw per pair of rounds, reversed in the pair's second.
+        let (pair, second) = match pass {
+            Pass::Warmup(w) => (WARMUP_STREAM ^ u64::from(w / 2), w % 2 == 1),
+            Pass::Round(r) => (u64::from(r / 2), r % 2 == 1),
+        };
+        let mut within = SplitMix(BLOCK_STREAM ^ self.seed.wrapping_add(pair));
+        for m in &mut members {
+            within.shuffle(m);
+            if second {
+                m.reverse();
+            }
+        }
+        let mut ids: Vec<usize> = (0..blocks.len()).collect();
+        SplitMix(stream).shuffle(&mut ids);
+        ids.into_iter().flat_map(|k| members[k].clone()).collect()
     }
 
     /// Runs the warm-up rounds, then measured rounds for as long as `plan.more` says,
@@ -144,6 +206,7 @@ mod tests {
             subjects: 6,
             warmup: 2,
             seed: 11,
+            order: Order::Shuffled,
         };
         let mut seen: Vec<(usize, Pass, usize)> = Vec::new();
         let ended = s.rounds(4, &mut |i, pass, pos| {
@@ -184,7 +247,10 @@ mod tests {
         assert!(after0.len() > 1, "{measured:?}");
         // The seed fixes the orders.
         assert_eq!(s.order(Pass::Round(3)), s.order(Pass::Round(3)));
-        let other = Schedule { seed: 12, ..s };
+        let other = Schedule {
+            seed: 12,
+            ..s.clone()
+        };
         assert_ne!(
             (0..4).map(|r| s.order(Pass::Round(r))).collect::<Vec<_>>(),
             (0..4)
@@ -214,6 +280,7 @@ mod tests {
             subjects: 5,
             warmup: 0,
             seed: 3,
+            order: Order::Shuffled,
         };
         let mut plan = Half(Vec::new(), 0);
         assert_eq!(s.run(&mut plan), Ended::Finished);
@@ -233,11 +300,82 @@ mod tests {
     }
 
     #[test]
+    fn a_blocked_round_keeps_each_block_together_and_every_second_round_reverses_it() {
+        // Three blocks of two to three subjects, interleaved in subject order.
+        let blocks = vec![0, 1, 2, 0, 1, 2, 0, 1];
+        let s = Schedule {
+            subjects: 8,
+            warmup: 0,
+            seed: 21,
+            order: Order::Blocked(blocks.clone()),
+        };
+        let mut first_blocks = std::collections::BTreeSet::new();
+        // How often subject a ran before subject b, for each pair in a block.
+        let mut before = std::collections::BTreeMap::new();
+        for r in 0..8 {
+            let order = s.order(Pass::Round(r));
+            let mut sorted = order.clone();
+            sorted.sort();
+            assert_eq!(sorted, (0..8).collect::<Vec<_>>(), "every subject once");
+            // Contiguous blocks: the block changes exactly twice along the round.
+            let changes = order
+                .windows(2)
+                .filter(|w| blocks[w[0]] != blocks[w[1]])
+                .count();
+            assert_eq!(changes, 2, "round {r}: {order:?}");
+            first_blocks.insert(blocks[order[0]]);
+            if r % 2 == 1 {
+                let previous = s.order(Pass::Round(r - 1));
+                for b in 0..3 {
+                    let now: Vec<usize> =
+                        order.iter().copied().filter(|&i| blocks[i] == b).collect();
+                    let mut then: Vec<usize> = previous
+                        .iter()
+                        .copied()
+                        .filter(|&i| blocks[i] == b)
+                        .collect();
+                    then.reverse();
+                    assert_eq!(now, then, "round {r}, block {b}");
+                }
+            }
+            for (x, &a) in order.iter().enumerate() {
+                for &b in &order[x + 1..] {
+                    if blocks[a] == blocks[b] {
+                        *before.entry((a.min(b), a.max(b), a < b)).or_insert(0) += 1;
+                    }
+                }
+            }
+        }
+        // The blocks' order is shuffled, and within a block each pair ran both ways
+        // equally often (ABBA).
+        assert!(first_blocks.len() > 1);
+        for ((a, b, _), n) in &before {
+            assert_eq!(
+                before.get(&(*a, *b, true)),
+                before.get(&(*a, *b, false)),
+                "{a},{b}: {n}"
+            );
+        }
+        // Seeded; and a plain schedule is unchanged by the option's existence.
+        assert_eq!(s.order(Pass::Round(5)), s.order(Pass::Round(5)));
+        let plain = Schedule {
+            order: Order::Shuffled,
+            ..s.clone()
+        };
+        assert_eq!(plain.order(Pass::Round(3)), {
+            let mut o: Vec<usize> = (0..8).collect();
+            SplitMix(21 + 3).shuffle(&mut o);
+            o
+        });
+    }
+
+    #[test]
     fn a_retired_subject_leaves_the_later_rounds_and_stop_ends_the_schedule() {
         let s = Schedule {
             subjects: 3,
             warmup: 0,
             seed: 5,
+            order: Order::Shuffled,
         };
         let mut runs = [0u32; 3];
         s.rounds(4, &mut |i, _, _| {
