@@ -22,11 +22,13 @@ test:
 ## run-all: every experiment in experiments/ into $(OUT)/<experiment>/, then the founding
 ## case as a whole program under every allocator (alloclab exec) into $(OUT)/exec-temporaries/
 ## and, where NumPy is installed, NumPy's func1/func2 into $(OUT)/exec-numpy-func{1,2}/
-## (QUICK=1: reduced matrix and fewer runs for a smoke test; RESUME=1: keep runs already done)
+## (QUICK=1: reduced matrix and fewer runs for a smoke test; RESUME=1: keep runs already done);
+## last, $(OUT)/index.html: the run's answer on one page, with a link to every folder's page
 run-all: build
 	$(ALLOCLAB) run --out $(OUT) $(if $(QUICK),--quick) $(if $(RESUME),--resume) $(EXPERIMENTS)
 	$(ALLOCLAB) exec --runs $(if $(QUICK),2,$(RUNS)) --out $(OUT)/exec-temporaries -- target/release/examples/temporaries --iterations $(if $(QUICK),20,100)
 	@$(MAKE) --no-print-directory exec-numpy EXEC_OUT=$(OUT) $(if $(QUICK),RUNS=1 CALLS=20)
+	$(ALLOCLAB) report $(OUT)
 
 ## compare: all allocators x all variants of the NumPy case at SIZE elements
 compare: build

@@ -195,3 +195,125 @@ fn the_report_renders_in_chromium_without_errors_and_its_toggles_hide_series() {
     // Switching the first toggle (an allocator) off hid its series and no other.
     assert!(body.contains(r#"data-selftest="ok""#), "{body}");
 }
+
+/// A folder of results folders like `make run-all`'s, with the founding experiment only:
+/// glibc and jemalloc, in-place and out-of-place at 1e6, six processes a cell.
+fn founding_parent(parent: &Path) {
+    let exp = parent.join("numpy-temporaries.toml");
+    std::fs::write(
+        &exp,
+        "description = \"the founding case, small\"\nworkloads = [\"scale\"]\nvariants = [\"in-place\", \"out-of-place\"]\nallocators = [\"system\", \"jemalloc\"]\nsizes = [\"1e6\"]\nthreads = [1]\n\n[budget]\nmin_time = 0.005\nmin_iters = 3\nwarmup_time = 0\nwarmup_iters = 1\nprocesses = 6\n",
+    )
+    .unwrap();
+    let out = parent.join("results");
+    let o = lab(&["run", "--out", out.to_str().unwrap(), exp.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn a_folder_of_results_gets_an_index_with_the_founding_answer_and_a_link_to_every_page() {
+    let dir = tempfile::tempdir().unwrap();
+    founding_parent(dir.path());
+    let results = dir.path().join("results");
+    let o = lab(&["report", results.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let index = results.join("index.html");
+    let html = std::fs::read_to_string(&index).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
+    assert_eq!(
+        external_loads(&html)
+            .iter()
+            .filter(|l| !l.starts_with("href=\"numpy-temporaries/"))
+            .count(),
+        0,
+        "{html}"
+    );
+    // The founding verdict, with its interval, and the mechanism from the counts: the
+    // storm's faults and glibc's brk calls.
+    let answer = &html[html.find(r#"<section id="answer">"#).unwrap()..];
+    let answer = &answer[..answer.find("</section>").unwrap()];
+    assert!(
+        answer.contains("Under glibc, the second temporary"),
+        "{answer}"
+    );
+    assert!(
+        answer.contains(r#"<b class="slower">"#) && answer.contains("x slower ["),
+        "{answer}"
+    );
+    assert!(
+        answer.contains("more page faults") && answer.contains(" brk"),
+        "{answer}"
+    );
+    // The parts whose folders are missing say so instead of a figure.
+    assert!(html.contains("No tunables folder here"), "{html}");
+    assert!(html.contains("No size-sweep folder here"), "{html}");
+    // The heat table holds both allocators; every link resolves to a file.
+    assert!(html.contains("<th>jemalloc</th>") && html.contains("<th>system</th>"));
+    let links: Vec<&str> = html
+        .split("href=\"")
+        .skip(1)
+        .map(|s| &s[..s.find('"').unwrap()])
+        .collect();
+    assert_eq!(links, vec!["numpy-temporaries/report.html"]);
+    for l in links {
+        assert!(results.join(l).is_file(), "{l}");
+    }
+    // Written again, the lab's own index is replaced.
+    let o = lab(&["report", results.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    // A user's own index.html is never replaced: refused, and left as it was.
+    let mine = tempfile::tempdir().unwrap();
+    std::fs::rename(
+        results.join("numpy-temporaries"),
+        mine.path().join("numpy-temporaries"),
+    )
+    .unwrap();
+    std::fs::write(mine.path().join("index.html"), "<p>my notes</p>").unwrap();
+    let o = lab(&["report", mine.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("is not alloclab's"), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(mine.path().join("index.html")).unwrap(),
+        "<p>my notes</p>"
+    );
+    // A folder that holds no results folder is refused, naming what would be right.
+    let empty = tempfile::tempdir().unwrap();
+    let o = lab(&["report", empty.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("holds none"), "{}", stderr(&o));
+    assert!(!empty.path().join("index.html").exists());
+}
+
+#[test]
+#[ignore = "needs Chromium (Debian: apt-get install chromium); .ci/run installs it and runs this with --ignored"]
+fn the_index_shows_the_founding_verdict_on_its_first_screen_in_chromium() {
+    let browser = chromium().expect("chromium is installed");
+    let dir = tempfile::tempdir().unwrap();
+    founding_parent(dir.path());
+    let results = dir.path().join("results");
+    let o = lab(&["report", results.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let profile = tempfile::tempdir().unwrap();
+    let out = Command::new(&browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--window-size=1280,800",
+            &format!("--user-data-dir={}", profile.path().display()),
+            "--dump-dom",
+        ])
+        .arg(format!("file://{}", results.join("index.html").display()))
+        .output()
+        .expect("chromium starts");
+    let dom = String::from_utf8_lossy(&out.stdout).into_owned();
+    let start = dom.find("<body").expect("a body in the DOM");
+    let body = &dom[start..start + dom[start..].find('>').unwrap() + 1];
+    // The script ran with no error; the verdict is within the first 1280×800 screen;
+    // the page has its one link.
+    assert!(body.contains(r#"data-errors="""#), "{body}");
+    assert!(body.contains(r#"data-answer-first-screen="yes""#), "{body}");
+    assert!(body.contains(r#"data-links="1""#), "{body}");
+}

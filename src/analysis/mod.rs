@@ -12,5 +12,6 @@ pub mod noise;
 pub mod order;
 pub mod python;
 pub mod stats;
+pub mod thresholds;
 pub mod trace;
 pub mod tune;

@@ -544,7 +544,10 @@ pub struct RunArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
-    /// A results folder written by `alloclab run`, e.g. results/numpy-temporaries.
+    /// A results folder written by `alloclab run`, e.g. results/numpy-temporaries (its
+    /// REPORT.md, report.html, summary and plots are rebuilt); or a folder that holds
+    /// results folders, e.g. results/ after `make run-all` (its index.html is written:
+    /// the founding answer, what removes it, where it starts, a link to every page).
     pub dir: PathBuf,
 }
 

@@ -1,5 +1,6 @@
 //! `alloclab report DIR`: rebuild a results folder's summary, histograms, plots and
-//! REPORT.md from its runs on disk alone.
+//! REPORT.md from its runs on disk alone; given a folder of results folders (what
+//! `make run-all` writes), write its index.html: the run's answer on one page.
 
 use crate::cli::ReportArgs;
 use crate::error::{Error, Result};
@@ -14,12 +15,31 @@ pub fn run(args: &ReportArgs) -> Result<()> {
             dir.display()
         )));
     }
+    // A folder of results folders (results/ after run-all): its index page.
+    if crate::export::folder::kind_of(dir)
+        .map_err(Error::bad)?
+        .is_none()
+    {
+        if !holds_results(dir) {
+            return Err(Error::BadInput(format!(
+                "{} is not a results folder and holds none; give one written by `alloclab run`, e.g. results/numpy-temporaries, or the folder that holds them (results/ after `make run-all`) for its index.html",
+                dir.display()
+            )));
+        }
+        let html = crate::export::index::page(dir);
+        let path = crate::export::folder::write_index(dir, &html).map_err(Error::BadInput)?;
+        eprintln!(
+            "{}: the run's answer, with a link to every folder's page",
+            path.display()
+        );
+        return Ok(());
+    }
     // The lock first: a folder another alloclab is still writing (calibrating, say) is
     // in use, not "no results folder".
     let mut folder = results::ResultsDir::open(dir, Claim::Existing).map_err(Error::bad)?;
     if !dir.join("plan.json").is_file() {
         return Err(Error::BadInput(format!(
-            "{} is not a results folder (no plan.json); give one written by `alloclab run`, e.g. results/numpy-temporaries",
+            "{} is not a results folder (no plan.json) and holds none; give one written by `alloclab run`, e.g. results/numpy-temporaries, or the folder that holds them (results/) for its index.html",
             dir.display()
         )));
     }
@@ -34,4 +54,17 @@ pub fn run(args: &ReportArgs) -> Result<()> {
         rebuilt.plots
     );
     Ok(())
+}
+
+/// Whether `dir` holds at least one results folder of the lab.
+fn holds_results(dir: &std::path::Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries.flatten().any(|e| {
+            e.file_type().is_ok_and(|t| t.is_dir())
+                && crate::export::folder::kind_of(&e.path())
+                    .ok()
+                    .flatten()
+                    .is_some()
+        })
+    })
 }

@@ -379,6 +379,47 @@ fn foreign_entries(dir: &Path) -> Result<Vec<String>, ResultsError> {
     Ok(names)
 }
 
+/// Writes `index.html` into `parent`, a folder that holds results folders (not one
+/// itself): only where there is no index.html yet or the one there is the lab's (it
+/// carries [`crate::export::index::GENERATOR`]); a user's own index.html, or anything that
+/// is not a regular file, is refused and left as it is. Atomic, as every file of the lab.
+pub fn write_index(parent: &Path, html: &str) -> Result<PathBuf, String> {
+    check_folder_target(parent).map_err(|e| e.to_string())?;
+    if !parent.is_dir() {
+        return Err(format!("{} is not a folder", parent.display()));
+    }
+    if let Some(kind) = kind_of(parent).map_err(|e| e.to_string())? {
+        return Err(format!(
+            "{} is a results folder of `alloclab {}`, not a folder of results folders; give the folder that holds them (e.g. results/)",
+            parent.display(),
+            kind.name()
+        ));
+    }
+    let path = parent.join("index.html");
+    match fs::symlink_metadata(&path) {
+        Ok(m) if !m.is_file() => {
+            return Err(format!(
+                "{} is a {}, not a regular file; alloclab replaces only its own index.html",
+                path.display(),
+                kind_of_path(&m)
+            ))
+        }
+        Ok(_) => {
+            let text = super::results::read_limited(&path, 64 << 20).map_err(|e| e.to_string())?;
+            if !text.contains(crate::export::index::GENERATOR) {
+                return Err(format!(
+                    "{} is not alloclab's (it lacks the lab's generator mark); alloclab does not replace it: move it, or write the results somewhere else",
+                    path.display()
+                ));
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    }
+    write_atomic(&path, html.as_bytes()).map_err(|e| e.to_string())?;
+    Ok(path)
+}
+
 /// Checks a path the lab is to write as a results folder, before anything runs: a
 /// folder (or a symbolic link to one) or nothing yet.
 pub fn check_folder_target(root: &Path) -> Result<(), ResultsError> {

@@ -9,6 +9,7 @@ pub mod folder;
 pub mod hdr;
 pub mod hlog;
 pub mod html;
+pub mod index;
 pub mod plots;
 pub mod report_md;
 pub mod results;

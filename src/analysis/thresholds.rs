@@ -1,0 +1,373 @@
+//! The allocator thresholds known to sit behind cliffs, and the matching of a cliff (a
+//! change of faults or memory syscalls between two neighbouring sizes) against them.
+//!
+//! A cliff is given as the sizes either side of it in elements; the buffer the workload
+//! allocates per element is an f64 (8 bytes). A threshold *explains* a cliff when the
+//! request size at which the allocator crosses it lies between the two sides (within
+//! 3 %, for a sweep's unbisected jumps whose sides are a doubling apart). Where a
+//! threshold's crossing point is computed (jemalloc's size classes with their page of
+//! padding, glibc's mmapped chunk rounding) the predicted element count is given, so that
+//! a bisected cliff can be checked against it to the element. A cliff no known threshold
+//! explains says so, with the nearest one.
+//!
+//! Sources: glibc's malloc.c (`DEFAULT_MMAP_THRESHOLD` 128 KiB, `DEFAULT_TRIM_THRESHOLD`
+//! 128 KiB, `DEFAULT_MMAP_THRESHOLD_MAX` 4 MiB × sizeof(long) = 32 MiB on 64-bit, the
+//! dynamic thresholds set in `free` when an mmapped chunk is released); jemalloc's
+//! `opt_oversize_threshold` (8 MiB), its size classes (four per doubling above 16 KiB)
+//! and the page of `sz_large_pad` it adds to large requests when `cache_oblivious` is on
+//! (the default).
+
+const KIB: u64 = 1024;
+const MIB: u64 = 1024 * KIB;
+const PAGE: u64 = 4096;
+/// Bytes per element of the buffers the lab's workloads allocate (f64).
+pub const BYTES_PER_ELEMENT: u64 = 8;
+
+/// One known threshold of an allocator.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Threshold {
+    /// The allocator's name for it, with the value: "glibc's M_MMAP_THRESHOLD (128 KiB)".
+    pub name: String,
+    /// What crossing it does.
+    pub effect: &'static str,
+    /// The smallest request (bytes) that is on the far side of it.
+    pub request_bytes: u64,
+    /// The knob that moves it, as a spec fragment with a value twice the threshold's.
+    pub moved_by: Option<String>,
+}
+
+/// How a cliff relates to the known thresholds of its allocator.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cause {
+    /// A threshold whose crossing point lies between the cliff's two sides.
+    At {
+        threshold: Threshold,
+        /// The first element count on the far side: `request_bytes / 8`, rounded up.
+        predicted_elements: u64,
+    },
+    /// A threshold within 3 % of the cliff whose computed crossing point is outside it:
+    /// near, not explained to the element.
+    Near {
+        threshold: Threshold,
+        predicted_elements: u64,
+    },
+    /// None lies between them; the nearest, and how far the cliff is from it (the
+    /// cliff's size over the threshold's crossing point).
+    Unexplained { nearest: Option<(Threshold, f64)> },
+}
+
+impl Cause {
+    /// One sentence for a page: what the cliff is at, or that nothing known is.
+    pub fn sentence(&self) -> String {
+        match self {
+            Cause::At {
+                threshold,
+                predicted_elements,
+            } => format!(
+                "{}: {} (predicted from {} elements on){}",
+                threshold.name,
+                threshold.effect,
+                crate::fmt::group_thousands(*predicted_elements as i64),
+                threshold
+                    .moved_by
+                    .as_ref()
+                    .map(|k| format!("; {k} moves it"))
+                    .unwrap_or_default()
+            ),
+            Cause::Near {
+                threshold,
+                predicted_elements,
+            } => format!(
+                "near {} ({}), whose crossing point is computed at {} elements, outside the cliff: not explained to the element",
+                threshold.name,
+                threshold.effect,
+                crate::fmt::group_thousands(*predicted_elements as i64)
+            ),
+            Cause::Unexplained { nearest: Some((t, ratio)) } => format!(
+                "no known threshold of this allocator is at this size: the nearest, {}, is crossed from {} elements ({ratio:.2}x from the cliff)",
+                t.name,
+                crate::fmt::group_thousands(t.request_bytes.div_ceil(BYTES_PER_ELEMENT) as i64)
+            ),
+            Cause::Unexplained { nearest: None } => {
+                "no known threshold of this allocator is listed".to_string()
+            }
+        }
+    }
+}
+
+/// A size in bytes from a knob value: `64M`, `16MiB`, `131072`, `1G`.
+fn bytes(value: &str) -> Option<u64> {
+    let v = value.trim();
+    let digits: String = v.chars().take_while(|c| c.is_ascii_digit()).collect();
+    let n: u64 = digits.parse().ok()?;
+    let unit = v[digits.len()..].trim().to_ascii_lowercase();
+    let factor = match unit.trim_end_matches("ib").trim_end_matches('b') {
+        "" => 1,
+        "k" => KIB,
+        "m" => MIB,
+        "g" => 1024 * MIB,
+        _ => return None,
+    };
+    n.checked_mul(factor)
+}
+
+/// The allocator of a cell label ("system", "jemalloc:oversize_threshold=16M thp=never")
+/// and its knobs.
+fn parse_label(label: &str) -> (String, Vec<(String, String)>) {
+    let spec = label.split(' ').next().unwrap_or(label);
+    let (name, knobs) = spec.split_once(':').unwrap_or((spec, ""));
+    let knobs = knobs
+        .split(',')
+        .filter_map(|k| k.split_once('='))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect();
+    (name.to_string(), knobs)
+}
+
+fn human(b: u64) -> String {
+    crate::fmt::human_bytes(b)
+}
+
+/// jemalloc's size class of a large request: four classes per doubling (a class of
+/// 2^k + m · 2^(k−2), m = 1…4, for requests above 2^k).
+fn jemalloc_class(bytes: u64) -> u64 {
+    if bytes <= 16 * KIB {
+        return bytes.next_power_of_two();
+    }
+    let k = 63 - (bytes - 1).leading_zeros(); // 2^k < bytes ≤ 2^(k+1)
+    let step = 1u64 << (k - 2);
+    bytes.div_ceil(step) * step
+}
+
+/// The largest size class below `t` (for `t` above 16 KiB).
+fn jemalloc_class_below(t: u64) -> u64 {
+    let c = jemalloc_class(t.max(16 * KIB + 1));
+    let k = 63 - (c - 1).leading_zeros();
+    let step = 1u64 << (k - 2);
+    let below = c - step;
+    if below < t {
+        below
+    } else {
+        below - step
+    }
+}
+
+/// The known thresholds of the allocator of `label`, with the values its knobs set.
+pub fn known(label: &str) -> Vec<Threshold> {
+    let (name, knobs) = parse_label(label);
+    let knob = |k: &str| {
+        knobs
+            .iter()
+            .find(|(n, _)| n == k)
+            .and_then(|(_, v)| bytes(v))
+    };
+    match name.as_str() {
+        "system" => {
+            let mut v = Vec::new();
+            match knob("mmap_threshold") {
+                Some(t) => v.push(Threshold {
+                    name: format!("glibc's M_MMAP_THRESHOLD ({}, set)", human(t)),
+                    effect: "a buffer this large is mmapped and unmapped every time (a set value does not slide)",
+                    request_bytes: t.saturating_sub(8),
+                    moved_by: Some(format!("system:mmap_threshold={}", human_knob(2 * t))),
+                }),
+                None => {
+                    v.push(Threshold {
+                        name: "glibc's M_MMAP_THRESHOLD and M_TRIM_THRESHOLD (128 KiB defaults)".into(),
+                        effect: "a buffer this large is first mmapped; freeing it slides the mmap threshold up to its size and the trim threshold to twice that, so the heap grows past the old trim threshold and is trimmed with brk",
+                        request_bytes: 128 * KIB - 8,
+                        moved_by: Some("system:mmap_threshold=256K".into()),
+                    });
+                    // The sliding stops at DEFAULT_MMAP_THRESHOLD_MAX: a chunk whose
+                    // mmapped size exceeds 32 MiB never moves the threshold. That size
+                    // is (request + 8, rounded up to 16) + 8, rounded up to a page: above
+                    // 32 MiB from a request of 32 MiB − 23 bytes on.
+                    v.push(Threshold {
+                        name: "glibc's DEFAULT_MMAP_THRESHOLD_MAX (32 MiB on 64-bit)".into(),
+                        effect: "the mmap threshold slides no higher, so a buffer this large is mmapped and unmapped every iteration",
+                        request_bytes: 32 * MIB - 23,
+                        moved_by: Some("system:mmap_threshold=64M".into()),
+                    });
+                }
+            }
+            if let Some(t) = knob("trim_threshold") {
+                v.push(Threshold {
+                    name: format!("glibc's M_TRIM_THRESHOLD ({}, set)", human(t)),
+                    effect:
+                        "more free memory than this at the top of the heap is given back with brk",
+                    request_bytes: t,
+                    moved_by: Some(format!("system:trim_threshold={}", human_knob(2 * t))),
+                });
+            }
+            v
+        }
+        "jemalloc" => {
+            let t = knob("oversize_threshold").unwrap_or(8 * MIB);
+            // The largest class below the threshold; a request with its page of padding
+            // beyond it rounds up to a class at or above the threshold.
+            let request = (jemalloc_class_below(t) + 1).saturating_sub(PAGE);
+            vec![Threshold {
+                name: format!(
+                    "jemalloc's oversize_threshold ({}{})",
+                    human(t),
+                    if knob("oversize_threshold").is_some() { ", set" } else { "" }
+                ),
+                effect: "a request whose size class (with its page of cache-oblivious padding) reaches it goes to the dedicated huge arena, which purges what is freed at once: the pages are given back with madvise and faulted in again",
+                request_bytes: request,
+                moved_by: Some(format!("jemalloc:oversize_threshold={}", human_knob(2 * t))),
+            }]
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// A byte count as a knob value: `16M`, `256K`, or bytes.
+fn human_knob(b: u64) -> String {
+    if b.is_multiple_of(MIB) {
+        format!("{}M", b / MIB)
+    } else if b.is_multiple_of(KIB) {
+        format!("{}K", b / KIB)
+    } else {
+        b.to_string()
+    }
+}
+
+/// The cause of a cliff of `label`'s cells between `below` and `above` elements (the
+/// last size on the near side and the first on the far side).
+pub fn cause(label: &str, below: u64, above: u64) -> Cause {
+    let known = known(label);
+    let predicted = |t: &Threshold| t.request_bytes.div_ceil(BYTES_PER_ELEMENT);
+    if let Some(t) = known
+        .iter()
+        .find(|t| below < predicted(t) && predicted(t) <= above)
+    {
+        return Cause::At {
+            threshold: t.clone(),
+            predicted_elements: predicted(t),
+        };
+    }
+    // Within 3 % of the cliff: near it, but not where the threshold's arithmetic puts it.
+    let mid = (below + above) as f64 / 2.0;
+    if let Some(t) = known
+        .iter()
+        .find(|t| (predicted(t) as f64 / mid - 1.0).abs() <= 0.03)
+    {
+        return Cause::Near {
+            threshold: t.clone(),
+            predicted_elements: predicted(t),
+        };
+    }
+    let nearest = known
+        .into_iter()
+        .map(|t| {
+            let r = above as f64 / predicted(&t).max(1) as f64;
+            (t, r)
+        })
+        .min_by(|a, b| a.1.ln().abs().total_cmp(&b.1.ln().abs()));
+    Cause::Unexplained { nearest }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jemalloc_classes_are_four_per_doubling() {
+        assert_eq!(jemalloc_class(7 * MIB), 7 * MIB);
+        assert_eq!(jemalloc_class(7 * MIB + 1), 8 * MIB);
+        assert_eq!(jemalloc_class(5 * MIB - 3), 5 * MIB);
+        assert_eq!(jemalloc_class(9 * MIB), 10 * MIB);
+        assert_eq!(jemalloc_class(15 * MIB), 16 * MIB);
+        assert_eq!(jemalloc_class_below(8 * MIB), 7 * MIB);
+        assert_eq!(jemalloc_class_below(16 * MIB), 14 * MIB);
+        assert_eq!(jemalloc_class_below(9 * MIB), 8 * MIB);
+        assert_eq!(jemalloc_class_below(10 * MIB), 8 * MIB);
+    }
+
+    /// The cliffs run-all bisected on this machine kind (docs/measured.md): jemalloc's
+    /// purging from 917,058 elements (bisected to 75), glibc's mmap of every buffer
+    /// between 4,193,704 and 4,194,004, glibc's out-of-place storm from 25,872.
+    #[test]
+    fn the_measured_cliffs_are_matched_to_their_thresholds_or_said_unexplained() {
+        match cause("jemalloc", 916_983, 917_058) {
+            Cause::At {
+                threshold,
+                predicted_elements,
+            } => {
+                assert!(
+                    threshold.name.contains("oversize_threshold (8.0 MiB)"),
+                    "{threshold:?}"
+                );
+                // 7 MiB − 4 KiB of request, plus the page of padding, is the 7 MiB
+                // class; one byte more rounds up to 8 MiB.
+                assert_eq!(predicted_elements, 916_993);
+                assert!((916_983..=917_058).contains(&predicted_elements));
+                assert_eq!(
+                    threshold.moved_by.as_deref(),
+                    Some("jemalloc:oversize_threshold=16M")
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        // Moved: with oversize_threshold=16M the cliff is predicted at 14 MiB − 4 KiB.
+        match cause("jemalloc:oversize_threshold=16M", 1_834_400, 1_834_500) {
+            Cause::At {
+                predicted_elements, ..
+            } => assert_eq!(predicted_elements, (14 * MIB - PAGE + 1).div_ceil(8)),
+            other => panic!("{other:?}"),
+        }
+        // glibc's every-buffer mmap: measured between 4,193,704 and 4,194,004 elements,
+        // 300 elements before where the chunk arithmetic puts the 32 MiB ceiling: near,
+        // not explained to the element.
+        match cause("system", 4_193_704, 4_194_004) {
+            Cause::Near {
+                threshold,
+                predicted_elements,
+            } => {
+                assert!(threshold.name.contains("32 MiB"), "{threshold:?}");
+                assert_eq!(predicted_elements, 4_194_302);
+            }
+            other => panic!("{other:?}"),
+        }
+        // A sweep's unbisected jump a doubling wide (128 KiB to 256 KiB per buffer): a
+        // 128 KiB buffer is already above the 128 KiB thresholds and does not fault, so
+        // they do not explain it.
+        assert!(matches!(
+            cause("system", 16_384, 32_768),
+            Cause::Unexplained { nearest: Some((ref t, _)) } if t.name.contains("128 KiB")
+        ));
+        // The jemalloc jump of a quick sweep (4 MiB to 8 MiB per buffer) holds its
+        // crossing point.
+        assert!(matches!(
+            cause("jemalloc", 524_288, 1_048_576),
+            Cause::At { .. }
+        ));
+        // glibc's storm at 202 KiB per buffer is above the 128 KiB defaults but at none.
+        match cause("system", 25_871, 25_872) {
+            Cause::Unexplained {
+                nearest: Some((t, r)),
+            } => {
+                assert!(t.name.contains("128 KiB"), "{t:?}");
+                assert!((r - 1.58).abs() < 0.01, "{r}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            cause("mimalloc", 1000, 2000),
+            Cause::Unexplained { nearest: None }
+        );
+        assert!(cause("mimalloc", 1000, 2000)
+            .sentence()
+            .contains("no known threshold"));
+    }
+
+    #[test]
+    fn knob_values_read_as_bytes() {
+        assert_eq!(bytes("64M"), Some(64 * MIB));
+        assert_eq!(bytes("16MiB"), Some(16 * MIB));
+        assert_eq!(bytes("131072"), Some(131_072));
+        assert_eq!(bytes("1G"), Some(1024 * MIB));
+        assert_eq!(bytes("-1"), None);
+        assert_eq!(human_knob(16 * MIB), "16M");
+    }
+}

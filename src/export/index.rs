@@ -1,0 +1,576 @@
+//! `index.html` of a folder of results folders (what `make run-all` writes): the run's
+//! answer on its first screen — the founding case's verdict under glibc with the
+//! mechanism its counts show, what removes it (the tunables experiment), where it starts
+//! (the size sweep's cliffs, each matched against the allocator's known thresholds) —
+//! then every allocator × variant as a heat table, and a link to every folder's page.
+//!
+//! Everything on it is read from the folders (their runs, summaries and cliffs); a part
+//! whose folder is missing or incomplete says so instead of a figure. The page is written
+//! by [`crate::export::folder::write_index`], which replaces only an index the lab wrote.
+
+use crate::analysis::cells;
+use crate::analysis::explain::describe;
+use crate::analysis::stats::{Comparison, Verdict};
+use crate::analysis::thresholds::{self, Cause};
+use crate::export::escape_markup as esc;
+use crate::export::folder::{self, Kind};
+use crate::export::results::{self, Loaded};
+use crate::fmt::{fmt_count, group_thousands, human_bytes};
+use crate::model::record::Cell;
+use crate::model::spec::Variant;
+use crate::model::summary::SummaryRow;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// The marker that says an index.html is the lab's (and may be replaced by it).
+pub const GENERATOR: &str = r#"<meta name="generator" content="alloclab index">"#;
+
+/// The noise band of the page's verdicts (the reports' own).
+const THRESHOLD: f64 = crate::export::report_md::REPORT_NOISE_THRESHOLD;
+
+/// One results folder under the parent.
+struct Entry {
+    name: String,
+    kind: Kind,
+    complete: Option<bool>,
+    page: Option<String>,
+}
+
+/// The results folders directly under `parent`, by name; anything else is left alone.
+fn entries(parent: &Path) -> Vec<Entry> {
+    let Ok(dir) = std::fs::read_dir(parent) else {
+        return Vec::new();
+    };
+    let mut out: Vec<Entry> = dir
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| {
+            let path = e.path();
+            let kind = folder::kind_of(&path).ok().flatten()?;
+            if kind == Kind::Generate {
+                return None;
+            }
+            let name = e.file_name().to_string_lossy().into_owned();
+            let complete = folder::status(&path).ok().flatten().map(|s| s.complete);
+            let page = path
+                .join("report.html")
+                .is_file()
+                .then(|| format!("{name}/report.html"));
+            Some(Entry {
+                name,
+                kind,
+                complete,
+                page,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+/// A run folder's cells, if it loads.
+fn load_run(parent: &Path, name: &str) -> Option<Loaded> {
+    results::load(&parent.join(name)).ok()
+}
+
+/// The cell of `label` (allocator label) and `variant` at `size`.
+fn cell<'a>(cells: &'a [Cell], label: &str, variant: Variant, size: u64) -> Option<&'a Cell> {
+    cells.iter().find(|c| {
+        c.spec.allocator_label() == label
+            && c.spec.variant == variant
+            && c.spec.size == size
+            && c.records().next().is_some()
+    })
+}
+
+/// A cell's counts per iteration, as the mechanism reads them.
+#[derive(Clone, Copy, Debug, Default)]
+struct Counts {
+    faults: f64,
+    brk: f64,
+    mmap: f64,
+    munmap: f64,
+    madvise: f64,
+}
+
+impl Counts {
+    fn of(r: &SummaryRow) -> Self {
+        Counts {
+            faults: r.minflt_per_iter.unwrap_or(0.0),
+            brk: r.brk_per_iter.unwrap_or(0.0),
+            mmap: r.mmap_per_iter.unwrap_or(0.0),
+            munmap: r.munmap_per_iter.unwrap_or(0.0),
+            madvise: r.madvise_per_iter.unwrap_or(0.0),
+        }
+    }
+}
+
+/// What the counts say moved between `base` and `other`, per iteration.
+fn mechanism(base: Counts, other: Counts, allocator: &str) -> String {
+    let faults = other.faults - base.faults;
+    let calls: Vec<String> = [
+        ("brk", other.brk - base.brk),
+        ("mmap", other.mmap - base.mmap),
+        ("munmap", other.munmap - base.munmap),
+        ("madvise", other.madvise - base.madvise),
+    ]
+    .iter()
+    .filter(|(_, v)| *v >= 0.5)
+    .map(|(n, v)| format!("{} {n}", fmt_count(*v)))
+    .collect();
+    if faults < 1.0 && calls.is_empty() {
+        return "no more page faults or memory syscalls than in place: the difference is the second pass over memory".into();
+    }
+    let how = if other.brk >= 0.5 && allocator.starts_with("system") {
+        "glibc gives the top of the heap back with brk after the two frees (a trim) and grows it again for the next iteration"
+    } else if other.madvise >= 0.5 {
+        "the freed pages are given back to the kernel with madvise and faulted in again"
+    } else if other.munmap >= 0.5 {
+        "each buffer is mapped and unmapped again"
+    } else {
+        "the pages are faulted in again"
+    };
+    format!(
+        "{} more page faults ({} faulted in again) and {} per iteration: {how}",
+        fmt_count(faults.max(0.0)),
+        human_bytes((faults.max(0.0) * 4096.0) as u64),
+        if calls.is_empty() {
+            "no more memory syscalls".to_string()
+        } else {
+            calls.join(", ")
+        }
+    )
+}
+
+/// A comparison in words that read in a sentence: "17.00x slower [16.80x, 17.13x]", or
+/// where there is no verdict, the ratio as faster or slower and why there is none.
+fn phrase(c: &Comparison) -> String {
+    match c.verdict {
+        Some(Verdict::Slower | Verdict::Faster | Verdict::NoSignificantDifference) => describe(c),
+        _ => {
+            let faster = c.ratio < 1.0;
+            let (x, word) = if faster {
+                (1.0 / c.ratio, "faster")
+            } else {
+                (c.ratio, "slower")
+            };
+            match c.interval {
+                Some(ci) => {
+                    let (lo, hi) = if faster {
+                        (1.0 / ci.high, 1.0 / ci.low)
+                    } else {
+                        (ci.low, ci.high)
+                    };
+                    format!(
+                        "{x:.2}x {word} (no verdict: [{lo:.2}x, {hi:.2}x] is only a {:.1} % interval)",
+                        100.0 * ci.coverage
+                    )
+                }
+                None => format!("{x:.2}x {word} (one process: no interval, no verdict)"),
+            }
+        }
+    }
+}
+
+/// The CSS class of a verdict: the heat table's colour (with its word, for readers who
+/// do not see the colour).
+fn class(c: Option<&Comparison>) -> &'static str {
+    match c.and_then(|c| c.verdict) {
+        Some(Verdict::Slower) => "slower",
+        Some(Verdict::Faster) => "faster",
+        Some(Verdict::NoSignificantDifference) => "same",
+        _ => "open",
+    }
+}
+
+/// The founding case: the numpy-temporaries folder (or the first run folder with
+/// glibc's in-place and out-of-place cells), its size, and its heat table.
+fn founding(parent: &Path, entries: &[Entry], html: &mut String) -> Option<String> {
+    let mut names: Vec<&Entry> = entries.iter().filter(|e| e.kind == Kind::Run).collect();
+    names.sort_by_key(|e| e.name != "numpy-temporaries");
+    for e in names {
+        let Some(loaded) = load_run(parent, &e.name) else {
+            continue;
+        };
+        let cells = &loaded.cells;
+        let Some(size) = cells
+            .iter()
+            .filter(|c| {
+                c.spec.allocator_label() == "system" && c.spec.variant == Variant::OutOfPlace
+            })
+            .map(|c| c.spec.size)
+            .max()
+        else {
+            continue;
+        };
+        let (Some(base), Some(oop)) = (
+            cell(cells, "system", Variant::InPlace, size),
+            cell(cells, "system", Variant::OutOfPlace, size),
+        ) else {
+            continue;
+        };
+        let c = cells::compare(base, oop, THRESHOLD)?;
+        let (rb, ro) = (cells::row(base), cells::row(oop));
+        let _ = write!(
+            html,
+            r#"<section id="answer"><h2>The founding case</h2><p class="verdict">Under glibc, the second temporary (<code>t = a.astype(np.float64); t / 255.0</code>) is <b class="{}">{}</b> than dividing the one temporary in place, at {} elements ({} per f64 buffer).</p><p class="why"><b>Why:</b> {}.</p>"#,
+            class(Some(&c)),
+            esc(&phrase(&c)),
+            group_thousands(size as i64),
+            human_bytes(size * 8),
+            esc(&mechanism(Counts::of(&rb), Counts::of(&ro), "system")),
+        );
+        if !loaded.plan.runs.is_empty() && folder_incomplete(parent, &e.name) {
+            html.push_str(r#"<p class="warn">This folder's run is incomplete: the figures are over the processes it has.</p>"#);
+        }
+        html.push_str("</section>");
+        return Some(heat_table(&loaded, size));
+    }
+    html.push_str(r#"<section id="answer"><h2>The founding case</h2><p class="warn">No results folder here holds glibc's in-place and out-of-place cells (the numpy-temporaries experiment): <code>make run-all</code> writes one.</p></section>"#);
+    None
+}
+
+fn folder_incomplete(parent: &Path, name: &str) -> bool {
+    folder::status(&parent.join(name))
+        .ok()
+        .flatten()
+        .is_some_and(|s| !s.complete)
+}
+
+/// Every allocator × variant of the founding folder at `size`: the ratio to that
+/// allocator's in-place cell, coloured by its verdict, with faults per iteration.
+fn heat_table(loaded: &Loaded, size: u64) -> String {
+    let cells = &loaded.cells;
+    let mut labels: Vec<String> = Vec::new();
+    let mut variants: Vec<Variant> = Vec::new();
+    for c in cells.iter().filter(|c| c.spec.size == size) {
+        let l = c.spec.allocator_label();
+        if !labels.contains(&l) {
+            labels.push(l);
+        }
+        if !variants.contains(&c.spec.variant) {
+            variants.push(c.spec.variant);
+        }
+    }
+    let mut t = String::from(
+        r#"<section id="matrix"><h2>Every allocator and variant</h2><p>Each cell: its time against the same allocator's in-place cell (median of the per-round ratios, 95 % interval; a colour and a word for the verdict beyond ±2 %), and its minor faults per iteration.</p><table class="heat"><tr><th>allocator</th>"#,
+    );
+    for v in &variants {
+        let _ = write!(t, "<th>{}</th>", esc(&v.to_string()));
+    }
+    t.push_str("</tr>");
+    for l in &labels {
+        let _ = write!(t, "<tr><th>{}</th>", esc(l));
+        let base = cell(cells, l, Variant::InPlace, size);
+        for v in &variants {
+            let Some(c) = cell(cells, l, *v, size) else {
+                t.push_str("<td class=\"open\">—</td>");
+                continue;
+            };
+            let row = cells::row(c);
+            let faults = row
+                .minflt_per_iter
+                .map(|f| format!("{} faults", fmt_count(f)))
+                .unwrap_or_else(|| "faults n/a".into());
+            if *v == Variant::InPlace {
+                let p50 = row
+                    .p50_ns
+                    .map(|v| crate::fmt::fmt_ns(v as f64))
+                    .unwrap_or_default();
+                let _ = write!(
+                    t,
+                    "<td class=\"base\">{} (the base)<br><small>{}</small></td>",
+                    esc(&p50),
+                    esc(&faults)
+                );
+                continue;
+            }
+            let cmp = base.and_then(|b| cells::compare(b, c, THRESHOLD));
+            let text = cmp.as_ref().map(phrase).unwrap_or_else(|| "no pair".into());
+            let _ = write!(
+                t,
+                "<td class=\"{}\">{}<br><small>{}</small></td>",
+                class(cmp.as_ref()),
+                esc(&text),
+                esc(&faults)
+            );
+        }
+        t.push_str("</tr>");
+    }
+    t.push_str("</table></section>");
+    t
+}
+
+/// What removes the founding case's faults: per allocator of the tunables folder, its
+/// knob sets' out-of-place cells against its defaults', those that remove most faults.
+fn remedies(parent: &Path, entries: &[Entry], html: &mut String) {
+    let Some(loaded) = entries
+        .iter()
+        .filter(|e| e.kind == Kind::Run)
+        .find(|e| e.name == "tunables")
+        .and_then(|e| load_run(parent, &e.name))
+    else {
+        html.push_str(r#"<section id="remedies"><h2>What removes it</h2><p class="warn">No tunables folder here: <code>make run-all</code> writes one (the founding case under curated knob sets).</p></section>"#);
+        return;
+    };
+    html.push_str(r#"<section id="remedies"><h2>What removes it</h2><p>Knob sets of the tunables experiment, out-of-place, against the same allocator's defaults (paired rounds), fastest first: those that remove its faults, and those that add faults.</p><ul>"#);
+    let mut any = false;
+    for base in loaded
+        .cells
+        .iter()
+        .filter(|c| c.spec.knobs.is_empty() && c.spec.variant == Variant::OutOfPlace)
+    {
+        let base_row = cells::row(base);
+        let base_faults = base_row.minflt_per_iter.unwrap_or(0.0);
+        let mut found: Vec<(f64, String)> = Vec::new();
+        let mut worse: Vec<String> = Vec::new();
+        for c in loaded.cells.iter().filter(|c| {
+            c.spec.allocator == base.spec.allocator
+                && !c.spec.knobs.is_empty()
+                && c.spec.variant == Variant::OutOfPlace
+                && c.spec.thp == base.spec.thp
+                && c.spec.size == base.spec.size
+        }) {
+            let row = cells::row(c);
+            let faults = row.minflt_per_iter.unwrap_or(0.0);
+            if (faults - base_faults).abs() < 0.1 * base_faults.max(10.0) {
+                continue;
+            }
+            let Some(cmp) = cells::compare(base, c, THRESHOLD) else {
+                continue;
+            };
+            let rss = |r: &SummaryRow| {
+                r.rss_peak_bytes
+                    .map(human_bytes)
+                    .unwrap_or_else(|| "n/a".into())
+            };
+            if faults > base_faults {
+                worse.push(format!(
+                    "<code>{}</code> ({} → {} faults, {})",
+                    esc(&c.spec.allocator_label()),
+                    esc(&fmt_count(base_faults)),
+                    esc(&fmt_count(faults)),
+                    esc(&phrase(&cmp))
+                ));
+                continue;
+            }
+            found.push((
+                cmp.ratio,
+                format!(
+                    "<li><code>{}</code>: {}; faults {} → {} per iteration; peak RSS {} → {}</li>",
+                    esc(&c.spec.allocator_label()),
+                    esc(&phrase(&cmp)),
+                    esc(&fmt_count(base_faults)),
+                    esc(&fmt_count(faults)),
+                    esc(&rss(&base_row)),
+                    esc(&rss(&row)),
+                ),
+            ));
+        }
+        found.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for (_, li) in found {
+            html.push_str(&li);
+            any = true;
+        }
+        if !worse.is_empty() {
+            let _ = write!(
+                html,
+                "<li class=\"worse\">Adds faults instead: {}</li>",
+                worse.join("; ")
+            );
+            any = true;
+        }
+    }
+    if !any {
+        html.push_str(
+            "<li>No knob set changed the faults of its allocator's out-of-place cell.</li>",
+        );
+    }
+    html.push_str("</ul></section>");
+}
+
+/// A cliff: the allocator label, the sizes either side (elements), and whether they were
+/// bisected (else they are the sweep's own sizes).
+type CliffKey = (String, u64, u64, bool);
+
+/// Where it starts: the size sweep's cliffs (bisected, from cliffs.json; else the sweep's
+/// own jumps), each with the threshold behind it.
+fn cliffs(parent: &Path, entries: &[Entry], html: &mut String) {
+    let Some(loaded) = entries
+        .iter()
+        .filter(|e| e.kind == Kind::Run)
+        .find(|e| e.name == "size-sweep")
+        .and_then(|e| load_run(parent, &e.name))
+    else {
+        html.push_str(r#"<section id="cliffs"><h2>Where it starts</h2><p class="warn">No size-sweep folder here: <code>make run-all</code> writes one.</p></section>"#);
+        return;
+    };
+    html.push_str(r#"<section id="cliffs"><h2>Where it starts</h2><p>The sizes where each allocator's faults or memory syscalls per iteration change, and the known threshold of that allocator at that size (its crossing point computed from the allocator's rules): <span class="explained">at a known threshold</span>, <span class="near">near one only</span>, <span class="unexplained">none known</span>.</p><table class="cliffs"><tr><th>allocator</th><th>what changes, per iteration</th><th>between</th><th>behind it</th></tr>"#);
+    // Each change as (the cliff: allocator, sizes, bisected?) and what changes there.
+    let mut rows: Vec<(CliffKey, String)> = loaded
+        .cliffs
+        .iter()
+        .filter(|c| c.unresolved.is_none())
+        .map(|c| {
+            (
+                (c.allocator.clone(), c.below_size, c.above_size, true),
+                format!(
+                    "{}: {} {} → {}",
+                    c.variant,
+                    c.metric,
+                    fmt_count(c.below_value),
+                    fmt_count(c.above_value)
+                ),
+            )
+        })
+        .collect();
+    if rows.is_empty() {
+        let summary: Vec<SummaryRow> = loaded.cells.iter().map(cells::row).collect();
+        for (metric, jumps) in [
+            (
+                "minor faults",
+                crate::analysis::jumps::fault_jumps(&summary),
+            ),
+            (
+                "memory syscalls",
+                crate::analysis::jumps::syscall_jumps(&summary),
+            ),
+        ] {
+            rows.extend(jumps.into_iter().map(|j| {
+                (
+                    (j.allocator.clone(), j.from_size, j.to_size, false),
+                    format!(
+                        "{}: {metric} {} → {}",
+                        j.variant,
+                        fmt_count(j.from_value),
+                        fmt_count(j.to_value)
+                    ),
+                )
+            }));
+        }
+    }
+    if rows.is_empty() {
+        html.push_str("<tr><td colspan=\"4\">No change of faults or memory syscalls between neighbouring sizes.</td></tr>");
+    }
+    // One finding per cliff: the variants and counts that change at the same sizes of
+    // one allocator are one row.
+    let mut groups: Vec<(CliffKey, Vec<String>)> = Vec::new();
+    for (key, what) in rows {
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => v.push(what),
+            None => groups.push((key, vec![what])),
+        }
+    }
+    for ((label, below, above, bisected), whats) in groups {
+        let cause = thresholds::cause(&label, below, above);
+        let cls = match cause {
+            Cause::At { .. } => "explained",
+            Cause::Near { .. } => "near",
+            Cause::Unexplained { .. } => "unexplained",
+        };
+        let _ = write!(
+            html,
+            "<tr><td>{}</td><td>{}</td><td>{} and {} elements{}<br><small>{} → {} per f64 buffer</small></td><td class=\"{cls}\">{}</td></tr>",
+            esc(&label),
+            whats.iter().map(|w| esc(w)).collect::<Vec<_>>().join("<br>"),
+            group_thousands(below as i64),
+            group_thousands(above as i64),
+            if bisected { " (bisected)" } else { " (the sweep's sizes)" },
+            esc(&human_bytes(below * 8)),
+            esc(&human_bytes(above * 8)),
+            esc(&cause.sentence()),
+        );
+    }
+    html.push_str("</table><p>A named threshold is the explanation the allocator's rules give; it is proved by moving the threshold with its knob (the <code>moves it</code> spec) and finding the cliff where the rule then puts it — <code>alloclab cliff --allocators SPEC</code> measures that.</p></section>");
+}
+
+const STYLE: &str = "body{font:15px/1.45 system-ui,sans-serif;max-width:1100px;margin:1.2em auto;padding:0 1em;color:#1b1b1b}h1{font-size:1.5em;margin:.2em 0}h2{font-size:1.15em;margin:1.2em 0 .4em}.verdict{font-size:1.25em}.why{font-size:1.05em}table{border-collapse:collapse;margin:.4em 0}td,th{border:1px solid #ccc;padding:.3em .5em;text-align:left;vertical-align:top}.slower{background:#fdd9b5}.faster{background:#c6dbef}.same{background:#eee}.open,.near{background:#fff7bc}.explained{background:#d9f0d3}.unexplained{background:#f4f4f4}.worse{color:#8a4b00}.cliffs td:nth-child(2),.cliffs td:nth-child(3){white-space:nowrap}.base{background:#fff}b.slower,b.faster{padding:0 .2em}.warn{color:#8a4b00}small{color:#555}code{background:#f4f4f4;padding:0 .2em}";
+
+/// The page's script: records errors, and with `#selftest` says whether the answer is
+/// on the first screen and how many links the page has.
+const SCRIPT: &str = "window.__errors=[];window.addEventListener('error',function(e){window.__errors.push(String(e.message))});document.addEventListener('DOMContentLoaded',function(){var b=document.body;var a=document.getElementById('answer');var r=a?a.querySelector('.verdict').getBoundingClientRect():null;b.setAttribute('data-answer-first-screen',r&&r.bottom<=window.innerHeight&&r.top>=0?'yes':'no');b.setAttribute('data-links',String(document.querySelectorAll('a[href]').length));b.setAttribute('data-errors',window.__errors.join('; '));});";
+
+/// The whole page for the results folders under `parent`.
+pub fn page(parent: &Path) -> String {
+    let entries = entries(parent);
+    let mut body = String::new();
+    let heat = founding(parent, &entries, &mut body);
+    remedies(parent, &entries, &mut body);
+    cliffs(parent, &entries, &mut body);
+    if let Some(h) = heat {
+        body.push_str(&h);
+    }
+    body.push_str(r#"<section id="folders"><h2>Every folder</h2><table><tr><th>folder</th><th>kind</th><th>state</th><th>page</th></tr>"#);
+    for e in &entries {
+        let _ = write!(
+            body,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&e.name),
+            e.kind.name(),
+            match e.complete {
+                Some(true) => "complete",
+                Some(false) => "incomplete",
+                None => "written before folder.json",
+            },
+            e.page
+                .as_ref()
+                .map(|p| format!("<a href=\"{}\">report.html</a>", esc(&percent_path(p))))
+                .unwrap_or_else(|| "—".into())
+        );
+    }
+    body.push_str("</table></section>");
+    let env = entries
+        .iter()
+        .find(|e| e.kind == Kind::Run)
+        .and_then(|e| std::fs::read_to_string(parent.join(&e.name).join("env.json")).ok())
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+    if let Some(env) = env {
+        body.push_str("<details id=\"environment\"><summary>Environment</summary><ul>");
+        for line in crate::export::html::environment_lines(&env) {
+            let _ = write!(body, "<li>{}</li>", esc(&line));
+        }
+        body.push_str("</ul></details>");
+    }
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">{GENERATOR}<meta name=\"viewport\" content=\"width=device-width\"><title>alloclab: the run's answer</title><style>{STYLE}</style><script>{SCRIPT}</script></head><body><h1>alloclab: what the allocators do to the founding case</h1><p><small>{} results folder(s) in {}; each figure below is read from them.</small></p>{body}</body></html>\n",
+        entries.len(),
+        esc(&parent.display().to_string()),
+    )
+}
+
+/// A relative link with the characters a URL path may not hold escaped.
+fn percent_path(p: &str) -> String {
+    let mut out = String::new();
+    for b in p.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_are_percent_escaped_and_the_mechanism_names_the_trim() {
+        assert_eq!(percent_path("a b/report.html"), "a%20b/report.html");
+        assert_eq!(percent_path("x\"y/r.html"), "x%22y/r.html");
+        let base = Counts::default();
+        let oop = Counts {
+            faults: 3874.0,
+            brk: 3.0,
+            ..Counts::default()
+        };
+        let m = mechanism(base, oop, "system");
+        assert!(
+            m.starts_with("3,874 more page faults (15.1 MiB faulted in again) and 3.00 brk"),
+            "{m}"
+        );
+        assert!(m.contains("trim"), "{m}");
+        assert!(mechanism(base, base, "system").contains("no more page faults"));
+    }
+}
