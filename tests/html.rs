@@ -277,6 +277,33 @@ fn a_folder_of_results_gets_an_index_with_the_founding_answer_and_a_link_to_ever
         std::fs::read_to_string(mine.path().join("index.html")).unwrap(),
         "<p>my notes</p>"
     );
+    // A damaged results folder is said on the page and on stderr, not passed over.
+    std::fs::remove_file(mine.path().join("index.html")).unwrap();
+    let runs = mine.path().join("numpy-temporaries").join("runs");
+    let first = std::fs::read_dir(&runs)
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    std::fs::write(&first, "{\"broken\": ").unwrap();
+    let o = lab(&["report", mine.path().to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("warning:") && stderr(&o).contains("could not read"),
+        "{}",
+        stderr(&o)
+    );
+    let html = std::fs::read_to_string(mine.path().join("index.html")).unwrap();
+    assert!(html.contains("Could not read numpy-temporaries"), "{html}");
+    assert!(html.contains("unreadable:"), "{html}");
+    // Files that merely look like a results folder's (no folder.json) make none.
+    let fake = tempfile::tempdir().unwrap();
+    std::fs::create_dir(fake.path().join("sub")).unwrap();
+    std::fs::write(fake.path().join("sub").join("trace.json"), "garbage").unwrap();
+    let o = lab(&["report", fake.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(!fake.path().join("index.html").exists());
     // A folder that holds no results folder is refused, naming what would be right.
     let empty = tempfile::tempdir().unwrap();
     let o = lab(&["report", empty.path().to_str().unwrap()]);

@@ -408,6 +408,65 @@ warmup_iters = 3
         .all(|c| c.unresolved.is_none() || c.probes == 0));
 }
 
+/// `run --confirm`: jemalloc's purge cliff is bisected, matched to its oversize_threshold
+/// (8 MiB: a request whose size class with its page of padding reaches it), and moving
+/// the threshold to 16 MiB moves the cliff to where the same rule puts it.
+#[test]
+fn a_confirmed_cliff_moves_where_its_threshold_rule_puts_it() {
+    let (dir, exp) = setup(
+        r#"
+description = "jemalloc's purge cliff"
+workloads = ["scale"]
+variants = ["in-place"]
+allocators = ["jemalloc"]
+sizes = [524288, 1048576]
+find_cliffs = true
+
+[budget]
+min_time = 0.01
+min_iters = 5
+warmup_time = 0.005
+warmup_iters = 2
+"#,
+    );
+    let out = dir.path().join("res");
+    let o = run(
+        &driver_path(),
+        &[
+            "run",
+            "--confirm",
+            "--out",
+            out.to_str().unwrap(),
+            exp.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let cliffs: Vec<alloclab::analysis::cliff::FoundCliff> =
+        serde_json::from_str(&text(&out.join("tiny").join("cliffs.json"))).unwrap();
+    let faults = cliffs
+        .iter()
+        .find(|c| c.metric == "minor faults")
+        .expect("a fault cliff");
+    // The rule: 7 MiB - 4 KiB + 1 bytes of request is the first in the 8 MiB class.
+    let predicted = (7u64 * 1024 * 1024 - 4096 + 1).div_ceil(8);
+    assert!(
+        faults.below_size < predicted && predicted <= faults.above_size,
+        "{faults:?}"
+    );
+    let c = faults.confirmation.as_ref().expect("a confirmation");
+    assert_eq!(c.spec, "jemalloc:oversize_threshold=16M");
+    assert_eq!(c.predicted, (14u64 * 1024 * 1024 - 4096 + 1).div_ceil(8));
+    let (b, a) = (c.below.unwrap(), c.above.unwrap());
+    assert!(b < c.predicted && c.predicted <= a, "{c:?}");
+    assert_eq!(c.verdict, "confirmed");
+    let report = text(&out.join("tiny").join("REPORT.md"));
+    assert!(
+        report.contains("at jemalloc's oversize_threshold (8.0 MiB)"),
+        "{report}"
+    );
+    assert!(report.contains(": confirmed"), "{report}");
+}
+
 /// `processes = 3`: every cell in three worker processes, one file per process; the
 /// summary row is the median over them with an interval, the histogram files hold the
 /// merged samples (the sum of the parts), REPORT.md's findings carry intervals, resume

@@ -82,6 +82,52 @@ pub struct FoundCliff {
     /// are the sweep's two sizes and values, not neighbouring sizes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unresolved: Option<String>,
+    /// The threshold the cliff is at, moved with its knob, and where the cliff went.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmation: Option<Confirmation>,
+}
+
+/// A cliff's cause tested by moving it: the knob set that moves the threshold, where the
+/// threshold's rule then puts the cliff, and where a second bisection under that knob set
+/// found it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Confirmation {
+    /// The allocator spec with the threshold moved, e.g. `jemalloc:oversize_threshold=16M`.
+    pub spec: String,
+    /// The threshold, as the page names it.
+    pub threshold: String,
+    /// The first element count on the far side of the moved threshold, by its rule.
+    pub predicted: u64,
+    /// The cliff under `spec`: the sizes either side (None: not found, see `verdict`).
+    pub below: Option<u64>,
+    pub above: Option<u64>,
+    /// `confirmed` (the new cliff holds the prediction), `moved, but not to where the
+    /// rule puts it`, `did not move` (the change is still at the old sizes), `not
+    /// confirmed: …` (no change found) or `not measured: why`.
+    pub verdict: String,
+}
+
+impl Confirmation {
+    /// One sentence: what was moved and where the cliff went.
+    pub fn describe(&self) -> String {
+        let g = |n: u64| crate::fmt::group_thousands(n as i64);
+        match (self.below, self.above) {
+            (Some(b), Some(a)) => format!(
+                "under {} the cliff is between {} and {} elements, and the moved threshold's rule puts it at {}: {}",
+                self.spec,
+                g(b),
+                g(a),
+                g(self.predicted),
+                self.verdict
+            ),
+            _ => format!(
+                "under {} (the moved threshold's rule puts the cliff at {} elements): {}",
+                self.spec,
+                g(self.predicted),
+                self.verdict
+            ),
+        }
+    }
 }
 
 /// The resolution run-all bisects to: neighbouring sizes up to 8,192 elements, then a
@@ -104,6 +150,7 @@ impl FoundCliff {
             above_value: c.above.value,
             probes: c.probes,
             unresolved: None,
+            confirmation: None,
         }
     }
 
@@ -121,6 +168,7 @@ impl FoundCliff {
             above_value: j.to_value,
             probes: 0,
             unresolved: Some(why),
+            confirmation: None,
         }
     }
 
@@ -160,7 +208,13 @@ impl FoundCliff {
             fmt_count((self.below_size * 8) as f64),
             fmt_count(self.above_value),
             fmt_count(self.above_size as f64),
-        )
+        ) + &crate::analysis::thresholds::cause(&self.allocator, self.below_size, self.above_size)
+            .short()
+            + &self
+                .confirmation
+                .as_ref()
+                .map(|c| format!("; moved: {}", c.describe()))
+                .unwrap_or_default()
     }
 }
 

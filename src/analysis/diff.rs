@@ -105,7 +105,11 @@ pub fn invalid(rows: &[DiffInput]) -> Option<String> {
                 r.status
             ));
         }
-        let positive = |v: Option<f64>| v.is_none_or(|v| v.is_finite() && v > 0.0);
+        // A time the lab could have measured: at least a picosecond, at most about 11.6
+        // days (1e15 ns); a value outside (5e-324, 1e300) would make ratios infinite or
+        // NaN.
+        let positive =
+            |v: Option<f64>| v.is_none_or(|v| v.is_finite() && (1e-3..=1e15).contains(&v));
         if r.status == "ok" {
             match r.p50_ns {
                 None => {
@@ -116,7 +120,7 @@ pub fn invalid(rows: &[DiffInput]) -> Option<String> {
                 }
                 Some(p) if !positive(Some(p)) => {
                     return Some(format!(
-                        "row {} ({key}): p50_ns {p} is not a positive number of nanoseconds",
+                        "row {} ({key}): p50_ns {p} is not a number of nanoseconds the lab could have measured (0.001 to 1e15)",
                         i + 1
                     ))
                 }
@@ -127,7 +131,18 @@ pub fn invalid(rows: &[DiffInput]) -> Option<String> {
                 || r.process_p50_ns.iter().any(|v| !positive(Some(*v)))
             {
                 return Some(format!(
-                    "row {} ({key}): an interval end or a process's p50 is not a positive number of nanoseconds",
+                    "row {} ({key}): an interval end or a process's p50 is not a number of nanoseconds the lab could have measured (0.001 to 1e15)",
+                    i + 1
+                ));
+            }
+            // Counts per iteration and bytes: finite and below 1e15 (a petabyte).
+            let plausible = |v: Option<f64>| v.is_none_or(|v| v.is_finite() && v.abs() <= 1e15);
+            if !plausible(r.minflt_per_iter)
+                || !plausible(r.memory_syscalls_per_iter)
+                || !plausible(r.rss_end_bytes)
+            {
+                return Some(format!(
+                    "row {} ({key}): a count or RSS is not a finite number below 1e15",
                     i + 1
                 ));
             }
@@ -333,6 +348,9 @@ pub fn allow_for_drift(cells: &mut [CellChange], threshold: f64, apply: bool) ->
     }
     let k = spread.max(1.0);
     drift.widened_by = Some(k);
+    if k <= 1.0 {
+        return drift;
+    }
     for &i in &with_ci {
         let c = &mut cells[i];
         let (Some(r), Some(lo), Some(hi), Some(cov)) = (
@@ -344,8 +362,10 @@ pub fn allow_for_drift(cells: &mut [CellChange], threshold: f64, apply: bool) ->
             continue;
         };
         let d = r.ln();
-        let low = (d - (d - lo.ln()) * k).exp();
-        let high = (d + (hi.ln() - d) * k).exp();
+        // From at least the histograms' resolution: an interval of zero width (every
+        // process gave the same p50) widens too.
+        let low = (d - (d - lo.ln()).max(MIN_HALF_WIDTH) * k).exp();
+        let high = (d + (hi.ln() - d).max(MIN_HALF_WIDTH) * k).exp();
         c.ratio_ci_low = Some(low);
         c.ratio_ci_high = Some(high);
         c.verdict = Some(verdict(
@@ -632,6 +652,50 @@ mod tests {
                 d.cells[0].cell,
                 format!("scale system in-place size={}", n / 2)
             );
+        }
+    }
+
+    #[test]
+    fn values_no_measurement_could_give_are_refused() {
+        let ok = row("system", "in-place", 1000.0, 10.0, 0.0);
+        assert_eq!(invalid(std::slice::from_ref(&ok)), None);
+        for bad in [5e-324, 1e300, f64::INFINITY] {
+            let mut r = ok.clone();
+            r.p50_ns = Some(bad);
+            assert!(
+                invalid(&[r]).unwrap().contains("could have measured"),
+                "{bad}"
+            );
+            let mut r = ok.clone();
+            r.process_p50_ns[0] = bad;
+            assert!(invalid(&[r]).is_some(), "{bad}");
+        }
+        let mut r = ok.clone();
+        r.minflt_per_iter = Some(1e308);
+        assert!(invalid(&[r]).unwrap().contains("below 1e15"));
+    }
+
+    /// Cells whose processes all gave the same p50 (zero-width intervals) are widened
+    /// from the histograms' resolution, not left at zero width.
+    #[test]
+    fn zero_width_intervals_widen_too() {
+        let (base, new) = two_runs(3, 1.0, (0, 1.0));
+        let flat = |rows: &[DiffInput]| -> Vec<DiffInput> {
+            rows.iter()
+                .map(|r| {
+                    let mut r = r.clone();
+                    let m = crate::analysis::stats::median(&r.process_p50_ns).unwrap();
+                    r.process_p50_ns = vec![m; 6];
+                    r
+                })
+                .collect()
+        };
+        let d = diff(&flat(&base), &flat(&new), 0.02, true).unwrap();
+        let k = d.drift.widened_by.unwrap();
+        assert!(k > 1.0, "{:?}", d.drift);
+        for c in &d.cells {
+            assert_eq!(c.within_run_ci_low, c.within_run_ci_high);
+            assert!(c.ratio_ci_low.unwrap() < c.ratio_ci_high.unwrap(), "{c:?}");
         }
     }
 

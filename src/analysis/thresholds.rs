@@ -95,6 +95,58 @@ impl Cause {
     }
 }
 
+impl Cause {
+    /// A clause for a cliff's line: "; at jemalloc's oversize_threshold (8.0 MiB),
+    /// predicted from 916,993 elements", "; near …", or nothing where none is known.
+    pub fn short(&self) -> String {
+        let g = |n: u64| crate::fmt::group_thousands(n as i64);
+        match self {
+            Cause::At {
+                threshold,
+                predicted_elements,
+            } => format!(
+                "; at {}, predicted from {} elements",
+                threshold.name,
+                g(*predicted_elements)
+            ),
+            Cause::Near {
+                threshold,
+                predicted_elements,
+            } => format!(
+                "; near {} (its rule: from {} elements)",
+                threshold.name,
+                g(*predicted_elements)
+            ),
+            Cause::Unexplained { .. } => "; at no known threshold of this allocator".into(),
+        }
+    }
+
+    /// The threshold a cliff is at (or near) and how to move it, for a confirmation.
+    pub fn movable(&self) -> Option<(&Threshold, &str)> {
+        match self {
+            Cause::At { threshold, .. } | Cause::Near { threshold, .. } => {
+                Some((threshold, threshold.moved_by.as_deref()?))
+            }
+            Cause::Unexplained { .. } => None,
+        }
+    }
+}
+
+/// The element count from which the threshold of `label` that `moved` names (the same
+/// kind: its name up to the value) is crossed, with that label's knobs.
+pub fn predicted_under(label: &str, moved: &Threshold) -> Option<(Threshold, u64)> {
+    let kind = |t: &Threshold| t.name.split(" (").next().unwrap_or("").to_string();
+    let known = known(label);
+    // The same kind; else the value the label sets (glibc's set mmap_threshold replaces
+    // both the defaults and the 32 MiB ceiling).
+    let same = known.iter().position(|t| kind(t) == kind(moved));
+    let set = known.iter().position(|t| t.name.contains(", set)"));
+    same.or(set).map(|i| known[i].clone()).map(|t| {
+        let n = t.request_bytes.div_ceil(BYTES_PER_ELEMENT);
+        (t, n)
+    })
+}
+
 /// A size in bytes from a knob value: `64M`, `16MiB`, `131072`, `1G`.
 fn bytes(value: &str) -> Option<u64> {
     let v = value.trim();
@@ -168,8 +220,14 @@ pub fn known(label: &str) -> Vec<Threshold> {
                 Some(t) => v.push(Threshold {
                     name: format!("glibc's M_MMAP_THRESHOLD ({}, set)", human(t)),
                     effect: "a buffer this large is mmapped and unmapped every time (a set value does not slide)",
-                    request_bytes: t.saturating_sub(8),
-                    moved_by: Some(format!("system:mmap_threshold={}", human_knob(2 * t))),
+                    // mmapped when the chunk (request + 8, rounded up to 16) reaches it.
+                    request_bytes: t.saturating_sub(23),
+                    // glibc refuses a set threshold above 32 MiB: doubled below it,
+                    // halved from it.
+                    moved_by: Some(format!(
+                        "system:mmap_threshold={}",
+                        human_knob(if 2 * t <= 32 * MIB { 2 * t } else { t / 2 })
+                    )),
                 }),
                 None => {
                     v.push(Threshold {
@@ -186,7 +244,9 @@ pub fn known(label: &str) -> Vec<Threshold> {
                         name: "glibc's DEFAULT_MMAP_THRESHOLD_MAX (32 MiB on 64-bit)".into(),
                         effect: "the mmap threshold slides no higher, so a buffer this large is mmapped and unmapped every iteration",
                         request_bytes: 32 * MIB - 23,
-                        moved_by: Some("system:mmap_threshold=64M".into()),
+                        // A set threshold may not exceed 32 MiB (glibc refuses more): it
+                        // is moved down, where the cliff must follow.
+                        moved_by: Some("system:mmap_threshold=16M".into()),
                     });
                 }
             }

@@ -529,6 +529,12 @@ pub struct RunArgs {
     /// Skip runs whose results (same spec and budget) are already in the folder.
     #[arg(long)]
     pub resume: bool,
+    /// Confirm each bisected cliff that sits at a known threshold of its allocator: move
+    /// the threshold with its knob (e.g. jemalloc:oversize_threshold=16M) and bisect again
+    /// where the threshold's rule then puts the cliff (experiments with find_cliffs;
+    /// `confirm_cliffs = true` in an experiment file does the same).
+    #[arg(long)]
+    pub confirm: bool,
     /// How to count memory syscalls: perf tracepoints (root / CAP_PERFMON), ptrace (no
     /// privileges; a second, traced pass per run), auto (perf where it works, else ptrace).
     #[arg(long, value_enum, default_value = "auto")]
@@ -565,7 +571,10 @@ impl RunArgs {
     pub fn experiments(&self) -> Result<Vec<Experiment>, RunPlanError> {
         let mut experiments: Vec<Experiment> = Vec::new();
         for path in &self.experiments {
-            let e = Experiment::load(path, self.quick)?;
+            let mut e = Experiment::load(path, self.quick)?;
+            if self.confirm {
+                e.confirm_cliffs = e.find_cliffs;
+            }
             if experiments.iter().any(|x| x.name == e.name) {
                 return Err(RunPlanError::DuplicateName(e.name));
             }

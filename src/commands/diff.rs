@@ -412,14 +412,14 @@ fn drift_line(drift: &Drift, threshold: f64) -> String {
         .filter(|r| (r - 1.0).abs() > threshold)
         .map(|r| {
             format!(
-                "; every cell moved by {:+.1} % alike (the median shift): a change under all of them, or the whole machine faster or slower between the runs — two runs cannot tell these apart",
+                "; the median cell moved by {:+.1} %: if every cell moved so, that is a change under all of them or the whole machine faster or slower between the runs — two runs cannot tell these apart",
                 100.0 * (r - 1.0)
             )
         })
         .unwrap_or_default();
     match (drift.spread, drift.widened_by, &drift.not_applied) {
         (Some(spread), Some(k), _) if k > 1.0 => format!(
-            "between runs: the cells' shifts spread {spread:.1}x as wide as their within-run intervals allow (robust spread of {} cells around their median shift of {:+.1} %): every interval widened {k:.1}x for the drift between the two runs (--no-drift-allowance: within-run intervals){common}",
+            "between runs: the cells' shifts spread {spread:.1}x as wide as their within-run intervals allow (robust spread of {} cells around their median shift of {:+.1} %): every interval widened {k:.1}x for the drift between the two runs (--no-drift-allowance: within-run intervals); where many cells changed for real, the spread is theirs too and hides them — one interleaved session tells{common}",
             drift.cells,
             100.0 * (drift.common_ratio.unwrap_or(1.0) - 1.0)
         ),
@@ -566,14 +566,31 @@ pub fn run(args: &DiffArgs) -> Result<()> {
             "{medians} from the two medians' intervals (Bonferroni)"
         ));
     }
+    // "No significant difference" is two things: an interval inside the band (no change
+    // beyond it) and one that reaches across an edge of it (inconclusive).
+    let t = args.noise_threshold;
+    let no_difference = |c: &&CellChange| {
+        c.verdict == Some(crate::analysis::stats::Verdict::NoSignificantDifference)
+    };
+    let within = d
+        .cells
+        .iter()
+        .filter(no_difference)
+        .filter(|c| {
+            c.ratio_ci_low.is_some_and(|l| l >= 1.0 - t)
+                && c.ratio_ci_high.is_some_and(|h| h <= 1.0 + t)
+        })
+        .count();
+    let across = d.cells.iter().filter(no_difference).count() - within;
     let summary = format!(
-        "{} cells compared: {} slower, {} faster, {} undecided (interval below {}), the rest within ±{} % or without an interval; intervals: {}",
+        "{} cells compared: {} slower, {} faster, {} undecided (interval below {}), {within} within ±{} %, {across} inconclusive (the interval reaches across ±{} %), the rest without an interval; intervals: {}",
         d.cells.len(),
         count(crate::analysis::stats::Verdict::Slower),
         count(crate::analysis::stats::Verdict::Faster),
         count(crate::analysis::stats::Verdict::Undecided),
         crate::analysis::stats::level_text(),
-        args.noise_threshold * 100.0,
+        t * 100.0,
+        t * 100.0,
         if methods.is_empty() { "none".to_string() } else { methods.join(", ") }
     );
     let text = match args.format {

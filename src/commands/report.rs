@@ -26,11 +26,22 @@ pub fn run(args: &ReportArgs) -> Result<()> {
                 dir.display()
             )));
         }
-        let html = crate::export::index::page(dir);
+        let entries = crate::export::index::entries(dir);
+        for e in &entries {
+            if let Some(p) = &e.problem {
+                eprintln!(
+                    "warning: {}/{}: could not read its results: {p}; the index says so",
+                    dir.display(),
+                    e.name
+                );
+            }
+        }
+        let html = crate::export::index::page(dir, &entries);
         let path = crate::export::folder::write_index(dir, &html).map_err(Error::BadInput)?;
         eprintln!(
-            "{}: the run's answer, with a link to every folder's page",
-            path.display()
+            "{}: the run's answer, with a link to every folder's page ({} folder(s))",
+            path.display(),
+            entries.len()
         );
         return Ok(());
     }
@@ -56,12 +67,13 @@ pub fn run(args: &ReportArgs) -> Result<()> {
     Ok(())
 }
 
-/// Whether `dir` holds at least one results folder of the lab.
+/// Whether `dir` holds at least one results folder of the lab (with its folder.json;
+/// a link to one counts).
 fn holds_results(dir: &std::path::Path) -> bool {
     std::fs::read_dir(dir).is_ok_and(|entries| {
         entries.flatten().any(|e| {
-            e.file_type().is_ok_and(|t| t.is_dir())
-                && crate::export::folder::kind_of(&e.path())
+            e.path().is_dir()
+                && crate::export::folder::status(&e.path())
                     .ok()
                     .flatten()
                     .is_some()

@@ -358,8 +358,13 @@ pub fn run_experiment(
     cells.retain(|c| !c.runs.is_empty());
     let cliffs = if exp.find_cliffs && !interrupted() {
         let budget = Budget::probe(exp.budget.max_iters);
-        let cliffs = find_cliffs(&cells, &budget, &exp.name, executor, progress);
+        let mut cliffs = find_cliffs(&cells, &budget, &exp.name, executor, progress);
+        // Saved as found, then again with what moving their thresholds showed.
         results.save_cliffs(&cliffs)?;
+        if exp.confirm_cliffs && !interrupted() {
+            confirm_cliffs(&mut cliffs, &cells, &budget, executor, progress);
+            results.save_cliffs(&cliffs)?;
+        }
         cliffs
     } else {
         // Not looked for this time: the cliffs an earlier run found stay in the report.
@@ -378,6 +383,129 @@ pub fn run_experiment(
         skipped,
         interrupted: interrupted(),
     })
+}
+
+/// Tests the cause of every bisected cliff that sits at a known threshold of its
+/// allocator ([`crate::analysis::thresholds`]): the threshold is moved with its knob and
+/// the cliff bisected again, from below both its old low side and where the moved
+/// threshold's rule puts it to a quarter beyond both. Confirmed when the new cliff holds that prediction; "did not
+/// move" when the change is still where it was. One bisection per allocator and
+/// threshold: the allocator's other cliffs at the same threshold share its result.
+fn confirm_cliffs(
+    found: &mut [FoundCliff],
+    cells: &[Cell],
+    budget: &Budget,
+    executor: &mut dyn Executor,
+    progress: &mut Progress,
+) {
+    use crate::analysis::cliff::Confirmation;
+    use crate::analysis::thresholds;
+    let mut done: Vec<(String, String, Confirmation)> = Vec::new();
+    for slot in found.iter_mut() {
+        if interrupted() {
+            return;
+        }
+        let c = slot.clone();
+        if c.unresolved.is_some() {
+            continue;
+        }
+        let cause = thresholds::cause(&c.allocator, c.below_size, c.above_size);
+        let Some((threshold, moved)) = cause.movable() else {
+            continue;
+        };
+        if let Some((_, _, conf)) = done
+            .iter()
+            .find(|(a, t, _)| *a == c.allocator && *t == threshold.name)
+        {
+            slot.confirmation = Some(conf.clone());
+            continue;
+        }
+        let Some(base) = cells
+            .iter()
+            .map(|cell| &cell.spec)
+            .find(|s| {
+                s.allocator_label() == c.allocator
+                    && s.variant == c.variant
+                    && s.workload == c.workload
+                    && s.threads == c.threads
+            })
+            .cloned()
+        else {
+            continue;
+        };
+        let metric = if c.metric == Metric::Syscalls.name() {
+            Metric::Syscalls
+        } else {
+            Metric::Faults
+        };
+        let mut conf = Confirmation {
+            spec: moved.to_string(),
+            threshold: threshold.name.clone(),
+            predicted: 0,
+            below: None,
+            above: None,
+            verdict: String::new(),
+        };
+        let knobs = match moved.parse::<crate::model::knobs::AllocatorSpec>() {
+            Ok(s) if s.allocator == base.allocator => s.knobs,
+            Ok(_) | Err(_) => {
+                conf.verdict = format!("not measured: {moved} is not a spec of {}", base.allocator);
+                done.push((c.allocator.clone(), threshold.name.clone(), conf.clone()));
+                slot.confirmation = Some(conf);
+                continue;
+            }
+        };
+        let spec = crate::model::run::RunSpec { knobs, ..base };
+        let Some((_, predicted)) = thresholds::predicted_under(&spec.allocator_label(), threshold)
+        else {
+            continue;
+        };
+        conf.predicted = predicted;
+        // From below both the old cliff and the prediction to beyond both: the onset
+        // found is where the change now starts, moved up or down, or not at all.
+        let from = c.below_size.min(predicted - predicted / 4);
+        let to = c.above_size.max(predicted + predicted / 4);
+        progress.say(&format!(
+            "confirming: {} {} {} at {}: bisecting under {} between {from} and {to} elements (predicted {predicted})",
+            c.allocator,
+            c.variant,
+            metric.name(),
+            threshold.name,
+            spec.allocator_label()
+        ));
+        let mut measure = |size| engine::probe(executor, &spec, budget, size, metric);
+        conf.verdict = match cliff::find(
+            &mut measure,
+            from,
+            to,
+            metric,
+            cliff::Trend::Proportional,
+            cliff::auto_resolution(from),
+            &mut |_| {},
+        ) {
+            Ok(moved_cliff) => {
+                let (b, a) = (moved_cliff.below.size, moved_cliff.above.size);
+                conf.below = Some(b);
+                conf.above = Some(a);
+                let slack = cliff::auto_resolution(from);
+                if b < predicted && predicted <= a {
+                    "confirmed".into()
+                } else if a + slack >= c.below_size && b <= c.above_size + slack {
+                    "did not move".into()
+                } else {
+                    "moved, but not to where the rule puts it".into()
+                }
+            }
+            Err(cliff::CliffError::NoChange { .. }) => format!(
+                "not confirmed: no change of {} between {from} and {to} elements",
+                metric.name()
+            ),
+            Err(e) => format!("not measured: {e}"),
+        };
+        progress.say(&format!("  {}", conf.describe()));
+        done.push((c.allocator.clone(), threshold.name.clone(), conf.clone()));
+        slot.confirmation = Some(conf);
+    }
 }
 
 /// Bisects every change between neighbouring sizes of a finished experiment to the exact

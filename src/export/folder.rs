@@ -381,8 +381,10 @@ fn foreign_entries(dir: &Path) -> Result<Vec<String>, ResultsError> {
 
 /// Writes `index.html` into `parent`, a folder that holds results folders (not one
 /// itself): only where there is no index.html yet or the one there is the lab's (it
-/// carries [`crate::export::index::GENERATOR`]); a user's own index.html, or anything that
-/// is not a regular file, is refused and left as it is. Atomic, as every file of the lab.
+/// begins with [`crate::export::index::HEAD`]); a user's own index.html, or anything
+/// that is not a regular file, is refused and left as it is. Atomic, as every file of
+/// the lab. (A file put in its place between the check and the rename is replaced: the
+/// check cannot lock a folder the lab does not own.)
 pub fn write_index(parent: &Path, html: &str) -> Result<PathBuf, String> {
     check_folder_target(parent).map_err(|e| e.to_string())?;
     if !parent.is_dir() {
@@ -406,9 +408,9 @@ pub fn write_index(parent: &Path, html: &str) -> Result<PathBuf, String> {
         }
         Ok(_) => {
             let text = super::results::read_limited(&path, 64 << 20).map_err(|e| e.to_string())?;
-            if !text.contains(crate::export::index::GENERATOR) {
+            if !text.starts_with(crate::export::index::HEAD) {
                 return Err(format!(
-                    "{} is not alloclab's (it lacks the lab's generator mark); alloclab does not replace it: move it, or write the results somewhere else",
+                    "{} is not alloclab's (it does not begin as the lab's index does); alloclab does not replace it: move it, or write the results somewhere else",
                     path.display()
                 ));
             }
@@ -416,7 +418,7 @@ pub fn write_index(parent: &Path, html: &str) -> Result<PathBuf, String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(format!("{}: {e}", path.display())),
     }
-    write_atomic(&path, html.as_bytes()).map_err(|e| e.to_string())?;
+    write_atomic(&path, html.as_bytes()).map_err(|e| format!("writing {}: {e}", path.display()))?;
     Ok(path)
 }
 

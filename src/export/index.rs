@@ -22,55 +22,69 @@ use crate::model::summary::SummaryRow;
 use std::fmt::Write as _;
 use std::path::Path;
 
-/// The marker that says an index.html is the lab's (and may be replaced by it).
-pub const GENERATOR: &str = r#"<meta name="generator" content="alloclab index">"#;
+/// How the lab's index.html begins: only a file that begins so is the lab's (and may
+/// be replaced by it).
+pub const HEAD: &str = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"generator\" content=\"alloclab index\">";
 
 /// The noise band of the page's verdicts (the reports' own).
 const THRESHOLD: f64 = crate::export::report_md::REPORT_NOISE_THRESHOLD;
 
 /// One results folder under the parent.
-struct Entry {
-    name: String,
+pub struct Entry {
+    /// Its name as shown (invalid UTF-8 replaced).
+    pub name: String,
     kind: Kind,
-    complete: Option<bool>,
+    complete: bool,
+    /// The link to its report.html, percent-encoded from the name's bytes.
     page: Option<String>,
+    /// A run folder's cells.
+    loaded: Option<Loaded>,
+    /// Why a run folder's results could not be read.
+    pub problem: Option<String>,
 }
 
-/// The results folders directly under `parent`, by name; anything else is left alone.
-fn entries(parent: &Path) -> Vec<Entry> {
+/// The results folders directly under `parent` (a folder with the lab's folder.json, or
+/// a link to one), by name; anything else is left alone.
+pub fn entries(parent: &Path) -> Vec<Entry> {
+    use std::os::unix::ffi::OsStrExt as _;
     let Ok(dir) = std::fs::read_dir(parent) else {
         return Vec::new();
     };
     let mut out: Vec<Entry> = dir
         .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| e.path().is_dir())
         .filter_map(|e| {
             let path = e.path();
-            let kind = folder::kind_of(&path).ok().flatten()?;
-            if kind == Kind::Generate {
+            let status = folder::status(&path).ok().flatten()?;
+            if status.kind == Kind::Generate {
                 return None;
             }
-            let name = e.file_name().to_string_lossy().into_owned();
-            let complete = folder::status(&path).ok().flatten().map(|s| s.complete);
-            let page = path
-                .join("report.html")
-                .is_file()
-                .then(|| format!("{name}/report.html"));
+            let raw = e.file_name();
+            let name = raw.to_string_lossy().into_owned();
+            let page = path.join("report.html").is_file().then(|| {
+                let mut link = percent_bytes(raw.as_bytes());
+                link.push_str("/report.html");
+                link
+            });
+            let (loaded, problem) = match status.kind {
+                Kind::Run => match results::load(&path) {
+                    Ok(l) => (Some(l), None),
+                    Err(e) => (None, Some(e.to_string())),
+                },
+                _ => (None, None),
+            };
             Some(Entry {
                 name,
-                kind,
-                complete,
+                kind: status.kind,
+                complete: status.complete,
                 page,
+                loaded,
+                problem,
             })
         })
         .collect();
     out.sort_by(|a, b| a.name.cmp(&b.name));
     out
-}
-
-/// A run folder's cells, if it loads.
-fn load_run(parent: &Path, name: &str) -> Option<Loaded> {
-    results::load(&parent.join(name)).ok()
 }
 
 /// The cell of `label` (allocator label) and `variant` at `size`.
@@ -185,11 +199,17 @@ fn class(c: Option<&Comparison>) -> &'static str {
 
 /// The founding case: the numpy-temporaries folder (or the first run folder with
 /// glibc's in-place and out-of-place cells), its size, and its heat table.
-fn founding(parent: &Path, entries: &[Entry], html: &mut String) -> Option<String> {
+fn founding(entries: &[Entry], html: &mut String) -> Option<String> {
     let mut names: Vec<&Entry> = entries.iter().filter(|e| e.kind == Kind::Run).collect();
     names.sort_by_key(|e| e.name != "numpy-temporaries");
+    // The founding folder that could not be read is said, not passed over in silence.
+    let damaged: Vec<String> = names
+        .iter()
+        .filter(|e| e.name == "numpy-temporaries")
+        .filter_map(|e| Some(format!("{}: {}", e.name, e.problem.as_ref()?)))
+        .collect();
     for e in names {
-        let Some(loaded) = load_run(parent, &e.name) else {
+        let Some(loaded) = &e.loaded else {
             continue;
         };
         let cells = &loaded.cells;
@@ -211,30 +231,37 @@ fn founding(parent: &Path, entries: &[Entry], html: &mut String) -> Option<Strin
         };
         let c = cells::compare(base, oop, THRESHOLD)?;
         let (rb, ro) = (cells::row(base), cells::row(oop));
+        html.push_str(r#"<section id="answer"><h2>The founding case</h2>"#);
+        for d in &damaged {
+            let _ = write!(
+                html,
+                r#"<p class="warn">Could not read {}; the answer below is from {}.</p>"#,
+                esc(d),
+                esc(&e.name)
+            );
+        }
         let _ = write!(
             html,
-            r#"<section id="answer"><h2>The founding case</h2><p class="verdict">Under glibc, the second temporary (<code>t = a.astype(np.float64); t / 255.0</code>) is <b class="{}">{}</b> than dividing the one temporary in place, at {} elements ({} per f64 buffer).</p><p class="why"><b>Why:</b> {}.</p>"#,
+            r#"<p class="verdict">Under glibc, the second temporary (<code>t = a.astype(np.float64); t / 255.0</code>) is <b class="{}">{}</b> than dividing the one temporary in place, at {} elements ({} per f64 buffer; folder {}).</p><p class="why"><b>Why:</b> {}.</p>"#,
             class(Some(&c)),
             esc(&phrase(&c)),
             group_thousands(size as i64),
             human_bytes(size * 8),
+            esc(&e.name),
             esc(&mechanism(Counts::of(&rb), Counts::of(&ro), "system")),
         );
-        if !loaded.plan.runs.is_empty() && folder_incomplete(parent, &e.name) {
+        if !e.complete {
             html.push_str(r#"<p class="warn">This folder's run is incomplete: the figures are over the processes it has.</p>"#);
         }
         html.push_str("</section>");
-        return Some(heat_table(&loaded, size));
+        return Some(heat_table(loaded, size));
     }
-    html.push_str(r#"<section id="answer"><h2>The founding case</h2><p class="warn">No results folder here holds glibc's in-place and out-of-place cells (the numpy-temporaries experiment): <code>make run-all</code> writes one.</p></section>"#);
+    html.push_str(r#"<section id="answer"><h2>The founding case</h2>"#);
+    for d in &damaged {
+        let _ = write!(html, r#"<p class="warn">Could not read {}.</p>"#, esc(d));
+    }
+    html.push_str(r#"<p class="warn">No readable results folder here holds glibc's in-place and out-of-place cells (the numpy-temporaries experiment): <code>make run-all</code> writes one.</p></section>"#);
     None
-}
-
-fn folder_incomplete(parent: &Path, name: &str) -> bool {
-    folder::status(&parent.join(name))
-        .ok()
-        .flatten()
-        .is_some_and(|s| !s.complete)
 }
 
 /// Every allocator × variant of the founding folder at `size`: the ratio to that
@@ -303,14 +330,8 @@ fn heat_table(loaded: &Loaded, size: u64) -> String {
 
 /// What removes the founding case's faults: per allocator of the tunables folder, its
 /// knob sets' out-of-place cells against its defaults', those that remove most faults.
-fn remedies(parent: &Path, entries: &[Entry], html: &mut String) {
-    let Some(loaded) = entries
-        .iter()
-        .filter(|e| e.kind == Kind::Run)
-        .find(|e| e.name == "tunables")
-        .and_then(|e| load_run(parent, &e.name))
-    else {
-        html.push_str(r#"<section id="remedies"><h2>What removes it</h2><p class="warn">No tunables folder here: <code>make run-all</code> writes one (the founding case under curated knob sets).</p></section>"#);
+fn remedies(entries: &[Entry], html: &mut String) {
+    let Some(loaded) = named(entries, "tunables", "What removes it", "remedies", html) else {
         return;
     };
     html.push_str(r#"<section id="remedies"><h2>What removes it</h2><p>Knob sets of the tunables experiment, out-of-place, against the same allocator's defaults (paired rounds), fastest first: those that remove its faults, and those that add faults.</p><ul>"#);
@@ -389,20 +410,46 @@ fn remedies(parent: &Path, entries: &[Entry], html: &mut String) {
     html.push_str("</ul></section>");
 }
 
+/// The run folder `name`'s results; where it is missing or unreadable, the section
+/// (`title`, `id`) says so and None.
+fn named<'a>(
+    entries: &'a [Entry],
+    name: &str,
+    title: &str,
+    id: &str,
+    html: &mut String,
+) -> Option<&'a Loaded> {
+    let e = entries
+        .iter()
+        .find(|e| e.kind == Kind::Run && e.name == name);
+    match e.map(|e| (&e.loaded, &e.problem)) {
+        Some((Some(l), _)) => Some(l),
+        Some((None, problem)) => {
+            let _ = write!(
+                html,
+                r#"<section id="{id}"><h2>{title}</h2><p class="warn">The {name} folder could not be read: {}.</p></section>"#,
+                esc(problem.as_deref().unwrap_or("no results"))
+            );
+            None
+        }
+        None => {
+            let _ = write!(
+                html,
+                r#"<section id="{id}"><h2>{title}</h2><p class="warn">No {name} folder here: <code>make run-all</code> writes one.</p></section>"#
+            );
+            None
+        }
+    }
+}
+
 /// A cliff: the allocator label, the sizes either side (elements), and whether they were
 /// bisected (else they are the sweep's own sizes).
 type CliffKey = (String, u64, u64, bool);
 
 /// Where it starts: the size sweep's cliffs (bisected, from cliffs.json; else the sweep's
 /// own jumps), each with the threshold behind it.
-fn cliffs(parent: &Path, entries: &[Entry], html: &mut String) {
-    let Some(loaded) = entries
-        .iter()
-        .filter(|e| e.kind == Kind::Run)
-        .find(|e| e.name == "size-sweep")
-        .and_then(|e| load_run(parent, &e.name))
-    else {
-        html.push_str(r#"<section id="cliffs"><h2>Where it starts</h2><p class="warn">No size-sweep folder here: <code>make run-all</code> writes one.</p></section>"#);
+fn cliffs(entries: &[Entry], html: &mut String) {
+    let Some(loaded) = named(entries, "size-sweep", "Where it starts", "cliffs", html) else {
         return;
     };
     html.push_str(r#"<section id="cliffs"><h2>Where it starts</h2><p>The sizes where each allocator's faults or memory syscalls per iteration change, and the known threshold of that allocator at that size (its crossing point computed from the allocator's rules): <span class="explained">at a known threshold</span>, <span class="near">near one only</span>, <span class="unexplained">none known</span>.</p><table class="cliffs"><tr><th>allocator</th><th>what changes, per iteration</th><th>between</th><th>behind it</th></tr>"#);
@@ -468,9 +515,27 @@ fn cliffs(parent: &Path, entries: &[Entry], html: &mut String) {
             Cause::Near { .. } => "near",
             Cause::Unexplained { .. } => "unexplained",
         };
+        // Where moving the threshold sent the cliff (run --confirm).
+        let moved = loaded
+            .cliffs
+            .iter()
+            .filter(|c| c.allocator == label && c.below_size == below && c.above_size == above)
+            .find_map(|c| c.confirmation.as_ref())
+            .map(|c| {
+                format!(
+                    "<br><b class=\"{}\">Moved: {}</b>",
+                    if c.verdict == "confirmed" {
+                        "confirmed"
+                    } else {
+                        "unconfirmed"
+                    },
+                    esc(&c.describe())
+                )
+            })
+            .unwrap_or_default();
         let _ = write!(
             html,
-            "<tr><td>{}</td><td>{}</td><td>{} and {} elements{}<br><small>{} → {} per f64 buffer</small></td><td class=\"{cls}\">{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{} and {} elements{}<br><small>{} → {} per f64 buffer</small></td><td class=\"{cls}\">{}{moved}</td></tr>",
             esc(&label),
             whats.iter().map(|w| esc(w)).collect::<Vec<_>>().join("<br>"),
             group_thousands(below as i64),
@@ -481,47 +546,53 @@ fn cliffs(parent: &Path, entries: &[Entry], html: &mut String) {
             esc(&cause.sentence()),
         );
     }
-    html.push_str("</table><p>A named threshold is the explanation the allocator's rules give; it is proved by moving the threshold with its knob (the <code>moves it</code> spec) and finding the cliff where the rule then puts it — <code>alloclab cliff --allocators SPEC</code> measures that.</p></section>");
+    html.push_str("</table><p>A named threshold is the explanation the allocator's rules give; it is proved by moving the threshold with its knob (the spec that “moves it”) and finding the cliff where the rule then puts it: <code>alloclab run --confirm</code> does that after bisecting (on in run-all's size sweep), and the row then says where the cliff went.</p></section>");
 }
 
-const STYLE: &str = "body{font:15px/1.45 system-ui,sans-serif;max-width:1100px;margin:1.2em auto;padding:0 1em;color:#1b1b1b}h1{font-size:1.5em;margin:.2em 0}h2{font-size:1.15em;margin:1.2em 0 .4em}.verdict{font-size:1.25em}.why{font-size:1.05em}table{border-collapse:collapse;margin:.4em 0}td,th{border:1px solid #ccc;padding:.3em .5em;text-align:left;vertical-align:top}.slower{background:#fdd9b5}.faster{background:#c6dbef}.same{background:#eee}.open,.near{background:#fff7bc}.explained{background:#d9f0d3}.unexplained{background:#f4f4f4}.worse{color:#8a4b00}.cliffs td:nth-child(2),.cliffs td:nth-child(3){white-space:nowrap}.base{background:#fff}b.slower,b.faster{padding:0 .2em}.warn{color:#8a4b00}small{color:#555}code{background:#f4f4f4;padding:0 .2em}";
+const STYLE: &str = "body{font:15px/1.45 system-ui,sans-serif;max-width:1100px;margin:1.2em auto;padding:0 1em;color:#1b1b1b}h1{font-size:1.5em;margin:.2em 0}h2{font-size:1.15em;margin:1.2em 0 .4em}.verdict{font-size:1.25em}.why{font-size:1.05em}table{border-collapse:collapse;margin:.4em 0}td,th{border:1px solid #ccc;padding:.3em .5em;text-align:left;vertical-align:top}.slower{background:#fdd9b5}.faster{background:#c6dbef}.same{background:#eee}.open,.near{background:#fff7bc}.explained{background:#d9f0d3}.unexplained{background:#f4f4f4}.worse{color:#8a4b00}b.confirmed{color:#1a6b1a}b.unconfirmed{color:#8a4b00}.cliffs td:nth-child(2),.cliffs td:nth-child(3){white-space:nowrap}.base{background:#fff}b.slower,b.faster{padding:0 .2em}.warn{color:#8a4b00}small{color:#555}code{background:#f4f4f4;padding:0 .2em}";
 
 /// The page's script: records errors, and with `#selftest` says whether the answer is
 /// on the first screen and how many links the page has.
-const SCRIPT: &str = "window.__errors=[];window.addEventListener('error',function(e){window.__errors.push(String(e.message))});document.addEventListener('DOMContentLoaded',function(){var b=document.body;var a=document.getElementById('answer');var r=a?a.querySelector('.verdict').getBoundingClientRect():null;b.setAttribute('data-answer-first-screen',r&&r.bottom<=window.innerHeight&&r.top>=0?'yes':'no');b.setAttribute('data-links',String(document.querySelectorAll('a[href]').length));b.setAttribute('data-errors',window.__errors.join('; '));});";
+const SCRIPT: &str = "window.__errors=[];window.addEventListener('error',function(e){window.__errors.push(String(e.message))});document.addEventListener('DOMContentLoaded',function(){var b=document.body;var a=document.getElementById('answer');var v=a?a.querySelector('.verdict'):null;var r=v?v.getBoundingClientRect():null;b.setAttribute('data-answer-first-screen',r&&r.bottom<=window.innerHeight&&r.top>=0?'yes':'no');b.setAttribute('data-links',String(document.querySelectorAll('a[href]').length));b.setAttribute('data-errors',window.__errors.join('; '));});";
 
 /// The whole page for the results folders under `parent`.
-pub fn page(parent: &Path) -> String {
-    let entries = entries(parent);
+pub fn page(parent: &Path, entries: &[Entry]) -> String {
     let mut body = String::new();
-    let heat = founding(parent, &entries, &mut body);
-    remedies(parent, &entries, &mut body);
-    cliffs(parent, &entries, &mut body);
+    let heat = founding(entries, &mut body);
+    remedies(entries, &mut body);
+    cliffs(entries, &mut body);
     if let Some(h) = heat {
         body.push_str(&h);
     }
     body.push_str(r#"<section id="folders"><h2>Every folder</h2><table><tr><th>folder</th><th>kind</th><th>state</th><th>page</th></tr>"#);
-    for e in &entries {
+    for e in entries {
+        let state = match (&e.problem, e.complete) {
+            (Some(p), _) => format!("unreadable: {p}"),
+            (None, true) => "complete".into(),
+            (None, false) => "incomplete".into(),
+        };
         let _ = write!(
             body,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td{}>{}</td><td>{}</td></tr>",
             esc(&e.name),
             e.kind.name(),
-            match e.complete {
-                Some(true) => "complete",
-                Some(false) => "incomplete",
-                None => "written before folder.json",
+            if e.problem.is_some() {
+                " class=\"warn\""
+            } else {
+                ""
             },
+            esc(&state),
             e.page
                 .as_ref()
-                .map(|p| format!("<a href=\"{}\">report.html</a>", esc(&percent_path(p))))
+                .map(|p| format!("<a href=\"{}\">report.html</a>", esc(p)))
                 .unwrap_or_else(|| "—".into())
         );
     }
     body.push_str("</table></section>");
     let env = entries
         .iter()
-        .find(|e| e.kind == Kind::Run)
+        .filter(|e| e.kind == Kind::Run && e.loaded.is_some())
+        .min_by_key(|e| e.name != "numpy-temporaries")
         .and_then(|e| std::fs::read_to_string(parent.join(&e.name).join("env.json")).ok())
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
     if let Some(env) = env {
@@ -532,16 +603,16 @@ pub fn page(parent: &Path) -> String {
         body.push_str("</ul></details>");
     }
     format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">{GENERATOR}<meta name=\"viewport\" content=\"width=device-width\"><title>alloclab: the run's answer</title><style>{STYLE}</style><script>{SCRIPT}</script></head><body><h1>alloclab: what the allocators do to the founding case</h1><p><small>{} results folder(s) in {}; each figure below is read from them.</small></p>{body}</body></html>\n",
+        "{HEAD}<meta name=\"viewport\" content=\"width=device-width\"><title>alloclab: the run's answer</title><style>{STYLE}</style><script>{SCRIPT}</script></head><body><h1>alloclab: what the allocators do to the founding case</h1><p><small>{} results folder(s) in {}; each figure below is read from them.</small></p>{body}</body></html>\n",
         entries.len(),
         esc(&parent.display().to_string()),
     )
 }
 
-/// A relative link with the characters a URL path may not hold escaped.
-fn percent_path(p: &str) -> String {
+/// A name's bytes as a URL path segment: what a path may not hold, percent-escaped.
+fn percent_bytes(p: &[u8]) -> String {
     let mut out = String::new();
-    for b in p.bytes() {
+    for &b in p {
         if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
             out.push(b as char);
         } else {
@@ -557,8 +628,8 @@ mod tests {
 
     #[test]
     fn links_are_percent_escaped_and_the_mechanism_names_the_trim() {
-        assert_eq!(percent_path("a b/report.html"), "a%20b/report.html");
-        assert_eq!(percent_path("x\"y/r.html"), "x%22y/r.html");
+        assert_eq!(percent_bytes(b"a b"), "a%20b");
+        assert_eq!(percent_bytes(b"x\"y\xff/"), "x%22y%FF/");
         let base = Counts::default();
         let oop = Counts {
             faults: 3874.0,

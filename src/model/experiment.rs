@@ -61,6 +61,7 @@ struct ExperimentFile {
     threads: Option<Spanned<Vec<u32>>>,
     seed: Option<u64>,
     find_cliffs: Option<bool>,
+    confirm_cliffs: Option<bool>,
     budget: Option<BudgetFile>,
     quick: Option<QuickFile>,
 }
@@ -85,6 +86,10 @@ pub struct Experiment {
     /// (not in quick mode).
     #[serde(default)]
     pub find_cliffs: bool,
+    /// After bisecting, move the threshold each cliff is at (its knob) and bisect again
+    /// where the threshold's rule then puts it (`alloclab run --confirm` turns it on).
+    #[serde(default)]
+    pub confirm_cliffs: bool,
     pub budget: Budget,
     pub quick: bool,
     /// Worker processes per cell (`[budget] processes`), one per round, rounds
@@ -353,6 +358,7 @@ impl Experiment {
             threads,
             seed: file.seed.unwrap_or(42),
             find_cliffs: file.find_cliffs.unwrap_or(false) && !quick,
+            confirm_cliffs: file.confirm_cliffs.unwrap_or(false) && !quick,
             budget,
             quick,
             processes,
