@@ -220,6 +220,11 @@ fn us(v: f64) -> String {
 fn count(v: f64) -> String {
     if v >= 100.0 {
         group_thousands(v.round() as i64)
+    } else if v != 0.0 && v.abs() < 0.01 {
+        // Two significant digits, as log axes' lowest ticks need (0.001, not 0).
+        let decimals = (1 - v.abs().log10().floor() as i32).max(0) as usize;
+        let text = format!("{v:.decimals$}");
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
     } else {
         crate::fmt::trim_float((v * 100.0).round() / 100.0)
     }
@@ -832,6 +837,16 @@ pub fn folder_page(title: &str, md: &str, drawings: Vec<(String, String)>) -> St
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn log_axis_ticks_below_a_hundredth_keep_their_digits() {
+        assert_eq!(count(0.001), "0.001");
+        assert_eq!(count(0.00001), "0.00001");
+        assert_eq!(count(0.0025), "0.0025");
+        assert_eq!(count(0.0), "0");
+        assert_eq!(count(0.5), "0.5");
+        assert_eq!(count(1234.0), "1,234");
+    }
 
     #[test]
     fn findings_keep_their_heading_and_lose_their_markup() {

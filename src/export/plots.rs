@@ -34,7 +34,9 @@ fn is_library(a: Allocator, label: &str) -> bool {
 
 /// The colour of a spec label: its allocator's palette (greys for installed libraries);
 /// further specs of the same allocator (other knobs) get darker and lighter shades of
-/// it, in order.
+/// it, in order. The six allocators' first colours are Okabe and Ito's colour-blind-safe
+/// set (blue, vermillion, bluish green, sky blue, orange, reddish purple), and no shade
+/// is so pale that it fades on white.
 pub fn color(a: Allocator, label: &str, shade: usize) -> &'static str {
     const LIBRARY: [&str; 8] = [
         "#252525", "#737373", "#000000", "#969696", "#525252", "#bdbdbd", "#3b3b3b", "#636363",
@@ -43,22 +45,22 @@ pub fn color(a: Allocator, label: &str, shade: usize) -> &'static str {
         return LIBRARY[shade % LIBRARY.len()];
     }
     const SYSTEM: [&str; 8] = [
-        "#1f77b4", "#08306b", "#6baed6", "#17becf", "#3f51b5", "#9ecae1", "#2171b5", "#5e3c99",
+        "#0072b2", "#08306b", "#6baed6", "#17becf", "#3f51b5", "#4292c6", "#2171b5", "#5e3c99",
     ];
     const JEMALLOC: [&str; 8] = [
-        "#d62728", "#67000d", "#fc9272", "#ff7f0e", "#a50f15", "#ef3b2c", "#fb6a4a", "#cb181d",
+        "#d55e00", "#67000d", "#e34a33", "#ff7f0e", "#a50f15", "#ef3b2c", "#fb6a4a", "#cb181d",
     ];
     const MIMALLOC: [&str; 8] = [
-        "#2ca02c", "#00441b", "#74c476", "#bcbd22", "#238b45", "#a1d99b", "#006d2c", "#7f7f00",
+        "#009e73", "#00441b", "#41ab5d", "#bcbd22", "#238b45", "#4d9221", "#006d2c", "#7f7f00",
     ];
     const TCMALLOC: [&str; 8] = [
-        "#9467bd", "#3f007d", "#bcbddc", "#6a51a3", "#54278f", "#dadaeb", "#807dba", "#4a1486",
+        "#56b4e9", "#3f007d", "#762a83", "#6a51a3", "#54278f", "#8856a7", "#807dba", "#4a1486",
     ];
     const SNMALLOC: [&str; 8] = [
-        "#8c564b", "#4d2b1f", "#c49c94", "#a0522d", "#6b3e26", "#d2b48c", "#7f4f24", "#bf8040",
+        "#e69f00", "#4d2b1f", "#b35806", "#a0522d", "#6b3e26", "#8c510a", "#7f4f24", "#bf8040",
     ];
     const RPMALLOC: [&str; 8] = [
-        "#e7298a", "#7a0177", "#f768a1", "#ce1256", "#980043", "#fcc5c0", "#dd3497", "#ae017e",
+        "#cc79a7", "#7a0177", "#f768a1", "#ce1256", "#980043", "#c51b7d", "#dd3497", "#ae017e",
     ];
     let palette = match a {
         Allocator::System => SYSTEM,

@@ -371,14 +371,52 @@ pub fn render_with(chart: &Chart, extras: &Extras) -> String {
         (y0 + y1) / 2.0,
         esc(&chart.y.label)
     );
-    for (x, label) in &extras.marks {
-        let px = xm.map(*x);
+    // Marks at (nearly) the same size are one line with their labels joined; labels go
+    // into the first of four rows where they do not run into the one before, and a
+    // label that fits none is left to the line's hover text.
+    let mut marks: Vec<(f64, Vec<&str>)> = Vec::new();
+    let mut sorted: Vec<(f64, &str)> = extras
+        .marks
+        .iter()
+        .map(|(x, l)| (xm.map(*x), l.as_str()))
+        .collect();
+    sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+    for (px, label) in sorted {
+        match marks.last_mut() {
+            Some((last, labels)) if px - *last < 3.0 => {
+                if !labels.contains(&label) {
+                    labels.push(label);
+                }
+            }
+            _ => marks.push((px, vec![label])),
+        }
+    }
+    const LABEL_ROWS: usize = 4;
+    let mut row_end = [f64::NEG_INFINITY; LABEL_ROWS];
+    for (px, labels) in &marks {
+        let text = match labels.len() {
+            1 => labels[0].to_string(),
+            n => format!("{} (+{})", labels[0], n - 1),
+        };
+        // About 6.2 px per character at 11 px.
+        let width = 6.2 * text.chars().count() as f64;
+        let x = px + 4.0;
+        let row = (0..LABEL_ROWS).find(|&r| x > row_end[r] + 6.0 && x + width <= x1);
+        let label = match row {
+            Some(r) => {
+                row_end[r] = x + width;
+                format!(
+                    r##"<text x="{x:.1}" y="{}" fill="#c0392b" font-size="11">{}</text>"##,
+                    y1 + 14.0 + 13.0 * r as f64,
+                    esc(&text)
+                )
+            }
+            None => String::new(),
+        };
         let _ = writeln!(
             s,
-            r##"<g class="mark"><line x1="{px:.1}" y1="{y1}" x2="{px:.1}" y2="{y0}" stroke="#c0392b" stroke-width="1.5" stroke-dasharray="6,4"/><text x="{:.1}" y="{}" fill="#c0392b" font-size="11">{}</text></g>"##,
-            px + 4.0,
-            y1 + 14.0,
-            esc(label)
+            r##"<g class="mark"><title>{}</title><line x1="{px:.1}" y1="{y1}" x2="{px:.1}" y2="{y0}" stroke="#c0392b" stroke-width="1.5" stroke-dasharray="6,4"/>{label}</g>"##,
+            esc(&labels.join("; "))
         );
     }
     // Series.
@@ -515,6 +553,36 @@ mod tests {
                     .collect(),
             }],
         }
+    }
+
+    /// Cliff marks at one size share a line; labels close together go to separate rows
+    /// instead of printing over each other; every mark keeps all its labels as hover text.
+    #[test]
+    fn cliff_marks_at_one_size_merge_and_close_labels_take_separate_rows() {
+        let c = chart(Scale::Log, &[1.0, 5.0, 50.0, 5000.0]);
+        let marks = vec![
+            (1000.0, "jemalloc in-place".to_string()),
+            (1000.0, "jemalloc fused".to_string()),
+            (1100.0, "system in-place".to_string()),
+            (100.0, "system out-of-place".to_string()),
+        ];
+        let svg = render_with(
+            &c,
+            &Extras {
+                marks,
+                ..Extras::default()
+            },
+        );
+        assert_eq!(svg.matches(r#"<g class="mark">"#).count(), 3, "{svg}");
+        assert!(svg.contains("<title>jemalloc in-place; jemalloc fused</title>"));
+        assert!(svg.contains(">jemalloc in-place (+1)</text>"), "{svg}");
+        // The two labels near 1,000 and 1,100 elements are on different rows.
+        let y_of = |label: &str| -> String {
+            let end = svg.find(&format!(">{label}</text>")).unwrap();
+            let start = svg[..end].rfind("y=\"").unwrap() + 3;
+            svg[start..start + svg[start..].find('"').unwrap()].to_string()
+        };
+        assert_ne!(y_of("jemalloc in-place (+1)"), y_of("system in-place"));
     }
 
     #[test]
