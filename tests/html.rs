@@ -143,8 +143,10 @@ fn exec_and_run_folders_get_a_report_html() {
         .unwrap()
         .path();
     let html = assert_self_contained(&folder.join("report.html"));
-    // A sweep: charts against size, and REPORT.md's findings.
+    // A sweep: charts against size — throughput (GB/s) first —, and REPORT.md's findings.
     assert!(html.contains("against size"), "{html}");
+    assert!(html.contains("Throughput against size"), "{html}");
+    assert_eq!(html.matches("<figure>").count(), 4, "{html}");
     assert!(html.contains("<h2>Findings</h2>"));
 }
 

@@ -569,7 +569,13 @@ pub fn sweep_figures(rows: &[SummaryRow], cliffs: &[(f64, String)]) -> Vec<Figur
             keys.push(k);
         }
     }
-    let charts: [Line; 3] = [
+    let charts: [Line; 4] = [
+        (
+            "Throughput against size (the input read and the result written, at the p50)",
+            "GB/s",
+            |v| crate::fmt::trim_float((v * 100.0).round() / 100.0),
+            |r| r.throughput_gb_per_s,
+        ),
         (
             "p50 latency per element against size",
             "p50 per element (ns)",
