@@ -222,9 +222,10 @@ fn count(v: f64) -> String {
         group_thousands(v.round() as i64)
     } else if v != 0.0 && v.abs() < 0.01 {
         // Two significant digits, as log axes' lowest ticks need (0.001, not 0).
-        let decimals = (1 - v.abs().log10().floor() as i32).max(0) as usize;
-        let text = format!("{v:.decimals$}");
-        text.trim_end_matches('0').trim_end_matches('.').to_string()
+        crate::fmt::fmt_count(v)
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
     } else {
         crate::fmt::trim_float((v * 100.0).round() / 100.0)
     }
