@@ -43,6 +43,18 @@ impl Metric {
         }
     }
 
+    /// How a worker's value per iteration goes along the sizes where nothing changes:
+    /// faults are the pages an iteration touches again, in proportion to the size; memory
+    /// syscalls are calls, as many at any size (2 brk per iteration at 10,000 elements as
+    /// at 15,000). Taken as proportional, a constant count departs from the trend
+    /// by itself and bisection would chase that departure instead of the step.
+    pub fn trend(self) -> Trend {
+        match self {
+            Metric::Faults => Trend::Proportional,
+            Metric::Syscalls => Trend::Flat,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Metric::Faults => "minor faults",
@@ -101,9 +113,11 @@ pub struct Confirmation {
     /// The cliff under `spec`: the sizes either side (None: not found, see `verdict`).
     pub below: Option<u64>,
     pub above: Option<u64>,
-    /// `confirmed` (the new cliff holds the prediction), `moved, but not to where the
-    /// rule puts it`, `did not move` (the change is still at the old sizes), `not
-    /// confirmed: …` (no change found) or `not measured: why`.
+    /// `confirmed` (the new cliff holds the prediction), `confirmed near: …` (for a
+    /// cliff only near its threshold: the moved cliff holds the prediction, or lies
+    /// within 3 % of it), `moved, to within 3 % …`, `moved, but not to where the rule
+    /// puts it`, `did not move` (the change is still at the old sizes), `not confirmed:
+    /// …` (no change found, or none in one step) or `not measured: why`.
     pub verdict: String,
 }
 
@@ -243,6 +257,16 @@ pub enum CliffError {
         margin: f64,
         trend: &'static str,
     },
+    #[error("{metric} departs from the low side's trend by {} in this range, but not in one step: at the closest pair of sizes bisection reached, {} and {} elements, it is {} and {}, so the change is gradual or the level is noisy, not a cliff", fmt_count(*.departure), group_thousands(*.below as i64), group_thousands(*.above as i64), fmt_count(*.below_value), fmt_count(*.above_value))]
+    NotAStep {
+        metric: &'static str,
+        below: u64,
+        below_value: f64,
+        above: u64,
+        above_value: f64,
+        /// The far side's departure from the trend.
+        departure: f64,
+    },
     #[error("{0} is unavailable in these runs: {1}")]
     Unavailable(&'static str, String),
     /// Ctrl-C during a probe: nothing past it was measured.
@@ -255,6 +279,7 @@ impl Trend {
         match self {
             Trend::Proportional => "growing in proportion to the size",
             Trend::Level => "a level, with the slope measured below the range",
+            Trend::Flat => "the same at every size",
         }
     }
 }
@@ -334,6 +359,25 @@ pub fn find<R>(
             lo = m;
         }
     }
+    // A cliff is a step: most of the change happens between the two sides. Bisection
+    // finds where a value crosses the margin whatever the shape, so a level that only
+    // drifts from the trend (a count constant while the trend expects it to grow) would
+    // be reported as a "cliff" between two nearly equal values; such a change is refused
+    // here, with both values. Only where the probes are exact counts (one process each,
+    // no noise: the built-in workload's): a command's counts per call carry their
+    // rounds' noise, and at the onset of its ramp neighbours differ by noise alone.
+    let step = if up { 1.0 } else { -1.0 } * (departure(&hi) - departure(&lo));
+    let exact = lo.noise == 0.0 && hi.noise == 0.0;
+    if exact && step < 0.5 * departure(&hi).abs() {
+        return Err(CliffError::NotAStep {
+            metric: metric.name(),
+            below: lo.size,
+            below_value: lo.value,
+            above: hi.size,
+            above_value: hi.value,
+            departure: departure(&hi),
+        });
+    }
     Ok(Cliff {
         below: lo,
         above: hi,
@@ -405,6 +449,94 @@ mod tests {
     fn template() -> RunRecord {
         let json = include_str!("../../tests/data/record.json");
         serde_json::from_str(json).unwrap()
+    }
+
+    /// Two shapes bisection would report as a "cliff" between two nearly equal values,
+    /// both seen on glibc: memory syscalls constant at 2 per iteration (brk below a set
+    /// mmap threshold, mmap and munmap above it) against a trend that expects them to grow
+    /// with the size, and a fault count that rises gradually before its step.
+    #[test]
+    fn a_change_that_is_not_a_step_is_not_a_cliff() {
+        let template = template();
+        let constant = |size: u64| {
+            let mut r = template.clone();
+            r.size = size;
+            r.brk_per_iter = Some(2.0);
+            r.mmap_per_iter = Some(0.0);
+            r.munmap_per_iter = Some(0.0);
+            r.madvise_per_iter = Some(0.0);
+            r.mremap_per_iter = Some(0.0);
+            Ok(Probe {
+                size,
+                value: Metric::Syscalls.value(&r).unwrap(),
+                noise: 0.0,
+                record: r,
+            })
+        };
+        let mut exec = constant;
+        let e = find(
+            &mut exec,
+            1_572_863,
+            4_194_004,
+            Metric::Syscalls,
+            Trend::Proportional,
+            1,
+            &mut |_| {},
+        )
+        .err()
+        .unwrap();
+        assert!(matches!(e, CliffError::NotAStep { .. }), "{e}");
+        assert!(e.to_string().contains("not in one step"), "{e}");
+        // Taken as what syscalls are (the same at every size), it is no change at all.
+        let e = find(
+            &mut exec,
+            1_572_863,
+            4_194_004,
+            Metric::Syscalls,
+            Metric::Syscalls.trend(),
+            1,
+            &mut |_| {},
+        )
+        .err()
+        .unwrap();
+        assert!(matches!(e, CliffError::NoChange { .. }), "{e}");
+        // A ramp from 0 to 1,000 faults over the range, no step anywhere.
+        let ramp = |size: u64| {
+            let mut r = template.clone();
+            r.size = size;
+            r.minflt_per_iter = ((size as f64 - 100_000.0) / 100.0).max(0.0);
+            Ok(Probe {
+                size,
+                value: r.minflt_per_iter,
+                noise: 0.0,
+                record: r,
+            })
+        };
+        let mut exec = ramp;
+        let e = find(
+            &mut exec,
+            100_000,
+            200_000,
+            Metric::Faults,
+            Trend::Proportional,
+            1,
+            &mut |_| {},
+        )
+        .err()
+        .unwrap();
+        assert!(matches!(e, CliffError::NotAStep { .. }), "{e}");
+        // A real step still passes (the test below checks its neighbours).
+        let mut exec = |size| step(&template, size);
+        assert!(find(
+            &mut exec,
+            1000,
+            1_000_000,
+            Metric::Faults,
+            Trend::Proportional,
+            1,
+            &mut |_| {}
+        )
+        .is_ok());
     }
 
     #[test]

@@ -37,6 +37,9 @@ pub enum Trend {
     /// the start-up's faults and calls do not depend on the size, the first touch of
     /// the input does).
     Level,
+    /// The same at every size, with no slope to measure (a worker's memory syscalls per
+    /// iteration: calls, not pages).
+    Flat,
 }
 
 impl Trend {

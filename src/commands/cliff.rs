@@ -114,7 +114,7 @@ pub fn run(args: &CliffArgs) -> Result<()> {
         args.from,
         args.to,
         metric,
-        cliff::Trend::Proportional,
+        metric.trend(),
         1,
         &mut show,
     )
@@ -206,13 +206,19 @@ pub fn run(args: &CliffArgs) -> Result<()> {
         Some(a) => format!("above vs below: {}", describe(&a)),
         None => "above vs below: no paired rounds (a side failed)".into(),
     };
+    // From nothing: the value crosses the metric's threshold; from a level (2 brk per
+    // iteration to 0, or to 3), it changes by at least the margin.
+    let how = if c.below.value.abs() < metric.threshold() {
+        format!("cross {}", metric.threshold())
+    } else {
+        format!("change by {} or more", crate::fmt::fmt_count(c.margin))
+    };
     super::print_out(&format!(
-        "{} {} {}: {} per iteration cross {} between\n  below: {}\n  above: {}\n({} probes)\nlatency, measured again in interleaved rounds (order seed {order_seed}):\n  below: {}\n  above: {}\n  {across}\n",
+        "{} {} {}: {} per iteration {how} between\n  below: {}\n  above: {}\n({} probes)\nlatency, measured again in interleaved rounds (order seed {order_seed}):\n  below: {}\n  above: {}\n  {across}\n",
         base.allocator_label(),
         base.workload,
         base.variant,
         metric.name(),
-        metric.threshold(),
         side(&c.below),
         side(&c.above),
         c.probes,

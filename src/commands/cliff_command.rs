@@ -125,6 +125,7 @@ pub fn run(args: &CliffArgs) -> Result<()> {
         match per.trend() {
             cliff::Trend::Proportional => "in proportion to the size",
             cliff::Trend::Level => "plus the slope measured at half of it",
+            cliff::Trend::Flat => "the same at every size",
         },
         fmt_count(c.margin),
         side(&c.below),

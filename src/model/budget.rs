@@ -89,11 +89,13 @@ impl Budget {
     }
 
     /// The budget of one bisection probe after an experiment's runs: each probe only has
-    /// to tell which side of a threshold it is on.
+    /// to tell which side of a threshold it is on. Two warm-up iterations at least: under
+    /// glibc the first free of a large buffer slides its thresholds and the second
+    /// iteration is the first to run under them (growing the heap once, for good).
     pub fn probe(max_iters: u64) -> Self {
         Budget {
             warmup_time_ns: 10_000_000,
-            warmup_iters: 1,
+            warmup_iters: 2,
             min_time_ns: 50_000_000,
             min_iters: 3,
             max_iters,
