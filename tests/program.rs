@@ -124,7 +124,7 @@ fn tune_finds_glibcs_fix_for_the_founding_case_program() {
 /// every use), smaller ones stay in a heap that is never trimmed — so the cliff is where
 /// a buffer reaches 128 KiB, whatever else the program's heap holds. (With glibc's
 /// defaults the trim cliff depends on the heap's history: 8,214 elements for this
-/// program, 25,872 for the lab's worker.)
+/// program, 8,338 for the lab's worker, 25,050 for NumPy's func2.)
 const FIXED: &str = "system:mmap_threshold=128K,trim_threshold=1G";
 
 /// The built-in cliff finder's exact out-of-place fault cliff under [`FIXED`].

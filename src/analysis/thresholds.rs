@@ -216,6 +216,18 @@ pub fn known(label: &str) -> Vec<Threshold> {
     match name.as_str() {
         "system" => {
             let mut v = Vec::new();
+            let trim = knob("trim_threshold");
+            // A moved mmap threshold keeps the label's trim threshold; unset, the trims
+            // are turned off so that only the mmap threshold decides (glibc's set mmap
+            // threshold stops the sliding, which leaves the trim threshold at 128 KiB and
+            // trims every heap buffer that the slide would have kept).
+            let with_trim = |mmap: u64| {
+                format!(
+                    "system:mmap_threshold={},trim_threshold={}",
+                    human_knob(mmap),
+                    trim.map(human_knob).unwrap_or_else(|| "1G".into())
+                )
+            };
             match knob("mmap_threshold") {
                 Some(t) => v.push(Threshold {
                     name: format!("glibc's M_MMAP_THRESHOLD ({}, set)", human(t)),
@@ -224,33 +236,34 @@ pub fn known(label: &str) -> Vec<Threshold> {
                     request_bytes: t.saturating_sub(23),
                     // glibc refuses a set threshold above 32 MiB: doubled below it,
                     // halved from it.
-                    moved_by: Some(format!(
-                        "system:mmap_threshold={}",
-                        human_knob(if 2 * t <= 32 * MIB { 2 * t } else { t / 2 })
-                    )),
+                    moved_by: Some(with_trim(if 2 * t <= 32 * MIB { 2 * t } else { t / 2 })),
                 }),
                 None => {
                     v.push(Threshold {
                         name: "glibc's M_MMAP_THRESHOLD and M_TRIM_THRESHOLD (128 KiB defaults)".into(),
-                        effect: "a buffer this large is first mmapped; freeing it slides the mmap threshold up to its size and the trim threshold to twice that, so the heap grows past the old trim threshold and is trimmed with brk",
-                        request_bytes: 128 * KIB - 8,
-                        moved_by: Some("system:mmap_threshold=256K".into()),
+                        effect: "a buffer this large is first mmapped; freeing it slides the mmap threshold up to its mmapped size and the trim threshold to twice that, and it is served from the heap from then on",
+                        // The chunk (request + 8, rounded up to 16) reaches 128 KiB.
+                        request_bytes: 128 * KIB - 23,
+                        moved_by: Some(with_trim(256 * KIB)),
                     });
-                    // The sliding stops at DEFAULT_MMAP_THRESHOLD_MAX: a chunk whose
-                    // mmapped size exceeds 32 MiB never moves the threshold. That size
-                    // is (request + 8, rounded up to 16) + 8, rounded up to a page: above
-                    // 32 MiB from a request of 32 MiB − 23 bytes on.
+                    // The sliding stops at DEFAULT_MMAP_THRESHOLD_MAX: `free` slides the
+                    // threshold only when the released chunk's size *with its flag bits*
+                    // (chunksize_nomask, IS_MMAPPED = 2) is at most 32 MiB, so a chunk
+                    // of exactly 32 MiB never slides it. The mmapped size is (request + 8,
+                    // rounded up to 16) + 8, rounded up to a page: 32 MiB from a request
+                    // of 32 MiB − 4 KiB − 23 bytes on (4,193,790 elements, bisected to
+                    // the element on this machine kind).
                     v.push(Threshold {
                         name: "glibc's DEFAULT_MMAP_THRESHOLD_MAX (32 MiB on 64-bit)".into(),
                         effect: "the mmap threshold slides no higher, so a buffer this large is mmapped and unmapped every iteration",
-                        request_bytes: 32 * MIB - 23,
+                        request_bytes: 32 * MIB - PAGE - 23,
                         // A set threshold may not exceed 32 MiB (glibc refuses more): it
                         // is moved down, where the cliff must follow.
-                        moved_by: Some("system:mmap_threshold=16M".into()),
+                        moved_by: Some(with_trim(16 * MIB)),
                     });
                 }
             }
-            if let Some(t) = knob("trim_threshold") {
+            if let Some(t) = trim {
                 v.push(Threshold {
                     name: format!("glibc's M_TRIM_THRESHOLD ({}, set)", human(t)),
                     effect:
@@ -344,9 +357,10 @@ mod tests {
         assert_eq!(jemalloc_class_below(10 * MIB), 8 * MIB);
     }
 
-    /// The cliffs run-all bisected on this machine kind (docs/measured.md): jemalloc's
-    /// purging from 917,058 elements (bisected to 75), glibc's mmap of every buffer
-    /// between 4,193,704 and 4,194,004, glibc's out-of-place storm from 25,872.
+    /// The cliffs bisected on this machine kind (docs/cliff.md): jemalloc's purging from
+    /// 917,058 elements (bisected to 75); glibc's mmap of every buffer from 4,193,790
+    /// (bisected to the element); glibc's out-of-place storm from 8,332, its end at
+    /// 16,382 and its return at 16,780.
     #[test]
     fn the_measured_cliffs_are_matched_to_their_thresholds_or_said_unexplained() {
         match cause("jemalloc", 916_983, 917_058) {
@@ -361,7 +375,6 @@ mod tests {
                 // 7 MiB − 4 KiB of request, plus the page of padding, is the 7 MiB
                 // class; one byte more rounds up to 8 MiB.
                 assert_eq!(predicted_elements, 916_993);
-                assert!((916_983..=917_058).contains(&predicted_elements));
                 assert_eq!(
                     threshold.moved_by.as_deref(),
                     Some("jemalloc:oversize_threshold=16M")
@@ -376,25 +389,58 @@ mod tests {
             } => assert_eq!(predicted_elements, (14 * MIB - PAGE + 1).div_ceil(8)),
             other => panic!("{other:?}"),
         }
-        // glibc's every-buffer mmap: measured between 4,193,704 and 4,194,004 elements,
-        // 300 elements before where the chunk arithmetic puts the 32 MiB ceiling: near,
-        // not explained to the element.
-        match cause("system", 4_193_704, 4_194_004) {
-            Cause::Near {
+        // glibc's every-buffer mmap, to the element: 4,193,789 slides the threshold,
+        // 4,193,790 (a 32 MiB mmapped chunk, 32 MiB + 2 with its IS_MMAPPED bit) does not.
+        match cause("system", 4_193_789, 4_193_790) {
+            Cause::At {
                 threshold,
                 predicted_elements,
             } => {
                 assert!(threshold.name.contains("32 MiB"), "{threshold:?}");
-                assert_eq!(predicted_elements, 4_194_302);
+                assert_eq!(predicted_elements, 4_193_790);
+                assert_eq!(
+                    threshold.moved_by.as_deref(),
+                    Some("system:mmap_threshold=16M,trim_threshold=1G")
+                );
             }
             other => panic!("{other:?}"),
         }
-        // A sweep's unbisected jump a doubling wide (128 KiB to 256 KiB per buffer): a
-        // 128 KiB buffer is already above the 128 KiB thresholds and does not fault, so
-        // they do not explain it.
+        // Moved: a set 16 MiB threshold mmaps from a chunk of 16 MiB on.
         assert!(matches!(
-            cause("system", 16_384, 32_768),
-            Cause::Unexplained { nearest: Some((ref t, _)) } if t.name.contains("128 KiB")
+            cause(
+                "system:mmap_threshold=16M,trim_threshold=1G",
+                2_097_149,
+                2_097_150
+            ),
+            Cause::At {
+                predicted_elements: 2_097_150,
+                ..
+            }
+        ));
+        // The first buffer mmapped (a 128 KiB chunk) ends the small storm.
+        match cause("system", 16_381, 16_382) {
+            Cause::At {
+                threshold,
+                predicted_elements,
+            } => {
+                assert!(threshold.name.contains("128 KiB defaults"), "{threshold:?}");
+                assert_eq!(predicted_elements, 16_382);
+            }
+            other => panic!("{other:?}"),
+        }
+        // The storm's onset (measured 8,331 to 8,332) depends on how much room the
+        // heap's history left at its top, which no rule here predicts to the element.
+        assert!(matches!(
+            cause("system", 8_331, 8_332),
+            Cause::Unexplained { .. }
+        ));
+        // Its return at 16,780 is near the 128 KiB thresholds whose sliding it follows.
+        assert!(matches!(
+            cause("system", 16_779, 16_780),
+            Cause::Near {
+                predicted_elements: 16_382,
+                ..
+            }
         ));
         // The jemalloc jump of a quick sweep (4 MiB to 8 MiB per buffer) holds its
         // crossing point.
@@ -402,13 +448,13 @@ mod tests {
             cause("jemalloc", 524_288, 1_048_576),
             Cause::At { .. }
         ));
-        // glibc's storm at 202 KiB per buffer is above the 128 KiB defaults but at none.
-        match cause("system", 25_871, 25_872) {
+        // Far from every threshold: the nearest is named, with the distance.
+        match cause("system", 1_000, 1_001) {
             Cause::Unexplained {
                 nearest: Some((t, r)),
             } => {
                 assert!(t.name.contains("128 KiB"), "{t:?}");
-                assert!((r - 1.58).abs() < 0.01, "{r}");
+                assert!((r - 1_001.0 / 16_382.0).abs() < 1e-9, "{r}");
             }
             other => panic!("{other:?}"),
         }

@@ -400,6 +400,8 @@ fn confirm_cliffs(
 ) {
     use crate::analysis::cliff::Confirmation;
     use crate::analysis::thresholds;
+    // Measured once per allocator and threshold (and once more for the cliffs only near
+    // it, whose verdict differs).
     let mut done: Vec<(String, String, Confirmation)> = Vec::new();
     for slot in found.iter_mut() {
         if interrupted() {
@@ -413,10 +415,16 @@ fn confirm_cliffs(
         let Some((threshold, moved)) = cause.movable() else {
             continue;
         };
-        if let Some((_, _, conf)) = done
-            .iter()
-            .find(|(a, t, _)| *a == c.allocator && *t == threshold.name)
-        {
+        let key = format!(
+            "{}{}",
+            threshold.name,
+            if matches!(cause, thresholds::Cause::At { .. }) {
+                ""
+            } else {
+                " (near)"
+            }
+        );
+        if let Some((_, _, conf)) = done.iter().find(|(a, t, _)| *a == c.allocator && *t == key) {
             slot.confirmation = Some(conf.clone());
             continue;
         }
@@ -450,7 +458,7 @@ fn confirm_cliffs(
             Ok(s) if s.allocator == base.allocator => s.knobs,
             Ok(_) | Err(_) => {
                 conf.verdict = format!("not measured: {moved} is not a spec of {}", base.allocator);
-                done.push((c.allocator.clone(), threshold.name.clone(), conf.clone()));
+                done.push((c.allocator.clone(), key.clone(), conf.clone()));
                 slot.confirmation = Some(conf);
                 continue;
             }
@@ -479,7 +487,7 @@ fn confirm_cliffs(
             from,
             to,
             metric,
-            cliff::Trend::Proportional,
+            metric.trend(),
             cliff::auto_resolution(from),
             &mut |_| {},
         ) {
@@ -488,8 +496,20 @@ fn confirm_cliffs(
                 conf.below = Some(b);
                 conf.above = Some(a);
                 let slack = cliff::auto_resolution(from);
-                if b < predicted && predicted <= a {
+                // Within 3 % of the rule's crossing point: as close as a rule known only
+                // to a page (M_TOP_PAD's) or a cliff only near its threshold can say.
+                let mid = (b + a) as f64 / 2.0;
+                let close = (predicted as f64 / mid - 1.0).abs() <= 0.03;
+                let at = matches!(cause, thresholds::Cause::At { .. });
+                let holds = b < predicted && predicted <= a;
+                if holds && at {
                     "confirmed".into()
+                } else if holds {
+                    "confirmed near: the threshold's cliff moved to where its rule puts it; this cliff is only near the threshold, so what else sets its place is not known".into()
+                } else if close && !at {
+                    "confirmed near: a cliff moved with the threshold, to within 3 % of where its rule puts it; this cliff is only near the threshold".into()
+                } else if close {
+                    "moved, to within 3 % of where the rule puts it, but not to the element".into()
                 } else if a + slack >= c.below_size && b <= c.above_size + slack {
                     "did not move".into()
                 } else {
@@ -500,10 +520,11 @@ fn confirm_cliffs(
                 "not confirmed: no change of {} between {from} and {to} elements",
                 metric.name()
             ),
+            Err(e @ cliff::CliffError::NotAStep { .. }) => format!("not confirmed: {e}"),
             Err(e) => format!("not measured: {e}"),
         };
         progress.say(&format!("  {}", conf.describe()));
-        done.push((c.allocator.clone(), threshold.name.clone(), conf.clone()));
+        done.push((c.allocator.clone(), key.clone(), conf.clone()));
         slot.confirmation = Some(conf);
     }
 }
@@ -557,7 +578,7 @@ fn find_cliffs(
                 j.from_size,
                 j.to_size,
                 metric,
-                cliff::Trend::Proportional,
+                metric.trend(),
                 cliff::auto_resolution(j.from_size),
                 &mut |_| {},
             ) {

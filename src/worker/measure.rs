@@ -180,9 +180,10 @@ impl Kernel for Empty {
 /// mmapped; freeing them before the measured phase would slide glibc's dynamic mmap
 /// threshold to 268 KiB and its trim threshold to 536 KiB: the allocator under test
 /// would start in a state the workload never made, and every cliff between 128 KiB and
-/// 268 KiB per buffer would be the observer's (the out-of-place storm moved from 16,382
-/// to 25,906 elements with it, and with every change of the histogram's size). Not
-/// freeing them until the record is written keeps them out of the allocator's history.
+/// 268 KiB per buffer would be the observer's (glibc's out-of-place storm started at
+/// 25,906 elements instead of 8,338, and would move with any change of the histogram's
+/// size). Not freeing them until the record is written keeps them out of the
+/// allocator's history.
 #[must_use = "dropping it before the measurement frees observer memory the allocator under test then remembers"]
 pub struct ObserverMemory(#[allow(dead_code)] Vec<Histogram<u64>>);
 
