@@ -147,7 +147,39 @@ fn exec_and_run_folders_get_a_report_html() {
     assert!(html.contains("against size"), "{html}");
     assert!(html.contains("Throughput against size"), "{html}");
     assert_eq!(html.matches("<figure>").count(), 4, "{html}");
-    assert!(html.contains("<h2>Findings</h2>"));
+    // The page and REPORT.md lead with the same answer (one list, rendered by both),
+    // before the findings, which fold; the method and the environment come after them.
+    let md = std::fs::read_to_string(folder.join("REPORT.md")).unwrap();
+    let answer: Vec<&str> = md
+        .split("## Answer\n\n")
+        .nth(1)
+        .expect("REPORT.md leads with an answer")
+        .lines()
+        .take_while(|l| l.starts_with("- "))
+        .map(|l| &l[2..])
+        .collect();
+    assert!((1..=5).contains(&answer.len()), "{md}");
+    let at = |needle: &str, text: &str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("{needle} missing"))
+    };
+    assert!(at("## Answer", &md) < at("## Findings", &md));
+    assert!(at("## Findings", &md) < at("## Method", &md));
+    assert!(at("## Method", &md) < at("## Environment", &md));
+    // The first headline on the page, up to its verdict word (which the page marks).
+    let head = answer[0].split(": ").next().unwrap();
+    let first = alloclab::export::escape_markup(head);
+    assert!(at("<h2 id=\"answer\">Answer</h2>", &html) < at(first.as_str(), &html));
+    assert!(at(first.as_str(), &html) < at("All findings (", &html));
+    assert!(at("All findings (", &html) < at("<h2>Charts</h2>", &html));
+    // A quick sweep bisects no cliff: its answer is its largest differences against in
+    // place, each with the counts behind it.
+    assert!(
+        answer
+            .iter()
+            .all(|a| a.contains(" than in place; ") && a.contains("page faults")),
+        "{answer:?}"
+    );
 }
 
 fn chromium() -> Option<PathBuf> {

@@ -561,6 +561,8 @@ fn write_html(
             crate::fmt::group_thousands(args.size as i64)
         ),
         environment,
+        answer: Vec::new(),
+        sections: Vec::new(),
         findings,
         figures: html::cell_figures(rows),
         drawings: Vec::new(),

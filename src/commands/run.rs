@@ -140,6 +140,10 @@ pub fn run(args: RunArgs) -> Result<()> {
             o.rebuilt.plots,
             o.dir.join("REPORT.md").display()
         ));
+        // The answer REPORT.md and report.html lead with, here too.
+        for a in &o.rebuilt.answer {
+            progress.say(&format!("  {a}"));
+        }
         if o.interrupted {
             progress.clear();
             return Err(Error::Interrupted(

@@ -48,6 +48,10 @@ pub struct Figure {
 pub struct Page {
     pub title: String,
     pub environment: Vec<String>,
+    /// The headline findings, first on the page; with them the other findings fold.
+    pub answer: Vec<String>,
+    /// Sections of markup of the lab's own making (a heat table), after the answer.
+    pub sections: Vec<String>,
     pub findings: Vec<String>,
     pub figures: Vec<Figure>,
     /// SVG drawings already made (a folder's plots), each with its caption.
@@ -73,7 +77,7 @@ fn finding(line: &str) -> String {
 
 const STYLE: &str = r#"
 body{font-family:DejaVu Sans,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1200px;color:#222;padding:0 16px}
-h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd}.heat{border-collapse:collapse;margin:6px 0}.heat td,.heat th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top;font-size:14px}.heat td.slower{background:#fdd9b5}.heat td.faster{background:#c6dbef}.heat td.same{background:#eee}.heat td.open{background:#fff7bc}details.findings>summary{font-size:17px;font-weight:bold;margin:28px 0 8px;cursor:pointer;border-bottom:1px solid #ddd}
 .env{color:#555;font-size:13px}.env div{margin:2px 0}
 ul.findings{padding-left:18px}ul.findings li{margin:4px 0;font-size:14px;line-height:1.4}
 b.slower{color:#b03a2e}b.faster{color:#1e8449}b.same{color:#555;font-weight:normal}b.open{color:#9a7d0a}
@@ -132,8 +136,17 @@ impl Page {
             esc(&self.title)
         );
         s.push_str("<div class=\"env\">");
-        for e in &self.environment {
+        // A page led by its answer keeps its first line (what ran) and folds the
+        // environment under it.
+        let fold = !self.answer.is_empty() && self.environment.len() > 1;
+        for (i, e) in self.environment.iter().enumerate() {
+            if fold && i == 1 {
+                s.push_str("<details><summary>Environment</summary>");
+            }
             let _ = write!(s, "<div>{}</div>", esc(e));
+        }
+        if fold {
+            s.push_str("</details>");
         }
         s.push_str("</div>\n");
         // Toggles for every allocator and variant the charts hold.
@@ -153,12 +166,35 @@ impl Page {
                 }
             }
         }
+        if !self.answer.is_empty() {
+            s.push_str("<h2 id=\"answer\">Answer</h2>\n<ul class=\"findings answer\">\n");
+            for f in &self.answer {
+                let _ = writeln!(s, "<li>{}</li>", finding(f));
+            }
+            s.push_str("</ul>\n");
+        }
+        for section in &self.sections {
+            s.push_str(section);
+            s.push('\n');
+        }
         if !self.findings.is_empty() {
-            s.push_str("<h2>Findings</h2>\n<ul class=\"findings\">\n");
+            // Led by an answer, the findings (which repeat it among the rest) fold.
+            if self.answer.is_empty() {
+                s.push_str("<h2>Findings</h2>\n<ul class=\"findings\">\n");
+            } else {
+                let _ = write!(
+                    s,
+                    "<details class=\"findings\"><summary>All findings ({})</summary>\n<ul class=\"findings\">\n",
+                    self.findings.len()
+                );
+            }
             for f in &self.findings {
                 let _ = writeln!(s, "<li>{}</li>", finding(f));
             }
             s.push_str("</ul>\n");
+            if !self.answer.is_empty() {
+                s.push_str("</details>\n");
+            }
         }
         if !self.figures.is_empty() {
             s.push_str("<h2>Charts</h2>\n");
@@ -364,55 +400,91 @@ pub fn cell_figures(rows: &[SummaryRow]) -> Vec<Figure> {
     };
     let mut figures = Vec::new();
 
-    // Latency percentiles, one line per cell.
-    let mut series = Vec::new();
-    let mut metas = Vec::new();
+    // Latency percentiles, one line per cell; more than 8 lines (six allocators × four
+    // variants make 24) are small multiples instead: one panel per variant, each with
+    // its allocators (each panel scales to its own values; all take a log axis where
+    // any cell's values span decades).
+    let mut variants: Vec<Variant> = Vec::new();
     for r in &ok {
-        let qs = [
-            (1.0, r.p50_ns, r.p50_ci_low_ns.zip(r.p50_ci_high_ns)),
-            (2.0, r.p90_ns, None),
-            (3.0, r.p99_ns, r.p99_ci_low_ns.zip(r.p99_ci_high_ns)),
-            (4.0, r.p999_ns, None),
-            (5.0, r.max_ns, None),
-        ];
-        let mut points = Vec::new();
-        let mut tips = Vec::new();
-        let mut bands = Vec::new();
-        for (x, v, ci) in qs {
-            let Some(v) = v else { continue };
-            points.push((x, v as f64 / 1e3));
-            bands.push(ci.map(|(lo, hi)| (lo as f64 / 1e3, hi as f64 / 1e3)));
-            let band = ci.map(|(lo, hi)| (lo as f64 / 1e3, hi as f64 / 1e3));
-            tips.push(format!(
-                "{} {} {}: {}{}",
-                r.allocator_spec,
-                r.variant,
-                percentile_name(x),
-                value_text(us, v as f64 / 1e3, band),
-                procs(r)
-            ));
+        if !variants.contains(&r.variant) {
+            variants.push(r.variant);
         }
-        series.push(Series {
-            label: format!("{} {}", r.allocator_spec, r.variant),
-            color: alloc_color(r, index(r)),
-            dash: dash(r.variant),
-            points,
-        });
-        metas.push(SeriesMeta {
-            attrs: attrs(r),
-            tips,
-            bands,
-        });
     }
-    figures.push(Figure {
+    let panels: Vec<Option<Variant>> = if ok.len() > 8 && variants.len() > 1 {
+        variants.iter().copied().map(Some).collect()
+    } else {
+        vec![None]
+    };
+    let all_points: Vec<Series> = ok
+        .iter()
+        .map(|r| Series {
+            label: String::new(),
+            color: "",
+            dash: None,
+            points: [r.p50_ns, r.p90_ns, r.p99_ns, r.p999_ns, r.max_ns]
+                .iter()
+                .flatten()
+                .map(|&v| (1.0, v as f64 / 1e3))
+                .collect(),
+        })
+        .collect();
+    for panel in panels {
+        let mut series = Vec::new();
+        let mut metas = Vec::new();
+        for r in ok.iter().filter(|r| panel.is_none_or(|v| r.variant == v)) {
+            let qs = [
+                (1.0, r.p50_ns, r.p50_ci_low_ns.zip(r.p50_ci_high_ns)),
+                (2.0, r.p90_ns, None),
+                (3.0, r.p99_ns, r.p99_ci_low_ns.zip(r.p99_ci_high_ns)),
+                (4.0, r.p999_ns, None),
+                (5.0, r.max_ns, None),
+            ];
+            let mut points = Vec::new();
+            let mut tips = Vec::new();
+            let mut bands = Vec::new();
+            for (x, v, ci) in qs {
+                let Some(v) = v else { continue };
+                points.push((x, v as f64 / 1e3));
+                bands.push(ci.map(|(lo, hi)| (lo as f64 / 1e3, hi as f64 / 1e3)));
+                let band = ci.map(|(lo, hi)| (lo as f64 / 1e3, hi as f64 / 1e3));
+                tips.push(format!(
+                    "{} {} {}: {}{}",
+                    r.allocator_spec,
+                    r.variant,
+                    percentile_name(x),
+                    value_text(us, v as f64 / 1e3, band),
+                    procs(r)
+                ));
+            }
+            series.push(Series {
+                label: format!("{} {}", r.allocator_spec, r.variant),
+                color: alloc_color(r, index(r)),
+                dash: dash(r.variant),
+                points,
+            });
+            metas.push(SeriesMeta {
+                attrs: attrs(r),
+                tips,
+                bands,
+            });
+        }
+        figures.push(Figure {
         chart: Chart {
-            title: "Latency per iteration, by percentile".into(),
+            title: match panel {
+                Some(v) => format!("Latency per iteration, by percentile: {v}"),
+                None => "Latency per iteration, by percentile".into(),
+            },
             x: Axis {
                 label: "percentile".into(),
                 scale: Scale::Whole,
                 format: no_ticks,
             },
-            y: y_axis("latency (log scale where values span decades)", us, &series),
+            // Log or linear from every cell's values, the same for every panel.
+            y: y_axis(
+                "latency (log scale where values span decades)",
+                us,
+                if panel.is_some() { &all_points } else { &series },
+            ),
             series,
         },
         extras: Extras {
@@ -424,6 +496,7 @@ pub fn cell_figures(rows: &[SummaryRow]) -> Vec<Figure> {
         },
         caption: "Each line is one cell (allocator × variant): the median over its processes of each process's percentile; whiskers are the intervals of the p50 and p99 medians.".into(),
     });
+    }
 
     // Per-variant dot charts.
     let dots: [Dot<SummaryRow>; 4] = [
@@ -677,7 +750,21 @@ pub fn is_sweep(rows: &[SummaryRow]) -> bool {
 pub fn findings_of_markdown(md: &str) -> Vec<String> {
     let mut heading = String::new();
     let mut out = Vec::new();
-    for line in md.lines() {
+    // Where a report has a "## Findings" section, its findings are that section's (not
+    // its answer's, which lead the page on their own, nor its method's).
+    let lines: Vec<&str> = md.lines().collect();
+    let section = match lines.iter().position(|l| l.trim() == "## Findings") {
+        Some(start) => {
+            let rest = &lines[start + 1..];
+            let end = rest
+                .iter()
+                .position(|l| l.starts_with("## "))
+                .unwrap_or(rest.len());
+            &rest[..end]
+        }
+        None => &lines[..],
+    };
+    for &line in section {
         let t = line.trim();
         if t.starts_with("**") && t.ends_with(":**") {
             heading = t.trim_matches('*').to_string();

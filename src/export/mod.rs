@@ -7,6 +7,7 @@ pub mod csv;
 pub mod exec;
 pub mod folder;
 pub mod hdr;
+pub mod headlines;
 pub mod hlog;
 pub mod html;
 pub mod index;

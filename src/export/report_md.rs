@@ -26,6 +26,8 @@ pub struct Rebuilt {
     /// Worker processes with a result (record or failure), and planned.
     pub processes_done: usize,
     pub processes_planned: usize,
+    /// The headline findings REPORT.md and report.html lead with.
+    pub answer: Vec<String>,
 }
 
 impl Rebuilt {
@@ -195,9 +197,13 @@ pub fn rebuild(
             folder.remove(&rel)?;
         }
     }
-    let md = report_markdown(loaded, &rows, &outcomes, &env, &plot_files);
+    let answer = super::headlines::headlines(loaded);
+    let md = report_markdown(loaded, &rows, &outcomes, &env, &plot_files, &answer);
     folder.text("REPORT.md", &md)?;
-    folder.text("report.html", &report_html(loaded, &rows, &env, &md))?;
+    folder.text(
+        "report.html",
+        &report_html(loaded, &rows, &env, &md, &answer),
+    )?;
     Ok(Rebuilt {
         planned: loaded.plan.runs.len(),
         ok: rows.iter().filter(|r| r.status.is_ok()).count(),
@@ -206,6 +212,7 @@ pub fn rebuild(
         processes: loaded.plan.experiment.processes,
         processes_done: process_counts(loaded).0,
         processes_planned: process_counts(loaded).1,
+        answer,
     })
 }
 
@@ -222,6 +229,7 @@ fn report_markdown(
     outcomes: &[Outcome],
     env: &serde_json::Value,
     plots: &[plots::PlotFile],
+    answer: &[String],
 ) -> String {
     let e = &loaded.plan.experiment;
     let mut md = String::new();
@@ -235,8 +243,17 @@ fn report_markdown(
             loaded.plan.runs.len()
         );
     }
-    let _ = writeln!(md, "## Environment\n");
-    let _ = writeln!(md, "| | |\n|:--|:--|");
+    // The answer first: the headline findings (the same the page and the console lead
+    // with), every finding after them.
+    if !answer.is_empty() {
+        let _ = writeln!(md, "## Answer\n");
+        for a in answer {
+            let _ = writeln!(md, "- {a}");
+        }
+    }
+    let mut envmd = String::new();
+    let _ = writeln!(envmd, "## Environment\n");
+    let _ = writeln!(envmd, "| | |\n|:--|:--|");
     let j = |v: &serde_json::Value| match v {
         serde_json::Value::String(s) => s.clone(),
         serde_json::Value::Null => "unknown".into(),
@@ -247,7 +264,7 @@ fn report_markdown(
             // glibc comes with the system, not from a crate: no empty "()".
             let crates = j(&a["crates"]);
             let _ = writeln!(
-                md,
+                envmd,
                 "| {name} | {}{} |",
                 j(&a["version"]),
                 if crates.is_empty() {
@@ -273,11 +290,11 @@ fn report_markdown(
         } else {
             j(&env[key])
         };
-        let _ = writeln!(md, "| {label} | {value} |");
+        let _ = writeln!(envmd, "| {label} | {value} |");
     }
     let cg = &env["codegen"];
     let _ = writeln!(
-        md,
+        envmd,
         "| codegen | {} {} target-cpu={} |",
         j(&cg["profile"]),
         j(&cg["target"]),
@@ -285,7 +302,7 @@ fn report_markdown(
     );
     let b = &e.budget;
     let _ = writeln!(
-        md,
+        envmd,
         "| budget | warm-up ≥ {} s and {} iterations; measure ≥ {} s and {} iterations, at most {}{} |",
         b.warmup_time_ns as f64 / 1e9,
         b.warmup_iters,
@@ -294,7 +311,11 @@ fn report_markdown(
         b.max_iters,
         if e.quick { " (quick mode)" } else { "" }
     );
-    let _ = writeln!(md, "| command | `{}` |", loaded.plan.command_line.join(" "));
+    let _ = writeln!(
+        envmd,
+        "| command | `{}` |",
+        loaded.plan.command_line.join(" ")
+    );
     let obs = &env["observer"]["harness_overhead_ns_per_sample"];
     if !obs.is_null() {
         // "20 ns" where every run agrees, "55–104 ns" where they differ.
@@ -309,18 +330,21 @@ fn report_markdown(
             }
         };
         let _ = writeln!(
-            md,
+            envmd,
             "| observer | {} per sample (two clock reads and a histogram record), clock pair {} |",
             range(obs),
             range(&env["observer"]["timer_overhead_ns"]),
         );
     }
 
+    // How the figures were made and what the observer costs, after the findings.
+    let mut method = String::from("## Method\n\n");
+    let mut observer = String::new();
     if let Some(c) = &loaded.calibration {
-        let _ = writeln!(md, "\n## Observer\n");
-        let _ = writeln!(md, "Measured before the runs (`alloclab calibrate`, {} round(s)); the goal is an observer that moves the median by under 2 %.\n", c.rounds);
+        let _ = writeln!(observer, "\n### Observer\n");
+        let _ = writeln!(observer, "Measured before the runs (`alloclab calibrate`, {} round(s)); the goal is an observer that moves the median by under 2 %.\n", c.rounds);
         for line in c.describe() {
-            let _ = writeln!(md, "- {line}");
+            let _ = writeln!(observer, "- {line}");
         }
     }
 
@@ -330,7 +354,7 @@ fn report_markdown(
     if processes > 1 {
         let lvl = crate::analysis::stats::level_text();
         let _ = writeln!(
-            md,
+            method,
             "Computed from the runs below: each cell in {processes} worker processes over interleaved rounds (the order within round r shuffled from the experiment's seed + r); latency is the median over processes of each process's p50, and each ratio is the median of the per-round ratios with its {lvl} interval, called faster or slower only when the whole interval (of at least {lvl}) lies beyond ±{} %{}.\n",
             REPORT_NOISE_THRESHOLD * 100.0,
             crate::analysis::stats::too_few(processes as usize, "processes")
@@ -338,7 +362,7 @@ fn report_markdown(
         );
     } else {
         let _ = writeln!(
-            md,
+            method,
             "Computed from the runs below; latency is the p50 of each run (one process per cell: no intervals; `processes = 6` in the experiment's `[budget]` gives them).\n"
         );
     }
@@ -455,6 +479,12 @@ fn report_markdown(
         }
     }
 
+    md.push('\n');
+    md.push_str(&method);
+    md.push_str(&observer);
+    md.push('\n');
+    md.push_str(&envmd);
+
     // Plots.
     if !plots.is_empty() {
         let _ = writeln!(md, "\n## Plots\n");
@@ -513,7 +543,13 @@ fn thp_note(rows: &[SummaryRow], env: &serde_json::Value) -> Option<String> {
 
 /// The run folder's report.html: the findings of REPORT.md, charts of its cells (against
 /// size, with the cliffs marked, for a sweep), and REPORT.md itself.
-fn report_html(loaded: &Loaded, rows: &[SummaryRow], env: &serde_json::Value, md: &str) -> String {
+fn report_html(
+    loaded: &Loaded,
+    rows: &[SummaryRow],
+    env: &serde_json::Value,
+    md: &str,
+    answer: &[String],
+) -> String {
     use super::html;
     let e = &loaded.plan.experiment;
     let figures = if html::is_sweep(rows) {
@@ -532,11 +568,33 @@ fn report_html(loaded: &Loaded, rows: &[SummaryRow], env: &serde_json::Value, md
     } else {
         html::grouped_cell_figures(rows)
     };
+    // Beside the charts, every allocator × variant of a comparison at one size as a heat
+    // table (ratio to the allocator's in-place cell, a colour and a word per verdict).
+    let sections = if html::is_sweep(rows) {
+        Vec::new()
+    } else {
+        let sizes: BTreeSet<u64> = rows.iter().map(|r| r.size).collect();
+        sizes
+            .into_iter()
+            .filter(|&n| {
+                let at = rows.iter().filter(|r| r.size == n);
+                at.clone()
+                    .map(|r| &r.allocator_spec)
+                    .collect::<BTreeSet<_>>()
+                    .len()
+                    > 1
+                    || at.map(|r| r.variant).collect::<BTreeSet<_>>().len() > 2
+            })
+            .map(|n| super::index::heat_table(loaded, n))
+            .collect()
+    };
     let mut environment = vec![e.description.clone()];
     environment.extend(html::environment_lines(env));
     html::Page {
         title: format!("alloclab run: {}", e.name),
         environment,
+        answer: answer.to_vec(),
+        sections,
         findings: html::findings_of_markdown(md),
         figures,
         drawings: Vec::new(),

@@ -1,0 +1,261 @@
+//! A results folder's answer: its three to five headline findings, computed once from the
+//! folder's cells and cliffs and rendered by REPORT.md (its "Answer"), report.html (the
+//! page's first list) and `alloclab run`'s last lines alike — none of them composes its
+//! own.
+//!
+//! What leads: each exact cliff (one per allocator and pair of sizes, its variants and
+//! counts together), confirmed ones first, with the threshold behind it and where it went
+//! when that threshold was moved; then the largest differences against the same
+//! allocator's in-place cell at the sizes of interest (one size per allocator and
+//! variant), each with its interval (or why there is none) and the mechanism its counts
+//! show. Everything else stays in the findings below it.
+
+use crate::analysis::cells;
+use crate::analysis::cliff::FoundCliff;
+use crate::analysis::stats::Verdict;
+use crate::analysis::thresholds::{self, Cause};
+use crate::export::index::{mechanism, phrase, Counts};
+use crate::export::plots::sizes_of_interest;
+use crate::export::results::Loaded;
+use crate::fmt::{fmt_count, group_thousands, human_bytes};
+use crate::model::spec::Variant;
+use std::collections::BTreeSet;
+
+/// At most this many headlines.
+pub const MOST: usize = 5;
+/// Cliffs take at most this many of them, so that a difference can still lead.
+const MOST_CLIFFS: usize = 4;
+/// A difference without an interval (one process per cell) leads only from this ratio.
+const UNTESTED_RATIO: f64 = 1.5;
+
+/// The exact cliffs of one allocator at one pair of sizes.
+pub struct CliffGroup<'a> {
+    pub label: String,
+    pub below: u64,
+    pub above: u64,
+    /// Each variant's change there: "out-of-place: minor faults 0 → 1.00".
+    pub changes: Vec<String>,
+    pub cliffs: Vec<&'a FoundCliff>,
+}
+
+/// The bisected cliffs grouped by allocator and sizes, in their order.
+pub fn cliff_groups(cliffs: &[FoundCliff]) -> Vec<CliffGroup<'_>> {
+    let mut groups: Vec<CliffGroup> = Vec::new();
+    for c in cliffs.iter().filter(|c| c.unresolved.is_none()) {
+        let change = format!(
+            "{}: {} {} → {}",
+            c.variant,
+            c.metric,
+            fmt_count(c.below_value),
+            fmt_count(c.above_value)
+        );
+        match groups
+            .iter_mut()
+            .find(|g| g.label == c.allocator && g.below == c.below_size && g.above == c.above_size)
+        {
+            Some(g) => {
+                g.changes.push(change);
+                g.cliffs.push(c);
+            }
+            None => groups.push(CliffGroup {
+                label: c.allocator.clone(),
+                below: c.below_size,
+                above: c.above_size,
+                changes: vec![change],
+                cliffs: vec![c],
+            }),
+        }
+    }
+    groups
+}
+
+/// One cliff group as a headline, and its rank (lower leads).
+fn cliff_headline(g: &CliffGroup) -> (u8, String) {
+    let cause = thresholds::cause(&g.label, g.below, g.above);
+    let confirmation = g.cliffs.iter().find_map(|c| c.confirmation.as_ref());
+    let rank = match (&cause, confirmation) {
+        (Cause::At { .. }, Some(c)) if c.verdict == "confirmed" => 0,
+        (Cause::At { .. }, _) => 1,
+        (Cause::Near { .. }, _) => 2,
+        (Cause::Unexplained { .. }, _) => 3,
+    };
+    let moved = confirmation
+        .map(|c| match (c.below, c.above) {
+            (Some(b), Some(a)) => format!(
+                "; moved with it to {}–{} under {} (rule: {}): {}",
+                group_thousands(b as i64),
+                group_thousands(a as i64),
+                c.spec,
+                group_thousands(c.predicted as i64),
+                c.verdict
+            ),
+            _ => format!("; moving it ({}): {}", c.spec, c.verdict),
+        })
+        .unwrap_or_default();
+    let text = format!(
+        "{} changes between {} and {} elements ({} per f64 buffer): {}{}{moved}",
+        g.label,
+        group_thousands(g.below as i64),
+        group_thousands(g.above as i64),
+        human_bytes(g.above * 8),
+        g.changes.join("; "),
+        cause.short()
+    );
+    (rank, text)
+}
+
+/// The largest differences against the same allocator's in-place cell, at the sizes of
+/// interest: (weight, text), the weight the size of the effect.
+fn differences(loaded: &Loaded) -> Vec<(f64, String)> {
+    let mut out = Vec::new();
+    let cells = &loaded.cells;
+    let groups: BTreeSet<_> = cells
+        .iter()
+        .map(|c| (c.spec.workload, c.spec.threads))
+        .collect();
+    for (w, t) in groups {
+        let sizes: BTreeSet<u64> = cells
+            .iter()
+            .filter(|c| c.spec.workload == w && c.spec.threads == t)
+            .map(|c| c.spec.size)
+            .collect();
+        for n in sizes_of_interest(&sizes) {
+            let at = |c: &&crate::model::record::Cell| {
+                c.spec.workload == w
+                    && c.spec.threads == t
+                    && c.spec.size == n
+                    && c.records().next().is_some()
+            };
+            for c in cells.iter().filter(at) {
+                if c.spec.variant == Variant::InPlace {
+                    continue;
+                }
+                let label = c.spec.allocator_label();
+                let Some(base) = cells.iter().filter(at).find(|b| {
+                    b.spec.variant == Variant::InPlace && b.spec.allocator_label() == label
+                }) else {
+                    continue;
+                };
+                let Some(cmp) =
+                    cells::compare(base, c, crate::export::report_md::REPORT_NOISE_THRESHOLD)
+                else {
+                    continue;
+                };
+                let size = cmp.ratio.ln().abs();
+                let weight = match cmp.verdict {
+                    Some(Verdict::Slower | Verdict::Faster) => size,
+                    _ if cmp.interval.is_none()
+                        && (cmp.ratio >= UNTESTED_RATIO || cmp.ratio <= 1.0 / UNTESTED_RATIO) =>
+                    {
+                        // Said as untested, and below every tested one of the same size.
+                        size / 2.0
+                    }
+                    _ => continue,
+                };
+                let (rb, rc) = (cells::row(base), cells::row(c));
+                out.push((
+                    weight,
+                    (label.clone(), c.spec.variant, w, t),
+                    format!(
+                        "{label} {} at {} elements ({w}, {t} thread(s)): {} than in place; {}",
+                        c.spec.variant,
+                        group_thousands(n as i64),
+                        phrase(&cmp),
+                        mechanism(Counts::of(&rb), Counts::of(&rc), &label)
+                    ),
+                ));
+            }
+        }
+    }
+    // The largest first, and one size per allocator × variant (the same difference at
+    // the next size says nothing new; the findings have every size).
+    out.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let mut seen = Vec::new();
+    out.into_iter()
+        .filter(|d| {
+            let fresh = !seen.contains(&d.1);
+            seen.push(d.1.clone());
+            fresh
+        })
+        .map(|d| (d.0, d.2))
+        .collect()
+}
+
+/// The cliffs' headlines, leading first: confirmed at a threshold, at one, near one,
+/// at none (a stable order within each).
+fn cliff_lines(cliffs: &[FoundCliff]) -> Vec<String> {
+    let mut lines: Vec<(u8, String)> = cliff_groups(cliffs).iter().map(cliff_headline).collect();
+    lines.sort_by_key(|c| c.0);
+    lines.into_iter().map(|c| c.1).collect()
+}
+
+/// The folder's headline findings, leading first: at most [`MOST`].
+pub fn headlines(loaded: &Loaded) -> Vec<String> {
+    let mut out: Vec<String> = cliff_lines(&loaded.cliffs)
+        .into_iter()
+        .take(MOST_CLIFFS)
+        .collect();
+    let room = MOST - out.len();
+    out.extend(differences(loaded).into_iter().take(room).map(|d| d.1));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cliff(json: &str) -> FoundCliff {
+        serde_json::from_str(json).unwrap()
+    }
+
+    /// The size sweep's cliffs as cliffs.json keeps them (values measured here): one line
+    /// per allocator and pair of sizes, its variants together; confirmed ones lead, a
+    /// cliff at no known threshold comes last, and an unresolved one is no headline.
+    #[test]
+    fn cliffs_lead_confirmed_first_one_line_per_allocator_and_sizes() {
+        let base = r#""workload":"scale","threads":1,"metric":"minor faults","probes":15"#;
+        let cliffs = vec![
+            cliff(&format!(
+                r#"{{"allocator":"system","variant":"out-of-place",{base},"below_size":8337,"below_value":0.0,"above_size":8338,"above_value":1.0}}"#
+            )),
+            cliff(&format!(
+                r#"{{"allocator":"jemalloc","variant":"in-place",{base},"below_size":916983,"below_value":0.0,"above_size":917058,"above_value":1792.0,"confirmation":{{"spec":"jemalloc:oversize_threshold=16M","threshold":"jemalloc's oversize_threshold (8.0 MiB)","predicted":1834497,"below":1834435,"above":1834519,"verdict":"confirmed"}}}}"#
+            )),
+            cliff(&format!(
+                r#"{{"allocator":"jemalloc","variant":"fused",{base},"below_size":916983,"below_value":0.0,"above_size":917058,"above_value":1792.0}}"#
+            )),
+            cliff(&format!(
+                r#"{{"allocator":"system","variant":"in-place",{base},"below_size":2000000,"below_value":0.0,"above_size":2965821,"above_value":445.0,"unresolved":"the probes saw none"}}"#
+            )),
+        ];
+        let lines = cliff_lines(&cliffs);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(
+            lines[0].starts_with("jemalloc changes between 916,983 and 917,058 elements"),
+            "{}",
+            lines[0]
+        );
+        assert!(
+            lines[0].contains("in-place: minor faults 0 → 1,792; fused: minor faults 0 → 1,792"),
+            "{}",
+            lines[0]
+        );
+        assert!(
+            lines[0].contains("predicted from 916,993 elements"),
+            "{}",
+            lines[0]
+        );
+        assert!(
+            lines[0]
+                .ends_with("under jemalloc:oversize_threshold=16M (rule: 1,834,497): confirmed"),
+            "{}",
+            lines[0]
+        );
+        assert!(
+            lines[1].starts_with("system changes between 8,337 and 8,338"),
+            "{}",
+            lines[1]
+        );
+        assert!(lines[1].contains("at no known threshold"), "{}", lines[1]);
+    }
+}
