@@ -391,18 +391,22 @@ warmup_iters = 3
     }
     let report = text(&res.join("REPORT.md"));
     assert!(report.contains("**Exact cliffs**"), "{report}");
-    // Every change the sweep shows is accounted for in cliffs.json: bisected, or with
-    // the reason it could not be.
+    // Every change the sweep shows is accounted for in cliffs.json, bisected (with the
+    // sweep's jump as its evidence) or with the reason it could not be — and said once:
+    // a jump that became a cliff is not listed apart.
     let changes = report
         .lines()
         .filter(|l| {
             l.starts_with("- ")
-                && (l.contains(" per iteration jump from ")
-                    || l.contains(" per iteration drop from "))
+                && (l.contains(" (the sweep: ") || l.contains(" in the sweep — not bisected"))
         })
         .count();
     assert!(changes > 0, "{report}");
     assert_eq!(cliffs.len(), changes, "{report}");
+    assert!(
+        !report.contains(" per iteration jump from "),
+        "a bisected jump is said with its cliff only: {report}"
+    );
     assert!(cliffs
         .iter()
         .all(|c| c.unresolved.is_none() || c.probes == 0));

@@ -425,7 +425,27 @@ fn report_markdown(
     }
     let fault_jumps = jumps::fault_jumps(rows);
     let syscall_jumps = jumps::syscall_jumps(rows);
-    if fault_jumps.is_empty() && syscall_jumps.is_empty() {
+    // One finding per cliff: a jump of the sweep that a cliff was bisected from (or
+    // failed to be) is that cliff's evidence, said with it, not a finding of its own.
+    let covers = |j: &Jump, what: &str, c: &crate::analysis::cliff::FoundCliff| {
+        c.allocator == j.allocator
+            && c.variant == j.variant
+            && c.workload == j.workload
+            && c.threads == j.threads
+            && c.metric == what
+            && j.from_size <= c.below_size
+            && c.above_size <= j.to_size
+    };
+    let jumps: Vec<(&Jump, &str)> = fault_jumps
+        .iter()
+        .map(|j| (j, "minor faults"))
+        .chain(syscall_jumps.iter().map(|j| (j, "memory syscalls")))
+        .collect();
+    let alone: Vec<&(&Jump, &str)> = jumps
+        .iter()
+        .filter(|(j, what)| !loaded.cliffs.iter().any(|c| covers(j, what, c)))
+        .collect();
+    if jumps.is_empty() {
         if groups.iter().any(|&(w, t)| {
             rows.iter()
                 .filter(|r| r.workload == w && r.threads == t)
@@ -439,26 +459,44 @@ fn report_markdown(
                 "No size step changes faults or memory syscalls per element by 4x or more.\n"
             );
         }
-    } else {
+    } else if !alone.is_empty() {
         let _ = writeln!(
             md,
-            "**Where behaviour changes with size** (neighbouring sizes whose counts per element differ 4x or more):\n"
+            "**Where behaviour changes with size** (neighbouring sizes whose counts per element differ 4x or more{}):\n",
+            if loaded.cliffs.is_empty() {
+                ""
+            } else {
+                "; those bisected are with their cliffs below"
+            }
         );
-        for j in &fault_jumps {
-            let _ = writeln!(md, "- {}", describe_jump(j, "minor faults"));
-        }
-        for j in &syscall_jumps {
-            let _ = writeln!(md, "- {}", describe_jump(j, "memory syscalls"));
+        for (j, what) in alone {
+            let _ = writeln!(md, "- {}", describe_jump(j, what));
         }
         md.push('\n');
     }
     if !loaded.cliffs.is_empty() {
         let _ = writeln!(
             md,
-            "**Exact cliffs** (each change above, bisected to neighbouring sizes with `alloclab cliff`'s method; a change that could not be bisected says why):\n"
+            "**Exact cliffs** (each change of the sweep, bisected to neighbouring sizes with `alloclab cliff`'s method; a change that could not be bisected says why):\n"
         );
         for c in &loaded.cliffs {
-            let _ = writeln!(md, "- {}", c.describe());
+            // The sweep's jump it was found in, as its evidence (an unresolved cliff
+            // already says the sweep's values).
+            let evidence = jumps
+                .iter()
+                .filter(|_| c.unresolved.is_none())
+                .find(|(j, what)| covers(j, what, c))
+                .map(|(j, _)| {
+                    format!(
+                        " (the sweep: {} at {} elements, {} at {})",
+                        fmt_count(j.from_value),
+                        fmt_count(j.from_size as f64),
+                        fmt_count(j.to_value),
+                        fmt_count(j.to_size as f64)
+                    )
+                })
+                .unwrap_or_default();
+            let _ = writeln!(md, "- {}{evidence}", c.describe());
         }
         md.push('\n');
     }
