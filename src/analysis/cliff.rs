@@ -264,7 +264,7 @@ pub enum CliffError {
         below_value: f64,
         above: u64,
         above_value: f64,
-        /// The far side's departure from the trend.
+        /// The far end's departure from the trend (at the range's `to`).
         departure: f64,
     },
     #[error("{0} is unavailable in these runs: {1}")]
@@ -348,6 +348,8 @@ pub fn find<R>(
             trend: trend.words(),
         });
     }
+    // The whole change, at the far end, for the step test below.
+    let far_departure = departure(&hi);
     while hi.size - lo.size > resolution.max(1) {
         let mid = lo.size + (hi.size - lo.size) / 2;
         let m = measure(mid)?;
@@ -366,16 +368,25 @@ pub fn find<R>(
     // here, with both values. Only where the probes are exact counts (one process each,
     // no noise: the built-in workload's): a command's counts per call carry their
     // rounds' noise, and at the onset of its ramp neighbours differ by noise alone.
+    // From a level (not from nothing, where reaching the threshold is the onset by
+    // definition), the step must also carry half of the whole change: a count that
+    // grows along a line not through zero departs from the proportional trend by a page
+    // at a time, and one page is no cliff.
     let step = if up { 1.0 } else { -1.0 } * (departure(&hi) - departure(&lo));
     let exact = lo.noise == 0.0 && hi.noise == 0.0;
-    if exact && step < 0.5 * departure(&hi).abs() {
+    // (A per-run level, start-up included, varies by a few faults from run to run: its
+    // far end says nothing of a step's size.)
+    let from_level = level.abs() >= margin && trend == Trend::Proportional;
+    if exact
+        && (step < 0.5 * departure(&hi).abs() || (from_level && step < 0.5 * far_departure.abs()))
+    {
         return Err(CliffError::NotAStep {
             metric: metric.name(),
             below: lo.size,
             below_value: lo.value,
             above: hi.size,
             above_value: hi.value,
-            departure: departure(&hi),
+            departure: far_departure,
         });
     }
     Ok(Cliff {
@@ -517,6 +528,33 @@ mod tests {
             &mut exec,
             100_000,
             200_000,
+            Metric::Faults,
+            Trend::Proportional,
+            1,
+            &mut |_| {},
+        )
+        .err()
+        .unwrap();
+        assert!(matches!(e, CliffError::NotAStep { .. }), "{e}");
+        // A fault count along a line not through zero (the storm's faults grow with the
+        // part of the buffers beyond what the heap keeps): against the proportional trend
+        // it departs one page at a time, and no pair of neighbours is a cliff.
+        let line = |size: u64| {
+            let mut r = template.clone();
+            r.size = size;
+            r.minflt_per_iter = ((size - 10_000) / 100) as f64;
+            Ok(Probe {
+                size,
+                value: r.minflt_per_iter,
+                noise: 0.0,
+                record: r,
+            })
+        };
+        let mut exec = line;
+        let e = find(
+            &mut exec,
+            20_000,
+            100_000,
             Metric::Faults,
             Trend::Proportional,
             1,

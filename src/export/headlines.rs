@@ -25,12 +25,15 @@ use std::collections::BTreeSet;
 pub const MOST: usize = 5;
 /// Cliffs take at most this many of them, so that a difference can still lead.
 const MOST_CLIFFS: usize = 4;
-/// A difference without an interval (one process per cell) leads only from this ratio.
+/// A difference without a verdict (one process per cell, or too few for the interval's
+/// level) leads only from this ratio.
 const UNTESTED_RATIO: f64 = 1.5;
 
 /// The exact cliffs of one allocator at one pair of sizes.
 pub struct CliffGroup<'a> {
     pub label: String,
+    pub workload: crate::model::spec::Workload,
+    pub threads: u32,
     pub below: u64,
     pub above: u64,
     /// Each variant's change there: "out-of-place: minor faults 0 → 1.00".
@@ -41,7 +44,16 @@ pub struct CliffGroup<'a> {
 /// The bisected cliffs grouped by allocator and sizes, in their order.
 pub fn cliff_groups(cliffs: &[FoundCliff]) -> Vec<CliffGroup<'_>> {
     let mut groups: Vec<CliffGroup> = Vec::new();
-    for c in cliffs.iter().filter(|c| c.unresolved.is_none()) {
+    // A bisected pair with no step between them (cliffs.json of versions that did not
+    // refuse them: 233 and 242 faults) is no headline.
+    let step = |c: &&FoundCliff| {
+        (c.above_value - c.below_value).abs() >= 0.5 * c.above_value.abs().max(c.below_value.abs())
+    };
+    for c in cliffs
+        .iter()
+        .filter(|c| c.unresolved.is_none())
+        .filter(step)
+    {
         let change = format!(
             "{}: {} {} → {}",
             c.variant,
@@ -59,6 +71,8 @@ pub fn cliff_groups(cliffs: &[FoundCliff]) -> Vec<CliffGroup<'_>> {
             }
             None => groups.push(CliffGroup {
                 label: c.allocator.clone(),
+                workload: c.workload,
+                threads: c.threads,
                 below: c.below_size,
                 above: c.above_size,
                 changes: vec![change],
@@ -92,8 +106,14 @@ fn cliff_headline(g: &CliffGroup) -> (u8, String) {
             _ => format!("; moving it ({}): {}", c.spec, c.verdict),
         })
         .unwrap_or_default();
+    // The workload and threads where they are not the founding case's.
+    let of = if g.workload == crate::model::spec::Workload::Scale && g.threads == 1 {
+        String::new()
+    } else {
+        format!(" ({}, {} threads)", g.workload, g.threads)
+    };
     let text = format!(
-        "{} changes between {} and {} elements ({} per f64 buffer): {}{}{moved}",
+        "{}{of} changes between {} and {} elements ({} per f64 buffer): {}{}{moved}",
         g.label,
         group_thousands(g.below as i64),
         group_thousands(g.above as i64),
@@ -144,10 +164,10 @@ fn differences(loaded: &Loaded) -> Vec<(f64, String)> {
                 let size = cmp.ratio.ln().abs();
                 let weight = match cmp.verdict {
                     Some(Verdict::Slower | Verdict::Faster) => size,
-                    _ if cmp.interval.is_none()
-                        && (cmp.ratio >= UNTESTED_RATIO || cmp.ratio <= 1.0 / UNTESTED_RATIO) =>
-                    {
-                        // Said as untested, and below every tested one of the same size.
+                    Some(Verdict::NoSignificantDifference) => continue,
+                    // Without a verdict (one process, or too few for the interval's
+                    // level): said so, and below every decided one of the same size.
+                    _ if cmp.ratio >= UNTESTED_RATIO || cmp.ratio <= 1.0 / UNTESTED_RATIO => {
                         size / 2.0
                     }
                     _ => continue,

@@ -41,6 +41,25 @@ pub struct Entry {
     loaded: Option<Loaded>,
     /// Why a run folder's results could not be read.
     pub problem: Option<String>,
+    /// A trace folder's call path under glibc: (variant, size, mechanism line).
+    traced: Option<(String, u64, String)>,
+}
+
+/// The glibc mechanism line of a trace folder's trace.json, with its variant and size.
+fn traced_mechanism(path: &Path) -> Option<(String, u64, String)> {
+    let text = std::fs::read_to_string(path.join("trace.json")).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let mechanism = v["allocators"]
+        .as_array()?
+        .iter()
+        .find(|a| a["label"] == "system")?["mechanism"]
+        .as_str()?
+        .to_string();
+    Some((
+        v["variant"].as_str()?.to_string(),
+        v["size"].as_u64()?,
+        mechanism,
+    ))
 }
 
 /// The results folders directly under `parent` (a folder with the lab's folder.json, or
@@ -66,6 +85,9 @@ pub fn entries(parent: &Path) -> Vec<Entry> {
                 link.push_str("/report.html");
                 link
             });
+            let traced = (status.kind == Kind::Trace)
+                .then(|| traced_mechanism(&path))
+                .flatten();
             let (loaded, problem) = match status.kind {
                 Kind::Run => match results::load(&path) {
                     Ok(l) => (Some(l), None),
@@ -80,6 +102,7 @@ pub fn entries(parent: &Path) -> Vec<Entry> {
                 page,
                 loaded,
                 problem,
+                traced,
             })
         })
         .collect();
@@ -159,25 +182,43 @@ pub(crate) fn mechanism(base: Counts, other: Counts, allocator: &str) -> String 
             c.join(", ")
         }
     };
-    if faults >= 1.0 || !more.is_empty() {
+    if faults >= 1.0 {
         return format!(
             "{} more page faults ({} faulted in again) and {} per iteration: {}",
-            fmt_count(faults.max(0.0)),
-            human_bytes((faults.max(0.0) * 4096.0) as u64),
+            fmt_count(faults),
+            human_bytes((faults * 4096.0) as u64),
             listed(&more, "no more memory syscalls"),
             how(other, allocator).unwrap_or("the pages are faulted in again")
         );
     }
-    if faults <= -1.0 || !fewer.is_empty() {
+    if faults <= -1.0 {
         return format!(
             "{} fewer page faults ({} not faulted in again) and {} per iteration: in place, {}",
-            fmt_count(-faults.min(0.0)),
-            human_bytes((-faults.min(0.0) * 4096.0) as u64),
+            fmt_count(-faults),
+            human_bytes((-faults * 4096.0) as u64),
             listed(&fewer, "no fewer memory syscalls"),
             how(base, allocator).unwrap_or("the pages are faulted in again")
         );
     }
-    "the same page faults and memory syscalls as in place: the difference is the work on memory itself (a pass more or less)".into()
+    // Calls without faults: the counts show the calls, nothing faulted in again.
+    if !more.is_empty() || !fewer.is_empty() {
+        return format!(
+            "{}{}{} per iteration, and no difference in page faults",
+            listed(&more, ""),
+            if more.is_empty() || fewer.is_empty() {
+                ""
+            } else {
+                " more and "
+            },
+            if fewer.is_empty() {
+                " more".to_string()
+            } else {
+                format!("{} fewer", fewer.join(", "))
+            }
+        );
+    }
+    "the same page faults and memory syscalls as in place: the counts do not explain the difference"
+        .into()
 }
 
 /// A comparison in words that read in a sentence: "17.00x slower [16.80x, 17.13x]", or
@@ -274,11 +315,31 @@ fn founding(entries: &[Entry], html: &mut String) -> Option<String> {
             esc(&e.name),
             esc(&mechanism(Counts::of(&rb), Counts::of(&ro), "system")),
         );
+        // The call path behind it, where a trace of glibc's out-of-place cell is here.
+        if let Some((t, (_, n, line))) = entries.iter().find_map(|t| {
+            t.traced
+                .as_ref()
+                .filter(|(v, _, _)| v == "out-of-place")
+                .map(|x| (t, x))
+        }) {
+            let _ = write!(
+                html,
+                r#"<p class="why"><b>Traced</b> ({}, {} elements{}): {}</p>"#,
+                esc(&t.name),
+                group_thousands(*n as i64),
+                if *n == size {
+                    ""
+                } else {
+                    ", another size than the verdict's"
+                },
+                esc(line.strip_prefix("system: ").unwrap_or(line))
+            );
+        }
         if !e.complete {
             html.push_str(r#"<p class="warn">This folder's run is incomplete: the figures are over the processes it has.</p>"#);
         }
         html.push_str("</section>");
-        return Some(heat_table(loaded, size));
+        return Some(heat_table(loaded, &oop.spec, "matrix"));
     }
     html.push_str(r#"<section id="answer"><h2>The founding case</h2>"#);
     for d in &damaged {
@@ -288,10 +349,18 @@ fn founding(entries: &[Entry], html: &mut String) -> Option<String> {
     None
 }
 
-/// Every allocator × variant of the founding folder at `size`: the ratio to that
-/// allocator's in-place cell, coloured by its verdict, with faults per iteration.
-pub(crate) fn heat_table(loaded: &Loaded, size: u64) -> String {
-    let cells = &loaded.cells;
+/// Every allocator × variant of `loaded` at one workload, thread count and size (those
+/// of `at`): the ratio to that allocator's in-place cell, coloured by its verdict, with
+/// faults per iteration. `id` is the section's id.
+pub(crate) fn heat_table(loaded: &Loaded, at: &crate::model::run::RunSpec, id: &str) -> String {
+    let (size, workload, threads) = (at.size, at.workload, at.threads);
+    let all: Vec<Cell> = loaded
+        .cells
+        .iter()
+        .filter(|c| c.spec.workload == workload && c.spec.threads == threads)
+        .cloned()
+        .collect();
+    let cells = &all;
     let mut labels: Vec<String> = Vec::new();
     let mut variants: Vec<Variant> = Vec::new();
     for c in cells.iter().filter(|c| c.spec.size == size) {
@@ -303,8 +372,20 @@ pub(crate) fn heat_table(loaded: &Loaded, size: u64) -> String {
             variants.push(c.spec.variant);
         }
     }
-    let mut t = String::from(
-        r#"<section id="matrix"><h2>Every allocator and variant</h2><p>Each cell: its time against the same allocator's in-place cell (median of the per-round ratios, 95 % interval; a colour and a word for the verdict beyond ±2 %), and its minor faults per iteration.</p><table class="heat"><tr><th>allocator</th>"#,
+    let processes = loaded.plan.experiment.processes;
+    let how = if processes > 1 {
+        format!(
+            "median of the per-round ratios, {} interval; a colour and a word for the verdict beyond ±{} %",
+            crate::analysis::stats::level_text(),
+            THRESHOLD * 100.0
+        )
+    } else {
+        "one process per cell: the ratio of the p50s, no interval and no verdict".to_string()
+    };
+    let mut t = format!(
+        r#"<section id="{}"><h2>Every allocator and variant: {workload}, {} elements, {threads} thread(s)</h2><p>Each cell: its time against the same allocator's in-place cell ({how}), and its minor faults per iteration.</p><table class="heat"><tr><th>allocator</th>"#,
+        esc(id),
+        group_thousands(size as i64),
     );
     for v in &variants {
         let _ = write!(t, "<th>{}</th>", esc(&v.to_string()));
@@ -650,6 +731,25 @@ fn percent_bytes(p: &[u8]) -> String {
 mod tests {
     use super::*;
 
+    /// A trace folder's glibc line (trace.json as `alloclab trace` writes it) is what the
+    /// index puts under the founding verdict; other allocators' lines are not.
+    #[test]
+    fn a_trace_folder_gives_the_founding_case_its_call_path() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("trace.json"),
+            r#"{"schema":"alloclab.trace/1","workload":"scale","variant":"out-of-place","size":1000000,"allocators":[
+              {"label":"jemalloc","mechanism":"jemalloc: 2.00 madvise per iteration"},
+              {"label":"system","mechanism":"system: 3.00 brk per iteration, 33 % from free → _int_free → systrim."}]}"#,
+        )
+        .unwrap();
+        let (variant, size, line) = traced_mechanism(dir.path()).unwrap();
+        assert_eq!((variant.as_str(), size), ("out-of-place", 1_000_000));
+        assert!(line.contains("free → _int_free → systrim"), "{line}");
+        std::fs::write(dir.path().join("trace.json"), "{ not json").unwrap();
+        assert!(traced_mechanism(dir.path()).is_none());
+    }
+
     #[test]
     fn links_are_percent_escaped_and_the_mechanism_names_the_trim() {
         assert_eq!(percent_bytes(b"a b"), "a%20b");
@@ -667,6 +767,15 @@ mod tests {
         );
         assert!(m.contains("trim"), "{m}");
         assert!(mechanism(base, base, "system").starts_with("the same page faults"));
+        // Calls alone (snmalloc's out-of-place: a madvise, no fault): no "0 more faults".
+        let calls_only = Counts {
+            madvise: 1.0,
+            ..Counts::default()
+        };
+        assert_eq!(
+            mechanism(base, calls_only, "snmalloc"),
+            "1.00 madvise more per iteration, and no difference in page faults"
+        );
         // Faster than in place: what in place did that this one does not.
         let jemalloc_in_place = Counts {
             faults: 1954.0,

@@ -608,28 +608,45 @@ fn report_html(
     };
     // Beside the charts, every allocator × variant of a comparison at one size as a heat
     // table (ratio to the allocator's in-place cell, a colour and a word per verdict).
+    // One per workload, thread count and size with several allocators or variants; none
+    // for a sweep (its charts are against size).
     let sections = if html::is_sweep(rows) {
         Vec::new()
     } else {
-        let sizes: BTreeSet<u64> = rows.iter().map(|r| r.size).collect();
-        sizes
-            .into_iter()
-            .filter(|&n| {
-                let at = rows.iter().filter(|r| r.size == n);
-                at.clone()
-                    .map(|r| &r.allocator_spec)
-                    .collect::<BTreeSet<_>>()
-                    .len()
-                    > 1
-                    || at.map(|r| r.variant).collect::<BTreeSet<_>>().len() > 2
-            })
-            .map(|n| super::index::heat_table(loaded, n))
-            .collect()
+        let mut seen: Vec<(Workload, u32, u64)> = Vec::new();
+        let mut out = Vec::new();
+        for c in &loaded.cells {
+            let key = (c.spec.workload, c.spec.threads, c.spec.size);
+            if seen.contains(&key) {
+                continue;
+            }
+            seen.push(key);
+            let at = rows
+                .iter()
+                .filter(|r| (r.workload, r.threads, r.size) == key);
+            let allocators: BTreeSet<&String> = at.clone().map(|r| &r.allocator_spec).collect();
+            let variants: BTreeSet<_> = at.map(|r| r.variant).collect();
+            if allocators.len() > 1 || variants.len() > 2 {
+                let id = format!("matrix-{}", out.len() + 1);
+                out.push(super::index::heat_table(loaded, &c.spec, &id));
+            }
+        }
+        out
+    };
+    // A page of an unfinished run says so before its answer.
+    let (done, planned) = process_counts(loaded);
+    let title = if done < planned {
+        format!(
+            "INCOMPLETE ({done} of {planned} processes): alloclab run: {}",
+            e.name
+        )
+    } else {
+        format!("alloclab run: {}", e.name)
     };
     let mut environment = vec![e.description.clone()];
     environment.extend(html::environment_lines(env));
     html::Page {
-        title: format!("alloclab run: {}", e.name),
+        title,
         environment,
         answer: answer.to_vec(),
         sections,
