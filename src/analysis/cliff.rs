@@ -511,58 +511,46 @@ mod tests {
         .err()
         .unwrap();
         assert!(matches!(e, CliffError::NoChange { .. }), "{e}");
-        // A ramp from 0 to 1,000 faults over the range, no step anywhere.
-        let ramp = |size: u64| {
-            let mut r = template.clone();
-            r.size = size;
-            r.minflt_per_iter = ((size as f64 - 100_000.0) / 100.0).max(0.0);
-            Ok(Probe {
-                size,
-                value: r.minflt_per_iter,
-                noise: 0.0,
-                record: r,
-            })
-        };
-        let mut exec = ramp;
-        let e = find(
-            &mut exec,
-            100_000,
-            200_000,
-            Metric::Faults,
-            Trend::Proportional,
-            1,
-            &mut |_| {},
-        )
-        .err()
-        .unwrap();
-        assert!(matches!(e, CliffError::NotAStep { .. }), "{e}");
-        // A fault count along a line not through zero (the storm's faults grow with the
-        // part of the buffers beyond what the heap keeps): against the proportional trend
-        // it departs one page at a time, and no pair of neighbours is a cliff.
-        let line = |size: u64| {
-            let mut r = template.clone();
-            r.size = size;
-            r.minflt_per_iter = ((size - 10_000) / 100) as f64;
-            Ok(Probe {
-                size,
-                value: r.minflt_per_iter,
-                noise: 0.0,
-                record: r,
-            })
-        };
-        let mut exec = line;
-        let e = find(
-            &mut exec,
-            20_000,
-            100_000,
-            Metric::Faults,
-            Trend::Proportional,
-            1,
-            &mut |_| {},
-        )
-        .err()
-        .unwrap();
-        assert!(matches!(e, CliffError::NotAStep { .. }), "{e}");
+        // Two fault counts with no step anywhere: a ramp from 0 to 1,000 faults, and a
+        // line not through zero (the storm's faults grow with the part of the buffers
+        // beyond what the heap keeps), which against the proportional trend departs one
+        // page at a time.
+        let shapes: [(fn(u64) -> f64, u64, u64); 2] = [
+            (
+                |n| ((n as f64 - 100_000.0) / 100.0).max(0.0),
+                100_000,
+                200_000,
+            ),
+            (|n| ((n - 10_000) / 100) as f64, 20_000, 100_000),
+        ];
+        for (faults, from, to) in shapes {
+            let mut exec = |size: u64| {
+                let mut r = template.clone();
+                r.size = size;
+                r.minflt_per_iter = faults(size);
+                Ok(Probe {
+                    size,
+                    value: r.minflt_per_iter,
+                    noise: 0.0,
+                    record: r,
+                })
+            };
+            let e = find(
+                &mut exec,
+                from,
+                to,
+                Metric::Faults,
+                Trend::Proportional,
+                1,
+                &mut |_| {},
+            )
+            .err()
+            .unwrap();
+            assert!(
+                matches!(e, CliffError::NotAStep { .. }),
+                "{from}..{to}: {e}"
+            );
+        }
         // A real step still passes (the test below checks its neighbours).
         let mut exec = |size| step(&template, size);
         assert!(find(
