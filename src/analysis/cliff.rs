@@ -515,7 +515,9 @@ mod tests {
         // line not through zero (the storm's faults grow with the part of the buffers
         // beyond what the heap keeps), which against the proportional trend departs one
         // page at a time.
-        let shapes: [(fn(u64) -> f64, u64, u64); 2] = [
+        // Faults per iteration at a size, and the range.
+        type Shape = (fn(u64) -> f64, u64, u64);
+        let shapes: [Shape; 2] = [
             (
                 |n| ((n as f64 - 100_000.0) / 100.0).max(0.0),
                 100_000,
