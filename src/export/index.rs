@@ -47,8 +47,12 @@ pub struct Entry {
 
 /// The glibc mechanism line of a trace folder's trace.json, with its variant and size.
 fn traced_mechanism(path: &Path) -> Option<(String, u64, String)> {
-    let text = std::fs::read_to_string(path.join("trace.json")).ok()?;
-    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    traced_mechanism_of(&std::fs::read_to_string(path.join("trace.json")).ok()?)
+}
+
+/// The same, from trace.json's text.
+fn traced_mechanism_of(text: &str) -> Option<(String, u64, String)> {
+    let v: serde_json::Value = serde_json::from_str(text).ok()?;
     let mechanism = v["allocators"]
         .as_array()?
         .iter()
@@ -735,19 +739,15 @@ mod tests {
     /// index puts under the founding verdict; other allocators' lines are not.
     #[test]
     fn a_trace_folder_gives_the_founding_case_its_call_path() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(
-            dir.path().join("trace.json"),
-            r#"{"schema":"alloclab.trace/1","workload":"scale","variant":"out-of-place","size":1000000,"allocators":[
+        let text = r#"{"schema":"alloclab.trace/1","workload":"scale","variant":"out-of-place","size":1000000,"allocators":[
               {"label":"jemalloc","mechanism":"jemalloc: 2.00 madvise per iteration"},
-              {"label":"system","mechanism":"system: 3.00 brk per iteration, 33 % from free → _int_free → systrim."}]}"#,
-        )
-        .unwrap();
-        let (variant, size, line) = traced_mechanism(dir.path()).unwrap();
+              {"label":"system","mechanism":"system: 3.00 brk per iteration, 33 % from free → _int_free → systrim."}]}"#;
+        let (variant, size, line) = traced_mechanism_of(text).unwrap();
         assert_eq!((variant.as_str(), size), ("out-of-place", 1_000_000));
         assert!(line.contains("free → _int_free → systrim"), "{line}");
-        std::fs::write(dir.path().join("trace.json"), "{ not json").unwrap();
-        assert!(traced_mechanism(dir.path()).is_none());
+        assert!(traced_mechanism_of("{ not json").is_none());
+        // A folder without trace.json has none.
+        assert!(traced_mechanism(Path::new("/nonexistent-alloclab-folder")).is_none());
     }
 
     #[test]
