@@ -110,6 +110,10 @@ pub struct Confirmation {
     pub threshold: String,
     /// The first element count on the far side of the moved threshold, by its rule.
     pub predicted: u64,
+    /// The last element count the rule allows, where it is known only to a window
+    /// (M_TOP_PAD's page): the cliff is predicted from `predicted` to this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_to: Option<u64>,
     /// The cliff under `spec`: the sizes either side (None: not found, see `verdict`).
     pub below: Option<u64>,
     pub above: Option<u64>,
@@ -122,22 +126,35 @@ pub struct Confirmation {
 }
 
 impl Confirmation {
+    /// Where the moved threshold's rule puts the cliff: "1,834,497" or "16,384 to 16,640".
+    pub fn predicted_text(&self) -> String {
+        let g = |n: u64| crate::fmt::group_thousands(n as i64);
+        match self.predicted_to {
+            Some(to) if to != self.predicted => format!("{} to {}", g(self.predicted), g(to)),
+            _ => g(self.predicted),
+        }
+    }
+
     /// One sentence: what was moved and where the cliff went.
     pub fn describe(&self) -> String {
         let g = |n: u64| crate::fmt::group_thousands(n as i64);
+        let at = match self.predicted_to {
+            Some(to) if to != self.predicted => {
+                format!("between {} and {}", g(self.predicted), g(to))
+            }
+            _ => format!("at {}", g(self.predicted)),
+        };
         match (self.below, self.above) {
             (Some(b), Some(a)) => format!(
-                "under {} the cliff is between {} and {} elements, and the moved threshold's rule puts it at {}: {}",
+                "under {} the cliff is between {} and {} elements, and the moved threshold's rule puts it {at}: {}",
                 self.spec,
                 g(b),
                 g(a),
-                g(self.predicted),
                 self.verdict
             ),
             _ => format!(
-                "under {} (the moved threshold's rule puts the cliff at {} elements): {}",
+                "under {} (the moved threshold's rule puts the cliff {at} elements): {}",
                 self.spec,
-                g(self.predicted),
                 self.verdict
             ),
         }
@@ -222,7 +239,12 @@ impl FoundCliff {
             fmt_count((self.below_size * 8) as f64),
             fmt_count(self.above_value),
             fmt_count(self.above_size as f64),
-        ) + &crate::analysis::thresholds::cause(&self.allocator, self.below_size, self.above_size)
+        ) + &crate::analysis::thresholds::cause(
+            &self.allocator,
+            self.workload.live_buffers(self.variant),
+            self.below_size,
+            self.above_size,
+        )
             .short()
             + &self
                 .confirmation

@@ -32,8 +32,54 @@ pub struct Threshold {
     pub effect: &'static str,
     /// The smallest request (bytes) that is on the far side of it.
     pub request_bytes: u64,
+    /// How far beyond `request_bytes` the crossing may lie (0: exactly there). Where a
+    /// rule is known only to a window — M_TOP_PAD's, whose page of remainder the heap's
+    /// history sets — the crossing is somewhere from `request_bytes` to this many bytes
+    /// more.
+    pub window_bytes: u64,
     /// The knob that moves it, as a spec fragment with a value twice the threshold's.
     pub moved_by: Option<String>,
+}
+
+impl Threshold {
+    /// The first element count on the far side by the rule, and the last one it may be
+    /// (the same for an exact rule).
+    pub fn elements(&self) -> (u64, u64) {
+        (
+            self.request_bytes.div_ceil(BYTES_PER_ELEMENT),
+            (self.request_bytes + self.window_bytes).div_ceil(BYTES_PER_ELEMENT),
+        )
+    }
+
+    /// The rule's crossing point as words: "916,993" or "8,192 to 8,448".
+    pub fn predicted_text(&self) -> String {
+        let g = |n: u64| crate::fmt::group_thousands(n as i64);
+        match self.elements() {
+            (lo, hi) if lo == hi => g(lo),
+            (lo, hi) => format!("{} to {}", g(lo), g(hi)),
+        }
+    }
+
+    /// "predicted from 916,993 elements", or for a window "predicted from 8,192 to 8,448
+    /// elements (where in that window, the heap's history decides)".
+    pub fn predicted_phrase(&self) -> String {
+        let (lo, hi) = self.elements();
+        if lo == hi {
+            format!("predicted from {} elements", self.predicted_text())
+        } else {
+            format!(
+                "predicted from {} elements (where in that window, the heap's history decides)",
+                self.predicted_text()
+            )
+        }
+    }
+
+    /// Whether a change between `below` and `above` elements (the last size on the near
+    /// side, the first on the far side) can be this threshold's crossing.
+    pub fn holds(&self, below: u64, above: u64) -> bool {
+        let (lo, hi) = self.elements();
+        below < hi && lo <= above
+    }
 }
 
 /// How a cliff relates to the known thresholds of its allocator.
@@ -60,33 +106,27 @@ impl Cause {
     /// One sentence for a page: what the cliff is at, or that nothing known is.
     pub fn sentence(&self) -> String {
         match self {
-            Cause::At {
-                threshold,
-                predicted_elements,
-            } => format!(
-                "{}: {} (predicted from {} elements on){}",
+            Cause::At { threshold, .. } => format!(
+                "{}: {} ({}){}",
                 threshold.name,
                 threshold.effect,
-                crate::fmt::group_thousands(*predicted_elements as i64),
+                threshold.predicted_phrase(),
                 threshold
                     .moved_by
                     .as_ref()
                     .map(|k| format!("; {k} moves it"))
                     .unwrap_or_default()
             ),
-            Cause::Near {
-                threshold,
-                predicted_elements,
-            } => format!(
+            Cause::Near { threshold, .. } => format!(
                 "near {} ({}), whose crossing point is computed at {} elements, outside the cliff: not explained to the element",
                 threshold.name,
                 threshold.effect,
-                crate::fmt::group_thousands(*predicted_elements as i64)
+                threshold.predicted_text()
             ),
             Cause::Unexplained { nearest: Some((t, ratio)) } => format!(
                 "no known threshold of this allocator is at this size: the nearest, {}, is crossed from {} elements ({ratio:.2}x from the cliff)",
                 t.name,
-                crate::fmt::group_thousands(t.request_bytes.div_ceil(BYTES_PER_ELEMENT) as i64)
+                t.predicted_text()
             ),
             Cause::Unexplained { nearest: None } => {
                 "no known threshold of this allocator is listed".to_string()
@@ -99,23 +139,14 @@ impl Cause {
     /// A clause for a cliff's line: "; at jemalloc's oversize_threshold (8.0 MiB),
     /// predicted from 916,993 elements", "; near …", or nothing where none is known.
     pub fn short(&self) -> String {
-        let g = |n: u64| crate::fmt::group_thousands(n as i64);
         match self {
-            Cause::At {
-                threshold,
-                predicted_elements,
-            } => format!(
-                "; at {}, predicted from {} elements",
-                threshold.name,
-                g(*predicted_elements)
-            ),
-            Cause::Near {
-                threshold,
-                predicted_elements,
-            } => format!(
+            Cause::At { threshold, .. } => {
+                format!("; at {}, {}", threshold.name, threshold.predicted_phrase())
+            }
+            Cause::Near { threshold, .. } => format!(
                 "; near {} (its rule: from {} elements)",
                 threshold.name,
-                g(*predicted_elements)
+                threshold.predicted_text()
             ),
             Cause::Unexplained { .. } => "; at no known threshold of this allocator".into(),
         }
@@ -132,19 +163,16 @@ impl Cause {
     }
 }
 
-/// The element count from which the threshold of `label` that `moved` names (the same
-/// kind: its name up to the value) is crossed, with that label's knobs.
-pub fn predicted_under(label: &str, moved: &Threshold) -> Option<(Threshold, u64)> {
+/// The threshold of `label` that `moved` names (the same kind: its name up to the
+/// value), with that label's knobs, for a workload of `live` buffers.
+pub fn predicted_under(label: &str, live: Option<u64>, moved: &Threshold) -> Option<Threshold> {
     let kind = |t: &Threshold| t.name.split(" (").next().unwrap_or("").to_string();
-    let known = known(label);
+    let known = known(label, live);
     // The same kind; else the value the label sets (glibc's set mmap_threshold replaces
     // both the defaults and the 32 MiB ceiling).
     let same = known.iter().position(|t| kind(t) == kind(moved));
     let set = known.iter().position(|t| t.name.contains(", set)"));
-    same.or(set).map(|i| known[i].clone()).map(|t| {
-        let n = t.request_bytes.div_ceil(BYTES_PER_ELEMENT);
-        (t, n)
-    })
+    same.or(set).map(|i| known[i].clone())
 }
 
 /// A size in bytes from a knob value: `64M`, `16MiB`, `131072`, `1G`.
@@ -204,8 +232,10 @@ fn jemalloc_class_below(t: u64) -> u64 {
     }
 }
 
-/// The known thresholds of the allocator of `label`, with the values its knobs set.
-pub fn known(label: &str) -> Vec<Threshold> {
+/// The known thresholds of the allocator of `label`, with the values its knobs set, for a
+/// workload that holds `live` f64 buffers of the size at once (None: not known, and the
+/// rules that count buffers are left out).
+pub fn known(label: &str, live: Option<u64>) -> Vec<Threshold> {
     let (name, knobs) = parse_label(label);
     let knob = |k: &str| {
         knobs
@@ -234,6 +264,7 @@ pub fn known(label: &str) -> Vec<Threshold> {
                     effect: "a buffer this large is mmapped and unmapped every time (a set value does not slide)",
                     // mmapped when the chunk (request + 8, rounded up to 16) reaches it.
                     request_bytes: t.saturating_sub(23),
+                    window_bytes: 0,
                     // glibc refuses a set threshold above 32 MiB: doubled below it,
                     // halved from it.
                     moved_by: Some(with_trim(if 2 * t <= 32 * MIB { 2 * t } else { t / 2 })),
@@ -244,6 +275,7 @@ pub fn known(label: &str) -> Vec<Threshold> {
                         effect: "a buffer this large is first mmapped; freeing it slides the mmap threshold up to its mmapped size and the trim threshold to twice that, and it is served from the heap from then on",
                         // The chunk (request + 8, rounded up to 16) reaches 128 KiB.
                         request_bytes: 128 * KIB - 23,
+                        window_bytes: 0,
                         moved_by: Some(with_trim(256 * KIB)),
                     });
                     // The sliding stops at DEFAULT_MMAP_THRESHOLD_MAX: `free` slides the
@@ -257,11 +289,15 @@ pub fn known(label: &str) -> Vec<Threshold> {
                         name: "glibc's DEFAULT_MMAP_THRESHOLD_MAX (32 MiB on 64-bit)".into(),
                         effect: "the mmap threshold slides no higher, so a buffer this large is mmapped and unmapped every iteration",
                         request_bytes: 32 * MIB - PAGE - 23,
+                        window_bytes: 0,
                         // A set threshold may not exceed 32 MiB (glibc refuses more): it
                         // is moved down, where the cliff must follow.
                         moved_by: Some(with_trim(16 * MIB)),
                     });
                 }
+            }
+            if let Some(top) = top_pad_window(knob("top_pad"), trim, knob("mmap_threshold"), live) {
+                v.push(top);
             }
             if let Some(t) = trim {
                 v.push(Threshold {
@@ -269,6 +305,7 @@ pub fn known(label: &str) -> Vec<Threshold> {
                     effect:
                         "more free memory than this at the top of the heap is given back with brk",
                     request_bytes: t,
+                    window_bytes: 0,
                     moved_by: Some(format!("system:trim_threshold={}", human_knob(2 * t))),
                 });
             }
@@ -287,11 +324,86 @@ pub fn known(label: &str) -> Vec<Threshold> {
                 ),
                 effect: "a request whose size class (with its page of cache-oblivious padding) reaches it goes to the dedicated huge arena, which purges what is freed at once: the pages are given back with madvise and faulted in again",
                 request_bytes: request,
+                window_bytes: 0,
                 moved_by: Some(format!("jemalloc:oversize_threshold={}", human_knob(2 * t))),
             }]
         }
         _ => Vec::new(),
     }
+}
+
+/// glibc's smallest chunk (MINSIZE), and one byte more: `systrim` keeps the top's
+/// `MINSIZE + 1` bytes besides the pad.
+const MINSIZE: u64 = 32;
+
+/// Where the buffers of an iteration no longer fit in the top of glibc's heap that the
+/// last trim left — the onset of the trim storm of out-of-place (grow with brk, fault
+/// in, trim with brk, every iteration).
+///
+/// The rule, from malloc.c: `systrim(M_TOP_PAD)` leaves a top of `pad + MINSIZE + 1 + m`
+/// bytes, where `m` (less than a page) is what the page rounding of the trim leaves;
+/// a heap never trimmed has a top below the trim threshold. An iteration whose `live`
+/// chunks (each the request + 8, rounded up to 16) and MINSIZE no longer fit in that top
+/// grows the heap; the frees then leave more than the trim threshold at the top, and
+/// it is trimmed back, with the same `m` (the growth is rounded to the page as the trim
+/// is). So the storm starts where `live` chunks reach `pad + 2 + m`, and `m` — a page
+/// wide, set by the heap's history before the loop — is known only to its window; where
+/// the trim threshold exceeds the pad by more than a page, the window reaches up to it.
+/// Measured starts (out-of-place, two buffers): 8,334 and 8,338 by defaults (rule: 8,192
+/// to 8,448); 16,502 with `top_pad=256K,trim_threshold=256K,mmap_threshold=1M` (16,384
+/// to 16,640); 4,226 with `top_pad=64K,trim_threshold=64K` (4,096 to 4,352); 7,954 with
+/// `top_pad=64K` (4,096 to 8,188); 2,313 with `top_pad=32K,trim_threshold=64K` (2,048 to
+/// 4,092).
+fn top_pad_window(
+    top_pad: Option<u64>,
+    trim: Option<u64>,
+    mmap: Option<u64>,
+    live: Option<u64>,
+) -> Option<Threshold> {
+    let k = live.filter(|&k| k > 0)?;
+    let pad = top_pad.unwrap_or(128 * KIB);
+    let trim_now = trim.unwrap_or(128 * KIB);
+    // The smallest chunk of which `k` reach `total` bytes.
+    let chunk = |total: u64| total.div_ceil(k).div_ceil(16) * 16;
+    let lowest = chunk(pad + 2);
+    // The largest top a trim (or a heap never trimmed) leaves before the loop.
+    let top_max = (pad + MINSIZE + 1 + PAGE).max(trim_now) - 1;
+    let highest = chunk(top_max + 1 - MINSIZE);
+    // Only while the buffers are served from the heap (glibc mmaps a chunk that reaches
+    // the mmap threshold: 128 KiB until a free slides it).
+    if highest >= mmap.unwrap_or(128 * KIB) {
+        return None;
+    }
+    // Moved: twice the pad, with the trim threshold at the pad (a window of one page)
+    // and the mmap threshold set far above the buffers (so that they stay on the heap).
+    let moved = 2 * pad;
+    let moved_by = (4 * moved <= 32 * MIB).then(|| {
+        format!(
+            "system:mmap_threshold={},top_pad={},trim_threshold={}",
+            human_knob(4 * moved),
+            human_knob(moved),
+            human_knob(moved)
+        )
+    });
+    Some(Threshold {
+        name: format!(
+            "glibc's M_TOP_PAD ({}{})",
+            human(pad),
+            if top_pad.is_some() {
+                ", set"
+            } else {
+                " default"
+            }
+        ),
+        effect: if k == 1 {
+            "the buffer no longer fits in the top of the heap that the last trim left (M_TOP_PAD and less than a page, which the heap's history sets), so every iteration grows the heap with brk and faults the new pages in, and the free trims it back"
+        } else {
+            "the buffers of an iteration no longer fit in the top of the heap that the last trim left (M_TOP_PAD and less than a page, which the heap's history sets), so every iteration grows the heap with brk and faults the new pages in, and the frees trim it back"
+        },
+        request_bytes: lowest - 23,
+        window_bytes: highest - lowest,
+        moved_by,
+    })
 }
 
 /// A byte count as a knob value: `16M`, `256K`, or bytes.
@@ -306,43 +418,61 @@ fn human_knob(b: u64) -> String {
 }
 
 /// The cause of a cliff of `label`'s cells between `below` and `above` elements (the
-/// last size on the near side and the first on the far side).
-pub fn cause(label: &str, below: u64, above: u64) -> Cause {
-    let known = known(label);
-    let predicted = |t: &Threshold| t.request_bytes.div_ceil(BYTES_PER_ELEMENT);
-    if let Some(t) = known
-        .iter()
-        .find(|t| below < predicted(t) && predicted(t) <= above)
-    {
+/// last size on the near side and the first on the far side), for a workload of `live`
+/// buffers (`Workload::live_buffers`).
+pub fn cause(label: &str, live: Option<u64>, below: u64, above: u64) -> Cause {
+    let known = known(label, live);
+    if let Some(t) = known.iter().find(|t| t.holds(below, above)) {
         return Cause::At {
             threshold: t.clone(),
-            predicted_elements: predicted(t),
+            predicted_elements: t.elements().0,
         };
     }
     // Within 3 % of the cliff: near it, but not where the threshold's arithmetic puts it.
     let mid = (below + above) as f64 / 2.0;
-    if let Some(t) = known
-        .iter()
-        .find(|t| (predicted(t) as f64 / mid - 1.0).abs() <= 0.03)
-    {
+    if let Some(t) = known.iter().find(|t| {
+        let (lo, hi) = t.elements();
+        mid >= lo as f64 * 0.97 && mid <= hi as f64 * 1.03
+    }) {
         return Cause::Near {
             threshold: t.clone(),
-            predicted_elements: predicted(t),
+            predicted_elements: t.elements().0,
         };
     }
     let nearest = known
         .into_iter()
         .map(|t| {
-            let r = above as f64 / predicted(&t).max(1) as f64;
+            let r = above as f64 / t.elements().0.max(1) as f64;
             (t, r)
         })
         .min_by(|a, b| a.1.ln().abs().total_cmp(&b.1.ln().abs()));
     Cause::Unexplained { nearest }
 }
 
+/// The cause of a cliff that several variants share (their `live` buffers each): the
+/// first that is at a threshold, else near one, else the first.
+pub fn cause_of(label: &str, lives: &[Option<u64>], below: u64, above: u64) -> Cause {
+    let all: Vec<Cause> = lives
+        .iter()
+        .map(|&l| cause(label, l, below, above))
+        .collect();
+    let rank = |c: &Cause| match c {
+        Cause::At { .. } => 0,
+        Cause::Near { .. } => 1,
+        Cause::Unexplained { .. } => 2,
+    };
+    all.into_iter()
+        .min_by_key(rank)
+        .unwrap_or_else(|| cause(label, None, below, above))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The live buffers of in-place and out-of-place.
+    const ONE: Option<u64> = Some(1);
+    const TWO: Option<u64> = Some(2);
 
     #[test]
     fn jemalloc_classes_are_four_per_doubling() {
@@ -363,7 +493,7 @@ mod tests {
     /// 16,382 and its return at 16,780.
     #[test]
     fn the_measured_cliffs_are_matched_to_their_thresholds_or_said_unexplained() {
-        match cause("jemalloc", 916_983, 917_058) {
+        match cause("jemalloc", ONE, 916_983, 917_058) {
             Cause::At {
                 threshold,
                 predicted_elements,
@@ -383,7 +513,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // Moved: with oversize_threshold=16M the cliff is predicted at 14 MiB − 4 KiB.
-        match cause("jemalloc:oversize_threshold=16M", 1_834_400, 1_834_500) {
+        match cause("jemalloc:oversize_threshold=16M", ONE, 1_834_400, 1_834_500) {
             Cause::At {
                 predicted_elements, ..
             } => assert_eq!(predicted_elements, (14 * MIB - PAGE + 1).div_ceil(8)),
@@ -391,7 +521,7 @@ mod tests {
         }
         // glibc's every-buffer mmap, to the element: 4,193,789 slides the threshold,
         // 4,193,790 (a 32 MiB mmapped chunk, 32 MiB + 2 with its IS_MMAPPED bit) does not.
-        match cause("system", 4_193_789, 4_193_790) {
+        match cause("system", ONE, 4_193_789, 4_193_790) {
             Cause::At {
                 threshold,
                 predicted_elements,
@@ -409,6 +539,7 @@ mod tests {
         assert!(matches!(
             cause(
                 "system:mmap_threshold=16M,trim_threshold=1G",
+                ONE,
                 2_097_149,
                 2_097_150
             ),
@@ -418,7 +549,7 @@ mod tests {
             }
         ));
         // The first buffer mmapped (a 128 KiB chunk) ends the small storm.
-        match cause("system", 16_381, 16_382) {
+        match cause("system", ONE, 16_381, 16_382) {
             Cause::At {
                 threshold,
                 predicted_elements,
@@ -428,15 +559,14 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        // The storm's onset (measured 8,331 to 8,332) depends on how much room the
-        // heap's history left at its top, which no rule here predicts to the element.
+        // The storm's onset is M_TOP_PAD's, for two buffers only (below).
         assert!(matches!(
-            cause("system", 8_331, 8_332),
+            cause("system", ONE, 8_331, 8_332),
             Cause::Unexplained { .. }
         ));
         // Its return at 16,780 is near the 128 KiB thresholds whose sliding it follows.
         assert!(matches!(
-            cause("system", 16_779, 16_780),
+            cause("system", ONE, 16_779, 16_780),
             Cause::Near {
                 predicted_elements: 16_382,
                 ..
@@ -445,11 +575,11 @@ mod tests {
         // The jemalloc jump of a quick sweep (4 MiB to 8 MiB per buffer) holds its
         // crossing point.
         assert!(matches!(
-            cause("jemalloc", 524_288, 1_048_576),
+            cause("jemalloc", ONE, 524_288, 1_048_576),
             Cause::At { .. }
         ));
         // Far from every threshold: the nearest is named, with the distance.
-        match cause("system", 1_000, 1_001) {
+        match cause("system", ONE, 1_000, 1_001) {
             Cause::Unexplained {
                 nearest: Some((t, r)),
             } => {
@@ -459,12 +589,96 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(
-            cause("mimalloc", 1000, 2000),
+            cause("mimalloc", ONE, 1000, 2000),
             Cause::Unexplained { nearest: None }
         );
-        assert!(cause("mimalloc", 1000, 2000)
+        assert!(cause("mimalloc", ONE, 1000, 2000)
             .sentence()
             .contains("no known threshold"));
+    }
+
+    /// The out-of-place storm's onset, by defaults and with the knobs moved, against the
+    /// starts `alloclab cliff` bisected on this machine kind (all inside their windows,
+    /// none outside): the window is M_TOP_PAD plus the page the heap's history sets.
+    #[test]
+    fn the_storms_onset_is_m_top_pads_window_for_two_buffers() {
+        let window = |label: &str| {
+            known(label, TWO)
+                .into_iter()
+                .find(|t| t.name.starts_with("glibc's M_TOP_PAD"))
+                .map(|t| t.elements())
+        };
+        // (label, the rule's window, the start measured).
+        let cases = [
+            ("system", (8_192, 8_448), 8_334),
+            (
+                "system:mmap_threshold=1M,top_pad=256K,trim_threshold=256K",
+                (16_384, 16_640),
+                16_502,
+            ),
+            (
+                "system:top_pad=64K,trim_threshold=64K",
+                (4_096, 4_352),
+                4_226,
+            ),
+            ("system:top_pad=64K", (4_096, 8_188), 7_954),
+            (
+                "system:top_pad=32K,trim_threshold=64K",
+                (2_048, 4_092),
+                2_313,
+            ),
+        ];
+        for (label, expected, measured) in cases {
+            let w = window(label).unwrap_or_else(|| panic!("{label}: no window"));
+            assert_eq!(w, expected, "{label}");
+            assert!(w.0 <= measured && measured <= w.1, "{label}: {measured}");
+            match cause(label, TWO, measured - 1, measured) {
+                Cause::At { threshold, .. } => {
+                    assert!(
+                        threshold.name.contains("M_TOP_PAD"),
+                        "{label}: {threshold:?}"
+                    )
+                }
+                other => panic!("{label}: {other:?}"),
+            }
+        }
+        // By the rule's arithmetic, at its edges: 8,192 elements make two chunks of
+        // 65,552 bytes, which reach a top of 128 KiB + 33 with MINSIZE; 8,191 do not.
+        let t = known("system", TWO)
+            .into_iter()
+            .find(|t| t.name.starts_with("glibc's M_TOP_PAD"))
+            .unwrap();
+        assert!(t.holds(8_191, 8_192) && !t.holds(8_190, 8_191));
+        assert!(t.holds(8_447, 8_448) && !t.holds(8_448, 8_449));
+        // The default's knob moves it to a one-page window of its own, predicted anew.
+        let moved = t.moved_by.clone().unwrap();
+        assert_eq!(
+            moved,
+            "system:mmap_threshold=1M,top_pad=256K,trim_threshold=256K"
+        );
+        let under = predicted_under(&moved, TWO, &t).unwrap();
+        assert_eq!(under.elements(), (16_384, 16_640));
+        assert_eq!(under.predicted_text(), "16,384 to 16,640");
+        // One buffer (in-place) reaches the 128 KiB mmap threshold first: no window.
+        assert!(known("system", ONE)
+            .iter()
+            .all(|t| !t.name.starts_with("glibc's M_TOP_PAD")));
+        // A workload whose buffers the lab does not count has none; the trims turned off
+        // (a trim threshold far above) have none.
+        assert!(known("system", None)
+            .iter()
+            .all(|t| !t.name.starts_with("glibc's M_TOP_PAD")));
+        assert!(known("system:mmap_threshold=16M,trim_threshold=1G", TWO)
+            .iter()
+            .all(|t| !t.name.starts_with("glibc's M_TOP_PAD")));
+        // A group of variants takes the cause any of them has.
+        assert!(matches!(
+            cause_of("system", &[ONE, TWO], 8_337, 8_338),
+            Cause::At { .. }
+        ));
+        assert!(cause("system", TWO, 8_337, 8_338)
+            .sentence()
+            .contains("predicted from 8,192 to 8,448 elements (where in that window, the heap's history decides)"));
     }
 
     #[test]

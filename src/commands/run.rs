@@ -415,7 +415,8 @@ fn confirm_cliffs(
         if c.unresolved.is_some() {
             continue;
         }
-        let cause = thresholds::cause(&c.allocator, c.below_size, c.above_size);
+        let live = c.workload.live_buffers(c.variant);
+        let cause = thresholds::cause(&c.allocator, live, c.below_size, c.above_size);
         let Some((threshold, moved)) = cause.movable() else {
             continue;
         };
@@ -454,6 +455,7 @@ fn confirm_cliffs(
             spec: moved.to_string(),
             threshold: threshold.name.clone(),
             predicted: 0,
+            predicted_to: None,
             below: None,
             above: None,
             verdict: String::new(),
@@ -468,22 +470,25 @@ fn confirm_cliffs(
             }
         };
         let spec = crate::model::run::RunSpec { knobs, ..base };
-        let Some((_, predicted)) = thresholds::predicted_under(&spec.allocator_label(), threshold)
+        let Some(rule) = thresholds::predicted_under(&spec.allocator_label(), live, threshold)
         else {
             continue;
         };
+        let (predicted, predicted_to) = rule.elements();
         conf.predicted = predicted;
+        conf.predicted_to = (predicted_to != predicted).then_some(predicted_to);
         // From below both the old cliff and the prediction to beyond both: the onset
         // found is where the change now starts, moved up or down, or not at all.
         let from = c.below_size.min(predicted - predicted / 4);
-        let to = c.above_size.max(predicted + predicted / 4);
+        let to = c.above_size.max(predicted_to + predicted_to / 4);
         progress.say(&format!(
-            "confirming: {} {} {} at {}: bisecting under {} between {from} and {to} elements (predicted {predicted})",
+            "confirming: {} {} {} at {}: bisecting under {} between {from} and {to} elements (predicted {})",
             c.allocator,
             c.variant,
             metric.name(),
             threshold.name,
-            spec.allocator_label()
+            spec.allocator_label(),
+            rule.predicted_text()
         ));
         let mut measure = |size| engine::probe(executor, &spec, budget, size, metric);
         conf.verdict = match cliff::find(
@@ -503,9 +508,9 @@ fn confirm_cliffs(
                 // Within 3 % of the rule's crossing point: as close as a rule known only
                 // to a page (M_TOP_PAD's) or a cliff only near its threshold can say.
                 let mid = (b + a) as f64 / 2.0;
-                let close = (predicted as f64 / mid - 1.0).abs() <= 0.03;
+                let close = mid >= predicted as f64 * 0.97 && mid <= predicted_to as f64 * 1.03;
                 let at = matches!(cause, thresholds::Cause::At { .. });
-                let holds = b < predicted && predicted <= a;
+                let holds = rule.holds(b, a);
                 if holds && at {
                     "confirmed".into()
                 } else if holds {

@@ -85,7 +85,12 @@ pub fn cliff_groups(cliffs: &[FoundCliff]) -> Vec<CliffGroup<'_>> {
 
 /// One cliff group as a headline, and its rank (lower leads).
 fn cliff_headline(g: &CliffGroup) -> (u8, String) {
-    let cause = thresholds::cause(&g.label, g.below, g.above);
+    let lives: Vec<Option<u64>> = g
+        .cliffs
+        .iter()
+        .map(|c| c.workload.live_buffers(c.variant))
+        .collect();
+    let cause = thresholds::cause_of(&g.label, &lives, g.below, g.above);
     let confirmation = g.cliffs.iter().find_map(|c| c.confirmation.as_ref());
     let rank = match (&cause, confirmation) {
         (Cause::At { .. }, Some(c)) if c.verdict == "confirmed" => 0,
@@ -100,7 +105,7 @@ fn cliff_headline(g: &CliffGroup) -> (u8, String) {
                 group_thousands(b as i64),
                 group_thousands(a as i64),
                 c.spec,
-                group_thousands(c.predicted as i64),
+                c.predicted_text(),
                 c.verdict
             ),
             _ => format!("; moving it ({}): {}", c.spec, c.verdict),
@@ -236,7 +241,7 @@ mod tests {
         let base = r#""workload":"scale","threads":1,"metric":"minor faults","probes":15"#;
         let cliffs = vec![
             cliff(&format!(
-                r#"{{"allocator":"system","variant":"out-of-place",{base},"below_size":8337,"below_value":0.0,"above_size":8338,"above_value":1.0}}"#
+                r#"{{"allocator":"mimalloc","variant":"out-of-place",{base},"below_size":1000,"below_value":0.0,"above_size":1001,"above_value":2.0}}"#
             )),
             cliff(&format!(
                 r#"{{"allocator":"jemalloc","variant":"in-place",{base},"below_size":916983,"below_value":0.0,"above_size":917058,"above_value":1792.0,"confirmation":{{"spec":"jemalloc:oversize_threshold=16M","threshold":"jemalloc's oversize_threshold (8.0 MiB)","predicted":1834497,"below":1834435,"above":1834519,"verdict":"confirmed"}}}}"#
@@ -245,11 +250,14 @@ mod tests {
                 r#"{{"allocator":"jemalloc","variant":"fused",{base},"below_size":916983,"below_value":0.0,"above_size":917058,"above_value":1792.0}}"#
             )),
             cliff(&format!(
+                r#"{{"allocator":"system","variant":"out-of-place",{base},"below_size":8337,"below_value":0.0,"above_size":8338,"above_value":1.0,"confirmation":{{"spec":"system:mmap_threshold=1M,top_pad=256K,trim_threshold=256K","threshold":"glibc's M_TOP_PAD (128.0 KiB default)","predicted":16384,"predicted_to":16640,"below":16501,"above":16502,"verdict":"confirmed"}}}}"#
+            )),
+            cliff(&format!(
                 r#"{{"allocator":"system","variant":"in-place",{base},"below_size":2000000,"below_value":0.0,"above_size":2965821,"above_value":445.0,"unresolved":"the probes saw none"}}"#
             )),
         ];
         let lines = cliff_lines(&cliffs);
-        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert_eq!(lines.len(), 3, "{lines:?}");
         assert!(
             lines[0].starts_with("jemalloc changes between 916,983 and 917,058 elements"),
             "{}",
@@ -276,6 +284,27 @@ mod tests {
             "{}",
             lines[1]
         );
-        assert!(lines[1].contains("at no known threshold"), "{}", lines[1]);
+        // glibc's storm onset, at M_TOP_PAD's window (two buffers), moved into the
+        // window its rule gives under the moved knobs.
+        assert!(
+            lines[1].ends_with(
+                "moved with it to 16,501–16,502 under system:mmap_threshold=1M,top_pad=256K,trim_threshold=256K (rule: 16,384 to 16,640): confirmed"
+            ),
+            "{}",
+            lines[1]
+        );
+        assert!(
+            lines[1].contains(
+                "at glibc's M_TOP_PAD (128.0 KiB default), predicted from 8,192 to 8,448 elements"
+            ),
+            "{}",
+            lines[1]
+        );
+        assert!(
+            lines[2].starts_with("mimalloc changes between 1,000 and 1,001"),
+            "{}",
+            lines[2]
+        );
+        assert!(lines[2].contains("at no known threshold"), "{}", lines[2]);
     }
 }

@@ -563,13 +563,14 @@ fn cliffs(entries: &[Entry], html: &mut String) {
     };
     html.push_str(r#"<section id="cliffs"><h2>Where it starts</h2><p>The sizes where each allocator's faults or memory syscalls per iteration change, and the known threshold of that allocator at that size (its crossing point computed from the allocator's rules): <span class="explained">at a known threshold</span>, <span class="near">near one only</span>, <span class="unexplained">none known</span>.</p><table class="cliffs"><tr><th>allocator</th><th>what changes, per iteration</th><th>between</th><th>behind it</th></tr>"#);
     // Each change as (the cliff: allocator, sizes, bisected?) and what changes there.
-    let mut rows: Vec<(CliffKey, String)> = loaded
+    let mut rows: Vec<(CliffKey, Option<u64>, String)> = loaded
         .cliffs
         .iter()
         .filter(|c| c.unresolved.is_none())
         .map(|c| {
             (
                 (c.allocator.clone(), c.below_size, c.above_size, true),
+                c.workload.live_buffers(c.variant),
                 format!(
                     "{}: {} {} → {}",
                     c.variant,
@@ -595,6 +596,7 @@ fn cliffs(entries: &[Entry], html: &mut String) {
             rows.extend(jumps.into_iter().map(|j| {
                 (
                     (j.allocator.clone(), j.from_size, j.to_size, false),
+                    j.workload.live_buffers(j.variant),
                     format!(
                         "{}: {metric} {} → {}",
                         j.variant,
@@ -610,15 +612,19 @@ fn cliffs(entries: &[Entry], html: &mut String) {
     }
     // One finding per cliff: the variants and counts that change at the same sizes of
     // one allocator are one row.
-    let mut groups: Vec<(CliffKey, Vec<String>)> = Vec::new();
-    for (key, what) in rows {
-        match groups.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, v)) => v.push(what),
-            None => groups.push((key, vec![what])),
+    // Each with the live buffers of its variants, for the rules that count them.
+    let mut groups: Vec<(CliffKey, Vec<Option<u64>>, Vec<String>)> = Vec::new();
+    for (key, live, what) in rows {
+        match groups.iter_mut().find(|(k, _, _)| *k == key) {
+            Some((_, l, v)) => {
+                l.push(live);
+                v.push(what);
+            }
+            None => groups.push((key, vec![live], vec![what])),
         }
     }
-    for ((label, below, above, bisected), whats) in groups {
-        let cause = thresholds::cause(&label, below, above);
+    for ((label, below, above, bisected), lives, whats) in groups {
+        let cause = thresholds::cause_of(&label, &lives, below, above);
         let cls = match cause {
             Cause::At { .. } => "explained",
             Cause::Near { .. } => "near",

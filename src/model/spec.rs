@@ -139,6 +139,19 @@ choice_enum!(
 );
 
 impl Workload {
+    /// The f64 buffers of the size one iteration holds at once, where the lab knows them
+    /// (the scale workload's: the temporary, and out-of-place's second buffer); None for
+    /// a chain, whose temporaries come and go between operators.
+    pub fn live_buffers(self, variant: Variant) -> Option<u64> {
+        match self {
+            Workload::Scale => Some(match variant {
+                Variant::InPlace | Variant::Reuse | Variant::Fused => 1,
+                Variant::OutOfPlace => 2,
+            }),
+            Workload::Chain => None,
+        }
+    }
+
     /// Bytes one thread of a run holds at its peak (inputs plus live buffers), for the
     /// memory check.
     pub fn peak_bytes(self, variant: Variant, size: u64) -> u64 {
