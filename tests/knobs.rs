@@ -201,6 +201,13 @@ fn cliff_finds_neighbouring_sizes_and_says_when_there_is_none() {
     let (below, above) = (size_of("below"), size_of("above"));
     assert_eq!(above, below + 1, "{text}");
     assert!(text.contains("0 minor faults per iteration"), "{text}");
+    // glibc's out-of-place storm starts where two buffers no longer fit in the top the
+    // last trim left: inside M_TOP_PAD's window, which the line names.
+    assert!((8_192..=8_448).contains(&above), "{text}");
+    assert!(
+        text.contains("behind it: glibc's M_TOP_PAD (128.0 KiB default)"),
+        "{text}"
+    );
 
     // The same cliff as JSON: the two neighbouring sizes and their values either side.
     let o = Command::new(driver_path())
@@ -230,6 +237,14 @@ fn cliff_finds_neighbouring_sizes_and_says_when_there_is_none() {
     assert!(v["below"]["value_per_iter"].as_f64().unwrap() < 1.0, "{v}");
     assert!(v["above"]["value_per_iter"].as_f64().unwrap() >= 1.0, "{v}");
     assert_eq!(v["metric"], "minor faults");
+    assert_eq!(v["change"], "cross", "{v}");
+    assert!(
+        v["behind_it"]
+            .as_str()
+            .unwrap()
+            .contains("predicted from 8,192 to 8,448 elements"),
+        "{v}"
+    );
     // Both sides measured again in six interleaved processes: an interval around each
     // median, and the faulting side significantly slower than the other.
     for side in ["below_replicated", "above_replicated"] {

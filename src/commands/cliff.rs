@@ -27,6 +27,10 @@ struct CliffOutput {
     variant: Variant,
     metric: &'static str,
     threshold: f64,
+    /// "cross" (the value rises from below the threshold) or "change by" (it changes by
+    /// `margin` or more from a level).
+    change: &'static str,
+    margin: f64,
     below: CliffSide,
     above: CliffSide,
     probes: usize,
@@ -34,6 +38,9 @@ struct CliffOutput {
     above_replicated: Replicated,
     above_vs_below: Option<Across>,
     order_seed: u64,
+    /// The known threshold of the allocator at the cliff, near it, or none (the same
+    /// sentence as the text output's "behind it").
+    behind_it: String,
 }
 
 /// One side of the cliff as its bisection probe measured it.
@@ -162,6 +169,16 @@ pub fn run(args: &CliffArgs) -> Result<()> {
             fmt_ns(p.record.p50_ns as f64)
         )
     };
+    // From nothing: the value crosses the metric's threshold; from a level (2 brk per
+    // iteration to 0, or to 3), it changes by at least the margin.
+    let from_nothing = c.below.value.abs() < metric.threshold();
+    let behind_it = crate::analysis::thresholds::cause(
+        &base.allocator_label(),
+        base.workload.live_buffers(base.variant),
+        c.below.size,
+        c.above.size,
+    )
+    .sentence();
     if args.format == Format::Json {
         let side = |p: &Probe| CliffSide {
             size: p.size,
@@ -185,6 +202,8 @@ pub fn run(args: &CliffArgs) -> Result<()> {
             variant: base.variant,
             metric: metric.name(),
             threshold: metric.threshold(),
+            change: if from_nothing { "cross" } else { "change by" },
+            margin: c.margin,
             below: side(&c.below),
             above: side(&c.above),
             probes: c.probes,
@@ -197,6 +216,7 @@ pub fn run(args: &CliffArgs) -> Result<()> {
                 verdict: a.verdict.map(|v| v.words()),
             }),
             order_seed,
+            behind_it,
         };
         return super::print_out(
             &(serde_json::to_string_pretty(&value).map_err(Error::failed)? + "\n"),
@@ -206,15 +226,13 @@ pub fn run(args: &CliffArgs) -> Result<()> {
         Some(a) => format!("above vs below: {}", describe(&a)),
         None => "above vs below: no paired rounds (a side failed)".into(),
     };
-    // From nothing: the value crosses the metric's threshold; from a level (2 brk per
-    // iteration to 0, or to 3), it changes by at least the margin.
-    let how = if c.below.value.abs() < metric.threshold() {
+    let how = if from_nothing {
         format!("cross {}", metric.threshold())
     } else {
         format!("change by {} or more", crate::fmt::fmt_count(c.margin))
     };
     super::print_out(&format!(
-        "{} {} {}: {} per iteration {how} between\n  below: {}\n  above: {}\n({} probes)\nlatency, measured again in interleaved rounds (order seed {order_seed}):\n  below: {}\n  above: {}\n  {across}\n",
+        "{} {} {}: {} per iteration {how} between\n  below: {}\n  above: {}\n({} probes)\nbehind it: {behind_it}\nlatency, measured again in interleaved rounds (order seed {order_seed}):\n  below: {}\n  above: {}\n  {across}\n",
         base.allocator_label(),
         base.workload,
         base.variant,
