@@ -188,6 +188,18 @@ pub fn printable(text: &str) -> String {
     out
 }
 
+/// A thread count with its noun: "1 thread", "4 threads".
+pub struct Threads(pub u32);
+
+impl std::fmt::Display for Threads {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            1 => write!(f, "1 thread"),
+            n => write!(f, "{n} threads"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

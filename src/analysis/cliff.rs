@@ -207,11 +207,11 @@ impl FoundCliff {
         use crate::fmt::fmt_count;
         if let Some(why) = &self.unresolved {
             return format!(
-                "{} {} ({}, {} thread(s)): {} per iteration {} at {} elements and {} at {} in the sweep — not bisected: {why}",
+                "{} {} ({}, {}): {} per iteration {} at {} elements and {} at {} in the sweep — not bisected: {why}",
                 self.allocator,
                 self.variant,
                 self.workload,
-                self.threads,
+                crate::fmt::Threads(self.threads),
                 self.metric,
                 fmt_count(self.below_value),
                 crate::fmt::group_thousands(self.below_size as i64),
@@ -228,11 +228,11 @@ impl FoundCliff {
             )
         };
         format!(
-            "{} {} ({}, {} thread(s)): {} per iteration {} at {} elements ({} B per f64 buffer), {} at {} elements{gap}",
+            "{} {} ({}, {}): {} per iteration {} at {} elements ({} B per f64 buffer), {} at {} elements{gap}",
             self.allocator,
             self.variant,
             self.workload,
-            self.threads,
+            crate::fmt::Threads(self.threads),
             self.metric,
             fmt_count(self.below_value),
             fmt_count(self.below_size as f64),

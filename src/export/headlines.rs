@@ -14,7 +14,7 @@ use crate::analysis::cells;
 use crate::analysis::cliff::FoundCliff;
 use crate::analysis::stats::Verdict;
 use crate::analysis::thresholds::{self, Cause};
-use crate::export::index::{mechanism, phrase, Counts};
+use crate::export::index::{mechanism, mechanism_against, phrase, Counts};
 use crate::export::plots::sizes_of_interest;
 use crate::export::results::Loaded;
 use crate::fmt::{fmt_count, group_thousands, human_bytes};
@@ -115,7 +115,7 @@ fn cliff_headline(g: &CliffGroup) -> (u8, String) {
     let of = if g.workload == crate::model::spec::Workload::Scale && g.threads == 1 {
         String::new()
     } else {
-        format!(" ({}, {} threads)", g.workload, g.threads)
+        format!(" ({}, {})", g.workload, crate::fmt::Threads(g.threads))
     };
     let text = format!(
         "{}{of} changes between {} and {} elements ({} per f64 buffer): {}{}{moved}",
@@ -182,9 +182,10 @@ fn differences(loaded: &Loaded) -> Vec<(f64, String)> {
                     weight,
                     (label.clone(), c.spec.variant, w, t),
                     format!(
-                        "{label} {} at {} elements ({w}, {t} thread(s)): {} than in place; {}",
+                        "{label} {} at {} elements ({w}, {}): {} than in place; {}",
                         c.spec.variant,
                         group_thousands(n as i64),
+                        crate::fmt::Threads(t),
                         phrase(&cmp),
                         mechanism(Counts::of(&rb), Counts::of(&rc), &label)
                     ),
@@ -192,6 +193,7 @@ fn differences(loaded: &Loaded) -> Vec<(f64, String)> {
             }
         }
     }
+    out.extend(knob_differences(&loaded.cells));
     // The largest first, and one size per allocator × variant (the same difference at
     // the next size says nothing new; the findings have every size).
     out.sort_by(|a, b| b.0.total_cmp(&a.0));
@@ -205,6 +207,73 @@ fn differences(loaded: &Loaded) -> Vec<(f64, String)> {
         .map(|d| (d.0, d.2))
         .collect()
 }
+
+/// The differences a knob set makes against its allocator's defaults (the same variant,
+/// workload, threads, size and THP mode): a tunables folder's answer is what each knob
+/// set does. Keyed apart from the in-place differences.
+fn knob_differences(cells: &[crate::model::record::Cell]) -> Vec<(f64, DiffKey, String)> {
+    let mut out = Vec::new();
+    for c in cells
+        .iter()
+        .filter(|c| !c.spec.knobs.is_empty() && c.records().next().is_some())
+    {
+        let Some(base) = cells.iter().find(|b| {
+            b.spec.knobs.is_empty()
+                && b.spec.library.is_none()
+                && b.spec.allocator == c.spec.allocator
+                && b.spec.variant == c.spec.variant
+                && b.spec.workload == c.spec.workload
+                && b.spec.threads == c.spec.threads
+                && b.spec.size == c.spec.size
+                && b.spec.thp == c.spec.thp
+                && b.records().next().is_some()
+        }) else {
+            continue;
+        };
+        let Some(cmp) = cells::compare(base, c, crate::export::report_md::REPORT_NOISE_THRESHOLD)
+        else {
+            continue;
+        };
+        let size = cmp.ratio.ln().abs();
+        let weight = match cmp.verdict {
+            Some(Verdict::Slower | Verdict::Faster) => size,
+            Some(Verdict::NoSignificantDifference) => continue,
+            _ if cmp.ratio >= UNTESTED_RATIO || cmp.ratio <= 1.0 / UNTESTED_RATIO => size / 2.0,
+            _ => continue,
+        };
+        let label = c.spec.allocator_label();
+        let (rb, rc) = (cells::row(base), cells::row(c));
+        out.push((
+            weight,
+            (
+                format!("{label} against its defaults"),
+                c.spec.variant,
+                c.spec.workload,
+                c.spec.threads,
+            ),
+            format!(
+                "{label} {} at {} elements ({}, {}): {} than {}'s defaults; {}",
+                c.spec.variant,
+                group_thousands(c.spec.size as i64),
+                c.spec.workload,
+                crate::fmt::Threads(c.spec.threads),
+                phrase(&cmp),
+                base.spec.allocator_label(),
+                mechanism_against(
+                    Counts::of(&rb),
+                    Counts::of(&rc),
+                    &label,
+                    &format!("with {}'s defaults", base.spec.allocator_label())
+                )
+            ),
+        ));
+    }
+    out
+}
+
+/// What a difference is of: (allocator label, or a label and what it is against; variant;
+/// workload; threads).
+type DiffKey = (String, Variant, crate::model::spec::Workload, u32);
 
 /// The cliffs' headlines, leading first: confirmed at a threshold, at one, near one,
 /// at none (a stable order within each).
@@ -231,6 +300,92 @@ mod tests {
 
     fn cliff(json: &str) -> FoundCliff {
         serde_json::from_str(json).unwrap()
+    }
+
+    /// Six processes of one cell from the stored record, each with its p50 and faults
+    /// per iteration, under `spec` (an allocator with its knobs).
+    fn cell_of(spec: &str, figures: &[(u64, f64)]) -> crate::model::record::Cell {
+        let record: crate::model::record::RunRecord =
+            serde_json::from_str(include_str!("../../tests/data/record.json")).unwrap();
+        let alloc: crate::model::knobs::AllocatorSpec = spec.parse().unwrap();
+        let spec = crate::model::run::RunSpec {
+            allocator: alloc.allocator,
+            workload: crate::model::spec::Workload::Scale,
+            variant: Variant::OutOfPlace,
+            size: record.size,
+            threads: 1,
+            seed: 0,
+            knobs: alloc.knobs,
+            thp: Default::default(),
+            library: None,
+        };
+        let runs = figures
+            .iter()
+            .enumerate()
+            .map(|(i, &(p50, minflt))| {
+                let mut r = record.clone();
+                (r.p50_ns, r.minflt_per_iter) = (p50, minflt);
+                (i as u32, Ok(r))
+            })
+            .collect();
+        crate::model::record::Cell { spec, runs }
+    }
+
+    /// A tunables folder's answer says what each knob set does against its allocator's
+    /// defaults: the faster one with its ratio and the faults it removes; one that
+    /// changes nothing is no headline.
+    #[test]
+    fn a_knob_set_is_compared_with_its_allocators_defaults() {
+        let defaults = cell_of(
+            "system",
+            &[
+                (1700, 3874.0),
+                (1710, 3874.0),
+                (1690, 3874.0),
+                (1705, 3874.0),
+                (1698, 3874.0),
+                (1702, 3874.0),
+            ],
+        );
+        let padded = cell_of(
+            "system:top_pad=64M",
+            &[
+                (100, 0.0),
+                (101, 0.0),
+                (99, 0.0),
+                (100, 0.0),
+                (102, 0.0),
+                (100, 0.0),
+            ],
+        );
+        let same = cell_of(
+            "system:arena_max=1",
+            &[
+                (1701, 3874.0),
+                (1690, 3874.0),
+                (1712, 3874.0),
+                (1699, 3874.0),
+                (1703, 3874.0),
+                (1695, 3874.0),
+            ],
+        );
+        let found = knob_differences(&[defaults, padded, same]);
+        assert_eq!(
+            found.len(),
+            1,
+            "{:?}",
+            found.iter().map(|f| &f.2).collect::<Vec<_>>()
+        );
+        let line = &found[0].2;
+        assert!(
+            line.starts_with("system:top_pad=64M out-of-place at "),
+            "{line}"
+        );
+        assert!(line.contains("(scale, 1 thread): 17.01x faster"), "{line}");
+        assert!(
+            line.contains("than system's defaults; 3,874 fewer page faults"),
+            "{line}"
+        );
     }
 
     /// The size sweep's cliffs as cliffs.json keeps them (values measured here): one line

@@ -618,9 +618,10 @@ pub fn grouped_cell_figures(rows: &[SummaryRow]) -> Vec<Figure> {
             let mut figures = cell_figures(&at);
             for f in &mut figures {
                 f.chart.title = format!(
-                    "{} · {workload}, {} elements, {threads} thread(s)",
+                    "{} · {workload}, {} elements, {}",
                     f.chart.title,
-                    crate::fmt::fmt_elems(size as f64)
+                    crate::fmt::fmt_elems(size as f64),
+                    crate::fmt::Threads(threads)
                 );
             }
             figures

@@ -165,6 +165,16 @@ fn how(c: Counts, allocator: &str) -> Option<&'static str> {
 /// calls (and how the allocator makes them), fewer (and how the base made them), or
 /// neither.
 pub(crate) fn mechanism(base: Counts, other: Counts, allocator: &str) -> String {
+    mechanism_against(base, other, allocator, "in place")
+}
+
+/// [`mechanism`] against a base named `against` ("in place", "with system's defaults").
+pub(crate) fn mechanism_against(
+    base: Counts,
+    other: Counts,
+    allocator: &str,
+    against: &str,
+) -> String {
     let faults = other.faults - base.faults;
     let calls = |sign: f64| -> Vec<String> {
         [
@@ -197,7 +207,7 @@ pub(crate) fn mechanism(base: Counts, other: Counts, allocator: &str) -> String 
     }
     if faults <= -1.0 {
         return format!(
-            "{} fewer page faults ({} not faulted in again) and {} per iteration: in place, {}",
+            "{} fewer page faults ({} not faulted in again) and {} per iteration: {against}, {}",
             fmt_count(-faults),
             human_bytes((-faults * 4096.0) as u64),
             listed(&fewer, "no fewer memory syscalls"),
@@ -221,8 +231,7 @@ pub(crate) fn mechanism(base: Counts, other: Counts, allocator: &str) -> String 
             }
         );
     }
-    "the same page faults and memory syscalls as in place: the counts do not explain the difference"
-        .into()
+    format!("the same page faults and memory syscalls as {against}: the counts do not explain the difference")
 }
 
 /// A comparison in words that read in a sentence: "17.00x slower [16.80x, 17.13x]", or
@@ -387,9 +396,10 @@ pub(crate) fn heat_table(loaded: &Loaded, at: &crate::model::run::RunSpec, id: &
         "one process per cell: the ratio of the p50s, no interval and no verdict".to_string()
     };
     let mut t = format!(
-        r#"<section id="{}"><h2>Every allocator and variant: {workload}, {} elements, {threads} thread(s)</h2><p>Each cell: its time against the same allocator's in-place cell ({how}), and its minor faults per iteration.</p><table class="heat"><tr><th>allocator</th>"#,
+        r#"<section id="{}"><h2>Every allocator and variant: {workload}, {} elements, {}</h2><p>Each cell: its time against the same allocator's in-place cell ({how}), and its minor faults per iteration.</p><table class="heat"><tr><th>allocator</th>"#,
         esc(id),
         group_thousands(size as i64),
+        crate::fmt::Threads(threads),
     );
     for v in &variants {
         let _ = write!(t, "<th>{}</th>", esc(&v.to_string()));

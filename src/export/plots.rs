@@ -182,7 +182,7 @@ pub fn plots(rows: &[SummaryRow], outcomes: &[Outcome]) -> Vec<PlotFile> {
                 let x = |r: &SummaryRow| r.size as f64;
                 files.extend(versus(
                     &format!("{w}-t{t}-size"),
-                    &format!("{w}, {t} thread(s)"),
+                    &format!("{w}, {}", crate::fmt::Threads(t)),
                     &rs,
                     x_axis,
                     x,
@@ -291,13 +291,15 @@ fn percentile_plot(
     // buffer size, to fit).
     let title = match suffix.strip_prefix('-') {
         Some(a) => format!(
-            "Latency percentiles: {w}, {} elements, {t} thread(s) — {a} and its knob sets",
-            fmt_elems(n as f64)
+            "Latency percentiles: {w}, {} elements, {} — {a} and its knob sets",
+            fmt_elems(n as f64),
+            crate::fmt::Threads(t)
         ),
         None => format!(
-            "Latency percentiles: {w}, {} elements ({} per f64 buffer), {t} thread(s)",
+            "Latency percentiles: {w}, {} elements ({} per f64 buffer), {}",
             fmt_elems(n as f64),
-            human_bytes(n.saturating_mul(8))
+            human_bytes(n.saturating_mul(8)),
+            crate::fmt::Threads(t)
         ),
     };
     Some(PlotFile {

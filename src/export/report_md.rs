@@ -71,11 +71,11 @@ fn describe_jump(j: &Jump, what: &str) -> String {
         "drop"
     };
     format!(
-        "{} {} ({}, {} thread(s)): {what} per iteration {verb} from {} at {} elements ({} per f64 buffer) to {} at {} elements ({})",
+        "{} {} ({}, {}): {what} per iteration {verb} from {} at {} elements ({} per f64 buffer) to {} at {} elements ({})",
         j.allocator,
         j.variant,
         j.workload,
-        j.threads,
+        crate::fmt::Threads(j.threads),
         fmt_count(j.from_value),
         fmt_count(j.from_size as f64),
         human_bytes(j.from_size * 8),
@@ -392,8 +392,9 @@ fn report_markdown(
             }
             let _ = writeln!(
                 md,
-                "**{w}, {} elements, {t} thread(s):**\n",
-                fmt_count(n as f64)
+                "**{w}, {} elements, {}:**\n",
+                fmt_count(n as f64),
+                crate::fmt::Threads(t)
             );
             for l in lines {
                 let _ = writeln!(
