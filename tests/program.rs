@@ -245,6 +245,94 @@ fn the_sweep_finds_the_fault_cliff_where_the_builtin_cliff_finder_does() {
     assert!(direct.abs_diff(above) <= 2, "{direct} vs {above}");
 }
 
+/// With the buffers' size per element, the sweep names the threshold behind each cliff of
+/// a program it did not write, and with --confirm moves it: glibc's out-of-place storm
+/// starts inside M_TOP_PAD's window (8,192 to 8,448 elements for two f64 buffers) and,
+/// with the pad doubled, inside the doubled window.
+#[test]
+fn the_sweep_names_the_storms_threshold_and_confirms_it_by_moving_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep");
+    let t = temporaries();
+    let t = t.to_str().unwrap();
+    let o_ = out.to_str().unwrap();
+    // --confirm needs the buffers' bytes per element.
+    let o = lab(&[
+        "sweep",
+        "--sizes",
+        "6000..12000",
+        "--confirm",
+        "--out",
+        o_,
+        "--",
+        t,
+        "--elements",
+        "{size}",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--bytes-per-element"), "{}", stderr(&o));
+    assert!(!out.exists(), "a refused sweep writes nothing");
+    let o = lab(&[
+        "sweep",
+        "--allocators",
+        "system",
+        "--sizes",
+        "6000..12000",
+        "--runs",
+        "2",
+        "--calls",
+        "10",
+        "--bytes-per-element",
+        "8",
+        "--buffers",
+        "2",
+        "--confirm",
+        "--out",
+        o_,
+        "--",
+        t,
+        "--elements",
+        "{size}",
+        "--iterations",
+        "{calls}",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let cliffs = json(read(&out.join("cliffs.json")).as_bytes());
+    let c = cliffs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["metric"] == "memory syscalls")
+        .unwrap_or_else(|| panic!("{cliffs}"));
+    let above = c["above_size"].as_u64().unwrap();
+    assert!((8_192..=8_448).contains(&above), "{c}");
+    assert!(
+        c["behind_it"]
+            .as_str()
+            .unwrap()
+            .starts_with("glibc's M_TOP_PAD (128.0 KiB default)"),
+        "{c}"
+    );
+    let conf = &c["confirmation"];
+    assert_eq!(
+        conf["spec"], "system:mmap_threshold=1M,top_pad=256K,trim_threshold=256K",
+        "{c}"
+    );
+    assert_eq!(
+        (conf["predicted"].as_u64(), conf["predicted_to"].as_u64()),
+        (Some(16_384), Some(16_640)),
+        "{c}"
+    );
+    let moved = conf["above"].as_u64().unwrap();
+    assert!((16_384..=16_640).contains(&moved), "{c}");
+    assert_eq!(conf["verdict"], "confirmed", "{c}");
+    let report = read(&out.join("REPORT.md"));
+    assert!(
+        report.contains("moved: under system:mmap_threshold=1M,top_pad=256K,trim_threshold=256K"),
+        "{report}"
+    );
+}
+
 fn group(n: u64) -> String {
     alloclab::fmt::group_thousands(n as i64)
 }

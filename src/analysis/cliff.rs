@@ -9,6 +9,7 @@
 
 use crate::analysis::jumps::Jump;
 pub use crate::analysis::jumps::Trend;
+use crate::analysis::thresholds::Threshold;
 use crate::fmt::{fmt_count, group_thousands};
 use crate::model::record::RunRecord;
 use crate::model::run::RunSpec;
@@ -158,6 +159,58 @@ impl Confirmation {
                 self.verdict
             ),
         }
+    }
+}
+
+/// Where to bisect again under the moved knobs: from below both the old cliff and the
+/// moved rule's window to a quarter beyond both, so that the change is found wherever it
+/// went, or where it stayed.
+pub fn confirm_range(old_below: u64, old_above: u64, rule: &Threshold) -> (u64, u64) {
+    let (lo, hi) = rule.elements();
+    (old_below.min(lo - lo / 4), old_above.max(hi + hi / 4))
+}
+
+/// The verdict on the bisection under the moved knobs (see [`Confirmation::verdict`]):
+/// `at` says the cliff was at its threshold (not only near it), `old` is where it was,
+/// `range` where it was looked for again, `found` what that bisection gave.
+pub fn confirm_verdict<R>(
+    at: bool,
+    rule: &Threshold,
+    old: (u64, u64),
+    range: (u64, u64),
+    metric: &str,
+    found: &Result<Cliff<R>, CliffError>,
+) -> String {
+    let (from, to) = range;
+    match found {
+        Ok(moved) => {
+            let (b, a) = (moved.below.size, moved.above.size);
+            let slack = auto_resolution(from);
+            // Within 3 % of the rule's crossing point (or window): as close as a cliff
+            // only near its threshold can say.
+            let (lo, hi) = rule.elements();
+            let mid = (b + a) as f64 / 2.0;
+            let close = mid >= lo as f64 * 0.97 && mid <= hi as f64 * 1.03;
+            let holds = rule.holds(b, a);
+            if holds && at {
+                "confirmed".into()
+            } else if holds {
+                "confirmed near: the threshold's cliff moved to where its rule puts it; this cliff is only near the threshold, so what else sets its place is not known".into()
+            } else if close && !at {
+                "confirmed near: a cliff moved with the threshold, to within 3 % of where its rule puts it; this cliff is only near the threshold".into()
+            } else if close {
+                "moved, to within 3 % of where the rule puts it, but not to the element".into()
+            } else if a + slack >= old.0 && b <= old.1 + slack {
+                "did not move".into()
+            } else {
+                "moved, but not to where the rule puts it".into()
+            }
+        }
+        Err(CliffError::NoChange { .. }) => {
+            format!("not confirmed: no change of {metric} between {from} and {to} elements")
+        }
+        Err(e @ CliffError::NotAStep { .. }) => format!("not confirmed: {e}"),
+        Err(e) => format!("not measured: {e}"),
     }
 }
 

@@ -37,6 +37,9 @@ pub struct Threshold {
     /// history sets — the crossing is somewhere from `request_bytes` to this many bytes
     /// more.
     pub window_bytes: u64,
+    /// Bytes of one buffer per element of the size (8 for the lab's f64 arrays; a
+    /// program's, given to `sweep --bytes-per-element`).
+    pub per_element: u64,
     /// The knob that moves it, as a spec fragment with a value twice the threshold's.
     pub moved_by: Option<String>,
 }
@@ -46,8 +49,8 @@ impl Threshold {
     /// (the same for an exact rule).
     pub fn elements(&self) -> (u64, u64) {
         (
-            self.request_bytes.div_ceil(BYTES_PER_ELEMENT),
-            (self.request_bytes + self.window_bytes).div_ceil(BYTES_PER_ELEMENT),
+            self.request_bytes.div_ceil(self.per_element),
+            (self.request_bytes + self.window_bytes).div_ceil(self.per_element),
         )
     }
 
@@ -167,7 +170,7 @@ impl Cause {
 /// value), with that label's knobs, for a workload of `live` buffers.
 pub fn predicted_under(label: &str, live: Option<u64>, moved: &Threshold) -> Option<Threshold> {
     let kind = |t: &Threshold| t.name.split(" (").next().unwrap_or("").to_string();
-    let known = known(label, live);
+    let known = known_per(label, live, moved.per_element);
     // The same kind; else the value the label sets (glibc's set mmap_threshold replaces
     // both the defaults and the 32 MiB ceiling).
     let same = known.iter().position(|t| kind(t) == kind(moved));
@@ -236,6 +239,19 @@ fn jemalloc_class_below(t: u64) -> u64 {
 /// workload that holds `live` f64 buffers of the size at once (None: not known, and the
 /// rules that count buffers are left out).
 pub fn known(label: &str, live: Option<u64>) -> Vec<Threshold> {
+    known_per(label, live, BYTES_PER_ELEMENT)
+}
+
+/// [`known`] for buffers of `per_element` bytes per element of the size.
+pub fn known_per(label: &str, live: Option<u64>, per_element: u64) -> Vec<Threshold> {
+    let mut v = thresholds_of(label, live);
+    for t in &mut v {
+        t.per_element = per_element.max(1);
+    }
+    v
+}
+
+fn thresholds_of(label: &str, live: Option<u64>) -> Vec<Threshold> {
     let (name, knobs) = parse_label(label);
     let knob = |k: &str| {
         knobs
@@ -265,6 +281,7 @@ pub fn known(label: &str, live: Option<u64>) -> Vec<Threshold> {
                     // mmapped when the chunk (request + 8, rounded up to 16) reaches it.
                     request_bytes: t.saturating_sub(23),
                     window_bytes: 0,
+                    per_element: BYTES_PER_ELEMENT,
                     // glibc refuses a set threshold above 32 MiB: doubled below it,
                     // halved from it.
                     moved_by: Some(with_trim(if 2 * t <= 32 * MIB { 2 * t } else { t / 2 })),
@@ -276,6 +293,7 @@ pub fn known(label: &str, live: Option<u64>) -> Vec<Threshold> {
                         // The chunk (request + 8, rounded up to 16) reaches 128 KiB.
                         request_bytes: 128 * KIB - 23,
                         window_bytes: 0,
+                        per_element: BYTES_PER_ELEMENT,
                         moved_by: Some(with_trim(256 * KIB)),
                     });
                     // The sliding stops at DEFAULT_MMAP_THRESHOLD_MAX: `free` slides the
@@ -290,6 +308,7 @@ pub fn known(label: &str, live: Option<u64>) -> Vec<Threshold> {
                         effect: "the mmap threshold slides no higher, so a buffer this large is mmapped and unmapped every iteration",
                         request_bytes: 32 * MIB - PAGE - 23,
                         window_bytes: 0,
+                        per_element: BYTES_PER_ELEMENT,
                         // A set threshold may not exceed 32 MiB (glibc refuses more): it
                         // is moved down, where the cliff must follow.
                         moved_by: Some(with_trim(16 * MIB)),
@@ -306,6 +325,7 @@ pub fn known(label: &str, live: Option<u64>) -> Vec<Threshold> {
                         "more free memory than this at the top of the heap is given back with brk",
                     request_bytes: t,
                     window_bytes: 0,
+                    per_element: BYTES_PER_ELEMENT,
                     moved_by: Some(format!("system:trim_threshold={}", human_knob(2 * t))),
                 });
             }
@@ -325,6 +345,7 @@ pub fn known(label: &str, live: Option<u64>) -> Vec<Threshold> {
                 effect: "a request whose size class (with its page of cache-oblivious padding) reaches it goes to the dedicated huge arena, which purges what is freed at once: the pages are given back with madvise and faulted in again",
                 request_bytes: request,
                 window_bytes: 0,
+                per_element: BYTES_PER_ELEMENT,
                 moved_by: Some(format!("jemalloc:oversize_threshold={}", human_knob(2 * t))),
             }]
         }
@@ -402,6 +423,7 @@ fn top_pad_window(
         },
         request_bytes: lowest - 23,
         window_bytes: highest - lowest,
+        per_element: BYTES_PER_ELEMENT,
         moved_by,
     })
 }
@@ -421,7 +443,18 @@ fn human_knob(b: u64) -> String {
 /// last size on the near side and the first on the far side), for a workload of `live`
 /// buffers (`Workload::live_buffers`).
 pub fn cause(label: &str, live: Option<u64>, below: u64, above: u64) -> Cause {
-    let known = known(label, live);
+    cause_per(label, live, BYTES_PER_ELEMENT, below, above)
+}
+
+/// [`cause`] for buffers of `per_element` bytes per element of the size (a program's).
+pub fn cause_per(
+    label: &str,
+    live: Option<u64>,
+    per_element: u64,
+    below: u64,
+    above: u64,
+) -> Cause {
+    let known = known_per(label, live, per_element);
     if let Some(t) = known.iter().find(|t| t.holds(below, above)) {
         return Cause::At {
             threshold: t.clone(),

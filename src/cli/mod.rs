@@ -337,6 +337,20 @@ pub struct SweepArgs {
     /// Bisect each change until the two sides are this many elements apart.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     pub resolution: u64,
+    /// Bytes per element of {size} of the buffers your command allocates (8 for arrays
+    /// of {size} f64): with it, each cliff is matched against the allocator's known
+    /// thresholds (glibc's mmap and trim thresholds and M_TOP_PAD, jemalloc's
+    /// oversize_threshold), as the size sweep's are.
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
+    pub bytes_per_element: Option<u64>,
+    /// How many of those buffers one call holds at once (2 for a temporary and its
+    /// result), for the rules that count them (glibc's M_TOP_PAD).
+    #[arg(long, value_name = "N", requires = "bytes_per_element", value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub buffers: Option<u64>,
+    /// Bisect each cliff at or near a known threshold again with that threshold moved by
+    /// its knob, and say whether the cliff moved to where the threshold's rule puts it.
+    #[arg(long, requires = "bytes_per_element")]
+    pub confirm: bool,
     /// Syscall counts: perf, ptrace (no privileges), auto, off (as for exec).
     #[arg(long, value_enum, default_value = "auto")]
     pub counters: CounterMode,

@@ -479,8 +479,7 @@ fn confirm_cliffs(
         conf.predicted_to = (predicted_to != predicted).then_some(predicted_to);
         // From below both the old cliff and the prediction to beyond both: the onset
         // found is where the change now starts, moved up or down, or not at all.
-        let from = c.below_size.min(predicted - predicted / 4);
-        let to = c.above_size.max(predicted_to + predicted_to / 4);
+        let (from, to) = cliff::confirm_range(c.below_size, c.above_size, &rule);
         progress.say(&format!(
             "confirming: {} {} {} at {}: bisecting under {} between {from} and {to} elements (predicted {})",
             c.allocator,
@@ -491,7 +490,7 @@ fn confirm_cliffs(
             rule.predicted_text()
         ));
         let mut measure = |size| engine::probe(executor, &spec, budget, size, metric);
-        conf.verdict = match cliff::find(
+        let found = cliff::find(
             &mut measure,
             from,
             to,
@@ -499,39 +498,19 @@ fn confirm_cliffs(
             metric.trend(),
             cliff::auto_resolution(from),
             &mut |_| {},
-        ) {
-            Ok(moved_cliff) => {
-                let (b, a) = (moved_cliff.below.size, moved_cliff.above.size);
-                conf.below = Some(b);
-                conf.above = Some(a);
-                let slack = cliff::auto_resolution(from);
-                // Within 3 % of the rule's crossing point: as close as a rule known only
-                // to a page (M_TOP_PAD's) or a cliff only near its threshold can say.
-                let mid = (b + a) as f64 / 2.0;
-                let close = mid >= predicted as f64 * 0.97 && mid <= predicted_to as f64 * 1.03;
-                let at = matches!(cause, thresholds::Cause::At { .. });
-                let holds = rule.holds(b, a);
-                if holds && at {
-                    "confirmed".into()
-                } else if holds {
-                    "confirmed near: the threshold's cliff moved to where its rule puts it; this cliff is only near the threshold, so what else sets its place is not known".into()
-                } else if close && !at {
-                    "confirmed near: a cliff moved with the threshold, to within 3 % of where its rule puts it; this cliff is only near the threshold".into()
-                } else if close {
-                    "moved, to within 3 % of where the rule puts it, but not to the element".into()
-                } else if a + slack >= c.below_size && b <= c.above_size + slack {
-                    "did not move".into()
-                } else {
-                    "moved, but not to where the rule puts it".into()
-                }
-            }
-            Err(cliff::CliffError::NoChange { .. }) => format!(
-                "not confirmed: no change of {} between {from} and {to} elements",
-                metric.name()
-            ),
-            Err(e @ cliff::CliffError::NotAStep { .. }) => format!("not confirmed: {e}"),
-            Err(e) => format!("not measured: {e}"),
-        };
+        );
+        if let Ok(moved) = &found {
+            conf.below = Some(moved.below.size);
+            conf.above = Some(moved.above.size);
+        }
+        conf.verdict = cliff::confirm_verdict(
+            matches!(cause, thresholds::Cause::At { .. }),
+            &rule,
+            (c.below_size, c.above_size),
+            (from, to),
+            metric.name(),
+            &found,
+        );
         progress.say(&format!("  {}", conf.describe()));
         done.push((c.allocator.clone(), key.clone(), conf.clone()));
         slot.confirmation = Some(conf);

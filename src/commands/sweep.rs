@@ -143,23 +143,44 @@ pub fn run(args: &SweepArgs) -> Result<()> {
                 group_thousands(j.to_size as i64)
             );
             let mut quiet = ExecProgress::quiet();
-            let c = program::bisect(
+            let mut show = |probe: &crate::analysis::cliff::Probe<program::PointRow>| {
+                eprintln!(
+                    "  size {:>12}: {} {} per {}",
+                    group_thousands(probe.size as i64),
+                    fmt_count(probe.value),
+                    j.metric.name(),
+                    per.unit()
+                )
+            };
+            let mut c = program::bisect(
                 &settings,
                 &template,
                 per,
                 &j,
                 args.resolution,
                 &mut quiet,
-                &mut |probe| {
-                    eprintln!(
-                        "  size {:>12}: {} {} per {}",
-                        group_thousands(probe.size as i64),
-                        fmt_count(probe.value),
-                        j.metric.name(),
-                        per.unit()
-                    )
-                },
+                &mut show,
             );
+            if let (Some(per_element), false) = (args.bytes_per_element, interrupted()) {
+                program::explain(
+                    &settings,
+                    &template,
+                    per,
+                    &mut c,
+                    program::Buffers {
+                        per_element,
+                        live: args.buffers,
+                    },
+                    args.confirm,
+                    args.resolution,
+                    &mut quiet,
+                    &mut show,
+                    &mut |line| eprintln!("{line}"),
+                );
+                if let Some(conf) = &c.confirmation {
+                    eprintln!("  {}", conf.describe());
+                }
+            }
             if !interrupted() {
                 cliffs.push(c);
             }

@@ -447,10 +447,28 @@ pub struct CommandCliff {
     pub margin: Option<f64>,
     /// Why there is no exact size.
     pub unresolved: Option<String>,
+    /// The allocator's known threshold at the cliff, near it, or none (with
+    /// `--bytes-per-element`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub behind_it: Option<String>,
+    /// The cliff bisected again with that threshold moved by its knob (`--confirm`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmation: Option<crate::analysis::cliff::Confirmation>,
 }
 
 impl CommandCliff {
     pub fn describe(&self, unit: &str) -> String {
+        let mut line = self.describe_sizes(unit);
+        if let Some(b) = &self.behind_it {
+            line.push_str(&format!("; behind it: {b}"));
+        }
+        if let Some(c) = &self.confirmation {
+            line.push_str(&format!("; moved: {}", c.describe()));
+        }
+        line
+    }
+
+    fn describe_sizes(&self, unit: &str) -> String {
         match (self.below_size, self.above_size, &self.unresolved) {
             (Some(b), Some(a), _) => format!(
                 "{} {}: {} per {unit} at {} elements, {} at {} ({} probes)",
@@ -474,6 +492,123 @@ impl CommandCliff {
             ),
         }
     }
+}
+
+/// What a program's buffers are, for naming its cliffs: bytes per element of `{size}`,
+/// and how many of them one call holds at once (where known).
+#[derive(Clone, Copy, Debug)]
+pub struct Buffers {
+    pub per_element: u64,
+    pub live: Option<u64>,
+}
+
+/// Names the threshold behind a bisected cliff (`behind_it`) and, with `confirm`, bisects
+/// it again under the knob set that moves that threshold, and says whether the cliff
+/// went where the threshold's rule puts it (`confirmation`), as `run --confirm` does for
+/// the built-in workload.
+#[allow(clippy::too_many_arguments)]
+pub fn explain(
+    base: &ExecSettings,
+    template: &Template,
+    per: Per,
+    cliff: &mut CommandCliff,
+    buffers: Buffers,
+    confirm: bool,
+    resolution: u64,
+    observer: &mut dyn Observer,
+    show: &mut dyn FnMut(&Probe<PointRow>),
+    say: &mut dyn FnMut(&str),
+) {
+    use crate::analysis::cliff::{self, Confirmation};
+    use crate::analysis::thresholds::{self, Cause};
+    let (Some(below), Some(above)) = (cliff.below_size, cliff.above_size) else {
+        return;
+    };
+    let cause = thresholds::cause_per(
+        &cliff.allocator,
+        buffers.live,
+        buffers.per_element,
+        below,
+        above,
+    );
+    cliff.behind_it = Some(cause.sentence());
+    if !confirm {
+        return;
+    }
+    let Some((threshold, moved)) = cause.movable() else {
+        return;
+    };
+    let mut conf = Confirmation {
+        spec: moved.to_string(),
+        threshold: threshold.name.clone(),
+        predicted: 0,
+        predicted_to: None,
+        below: None,
+        above: None,
+        verdict: String::new(),
+    };
+    let Some(current) = base
+        .allocators
+        .iter()
+        .find(|a| a.to_string() == cliff.allocator)
+    else {
+        return;
+    };
+    let spec = match moved.parse::<crate::model::knobs::AllocatorSpec>() {
+        Ok(s) if s.allocator == current.allocator && s.library == current.library => s,
+        _ => {
+            conf.verdict = format!("not measured: {moved} is not a spec of {}", cliff.allocator);
+            cliff.confirmation = Some(conf);
+            return;
+        }
+    };
+    let Some(rule) = thresholds::predicted_under(&spec.to_string(), buffers.live, threshold) else {
+        return;
+    };
+    let (lo, hi) = rule.elements();
+    conf.predicted = lo;
+    conf.predicted_to = (hi != lo).then_some(hi);
+    let metric = if cliff.metric == Metric::Syscalls.name() {
+        Metric::Syscalls
+    } else {
+        Metric::Faults
+    };
+    let (from, to) = cliff::confirm_range(below, above, &rule);
+    say(&format!(
+        "confirming: {} {} at {}: bisecting under {spec} between {from} and {to} elements (predicted {})",
+        cliff.allocator,
+        metric.name(),
+        threshold.name,
+        rule.predicted_text()
+    ));
+    let one = ExecSettings {
+        allocators: vec![spec],
+        warmup: 0,
+        ..base.clone()
+    };
+    let mut measure = |size| probe(&one, template, size, per, metric, observer);
+    let found = cliff::find(
+        &mut measure,
+        from,
+        to,
+        metric,
+        per.trend(),
+        resolution,
+        show,
+    );
+    if let Ok(m) = &found {
+        conf.below = Some(m.below.size);
+        conf.above = Some(m.above.size);
+    }
+    conf.verdict = cliff::confirm_verdict(
+        matches!(cause, Cause::At { .. }),
+        &rule,
+        (below, above),
+        (from, to),
+        metric.name(),
+        &found,
+    );
+    cliff.confirmation = Some(conf);
 }
 
 /// Bisects `jump` with probes of `base` narrowed to its allocator.
@@ -501,6 +636,8 @@ pub fn bisect(
         probes: None,
         margin: None,
         unresolved: None,
+        behind_it: None,
+        confirmation: None,
     };
     let Some(a) = base
         .allocators
