@@ -272,6 +272,12 @@ impl FoundCliff {
                 crate::fmt::group_thousands(self.above_size as i64),
             );
         }
+        let cause = crate::analysis::thresholds::cause(
+            &self.allocator,
+            self.workload.live_buffers(self.variant),
+            self.below_size,
+            self.above_size,
+        );
         let gap = if self.above_size == self.below_size + 1 {
             String::new()
         } else {
@@ -292,16 +298,11 @@ impl FoundCliff {
             fmt_count((self.below_size * 8) as f64),
             fmt_count(self.above_value),
             fmt_count(self.above_size as f64),
-        ) + &crate::analysis::thresholds::cause(
-            &self.allocator,
-            self.workload.live_buffers(self.variant),
-            self.below_size,
-            self.above_size,
-        )
-            .short()
+        ) + &cause.short()
             + &self
                 .confirmation
                 .as_ref()
+                .filter(|c| cause.proved_by(c))
                 .map(|c| format!("; moved: {}", c.describe()))
                 .unwrap_or_default()
     }

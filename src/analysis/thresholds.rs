@@ -42,6 +42,8 @@ pub struct Threshold {
     pub per_element: u64,
     /// The knob that moves it, as a spec fragment with a value twice the threshold's.
     pub moved_by: Option<String>,
+    /// Why no knob moves it, where none does.
+    pub unmovable: Option<&'static str>,
 }
 
 impl Threshold {
@@ -114,11 +116,11 @@ impl Cause {
                 threshold.name,
                 threshold.effect,
                 threshold.predicted_phrase(),
-                threshold
-                    .moved_by
-                    .as_ref()
-                    .map(|k| format!("; {k} moves it"))
-                    .unwrap_or_default()
+                match (&threshold.moved_by, threshold.unmovable) {
+                    (Some(k), _) => format!("; {k} moves it"),
+                    (None, Some(why)) => format!("; {why}"),
+                    (None, None) => String::new(),
+                }
             ),
             Cause::Near { threshold, .. } => format!(
                 "near {} ({}), whose crossing point is computed at {} elements, outside the cliff: not explained to the element",
@@ -143,15 +145,32 @@ impl Cause {
     /// predicted from 916,993 elements", "; near …", or nothing where none is known.
     pub fn short(&self) -> String {
         match self {
-            Cause::At { threshold, .. } => {
-                format!("; at {}, {}", threshold.name, threshold.predicted_phrase())
-            }
+            Cause::At { threshold, .. } => format!(
+                "; at {}, {}{}",
+                threshold.name,
+                threshold.predicted_phrase(),
+                match (&threshold.moved_by, threshold.unmovable) {
+                    (None, Some(why)) => format!("; {why}"),
+                    _ => String::new(),
+                }
+            ),
             Cause::Near { threshold, .. } => format!(
                 "; near {} (its rule: from {} elements)",
                 threshold.name,
                 threshold.predicted_text()
             ),
             Cause::Unexplained { .. } => "; at no known threshold of this allocator".into(),
+        }
+    }
+
+    /// Whether `confirmation` moved this cause's threshold (a cliffs.json of an earlier
+    /// version may hold one that moved another: it is not this cause's proof).
+    pub fn proved_by(&self, confirmation: &crate::analysis::cliff::Confirmation) -> bool {
+        match self {
+            Cause::At { threshold, .. } | Cause::Near { threshold, .. } => {
+                confirmation.threshold == threshold.name
+            }
+            Cause::Unexplained { .. } => false,
         }
     }
 
@@ -285,6 +304,7 @@ fn thresholds_of(label: &str, live: Option<u64>) -> Vec<Threshold> {
                     // glibc refuses a set threshold above 32 MiB: doubled below it,
                     // halved from it.
                     moved_by: Some(with_trim(if 2 * t <= 32 * MIB { 2 * t } else { t / 2 })),
+                    unmovable: None,
                 }),
                 None => {
                     v.push(Threshold {
@@ -295,6 +315,7 @@ fn thresholds_of(label: &str, live: Option<u64>) -> Vec<Threshold> {
                         window_bytes: 0,
                         per_element: BYTES_PER_ELEMENT,
                         moved_by: Some(with_trim(256 * KIB)),
+                        unmovable: None,
                     });
                     // The sliding stops at DEFAULT_MMAP_THRESHOLD_MAX: `free` slides the
                     // threshold only when the released chunk's size *with its flag bits*
@@ -312,11 +333,15 @@ fn thresholds_of(label: &str, live: Option<u64>) -> Vec<Threshold> {
                         // A set threshold may not exceed 32 MiB (glibc refuses more): it
                         // is moved down, where the cliff must follow.
                         moved_by: Some(with_trim(16 * MIB)),
+                        unmovable: None,
                     });
                 }
             }
             if let Some(top) = top_pad_window(knob("top_pad"), trim, knob("mmap_threshold"), live) {
                 v.push(top);
+            }
+            if knobs.is_empty() && live == Some(2) {
+                v.push(after_the_slide());
             }
             if let Some(t) = trim {
                 v.push(Threshold {
@@ -327,6 +352,7 @@ fn thresholds_of(label: &str, live: Option<u64>) -> Vec<Threshold> {
                     window_bytes: 0,
                     per_element: BYTES_PER_ELEMENT,
                     moved_by: Some(format!("system:trim_threshold={}", human_knob(2 * t))),
+                    unmovable: None,
                 });
             }
             v
@@ -347,6 +373,7 @@ fn thresholds_of(label: &str, live: Option<u64>) -> Vec<Threshold> {
                 window_bytes: 0,
                 per_element: BYTES_PER_ELEMENT,
                 moved_by: Some(format!("jemalloc:oversize_threshold={}", human_knob(2 * t))),
+                unmovable: None,
             }]
         }
         _ => Vec::new(),
@@ -425,7 +452,39 @@ fn top_pad_window(
         window_bytes: highest - lowest,
         per_element: BYTES_PER_ELEMENT,
         moved_by,
+        unmovable: None,
     })
+}
+
+/// The out-of-place storm's return after glibc's mmap threshold has slid (defaults only).
+///
+/// From 128 KiB per buffer the first iteration mmaps both buffers; freeing them slides the
+/// mmap threshold above them and the trim threshold to twice that, and from then on they
+/// come from the heap. The first grows it (`sysmalloc`: the chunk, M_TOP_PAD and MINSIZE
+/// beyond the top, rounded up to the page), leaving a top of `pad + 32 + u`, `u` that
+/// page rounding; the second fits in it while its chunk is at most `pad + u`, and then
+/// the frees leave less than the slid trim threshold: no trim, no storm. A chunk beyond
+/// it grows the heap a second time, the frees trim it, and the storm is back. `u` — less
+/// than a page, set by the top the worker's start left — places it: the return is where
+/// a chunk exceeds M_TOP_PAD by up to a page (16,384 to 16,894 elements of f64). Measured
+/// (gdb on `sysmalloc` and `systrim`, libc6-dbg): a top of 86,049 bytes before the loop
+/// predicts 16,640, measured 16,642; the sweeps' 16,520 and 16,525 and `alloclab cliff`'s
+/// 16,780 lie inside. No knob moves it: setting M_TOP_PAD or any threshold turns the
+/// sliding off (mallopt(3)), and the storm then runs on from 16,382 (measured with
+/// `top_pad=129K` and `130K`: 66 faults per iteration, both buffers mmapped).
+fn after_the_slide() -> Threshold {
+    let pad = 128 * KIB;
+    let lowest = pad + 16;
+    let highest = pad + PAGE;
+    Threshold {
+        name: "glibc's M_TOP_PAD after the mmap threshold has slid (128 KiB default)".into(),
+        effect: "with the mmap threshold slid above the buffers, the first buffer grows the heap by M_TOP_PAD and a page rounding, and the second no longer fits in what that leaves, so the frees trim the heap and every iteration grows it again (the storm is back)",
+        request_bytes: lowest - 23,
+        window_bytes: highest - lowest,
+        per_element: BYTES_PER_ELEMENT,
+        moved_by: None,
+        unmovable: Some("no knob moves it: setting M_TOP_PAD or any of glibc's thresholds turns off the sliding it depends on (mallopt(3)), and the storm then runs on from 128 KiB"),
+    }
 }
 
 /// A byte count as a knob value: `16M`, `256K`, or bytes.
@@ -597,7 +656,38 @@ mod tests {
             cause("system", ONE, 8_331, 8_332),
             Cause::Unexplained { .. }
         ));
-        // Its return at 16,780 is near the 128 KiB thresholds whose sliding it follows.
+        // Its return, for two buffers (out-of-place), is at M_TOP_PAD after the slide: in
+        // the window a chunk beyond the pad by up to a page makes, with no knob to move it.
+        for (below, above) in [
+            (16_519, 16_520),
+            (16_524, 16_525),
+            (16_779, 16_780),
+            (16_641, 16_642),
+        ] {
+            match cause("system", TWO, below, above) {
+                Cause::At { threshold, .. } => {
+                    assert!(
+                        threshold.name.contains("after the mmap threshold has slid"),
+                        "{threshold:?}"
+                    );
+                    assert_eq!(threshold.elements(), (16_384, 16_894));
+                    assert!(threshold.moved_by.is_none());
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert!(cause("system", TWO, 16_519, 16_520)
+            .sentence()
+            .contains("no knob moves it"));
+        // The stop stays at the 128 KiB thresholds; a knob set has no such rule.
+        assert!(matches!(
+            cause("system", TWO, 16_381, 16_382),
+            Cause::At { threshold, .. } if threshold.name.contains("128 KiB defaults")
+        ));
+        assert!(known("system:top_pad=64K", TWO)
+            .iter()
+            .all(|t| !t.name.contains("after the mmap threshold has slid")));
+        // For one buffer, its return at 16,780 is near the 128 KiB thresholds.
         assert!(matches!(
             cause("system", ONE, 16_779, 16_780),
             Cause::Near {

@@ -91,7 +91,11 @@ fn cliff_headline(g: &CliffGroup) -> (u8, String) {
         .map(|c| c.workload.live_buffers(c.variant))
         .collect();
     let cause = thresholds::cause_of(&g.label, &lives, g.below, g.above);
-    let confirmation = g.cliffs.iter().find_map(|c| c.confirmation.as_ref());
+    let confirmation = g
+        .cliffs
+        .iter()
+        .filter_map(|c| c.confirmation.as_ref())
+        .find(|c| cause.proved_by(c));
     let rank = match (&cause, confirmation) {
         (Cause::At { .. }, Some(c)) if c.verdict == "confirmed" => 0,
         (Cause::At { .. }, _) => 1,
@@ -180,7 +184,7 @@ fn differences(loaded: &Loaded) -> Vec<(f64, String)> {
                 let (rb, rc) = (cells::row(base), cells::row(c));
                 out.push((
                     weight,
-                    (label.clone(), c.spec.variant, w, t),
+                    (spec_only(&label), c.spec.variant, w, t),
                     format!(
                         "{label} {} at {} elements ({w}, {}): {} than in place; {}",
                         c.spec.variant,
@@ -246,7 +250,7 @@ fn knob_differences(cells: &[crate::model::record::Cell]) -> Vec<(f64, DiffKey, 
         out.push((
             weight,
             (
-                format!("{label} against its defaults"),
+                format!("{} against its defaults", spec_only(&label)),
                 c.spec.variant,
                 c.spec.workload,
                 c.spec.threads,
@@ -269,6 +273,12 @@ fn knob_differences(cells: &[crate::model::record::Cell]) -> Vec<(f64, DiffKey, 
         ));
     }
     out
+}
+
+/// A label without its THP mode: the same difference with THP off says nothing new in an
+/// answer of five lines (the findings have it).
+fn spec_only(label: &str) -> String {
+    label.split(' ').next().unwrap_or(label).to_string()
 }
 
 /// What a difference is of: (allocator label, or a label and what it is against; variant;

@@ -645,7 +645,8 @@ fn cliffs(entries: &[Entry], html: &mut String) {
             .cliffs
             .iter()
             .filter(|c| c.allocator == label && c.below_size == below && c.above_size == above)
-            .find_map(|c| c.confirmation.as_ref())
+            .filter_map(|c| c.confirmation.as_ref())
+            .find(|c| cause.proved_by(c))
             .map(|c| {
                 format!(
                     "<br><b class=\"{}\">Moved: {}</b>",
