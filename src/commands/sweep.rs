@@ -161,7 +161,10 @@ pub fn run(args: &SweepArgs) -> Result<()> {
                 &mut quiet,
                 &mut show,
             );
-            if let (Some(per_element), false) = (args.bytes_per_element, interrupted()) {
+            // A bisection cut short is no cliff; one finished is kept even when Ctrl-C
+            // comes during its confirmation (which then says it was not measured).
+            let bisected = !interrupted();
+            if let (Some(per_element), true) = (args.bytes_per_element, bisected) {
                 program::explain(
                     &settings,
                     &template,
@@ -181,7 +184,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
                     eprintln!("  {}", conf.describe());
                 }
             }
-            if !interrupted() {
+            if bisected {
                 cliffs.push(c);
             }
             write_folder(
