@@ -255,38 +255,45 @@ pub fn noise_notes(
     notes
 }
 
+/// For tests: a cell of the founding case (scale, out-of-place, the stored record's size)
+/// under `allocator` (a spec, with knobs), one process per figure with its p50 and
+/// faults per iteration set.
+#[cfg(test)]
+pub(crate) fn test_cell(allocator: &str, figures: &[(u64, f64)]) -> Cell {
+    let record: RunRecord =
+        serde_json::from_str(include_str!("../../tests/data/record.json")).unwrap();
+    let alloc: crate::model::knobs::AllocatorSpec = allocator.parse().unwrap();
+    let spec = crate::model::run::RunSpec {
+        allocator: alloc.allocator,
+        workload: crate::model::spec::Workload::Scale,
+        variant: crate::model::spec::Variant::OutOfPlace,
+        size: record.size,
+        threads: 1,
+        seed: 0,
+        knobs: alloc.knobs,
+        thp: Default::default(),
+        library: None,
+    };
+    let runs = figures
+        .iter()
+        .enumerate()
+        .map(|(i, &(p50, minflt))| {
+            let mut r = record.clone();
+            (r.p50_ns, r.minflt_per_iter) = (p50, minflt);
+            (i as u32, Ok(r))
+        })
+        .collect();
+    Cell { spec, runs }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::counters::load::Load;
     use crate::model::summary::sample;
 
-    /// A cell of six processes from the stored record, with each process's p50 and
-    /// faults per iteration set.
     fn cell_of(figures: &[(u64, f64)]) -> Cell {
-        let record: RunRecord =
-            serde_json::from_str(include_str!("../../tests/data/record.json")).unwrap();
-        let spec = crate::model::run::RunSpec {
-            allocator: crate::model::spec::Allocator::System,
-            workload: crate::model::spec::Workload::Scale,
-            variant: crate::model::spec::Variant::OutOfPlace,
-            size: record.size,
-            threads: 1,
-            seed: 0,
-            knobs: Vec::new(),
-            thp: Default::default(),
-            library: None,
-        };
-        let runs = figures
-            .iter()
-            .enumerate()
-            .map(|(i, &(p50, minflt))| {
-                let mut r = record.clone();
-                (r.p50_ns, r.minflt_per_iter) = (p50, minflt);
-                (i as u32, Ok(r))
-            })
-            .collect();
-        Cell { spec, runs }
+        test_cell("system", figures)
     }
 
     #[test]

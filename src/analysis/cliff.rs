@@ -24,6 +24,15 @@ pub enum Metric {
 }
 
 impl Metric {
+    /// The metric a cliff names (its `metric` field): memory syscalls, else faults.
+    pub fn of_name(name: &str) -> Metric {
+        if name == Metric::Syscalls.name() {
+            Metric::Syscalls
+        } else {
+            Metric::Faults
+        }
+    }
+
     pub fn value(self, r: &RunRecord) -> Option<f64> {
         match self {
             Metric::Faults => Some(r.minflt_per_iter),
@@ -127,6 +136,43 @@ pub struct Confirmation {
 }
 
 impl Confirmation {
+    /// A confirmation about to be measured: `spec` moves `threshold`.
+    pub fn of(spec: &str, threshold: &Threshold) -> Self {
+        Confirmation {
+            spec: spec.to_string(),
+            threshold: threshold.name.clone(),
+            predicted: 0,
+            predicted_to: None,
+            below: None,
+            above: None,
+            verdict: String::new(),
+        }
+    }
+
+    /// The moved threshold's rule: where it puts the cliff.
+    pub fn predict(&mut self, rule: &Threshold) {
+        let (lo, hi) = rule.elements();
+        self.predicted = lo;
+        self.predicted_to = (hi != lo).then_some(hi);
+    }
+
+    /// Where the cliff moved, and the verdict on it ([`confirm_verdict`]'s arguments).
+    pub fn judge<R>(
+        &mut self,
+        at: bool,
+        rule: &Threshold,
+        old: (u64, u64),
+        range: (u64, u64),
+        metric: &str,
+        found: &Result<Cliff<R>, CliffError>,
+    ) {
+        if let Ok(m) = found {
+            self.below = Some(m.below.size);
+            self.above = Some(m.above.size);
+        }
+        self.verdict = confirm_verdict(at, rule, old, range, metric, found);
+    }
+
     /// Where the moved threshold's rule puts the cliff: "1,834,497" or "16,384 to 16,640".
     pub fn predicted_text(&self) -> String {
         let g = |n: u64| crate::fmt::group_thousands(n as i64);

@@ -446,20 +446,8 @@ fn confirm_cliffs(
         else {
             continue;
         };
-        let metric = if c.metric == Metric::Syscalls.name() {
-            Metric::Syscalls
-        } else {
-            Metric::Faults
-        };
-        let mut conf = Confirmation {
-            spec: moved.to_string(),
-            threshold: threshold.name.clone(),
-            predicted: 0,
-            predicted_to: None,
-            below: None,
-            above: None,
-            verdict: String::new(),
-        };
+        let metric = Metric::of_name(&c.metric);
+        let mut conf = Confirmation::of(moved, threshold);
         let knobs = match moved.parse::<crate::model::knobs::AllocatorSpec>() {
             Ok(s) if s.allocator == base.allocator => s.knobs,
             Ok(_) | Err(_) => {
@@ -474,9 +462,7 @@ fn confirm_cliffs(
         else {
             continue;
         };
-        let (predicted, predicted_to) = rule.elements();
-        conf.predicted = predicted;
-        conf.predicted_to = (predicted_to != predicted).then_some(predicted_to);
+        conf.predict(&rule);
         // From below both the old cliff and the prediction to beyond both: the onset
         // found is where the change now starts, moved up or down, or not at all.
         let (from, to) = cliff::confirm_range(c.below_size, c.above_size, &rule);
@@ -499,11 +485,7 @@ fn confirm_cliffs(
             cliff::auto_resolution(from),
             &mut |_| {},
         );
-        if let Ok(moved) = &found {
-            conf.below = Some(moved.below.size);
-            conf.above = Some(moved.above.size);
-        }
-        conf.verdict = cliff::confirm_verdict(
+        conf.judge(
             matches!(cause, thresholds::Cause::At { .. }),
             &rule,
             (c.below_size, c.above_size),

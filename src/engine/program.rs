@@ -538,15 +538,7 @@ pub fn explain(
     let Some((threshold, moved)) = cause.movable() else {
         return;
     };
-    let mut conf = Confirmation {
-        spec: moved.to_string(),
-        threshold: threshold.name.clone(),
-        predicted: 0,
-        predicted_to: None,
-        below: None,
-        above: None,
-        verdict: String::new(),
-    };
+    let mut conf = Confirmation::of(moved, threshold);
     let Some(current) = base
         .allocators
         .iter()
@@ -565,14 +557,8 @@ pub fn explain(
     let Some(rule) = thresholds::predicted_under(&spec.to_string(), buffers.live, threshold) else {
         return;
     };
-    let (lo, hi) = rule.elements();
-    conf.predicted = lo;
-    conf.predicted_to = (hi != lo).then_some(hi);
-    let metric = if cliff.metric == Metric::Syscalls.name() {
-        Metric::Syscalls
-    } else {
-        Metric::Faults
-    };
+    conf.predict(&rule);
+    let metric = Metric::of_name(&cliff.metric);
     let (from, to) = cliff::confirm_range(below, above, &rule);
     say(&format!(
         "confirming: {} {} at {}: bisecting under {spec} between {from} and {to} elements (predicted {})",
@@ -596,11 +582,7 @@ pub fn explain(
         resolution,
         show,
     );
-    if let Ok(m) = &found {
-        conf.below = Some(m.below.size);
-        conf.above = Some(m.above.size);
-    }
-    conf.verdict = cliff::confirm_verdict(
+    conf.judge(
         matches!(cause, Cause::At { .. }),
         &rule,
         (below, above),

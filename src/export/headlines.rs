@@ -312,34 +312,7 @@ mod tests {
         serde_json::from_str(json).unwrap()
     }
 
-    /// Six processes of one cell from the stored record, each with its p50 and faults
-    /// per iteration, under `spec` (an allocator with its knobs).
-    fn cell_of(spec: &str, figures: &[(u64, f64)]) -> crate::model::record::Cell {
-        let record: crate::model::record::RunRecord =
-            serde_json::from_str(include_str!("../../tests/data/record.json")).unwrap();
-        let alloc: crate::model::knobs::AllocatorSpec = spec.parse().unwrap();
-        let spec = crate::model::run::RunSpec {
-            allocator: alloc.allocator,
-            workload: crate::model::spec::Workload::Scale,
-            variant: Variant::OutOfPlace,
-            size: record.size,
-            threads: 1,
-            seed: 0,
-            knobs: alloc.knobs,
-            thp: Default::default(),
-            library: None,
-        };
-        let runs = figures
-            .iter()
-            .enumerate()
-            .map(|(i, &(p50, minflt))| {
-                let mut r = record.clone();
-                (r.p50_ns, r.minflt_per_iter) = (p50, minflt);
-                (i as u32, Ok(r))
-            })
-            .collect();
-        crate::model::record::Cell { spec, runs }
-    }
+    use crate::analysis::cells::test_cell as cell_of;
 
     /// A tunables folder's answer says what each knob set does against its allocator's
     /// defaults: the faster one with its ratio and the faults it removes; one that
