@@ -219,7 +219,7 @@ pub fn confirm_range(old_below: u64, old_above: u64, rule: &Threshold) -> (u64, 
 /// The verdict on the bisection under the moved knobs (see [`Confirmation::verdict`]):
 /// `at` says the cliff was at its threshold (not only near it), `old` is where it was,
 /// `range` where it was looked for again, `found` what that bisection gave.
-pub fn confirm_verdict<R>(
+fn confirm_verdict<R>(
     at: bool,
     rule: &Threshold,
     old: (u64, u64),
