@@ -200,6 +200,15 @@ impl std::fmt::Display for Threads {
     }
 }
 
+/// A count with its noun, singular or plural: `counted(1, "plot", "plots")` is "1 plot".
+pub fn counted(n: usize, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

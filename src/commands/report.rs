@@ -39,9 +39,9 @@ pub fn run(args: &ReportArgs) -> Result<()> {
         let html = crate::export::index::page(dir, &entries);
         let path = crate::export::folder::write_index(dir, &html).map_err(Error::BadInput)?;
         eprintln!(
-            "{}: the run's answer, with a link to every folder's page ({} folder(s))",
+            "{}: the run's answer, with a link to every folder's page ({})",
             path.display(),
-            entries.len()
+            crate::fmt::counted(entries.len(), "folder", "folders")
         );
         return Ok(());
     }
@@ -59,10 +59,10 @@ pub fn run(args: &ReportArgs) -> Result<()> {
     folder.finish(rebuilt.complete()).map_err(Error::failed)?;
     drop(folder);
     eprintln!(
-        "{}: {}; {} plot(s); REPORT.md rebuilt",
+        "{}: {}; {}; REPORT.md rebuilt",
         dir.display(),
         rebuilt.counts(),
-        rebuilt.plots
+        crate::fmt::counted(rebuilt.plots, "plot", "plots")
     );
     Ok(())
 }

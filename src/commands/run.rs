@@ -129,7 +129,7 @@ pub fn run(args: RunArgs) -> Result<()> {
             .map_err(Error::failed)?;
         failed += o.rebuilt.failed;
         progress.say(&format!(
-            "{}: {}{}; {} plot(s); report in {}",
+            "{}: {}{}; {}; report in {}",
             exp.name,
             o.rebuilt.counts(),
             if o.skipped > 0 {
@@ -137,7 +137,7 @@ pub fn run(args: RunArgs) -> Result<()> {
             } else {
                 String::new()
             },
-            o.rebuilt.plots,
+            crate::fmt::counted(o.rebuilt.plots, "plot", "plots"),
             o.dir.join("REPORT.md").display()
         ));
         // The answer REPORT.md and report.html lead with, here too.

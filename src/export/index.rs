@@ -729,8 +729,8 @@ pub fn page(parent: &Path, entries: &[Entry]) -> String {
         body.push_str("</ul></details>");
     }
     format!(
-        "{HEAD}<meta name=\"viewport\" content=\"width=device-width\"><title>alloclab: the run's answer</title><style>{STYLE}</style><script>{SCRIPT}</script></head><body><h1>alloclab: what the allocators do to the founding case</h1><p><small>{} results folder(s) in {}; each figure below is read from them.</small></p>{body}</body></html>\n",
-        entries.len(),
+        "{HEAD}<meta name=\"viewport\" content=\"width=device-width\"><title>alloclab: the run's answer</title><style>{STYLE}</style><script>{SCRIPT}</script></head><body><h1>alloclab: what the allocators do to the founding case</h1><p><small>{} in {}; each figure below is read from them.</small></p>{body}</body></html>\n",
+        crate::fmt::counted(entries.len(), "results folder", "results folders"),
         esc(&parent.display().to_string()),
     )
 }
