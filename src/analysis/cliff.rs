@@ -163,7 +163,7 @@ impl Confirmation {
         rule: &Threshold,
         old: (u64, u64),
         range: (u64, u64),
-        metric: &str,
+        metric: Metric,
         found: &Result<Cliff<R>, CliffError>,
     ) {
         if let Ok(m) = found {
@@ -224,13 +224,34 @@ fn confirm_verdict<R>(
     rule: &Threshold,
     old: (u64, u64),
     range: (u64, u64),
-    metric: &str,
+    metric: Metric,
     found: &Result<Cliff<R>, CliffError>,
 ) -> String {
     let (from, to) = range;
     match found {
         Ok(moved) => {
             let (b, a) = (moved.below.size, moved.above.size);
+            let (bv, av) = (moved.below.value, moved.above.value);
+            // Noise, not a step, placed a pair whose values differ by less than half the
+            // margin; and a storm's onset rule is proved only by an onset.
+            if (av - bv).abs() < 0.5 * moved.margin {
+                return format!(
+                    "not confirmed: under the moved knobs the closest sizes ({} and {} elements) are {} and {}, less than half the margin of {} apart, so noise, not a step, placed them",
+                    group_thousands(b as i64),
+                    group_thousands(a as i64),
+                    fmt_count(bv),
+                    fmt_count(av),
+                    fmt_count(moved.margin)
+                );
+            }
+            if rule.onset_only && !crate::analysis::thresholds::is_onset(metric.threshold(), bv, av)
+            {
+                return format!(
+                    "not confirmed: the change found under the moved knobs ({} → {}) does not rise from nothing, as the onset the rule predicts does",
+                    fmt_count(bv),
+                    fmt_count(av)
+                );
+            }
             let slack = auto_resolution(from);
             // Within 3 % of the rule's crossing point (or window): as close as a cliff
             // only near its threshold can say.
@@ -252,9 +273,12 @@ fn confirm_verdict<R>(
                 "moved, but not to where the rule puts it".into()
             }
         }
-        Err(CliffError::NoChange { .. }) => {
-            format!("not confirmed: no change of {metric} between {from} and {to} elements")
-        }
+        Err(CliffError::NoChange { .. }) => format!(
+            "not confirmed: no change of {} between {} and {} elements",
+            metric.name(),
+            group_thousands(from as i64),
+            group_thousands(to as i64)
+        ),
         Err(e @ CliffError::NotAStep { .. }) => format!("not confirmed: {e}"),
         Err(e) => format!("not measured: {e}"),
     }
@@ -267,6 +291,15 @@ pub fn auto_resolution(size: u64) -> u64 {
 }
 
 impl FoundCliff {
+    /// Whether the change rises from nothing (see [`crate::analysis::thresholds::is_onset`]).
+    pub fn onset(&self) -> bool {
+        crate::analysis::thresholds::is_onset(
+            Metric::of_name(&self.metric).threshold(),
+            self.below_value,
+            self.above_value,
+        )
+    }
+
     pub fn new(spec: &RunSpec, metric: Metric, c: &Cliff) -> Self {
         FoundCliff {
             allocator: spec.allocator_label(),
@@ -321,6 +354,7 @@ impl FoundCliff {
         let cause = crate::analysis::thresholds::cause(
             &self.allocator,
             self.workload.live_buffers(self.variant),
+            self.onset(),
             self.below_size,
             self.above_size,
         );
@@ -392,7 +426,7 @@ pub enum CliffError {
     #[error("{0} is unavailable in these runs: {1}")]
     Unavailable(&'static str, String),
     /// Ctrl-C during a probe: nothing past it was measured.
-    #[error("interrupted during a probe at {0} elements")]
+    #[error("interrupted during a probe at {} elements", group_thousands(*.0 as i64))]
     Interrupted(u64),
 }
 
@@ -522,6 +556,49 @@ pub fn find<R>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Under the moved knobs, a pair of sizes whose values differ by less than half the
+    /// margin is noise, not the moved cliff, and a storm's onset rule is proved only by a
+    /// rise from nothing: neither confirms.
+    #[test]
+    fn a_moved_cliff_that_is_no_step_or_no_onset_confirms_nothing() {
+        let rule = crate::analysis::thresholds::known(
+            "system:mmap_threshold=1M,top_pad=256K,trim_threshold=256K",
+            Some(2),
+        )
+        .into_iter()
+        .find(|t| t.name.starts_with("glibc's M_TOP_PAD"))
+        .unwrap();
+        let probe = |size, value| Probe {
+            size,
+            value,
+            noise: 0.1,
+            record: (),
+        };
+        let verdict = |bv: f64, av: f64| {
+            let found: Result<Cliff<()>, CliffError> = Ok(Cliff {
+                below: probe(16_501, bv),
+                above: probe(16_502, av),
+                probes: 10,
+                margin: 1.0,
+            });
+            confirm_verdict(
+                true,
+                &rule,
+                (8_333, 8_334),
+                (8_333, 20_800),
+                Metric::Faults,
+                &found,
+            )
+        };
+        assert_eq!(verdict(0.0, 1.0), "confirmed");
+        assert!(
+            verdict(0.9, 1.1).starts_with("not confirmed: under the moved knobs the closest sizes (16,501 and 16,502 elements) are 0.90 and 1.10"),
+            "{}",
+            verdict(0.9, 1.1)
+        );
+        assert!(verdict(2.0, 3.0).contains("does not rise from nothing"));
+    }
 
     #[test]
     fn a_change_that_could_not_be_bisected_says_where_and_why() {

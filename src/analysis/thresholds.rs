@@ -44,6 +44,9 @@ pub struct Threshold {
     pub moved_by: Option<String>,
     /// Why no knob moves it, where none does.
     pub unmovable: Option<&'static str>,
+    /// A rule for where a storm starts (from no faults or calls): it explains a rise from
+    /// nothing, not a step within a level that is already there.
+    pub onset_only: bool,
 }
 
 impl Threshold {
@@ -73,7 +76,7 @@ impl Threshold {
             format!("predicted from {} elements", self.predicted_text())
         } else {
             format!(
-                "predicted from {} elements (where in that window, the heap's history decides)",
+                "predicted from {} elements; where in that window, the heap's history decides",
                 self.predicted_text()
             )
         }
@@ -305,6 +308,7 @@ fn thresholds_of(label: &str, live: Option<u64>) -> Vec<Threshold> {
                     // halved from it.
                     moved_by: Some(with_trim(if 2 * t <= 32 * MIB { 2 * t } else { t / 2 })),
                     unmovable: None,
+                    onset_only: false,
                 }),
                 None => {
                     v.push(Threshold {
@@ -316,6 +320,7 @@ fn thresholds_of(label: &str, live: Option<u64>) -> Vec<Threshold> {
                         per_element: BYTES_PER_ELEMENT,
                         moved_by: Some(with_trim(256 * KIB)),
                         unmovable: None,
+                        onset_only: false,
                     });
                     // The sliding stops at DEFAULT_MMAP_THRESHOLD_MAX: `free` slides the
                     // threshold only when the released chunk's size *with its flag bits*
@@ -334,6 +339,7 @@ fn thresholds_of(label: &str, live: Option<u64>) -> Vec<Threshold> {
                         // is moved down, where the cliff must follow.
                         moved_by: Some(with_trim(16 * MIB)),
                         unmovable: None,
+                        onset_only: false,
                     });
                 }
             }
@@ -353,6 +359,7 @@ fn thresholds_of(label: &str, live: Option<u64>) -> Vec<Threshold> {
                     per_element: BYTES_PER_ELEMENT,
                     moved_by: Some(format!("system:trim_threshold={}", human_knob(2 * t))),
                     unmovable: None,
+                    onset_only: false,
                 });
             }
             v
@@ -374,6 +381,7 @@ fn thresholds_of(label: &str, live: Option<u64>) -> Vec<Threshold> {
                 per_element: BYTES_PER_ELEMENT,
                 moved_by: Some(format!("jemalloc:oversize_threshold={}", human_knob(2 * t))),
                 unmovable: None,
+                onset_only: false,
             }]
         }
         _ => Vec::new(),
@@ -453,6 +461,7 @@ fn top_pad_window(
         per_element: BYTES_PER_ELEMENT,
         moved_by,
         unmovable: None,
+        onset_only: true,
     })
 }
 
@@ -484,6 +493,7 @@ fn after_the_slide() -> Threshold {
         per_element: BYTES_PER_ELEMENT,
         moved_by: None,
         unmovable: Some("no knob moves it: setting M_TOP_PAD or any of glibc's thresholds turns off the sliding it depends on (mallopt(3)), and the storm then runs on from 128 KiB"),
+        onset_only: true,
     }
 }
 
@@ -500,20 +510,26 @@ fn human_knob(b: u64) -> String {
 
 /// The cause of a cliff of `label`'s cells between `below` and `above` elements (the
 /// last size on the near side and the first on the far side), for a workload of `live`
-/// buffers (`Workload::live_buffers`).
-pub fn cause(label: &str, live: Option<u64>, below: u64, above: u64) -> Cause {
-    cause_per(label, live, BYTES_PER_ELEMENT, below, above)
+/// buffers (`Workload::live_buffers`); `onset` says the change rises from nothing (below
+/// the metric's threshold on the near side), which a storm's onset rule needs.
+pub fn cause(label: &str, live: Option<u64>, onset: bool, below: u64, above: u64) -> Cause {
+    cause_per(label, live, onset, BYTES_PER_ELEMENT, below, above)
 }
 
 /// [`cause`] for buffers of `per_element` bytes per element of the size (a program's).
 pub fn cause_per(
     label: &str,
     live: Option<u64>,
+    onset: bool,
     per_element: u64,
     below: u64,
     above: u64,
 ) -> Cause {
-    let known = known_per(label, live, per_element);
+    // A storm's onset rule explains only a rise from nothing (`onset`).
+    let known: Vec<Threshold> = known_per(label, live, per_element)
+        .into_iter()
+        .filter(|t| onset || !t.onset_only)
+        .collect();
     if let Some(t) = known.iter().find(|t| t.holds(below, above)) {
         return Cause::At {
             threshold: t.clone(),
@@ -541,12 +557,18 @@ pub fn cause_per(
     Cause::Unexplained { nearest }
 }
 
+/// Whether a change from `below_value` to `above_value` rises from nothing: below the
+/// metric's `threshold` on the near side (an onset, as a storm's start is).
+pub fn is_onset(threshold: f64, below_value: f64, above_value: f64) -> bool {
+    below_value.abs() < threshold && above_value > below_value
+}
+
 /// The cause of a cliff that several variants share (their `live` buffers each): the
 /// first that is at a threshold, else near one, else the first.
-pub fn cause_of(label: &str, lives: &[Option<u64>], below: u64, above: u64) -> Cause {
+pub fn cause_of(label: &str, lives: &[Option<u64>], onset: bool, below: u64, above: u64) -> Cause {
     let all: Vec<Cause> = lives
         .iter()
-        .map(|&l| cause(label, l, below, above))
+        .map(|&l| cause(label, l, onset, below, above))
         .collect();
     let rank = |c: &Cause| match c {
         Cause::At { .. } => 0,
@@ -555,7 +577,7 @@ pub fn cause_of(label: &str, lives: &[Option<u64>], below: u64, above: u64) -> C
     };
     all.into_iter()
         .min_by_key(rank)
-        .unwrap_or_else(|| cause(label, None, below, above))
+        .unwrap_or_else(|| cause(label, None, onset, below, above))
 }
 
 #[cfg(test)]
@@ -585,7 +607,7 @@ mod tests {
     /// 16,382 and its return at 16,780.
     #[test]
     fn the_measured_cliffs_are_matched_to_their_thresholds_or_said_unexplained() {
-        match cause("jemalloc", ONE, 916_983, 917_058) {
+        match cause("jemalloc", ONE, true, 916_983, 917_058) {
             Cause::At {
                 threshold,
                 predicted_elements,
@@ -605,7 +627,13 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // Moved: with oversize_threshold=16M the cliff is predicted at 14 MiB − 4 KiB.
-        match cause("jemalloc:oversize_threshold=16M", ONE, 1_834_400, 1_834_500) {
+        match cause(
+            "jemalloc:oversize_threshold=16M",
+            ONE,
+            true,
+            1_834_400,
+            1_834_500,
+        ) {
             Cause::At {
                 predicted_elements, ..
             } => assert_eq!(predicted_elements, (14 * MIB - PAGE + 1).div_ceil(8)),
@@ -613,7 +641,7 @@ mod tests {
         }
         // glibc's every-buffer mmap, to the element: 4,193,789 slides the threshold,
         // 4,193,790 (a 32 MiB mmapped chunk, 32 MiB + 2 with its IS_MMAPPED bit) does not.
-        match cause("system", ONE, 4_193_789, 4_193_790) {
+        match cause("system", ONE, true, 4_193_789, 4_193_790) {
             Cause::At {
                 threshold,
                 predicted_elements,
@@ -632,6 +660,7 @@ mod tests {
             cause(
                 "system:mmap_threshold=16M,trim_threshold=1G",
                 ONE,
+                true,
                 2_097_149,
                 2_097_150
             ),
@@ -641,7 +670,7 @@ mod tests {
             }
         ));
         // The first buffer mmapped (a 128 KiB chunk) ends the small storm.
-        match cause("system", ONE, 16_381, 16_382) {
+        match cause("system", ONE, true, 16_381, 16_382) {
             Cause::At {
                 threshold,
                 predicted_elements,
@@ -653,7 +682,7 @@ mod tests {
         }
         // The storm's onset is M_TOP_PAD's, for two buffers only (below).
         assert!(matches!(
-            cause("system", ONE, 8_331, 8_332),
+            cause("system", ONE, true, 8_331, 8_332),
             Cause::Unexplained { .. }
         ));
         // Its return, for two buffers (out-of-place), is at M_TOP_PAD after the slide: in
@@ -664,7 +693,7 @@ mod tests {
             (16_779, 16_780),
             (16_641, 16_642),
         ] {
-            match cause("system", TWO, below, above) {
+            match cause("system", TWO, true, below, above) {
                 Cause::At { threshold, .. } => {
                     assert!(
                         threshold.name.contains("after the mmap threshold has slid"),
@@ -676,12 +705,12 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         }
-        assert!(cause("system", TWO, 16_519, 16_520)
+        assert!(cause("system", TWO, true, 16_519, 16_520)
             .sentence()
             .contains("no knob moves it"));
         // The stop stays at the 128 KiB thresholds; a knob set has no such rule.
         assert!(matches!(
-            cause("system", TWO, 16_381, 16_382),
+            cause("system", TWO, true, 16_381, 16_382),
             Cause::At { threshold, .. } if threshold.name.contains("128 KiB defaults")
         ));
         assert!(known("system:top_pad=64K", TWO)
@@ -689,7 +718,7 @@ mod tests {
             .all(|t| !t.name.contains("after the mmap threshold has slid")));
         // For one buffer, its return at 16,780 is near the 128 KiB thresholds.
         assert!(matches!(
-            cause("system", ONE, 16_779, 16_780),
+            cause("system", ONE, true, 16_779, 16_780),
             Cause::Near {
                 predicted_elements: 16_382,
                 ..
@@ -698,11 +727,11 @@ mod tests {
         // The jemalloc jump of a quick sweep (4 MiB to 8 MiB per buffer) holds its
         // crossing point.
         assert!(matches!(
-            cause("jemalloc", ONE, 524_288, 1_048_576),
+            cause("jemalloc", ONE, true, 524_288, 1_048_576),
             Cause::At { .. }
         ));
         // Far from every threshold: the nearest is named, with the distance.
-        match cause("system", ONE, 1_000, 1_001) {
+        match cause("system", ONE, true, 1_000, 1_001) {
             Cause::Unexplained {
                 nearest: Some((t, r)),
             } => {
@@ -712,10 +741,10 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(
-            cause("mimalloc", ONE, 1000, 2000),
+            cause("mimalloc", ONE, true, 1000, 2000),
             Cause::Unexplained { nearest: None }
         );
-        assert!(cause("mimalloc", ONE, 1000, 2000)
+        assert!(cause("mimalloc", ONE, true, 1000, 2000)
             .sentence()
             .contains("no known threshold"));
     }
@@ -755,7 +784,7 @@ mod tests {
             let w = window(label).unwrap_or_else(|| panic!("{label}: no window"));
             assert_eq!(w, expected, "{label}");
             assert!(w.0 <= measured && measured <= w.1, "{label}: {measured}");
-            match cause(label, TWO, measured - 1, measured) {
+            match cause(label, TWO, true, measured - 1, measured) {
                 Cause::At { threshold, .. } => {
                     assert!(
                         threshold.name.contains("M_TOP_PAD"),
@@ -794,14 +823,20 @@ mod tests {
         assert!(known("system:mmap_threshold=16M,trim_threshold=1G", TWO)
             .iter()
             .all(|t| !t.name.starts_with("glibc's M_TOP_PAD")));
+        // A step within a storm already under way is not its onset: not M_TOP_PAD's.
+        assert!(matches!(
+            cause("system", TWO, false, 8_337, 8_338),
+            Cause::Unexplained { .. }
+        ));
+        assert!(is_onset(1.0, 0.0, 1.0) && !is_onset(1.0, 2.0, 3.0) && !is_onset(1.0, 32.0, 0.0));
         // A group of variants takes the cause any of them has.
         assert!(matches!(
-            cause_of("system", &[ONE, TWO], 8_337, 8_338),
+            cause_of("system", &[ONE, TWO], true, 8_337, 8_338),
             Cause::At { .. }
         ));
-        assert!(cause("system", TWO, 8_337, 8_338)
+        assert!(cause("system", TWO, true, 8_337, 8_338)
             .sentence()
-            .contains("predicted from 8,192 to 8,448 elements (where in that window, the heap's history decides)"));
+            .contains("predicted from 8,192 to 8,448 elements; where in that window, the heap's history decides"));
     }
 
     #[test]

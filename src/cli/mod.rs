@@ -341,7 +341,7 @@ pub struct SweepArgs {
     /// of {size} f64): with it, each cliff is matched against the allocator's known
     /// thresholds (glibc's mmap and trim thresholds and M_TOP_PAD, jemalloc's
     /// oversize_threshold), as the size sweep's are.
-    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..=1 << 30))]
     pub bytes_per_element: Option<u64>,
     /// How many of those buffers one call holds at once (2 for a temporary and its
     /// result), for the rules that count them (glibc's M_TOP_PAD).

@@ -175,6 +175,7 @@ pub fn run(args: &CliffArgs) -> Result<()> {
     let behind_it = crate::analysis::thresholds::cause(
         &base.allocator_label(),
         base.workload.live_buffers(base.variant),
+        crate::analysis::thresholds::is_onset(metric.threshold(), c.below.value, c.above.value),
         c.below.size,
         c.above.size,
     )

@@ -416,7 +416,7 @@ fn confirm_cliffs(
             continue;
         }
         let live = c.workload.live_buffers(c.variant);
-        let cause = thresholds::cause(&c.allocator, live, c.below_size, c.above_size);
+        let cause = thresholds::cause(&c.allocator, live, c.onset(), c.below_size, c.above_size);
         let Some((threshold, moved)) = cause.movable() else {
             continue;
         };
@@ -467,12 +467,14 @@ fn confirm_cliffs(
         // found is where the change now starts, moved up or down, or not at all.
         let (from, to) = cliff::confirm_range(c.below_size, c.above_size, &rule);
         progress.say(&format!(
-            "confirming: {} {} {} at {}: bisecting under {} between {from} and {to} elements (predicted {})",
+            "confirming: {} {} {} at {}: bisecting under {} between {} and {} elements (predicted {})",
             c.allocator,
             c.variant,
             metric.name(),
             threshold.name,
             spec.allocator_label(),
+            crate::fmt::group_thousands(from as i64),
+            crate::fmt::group_thousands(to as i64),
             rule.predicted_text()
         ));
         let mut measure = |size| engine::probe(executor, &spec, budget, size, metric);
@@ -490,7 +492,7 @@ fn confirm_cliffs(
             &rule,
             (c.below_size, c.above_size),
             (from, to),
-            metric.name(),
+            metric,
             &found,
         );
         progress.say(&format!("  {}", conf.describe()));

@@ -152,7 +152,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
                     per.unit()
                 )
             };
-            let mut c = program::bisect(
+            let c = program::bisect(
                 &settings,
                 &template,
                 per,
@@ -161,31 +161,36 @@ pub fn run(args: &SweepArgs) -> Result<()> {
                 &mut quiet,
                 &mut show,
             );
-            // A bisection cut short is no cliff; one finished is kept even when Ctrl-C
-            // comes during its confirmation (which then says it was not measured).
-            let bisected = !interrupted();
-            if let (Some(per_element), true) = (args.bytes_per_element, bisected) {
-                program::explain(
-                    &settings,
-                    &template,
-                    per,
-                    &mut c,
-                    program::Buffers {
-                        per_element,
-                        live: args.buffers,
-                    },
-                    args.confirm,
-                    args.resolution,
-                    &mut quiet,
-                    &mut show,
-                    &mut |line| eprintln!("{line}"),
-                );
-                if let Some(conf) = &c.confirmation {
-                    eprintln!("  {}", conf.describe());
-                }
+            // A bisection cut short is no cliff. One finished is on disk before its
+            // confirmation starts, so that a kill during that keeps it; Ctrl-C there
+            // keeps it too, its confirmation saying it was not measured.
+            if interrupted() {
+                break;
             }
-            if bisected {
-                cliffs.push(c);
+            cliffs.push(c);
+            write_folder(
+                &folder, &template, per, &sizes, false, &rows, &cliffs, &records,
+            )?;
+            let (Some(per_element), Some(c)) = (args.bytes_per_element, cliffs.last_mut()) else {
+                continue;
+            };
+            program::explain(
+                &settings,
+                &template,
+                per,
+                c,
+                program::Buffers {
+                    per_element,
+                    live: args.buffers,
+                },
+                args.confirm,
+                args.resolution,
+                &mut quiet,
+                &mut show,
+                &mut |line| eprintln!("{line}"),
+            );
+            if let Some(conf) = &c.confirmation {
+                eprintln!("  {}", conf.describe());
             }
             write_folder(
                 &folder, &template, per, &sizes, false, &rows, &cliffs, &records,
@@ -478,7 +483,22 @@ fn write_folder(
     md.push_str(&table(rows, true));
     md.push_str("\nEvery run: `points/n<size>.json` (exec's record of that size). Run times: `histograms/<allocator>-n<size>.us.csv` (HdrHistogram, µs; with {calls}, the 2N-call runs). All rows: `summary.csv`; cliffs: `cliffs.json`.\n");
     folder.text("REPORT.md", &md).map_err(err)?;
-    let page = crate::export::html::folder_page("alloclab sweep", &md, drawings);
+    // An unfinished sweep says so in the page's title, as an unfinished run's page does.
+    let title = if complete {
+        "alloclab sweep".to_string()
+    } else {
+        format!(
+            "INCOMPLETE ({} of {} sizes): alloclab sweep",
+            group_thousands(
+                rows.iter()
+                    .map(|r| r.size)
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .len() as i64
+            ),
+            group_thousands(sizes.len() as i64)
+        )
+    };
+    let page = crate::export::html::folder_page(&title, &md, drawings);
     folder.text("report.html", &page).map_err(err)?;
     Ok(())
 }

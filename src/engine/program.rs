@@ -521,12 +521,31 @@ pub fn explain(
 ) {
     use crate::analysis::cliff::{self, Confirmation};
     use crate::analysis::thresholds::{self, Cause};
-    let (Some(below), Some(above)) = (cliff.below_size, cliff.above_size) else {
+    let (Some(below), Some(above), Some(bv), Some(av)) = (
+        cliff.below_size,
+        cliff.above_size,
+        cliff.below_value,
+        cliff.above_value,
+    ) else {
         return;
     };
+    let metric = Metric::of_name(&cliff.metric);
+    // Two sizes whose values differ by less than half the margin the bisection used: the
+    // rounds' noise, not a step, placed the pair, so no threshold is claimed for it.
+    let margin = cliff.margin.unwrap_or(metric.threshold());
+    if (av - bv).abs() < 0.5 * margin {
+        cliff.behind_it = Some(format!(
+            "not named: at the two sizes it is {} and {}, less than half the margin of {} apart, so the rounds' noise, not a step, placed it",
+            fmt_count(bv),
+            fmt_count(av),
+            fmt_count(margin)
+        ));
+        return;
+    }
     let cause = thresholds::cause_per(
         &cliff.allocator,
         buffers.live,
+        thresholds::is_onset(metric.threshold(), bv, av),
         buffers.per_element,
         below,
         above,
@@ -558,13 +577,14 @@ pub fn explain(
         return;
     };
     conf.predict(&rule);
-    let metric = Metric::of_name(&cliff.metric);
     let (from, to) = cliff::confirm_range(below, above, &rule);
     say(&format!(
-        "confirming: {} {} at {}: bisecting under {spec} between {from} and {to} elements (predicted {})",
+        "confirming: {} {} at {}: bisecting under {spec} between {} and {} elements (predicted {})",
         cliff.allocator,
         metric.name(),
         threshold.name,
+        group_thousands(from as i64),
+        group_thousands(to as i64),
         rule.predicted_text()
     ));
     let one = ExecSettings {
@@ -587,7 +607,7 @@ pub fn explain(
         &rule,
         (below, above),
         (from, to),
-        metric.name(),
+        metric,
         &found,
     );
     cliff.confirmation = Some(conf);

@@ -90,7 +90,8 @@ fn cliff_headline(g: &CliffGroup) -> (u8, String) {
         .iter()
         .map(|c| c.workload.live_buffers(c.variant))
         .collect();
-    let cause = thresholds::cause_of(&g.label, &lives, g.below, g.above);
+    let onset = g.cliffs.iter().any(|c| c.onset());
+    let cause = thresholds::cause_of(&g.label, &lives, onset, g.below, g.above);
     let confirmation = g
         .cliffs
         .iter()
@@ -294,13 +295,20 @@ fn cliff_lines(cliffs: &[FoundCliff]) -> Vec<String> {
 }
 
 /// The folder's headline findings, leading first: at most [`MOST`].
+/// A last line says how many more there are, where some are left out.
 pub fn headlines(loaded: &Loaded) -> Vec<String> {
-    let mut out: Vec<String> = cliff_lines(&loaded.cliffs)
-        .into_iter()
-        .take(MOST_CLIFFS)
-        .collect();
+    let cliffs = cliff_lines(&loaded.cliffs);
+    let differences = differences(loaded);
+    let all = cliffs.len() + differences.len();
+    let mut out: Vec<String> = cliffs.into_iter().take(MOST_CLIFFS).collect();
     let room = MOST - out.len();
-    out.extend(differences(loaded).into_iter().take(room).map(|d| d.1));
+    out.extend(differences.into_iter().take(room).map(|d| d.1));
+    if all > out.len() {
+        out.push(format!(
+            "… and {} more cliffs and differences in the findings",
+            all - out.len()
+        ));
+    }
     out
 }
 

@@ -565,6 +565,10 @@ fn named<'a>(
 /// bisected (else they are the sweep's own sizes).
 type CliffKey = (String, u64, u64, bool);
 
+/// What a change is of, for the rules that need it: the variant's live buffers, and
+/// whether the change rises from nothing.
+type ChangeOf = (Option<u64>, bool);
+
 /// Where it starts: the size sweep's cliffs (bisected, from cliffs.json; else the sweep's
 /// own jumps), each with the threshold behind it.
 fn cliffs(entries: &[Entry], html: &mut String) {
@@ -573,14 +577,14 @@ fn cliffs(entries: &[Entry], html: &mut String) {
     };
     html.push_str(r#"<section id="cliffs"><h2>Where it starts</h2><p>The sizes where each allocator's faults or memory syscalls per iteration change, and the known threshold of that allocator at that size (its crossing point computed from the allocator's rules): <span class="explained">at a known threshold</span>, <span class="near">near one only</span>, <span class="unexplained">none known</span>.</p><table class="cliffs"><tr><th>allocator</th><th>what changes, per iteration</th><th>between</th><th>behind it</th></tr>"#);
     // Each change as (the cliff: allocator, sizes, bisected?) and what changes there.
-    let mut rows: Vec<(CliffKey, Option<u64>, String)> = loaded
+    let mut rows: Vec<(CliffKey, ChangeOf, String)> = loaded
         .cliffs
         .iter()
         .filter(|c| c.unresolved.is_none())
         .map(|c| {
             (
                 (c.allocator.clone(), c.below_size, c.above_size, true),
-                c.workload.live_buffers(c.variant),
+                (c.workload.live_buffers(c.variant), c.onset()),
                 format!(
                     "{}: {} {} → {}",
                     c.variant,
@@ -606,7 +610,14 @@ fn cliffs(entries: &[Entry], html: &mut String) {
             rows.extend(jumps.into_iter().map(|j| {
                 (
                     (j.allocator.clone(), j.from_size, j.to_size, false),
-                    j.workload.live_buffers(j.variant),
+                    (
+                        j.workload.live_buffers(j.variant),
+                        thresholds::is_onset(
+                            crate::analysis::cliff::Metric::of_name(metric).threshold(),
+                            j.from_value,
+                            j.to_value,
+                        ),
+                    ),
                     format!(
                         "{}: {metric} {} → {}",
                         j.variant,
@@ -623,18 +634,20 @@ fn cliffs(entries: &[Entry], html: &mut String) {
     // One finding per cliff: the variants and counts that change at the same sizes of
     // one allocator are one row.
     // Each with the live buffers of its variants, for the rules that count them.
-    let mut groups: Vec<(CliffKey, Vec<Option<u64>>, Vec<String>)> = Vec::new();
-    for (key, live, what) in rows {
+    let mut groups: Vec<(CliffKey, Vec<ChangeOf>, Vec<String>)> = Vec::new();
+    for (key, of, what) in rows {
         match groups.iter_mut().find(|(k, _, _)| *k == key) {
             Some((_, l, v)) => {
-                l.push(live);
+                l.push(of);
                 v.push(what);
             }
-            None => groups.push((key, vec![live], vec![what])),
+            None => groups.push((key, vec![of], vec![what])),
         }
     }
-    for ((label, below, above, bisected), lives, whats) in groups {
-        let cause = thresholds::cause_of(&label, &lives, below, above);
+    for ((label, below, above, bisected), ofs, whats) in groups {
+        let lives: Vec<Option<u64>> = ofs.iter().map(|o| o.0).collect();
+        let onset = ofs.iter().any(|o| o.1);
+        let cause = thresholds::cause_of(&label, &lives, onset, below, above);
         let cls = match cause {
             Cause::At { .. } => "explained",
             Cause::Near { .. } => "near",
