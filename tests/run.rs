@@ -471,6 +471,68 @@ warmup_iters = 2
     assert!(report.contains(": confirmed"), "{report}");
 }
 
+/// glibc's out-of-place storm starts inside M_TOP_PAD's window (two buffers no longer fit
+/// in the top the last trim left: 8,192 to 8,448 elements), and with the pad doubled
+/// (its trim threshold at the pad, the buffers kept on the heap) inside the doubled
+/// window: the lab names the rule and moves it.
+#[test]
+fn the_storms_onset_moves_with_m_top_pad() {
+    let (dir, exp) = setup(
+        r#"
+description = "glibc's out-of-place storm"
+workloads = ["scale"]
+variants = ["out-of-place"]
+allocators = ["system"]
+sizes = [6000, 12000]
+find_cliffs = true
+
+[budget]
+min_time = 0.01
+min_iters = 5
+warmup_time = 0.005
+warmup_iters = 2
+"#,
+    );
+    let out = dir.path().join("res");
+    let o = run(
+        &driver_path(),
+        &[
+            "run",
+            "--confirm",
+            "--out",
+            out.to_str().unwrap(),
+            exp.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let cliffs: Vec<alloclab::analysis::cliff::FoundCliff> =
+        serde_json::from_str(&text(&out.join("tiny").join("cliffs.json"))).unwrap();
+    let calls = cliffs
+        .iter()
+        .find(|c| c.metric == "memory syscalls")
+        .expect("a syscall cliff");
+    assert!((8_192..=8_448).contains(&calls.above_size), "{calls:?}");
+    let c = calls.confirmation.as_ref().expect("a confirmation");
+    assert_eq!(
+        c.spec,
+        "system:mmap_threshold=1M,top_pad=256K,trim_threshold=256K"
+    );
+    assert_eq!(
+        (c.predicted, c.predicted_to),
+        (16_384, Some(16_640)),
+        "{c:?}"
+    );
+    assert!((16_384..=16_640).contains(&c.above.unwrap()), "{c:?}");
+    assert_eq!(c.verdict, "confirmed");
+    let report = text(&out.join("tiny").join("REPORT.md"));
+    assert!(
+        report.contains(
+            "at glibc's M_TOP_PAD (128.0 KiB default), predicted from 8,192 to 8,448 elements"
+        ),
+        "{report}"
+    );
+}
+
 /// `processes = 3`: every cell in three worker processes, one file per process; the
 /// summary row is the median over them with an interval, the histogram files hold the
 /// merged samples (the sum of the parts), REPORT.md's findings carry intervals, resume
