@@ -331,6 +331,61 @@ fn the_sweep_names_the_storms_threshold_and_confirms_it_by_moving_it() {
         report.contains("moved: under system:mmap_threshold=1M,top_pad=256K,trim_threshold=256K"),
         "{report}"
     );
+    // The cliff command names it too, from the same buffers.
+    let o = lab(&[
+        "cliff",
+        "--allocator",
+        "system",
+        "--from",
+        "6000",
+        "--to",
+        "12000",
+        "--calls",
+        "10",
+        "--metric",
+        "syscalls",
+        "--bytes-per-element",
+        "8",
+        "--buffers",
+        "2",
+        "--format",
+        "json",
+        "--",
+        t,
+        "--elements",
+        "{size}",
+        "--iterations",
+        "{calls}",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json(&o.stdout);
+    assert!(
+        v["behind_it"]
+            .as_str()
+            .unwrap()
+            .starts_with("glibc's M_TOP_PAD (128.0 KiB default)"),
+        "{v}"
+    );
+    // The built-in workload's buffers are known: the option is refused there.
+    let o = lab(&[
+        "cliff",
+        "--allocator",
+        "system",
+        "--variant",
+        "out-of-place",
+        "--from",
+        "6000",
+        "--to",
+        "12000",
+        "--bytes-per-element",
+        "8",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("for your command after"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 fn group(n: u64) -> String {

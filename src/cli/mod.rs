@@ -413,6 +413,14 @@ pub struct CliffArgs {
     /// table (two lines, either side of the cliff) or json.
     #[arg(long, default_value = "table", value_parser = formats(&["table", "json"]))]
     pub format: Format,
+    /// With your command: bytes per element of {size} of the buffers it allocates (8 for
+    /// arrays of f64), to name the allocator threshold behind the cliff (as sweep does;
+    /// the built-in workload's are known).
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..=1 << 30))]
+    pub bytes_per_element: Option<u64>,
+    /// With your command: how many of those buffers one call holds at once.
+    #[arg(long, value_name = "N", requires = "bytes_per_element", value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub buffers: Option<u64>,
     #[command(flatten)]
     pub program: ProgramArgs,
 }

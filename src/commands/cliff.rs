@@ -84,6 +84,11 @@ pub fn run(args: &CliffArgs) -> Result<()> {
     if !args.program.command.is_empty() {
         return super::cliff_command::run(args);
     }
+    if args.bytes_per_element.is_some() {
+        return Err(Error::BadInput(
+            "--bytes-per-element is for your command after `--`: the built-in workload's buffers are f64 (8 bytes per element), and its cliffs are named without it".into(),
+        ));
+    }
     let Some(variant) = args.variant else {
         return Err(Error::BadInput(
             "--variant is required for the built-in workload (in-place, out-of-place, reuse or fused); or give your own command after `--` with {size} in it".into(),

@@ -26,6 +26,10 @@ struct CommandCliffOutput<'a> {
     /// How far a value had to leave the low side's trend to count as past the onset.
     margin: f64,
     order_seed: u64,
+    /// With --bytes-per-element: the allocator's known threshold at the cliff, near it,
+    /// or none, or why none is named.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    behind_it: Option<String>,
 }
 
 /// The cliff of your command: `{size}` bisected between --from and --to under one
@@ -82,6 +86,20 @@ pub fn run(args: &CliffArgs) -> Result<()> {
     )
     .map_err(Error::from)?;
     let label = settings.allocators[0].to_string();
+    let behind_it = args.bytes_per_element.map(|per_element| {
+        program::name_cliff(
+            &label,
+            metric,
+            (c.below.size, c.below.value),
+            (c.above.size, c.above.value),
+            c.margin,
+            program::Buffers {
+                per_element,
+                live: args.buffers,
+            },
+        )
+        .map_or_else(|why| why, |cause| cause.sentence())
+    });
     if args.format == Format::Json {
         let value = CommandCliffOutput {
             command: template
@@ -99,6 +117,7 @@ pub fn run(args: &CliffArgs) -> Result<()> {
             rounds_per_probe: args.runs,
             margin: c.margin,
             order_seed: settings.order_seed,
+            behind_it,
         };
         return super::print_out(
             &(serde_json::to_string_pretty(&value).map_err(Error::failed)? + "\n"),
@@ -119,7 +138,7 @@ pub fn run(args: &CliffArgs) -> Result<()> {
         )
     };
     super::print_out(&format!(
-        "{label}: the onset of {} per {}: the first size that leaves the level of --from ({}) by {} or more (the threshold, or twice the spread of a size's rounds where larger)\n  below: {}\n  above: {}\n({} probes, {} round(s) each)\n",
+        "{label}: the onset of {} per {}: the first size that leaves the level of --from ({}) by {} or more (the threshold, or twice the spread of a size's rounds where larger)\n  below: {}\n  above: {}\n({} probes, {} each){}\n",
         metric.name(),
         per.unit(),
         match per.trend() {
@@ -131,6 +150,9 @@ pub fn run(args: &CliffArgs) -> Result<()> {
         side(&c.below),
         side(&c.above),
         c.probes,
-        args.runs,
+        crate::fmt::counted(args.runs as usize, "round", "rounds"),
+        behind_it
+            .map(|b| format!("\nbehind it: {b}"))
+            .unwrap_or_default(),
     ))
 }

@@ -502,6 +502,37 @@ pub struct Buffers {
     pub live: Option<u64>,
 }
 
+/// The threshold behind a cliff of a program between `below` and `above` (each a size
+/// and its value), or why none is named: two sizes whose values differ by less than half
+/// the bisection's `margin` were placed by the rounds' noise, not by a step.
+pub fn name_cliff(
+    allocator: &str,
+    metric: Metric,
+    below: (u64, f64),
+    above: (u64, f64),
+    margin: f64,
+    buffers: Buffers,
+) -> Result<crate::analysis::thresholds::Cause, String> {
+    use crate::analysis::thresholds;
+    let ((b, bv), (a, av)) = (below, above);
+    if (av - bv).abs() < 0.5 * margin {
+        return Err(format!(
+            "not named: at the two sizes it is {} and {}, less than half the margin of {} apart, so the rounds' noise, not a step, placed it",
+            fmt_count(bv),
+            fmt_count(av),
+            fmt_count(margin)
+        ));
+    }
+    Ok(thresholds::cause_per(
+        allocator,
+        buffers.live,
+        thresholds::is_onset(metric.threshold(), bv, av),
+        buffers.per_element,
+        b,
+        a,
+    ))
+}
+
 /// Names the threshold behind a bisected cliff (`behind_it`) and, with `confirm`, bisects
 /// it again under the knob set that moves that threshold, and says whether the cliff
 /// went where the threshold's rule puts it (`confirmation`), as `run --confirm` does for
@@ -530,27 +561,25 @@ pub fn explain(
         return;
     };
     let metric = Metric::of_name(&cliff.metric);
-    // Two sizes whose values differ by less than half the margin the bisection used: the
-    // rounds' noise, not a step, placed the pair, so no threshold is claimed for it.
     let margin = cliff.margin.unwrap_or(metric.threshold());
-    if (av - bv).abs() < 0.5 * margin {
-        cliff.behind_it = Some(format!(
-            "not named: at the two sizes it is {} and {}, less than half the margin of {} apart, so the rounds' noise, not a step, placed it",
-            fmt_count(bv),
-            fmt_count(av),
-            fmt_count(margin)
-        ));
-        return;
-    }
-    let cause = thresholds::cause_per(
+    let named = name_cliff(
         &cliff.allocator,
-        buffers.live,
-        thresholds::is_onset(metric.threshold(), bv, av),
-        buffers.per_element,
-        below,
-        above,
+        metric,
+        (below, bv),
+        (above, av),
+        margin,
+        buffers,
     );
-    cliff.behind_it = Some(cause.sentence());
+    let cause = match named {
+        Ok(cause) => {
+            cliff.behind_it = Some(cause.sentence());
+            cause
+        }
+        Err(why) => {
+            cliff.behind_it = Some(why);
+            return;
+        }
+    };
     if !confirm {
         return;
     }
