@@ -412,12 +412,31 @@ warmup_iters = 3
         .all(|c| c.unresolved.is_none() || c.probes == 0));
 }
 
+/// Runs the experiment `toml` with `run --confirm` and returns its cliffs and REPORT.md.
+fn run_confirmed(toml: &str) -> (Vec<alloclab::analysis::cliff::FoundCliff>, String) {
+    let (dir, exp) = setup(toml);
+    let out = dir.path().join("res");
+    let o = run(
+        &driver_path(),
+        &[
+            "run",
+            "--confirm",
+            "--out",
+            out.to_str().unwrap(),
+            exp.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let cliffs = serde_json::from_str(&text(&out.join("tiny").join("cliffs.json"))).unwrap();
+    (cliffs, text(&out.join("tiny").join("REPORT.md")))
+}
+
 /// `run --confirm`: jemalloc's purge cliff is bisected, matched to its oversize_threshold
 /// (8 MiB: a request whose size class with its page of padding reaches it), and moving
 /// the threshold to 16 MiB moves the cliff to where the same rule puts it.
 #[test]
 fn a_confirmed_cliff_moves_where_its_threshold_rule_puts_it() {
-    let (dir, exp) = setup(
+    let (cliffs, report) = run_confirmed(
         r#"
 description = "jemalloc's purge cliff"
 workloads = ["scale"]
@@ -433,20 +452,6 @@ warmup_time = 0.005
 warmup_iters = 2
 "#,
     );
-    let out = dir.path().join("res");
-    let o = run(
-        &driver_path(),
-        &[
-            "run",
-            "--confirm",
-            "--out",
-            out.to_str().unwrap(),
-            exp.to_str().unwrap(),
-        ],
-    );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let cliffs: Vec<alloclab::analysis::cliff::FoundCliff> =
-        serde_json::from_str(&text(&out.join("tiny").join("cliffs.json"))).unwrap();
     let faults = cliffs
         .iter()
         .find(|c| c.metric == "minor faults")
@@ -463,7 +468,6 @@ warmup_iters = 2
     let (b, a) = (c.below.unwrap(), c.above.unwrap());
     assert!(b < c.predicted && c.predicted <= a, "{c:?}");
     assert_eq!(c.verdict, "confirmed");
-    let report = text(&out.join("tiny").join("REPORT.md"));
     assert!(
         report.contains("at jemalloc's oversize_threshold (8.0 MiB)"),
         "{report}"
@@ -477,7 +481,7 @@ warmup_iters = 2
 /// window: the lab names the rule and moves it.
 #[test]
 fn the_storms_onset_moves_with_m_top_pad() {
-    let (dir, exp) = setup(
+    let (cliffs, report) = run_confirmed(
         r#"
 description = "glibc's out-of-place storm"
 workloads = ["scale"]
@@ -493,20 +497,6 @@ warmup_time = 0.005
 warmup_iters = 2
 "#,
     );
-    let out = dir.path().join("res");
-    let o = run(
-        &driver_path(),
-        &[
-            "run",
-            "--confirm",
-            "--out",
-            out.to_str().unwrap(),
-            exp.to_str().unwrap(),
-        ],
-    );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let cliffs: Vec<alloclab::analysis::cliff::FoundCliff> =
-        serde_json::from_str(&text(&out.join("tiny").join("cliffs.json"))).unwrap();
     let calls = cliffs
         .iter()
         .find(|c| c.metric == "memory syscalls")
@@ -524,7 +514,6 @@ warmup_iters = 2
     );
     assert!((16_384..=16_640).contains(&c.above.unwrap()), "{c:?}");
     assert_eq!(c.verdict, "confirmed");
-    let report = text(&out.join("tiny").join("REPORT.md"));
     assert!(
         report.contains(
             "at glibc's M_TOP_PAD (128.0 KiB default), predicted from 8,192 to 8,448 elements"
