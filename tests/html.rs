@@ -159,6 +159,27 @@ fn exec_and_run_folders_get_a_report_html() {
         .map(|l| &l[2..])
         .collect();
     assert!((1..=5).contains(&answer.len()), "{md}");
+    // Where more findings than five compete, the count of the rest follows the list as a
+    // sentence of its own, not as a sixth headline (on the page as in REPORT.md).
+    let after: Vec<&str> = md
+        .split("## Answer\n\n")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .skip(answer.len())
+        .take_while(|l| !l.starts_with("## "))
+        .filter(|l| !l.is_empty())
+        .collect();
+    assert!(
+        after.is_empty() || (after.len() == 1 && after[0].starts_with("… and ")),
+        "{md}"
+    );
+    let listed = html
+        .split("<ul class=\"findings answer\">")
+        .nth(1)
+        .and_then(|rest| rest.split("</ul>").next())
+        .expect("the page lists its answer");
+    assert_eq!(listed.matches("<li>").count(), answer.len(), "{html}");
     let at = |needle: &str, text: &str| {
         text.find(needle)
             .unwrap_or_else(|| panic!("{needle} missing"))

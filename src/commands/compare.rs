@@ -561,7 +561,7 @@ fn write_html(
             crate::fmt::group_thousands(args.size as i64)
         ),
         environment,
-        answer: Vec::new(),
+        answer: Default::default(),
         sections: Vec::new(),
         findings,
         figures: html::cell_figures(rows),

@@ -141,8 +141,11 @@ pub fn run(args: RunArgs) -> Result<()> {
             o.dir.join("REPORT.md").display()
         ));
         // The answer REPORT.md and report.html lead with, here too.
-        for a in &o.rebuilt.answer {
+        for a in &o.rebuilt.answer.lines {
             progress.say(&format!("  {a}"));
+        }
+        if let Some(more) = o.rebuilt.answer.more_line() {
+            progress.say(&format!("  {more}"));
         }
         if o.interrupted {
             progress.clear();

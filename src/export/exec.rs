@@ -440,7 +440,7 @@ Run times per allocator: `histograms/<allocator>.us.csv` (HdrHistogram, µs). Ev
     let page = super::html::Page {
         title: format!("alloclab exec: {}", shell_words(&record.command)),
         environment: header(record).lines().map(str::to_string).collect(),
-        answer: Vec::new(),
+        answer: Default::default(),
         sections: Vec::new(),
         findings,
         figures: super::html::exec_figures(&rows),

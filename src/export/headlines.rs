@@ -294,22 +294,46 @@ fn cliff_lines(cliffs: &[FoundCliff]) -> Vec<String> {
     lines.into_iter().map(|c| c.1).collect()
 }
 
-/// The folder's headline findings, leading first: at most [`MOST`].
-/// A last line says how many more there are, where some are left out.
-pub fn headlines(loaded: &Loaded) -> Vec<String> {
+/// A folder's answer: its headlines, and how many findings of the same kinds (cliffs and
+/// differences) were left out of them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Answer {
+    /// At most [`MOST`] headline findings, leading first.
+    pub lines: Vec<String>,
+    /// Cliffs and differences that did not make the headlines.
+    pub more: usize,
+}
+
+impl Answer {
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+
+    /// Where some are left out, a sentence that says how many (not a finding itself, so
+    /// no renderer lists it among the headlines).
+    pub fn more_line(&self) -> Option<String> {
+        match self.more {
+            0 => None,
+            1 => Some("… and 1 more cliff or difference in the findings".into()),
+            n => Some(format!(
+                "… and {} more cliffs and differences in the findings",
+                group_thousands(n as i64)
+            )),
+        }
+    }
+}
+
+/// The folder's headline findings, leading first: at most [`MOST`], and how many more
+/// there are.
+pub fn headlines(loaded: &Loaded) -> Answer {
     let cliffs = cliff_lines(&loaded.cliffs);
     let differences = differences(loaded);
     let all = cliffs.len() + differences.len();
-    let mut out: Vec<String> = cliffs.into_iter().take(MOST_CLIFFS).collect();
-    let room = MOST - out.len();
-    out.extend(differences.into_iter().take(room).map(|d| d.1));
-    if all > out.len() {
-        out.push(format!(
-            "… and {} more cliffs and differences in the findings",
-            all - out.len()
-        ));
-    }
-    out
+    let mut lines: Vec<String> = cliffs.into_iter().take(MOST_CLIFFS).collect();
+    let room = MOST - lines.len();
+    lines.extend(differences.into_iter().take(room).map(|d| d.1));
+    let more = all - lines.len();
+    Answer { lines, more }
 }
 
 #[cfg(test)]
@@ -321,6 +345,26 @@ mod tests {
     }
 
     use crate::analysis::cells::test_cell as cell_of;
+
+    /// What did not make the headlines is counted in a sentence of its own, in the
+    /// singular or plural, and only where something was left out.
+    #[test]
+    fn the_count_of_what_was_left_out_is_a_sentence_not_a_headline() {
+        let answer = |more| Answer {
+            lines: vec!["a".into(); MOST],
+            more,
+        };
+        assert_eq!(answer(0).more_line(), None);
+        assert_eq!(
+            answer(1).more_line().as_deref(),
+            Some("… and 1 more cliff or difference in the findings")
+        );
+        assert_eq!(
+            answer(1234).more_line().as_deref(),
+            Some("… and 1,234 more cliffs and differences in the findings")
+        );
+        assert_eq!(answer(1234).lines.len(), MOST);
+    }
 
     /// A tunables folder's answer says what each knob set does against its allocator's
     /// defaults: the faster one with its ratio and the faults it removes; one that

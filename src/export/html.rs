@@ -49,7 +49,7 @@ pub struct Page {
     pub title: String,
     pub environment: Vec<String>,
     /// The headline findings, first on the page; with them the other findings fold.
-    pub answer: Vec<String>,
+    pub answer: super::headlines::Answer,
     /// Sections of markup of the lab's own making (a heat table), after the answer.
     pub sections: Vec<String>,
     pub findings: Vec<String>,
@@ -168,10 +168,13 @@ impl Page {
         }
         if !self.answer.is_empty() {
             s.push_str("<h2 id=\"answer\">Answer</h2>\n<ul class=\"findings answer\">\n");
-            for f in &self.answer {
+            for f in &self.answer.lines {
                 let _ = writeln!(s, "<li>{}</li>", finding(f));
             }
             s.push_str("</ul>\n");
+            if let Some(more) = self.answer.more_line() {
+                let _ = writeln!(s, "<p class=\"more\">{}</p>", esc(&more));
+            }
         }
         for section in &self.sections {
             s.push_str(section);

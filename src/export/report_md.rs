@@ -27,7 +27,7 @@ pub struct Rebuilt {
     pub processes_done: usize,
     pub processes_planned: usize,
     /// The headline findings REPORT.md and report.html lead with.
-    pub answer: Vec<String>,
+    pub answer: super::headlines::Answer,
 }
 
 impl Rebuilt {
@@ -229,7 +229,7 @@ fn report_markdown(
     outcomes: &[Outcome],
     env: &serde_json::Value,
     plots: &[plots::PlotFile],
-    answer: &[String],
+    answer: &super::headlines::Answer,
 ) -> String {
     let e = &loaded.plan.experiment;
     let mut md = String::new();
@@ -247,8 +247,11 @@ fn report_markdown(
     // with), every finding after them.
     if !answer.is_empty() {
         let _ = writeln!(md, "## Answer\n");
-        for a in answer {
+        for a in &answer.lines {
             let _ = writeln!(md, "- {a}");
+        }
+        if let Some(more) = answer.more_line() {
+            let _ = writeln!(md, "\n{more}");
         }
     }
     let mut envmd = String::new();
@@ -587,7 +590,7 @@ fn report_html(
     rows: &[SummaryRow],
     env: &serde_json::Value,
     md: &str,
-    answer: &[String],
+    answer: &super::headlines::Answer,
 ) -> String {
     use super::html;
     let e = &loaded.plan.experiment;
@@ -649,7 +652,7 @@ fn report_html(
     html::Page {
         title,
         environment,
-        answer: answer.to_vec(),
+        answer: answer.clone(),
         sections,
         findings: html::findings_of_markdown(md),
         figures,
