@@ -227,6 +227,7 @@ fn body_in_browser(browser: &Path, page: &Path) -> String {
             "--no-sandbox",
             "--disable-gpu",
             "--no-first-run",
+            "--window-size=1280,900",
             &format!("--user-data-dir={}", profile.path().display()),
             "--dump-dom",
         ])
@@ -251,6 +252,31 @@ fn the_report_renders_in_chromium_without_errors_and_its_toggles_hide_series() {
     assert!(body.contains(r#"data-series="20""#), "{body}");
     // Switching the first toggle (an allocator) off hid its series and no other.
     assert!(body.contains(r#"data-selftest="ok""#), "{body}");
+    assert!(body.contains(r#"data-past-right="0""#), "{body}");
+}
+
+#[test]
+#[ignore = "needs Chromium (Debian: apt-get install chromium); .ci/run installs it and runs this with --ignored"]
+fn a_page_of_many_knob_sets_fits_the_windows_width_toggles_and_all() {
+    // Thirteen allocator specs, some of them long ("jemalloc:dirty_decay_ms=-1,
+    // muzzy_decay_ms=-1"): their toggles wrap rather than run off the page's right edge.
+    let browser = chromium().expect("chromium is installed");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = lab(&[
+        "run",
+        "--quick",
+        "--out",
+        out.to_str().unwrap(),
+        "experiments/tunables.toml",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let page = out.join("tunables").join("report.html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.matches(r#"data-key="alloc""#).count() >= 10, "{html}");
+    let body = body_in_browser(&browser, &page);
+    assert!(body.contains(r#"data-errors="""#), "{body}");
+    assert!(body.contains(r#"data-past-right="0""#), "{body}");
 }
 
 /// A folder of results folders like `make run-all`'s, with the founding experiment only:

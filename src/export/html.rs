@@ -82,14 +82,15 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bott
 ul.findings{padding-left:18px}ul.findings li{margin:4px 0;font-size:14px;line-height:1.4}
 b.slower{color:#b03a2e}b.faster{color:#1e8449}b.same{color:#555;font-weight:normal}b.open{color:#9a7d0a}
 .toggles{position:sticky;top:0;background:#fafafa;border:1px solid #ddd;padding:8px 10px;font-size:13px;z-index:2}
-.toggles span{margin-right:14px;white-space:nowrap}.toggles label{margin-right:8px;cursor:pointer}
+.toggles span{margin-right:14px}.toggles label{margin-right:8px;cursor:pointer;white-space:nowrap}
 figure{margin:16px 0}figcaption{font-size:13px;color:#555;margin-top:4px}
 svg .series.off{display:none}svg .legend.off{opacity:.25}svg circle{cursor:default}
 pre{font-size:12px;background:#f6f6f6;padding:8px;overflow-x:auto}
 "#;
 
 /// The script: toggles, and a self-test (`#selftest`) that switches the first toggle off
-/// and records on `<body>` whether its series disappeared — what the browser test reads.
+/// and records on `<body>` whether its series disappeared — what the browser test reads,
+/// with how far the page reaches past the window's right edge.
 const SCRIPT: &str = r#"
 (function(){
   var errors=[];
@@ -108,6 +109,10 @@ const SCRIPT: &str = r#"
   var series=document.querySelectorAll('svg g.series');
   document.body.setAttribute('data-series',String(series.length));
   document.body.setAttribute('data-charts',String(document.querySelectorAll('figure svg').length));
+  // How far the widest element reaches past the window's right edge (0: nothing to scroll
+  // sideways for, the toggles included).
+  var past=0;document.querySelectorAll('body *').forEach(function(e){past=Math.max(past,e.getBoundingClientRect().right-document.documentElement.clientWidth);});
+  document.body.setAttribute('data-past-right',String(Math.ceil(past)));
   if(location.hash==='#selftest'){
     var c=boxes()[0],result='no toggles';
     if(c){
