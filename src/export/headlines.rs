@@ -326,12 +326,17 @@ impl Answer {
 /// The folder's headline findings, leading first: at most [`MOST`], and how many more
 /// there are.
 pub fn headlines(loaded: &Loaded) -> Answer {
-    let cliffs = cliff_lines(&loaded.cliffs);
-    let differences = differences(loaded);
+    let differences = differences(loaded).into_iter().map(|d| d.1).collect();
+    answer_of(cliff_lines(&loaded.cliffs), differences)
+}
+
+/// The headlines out of the cliffs' and the differences' lines (each leading first): the
+/// cliffs up to [`MOST_CLIFFS`], then differences up to [`MOST`]; the rest are counted.
+fn answer_of(cliffs: Vec<String>, differences: Vec<String>) -> Answer {
     let all = cliffs.len() + differences.len();
     let mut lines: Vec<String> = cliffs.into_iter().take(MOST_CLIFFS).collect();
     let room = MOST - lines.len();
-    lines.extend(differences.into_iter().take(room).map(|d| d.1));
+    lines.extend(differences.into_iter().take(room));
     let more = all - lines.len();
     Answer { lines, more }
 }
@@ -346,24 +351,38 @@ mod tests {
 
     use crate::analysis::cells::test_cell as cell_of;
 
-    /// What did not make the headlines is counted in a sentence of its own, in the
-    /// singular or plural, and only where something was left out.
+    /// At most five headlines, cliffs first but at most four of them, so that a
+    /// difference still leads; what did not make them is counted in a sentence of its
+    /// own (no sixth headline), in the singular or plural, only where something was left
+    /// out.
     #[test]
     fn the_count_of_what_was_left_out_is_a_sentence_not_a_headline() {
-        let answer = |more| Answer {
-            lines: vec!["a".into(); MOST],
-            more,
+        let named = |prefix: &str, n: usize| -> Vec<String> {
+            (0..n).map(|i| format!("{prefix}{i}")).collect()
         };
-        assert_eq!(answer(0).more_line(), None);
+        let a = answer_of(named("cliff ", 6), named("difference ", 3));
         assert_eq!(
-            answer(1).more_line().as_deref(),
+            a.lines,
+            ["cliff 0", "cliff 1", "cliff 2", "cliff 3", "difference 0"]
+        );
+        assert_eq!(
+            a.more_line().as_deref(),
+            Some("… and 4 more cliffs and differences in the findings")
+        );
+        let a = answer_of(Vec::new(), named("difference ", 6));
+        assert_eq!(a.lines.len(), MOST);
+        assert_eq!(
+            a.more_line().as_deref(),
             Some("… and 1 more cliff or difference in the findings")
         );
+        let a = answer_of(named("cliff ", 2), named("difference ", 1));
+        assert_eq!(a.lines.len(), 3);
+        assert_eq!(a.more_line(), None);
+        let a = answer_of(Vec::new(), named("difference ", 1239));
         assert_eq!(
-            answer(1234).more_line().as_deref(),
+            a.more_line().as_deref(),
             Some("… and 1,234 more cliffs and differences in the findings")
         );
-        assert_eq!(answer(1234).lines.len(), MOST);
     }
 
     /// A tunables folder's answer says what each knob set does against its allocator's
