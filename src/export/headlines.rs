@@ -166,21 +166,8 @@ fn differences(loaded: &Loaded) -> Vec<(f64, String)> {
                 }) else {
                     continue;
                 };
-                let Some(cmp) =
-                    cells::compare(base, c, crate::export::report_md::REPORT_NOISE_THRESHOLD)
-                else {
+                let Some((weight, cmp)) = weighed(base, c) else {
                     continue;
-                };
-                let size = cmp.ratio.ln().abs();
-                let weight = match cmp.verdict {
-                    Some(Verdict::Slower | Verdict::Faster) => size,
-                    Some(Verdict::NoSignificantDifference) => continue,
-                    // Without a verdict (one process, or too few for the interval's
-                    // level): said so, and below every decided one of the same size.
-                    _ if cmp.ratio >= UNTESTED_RATIO || cmp.ratio <= 1.0 / UNTESTED_RATIO => {
-                        size / 2.0
-                    }
-                    _ => continue,
                 };
                 let (rb, rc) = (cells::row(base), cells::row(c));
                 out.push((
@@ -213,6 +200,29 @@ fn differences(loaded: &Loaded) -> Vec<(f64, String)> {
         .collect()
 }
 
+/// `other` against `base`, and how much the difference weighs as a headline: the size of
+/// its ratio (log), where decided; half that without a verdict (one process, or too few
+/// for the interval's level: said so, and below every decided one of the same size),
+/// only from [`UNTESTED_RATIO`]; none where the runs find no difference.
+fn weighed(
+    base: &crate::model::record::Cell,
+    other: &crate::model::record::Cell,
+) -> Option<(f64, crate::analysis::stats::Comparison)> {
+    let cmp = cells::compare(
+        base,
+        other,
+        crate::export::report_md::REPORT_NOISE_THRESHOLD,
+    )?;
+    let size = cmp.ratio.ln().abs();
+    let weight = match cmp.verdict {
+        Some(Verdict::Slower | Verdict::Faster) => size,
+        Some(Verdict::NoSignificantDifference) => return None,
+        _ if cmp.ratio >= UNTESTED_RATIO || cmp.ratio <= 1.0 / UNTESTED_RATIO => size / 2.0,
+        _ => return None,
+    };
+    Some((weight, cmp))
+}
+
 /// The differences a knob set makes against its allocator's defaults (the same variant,
 /// workload, threads, size and THP mode): a tunables folder's answer is what each knob
 /// set does. Keyed apart from the in-place differences.
@@ -235,16 +245,8 @@ fn knob_differences(cells: &[crate::model::record::Cell]) -> Vec<(f64, DiffKey, 
         }) else {
             continue;
         };
-        let Some(cmp) = cells::compare(base, c, crate::export::report_md::REPORT_NOISE_THRESHOLD)
-        else {
+        let Some((weight, cmp)) = weighed(base, c) else {
             continue;
-        };
-        let size = cmp.ratio.ln().abs();
-        let weight = match cmp.verdict {
-            Some(Verdict::Slower | Verdict::Faster) => size,
-            Some(Verdict::NoSignificantDifference) => continue,
-            _ if cmp.ratio >= UNTESTED_RATIO || cmp.ratio <= 1.0 / UNTESTED_RATIO => size / 2.0,
-            _ => continue,
         };
         let label = c.spec.allocator_label();
         let (rb, rc) = (cells::row(base), cells::row(c));
