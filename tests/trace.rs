@@ -1130,3 +1130,197 @@ fn an_older_python_is_said_to_have_no_lines_and_keeps_the_native_view() {
         t["mechanism"]
     );
 }
+
+/// The newest CPython 3.12+ here, or the test fails saying how to get one.
+fn cpython_with_lines() -> std::path::PathBuf {
+    cpythons((3, 12))
+        .0
+        .expect("no CPython 3.12 or newer here: install one (pyenv install 3.12)")
+}
+
+/// `python` under `timeout`: a hung run fails the test instead of holding it.
+fn timed(python: &Path) -> Command {
+    let mut c = Command::new("timeout");
+    c.arg("120").arg(python);
+    c
+}
+
+/// `script` with `args` under `python`, untraced and then as `trace` runs it (the line
+/// recorder's environment, no perf): both outputs and what the recorder wrote.
+fn recorded(
+    python: &Path,
+    script: &Path,
+    args: &[&std::ffi::OsStr],
+) -> (
+    std::process::Output,
+    std::process::Output,
+    alloclab::analysis::python::Recording,
+) {
+    let untraced = timed(python).arg(script).args(args).output().unwrap();
+    let r = alloclab::engine::python::Recorder::new(false, None).unwrap();
+    let traced = timed(python)
+        .arg(script)
+        .args(args)
+        .envs(r.env())
+        .output()
+        .unwrap();
+    let rec = alloclab::analysis::python::read_dir(&r.lines()).unwrap();
+    (untraced, traced, rec)
+}
+
+/// How many times the line of `script` that holds `marker` started, as recorded.
+fn executions_of(rec: &alloclab::analysis::python::Recording, script: &Path, marker: &str) -> u64 {
+    let text = std::fs::read_to_string(script).unwrap();
+    let line = 1 + text.lines().position(|l| l.contains(marker)).unwrap() as u32;
+    rec.executions
+        .iter()
+        .filter(|((c, l), _)| *l == line && rec.codes[*c].path == script)
+        .map(|(_, n)| *n)
+        .sum()
+}
+
+/// A program that closes its inherited descriptors and opens its log gets the number
+/// the recorder once had: the log is byte for byte the untraced one, at the same
+/// descriptor number, and the records after the close are kept.
+#[test]
+#[ignore = "needs CPython 3.12 or newer (pyenv install 3.12); .ci/run runs it with --ignored"]
+fn the_recorder_never_writes_into_a_descriptor_the_program_reused() {
+    let python = cpython_with_lines();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/python_daemon.py");
+    let dir = tempfile::tempdir().unwrap();
+    let (plain_log, traced_log) = (dir.path().join("plain.log"), dir.path().join("traced.log"));
+    let untraced = timed(&python)
+        .arg(&script)
+        .arg(&plain_log)
+        .output()
+        .unwrap();
+    let r = alloclab::engine::python::Recorder::new(false, None).unwrap();
+    let traced = timed(&python)
+        .arg(&script)
+        .arg(&traced_log)
+        .envs(r.env())
+        .output()
+        .unwrap();
+    assert!(
+        untraced.status.success() && traced.status.success(),
+        "{}",
+        stderr(&traced)
+    );
+    assert_eq!(
+        stdout(&untraced),
+        stdout(&traced),
+        "the log's descriptor number"
+    );
+    let (plain, ours) = (
+        std::fs::read(&plain_log).unwrap(),
+        std::fs::read(&traced_log).unwrap(),
+    );
+    assert_eq!(
+        plain.len(),
+        ours.len(),
+        "traced log: {} bytes, untraced {}",
+        ours.len(),
+        plain.len()
+    );
+    assert!(
+        plain == ours,
+        "the traced log differs from the untraced one"
+    );
+    let rec = alloclab::analysis::python::read_dir(&r.lines()).unwrap();
+    assert_eq!(rec.processes.len(), 1);
+    assert!(
+        rec.processes[0].1,
+        "the recorder reached its exit handler: {:?}",
+        rec.processes
+    );
+    assert!(rec.notes.is_empty(), "{:?}", rec.notes);
+    // Every write after the close was recorded (its records flushed after the close).
+    assert_eq!(executions_of(&rec, &script, "os.write(fd"), 30_000);
+}
+
+/// A program that takes every sys.monitoring tool id works as it does untraced: the
+/// recorder moves out of its way, and with no id left stops and says why; one that
+/// frees every id is recorded to its end.
+#[test]
+#[ignore = "needs CPython 3.12 or newer (pyenv install 3.12); .ci/run runs it with --ignored"]
+fn a_program_that_uses_every_monitoring_tool_id_runs_as_it_does_untraced() {
+    let python = cpython_with_lines();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/python_tools.py");
+    let (untraced, traced, rec) = recorded(&python, &script, &["take".as_ref()]);
+    assert!(traced.status.success(), "{}", stderr(&traced));
+    assert_eq!(stdout(&untraced), stdout(&traced));
+    assert!(stdout(&traced).contains("'tool5'"), "{}", stdout(&traced));
+    assert_eq!(rec.notes.len(), 1, "{:?}", rec.notes);
+    assert!(
+        rec.notes[0].2.contains("took sys.monitoring tool id")
+            && rec.notes[0].2.contains("every other id was in use"),
+        "{:?}",
+        rec.notes
+    );
+    // Lines before the program took the ids are recorded, those after are not.
+    assert!(executions_of(&rec, &script, "m.use_tool_id(i") >= 1);
+    assert_eq!(executions_of(&rec, &script, "# AFTER"), 0);
+    assert!(rec.processes[0].1, "{:?}", rec.processes);
+
+    let (untraced, traced, rec) = recorded(&python, &script, &["free".as_ref()]);
+    assert!(traced.status.success(), "{}", stderr(&traced));
+    assert_eq!(stdout(&untraced), stdout(&traced));
+    assert!(rec.notes.is_empty(), "{:?}", rec.notes);
+    assert_eq!(executions_of(&rec, &script, "# AFTER"), 1000);
+    assert!(
+        rec.processes[0].1,
+        "the exit handler ran: {:?}",
+        rec.processes
+    );
+}
+
+/// A script at a path that is not UTF-8 runs traced as it does untraced, and its lines
+/// are recorded under the path as the file system has it.
+#[test]
+#[ignore = "needs CPython 3.12 or newer (pyenv install 3.12); .ci/run runs it with --ignored"]
+fn a_script_at_a_path_that_is_not_utf8_is_recorded() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let python = cpython_with_lines();
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir
+        .path()
+        .join(std::ffi::OsStr::from_bytes(b"caf\xe9 \xff.py"));
+    std::fs::write(
+        &script,
+        "total = 0\nfor i in range(500):\n    total += i  # LOOP\nprint(total)\n",
+    )
+    .unwrap();
+    let (untraced, traced, rec) = recorded(&python, &script, &[]);
+    assert!(
+        untraced.status.success() && traced.status.success(),
+        "{}",
+        stderr(&traced)
+    );
+    assert_eq!(stdout(&untraced), stdout(&traced));
+    assert!(rec.notes.is_empty(), "{:?}", rec.notes);
+    assert_eq!(executions_of(&rec, &script, "# LOOP"), 500);
+}
+
+/// A bad limit of records in the environment is refused before anything runs.
+#[test]
+fn a_bad_limit_of_records_is_refused_before_anything_runs() {
+    for bad in ["abc", "", "0"] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("t");
+        let o = Command::new(driver_path())
+            .args(["trace", "--runs", "0", "--out"])
+            .arg(&out)
+            .args(["--", "/bin/true"])
+            .env("ALLOCLAB_PYTHON_MAX_RECORDS", bad)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("ALLOCLAB_PYTHON_MAX_RECORDS")
+                && stderr(&o).contains("whole number"),
+            "{}",
+            stderr(&o)
+        );
+        assert!(!out.exists(), "nothing is written");
+    }
+}

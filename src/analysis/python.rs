@@ -26,8 +26,12 @@ const RECORD: usize = 21;
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct Code {
     pub function: String,
+    /// The file as shown (a name that is not UTF-8 with its bytes replaced).
     pub file: String,
     pub first_line: u32,
+    /// The file's path as the file system has it, to read its lines from.
+    #[serde(skip)]
+    pub path: std::path::PathBuf,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,12 +61,17 @@ pub struct Recording {
     pub processes: Vec<(u32, bool)>,
     /// Processes whose recorder stopped at its limit of records, and when.
     pub full: Vec<(u32, u64)>,
+    /// Why a process's recorder stopped before its end or never started (it gave
+    /// way to the program, or failed), as it said: (pid, time, reason).
+    pub notes: Vec<(u32, u64, String)>,
     /// Records by thread, in time order.
     threads: HashMap<u32, Vec<Rec>>,
     /// When each process's recorder stopped (its last exit handler), by its threads.
     stopped: HashMap<u32, u64>,
     /// When a full recorder stopped, by its process's threads.
     limited: HashMap<u32, u64>,
+    /// When a recorder stopped early for a reason in its notes, by its process's threads.
+    halted: HashMap<u32, u64>,
     /// Processes that ended without their exit handlers: records after the last one
     /// written are lost.
     cut_short: std::collections::HashSet<u32>,
@@ -71,31 +80,48 @@ pub struct Recording {
     code_ids: HashMap<Code, usize>,
 }
 
-/// Reads every process's files in `dir` (`lines-PID.bin`, `codes-PID.tsv`). Records of
-/// the bootstrap's own code are dropped.
+/// Reads every process's files in `dir` (`lines-PID.bin`, `codes-PID.tsv`, and the
+/// recorder's `notes-PID.txt` where it stopped early or never started). Records of the
+/// bootstrap's own code are dropped.
 pub fn read_dir(dir: &Path) -> Result<Recording, String> {
     let mut rec = Recording::default();
     let bootstrap = dir
         .parent()
         .map(|p| p.join("sitecustomize.py").to_string_lossy().into_owned());
-    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let mut pids: Vec<u32> = entries
+    let names: Vec<String> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
         .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            name.strip_prefix("lines-")?
-                .strip_suffix(".bin")?
-                .parse()
-                .ok()
-        })
+        .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
-    pids.sort_unstable();
-    for pid in pids {
-        let table = std::fs::read_to_string(dir.join(format!("codes-{pid}.tsv")))
+    let pids_of = |prefix: &str, suffix: &str| {
+        let mut pids: Vec<u32> = names
+            .iter()
+            .filter_map(|n| n.strip_prefix(prefix)?.strip_suffix(suffix)?.parse().ok())
+            .collect();
+        pids.sort_unstable();
+        pids
+    };
+    for pid in pids_of("notes-", ".txt") {
+        let text = std::fs::read(dir.join(format!("notes-{pid}.txt")))
+            .map_err(|e| format!("the recorder's notes of process {pid}: {e}"))?;
+        for line in String::from_utf8_lossy(&text).lines() {
+            if let Some((t, why)) = line.split_once('\t') {
+                rec.notes
+                    .push((pid, t.parse().unwrap_or(0), why.trim().to_string()));
+            }
+        }
+    }
+    for pid in pids_of("lines-", ".bin") {
+        let table = std::fs::read(dir.join(format!("codes-{pid}.tsv")))
             .map_err(|e| format!("the recorder's code table of process {pid}: {e}"))?;
         let data = std::fs::read(dir.join(format!("lines-{pid}.bin")))
             .map_err(|e| format!("the recorder's records of process {pid}: {e}"))?;
-        let (stopped, tids, full) = rec.add(&table, &data, bootstrap.as_deref());
+        let (ends, tids) = rec.add(&table, &data, bootstrap.as_deref());
+        let Ends {
+            stopped,
+            full,
+            halted,
+        } = ends;
         rec.processes.push((pid, stopped.is_some()));
         if stopped.is_none() {
             rec.cut_short.insert(pid);
@@ -109,6 +135,9 @@ pub fn read_dir(dir: &Path) -> Result<Recording, String> {
             }
             if let Some(t) = full {
                 rec.limited.insert(tid, t);
+            }
+            if let Some(t) = halted {
+                rec.halted.insert(tid, t);
             }
         }
     }
@@ -125,35 +154,46 @@ fn le_u64(b: &[u8]) -> u64 {
     b.iter().rev().fold(0, |v, &x| (v << 8) | x as u64)
 }
 
+/// When one process's recorder ended: at its exit handlers (None: it never reached
+/// them), at its limit of records, and early for a reason in its notes.
+#[derive(Default)]
+struct Ends {
+    stopped: Option<u64>,
+    full: Option<u64>,
+    halted: Option<u64>,
+}
+
 impl Recording {
-    /// Adds one process's code table and records; returns when its recorder stopped
-    /// (None: it never reached its exit handlers), its threads, and when its recorder
-    /// stopped at its limit of records, if it did.
-    fn add(
-        &mut self,
-        table: &str,
-        data: &[u8],
-        bootstrap: Option<&str>,
-    ) -> (Option<u64>, Vec<u32>, Option<u64>) {
+    /// Adds one process's code table (`index\tfirst line\tfunction\tfile`, the file as
+    /// the file system's bytes) and records; returns when its recorder ended and its
+    /// threads.
+    fn add(&mut self, table: &[u8], data: &[u8], bootstrap: Option<&str>) -> (Ends, Vec<u32>) {
+        use std::os::unix::ffi::OsStrExt as _;
         // Codes are one across processes (a forked child's table names its parent's
         // functions again): by function, file and first line.
         let mut ours: HashMap<usize, bool> = HashMap::new();
         let mut index: HashMap<u32, usize> = HashMap::new();
-        for line in table.lines() {
-            let mut f = line.splitn(4, '\t');
+        for line in table.split(|&b| b == b'\n') {
+            let mut f = line.splitn(4, |&b| b == b'\t');
             let (Some(i), Some(first), Some(function), Some(file)) =
                 (f.next(), f.next(), f.next(), f.next())
             else {
                 continue;
             };
-            let (Ok(i), Ok(first_line)) = (i.parse::<u32>(), first.parse::<u32>()) else {
+            let number = |b: &[u8]| std::str::from_utf8(b).ok()?.parse::<u32>().ok();
+            let (Some(i), Some(first_line)) = (number(i), number(first)) else {
                 continue;
             };
+            let function = String::from_utf8_lossy(function).into_owned();
             let code = Code {
-                function: function.to_string(),
-                file: file.to_string(),
+                function,
+                file: String::from_utf8_lossy(file).into_owned(),
                 first_line,
+                path: std::ffi::OsStr::from_bytes(file).into(),
             };
+            let (function, file) = (code.function.as_str(), code.file.as_str());
+            let bootstraps = Some(file) == bootstrap
+                || (file.ends_with("sitecustomize.py") && function.starts_with("_alloclab"));
             let id = match self.code_ids.get(&code) {
                 Some(&id) => id,
                 None => {
@@ -162,15 +202,10 @@ impl Recording {
                     self.codes.len() - 1
                 }
             };
+            ours.insert(id, bootstraps);
             index.insert(i, id);
-            ours.insert(
-                id,
-                Some(file) == bootstrap
-                    || (file.ends_with("sitecustomize.py") && function.starts_with("_alloclab")),
-            );
         }
-        let mut stopped = None;
-        let mut full = None;
+        let mut ends = Ends::default();
         let mut tids = Vec::new();
         for r in data.chunks_exact(RECORD) {
             let kind = match r[0] {
@@ -180,7 +215,11 @@ impl Recording {
                 3 => Kind::Stop,
                 5 => Kind::At,
                 4 => {
-                    full = Some(le_u64(&r[5..13]));
+                    ends.full = Some(le_u64(&r[5..13]));
+                    continue;
+                }
+                6 => {
+                    ends.halted = Some(le_u64(&r[5..13]));
                     continue;
                 }
                 _ => continue,
@@ -190,7 +229,7 @@ impl Recording {
             let code = le_u32(&r[13..17]);
             let line = (le_u32(&r[17..21]) as i32).max(0) as u32;
             if kind == Kind::Stop {
-                stopped = Some(time_ns);
+                ends.stopped = Some(time_ns);
                 continue;
             }
             let Some(&code) = index.get(&code) else {
@@ -216,7 +255,7 @@ impl Recording {
         for v in self.threads.values_mut() {
             v.sort_by_key(|r| r.time_ns);
         }
-        (stopped, tids, full)
+        (ends, tids)
     }
 }
 
@@ -236,6 +275,9 @@ pub enum Joined {
     AfterRecorder,
     /// After the recorder stopped at its limit of records.
     AfterLimit,
+    /// After the recorder stopped early for a reason its notes give (it gave its
+    /// sys.monitoring tool id to the program, or failed).
+    AfterHalt,
     /// In a process that ended without its exit handlers, after the last record it
     /// wrote (the rest were lost).
     Lost,
@@ -285,6 +327,7 @@ pub fn join(rec: &Recording, events: &[(u32, u32, u64)]) -> Vec<Joined> {
         idx.sort_by_key(|&i| events[i].2);
         let stop = rec.stopped.get(&tid).copied();
         let limit = rec.limited.get(&tid).copied();
+        let halt = rec.halted.get(&tid).copied();
         let last = records.last().map_or(0, |r| r.time_ns);
         let mut stack: Vec<PyFrame> = Vec::new();
         let mut next = 0;
@@ -298,6 +341,8 @@ pub fn join(rec: &Recording, events: &[(u32, u32, u64)]) -> Vec<Joined> {
                 Joined::BeforeRecorder
             } else if limit.is_some_and(|s| t > s) {
                 Joined::AfterLimit
+            } else if halt.is_some_and(|s| t > s) {
+                Joined::AfterHalt
             } else if stop.is_some_and(|s| t > s) {
                 Joined::AfterRecorder
             } else if stop.is_none() && t > last && rec.cut_short.contains(&pid) {
@@ -343,6 +388,7 @@ pub struct Unjoined {
     pub before_recorder: u64,
     pub after_recorder: u64,
     pub after_limit: u64,
+    pub after_halt: u64,
     pub lost: u64,
     pub no_frame: u64,
 }
@@ -364,6 +410,9 @@ pub struct PythonView {
     /// Processes whose recorder stopped at its limit of records (the events after it
     /// count as after the recorder).
     pub processes_full: usize,
+    /// Why a process's recorder stopped early or never started, as it said: "process
+    /// PID: reason" (its events after that have no line; the program ran on untouched).
+    pub recorder_notes: Vec<String>,
     pub lines: Vec<LineRow>,
     /// Per bin of the timeline: the Python line most of the bin's faults and memory
     /// syscalls were at (None: none was at a line).
@@ -419,11 +468,11 @@ fn frame_name(c: &Code, line: u32) -> String {
 
 /// The text of `line` in `file`, trimmed (files read once).
 fn source_line(
-    cache: &mut HashMap<String, Option<Vec<String>>>,
-    file: &str,
+    cache: &mut HashMap<std::path::PathBuf, Option<Vec<String>>>,
+    file: &Path,
     line: u32,
 ) -> Option<String> {
-    let lines = cache.entry(file.to_string()).or_insert_with(|| {
+    let lines = cache.entry(file.to_path_buf()).or_insert_with(|| {
         std::fs::read_to_string(file)
             .ok()
             .map(|t| t.lines().map(|l| l.trim().to_string()).collect())
@@ -477,6 +526,11 @@ pub fn view(
         processes: rec.processes.len(),
         processes_cut_short: rec.processes.iter().filter(|p| !p.1).count(),
         processes_full: rec.full.len(),
+        recorder_notes: rec
+            .notes
+            .iter()
+            .map(|(pid, _, why)| format!("process {pid}: {why}"))
+            .collect(),
         ..PythonView::default()
     };
     // (kind, code, line) → count, and the causes of the stacked ones.
@@ -508,6 +562,7 @@ pub fn view(
                 Joined::BeforeRecorder => u.before_recorder += e.weight,
                 Joined::AfterRecorder => u.after_recorder += e.weight,
                 Joined::AfterLimit => u.after_limit += e.weight,
+                Joined::AfterHalt => u.after_halt += e.weight,
                 Joined::Lost => u.lost += e.weight,
                 Joined::NoFrame => u.no_frame += e.weight,
                 Joined::Stack(_) => {}
@@ -593,7 +648,7 @@ pub fn view(
             function: c.function.clone(),
             file: c.file.clone(),
             line,
-            source: source_line(&mut files, &c.file, line),
+            source: source_line(&mut files, &c.path, line),
             count,
             share: if total > 0 {
                 count as f64 / total as f64
@@ -658,10 +713,10 @@ mod tests {
             (3, 7, 100, 2, 0),
         ]);
         let mut r = Recording::default();
-        let (stopped, tids, _) = r.add(table, &data, Some("/y/sitecustomize.py"));
-        r.processes.push((1, stopped.is_some()));
+        let (ends, tids) = r.add(table.as_bytes(), &data, Some("/y/sitecustomize.py"));
+        r.processes.push((1, ends.stopped.is_some()));
         for t in tids {
-            r.stopped.insert(t, stopped.unwrap());
+            r.stopped.insert(t, ends.stopped.unwrap());
         }
         r
     }
@@ -700,8 +755,8 @@ mod tests {
         let table = "0\t1\t<module>\t/x/s.py\n";
         let data = rec_bytes(&[(1, 7, 5, 0, 1), (0, 7, 6, 0, 2)]);
         let mut r = Recording::default();
-        let (stopped, _, _) = r.add(table, &data, None);
-        assert!(stopped.is_none());
+        let (ends, _) = r.add(table.as_bytes(), &data, None);
+        assert!(ends.stopped.is_none());
         r.cut_short.insert(3);
         let j = join(&r, &[(3, 7, 6), (3, 7, 50), (3, 9, 50), (4, 10, 50)]);
         assert_eq!(j[0], Joined::Stack(vec![(0, 2)]));
@@ -731,7 +786,73 @@ mod tests {
         let mut data = rec_bytes(&[(0, 7, 6, 0, 10)]);
         data.extend([1, 2, 3]);
         let mut r = Recording::default();
-        r.add("0\t1\tf\t/x.py\n", &data, None);
+        r.add(b"0\t1\tf\t/x.py\n", &data, None);
         assert_eq!(r.threads[&7].len(), 1);
+    }
+
+    /// A recorder that gave way to the program (kind 6 at 40, its notes saying why):
+    /// the events after it have no line, and the notes are the view's.
+    #[test]
+    fn events_after_the_recorder_gave_way_have_no_line_and_the_notes_say_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let lines = dir.path().join("lines");
+        std::fs::create_dir(&lines).unwrap();
+        std::fs::write(lines.join("codes-9.tsv"), "0\t1\tmain\t/x/s.py\nend\n").unwrap();
+        let data = rec_bytes(&[
+            (1, 7, 5, 0, 1),
+            (0, 7, 6, 0, 2),
+            (6, 7, 40, 0, 0),
+            (3, 7, 100, 0, 0),
+        ]);
+        std::fs::write(lines.join("lines-9.bin"), data).unwrap();
+        std::fs::write(
+            lines.join("notes-9.txt"),
+            "40\tthe program took sys.monitoring tool id 5 and every other id was in use: its lines stop there\n",
+        )
+        .unwrap();
+        // A process that never recorded says why too.
+        std::fs::write(
+            lines.join("notes-10.txt"),
+            "3\tevery sys.monitoring tool id was in use at start-up: no lines recorded\n",
+        )
+        .unwrap();
+        let r = read_dir(&lines).unwrap();
+        let j = join(&r, &[(9, 7, 30), (9, 7, 50), (9, 7, 101)]);
+        assert_eq!(j[0], Joined::Stack(vec![(0, 2)]));
+        assert_eq!(j[1], Joined::AfterHalt);
+        assert_eq!(j[2], Joined::AfterHalt);
+        assert_eq!(r.notes.len(), 2, "{:?}", r.notes);
+        assert_eq!(r.notes[0].0, 9);
+        assert!(r.notes[0].2.contains("tool id 5"), "{:?}", r.notes);
+        assert_eq!(r.processes, vec![(9, true)]);
+    }
+
+    /// A script whose path is not UTF-8: its code is read, shown with the bytes
+    /// replaced, and its lines read from the path as the file system has it.
+    #[test]
+    fn a_file_name_that_is_not_utf8_is_kept_as_bytes() {
+        use std::os::unix::ffi::OsStrExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let mut name = b"caf".to_vec();
+        name.push(0xe9);
+        name.extend(b".py");
+        let script = dir.path().join(std::ffi::OsStr::from_bytes(&name));
+        std::fs::write(&script, "x = 1\ny = bytearray(1 << 20)\n").unwrap();
+        let mut table = b"0\t1\t<module>\t".to_vec();
+        table.extend(script.as_os_str().as_bytes());
+        table.push(b'\n');
+        let mut r = Recording::default();
+        r.add(&table, &rec_bytes(&[(1, 7, 5, 0, 1)]), None);
+        assert_eq!(r.codes[0].path, script);
+        assert!(
+            r.codes[0].file.ends_with("caf\u{fffd}.py"),
+            "{}",
+            r.codes[0].file
+        );
+        let mut cache = HashMap::new();
+        assert_eq!(
+            source_line(&mut cache, &r.codes[0].path, 2).as_deref(),
+            Some("y = bytearray(1 << 20)")
+        );
     }
 }

@@ -66,6 +66,8 @@ pub fn run(args: RunArgs) -> Result<()> {
         Duration::from_secs_f64(args.timeout),
     )
     .map_err(|why| Error::counters(args.counters, why))?;
+    executor.timeout_hint =
+        "raise --timeout, or lower the experiment file's budget.min_time or sizes";
     // Without --resume a run replaces what the folder held: one measurement per folder.
     let mut folders = experiments
         .iter()

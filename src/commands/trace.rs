@@ -30,6 +30,7 @@ pub fn run(args: &TraceArgs) -> Result<()> {
         Duration::from_secs_f64(args.timeout),
     )
     .map_err(|why| Error::counters(crate::counters::CounterMode::Auto, why))?;
+    executor.timeout_hint = "raise --timeout or lower --iterations/--size";
     let folder = super::exec::take_out_dir(&args.out, Kind::Trace, args.force_out)?;
     engine::begin();
     let sampling = trace::perf_tool().map(|perf| trace::Sampling {
@@ -322,6 +323,7 @@ fn run_command(args: &TraceArgs) -> Result<()> {
         },
     )
     .map_err(Error::BadInput)?;
+    let max_records = crate::engine::python::max_records_from_env().map_err(Error::BadInput)?;
     // perf gives the stacks, every fault and the RSS over time; without it the ptrace
     // tracer still times every memory syscall (no privileges; not on every machine).
     let sampling = match trace::perf_tool() {
@@ -408,11 +410,14 @@ fn run_command(args: &TraceArgs) -> Result<()> {
         let untraced = untraced_of(record.as_ref(), &label);
         progress.start(&format!("{label}: traced run"));
         let mut recorder = match &python {
-            PythonPlan::Lines(_) => Some(crate::engine::python::Recorder::new()),
+            PythonPlan::Lines(_) => Some(crate::engine::python::Recorder::new(
+                args.python_perf_frames,
+                max_records,
+            )),
             _ => None,
         };
         let recorder_env = match &recorder {
-            Some(Ok(r)) => r.env(args.python_perf_frames),
+            Some(Ok(r)) => r.env(),
             _ => Vec::new(),
         };
         let outcome = match &sampling {
@@ -817,6 +822,18 @@ fn python_view(
     r.forget_maps_of(pids);
     let rec = crate::analysis::python::read_dir(&r.lines())?;
     if rec.processes.is_empty() {
+        if !rec.notes.is_empty() {
+            // The recorder said why it could not record (the program ran untouched).
+            let said: Vec<String> = rec
+                .notes
+                .iter()
+                .map(|(pid, _, why)| format!("process {pid}: {why}"))
+                .collect();
+            return Err(format!(
+                "the line recorder did not record: {}",
+                said.join("; ")
+            ));
+        }
         return Err("the interpreter recorded nothing (run with -I, -E or -S, PYTHONPATH ignored, or no Python code ran)".into());
     }
     let events: Vec<&analysis::Event> = script

@@ -53,6 +53,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     let workers = preflight::check(&specs).map_err(Error::bad)?;
     let mut exec = ProcessExecutor::new(workers, args.counters, Duration::from_secs(300))
         .map_err(|why| Error::counters(args.counters, why))?;
+    exec.timeout_hint = "each run has 300 s: lower --min-time or --size";
     crate::engine::begin();
     let order_seed = args.program.order_seed.unwrap_or_else(engine::clock_seed);
     let mut progress = Progress::new(specs.len() * args.processes as usize);

@@ -41,12 +41,13 @@ pub fn calibrate(
         warmup_time_ns: 50_000_000,
         ..Budget::short(min_time_s)
     };
-    let exec = ProcessExecutor::new(
+    let mut exec = ProcessExecutor::new(
         workers.to_path_buf(),
         CounterMode::Off,
         Duration::from_secs(300),
     )
     .map_err(|why| RunFailure { cause: why.0 })?;
+    exec.timeout_hint = "each run has 300 s: lower --min-time or --size";
     let mut unavailable = Vec::new();
     let perf_ok = match SyscallCounters::open() {
         Ok(_) => true,

@@ -28,6 +28,9 @@ pub struct ProcessExecutor {
     pub dir: PathBuf,
     pub counters: CounterMode,
     pub timeout: Duration,
+    /// What a timed-out run's row tells the user to change, in the options of the
+    /// command that runs it ("raise --timeout or lower --min-time/--size").
+    pub timeout_hint: &'static str,
     /// Disabled tracepoint counters held by the driver itself. The kernel unregisters a
     /// tracepoint's perf probe — waiting for an RCU grace period, ~35 ms per tracepoint
     /// here — only when its last event closes; while the driver holds one, a worker's exit
@@ -52,6 +55,7 @@ impl ProcessExecutor {
             CounterPlan::Unavailable(_) => (CounterMode::Perf, None),
         };
         Ok(ProcessExecutor {
+            timeout_hint: "raise --timeout or lower --min-time/--size",
             dir,
             counters,
             timeout,
@@ -149,8 +153,9 @@ impl ProcessExecutor {
     fn timed_out(&self) -> RunFailure {
         RunFailure {
             cause: format!(
-                "timed out after {} s and was killed (raise --timeout or lower --min-time/--size)",
-                crate::fmt::trim_float(self.timeout.as_secs_f64())
+                "timed out after {} s and was killed ({})",
+                crate::fmt::trim_float(self.timeout.as_secs_f64()),
+                self.timeout_hint
             ),
         }
     }

@@ -21,8 +21,10 @@
 //!
 //! Files here are not the results folder's, so they do not go through its one writer
 //! (`export::folder`): the recorder's private folder is a `tempfile` directory removed
-//! whole when the run is done, and the perf map files removed are the interpreter's,
-//! named by the pids of the traced run's own Python processes.
+//! whole when the run is done. The perf map files removed are the interpreter's, and
+//! only those the run made: with `--python-perf-frames` only, named by the pids of the
+//! traced run's own Python processes, and never one that was there before the run (in a
+//! PID namespace another program's process may have had the same pid).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -124,14 +126,60 @@ fn shebang(program: &Path) -> Option<PathBuf> {
 
 /// The recorder's private folder for one traced run: the bootstrap, and the records the
 /// interpreter (and every Python process it starts) writes. Removed when dropped, with
-/// the perf map files the interpreter's perf support left for the run's processes.
+/// the perf map files the interpreter's perf support made for the run's processes.
 pub struct Recorder {
     dir: tempfile::TempDir,
     pids: Vec<u32>,
+    /// With the interpreter's perf support on: the perf map files in /tmp before the
+    /// run (by name), which are never removed. None: perf support off, nothing removed.
+    maps_before: Option<std::collections::HashSet<OsString>>,
+    /// The recorder's limit of records (ALLOCLAB_PYTHON_MAX_RECORDS, checked).
+    max_records: Option<u64>,
+}
+
+/// The folder of the interpreter's perf map files.
+const MAP_DIR: &str = "/tmp";
+
+/// The perf map files (`perf-PID.map`) in `dir` now.
+fn perf_maps(dir: &Path) -> std::collections::HashSet<OsString> {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name())
+                .filter(|n| {
+                    let n = n.to_string_lossy();
+                    n.starts_with("perf-") && n.ends_with(".map")
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The line recorder's limit of records from `ALLOCLAB_PYTHON_MAX_RECORDS` (None: not
+/// set, the recorder's default of 50 million), refused where it is not a whole number of
+/// at least 1 (1e6, 1_000_000 and 2^20 are read as sizes are).
+pub fn max_records_from_env() -> Result<Option<u64>, String> {
+    max_records_of(std::env::var_os("ALLOCLAB_PYTHON_MAX_RECORDS").as_deref())
+}
+
+/// [`max_records_from_env`] of the variable's value.
+fn max_records_of(value: Option<&std::ffi::OsStr>) -> Result<Option<u64>, String> {
+    let Some(v) = value else {
+        return Ok(None);
+    };
+    let text = v.to_string_lossy();
+    crate::model::spec::parse_size(&text).map(Some).map_err(|_| {
+        format!(
+            "ALLOCLAB_PYTHON_MAX_RECORDS={text:?}: expected the line recorder's limit of records, a whole number of at least 1 (e.g. 50000000, the default, or 1e6); unset it for the default"
+        )
+    })
 }
 
 impl Recorder {
-    pub fn new() -> Result<Self, String> {
+    /// A recorder for one traced run; `perf_frames`: the interpreter's perf support is
+    /// on (its perf map files are noted now, to remove only those the run makes);
+    /// `max_records`: the checked limit of records.
+    pub fn new(perf_frames: bool, max_records: Option<u64>) -> Result<Self, String> {
         let dir = tempfile::Builder::new()
             .prefix("alloclab-python-")
             .tempdir()
@@ -147,6 +195,8 @@ impl Recorder {
         Ok(Recorder {
             dir,
             pids: Vec::new(),
+            maps_before: perf_frames.then(|| perf_maps(Path::new(MAP_DIR))),
+            max_records,
         })
     }
 
@@ -155,9 +205,9 @@ impl Recorder {
         self.dir.path().join("lines")
     }
 
-    /// The traced run's extra environment; with `perf_frames`, the interpreter's perf
-    /// support too.
-    pub fn env(&self, perf_frames: bool) -> Vec<(OsString, OsString)> {
+    /// The traced run's extra environment: the recorder first on PYTHONPATH, its folder,
+    /// its limit, and the interpreter's perf support where it was asked for.
+    pub fn env(&self) -> Vec<(OsString, OsString)> {
         let mut path = OsString::from(self.dir.path());
         if let Some(old) = std::env::var_os("PYTHONPATH").filter(|p| !p.is_empty()) {
             path.push(":");
@@ -167,7 +217,10 @@ impl Recorder {
             ("PYTHONPATH".into(), path),
             ("ALLOCLAB_PYTHON_LINES".into(), self.lines().into()),
         ];
-        if perf_frames {
+        if let Some(n) = self.max_records {
+            env.push(("ALLOCLAB_PYTHON_MAX_RECORDS".into(), n.to_string().into()));
+        }
+        if self.maps_before.is_some() {
             env.push(("PYTHONPERFSUPPORT".into(), "1".into()));
         }
         env
@@ -195,9 +248,25 @@ impl Drop for Recorder {
                 }
             }
         }
+        let Some(before) = &self.maps_before else {
+            return;
+        };
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let uid = unsafe { libc::geteuid() };
         for pid in &self.pids {
-            let map = PathBuf::from(format!("/tmp/perf-{pid}.map"));
-            let _ = std::fs::remove_file(map);
+            use std::os::unix::fs::MetadataExt as _;
+            let name = OsString::from(format!("perf-{pid}.map"));
+            if before.contains(&name) {
+                continue;
+            }
+            let map = Path::new(MAP_DIR).join(&name);
+            // Only a plain file of this user's that appeared during the run.
+            match std::fs::symlink_metadata(&map) {
+                Ok(m) if m.is_file() && m.uid() == uid => {
+                    let _ = std::fs::remove_file(map);
+                }
+                _ => {}
+            }
         }
     }
 }
@@ -238,11 +307,61 @@ mod tests {
     }
 
     #[test]
+    fn the_limit_of_records_is_a_whole_number_or_refused() {
+        let of = |v: &str| max_records_of(Some(std::ffi::OsStr::new(v)));
+        assert_eq!(max_records_of(None), Ok(None));
+        assert_eq!(of("1e6"), Ok(Some(1_000_000)));
+        assert_eq!(of("1_000"), Ok(Some(1000)));
+        assert_eq!(of("50000000"), Ok(Some(50_000_000)));
+        for bad in ["abc", "", "0", "-5", "1.5"] {
+            let e = of(bad).unwrap_err();
+            assert!(
+                e.contains("ALLOCLAB_PYTHON_MAX_RECORDS") && e.contains("whole number"),
+                "{bad}: {e}"
+            );
+        }
+    }
+
+    /// Only the perf map files the run made go, and only with the perf support on: a
+    /// file of the same name that was there before (a process of another PID
+    /// namespace) stays.
+    #[test]
+    fn only_perf_maps_the_run_made_are_removed() {
+        // Pids no process has here.
+        let (old, new) = (4_294_960_001u32, 4_294_960_002u32);
+        let path = |pid: u32| Path::new(MAP_DIR).join(format!("perf-{pid}.map"));
+        let _ = std::fs::remove_file(path(new));
+        std::fs::write(path(old), "theirs\n").unwrap();
+        let mut r = Recorder::new(true, None).unwrap();
+        assert!(r.env().iter().any(|(k, _)| k == "PYTHONPERFSUPPORT"));
+        std::fs::write(path(new), "ours\n").unwrap();
+        r.forget_maps_of([old, new]);
+        drop(r);
+        assert!(
+            path(old).is_file(),
+            "a map that was there before the run stays"
+        );
+        assert!(!path(new).exists(), "a map the run made goes");
+        // Without the perf support nothing is removed.
+        std::fs::write(path(new), "ours\n").unwrap();
+        let mut r = Recorder::new(false, None).unwrap();
+        r.forget_maps_of([new]);
+        drop(r);
+        assert!(path(new).is_file());
+        std::fs::remove_file(path(old)).unwrap();
+        std::fs::remove_file(path(new)).unwrap();
+    }
+
+    #[test]
     fn the_recorder_comes_first_on_pythonpath_and_its_folder_goes_when_dropped() {
-        let r = Recorder::new().unwrap();
+        let r = Recorder::new(false, Some(1000)).unwrap();
         let dir = r.dir.path().to_path_buf();
         assert!(dir.join("sitecustomize.py").is_file());
-        let env = r.env(false);
+        let env = r.env();
+        assert!(env
+            .iter()
+            .any(|(k, v)| k == "ALLOCLAB_PYTHON_MAX_RECORDS" && v == "1000"));
+        assert!(!env.iter().any(|(k, _)| k == "PYTHONPERFSUPPORT"));
         let path = &env.iter().find(|(k, _)| k == "PYTHONPATH").unwrap().1;
         assert!(path.to_string_lossy().starts_with(&*dir.to_string_lossy()));
         drop(r);

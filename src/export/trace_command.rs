@@ -586,6 +586,10 @@ pub fn python_lines(v: &PythonView, top: usize) -> Vec<String> {
                     "after the recorder stopped at its limit of records",
                 ),
                 (
+                    u.after_halt,
+                    "after the recorder stopped early (the notes say why)",
+                ),
+                (
                     u.lost,
                     "in records lost (the process ended without its exit handlers)",
                 ),
@@ -636,6 +640,12 @@ fn python_notes(v: &PythonView) -> Vec<String> {
         out.push(format!(
             "{} of {} Python processes ended without running their exit handlers (os._exit or a signal): their last records are lost",
             v.processes_cut_short, v.processes
+        ));
+    }
+    // The recorder's own limits are the lab's, never the program's: the program ran on.
+    for n in &v.recorder_notes {
+        out.push(format!(
+            "line recorder, {n} (the program itself ran on as it does untraced)"
         ));
     }
     out

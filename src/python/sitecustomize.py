@@ -24,22 +24,65 @@ def _alloclab_record():
     if not folder or sys.version_info < (3, 12) or sys.implementation.name != "cpython":
         return
     import atexit
+    import fcntl
     import mmap
     import struct
     import weakref
     import _thread
 
     mon = sys.monitoring
-    # A free tool id, the profiler's last: cProfile and other profilers take it.
-    tool = None
-    for t in (4, 3, 5, mon.PROFILER_ID):
-        if mon.get_tool(t) is None:
-            tool = t
-            break
-    if tool is None:
+    pid0 = os.getpid()
+
+    def note(pid, why):
+        # Why this process's lines stop or never started, for the trace to say (one
+        # line: time, reason); the program is not told and goes on.
+        try:
+            fd = os.open(
+                os.path.join(folder, f"notes-{pid}.txt"),
+                os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC,
+                0o600,
+            )
+            try:
+                os.write(fd, f"{now()}\t{why}\n".encode("utf-8", "backslashreplace"))
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
+
+    now = __import__("time").monotonic_ns
+    # The program's view of sys.monitoring is the untraced one: the recorder's tool id
+    # looks free, and when the program asks for it the recorder moves to another free
+    # id (or, with none left, stops and says so) before the program gets it.
+    real = {
+        n: getattr(mon, n)
+        for n in (
+            "get_tool",
+            "use_tool_id",
+            "free_tool_id",
+            "register_callback",
+            "get_events",
+            "set_events",
+            "get_local_events",
+            "set_local_events",
+            "clear_tool_id",
+        )
+        if hasattr(mon, n)
+    }
+
+    def free_id(avoid):
+        # The profiler's id last: cProfile and other profilers take it.
+        for t in (4, 3, 5, 1, 0, mon.PROFILER_ID):
+            if t != avoid and real["get_tool"](t) is None:
+                return t
+        return None
+
+    tool = [free_id(None)]
+    if tool[0] is None:
+        note(pid0, "every sys.monitoring tool id was in use at start-up: no lines recorded")
         return
     # At most this many records (21 bytes each): past it the recorder stops, says so
-    # with a record of its own, and the rest of the run has no Python lines.
+    # with a record of its own, and the rest of the run has no Python lines. alloclab
+    # checks the variable before the run and passes a plain number.
     try:
         limit = int(os.environ.get("ALLOCLAB_PYTHON_MAX_RECORDS", "50000000"))
     except ValueError:
@@ -59,16 +102,71 @@ def _alloclab_record():
     free = list(range(slices - 1))
     shared_lock = _thread.allocate_lock()
     table_lock = _thread.allocate_lock()
-    # files: [records, code table]; count: [records written]
+    # The recorder's two files (records, code table): their paths, descriptors and
+    # identities (device, inode). A descriptor number is not trusted: a program that
+    # closes its inherited descriptors (a daemon's os.closerange) gets the same number
+    # for its own next file. Before every write the descriptor is checked to still be
+    # the recorder's file, and the file is opened again by its path where it is not;
+    # a number that is no longer the recorder's is never written to nor closed.
+    paths = [None, None]
     files = [None, None]
+    ids = [None, None]
+    active = [False]
     count = [0]
     codes = {}
-    now = __import__("time").monotonic_ns
     tid_of = _thread.get_native_id
     pack = record.pack_into
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_APPEND
     local = _thread._local()
     live = weakref.WeakValueDictionary()  # slice -> its Slice, while its thread lives
+    # Out of the program's way: its descriptors keep the numbers they have untraced.
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        if soft == resource.RLIM_INFINITY:
+            soft = 1024
+    except (ImportError, OSError, ValueError):
+        soft = 1024
+    floor = max(3, min(soft, 1024) - 64)
+
+    def identity(fd):
+        st = os.fstat(fd)
+        return (st.st_dev, st.st_ino)
+
+    def high(fd):
+        try:
+            moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, floor)
+        except OSError:
+            return fd
+        os.close(fd)
+        return moved
+
+    def open_file(i, create):
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
+        if create:
+            flags |= os.O_CREAT | os.O_TRUNC
+        fd = high(os.open(paths[i], flags, 0o600))
+        files[i] = fd
+        ids[i] = identity(fd)
+
+    def ours(i):
+        fd = files[i]
+        if fd is None:
+            return False
+        try:
+            return identity(fd) == ids[i]
+        except OSError:
+            return False
+
+    def usable(i):
+        if not ours(i):
+            open_file(i, False)
+        return files[i]
+
+    def close(i):
+        if ours(i):
+            os.close(files[i])
+        files[i] = None
 
     gen = [0]  # a forked child's slices are not its parent's
 
@@ -87,8 +185,8 @@ def _alloclab_record():
             # of the slice meanwhile (the exit handler's) writes nothing twice.
             n = self.n
             self.n = 0
-            if n and files[0] is not None:
-                os.write(files[0], view[self.start : self.start + n])
+            if n and paths[0] is not None:
+                os.write(usable(0), view[self.start : self.start + n])
 
         def __del__(self):
             # The thread ended: its records out, its slice free for another thread.
@@ -98,35 +196,46 @@ def _alloclab_record():
                 return
             try:
                 self.flush()
-            except OSError:
+            except Exception:
                 pass
             if self.index != slices - 1:
                 free.append(self.index)
 
     def open_files():
         pid = os.getpid()
-        files[0] = os.open(os.path.join(folder, f"lines-{pid}.bin"), flags, 0o600)
-        files[1] = os.open(os.path.join(folder, f"codes-{pid}.tsv"), flags, 0o600)
+        paths[0] = os.path.join(folder, f"lines-{pid}.bin")
+        paths[1] = os.path.join(folder, f"codes-{pid}.tsv")
+        open_file(0, True)
+        open_file(1, True)
 
     try:
         open_files()
-    except OSError:
+    except OSError as e:
+        note(pid0, f"the recorder's files could not be opened ({e}): no lines recorded")
         return
-    mon.use_tool_id(tool, "alloclab")
+
+    # os.fsencode without its Python frame (str.encode is C: no event of its own).
+    fs_encoding = sys.getfilesystemencoding()
+    fs_errors = sys.getfilesystemencodeerrors()
+
+    def clean(text):
+        return text.replace(b"\t", b" ").replace(b"\n", b" ")
 
     def code_index(code):
         i = codes.get(code)
         if i is None:
             # The code's name goes to the table at once, so that the records already
             # written can be read even if the process never reaches its exit handlers.
+            # The file name as the bytes the file system has (a name that is not UTF-8
+            # is kept as it is, not refused).
             with table_lock:
                 i = codes.get(code)
                 if i is None:
                     i = len(codes)
-                    name = code.co_qualname.replace("\t", " ").replace("\n", " ")
-                    file = code.co_filename.replace("\t", " ").replace("\n", " ")
-                    line = f"{i}\t{code.co_firstlineno}\t{name}\t{file}\n"
-                    os.write(files[1], line.encode())
+                    name = clean(code.co_qualname.encode("utf-8", "backslashreplace"))
+                    file = clean(code.co_filename.encode(fs_encoding, fs_errors))
+                    line = b"%d\t%d\t%s\t%s\n" % (i, code.co_firstlineno, name, file)
+                    os.write(usable(1), line)
                     codes[code] = i
         return i
 
@@ -135,20 +244,44 @@ def _alloclab_record():
             sl.flush()
         count[0] += 1
         if count[0] > limit and kind != 3:
-            mon.set_events(tool, 0)
+            real["set_events"](tool[0], 0)
+            active[0] = False
             kind = 4
         pack(buf, sl.start + sl.n, kind, tid_of(), now(), i, line)
         sl.n += rsize
 
+    def halt(why):
+        # The recorder stops where it cannot go on; the program goes on untouched. A
+        # record marks when (the trace counts later events as after the recorder) and
+        # the notes say why.
+        active[0] = False
+        try:
+            real["set_events"](tool[0], 0)
+        except Exception:
+            pass
+        try:
+            with shared_lock:
+                write(shared, 6, 0, 0)
+        except Exception:
+            pass
+        note(os.getpid(), why)
+
     def put(kind, code, line):
-        if files[1] is None:
+        # Not while this thread is inside the recorder: Python code the recorder calls
+        # (the standard library's) is not the program's, and must not re-enter it.
+        if not active[0] or getattr(local, "busy", False):
             return
+        local.busy = True
         try:
             put_unchecked(kind, code, line)
-        except OSError:
+        except OSError as e:
             # The folder went away (a full disk): recording stops, the program goes on.
-            mon.set_events(tool, 0)
-            files[0] = files[1] = None
+            halt(f"the recorder could not write its records ({e})")
+        except Exception as e:
+            # A failure of the recorder's own is never the program's.
+            halt(f"the recorder failed ({type(e).__name__}: {e})")
+        finally:
+            local.busy = False
 
     def put_unchecked(kind, code, line):
         i = code_index(code)
@@ -199,38 +332,146 @@ def _alloclab_record():
 
     E = mon.events
     EVENTS = E.LINE | E.PY_START | E.PY_RESUME | E.PY_THROW | E.PY_RETURN | E.PY_YIELD | E.PY_UNWIND
-    mon.register_callback(tool, E.LINE, on_line)
-    for e in (E.PY_START, E.PY_RESUME):
-        mon.register_callback(tool, e, on_start)
-    mon.register_callback(tool, E.PY_THROW, on_throw)
-    for e in (E.PY_RETURN, E.PY_YIELD):
-        mon.register_callback(tool, e, on_leave)
-    mon.register_callback(tool, E.PY_UNWIND, on_unwind)
+    CALLBACKS = [(E.LINE, on_line), (E.PY_START, on_start), (E.PY_RESUME, on_start)]
+    CALLBACKS += [(E.PY_THROW, on_throw), (E.PY_RETURN, on_leave), (E.PY_YIELD, on_leave)]
+    CALLBACKS += [(E.PY_UNWIND, on_unwind)]
+
+    def attach(t):
+        real["use_tool_id"](t, "alloclab")
+        for e, f in CALLBACKS:
+            real["register_callback"](t, e, f)
+        tool[0] = t
+
+    def detach(t):
+        # Before 3.14 freeing an id leaves its events and callbacks in place: cleared
+        # here, so that none of the recorder's stays on an id the program takes.
+        real["set_events"](t, 0)
+        for e, _ in CALLBACKS:
+            real["register_callback"](t, e, None)
+        real["free_tool_id"](t)
+
+    attach(tool[0])
+
+    # sys.monitoring as the program sees it.
+    pending = {}  # callbacks the program registered for the recorder's id before using it
+
+    def get_tool(tool_id):
+        if tool_id == tool[0]:
+            return None
+        return real["get_tool"](tool_id)
+
+    def use_tool_id(tool_id, name):
+        if tool_id == tool[0] and tool[0] is not None:
+            give_way()
+            for e, f in pending.items():
+                real["register_callback"](tool_id, e, f)
+            pending.clear()
+        return real["use_tool_id"](tool_id, name)
+
+    def give_way():
+        # The program asks for the recorder's id: the recorder moves to a free one with
+        # its events, or stops where none is free.
+        old = tool[0]
+        events = real["get_events"](old)
+        new = free_id(old)
+        if new is None:
+            halt(f"the program took sys.monitoring tool id {old} and every other id was in use: its lines stop there")
+            tool[0] = None
+        else:
+            attach(new)
+            real["set_events"](new, events)
+        detach(old)
+
+    def free_tool_id(tool_id):
+        if tool_id == tool[0]:
+            return None
+        return real["free_tool_id"](tool_id)
+
+    def register_callback(tool_id, event, func):
+        if tool_id == tool[0]:
+            old = pending.get(event)
+            pending[event] = func
+            return old
+        return real["register_callback"](tool_id, event, func)
+
+    def get_events(tool_id):
+        if tool_id == tool[0]:
+            return 0
+        return real["get_events"](tool_id)
+
+    def not_in_use(tool_id):
+        raise ValueError(f"tool {tool_id} is not in use")
+
+    def set_events(tool_id, event_set):
+        if tool_id == tool[0]:
+            not_in_use(tool_id)
+        return real["set_events"](tool_id, event_set)
+
+    def get_local_events(tool_id, code):
+        if tool_id == tool[0]:
+            return 0
+        return real["get_local_events"](tool_id, code)
+
+    def set_local_events(tool_id, code, event_set):
+        if tool_id == tool[0]:
+            not_in_use(tool_id)
+        return real["set_local_events"](tool_id, code, event_set)
+
+    def clear_tool_id(tool_id):
+        if tool_id == tool[0]:
+            return None
+        return real["clear_tool_id"](tool_id)
+
+    for f in (
+        get_tool,
+        use_tool_id,
+        free_tool_id,
+        register_callback,
+        get_events,
+        set_events,
+        get_local_events,
+        set_local_events,
+        clear_tool_id,
+    ):
+        if f.__name__ in real:
+            f.__qualname__ = f.__name__
+            f.__module__ = "sys.monitoring"
+            setattr(mon, f.__name__, f)
 
     def finish():
         # The last of the exit handlers (registered first): what the interpreter does
         # after it (module teardown, native libraries' exit code) has no Python line.
-        if files[0] is None:
+        if paths[0] is None:
             return
-        mon.set_events(tool, 0)
-        put(3, finish.__code__, 0)
-        for sl in list(live.values()) + [shared]:
-            sl.flush()
-        os.close(files[0])
-        os.write(files[1], b"end\n")
-        os.close(files[1])
-        files[0] = files[1] = None
+        try:
+            if tool[0] is not None:
+                real["set_events"](tool[0], 0)
+            active[0] = True
+            put(3, finish.__code__, 0)
+            active[0] = False
+            for sl in list(live.values()) + [shared]:
+                sl.flush()
+            os.write(usable(1), b"end\n")
+        except Exception:
+            pass
+        close(0)
+        close(1)
+        paths[0] = paths[1] = None
 
     def in_child():
         # A forked child: its own files and code table, none of the parent's records,
         # one thread (the others are gone), and the stack it was forked in (outermost
         # first) as its first records.
         nonlocal shared_lock, table_lock
-        mon.set_events(tool, 0)
+        if tool[0] is None or paths[0] is None:
+            return
+        was = active[0]
+        active[0] = False
+        real["set_events"](tool[0], 0)
         shared_lock = _thread.allocate_lock()
         table_lock = _thread.allocate_lock()
-        os.close(files[0])
-        os.close(files[1])
+        close(0)
+        close(1)
         gen[0] += 1
         for sl in list(live.values()) + [shared]:
             sl.n = 0
@@ -239,12 +480,18 @@ def _alloclab_record():
         free[:] = list(range(slices - 1))
         local.s = None
         codes.clear()
-        files[0] = files[1] = None
         try:
             open_files()
-        except OSError:
-            files[0] = files[1] = None
+        except OSError as e:
+            paths[0] = paths[1] = None
+            note(os.getpid(), f"the recorder's files could not be opened ({e}): no lines recorded")
             return
+        if not was:
+            # The parent's recorder had stopped: the child's stops at once, for the
+            # same reason.
+            halt("the recorder of the process it was forked from had stopped")
+            return
+        active[0] = True
         frames = []
         f = sys._getframe(1)
         while f is not None:
@@ -254,7 +501,7 @@ def _alloclab_record():
             if f.f_code.co_filename != __file__:
                 put(1, f.f_code, f.f_code.co_firstlineno)
                 put(5, f.f_code, f.f_lineno)  # where it is, not a line started
-        mon.set_events(tool, EVENTS)
+        real["set_events"](tool[0], EVENTS)
 
     os.register_at_fork(after_in_child=in_child)
     # os._exit skips the exit handlers (multiprocessing's forked workers end so): the
@@ -267,7 +514,8 @@ def _alloclab_record():
 
     os._exit = _exit
     atexit.register(finish)
-    mon.set_events(tool, EVENTS)
+    active[0] = True
+    real["set_events"](tool[0], EVENTS)
 
 
 def _alloclab_chain():

@@ -154,6 +154,11 @@ pub fn lab(args: &[&str]) -> Output {
     Command::new(driver_path()).args(args).output().unwrap()
 }
 
+/// What a finished command wrote to stdout.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
 /// What a finished command wrote to stderr.
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
