@@ -688,3 +688,46 @@ fn commands_without_the_ci_formats_refuse_them_before_anything_runs() {
     assert!(err.contains("more than the 1024 Bencher takes"), "{err}");
     assert!(!err.contains("[1/"), "started runs: {err}");
 }
+
+/// Output that cannot be written is never a success: a closed stdout (`>&-`) is refused
+/// before anything runs (Rust's stdout would take the writes as done), a full device is
+/// a failure (exit 1).
+#[test]
+fn output_that_cannot_be_written_is_an_error() {
+    let lab = driver_path();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("never");
+    let o = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(r#"exec "$0" exec --format bmf --runs 1 --allocators system --out "$1" -- /bin/true >&-"#)
+        .arg(&lab)
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("stdout is closed"), "{}", stderr(&o));
+    assert!(!out.exists(), "nothing ran");
+    // A shell's `> /dev/null` is kept: the results go to the folder only.
+    let o = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(r#"exec "$0" list > /dev/null"#)
+        .arg(&lab)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let o = std::process::Command::new(&lab)
+        .arg("list")
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("writing the results failed"),
+        "{}",
+        stderr(&o)
+    );
+}

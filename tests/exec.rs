@@ -800,6 +800,26 @@ fn versions_that_cannot_work_are_refused_before_anything_runs() {
             vec!["-c", p.as_str(), "-c", "/no/such/program --x"],
             "cannot run the command",
         ),
+        // Names that become one file name: refused naming both, before any run.
+        (
+            vec!["-c", p.as_str(), "-c", p.as_str(), "-n", "a/b", "-n", "a_b"],
+            "'system [a/b]' and 'system [a_b]' would both be written as",
+        ),
+        (
+            vec![
+                "--format",
+                "bmf",
+                "-c",
+                p.as_str(),
+                "-c",
+                p.as_str(),
+                "-n",
+                "a b",
+                "-n",
+                "a_b",
+            ],
+            "would both be written as",
+        ),
     ] {
         let mut all = vec!["exec", "--runs", "2", "--out", out_s.as_str()];
         all.extend(args.iter().copied());

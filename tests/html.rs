@@ -427,3 +427,112 @@ fn the_index_shows_the_founding_verdict_on_its_first_screen_in_chromium() {
     assert!(body.contains(r#"data-answer-first-screen="yes""#), "{body}");
     assert!(body.contains(r#"data-links="1""#), "{body}");
 }
+
+/// An index built from folders whose runs did not finish (as a killed run-all leaves
+/// them) states nothing that was not measured: its title says INCOMPLETE and what is
+/// missing; a knob set without results is not "no knob set changed the faults"; no
+/// change is placed between two sizes with an unmeasured one between them.
+#[test]
+fn an_index_of_unfinished_folders_states_nothing_unmeasured() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results");
+    let experiment = |name: &str, text: &str| {
+        let exp = dir.path().join(format!("{name}.toml"));
+        std::fs::write(&exp, text).unwrap();
+        let o = lab(&[
+            "run",
+            "--out",
+            results.to_str().unwrap(),
+            exp.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    };
+    let budget = "\n[budget]\nmin_time = 0\nmin_iters = 5\nmax_iters = 5\nwarmup_time = 0\nwarmup_iters = 2\n";
+    experiment(
+        "tunables",
+        &format!("description = \"knobs\"\nworkloads = [\"scale\"]\nvariants = [\"out-of-place\"]\nallocators = [\"system\", \"system:top_pad=64M\"]\nsizes = [\"1e6\"]\n{budget}"),
+    );
+    experiment(
+        "size-sweep",
+        &format!("description = \"sizes\"\nworkloads = [\"scale\"]\nvariants = [\"out-of-place\"]\nallocators = [\"system\"]\nsizes = [4096, 8192, 12288, 16384]\n{budget}"),
+    );
+    // What a kill leaves: runs missing, folder.json saying complete false.
+    let unfinish = |folder: &str, run: &str| {
+        let f = results.join(folder);
+        for e in std::fs::read_dir(f.join("runs")).unwrap().flatten() {
+            if e.file_name().to_string_lossy().contains(run) {
+                std::fs::remove_file(e.path()).unwrap();
+            }
+        }
+        let path = f.join("folder.json");
+        let mut status: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        status["complete"] = false.into();
+        std::fs::write(&path, status.to_string()).unwrap();
+    };
+    // Complete, the storm's knob set is named and the storm's start is placed.
+    let o = lab(&["report", results.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = std::fs::read_to_string(results.join("index.html")).unwrap();
+    assert!(!html.contains("INCOMPLETE"), "{html}");
+    assert!(html.contains("<code>system:top_pad=64M</code>:"), "{html}");
+    assert!(html.contains("8,192 and 12,288 elements"), "{html}");
+
+    unfinish("tunables", "top_pad");
+    unfinish("size-sweep", "-n12288-");
+    let o = lab(&["report", results.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = std::fs::read_to_string(results.join("index.html")).unwrap();
+    assert!(html.contains("<title>INCOMPLETE: "), "{html}");
+    assert!(
+        html.contains("tunables (missing: 1 of the 2 planned worker processes"),
+        "{html}"
+    );
+    assert!(!html.contains("No knob set changed"), "{html}");
+    assert!(
+        html.contains("INCOMPLETE: the others were not measured"),
+        "{html}"
+    );
+    assert!(
+        html.contains("INCOMPLETE: the size sweep did not finish"),
+        "{html}"
+    );
+    assert!(
+        !html.contains("8,192 and 16,384 elements"),
+        "a change across 12,288: {html}"
+    );
+    // Each folder's own report says so too, rebuilt from what is on disk.
+    for folder in ["tunables", "size-sweep"] {
+        let f = results.join(folder);
+        let o = lab(&["report", f.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let md = std::fs::read_to_string(f.join("REPORT.md")).unwrap();
+        assert!(
+            md.contains("> **INCOMPLETE:** this run did not finish"),
+            "{md}"
+        );
+        let page = std::fs::read_to_string(f.join("report.html")).unwrap();
+        assert!(page.contains("<title>INCOMPLETE"), "{page}");
+    }
+    let md = std::fs::read_to_string(results.join("size-sweep/REPORT.md")).unwrap();
+    assert!(
+        !md.contains("at 16,384 elements"),
+        "a change across 12,288: {md}"
+    );
+
+    // A folder.json cut short (a full disk) or far too large is said, not passed over.
+    std::fs::write(results.join("tunables/folder.json"), "{\"schema\": \"alloc").unwrap();
+    let o = lab(&["report", results.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("warning: ") && stderr(&o).contains("tunables"),
+        "{}",
+        stderr(&o)
+    );
+    let html = std::fs::read_to_string(results.join("index.html")).unwrap();
+    assert!(html.contains("tunables (could not be read:"), "{html}");
+    assert!(
+        html.contains("The tunables folder could not be read"),
+        "{html}"
+    );
+}

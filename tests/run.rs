@@ -329,18 +329,25 @@ fn an_interrupted_run_keeps_what_it_finished() {
     }
     let report = text(&res.join("REPORT.md"));
     assert!(
-        report.contains(&format!("Incomplete:** {} of 8", kept.len())),
+        report.contains(&format!(
+            "INCOMPLETE:** this run did not finish ({} of 8 planned worker processes have results",
+            kept.len()
+        )),
         "{} kept: {report}",
         kept.len()
     );
     // The console line and folder.json say so too.
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("incomplete: 3 of 8 planned processes ran"),
+        err.contains("INCOMPLETE: 3 of 8 planned processes ran; missing: 5 of the 8 planned worker processes"),
         "{err}"
     );
     let status: serde_json::Value = serde_json::from_str(&text(&res.join("folder.json"))).unwrap();
     assert_eq!(status["complete"], false);
+    assert_eq!(
+        status["missing"][0], "5 of the 8 planned worker processes (5 cells have none)",
+        "{status}"
+    );
     // A damaged plan.json is bad input for report (2), not a failed run.
     std::fs::write(res.join("plan.json"), "{ not json").unwrap();
     let o = run(&driver_path(), &["report", res.to_str().unwrap()]);
@@ -657,5 +664,101 @@ fn a_folder_holds_one_measurement_and_says_whether_it_finished() {
     assert!(
         err.contains("scale-in-place-system-n2000-t1.json") && err.contains("not the plan's"),
         "{err}"
+    );
+}
+
+/// Ctrl-C while `run --confirm` moves a threshold: the cliff found stays, but no
+/// confirmation is made of a bisection cut short; folder.json, REPORT.md and
+/// report.html all say the run is INCOMPLETE and name the confirmation as missing, and
+/// `report` later keeps it so (it runs nothing that could complete it).
+#[test]
+fn an_interrupted_confirmation_is_said_everywhere_and_never_judged() {
+    let (dir, exp) = setup(
+        r#"
+description = "glibc's out-of-place storm"
+workloads = ["scale"]
+variants = ["out-of-place"]
+allocators = ["system"]
+sizes = [6000, 12000]
+find_cliffs = true
+
+[budget]
+min_time = 0.01
+min_iters = 5
+warmup_time = 0.005
+warmup_iters = 2
+"#,
+    );
+    let out = dir.path().join("res");
+    let mut child = Command::new(driver_path())
+        .args([
+            "run",
+            "--confirm",
+            "--out",
+            out.to_str().unwrap(),
+            exp.to_str().unwrap(),
+        ])
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    // Read stderr until the confirmation starts, then press Ctrl-C for the group.
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    loop {
+        let mut line = Vec::new();
+        let n = std::io::BufRead::read_until(&mut err, b'\n', &mut line).unwrap();
+        assert!(n > 0, "the run ended before confirming: {said}");
+        said.push_str(&String::from_utf8_lossy(&line));
+        if said.contains("confirming:") {
+            break;
+        }
+    }
+    // SAFETY: kill has no memory-safety preconditions; the group is the child's own.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{said}{rest}");
+    let res = out.join("tiny");
+    let folder: serde_json::Value = serde_json::from_str(&text(&res.join("folder.json"))).unwrap();
+    assert_eq!(folder["complete"], false, "{folder}");
+    assert!(
+        folder["missing"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("the confirmation of 2 cliffs (interrupted"),
+        "{folder}"
+    );
+    let cliffs: Vec<alloclab::analysis::cliff::FoundCliff> =
+        serde_json::from_str(&text(&res.join("cliffs.json"))).unwrap();
+    assert!(!cliffs.is_empty());
+    assert!(
+        cliffs.iter().all(|c| c.confirmation.is_none()),
+        "a cut bisection is judged: {cliffs:?}"
+    );
+    let check = |report: &str, page: &str| {
+        assert!(report.contains("> **INCOMPLETE:**"), "{report}");
+        assert!(report.contains("the confirmation of 2 cliffs"), "{report}");
+        assert!(
+            report.contains("moving it: not measured (INCOMPLETE"),
+            "{report}"
+        );
+        assert!(!report.contains(": confirmed"), "{report}");
+        assert!(page.contains("<title>INCOMPLETE"), "{page}");
+        assert!(page.contains("class=\"warn incomplete\""), "{page}");
+    };
+    check(
+        &text(&res.join("REPORT.md")),
+        &text(&res.join("report.html")),
+    );
+    // report runs nothing: the folder stays incomplete, and says so the same way.
+    let o = run(&driver_path(), &["report", res.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let folder: serde_json::Value = serde_json::from_str(&text(&res.join("folder.json"))).unwrap();
+    assert_eq!(folder["complete"], false, "{folder}");
+    check(
+        &text(&res.join("REPORT.md")),
+        &text(&res.join("report.html")),
     );
 }

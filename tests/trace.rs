@@ -1324,3 +1324,26 @@ fn a_bad_limit_of_records_is_refused_before_anything_runs() {
         assert!(!out.exists(), "nothing is written");
     }
 }
+
+/// A traced run that times out names what `trace` has to shorten it (its own options:
+/// no --min-time, which trace does not have).
+#[test]
+fn a_timed_out_trace_names_its_own_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t");
+    let o = Command::new(driver_path())
+        .args(["trace", "--allocators", "system", "--timeout", "0.05"])
+        .args(["--iterations", "100000", "--processes", "0", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(
+            "timed out after 0.05 s and was killed (raise --timeout or lower --iterations/--size)"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!stderr(&o).contains("--min-time"), "{}", stderr(&o));
+}

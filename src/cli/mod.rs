@@ -224,6 +224,17 @@ impl ExecArgs {
                 order_seed: self.order_seed,
             },
         )?;
+        // Every allocator's run of every version is a row whose label becomes a file
+        // name (its histograms): two that would share one are refused now.
+        let labels: Vec<String> = settings
+            .allocators
+            .iter()
+            .flat_map(|a| versions.iter().map(move |v| format!("{a} [{}]", v.name)))
+            .collect();
+        crate::model::spec::distinct_stems_or(
+            labels.iter().map(String::as_str),
+            "give the -c commands --name values that differ in more than punctuation",
+        )?;
         settings.versions = versions;
         Ok(settings)
     }

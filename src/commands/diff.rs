@@ -155,6 +155,17 @@ fn load_folder(path: &Path) -> Result<Side> {
         return load_exec_record(path, &text, complete);
     }
     let summary = path.join("summary.csv");
+    if !summary.exists() && kind.as_deref() == Some("run") {
+        // The run's folder before its report: still being written, or stopped early.
+        let now = match crate::export::folder::writer_of(path) {
+            Some(holder) => format!("its run is still going (alloclab {holder} is writing it)"),
+            None => "its run stopped before writing its report (interrupted or killed)".into(),
+        };
+        return Err(bad(format!(
+            "a results folder of `alloclab run` without summary.csv yet: {now}; diff it when the run has finished, or write its report from the runs it kept with `alloclab report {}`",
+            path.display()
+        )));
+    }
     if !summary.exists() {
         return Err(bad(format!(
             "a folder without summary.csv or exec.json, so not a results folder of `alloclab run` or `alloclab exec`; {READS}"

@@ -21,6 +21,9 @@ use std::io::Write;
 
 /// Runs one parsed command.
 pub fn dispatch(command: Command) -> Result<()> {
+    if !matches!(command, Command::Generate(_)) {
+        stdout_is_open()?;
+    }
     match command {
         Command::List => list::run(),
         Command::Compare(args) => compare::run(args),
@@ -105,7 +108,30 @@ fn generate(args: &crate::cli::GenerateArgs) -> Result<()> {
     Ok(())
 }
 
-/// Prints a command's result on stdout; a closed pipe (`| head`) is not an error.
+/// Refuses, before anything runs, a closed stdout (`>&-`): what a command prints there
+/// would be lost. Rust's runtime puts /dev/null, opened read-write, on a standard
+/// descriptor that was closed at start (before `main`), so a closed stdout is seen as
+/// that; a shell's `> /dev/null` opens it write-only, and is kept.
+fn stdout_is_open() -> Result<()> {
+    // SAFETY: F_GETFL only reads the status flags of descriptor 1; no memory is passed.
+    let flags = unsafe { libc::fcntl(1, libc::F_GETFL) };
+    let closed = flags == -1
+        || (flags & libc::O_ACCMODE == libc::O_RDWR && {
+            use std::os::unix::fs::MetadataExt as _;
+            let null = std::fs::metadata("/dev/null").map(|m| m.rdev()).ok();
+            let ours = std::fs::metadata("/proc/self/fd/1").map(|m| m.rdev()).ok();
+            null.is_some() && null == ours
+        });
+    if closed {
+        return Err(Error::BadInput(
+            "stdout is closed: alloclab prints its results there; redirect it to a file (> results.txt), or to /dev/null to keep only the files of --out".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Prints a command's result on stdout; a closed pipe (`| head`: the reader chose to
+/// stop) is not an error, any other failure to write is (exit 1).
 pub fn print_out(text: &str) -> Result<()> {
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {

@@ -48,6 +48,7 @@ pub fn run(args: &ReportArgs) -> Result<()> {
     // The lock first: a folder another alloclab is still writing (calibrating, say) is
     // in use, not "no results folder".
     let mut folder = results::ResultsDir::open(dir, Claim::Existing).map_err(Error::bad)?;
+    folder.folder().remove_stale_temporaries();
     if !dir.join("plan.json").is_file() {
         return Err(Error::BadInput(format!(
             "{} is not a results folder (no plan.json) and holds none; give one written by `alloclab run`, e.g. results/numpy-temporaries, or the folder that holds them (results/) for its index.html",
@@ -56,7 +57,11 @@ pub fn run(args: &ReportArgs) -> Result<()> {
     }
     let loaded = results::load(dir).map_err(Error::bad)?;
     let rebuilt = report_md::rebuild(folder.folder(), &loaded, true).map_err(Error::failed)?;
-    folder.finish(rebuilt.complete()).map_err(Error::failed)?;
+    // What the folder's runs hold is all report has: it runs nothing, so a folder whose
+    // plan did not finish stays so (folder.json names what is missing).
+    folder
+        .finish_missing(rebuilt.missing.clone())
+        .map_err(Error::failed)?;
     drop(folder);
     eprintln!(
         "{}: {}; {}; REPORT.md rebuilt",
@@ -67,16 +72,14 @@ pub fn run(args: &ReportArgs) -> Result<()> {
     Ok(())
 }
 
-/// Whether `dir` holds at least one results folder of the lab (with its folder.json;
-/// a link to one counts).
+/// Whether `dir` holds at least one results folder of the lab (with its folder.json,
+/// readable or not; a link to one counts).
 fn holds_results(dir: &std::path::Path) -> bool {
     std::fs::read_dir(dir).is_ok_and(|entries| {
         entries.flatten().any(|e| {
-            e.path().is_dir()
-                && crate::export::folder::status(&e.path())
-                    .ok()
-                    .flatten()
-                    .is_some()
+            // A folder.json that cannot be read (cut short, too large) is a damaged
+            // results folder, said on the index page, not passed over.
+            e.path().is_dir() && !matches!(crate::export::folder::status(&e.path()), Ok(None))
         })
     })
 }

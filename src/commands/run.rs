@@ -127,7 +127,7 @@ pub fn run(args: RunArgs) -> Result<()> {
             }
         };
         folder
-            .finish(o.rebuilt.complete() && !o.interrupted)
+            .finish_missing(o.rebuilt.missing.clone())
             .map_err(Error::failed)?;
         failed += o.rebuilt.failed;
         progress.say(&format!(
@@ -365,17 +365,31 @@ pub fn run_experiment(
         c.runs.sort_by_key(|(round, _)| *round);
     }
     cells.retain(|c| !c.runs.is_empty());
+    // The steps after the runs that an interrupt cut (said on every page of the folder).
+    let mut unfinished = Vec::new();
     let cliffs = if exp.find_cliffs && !interrupted() {
         let budget = Budget::probe(exp.budget.max_iters);
         let mut cliffs = find_cliffs(&cells, &budget, &exp.name, executor, progress);
         // Saved as found, then again with what moving their thresholds showed.
         results.save_cliffs(&cliffs)?;
-        if exp.confirm_cliffs && !interrupted() {
+        if interrupted() {
+            unfinished.push(BISECTION_CUT.to_string());
+        } else if exp.confirm_cliffs {
             confirm_cliffs(&mut cliffs, &cells, &budget, executor, progress);
             results.save_cliffs(&cliffs)?;
+            let open = unconfirmed(&cliffs);
+            if interrupted() && open > 0 {
+                unfinished.push(format!(
+                    "the confirmation of {} (interrupted; `alloclab run --resume` with the same options measures it)",
+                    crate::fmt::counted(open, "cliff", "cliffs")
+                ));
+            }
         }
         cliffs
     } else {
+        if exp.find_cliffs {
+            unfinished.push(BISECTION_CUT.to_string());
+        }
         // Not looked for this time: the cliffs an earlier run found stay in the report.
         results::load_cliffs(&dir)
     };
@@ -384,6 +398,7 @@ pub fn run_experiment(
         cells,
         calibration: calibration.cloned(),
         cliffs,
+        unfinished,
     };
     let rebuilt = report_md::rebuild(results.folder(), &loaded, false)?;
     Ok(ExperimentOutcome {
@@ -392,6 +407,30 @@ pub fn run_experiment(
         skipped,
         interrupted: interrupted(),
     })
+}
+
+/// What an interrupted run says of its cliffs' bisection.
+const BISECTION_CUT: &str =
+    "the bisection of the exact cliffs (interrupted; `alloclab run --resume` measures it)";
+
+/// Bisected cliffs whose cause could be moved to confirm it and has no confirmation.
+fn unconfirmed(cliffs: &[FoundCliff]) -> usize {
+    cliffs
+        .iter()
+        .filter(|c| c.unresolved.is_none() && c.confirmation.is_none())
+        .filter(|c| {
+            let live = c.workload.live_buffers(c.variant);
+            crate::analysis::thresholds::cause(
+                &c.allocator,
+                live,
+                c.onset(),
+                c.below_size,
+                c.above_size,
+            )
+            .movable()
+            .is_some()
+        })
+        .count()
 }
 
 /// Tests the cause of every bisected cliff that sits at a known threshold of its
@@ -492,6 +531,10 @@ fn confirm_cliffs(
             cliff::auto_resolution(from),
             &mut |_| {},
         );
+        if interrupted() {
+            // A bisection cut short proves nothing: no verdict is made of it.
+            return;
+        }
         conf.judge(
             matches!(cause, thresholds::Cause::At { .. }),
             &rule,

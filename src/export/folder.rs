@@ -169,6 +169,11 @@ pub struct Status {
     /// folders written before the manifest (`alloclab.folder/1`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub files: Option<Vec<String>>,
+    /// Where the plan did not finish: what of it has no result, in words ("6 of the 144
+    /// planned worker processes", "the confirmation of 2 cliffs' thresholds"), so that
+    /// every page built from the folder later can name it. Empty when complete.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
 }
 
 /// The manifest's journal: one line per file, appended before the file is written.
@@ -268,6 +273,22 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), ResultsError> {
     })
 }
 
+/// Whether `name` is one of [`create_temporary`]'s: `.NAME.tmp.PID.N`, N in hex.
+fn is_temporary(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix('.') else {
+        return false;
+    };
+    let mut parts = rest.rsplitn(3, '.');
+    let (Some(nonce), Some(pid), Some(head)) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    head.strip_suffix(".tmp").is_some_and(|n| !n.is_empty())
+        && !pid.is_empty()
+        && pid.bytes().all(|b| b.is_ascii_digit())
+        && !nonce.is_empty()
+        && nonce.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 /// `dir/.NAME.tmp.PID.N`, created exclusively (O_EXCL, O_NOFOLLOW) with N from a
 /// per-process counter and the clock; another name is tried if one is taken.
 fn create_temporary(dir: &Path, name: &str) -> std::io::Result<(PathBuf, File)> {
@@ -338,6 +359,28 @@ pub fn lock_folder(dir: &Path) -> Result<File, ResultsError> {
     let _ = lock.set_len(0);
     let _ = writeln!(lock, "{}", std::process::id());
     Ok(lock)
+}
+
+/// Who is writing `dir` now, if anyone: "pid N" of the alloclab that holds its lock
+/// (None: no writer; the folder is not locked or has no lock file). Reads only.
+pub fn writer_of(dir: &Path) -> Option<String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut lock = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(dir.join(LOCK))
+        .ok()?;
+    match lock.try_lock_shared() {
+        Err(fs::TryLockError::WouldBlock) => {
+            let mut holder = String::new();
+            let _ = lock.read_to_string(&mut holder);
+            Some(match holder.trim() {
+                "" => "another process".to_string(),
+                pid => format!("pid {pid}"),
+            })
+        }
+        _ => None,
+    }
 }
 
 /// What a path is, in words, for a refusal: "a symbolic link", "a character device" …
@@ -631,6 +674,7 @@ impl Folder {
                 // nothing in it is the lab's to remove — but the pages of an earlier
                 // generate, cleaned by their names (legacy_files).
                 files: (!legacy_pages).then(Vec::new),
+                missing: Vec::new(),
             },
         };
         // Only plain paths inside the folder: a hand-edited folder.json naming
@@ -668,7 +712,31 @@ impl Folder {
         }
         self.status.schema = SCHEMA.into();
         self.status.command_line = crate::counters::envinfo::command_line();
+        self.remove_stale_temporaries();
         self.finish(false)
+    }
+
+    /// Removes what a killed write left: the lab's own temporary files
+    /// (`.NAME.tmp.PID.N`, [`create_temporary`]) anywhere in the folder, not through
+    /// symbolic links. Safe under the folder's lock: no other writer of it is running,
+    /// so every such file is an orphan.
+    pub fn remove_stale_temporaries(&self) {
+        fn walk(dir: &Path, depth: u32) {
+            let Ok(entries) = fs::read_dir(dir) else {
+                return;
+            };
+            for e in entries.flatten() {
+                let Ok(t) = e.file_type() else {
+                    continue;
+                };
+                if t.is_dir() && depth < 4 {
+                    walk(&e.path(), depth + 1);
+                } else if t.is_file() && is_temporary(&e.file_name().to_string_lossy()) {
+                    let _ = fs::remove_file(e.path());
+                }
+            }
+        }
+        walk(&self.root, 0);
     }
 
     /// Removes the files of the earlier measurement: those its manifest lists (and, in a
@@ -852,8 +920,19 @@ impl Folder {
 
     /// Says whether the plan finished: `complete` true only when it did.
     pub fn finish(&mut self, complete: bool) -> Result<(), ResultsError> {
+        self.finish_with(complete, Vec::new())
+    }
+
+    /// [`Folder::finish`], naming what of the plan has no result where it did not
+    /// finish (`missing`, kept in folder.json for the pages built from it later).
+    pub fn finish_with(
+        &mut self,
+        complete: bool,
+        missing: Vec<String>,
+    ) -> Result<(), ResultsError> {
         self.status.complete = complete;
         self.status.finished = complete.then(|| rfc3339(unix_now()));
+        self.status.missing = if complete { Vec::new() } else { missing };
         self.save_status()
     }
 
@@ -1119,6 +1198,46 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(e.contains("alloclab run"), "{e}");
+    }
+
+    /// What a write killed between its temporary file and the rename left (SIGKILL) is
+    /// removed by the next writer of the folder, and only that: a name that merely
+    /// looks alike stays. The writer it belonged to is gone: the lock says so.
+    #[test]
+    fn the_next_writer_removes_temporary_files_a_killed_write_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut f = Folder::open(dir.path(), Kind::Run, Claim::Own).unwrap();
+        f.start(true).unwrap();
+        f.text("runs/a.json", "{}").unwrap();
+        f.finish(true).unwrap();
+        drop(f);
+        let stale = [
+            dir.path().join("runs/.a.json.tmp.4242.1f3a9"),
+            dir.path().join(".folder.json.tmp.17.0"),
+        ];
+        for p in &stale {
+            fs::write(p, "half").unwrap();
+        }
+        let alike = [
+            dir.path().join("runs/.notes.tmp"),
+            dir.path().join("runs/.x.tmp.12.zz"),
+            dir.path().join("runs/x.json.tmp.1.a"),
+        ];
+        for p in &alike {
+            fs::write(p, "mine").unwrap();
+        }
+        assert!(is_temporary(".REPORT.md.tmp.123.abc"));
+        assert!(!is_temporary(".tmp.1.a"));
+        // A resumed measurement (start without fresh) as much as a new one.
+        let mut f = Folder::open(dir.path(), Kind::Run, Claim::Own).unwrap();
+        f.start(false).unwrap();
+        for p in &stale {
+            assert!(!p.exists(), "{} stays", p.display());
+        }
+        for p in &alike {
+            assert!(p.exists(), "{} went", p.display());
+        }
+        assert!(dir.path().join("runs/a.json").is_file());
     }
 
     #[test]

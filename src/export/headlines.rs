@@ -84,7 +84,7 @@ pub fn cliff_groups(cliffs: &[FoundCliff]) -> Vec<CliffGroup<'_>> {
 }
 
 /// One cliff group as a headline, and its rank (lower leads).
-fn cliff_headline(g: &CliffGroup) -> (u8, String) {
+fn cliff_headline(g: &CliffGroup, confirming: bool) -> (u8, String) {
     let lives: Vec<Option<u64>> = g
         .cliffs
         .iter()
@@ -115,7 +115,14 @@ fn cliff_headline(g: &CliffGroup) -> (u8, String) {
             ),
             _ => format!("; moving it ({}): {}", c.spec, c.verdict),
         })
-        .unwrap_or_default();
+        .unwrap_or_else(|| {
+            if confirming && cause.movable().is_some() {
+                "; moving it: not measured (INCOMPLETE: the run stopped before this confirmation)"
+                    .into()
+            } else {
+                String::new()
+            }
+        });
     // The workload and threads where they are not the founding case's.
     let of = if g.workload == crate::model::spec::Workload::Scale && g.threads == 1 {
         String::new()
@@ -174,18 +181,21 @@ fn differences(loaded: &Loaded) -> Vec<(f64, String)> {
                     weight,
                     (spec_only(&label), c.spec.variant, w, t),
                     format!(
-                        "{label} {} at {} elements ({w}, {}): {} than in place; {}",
+                        "{label} {} at {} elements ({w}, {}): {} than in place; {}{}",
                         c.spec.variant,
                         group_thousands(n as i64),
                         crate::fmt::Threads(t),
                         phrase(&cmp),
-                        mechanism(Counts::of(&rb), Counts::of(&rc), &label)
+                        mechanism(Counts::of(&rb), Counts::of(&rc), &label),
+                        short_of(loaded, base, c)
                     ),
                 ));
             }
         }
     }
-    out.extend(knob_differences(&loaded.cells));
+    out.extend(knob_differences(&loaded.cells, &|b, c| {
+        short_of(loaded, b, c)
+    }));
     // The largest first, and one size per allocator × variant (the same difference at
     // the next size says nothing new; the findings have every size).
     out.sort_by(|a, b| b.0.total_cmp(&a.0));
@@ -226,7 +236,12 @@ fn weighed(
 /// The differences a knob set makes against its allocator's defaults (the same variant,
 /// workload, threads, size and THP mode): a tunables folder's answer is what each knob
 /// set does. Keyed apart from the in-place differences.
-fn knob_differences(cells: &[crate::model::record::Cell]) -> Vec<(f64, DiffKey, String)> {
+/// `short` says what a difference of two cells rests on where they have fewer processes
+/// than planned ([`short_of`]).
+fn knob_differences(
+    cells: &[crate::model::record::Cell],
+    short: &dyn Fn(&crate::model::record::Cell, &crate::model::record::Cell) -> String,
+) -> Vec<(f64, DiffKey, String)> {
     let mut out = Vec::new();
     for c in cells
         .iter()
@@ -259,7 +274,7 @@ fn knob_differences(cells: &[crate::model::record::Cell]) -> Vec<(f64, DiffKey, 
                 c.spec.threads,
             ),
             format!(
-                "{label} {} at {} elements ({}, {}): {} than {}'s defaults; {}",
+                "{label} {} at {} elements ({}, {}): {} than {}'s defaults; {}{}",
                 c.spec.variant,
                 group_thousands(c.spec.size as i64),
                 c.spec.workload,
@@ -271,11 +286,30 @@ fn knob_differences(cells: &[crate::model::record::Cell]) -> Vec<(f64, DiffKey, 
                     Counts::of(&rc),
                     &label,
                     &format!("with {}'s defaults", base.spec.allocator_label())
-                )
+                ),
+                short(base, c)
             ),
         ));
     }
     out
+}
+
+/// Where either cell of a difference has fewer processes than planned (an unfinished
+/// run), what it rests on: " (INCOMPLETE: 2 and 6 of 6 processes)".
+fn short_of(
+    loaded: &Loaded,
+    base: &crate::model::record::Cell,
+    other: &crate::model::record::Cell,
+) -> String {
+    if loaded.short_of(base).is_none() && loaded.short_of(other).is_none() {
+        return String::new();
+    }
+    let planned = loaded.plan.experiment.processes.max(1);
+    format!(
+        " (INCOMPLETE: {} and {} of {planned} processes)",
+        base.runs.len(),
+        other.runs.len()
+    )
 }
 
 /// A label without its THP mode: the same difference with THP off says nothing new in an
@@ -289,9 +323,13 @@ fn spec_only(label: &str) -> String {
 type DiffKey = (String, Variant, crate::model::spec::Workload, u32);
 
 /// The cliffs' headlines, leading first: confirmed at a threshold, at one, near one,
-/// at none (a stable order within each).
-fn cliff_lines(cliffs: &[FoundCliff]) -> Vec<String> {
-    let mut lines: Vec<(u8, String)> = cliff_groups(cliffs).iter().map(cliff_headline).collect();
+/// at none (a stable order within each). `confirming`: the plan confirms thresholds but
+/// did not finish, so a cliff without its confirmation says it was not measured.
+fn cliff_lines(cliffs: &[FoundCliff], confirming: bool) -> Vec<String> {
+    let mut lines: Vec<(u8, String)> = cliff_groups(cliffs)
+        .iter()
+        .map(|g| cliff_headline(g, confirming))
+        .collect();
     lines.sort_by_key(|c| c.0);
     lines.into_iter().map(|c| c.1).collect()
 }
@@ -304,6 +342,9 @@ pub struct Answer {
     pub lines: Vec<String>,
     /// Cliffs and differences that did not make the headlines.
     pub more: usize,
+    /// Where the folder's plan did not finish: what has no result, said before the
+    /// headlines wherever they are shown (each headline that rests on it says so too).
+    pub incomplete: Option<String>,
 }
 
 impl Answer {
@@ -329,7 +370,16 @@ impl Answer {
 /// there are.
 pub fn headlines(loaded: &Loaded) -> Answer {
     let differences = differences(loaded).into_iter().map(|d| d.1).collect();
-    answer_of(cliff_lines(&loaded.cliffs), differences)
+    let complete = loaded.complete();
+    let confirming = !complete && loaded.plan.experiment.confirm_cliffs;
+    let mut answer = answer_of(cliff_lines(&loaded.cliffs, confirming), differences);
+    answer.incomplete = (!complete).then(|| {
+        format!(
+            "INCOMPLETE: the run did not finish; missing: {}",
+            loaded.missing().join("; ")
+        )
+    });
+    answer
 }
 
 /// The headlines out of the cliffs' and the differences' lines (each leading first): the
@@ -340,7 +390,11 @@ fn answer_of(cliffs: Vec<String>, differences: Vec<String>) -> Answer {
     let room = MOST - lines.len();
     lines.extend(differences.into_iter().take(room));
     let more = all - lines.len();
-    Answer { lines, more }
+    Answer {
+        lines,
+        more,
+        incomplete: None,
+    }
 }
 
 #[cfg(test)]
@@ -425,7 +479,7 @@ mod tests {
                 (1695, 3874.0),
             ],
         );
-        let found = knob_differences(&[defaults, padded, same]);
+        let found = knob_differences(&[defaults, padded, same], &|_, _| String::new());
         assert_eq!(
             found.len(),
             1,
@@ -467,7 +521,7 @@ mod tests {
                 r#"{{"allocator":"system","variant":"in-place",{base},"below_size":2000000,"below_value":0.0,"above_size":2965821,"above_value":445.0,"unresolved":"the probes saw none"}}"#
             )),
         ];
-        let lines = cliff_lines(&cliffs);
+        let lines = cliff_lines(&cliffs, false);
         assert_eq!(lines.len(), 3, "{lines:?}");
         assert!(
             lines[0].starts_with("jemalloc changes between 916,983 and 917,058 elements"),

@@ -86,6 +86,7 @@ b.slower{color:#b03a2e}b.faster{color:#1e8449}b.same{color:#555;font-weight:norm
 figure{margin:16px 0}figcaption{font-size:13px;color:#555;margin-top:4px}
 svg .series.off{display:none}svg .legend.off{opacity:.25}svg circle{cursor:default}
 pre{font-size:12px;background:#f6f6f6;padding:8px;overflow-x:auto}
+p.warn{color:#8a4b00;font-weight:bold}
 "#;
 
 /// The script: toggles, and a self-test (`#selftest`) that switches the first toggle off
@@ -170,6 +171,9 @@ impl Page {
                     }
                 }
             }
+        }
+        if let Some(note) = &self.answer.incomplete {
+            let _ = writeln!(s, "<p class=\"warn incomplete\">{}</p>", esc(note));
         }
         if !self.answer.is_empty() {
             s.push_str("<h2 id=\"answer\">Answer</h2>\n<ul class=\"findings answer\">\n");

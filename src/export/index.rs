@@ -33,8 +33,12 @@ const THRESHOLD: f64 = crate::export::report_md::REPORT_NOISE_THRESHOLD;
 pub struct Entry {
     /// Its name as shown (invalid UTF-8 replaced).
     pub name: String,
-    kind: Kind,
+    /// What it holds (None: its folder.json could not be read; `problem` says why).
+    kind: Option<Kind>,
     complete: bool,
+    /// Where its plan did not finish, what has no result (a run folder's from its runs
+    /// and folder.json, another's from folder.json).
+    missing: Vec<String>,
     /// The link to its report.html, percent-encoded from the name's bytes.
     page: Option<String>,
     /// A run folder's cells.
@@ -67,7 +71,8 @@ fn traced_mechanism_of(text: &str) -> Option<(String, u64, String)> {
 }
 
 /// The results folders directly under `parent` (a folder with the lab's folder.json, or
-/// a link to one), by name; anything else is left alone.
+/// a link to one), by name; anything else is left alone. A folder.json that cannot be
+/// read (cut short, too large, not the lab's) is an entry with its problem, not skipped.
 pub fn entries(parent: &Path) -> Vec<Entry> {
     use std::os::unix::ffi::OsStrExt as _;
     let Ok(dir) = std::fs::read_dir(parent) else {
@@ -78,12 +83,26 @@ pub fn entries(parent: &Path) -> Vec<Entry> {
         .filter(|e| e.path().is_dir())
         .filter_map(|e| {
             let path = e.path();
-            let status = folder::status(&path).ok().flatten()?;
+            let raw = e.file_name();
+            let name = raw.to_string_lossy().into_owned();
+            let status = match folder::status(&path) {
+                Ok(s) => s?,
+                Err(why) => {
+                    return Some(Entry {
+                        name,
+                        kind: None,
+                        complete: false,
+                        missing: Vec::new(),
+                        page: None,
+                        loaded: None,
+                        problem: Some(why.to_string()),
+                        traced: None,
+                    })
+                }
+            };
             if status.kind == Kind::Generate {
                 return None;
             }
-            let raw = e.file_name();
-            let name = raw.to_string_lossy().into_owned();
             let page = path.join("report.html").is_file().then(|| {
                 let mut link = percent_bytes(raw.as_bytes());
                 link.push_str("/report.html");
@@ -99,10 +118,18 @@ pub fn entries(parent: &Path) -> Vec<Entry> {
                 },
                 _ => (None, None),
             };
+            let missing = match &loaded {
+                Some(l) => l.missing(),
+                None if !status.complete && status.missing.is_empty() => {
+                    vec!["its plan did not finish (folder.json says complete: false)".into()]
+                }
+                None => status.missing.clone(),
+            };
             Some(Entry {
                 name,
-                kind: status.kind,
-                complete: status.complete,
+                kind: Some(status.kind),
+                complete: status.complete && missing.is_empty(),
+                missing,
                 page,
                 loaded,
                 problem,
@@ -278,7 +305,10 @@ fn class(c: Option<&Comparison>) -> &'static str {
 /// The founding case: the numpy-temporaries folder (or the first run folder with
 /// glibc's in-place and out-of-place cells), its size, and its heat table.
 fn founding(entries: &[Entry], html: &mut String) -> Option<String> {
-    let mut names: Vec<&Entry> = entries.iter().filter(|e| e.kind == Kind::Run).collect();
+    let mut names: Vec<&Entry> = entries
+        .iter()
+        .filter(|e| e.kind == Some(Kind::Run))
+        .collect();
     names.sort_by_key(|e| e.name != "numpy-temporaries");
     // The founding folder that could not be read is said, not passed over in silence.
     let damaged: Vec<String> = names
@@ -349,7 +379,11 @@ fn founding(entries: &[Entry], html: &mut String) -> Option<String> {
             );
         }
         if !e.complete {
-            html.push_str(r#"<p class="warn">This folder's run is incomplete: the figures are over the processes it has.</p>"#);
+            let _ = write!(
+                html,
+                r#"<p class="warn">INCOMPLETE: this folder's run did not finish (missing: {}); the figures are over the processes it has.</p>"#,
+                esc(&e.missing.join("; "))
+            );
         }
         html.push_str("</section>");
         return Some(heat_table(loaded, &oop.spec, "matrix"));
@@ -453,7 +487,16 @@ fn remedies(entries: &[Entry], html: &mut String) {
     let Some(loaded) = named(entries, "tunables", "What removes it", "remedies", html) else {
         return;
     };
-    html.push_str(r#"<section id="remedies"><h2>What removes it</h2><p>Knob sets of the tunables experiment, out-of-place, against the same allocator's defaults (paired rounds), fastest first: those that remove its faults, and those that add faults.</p><ul>"#);
+    html.push_str(r#"<section id="remedies"><h2>What removes it</h2><p>Knob sets of the tunables experiment, out-of-place, against the same allocator's defaults (paired rounds), fastest first: those that remove its faults, and those that add faults.</p>"#);
+    let complete = loaded.complete();
+    if !complete {
+        let _ = write!(
+            html,
+            r#"<p class="warn">INCOMPLETE: the tunables run did not finish (missing: {}). Only the knob sets with results are below; one without results is not judged.</p>"#,
+            esc(&loaded.missing().join("; "))
+        );
+    }
+    html.push_str("<ul>");
     let mut any = false;
     for base in loaded
         .cells
@@ -479,6 +522,15 @@ fn remedies(entries: &[Entry], html: &mut String) {
             let Some(cmp) = cells::compare(base, c, THRESHOLD) else {
                 continue;
             };
+            let short = match (loaded.short_of(base), loaded.short_of(c)) {
+                (None, None) => String::new(),
+                _ => format!(
+                    " (INCOMPLETE: {} and {} of {} processes)",
+                    base.runs.len(),
+                    c.runs.len(),
+                    loaded.plan.experiment.processes.max(1)
+                ),
+            };
             let rss = |r: &SummaryRow| {
                 r.rss_peak_bytes
                     .map(human_bytes)
@@ -486,24 +538,26 @@ fn remedies(entries: &[Entry], html: &mut String) {
             };
             if faults > base_faults {
                 worse.push(format!(
-                    "<code>{}</code> ({} → {} faults, {})",
+                    "<code>{}</code> ({} → {} faults, {}){}",
                     esc(&c.spec.allocator_label()),
                     esc(&fmt_count(base_faults)),
                     esc(&fmt_count(faults)),
-                    esc(&phrase(&cmp))
+                    esc(&phrase(&cmp)),
+                    esc(&short)
                 ));
                 continue;
             }
             found.push((
                 cmp.ratio,
                 format!(
-                    "<li><code>{}</code>: {}; faults {} → {} per iteration; peak RSS {} → {}</li>",
+                    "<li><code>{}</code>: {}; faults {} → {} per iteration; peak RSS {} → {}{}</li>",
                     esc(&c.spec.allocator_label()),
                     esc(&phrase(&cmp)),
                     esc(&fmt_count(base_faults)),
                     esc(&fmt_count(faults)),
                     esc(&rss(&base_row)),
                     esc(&rss(&row)),
+                    esc(&short),
                 ),
             ));
         }
@@ -521,9 +575,14 @@ fn remedies(entries: &[Entry], html: &mut String) {
             any = true;
         }
     }
-    if !any {
+    if !any && complete {
         html.push_str(
             "<li>No knob set changed the faults of its allocator's out-of-place cell.</li>",
+        );
+    } else if !any {
+        // Not "no knob set changes them": the knob sets without results were not run.
+        html.push_str(
+            "<li>No knob set with results changed the faults of its allocator's out-of-place cell (INCOMPLETE: the others were not measured).</li>",
         );
     }
     html.push_str("</ul></section>");
@@ -540,7 +599,7 @@ fn named<'a>(
 ) -> Option<&'a Loaded> {
     let e = entries
         .iter()
-        .find(|e| e.kind == Kind::Run && e.name == name);
+        .find(|e| matches!(e.kind, Some(Kind::Run) | None) && e.name == name);
     match e.map(|e| (&e.loaded, &e.problem)) {
         Some((Some(l), _)) => Some(l),
         Some((None, problem)) => {
@@ -575,7 +634,15 @@ fn cliffs(entries: &[Entry], html: &mut String) {
     let Some(loaded) = named(entries, "size-sweep", "Where it starts", "cliffs", html) else {
         return;
     };
-    html.push_str(r#"<section id="cliffs"><h2>Where it starts</h2><p>The sizes where each allocator's faults or memory syscalls per iteration change, and the known threshold of that allocator at that size (its crossing point computed from the allocator's rules): <span class="explained">at a known threshold</span>, <span class="near">near one only</span>, <span class="unexplained">none known</span>.</p><table class="cliffs"><tr><th>allocator</th><th>what changes, per iteration</th><th>between</th><th>behind it</th></tr>"#);
+    html.push_str(r#"<section id="cliffs"><h2>Where it starts</h2><p>The sizes where each allocator's faults or memory syscalls per iteration change, and the known threshold of that allocator at that size (its crossing point computed from the allocator's rules): <span class="explained">at a known threshold</span>, <span class="near">near one only</span>, <span class="unexplained">none known</span>.</p>"#);
+    if !loaded.complete() {
+        let _ = write!(
+            html,
+            r#"<p class="warn">INCOMPLETE: the size sweep did not finish (missing: {}). A change between two sizes with one unmeasured between them is not stated.</p>"#,
+            esc(&loaded.missing().join("; "))
+        );
+    }
+    html.push_str(r#"<table class="cliffs"><tr><th>allocator</th><th>what changes, per iteration</th><th>between</th><th>behind it</th></tr>"#);
     // Each change as (the cliff: allocator, sizes, bisected?) and what changes there.
     let mut rows: Vec<(CliffKey, ChangeOf, String)> = loaded
         .cliffs
@@ -597,16 +664,10 @@ fn cliffs(entries: &[Entry], html: &mut String) {
         .collect();
     if rows.is_empty() {
         let summary: Vec<SummaryRow> = loaded.cells.iter().map(cells::row).collect();
-        for (metric, jumps) in [
-            (
-                "minor faults",
-                crate::analysis::jumps::fault_jumps(&summary),
-            ),
-            (
-                "memory syscalls",
-                crate::analysis::jumps::syscall_jumps(&summary),
-            ),
-        ] {
+        // Only between neighbouring sizes of the plan (a size without results between
+        // two others hides where the change is).
+        let (faults, syscalls) = loaded.jumps(&summary);
+        for (metric, jumps) in [("minor faults", faults), ("memory syscalls", syscalls)] {
             rows.extend(jumps.into_iter().map(|j| {
                 (
                     (j.allocator.clone(), j.from_size, j.to_size, false),
@@ -629,7 +690,11 @@ fn cliffs(entries: &[Entry], html: &mut String) {
         }
     }
     if rows.is_empty() {
-        html.push_str("<tr><td colspan=\"4\">No change of faults or memory syscalls between neighbouring sizes.</td></tr>");
+        html.push_str(if loaded.complete() {
+            "<tr><td colspan=\"4\">No change of faults or memory syscalls between neighbouring sizes.</td></tr>"
+        } else {
+            "<tr><td colspan=\"4\">No change of faults or memory syscalls between neighbouring sizes that both have results (INCOMPLETE: the others are not judged).</td></tr>"
+        });
     }
     // One finding per cliff: the variants and counts that change at the same sizes of
     // one allocator are one row.
@@ -708,13 +773,13 @@ pub fn page(parent: &Path, entries: &[Entry]) -> String {
         let state = match (&e.problem, e.complete) {
             (Some(p), _) => format!("unreadable: {p}"),
             (None, true) => "complete".into(),
-            (None, false) => "incomplete".into(),
+            (None, false) => format!("INCOMPLETE: missing {}", e.missing.join("; ")),
         };
         let _ = write!(
             body,
             "<tr><td>{}</td><td>{}</td><td{}>{}</td><td>{}</td></tr>",
             esc(&e.name),
-            e.kind.name(),
+            e.kind.map_or("unknown", Kind::name),
             if e.problem.is_some() {
                 " class=\"warn\""
             } else {
@@ -730,7 +795,7 @@ pub fn page(parent: &Path, entries: &[Entry]) -> String {
     body.push_str("</table></section>");
     let env = entries
         .iter()
-        .filter(|e| e.kind == Kind::Run && e.loaded.is_some())
+        .filter(|e| e.kind == Some(Kind::Run) && e.loaded.is_some())
         .min_by_key(|e| e.name != "numpy-temporaries")
         .and_then(|e| std::fs::read_to_string(parent.join(&e.name).join("env.json")).ok())
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
@@ -741,8 +806,29 @@ pub fn page(parent: &Path, entries: &[Entry]) -> String {
         }
         body.push_str("</ul></details>");
     }
+    // An answer read from folders whose plans did not finish says so first.
+    let unfinished: Vec<String> = entries
+        .iter()
+        .filter(|e| !e.complete || e.problem.is_some())
+        .map(|e| match &e.problem {
+            Some(p) => format!("{} (could not be read: {p})", e.name),
+            None => format!("{} (missing: {})", e.name, e.missing.join("; ")),
+        })
+        .collect();
+    let (title_mark, banner) = if unfinished.is_empty() {
+        ("", String::new())
+    } else {
+        (
+            "INCOMPLETE: ",
+            format!(
+                r#"<p class="warn">INCOMPLETE: {} of these folders did not finish or could not be read: {}. Each part below that rests on one says so; nothing that needs what is missing is stated.</p>"#,
+                unfinished.len(),
+                esc(&unfinished.join("; "))
+            ),
+        )
+    };
     format!(
-        "{HEAD}<meta name=\"viewport\" content=\"width=device-width\"><title>alloclab: the run's answer</title><style>{STYLE}</style><script>{SCRIPT}</script></head><body><h1>alloclab: what the allocators do to the founding case</h1><p><small>{} in {}; each figure below is read from them.</small></p>{body}</body></html>\n",
+        "{HEAD}<meta name=\"viewport\" content=\"width=device-width\"><title>{title_mark}alloclab: the run's answer</title><style>{STYLE}</style><script>{SCRIPT}</script></head><body><h1>{title_mark}alloclab: what the allocators do to the founding case</h1><p><small>{} in {}; each figure below is read from them.</small></p>{banner}{body}</body></html>\n",
         crate::fmt::counted(entries.len(), "results folder", "results folders"),
         esc(&parent.display().to_string()),
     )

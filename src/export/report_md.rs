@@ -1,7 +1,7 @@
 //! REPORT.md and the rest of a results folder rebuilt from its runs: summary.csv, the
 //! histogram files, env.json, plots. Findings are computed from the data.
 
-use crate::analysis::jumps::{self, Jump};
+use crate::analysis::jumps::Jump;
 use crate::analysis::{cells, explain};
 use crate::export::csv::to_csv;
 use crate::export::folder::Folder;
@@ -26,6 +26,8 @@ pub struct Rebuilt {
     /// Worker processes with a result (record or failure), and planned.
     pub processes_done: usize,
     pub processes_planned: usize,
+    /// What of the plan has no result ([`Loaded::missing`]); empty when complete.
+    pub missing: Vec<String>,
     /// The headline findings REPORT.md and report.html lead with.
     pub answer: super::headlines::Answer,
 }
@@ -39,15 +41,17 @@ impl Rebuilt {
             counts
         } else {
             format!(
-                "{counts}; incomplete: {} of {} planned processes ran",
-                self.processes_done, self.processes_planned
+                "{counts}; INCOMPLETE: {} of {} planned processes ran; missing: {}",
+                self.processes_done,
+                self.processes_planned,
+                self.missing.join("; ")
             )
         }
     }
 
-    /// Whether every planned process has its result (a record or a failure).
+    /// Whether the whole plan has results: every process, and every step after them.
     pub fn complete(&self) -> bool {
-        self.processes_done >= self.processes_planned
+        self.missing.is_empty()
     }
 
     fn cell_counts(&self) -> String {
@@ -62,6 +66,18 @@ impl Rebuilt {
             ),
         }
     }
+}
+
+/// What an unfinished folder's pages say first: what has no result, and that nothing
+/// resting on it is stated.
+pub fn incomplete_note(loaded: &Loaded) -> String {
+    let (done, planned) = loaded.process_counts();
+    format!(
+        "this run did not finish ({done} of {planned} planned worker processes have results; {} of {} have at least one). Missing: {}. Findings that need what is missing (a change between sizes with one unmeasured between them, a knob set never run, a confirmation not measured) are not stated; `alloclab run --resume` with the same options completes it.",
+        crate::fmt::counted(loaded.cells.len(), "cell", "cells"),
+        loaded.plan.runs.len(),
+        loaded.missing().join("; ")
+    )
 }
 
 fn describe_jump(j: &Jump, what: &str) -> String {
@@ -210,17 +226,11 @@ pub fn rebuild(
         failed: rows.iter().filter(|r| !r.status.is_ok()).count(),
         plots: plot_files.len(),
         processes: loaded.plan.experiment.processes,
-        processes_done: process_counts(loaded).0,
-        processes_planned: process_counts(loaded).1,
+        processes_done: loaded.process_counts().0,
+        processes_planned: loaded.process_counts().1,
+        missing: loaded.missing(),
         answer,
     })
-}
-
-/// Worker processes with a result, and planned.
-fn process_counts(loaded: &Loaded) -> (usize, usize) {
-    let done = loaded.cells.iter().map(|c| c.runs.len()).sum();
-    let per_cell = loaded.plan.experiment.processes.max(1) as usize;
-    (done, loaded.plan.runs.len() * per_cell)
 }
 
 fn report_markdown(
@@ -234,14 +244,8 @@ fn report_markdown(
     let e = &loaded.plan.experiment;
     let mut md = String::new();
     let _ = writeln!(md, "# {}\n\n{}\n", e.name, e.description);
-    let (done, planned) = process_counts(loaded);
-    if done < planned {
-        let cells = rows.len();
-        let _ = writeln!(
-            md,
-            "> **Incomplete:** {done} of {planned} planned worker processes have results ({cells} of {} cells have at least one; the run was interrupted or is still going; `alloclab run --resume` completes it). The process counts of each cell are in summary.csv.\n",
-            loaded.plan.runs.len()
-        );
+    if !loaded.complete() {
+        let _ = writeln!(md, "> **INCOMPLETE:** {}\n", incomplete_note(loaded));
     }
     // The answer first: the headline findings (the same the page and the console lead
     // with), every finding after them.
@@ -427,8 +431,9 @@ fn report_markdown(
     if let Some(note) = thp_note(rows, env) {
         let _ = writeln!(md, "{note}\n");
     }
-    let fault_jumps = jumps::fault_jumps(rows);
-    let syscall_jumps = jumps::syscall_jumps(rows);
+    // Only between neighbouring sizes of the plan: a change across a size that has no
+    // result was never measured.
+    let (fault_jumps, syscall_jumps) = loaded.jumps(rows);
     // One finding per cliff: a jump of the sweep that a cliff was bisected from (or
     // failed to be) is that cliff's evidence, said with it, not a finding of its own.
     let covers = |j: &Jump, what: &str, c: &crate::analysis::cliff::FoundCliff| {
@@ -460,7 +465,12 @@ fn report_markdown(
         }) {
             let _ = writeln!(
                 md,
-                "No size step changes faults or memory syscalls per element by 4x or more.\n"
+                "{}",
+                if loaded.complete() {
+                    "No size step changes faults or memory syscalls per element by 4x or more.\n"
+                } else {
+                    "No step between neighbouring sizes that both have results changes faults or memory syscalls per element by 4x or more (INCOMPLETE: steps across a size without results are not judged).\n"
+                }
             );
         }
     } else if !alone.is_empty() {
@@ -638,14 +648,19 @@ fn report_html(
         out
     };
     // A page of an unfinished run says so before its answer.
-    let (done, planned) = process_counts(loaded);
-    let title = if done < planned {
+    let (done, planned) = loaded.process_counts();
+    let title = if loaded.complete() {
+        format!("alloclab run: {}", e.name)
+    } else {
         format!(
-            "INCOMPLETE ({done} of {planned} processes): alloclab run: {}",
+            "INCOMPLETE ({done} of {planned} processes{}): alloclab run: {}",
+            if loaded.unfinished.is_empty() {
+                ""
+            } else {
+                ", steps unfinished"
+            },
             e.name
         )
-    } else {
-        format!("alloclab run: {}", e.name)
     };
     let mut environment = vec![e.description.clone()];
     environment.extend(html::environment_lines(env));

@@ -21,6 +21,7 @@ use crate::model::experiment::{run_id, Experiment};
 use crate::model::record::RunRecord;
 use crate::model::record::{Cell, EncodedHistogram, Outcome, RunFailure};
 use crate::model::run::RunSpec;
+use crate::model::summary::SummaryRow;
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File};
 use std::io::{self, Read};
@@ -198,6 +199,12 @@ impl ResultsDir {
     /// Says in `folder.json` whether every planned run has its result.
     pub fn finish(&mut self, complete: bool) -> Result<(), ResultsError> {
         self.folder.finish(complete)
+    }
+
+    /// Finishes the folder as complete only when nothing of the plan is `missing` (then
+    /// named in folder.json).
+    pub fn finish_missing(&mut self, missing: Vec<String>) -> Result<(), ResultsError> {
+        self.folder.finish_with(missing.is_empty(), missing)
     }
 
     pub fn save_plan(&self, plan: &Plan) -> Result<(), ResultsError> {
@@ -382,6 +389,107 @@ pub struct Loaded {
     pub calibration: Option<crate::analysis::calibration::Calibration>,
     /// Exact cliffs found by bisection after the runs, if any were looked for.
     pub cliffs: Vec<FoundCliff>,
+    /// The steps of the plan after its runs that did not finish (the bisection of the
+    /// cliffs, the confirmation of their thresholds), in words: from the run in memory,
+    /// or from folder.json on disk. Empty when they finished (or the plan has none).
+    pub unfinished: Vec<String>,
+}
+
+/// How [`Loaded::missing`] names the processes without a result (the rest of what it
+/// names are the unfinished steps).
+const PROCESSES_MISSING: &str = "planned worker processes";
+
+impl Loaded {
+    /// Worker processes with a result (a record or a failure), and planned.
+    pub fn process_counts(&self) -> (usize, usize) {
+        let done = self.cells.iter().map(|c| c.runs.len()).sum();
+        let per_cell = self.plan.experiment.processes.max(1) as usize;
+        (done, self.plan.runs.len() * per_cell)
+    }
+
+    /// Whether the whole plan has results: every process, and every step after them.
+    pub fn complete(&self) -> bool {
+        let (done, planned) = self.process_counts();
+        done >= planned && self.unfinished.is_empty()
+    }
+
+    /// What of the plan has no result, in words, for every surface that says INCOMPLETE
+    /// ("6 of the 144 planned worker processes (2 cells have none)", then each unfinished
+    /// step). Empty when complete.
+    pub fn missing(&self) -> Vec<String> {
+        let (done, planned) = self.process_counts();
+        let mut out = Vec::new();
+        if done < planned {
+            let none = self.plan.runs.len() - self.cells.len();
+            out.push(format!(
+                "{} of the {} {PROCESSES_MISSING}{}",
+                crate::fmt::group_thousands((planned - done) as i64),
+                crate::fmt::group_thousands(planned as i64),
+                match none {
+                    0 => String::new(),
+                    1 => " (1 cell has none)".into(),
+                    n => format!(" ({n} cells have none)"),
+                }
+            ));
+        }
+        out.extend(self.unfinished.iter().cloned());
+        out
+    }
+
+    /// The planned sizes of the series `jump` is on (every planned run alike but for its
+    /// size), in order.
+    fn planned_sizes(&self, j: &crate::analysis::jumps::Jump) -> Vec<u64> {
+        let mut sizes: Vec<u64> = self
+            .plan
+            .runs
+            .iter()
+            .map(|r| &r.spec)
+            .filter(|s| {
+                s.workload == j.workload
+                    && s.threads == j.threads
+                    && s.variant == j.variant
+                    && s.allocator_label() == j.allocator
+            })
+            .map(|s| s.size)
+            .collect();
+        sizes.sort_unstable();
+        sizes.dedup();
+        sizes
+    }
+
+    /// Whether a change found between two measured sizes is between neighbours of the
+    /// plan: one with a planned size between them that has no result (interrupted, or
+    /// failed) is not a change anyone measured, and is not stated.
+    pub fn neighbours_in_plan(&self, j: &crate::analysis::jumps::Jump) -> bool {
+        let sizes = self.planned_sizes(j);
+        !sizes.iter().any(|&n| n > j.from_size && n < j.to_size)
+    }
+
+    /// [`crate::analysis::jumps::fault_jumps`] and `syscall_jumps` of `rows` (the cells'
+    /// rows), only between neighbouring sizes of the plan.
+    pub fn jumps(
+        &self,
+        rows: &[SummaryRow],
+    ) -> (
+        Vec<crate::analysis::jumps::Jump>,
+        Vec<crate::analysis::jumps::Jump>,
+    ) {
+        let keep = |v: Vec<crate::analysis::jumps::Jump>| {
+            v.into_iter()
+                .filter(|j| self.neighbours_in_plan(j))
+                .collect::<Vec<_>>()
+        };
+        (
+            keep(crate::analysis::jumps::fault_jumps(rows)),
+            keep(crate::analysis::jumps::syscall_jumps(rows)),
+        )
+    }
+
+    /// The processes a cell has and the planned number, where it has fewer.
+    pub fn short_of(&self, cell: &Cell) -> Option<(usize, usize)> {
+        let planned = self.plan.experiment.processes.max(1) as usize;
+        (cell.runs.len() < planned).then_some((cell.runs.len(), planned))
+    }
 }
 
 /// What a planned run's processes left on disk, in round order; `None` if none ran.
@@ -474,6 +582,33 @@ pub fn load_cliffs(root: &Path) -> Vec<FoundCliff> {
         .unwrap_or_default()
 }
 
+/// What folder.json says did not finish besides the processes, for [`Loaded::unfinished`]:
+/// its own words where it names them; where an older folder.json says only `complete:
+/// false` with every process there, that some step after them did not finish.
+fn unfinished_of(root: &Path, plan: &Plan, cells: &[Cell]) -> Result<Vec<String>, ResultsError> {
+    let Some(status) = super::folder::status(root)? else {
+        return Ok(Vec::new());
+    };
+    if status.complete {
+        return Ok(Vec::new());
+    }
+    let processes = |m: &String| m.contains(PROCESSES_MISSING);
+    if !status.missing.is_empty() {
+        return Ok(status
+            .missing
+            .into_iter()
+            .filter(|m| !processes(m))
+            .collect());
+    }
+    let done: usize = cells.iter().map(|c| c.runs.len()).sum();
+    let planned = plan.runs.len() * plan.experiment.processes.max(1) as usize;
+    Ok(if done >= planned && plan.experiment.find_cliffs {
+        vec!["the steps after the runs (the cliffs' bisection or confirmation): folder.json says the run did not finish".into()]
+    } else {
+        Vec::new()
+    })
+}
+
 /// Reads a results folder's plan and runs.
 pub fn load(root: &Path) -> Result<Loaded, ResultsError> {
     let plan_path = root.join("plan.json");
@@ -495,11 +630,13 @@ pub fn load(root: &Path) -> Result<Loaded, ResultsError> {
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok());
     let cliffs = load_cliffs(root);
+    let unfinished = unfinished_of(root, &plan, &cells)?;
     Ok(Loaded {
         plan,
         cells,
         calibration,
         cliffs,
+        unfinished,
     })
 }
 

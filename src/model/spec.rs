@@ -239,12 +239,24 @@ pub fn file_stem(label: &str) -> String {
 /// Refuses labels of one measurement that would share a file name: the first pair that
 /// does, as "'a' and 'b' would both be written as 'stem'".
 pub fn distinct_stems<'a>(labels: impl IntoIterator<Item = &'a str>) -> Result<(), String> {
+    distinct_stems_or(
+        labels,
+        "give one of them another name (name=/path/to/lib.so)",
+    )
+}
+
+/// [`distinct_stems`] with what to do about a clash in the words of the option that
+/// names the labels (`fix`).
+pub fn distinct_stems_or<'a>(
+    labels: impl IntoIterator<Item = &'a str>,
+    fix: &str,
+) -> Result<(), String> {
     let mut seen: std::collections::HashMap<String, &str> = std::collections::HashMap::new();
     for l in labels {
         if let Some(other) = seen.insert(file_stem(l), l) {
             if other != l {
                 return Err(format!(
-                    "'{other}' and '{l}' would both be written as '{}' in the results folder; give one of them another name (name=/path/to/lib.so)",
+                    "'{other}' and '{l}' would both be written as '{}' in the results folder; {fix}",
                     file_stem(l)
                 ));
             }
