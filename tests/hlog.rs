@@ -531,17 +531,82 @@ fn hdrhistograms_log_processor_merges_each_cell_into_its_hgrm() {
             total += r.samples;
             assert_eq!(row[5] as u64, total, "{id}");
         }
-        // Its percentile distribution of the whole log: the lab's .us.csv of the cell, by
-        // its last row (total count and max, µs).
-        let lab =
-            hdr::parse_csv(&text(&res.join("histograms").join(format!("{id}.us.csv")))).unwrap();
-        let java: String = text(&dir.path().join(format!("{id}.processed.hgrm")))
-            .lines()
-            .filter(|l| !l.starts_with('#'))
-            .map(|l| format!("{l}\n"))
-            .collect();
-        let java = hdr::parse_csv(&java).unwrap();
-        let (l, j) = (lab.last().unwrap(), java.last().unwrap());
-        assert_eq!((j.total_count, j.value), (l.total_count, l.value), "{id}");
     }
+    // Its percentile distribution of each whole log: the lab's .us.hgrm and .us.csv,
+    // every row and the footer, for cells of 3 processes and of 1, and exec's runs.
+    let checked = same_as_java(&jar, dir.path(), &res.join("histograms"));
+    assert_eq!(checked, cells(&res).len());
+    let (one_dir, one) = run_experiment(1);
+    assert_eq!(
+        same_as_java(&jar, one_dir.path(), &one.join("histograms")),
+        cells(&one).len()
+    );
+    let ex = dir.path().join("exec");
+    let o = lab(&[
+        "exec",
+        "--allocators",
+        "system,jemalloc",
+        "--runs",
+        "4",
+        "--warmup",
+        "0",
+        "--out",
+        ex.to_str().unwrap(),
+        "--",
+        temporaries().to_str().unwrap(),
+        "--iterations",
+        "2",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(same_as_java(&jar, dir.path(), &ex.join("histograms")), 2);
+}
+
+/// Every `.ns.hlog` in `histograms` processed by HdrHistogram's HistogramLogProcessor
+/// (µs), in its text and CSV forms, equals the lab's `.us.hgrm` and `.us.csv` of the
+/// same stem line for line (Java's two lines of comment before the text form aside):
+/// the number of files checked.
+fn same_as_java(jar: &Path, scratch: &Path, histograms: &Path) -> usize {
+    let mut n = 0;
+    for e in std::fs::read_dir(histograms).unwrap() {
+        let name = e.unwrap().file_name().into_string().unwrap();
+        let Some(stem) = name.strip_suffix(".ns.hlog") else {
+            continue;
+        };
+        for (csv, ours) in [(false, ".us.hgrm"), (true, ".us.csv")] {
+            let out = scratch.join(format!("{stem}.java{}", if csv { "-csv" } else { "" }));
+            let mut java = std::process::Command::new("java");
+            java.arg("-cp")
+                .arg(jar)
+                .arg("org.HdrHistogram.HistogramLogProcessor");
+            if csv {
+                java.arg("-csv");
+            }
+            let o = java
+                .arg("-i")
+                .arg(histograms.join(&name))
+                .args(["-outputValueUnitRatio", "1000", "-o"])
+                .arg(&out)
+                .output()
+                .unwrap_or_else(|e| panic!("cannot run here: no java: {e}"));
+            assert!(o.status.success(), "{}", stderr(&o));
+            let theirs: Vec<String> = text(&out.with_extension(format!(
+                "{}.hgrm",
+                out.extension().map_or(String::new(), |x| x.to_string_lossy().into_owned())
+            )))
+            .lines()
+            .filter(|l| !l.starts_with("#[Overall") && !l.starts_with("#[StartTime"))
+            .map(str::to_string)
+            .collect();
+            let lab: Vec<String> = text(&histograms.join(format!("{stem}{ours}")))
+                .lines()
+                .map(str::to_string)
+                .collect();
+            assert_eq!(lab.len(), theirs.len(), "{stem}{ours}");
+            for (k, (l, j)) in lab.iter().zip(&theirs).enumerate() {
+                assert_eq!(l, j, "{stem}{ours} line {}", k + 1);
+            }
+        }
+        n += 1;
+    }
+    n
 }

@@ -3,6 +3,7 @@
 //! files unchanged: five ticks per half-distance, percentiles as fractions, the last CSV
 //! row ending in `Infinity`, and the `#[Mean …]`, `#[Max …]`, `#[Buckets …]` footer.
 
+use crate::model::percentiles;
 use hdrhistogram::Histogram;
 use std::fmt::Write as _;
 
@@ -19,17 +20,15 @@ pub struct Row {
     pub total_count: u64,
 }
 
-/// The rows HdrHistogram prints, values divided by `scaling` (1000 turns ns into µs).
+/// The rows HdrHistogram prints, values divided by `scaling` (1000 turns ns into µs):
+/// the reference implementation's percentile steps ([`percentiles::steps`]).
 pub fn rows(h: &Histogram<u64>, scaling: f64) -> Vec<Row> {
-    let mut total = 0u64;
-    h.iter_quantiles(TICKS_PER_HALF_DISTANCE)
-        .map(|v| {
-            total += v.count_since_last_iteration();
-            Row {
-                value: v.value_iterated_to() as f64 / scaling,
-                quantile: v.quantile_iterated_to(),
-                total_count: total,
-            }
+    percentiles::steps(h, TICKS_PER_HALF_DISTANCE)
+        .into_iter()
+        .map(|s| Row {
+            value: s.value as f64 / scaling,
+            quantile: s.percent / 100.0,
+            total_count: s.total_count,
         })
         .collect()
 }
@@ -213,7 +212,7 @@ mod tests {
         assert_eq!(last.value as u64, h.highest_equivalent(h.max()));
         for r in &rows {
             // Each row's value is the histogram's value at that percentile.
-            let v = h.value_at_quantile(r.quantile.min(1.0));
+            let v = percentiles::value_at(&h, 100.0 * r.quantile.min(1.0));
             assert!(
                 h.equivalent(r.value as u64, v) || r.value as u64 >= v,
                 "{r:?} vs {v}"

@@ -11,6 +11,7 @@ pub mod experiment;
 pub mod knobs;
 pub mod library;
 pub mod overhead;
+pub mod percentiles;
 pub mod record;
 pub mod run;
 pub mod spec;
