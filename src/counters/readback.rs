@@ -54,6 +54,34 @@ fn mallctl_read_str(mallctl: Mallctl, key: &str) -> Result<String, Unavailable> 
     Ok(s.to_string_lossy().trim().to_string())
 }
 
+/// The arena that holds `ptr` (an allocation of jemalloc's), from `arenas.lookup`: the
+/// thread's own arena, or the huge arena (its index is `opt.narenas`, the number of
+/// automatic arenas) for requests at `oversize_threshold` and above.
+pub fn jemalloc_arena_of(mallctl: Mallctl, ptr: *const c_void) -> Result<u32, Unavailable> {
+    let mut arena: u32 = 0;
+    let mut len = std::mem::size_of::<u32>();
+    let mut p = ptr;
+    // SAFETY: `arena` is a writable u32 of `len` bytes, `p` a pointer-sized value of
+    // `size_of::<*const c_void>()` bytes that jemalloc only reads; a pointer it did not
+    // allocate is refused with EINVAL or ENOENT.
+    let rc = unsafe {
+        mallctl(
+            c"arenas.lookup".as_ptr(),
+            (&mut arena as *mut u32).cast(),
+            &mut len,
+            (&mut p as *mut *const c_void).cast(),
+            std::mem::size_of::<*const c_void>(),
+        )
+    };
+    if rc != 0 {
+        return Err(Unavailable(format!(
+            "mallctl arenas.lookup: {}",
+            std::io::Error::from_raw_os_error(rc)
+        )));
+    }
+    Ok(arena)
+}
+
 /// "jemalloc 5.3.1-0-g…", from the `version` mallctl.
 pub fn jemalloc_version(mallctl: Mallctl) -> Result<String, Unavailable> {
     mallctl_read_str(mallctl, "version").map(|v| format!("jemalloc {v}"))
@@ -203,4 +231,40 @@ pub fn defining_object(p: *mut libc::c_void) -> Option<String> {
             .map(|p| p.display().to_string())
             .unwrap_or_else(|_| name.into_owned()),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What is behind jemalloc's oversize cliff, asked of jemalloc itself: a request of
+    /// 916,993 f64 (the cliff's first size, 7 MiB − 4 KiB + 8 bytes) stays in the
+    /// thread's arena; only a request at the threshold (8 MiB) goes to the huge arena.
+    /// The cliff's purge is the thread's arena purging a freed extent that, merged with
+    /// the free extents beside it, reached the threshold — not the huge arena's.
+    #[test]
+    fn a_request_below_oversize_threshold_stays_in_its_threads_arena() {
+        let mallctl: Mallctl = tikv_jemalloc_sys::mallctl;
+        let narenas: u32 = mallctl_read(mallctl, "opt.narenas").unwrap();
+        let threshold: usize = mallctl_read(mallctl, "opt.oversize_threshold").unwrap();
+        assert_eq!(threshold, 8 << 20);
+        let at = |bytes: usize| {
+            // SAFETY: jemalloc's own malloc and free, on a block of its own.
+            unsafe {
+                let p = tikv_jemalloc_sys::malloc(bytes);
+                assert!(!p.is_null());
+                let arena = jemalloc_arena_of(mallctl, p.cast_const());
+                tikv_jemalloc_sys::free(p);
+                arena.unwrap()
+            }
+        };
+        let below = at(916_993 * 8);
+        assert!(below < narenas, "arena {below} of {narenas} automatic ones");
+        assert_eq!(
+            at(8 << 20),
+            narenas,
+            "the huge arena comes after the automatic ones"
+        );
+        assert!(jemalloc_arena_of(mallctl, std::ptr::null()).is_err());
+    }
 }

@@ -42,7 +42,7 @@ const SYSTEM: &[KnobDef] = &[
 const JEMALLOC: &[KnobDef] = &[
     KnobDef { name: "dirty_decay_ms", kind: Kind::Int { min: -1 }, doc: "ms before dirty pages are purged (-1: never, 0: at once)" },
     KnobDef { name: "muzzy_decay_ms", kind: Kind::Int { min: -1 }, doc: "ms before muzzy pages are purged (-1: never, 0: at once)" },
-    KnobDef { name: "oversize_threshold", kind: Kind::Size, doc: "allocations at least this large get a dedicated arena and are purged eagerly (default 8M)" },
+    KnobDef { name: "oversize_threshold", kind: Kind::Size, doc: "requests at least this large go to a dedicated (huge) arena, and a freed extent that reaches it with its free neighbours is purged at once instead of decaying (default 8M)" },
     KnobDef { name: "narenas", kind: Kind::Int { min: 1 }, doc: "number of arenas" },
     KnobDef { name: "background_thread", kind: Kind::Bool, doc: "purge from background threads instead of inline" },
     KnobDef { name: "retain", kind: Kind::Bool, doc: "keep virtual memory mapped instead of unmapping it" },
