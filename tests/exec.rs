@@ -832,3 +832,21 @@ fn versions_that_cannot_work_are_refused_before_anything_runs() {
     let o = lab(&["exec", "-c", &p, "-c", &p, "--", &p]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
+
+/// exec's defaults decide a difference the size of the founding case's: with no option
+/// but the allocators, glibc against mimalloc on the temporaries gets a verdict (the
+/// default runs reach the 95 % interval; five did not).
+#[test]
+fn the_defaults_decide_the_founding_difference() {
+    let t = temporaries();
+    let o = exec(
+        &["--allocators", "system,mimalloc", "--format", "json"],
+        &[t.to_str().unwrap(), "--iterations", "20"],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = rows(&o);
+    let m = row(&rows, "mimalloc");
+    assert_eq!(m["runs"], 6, "{m}");
+    assert_eq!(m["vs_baseline_verdict"], "faster", "{m}");
+    assert!(m["wall_ci_coverage"].as_f64().unwrap() >= 0.95, "{m}");
+}
