@@ -153,7 +153,7 @@ fn run_writes_every_file_and_they_parse_back() {
     );
     assert!(o.status.success());
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains("8 kept from before"),
+        String::from_utf8_lossy(&o.stdout).contains("8 kept from before"),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
@@ -275,6 +275,7 @@ fn an_interrupted_run_keeps_what_it_finished() {
     let out = dir.path().join("res");
     let child = Command::new(lab.path().join("alloclab"))
         .args(["run", "--out", out.to_str().unwrap(), exp.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .process_group(0)
         .spawn()
@@ -336,11 +337,11 @@ fn an_interrupted_run_keeps_what_it_finished() {
         "{} kept: {report}",
         kept.len()
     );
-    // The console line and folder.json say so too.
-    let err = String::from_utf8_lossy(&o.stderr);
+    // The console line (on stdout, with the answer) and folder.json say so too.
+    let said = String::from_utf8_lossy(&o.stdout);
     assert!(
-        err.contains("INCOMPLETE: 3 of 8 planned processes ran; missing: 5 of the 8 planned worker processes"),
-        "{err}"
+        said.contains("INCOMPLETE: 3 of 8 planned processes ran; missing: 5 of the 8 planned worker processes"),
+        "{said}"
     );
     let status: serde_json::Value = serde_json::from_str(&text(&res.join("folder.json"))).unwrap();
     assert_eq!(status["complete"], false);
@@ -544,10 +545,25 @@ fn replicated_processes_merge_into_cells_with_intervals() {
     let o = run(&driver_path(), &args);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}");
+    // The result and the answer on stdout (`run … > out.txt` keeps them), not stderr.
+    let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
-        stderr.contains("4 of 4 cells ok (3 processes each)"),
-        "{stderr}"
+        stdout.contains("4 of 4 cells ok (3 processes each)"),
+        "{stdout}"
     );
+    assert!(!stderr.contains("cells ok"), "{stderr}");
+    let md = text(&out.join("tiny").join("REPORT.md"));
+    let answer: Vec<&str> = md
+        .split("## Answer\n\n")
+        .nth(1)
+        .map(|a| a.lines().take_while(|l| l.starts_with("- ")).collect())
+        .unwrap_or_default();
+    for a in &answer {
+        assert!(
+            stdout.contains(&format!("  {}", &a[2..])),
+            "{a} not on stdout: {stdout}"
+        );
+    }
     let res = out.join("tiny");
     let summary = text(&res.join("summary.csv"));
     let mut reader = csv::Reader::from_reader(summary.as_bytes());
@@ -601,8 +617,8 @@ fn replicated_processes_merge_into_cells_with_intervals() {
 
     // Resume keeps all twelve processes; report rebuilds the same summary.
     let o = run(&driver_path(), &[&args[..], &["--resume"]].concat());
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(stderr.contains("12 kept from before"), "{stderr}");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("12 kept from before"), "{stdout}");
     assert_eq!(text(&res.join("summary.csv")), summary);
     let o = run(&driver_path(), &["report", res.to_str().unwrap()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

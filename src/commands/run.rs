@@ -130,8 +130,11 @@ pub fn run(args: RunArgs) -> Result<()> {
             .finish_missing(o.rebuilt.missing.clone())
             .map_err(Error::failed)?;
         failed += o.rebuilt.failed;
-        progress.say(&format!(
-            "{}: {}{}; {}; report in {}",
+        // The experiment's result and its answer (the lines REPORT.md and report.html
+        // lead with) on stdout, where `run … > out.txt` keeps them; progress stays on
+        // stderr.
+        let mut said = format!(
+            "{}: {}{}; {}; report in {}\n",
             exp.name,
             o.rebuilt.counts(),
             if o.skipped > 0 {
@@ -141,14 +144,14 @@ pub fn run(args: RunArgs) -> Result<()> {
             },
             crate::fmt::counted(o.rebuilt.plots, "plot", "plots"),
             o.dir.join("REPORT.md").display()
-        ));
-        // The answer REPORT.md and report.html lead with, here too.
+        );
         for a in &o.rebuilt.answer.lines {
-            progress.say(&format!("  {a}"));
+            said.push_str(&format!("  {a}\n"));
         }
         if let Some(more) = o.rebuilt.answer.more_line() {
-            progress.say(&format!("  {more}"));
+            said.push_str(&format!("  {more}\n"));
         }
+        progress.suspend(|| super::print_out(&said))?;
         if o.interrupted {
             progress.clear();
             return Err(Error::Interrupted(

@@ -274,6 +274,15 @@ impl Progress {
         }
     }
 
+    /// Runs `f` with the bar out of the way (a result printed on stdout meanwhile does
+    /// not mix with the bar on stderr).
+    pub fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {
+        match &self.bar {
+            Some(bar) => bar.suspend(f),
+            None => f(),
+        }
+    }
+
     /// All runs are over: the bar gives way to one line with the total time.
     pub fn finish(&self) {
         if let Some(bar) = &self.bar {
