@@ -5,7 +5,32 @@ use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = alloclab::cli::Cli::parse();
+    // --help and --version print through the same checked write as every result: a
+    // page that could not be written is an error (exit 1), not a silent success.
+    let cli = match alloclab::cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if e.use_stderr() => e.exit(),
+        Err(e) if std::io::IsTerminal::is_terminal(&std::io::stdout()) => {
+            // In colour, as clap prints it.
+            return match e.print() {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(err) => {
+                    eprintln!("error: writing the help failed: {err}");
+                    ExitCode::from(1)
+                }
+            };
+        }
+        Err(e) => {
+            let page = e.render().to_string();
+            return match alloclab::commands::print_out(&page) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(err) => {
+                    eprintln!("{}", err.message());
+                    ExitCode::from(err.exit_code())
+                }
+            };
+        }
+    };
     alloclab::analysis::stats::set_level(cli.confidence);
     match alloclab::commands::dispatch(cli.command) {
         Ok(()) => ExitCode::SUCCESS,

@@ -730,4 +730,30 @@ fn output_that_cannot_be_written_is_an_error() {
         "{}",
         stderr(&o)
     );
+    // Help and version pages are output too.
+    for args in [&["--help"][..], &["--version"], &["compare", "--help"]] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let o = std::process::Command::new(&lab)
+            .args(args)
+            .stdout(full)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+    }
+    // stdout open for reading only (`1</dev/null`) takes no write: refused as closed.
+    let o = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(r#"exec "$0" list 1</dev/null"#)
+        .arg(&lab)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("stdout is closed or not open for writing"),
+        "{}",
+        stderr(&o)
+    );
 }

@@ -626,3 +626,38 @@ fn diff_reads_an_exec_json_file_as_its_folder() {
         ],
     );
 }
+
+/// A run folder without summary.csv yet is said for what it is: a run still going (with
+/// the pid writing it) or one stopped before its report, never "not a results folder".
+#[test]
+fn diff_names_a_run_folder_still_being_written() {
+    use alloclab::export::folder::{Claim, Folder, Kind};
+    let dir = tempfile::tempdir().unwrap();
+    let other = results_folder(
+        dir.path(),
+        "base",
+        &[diff_row("system", "in-place", 1000.0, 1.0)],
+        "k",
+    );
+    let running = dir.path().join("running");
+    let mut f = Folder::open(&running, Kind::Run, Claim::Own).unwrap();
+    f.start(true).unwrap();
+    let o = diff_of(&other, &running, &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains(&format!(
+            "its run is still going (alloclab pid {} is writing it)",
+            std::process::id()
+        )),
+        "{}",
+        stderr(&o)
+    );
+    drop(f);
+    let o = diff_of(&other, &running, &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("its run stopped before writing its report"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -490,7 +490,7 @@ fn an_index_of_unfinished_folders_states_nothing_unmeasured() {
     );
     assert!(!html.contains("No knob set changed"), "{html}");
     assert!(
-        html.contains("INCOMPLETE: the others were not measured"),
+        html.contains("No knob set has results yet (INCOMPLETE)"),
         "{html}"
     );
     assert!(
@@ -533,6 +533,89 @@ fn an_index_of_unfinished_folders_states_nothing_unmeasured() {
     assert!(html.contains("tunables (could not be read:"), "{html}");
     assert!(
         html.contains("The tunables folder could not be read"),
+        "{html}"
+    );
+}
+
+/// Killed early, a run-all leaves folders with some cells only: the founding verdict is
+/// never taken from another workload (chain's `((a+b)*c-d)/e` is not the founding case),
+/// the unfinished numpy-temporaries folder says it has no founding cells yet, and a knob
+/// set whose allocator's defaults have no results is "not compared", not "changed
+/// nothing".
+#[test]
+fn an_index_of_a_run_all_killed_early_takes_no_answer_from_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results");
+    let budget = "\n[budget]\nmin_time = 0\nmin_iters = 5\nmax_iters = 5\nwarmup_time = 0\nwarmup_iters = 2\n";
+    for (name, text) in [
+        ("chain", "workloads = [\"chain\"]\nvariants = [\"in-place\", \"out-of-place\"]\nallocators = [\"system\"]\nsizes = [100000]\n"),
+        ("numpy-temporaries", "workloads = [\"scale\"]\nvariants = [\"in-place\", \"out-of-place\"]\nallocators = [\"system\"]\nsizes = [\"1e6\"]\n"),
+        ("tunables", "workloads = [\"scale\"]\nvariants = [\"out-of-place\"]\nallocators = [\"system\", \"system:top_pad=64M\"]\nsizes = [\"1e6\"]\n"),
+    ] {
+        let exp = dir.path().join(format!("{name}.toml"));
+        std::fs::write(&exp, format!("description = \"{name}\"\n{text}{budget}")).unwrap();
+        let o = lab(&["run", "--out", results.to_str().unwrap(), exp.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    // What a kill leaves: numpy-temporaries without its out-of-place cell, tunables
+    // without the defaults' cell; folder.json says complete false.
+    let remove = |folder: &str, keep: &dyn Fn(&str) -> bool| {
+        let f = results.join(folder);
+        for e in std::fs::read_dir(f.join("runs")).unwrap().flatten() {
+            if !keep(&e.file_name().to_string_lossy()) {
+                std::fs::remove_file(e.path()).unwrap();
+            }
+        }
+        let path = f.join("folder.json");
+        let mut status: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        status["complete"] = false.into();
+        std::fs::write(&path, status.to_string()).unwrap();
+    };
+    remove("numpy-temporaries", &|n| !n.contains("out-of-place"));
+    remove("tunables", &|n| n.contains("top_pad"));
+    // Killed before it wrote its report: `report` of the parent rebuilds its page.
+    for f in ["REPORT.md", "report.html"] {
+        std::fs::remove_file(results.join("tunables").join(f)).unwrap();
+    }
+    // Killed before it wrote its plan: said as such, not as a folder that is not one.
+    let early = results.join("size-sweep");
+    std::fs::create_dir(&early).unwrap();
+    std::fs::write(
+        early.join("folder.json"),
+        r#"{"schema": "alloclab.folder/2", "kind": "run", "complete": false, "started": "2026-11-27T00:00:00Z", "finished": null, "command_line": [], "files": []}"#,
+    )
+    .unwrap();
+    let o = lab(&["report", results.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = std::fs::read_to_string(results.join("index.html")).unwrap();
+    let answer = &html[html.find(r#"<section id="answer">"#).unwrap()..];
+    let answer = &answer[..answer.find("</section>").unwrap()];
+    assert!(!answer.contains("folder chain"), "{answer}");
+    assert!(!answer.contains("slower"), "{answer}");
+    assert!(
+        answer.contains("numpy-temporaries is INCOMPLETE: glibc&#39;s in-place and out-of-place cells do not both have results yet"),
+        "{answer}"
+    );
+    assert!(html.contains("Not compared (INCOMPLETE"), "{html}");
+    let page = std::fs::read_to_string(results.join("tunables/report.html")).unwrap();
+    assert!(page.contains("<title>INCOMPLETE"), "{page}");
+    assert!(
+        html.contains(
+            "its run was stopped before it wrote its plan (plan.json): nothing of it was measured"
+        ),
+        "{html}"
+    );
+    let o = lab(&["report", early.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("stopped before it wrote its plan"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!html.contains("No knob set changed"), "{html}");
+    assert!(
+        !html.contains("No knob set compared so far changed"),
         "{html}"
     );
 }

@@ -221,6 +221,55 @@ fn bad_experiment_files_name_the_line_and_write_nothing() {
         err.contains("tiny.toml:5:") && err.contains("hoard") && err.contains("jemalloc"),
         "{err}"
     );
+
+    // A file name that would name a folder outside --out, a hidden one or the index page
+    // is refused, and nothing beside --out is touched (`...toml`'s stem is `..`).
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("REPORT.md"), "mine").unwrap();
+    for name in ["...toml", ".hidden.toml", "index.html.toml"] {
+        let exp = dir.path().join(name);
+        std::fs::write(&exp, TINY).unwrap();
+        let out = dir.path().join("out");
+        let o = run(
+            &driver_path(),
+            &["run", "--out", out.to_str().unwrap(), exp.to_str().unwrap()],
+        );
+        assert_eq!(o.status.code(), Some(2), "{name}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("the file name must start with a letter or digit"),
+            "{err}"
+        );
+        assert!(!out.exists(), "{name}: nothing is written");
+    }
+    assert_eq!(text(&dir.path().join("REPORT.md")), "mine");
+    // Two files of one name in two folders: both named.
+    for sub in ["a", "b"] {
+        std::fs::create_dir(dir.path().join(sub)).unwrap();
+        std::fs::write(dir.path().join(sub).join("same.toml"), TINY).unwrap();
+    }
+    let (a, b) = (
+        dir.path().join("a/same.toml"),
+        dir.path().join("b/same.toml"),
+    );
+    let o = run(
+        &driver_path(),
+        &[
+            "run",
+            "--out",
+            dir.path().join("o2").to_str().unwrap(),
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(a.to_str().unwrap())
+            && err.contains(b.to_str().unwrap())
+            && err.contains("'same'"),
+        "{err}"
+    );
 }
 
 /// A copy of the driver beside the real system worker and a scripted mimalloc worker.

@@ -1347,3 +1347,72 @@ fn a_timed_out_trace_names_its_own_options() {
     );
     assert!(!stderr(&o).contains("--min-time"), "{}", stderr(&o));
 }
+
+/// What a hostile program may do, traced as untraced: dup2 onto high numbers while the
+/// recorder writes its code table from another thread, take the numbers near the limit
+/// and write into every descriptor, call sys.monitoring with bad arguments, and call
+/// os._exit with a status it refuses. Its output and files are the untraced ones; the
+/// recorder reaches its exit handler, and the lines after the refused os._exit are
+/// recorded.
+#[test]
+#[ignore = "needs CPython 3.12 or newer (pyenv install 3.12); .ci/run runs it with --ignored"]
+fn a_hostile_program_runs_traced_as_untraced() {
+    let python = cpython_with_lines();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/python_hostile.py");
+    let dir = tempfile::tempdir().unwrap();
+    for mode in ["dup2", "numbers"] {
+        let (plain, ours) = (
+            dir.path().join(format!("{mode}.plain")),
+            dir.path().join(format!("{mode}.traced")),
+        );
+        let untraced = timed(&python)
+            .arg(&script)
+            .arg(mode)
+            .arg(&plain)
+            .output()
+            .unwrap();
+        let r = alloclab::engine::python::Recorder::new(false, None).unwrap();
+        let traced = timed(&python)
+            .arg(&script)
+            .arg(mode)
+            .arg(&ours)
+            .envs(r.env())
+            .output()
+            .unwrap();
+        assert!(
+            untraced.status.success() && traced.status.success(),
+            "{mode}: {}",
+            stderr(&traced)
+        );
+        assert_eq!(
+            stdout(&untraced),
+            stdout(&traced),
+            "{mode}: the descriptor numbers"
+        );
+        assert!(
+            std::fs::read(&plain).unwrap() == std::fs::read(&ours).unwrap(),
+            "{mode}: the file differs"
+        );
+        let rec = alloclab::analysis::python::read_dir(&r.lines()).unwrap();
+        assert!(rec.notes.is_empty(), "{mode}: {:?}", rec.notes);
+        assert!(
+            rec.processes.iter().all(|p| p.1),
+            "{mode}: exit handler ran: {:?}",
+            rec.processes
+        );
+    }
+    let (untraced, traced, rec) = recorded(&python, &script, &["api".as_ref()]);
+    assert!(traced.status.success(), "{}", stderr(&traced));
+    assert_eq!(stdout(&untraced), stdout(&traced));
+    assert!(
+        stdout(&traced).contains("register_callback (4,) !! ValueError"),
+        "{}",
+        stdout(&traced)
+    );
+    assert!(rec.processes.iter().all(|p| p.1), "{:?}", rec.processes);
+    let (untraced, traced, rec) = recorded(&python, &script, &["exit".as_ref()]);
+    assert!(traced.status.success(), "{}", stderr(&traced));
+    assert_eq!(stdout(&untraced), stdout(&traced));
+    assert!(rec.notes.is_empty(), "{:?}", rec.notes);
+    assert_eq!(executions_of(&rec, &script, "# AFTER-EXIT"), 1);
+}

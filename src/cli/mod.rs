@@ -234,7 +234,7 @@ impl ExecArgs {
             .collect();
         crate::model::spec::distinct_stems_or(
             labels.iter().map(String::as_str),
-            "give the -c commands --name values that differ in more than punctuation",
+            "give the -c commands --name values that stay apart as file names (letters a-z and A-Z, digits, '-', '_', '.' and '=' are kept; anything else becomes '_')",
         )?;
         settings.versions = versions;
         Ok(settings)
@@ -596,8 +596,12 @@ pub struct ReportArgs {
 pub enum RunPlanError {
     #[error(transparent)]
     Experiment(#[from] crate::model::experiment::ExperimentError),
-    #[error("two experiment files are both named '{0}' and would share a results folder")]
-    DuplicateName(String),
+    #[error("{first} and {second} are both named '{name}' and would share the results folder {name}/; rename one of them")]
+    DuplicateName {
+        name: String,
+        first: String,
+        second: String,
+    },
 }
 
 impl RunArgs {
@@ -609,8 +613,12 @@ impl RunArgs {
             if self.confirm {
                 e.confirm_cliffs = e.find_cliffs;
             }
-            if experiments.iter().any(|x| x.name == e.name) {
-                return Err(RunPlanError::DuplicateName(e.name));
+            if let Some(x) = experiments.iter().find(|x| x.name == e.name) {
+                return Err(RunPlanError::DuplicateName {
+                    name: e.name,
+                    first: x.path.display().to_string(),
+                    second: path.display().to_string(),
+                });
             }
             experiments.push(e);
         }

@@ -158,12 +158,16 @@ fn load_folder(path: &Path) -> Result<Side> {
     if !summary.exists() && kind.as_deref() == Some("run") {
         // The run's folder before its report: still being written, or stopped early.
         let now = match crate::export::folder::writer_of(path) {
-            Some(holder) => format!("its run is still going (alloclab {holder} is writing it)"),
-            None => "its run stopped before writing its report (interrupted or killed)".into(),
+            Some(holder) => format!(
+                "its run is still going (alloclab {holder} is writing it); diff it when the run has finished"
+            ),
+            None => format!(
+                "its run stopped before writing its report (interrupted or killed); `alloclab report {}` writes it from the runs it kept, or `alloclab run --resume` finishes the run",
+                path.display()
+            ),
         };
         return Err(bad(format!(
-            "a results folder of `alloclab run` without summary.csv yet: {now}; diff it when the run has finished, or write its report from the runs it kept with `alloclab report {}`",
-            path.display()
+            "a results folder of `alloclab run` without summary.csv yet: {now}"
         )));
     }
     if !summary.exists() {

@@ -116,6 +116,9 @@ fn stdout_is_open() -> Result<()> {
     // SAFETY: F_GETFL only reads the status flags of descriptor 1; no memory is passed.
     let flags = unsafe { libc::fcntl(1, libc::F_GETFL) };
     let closed = flags == -1
+        // Open for reading only (`1</dev/null`): every write fails, which Rust's stdout
+        // would take as done too.
+        || flags & libc::O_ACCMODE == libc::O_RDONLY
         || (flags & libc::O_ACCMODE == libc::O_RDWR && {
             use std::os::unix::fs::MetadataExt as _;
             let null = std::fs::metadata("/dev/null").map(|m| m.rdev()).ok();
@@ -124,7 +127,7 @@ fn stdout_is_open() -> Result<()> {
         });
     if closed {
         return Err(Error::BadInput(
-            "stdout is closed: alloclab prints its results there; redirect it to a file (> results.txt), or to /dev/null to keep only the files of --out".into(),
+            "stdout is closed or not open for writing: alloclab prints its results there; redirect it to a file (> results.txt), or to /dev/null to keep only the files of --out".into(),
         ));
     }
     Ok(())

@@ -26,6 +26,25 @@ pub fn run(args: &ReportArgs) -> Result<()> {
                 dir.display()
             )));
         }
+        // An unfinished run folder (a killed run-all) gets its own REPORT.md and page
+        // rebuilt first, from what it holds, so that the index links a page that says
+        // what is missing; one another alloclab is writing is left to it.
+        for e in crate::export::index::entries(dir) {
+            if !e.needs_rebuild() {
+                continue;
+            }
+            let sub = dir.join(&e.name);
+            if crate::export::folder::writer_of(&sub).is_some() {
+                continue;
+            }
+            if let Err(why) = rebuild(&sub) {
+                eprintln!(
+                    "warning: {}: its report could not be rebuilt: {}",
+                    sub.display(),
+                    why.message()
+                );
+            }
+        }
         let entries = crate::export::index::entries(dir);
         for e in &entries {
             if let Some(p) = &e.problem {
@@ -45,10 +64,31 @@ pub fn run(args: &ReportArgs) -> Result<()> {
         );
         return Ok(());
     }
+    let rebuilt = rebuild(dir)?;
+    eprintln!(
+        "{}: {}; {}; REPORT.md rebuilt",
+        dir.display(),
+        rebuilt.counts(),
+        crate::fmt::counted(rebuilt.plots, "plot", "plots")
+    );
+    Ok(())
+}
+
+/// Rebuilds one run folder's summary, histograms, plots, REPORT.md and page from its runs.
+fn rebuild(dir: &std::path::Path) -> Result<report_md::Rebuilt> {
     // The lock first: a folder another alloclab is still writing (calibrating, say) is
     // in use, not "no results folder".
     let mut folder = results::ResultsDir::open(dir, Claim::Existing).map_err(Error::bad)?;
     folder.folder().remove_stale_temporaries();
+    if !dir.join("plan.json").is_file()
+        && crate::export::folder::kind_of(dir).ok().flatten()
+            == Some(crate::export::folder::Kind::Run)
+    {
+        return Err(Error::BadInput(format!(
+            "{}: its run was stopped before it wrote its plan (plan.json): nothing of it was measured, so there is no report to write; run the experiment again",
+            dir.display()
+        )));
+    }
     if !dir.join("plan.json").is_file() {
         return Err(Error::BadInput(format!(
             "{} is not a results folder (no plan.json) and holds none; give one written by `alloclab run`, e.g. results/numpy-temporaries, or the folder that holds them (results/) for its index.html",
@@ -62,14 +102,7 @@ pub fn run(args: &ReportArgs) -> Result<()> {
     folder
         .finish_missing(rebuilt.missing.clone())
         .map_err(Error::failed)?;
-    drop(folder);
-    eprintln!(
-        "{}: {}; {}; REPORT.md rebuilt",
-        dir.display(),
-        rebuilt.counts(),
-        crate::fmt::counted(rebuilt.plots, "plot", "plots")
-    );
-    Ok(())
+    Ok(rebuilt)
 }
 
 /// Whether `dir` holds at least one results folder of the lab (with its folder.json,

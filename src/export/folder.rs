@@ -461,6 +461,26 @@ pub fn write_index(parent: &Path, html: &str) -> Result<PathBuf, String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(format!("{}: {e}", path.display())),
     }
+    // What a killed earlier write of this index left (`.index.html.tmp.PID.N`), where
+    // its writer is gone; the parent is not locked, so a live writer's is left alone.
+    if let Ok(entries) = fs::read_dir(parent) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(pid) = name
+                .strip_prefix(".index.html.tmp.")
+                .and_then(|rest| rest.split('.').next())
+                .and_then(|p| p.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            // SAFETY: signal 0 only asks whether the process exists; nothing is sent.
+            let gone = unsafe { libc::kill(pid, 0) } == -1
+                && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+            if is_temporary(&name) && gone && e.file_type().is_ok_and(|t| t.is_file()) {
+                let _ = fs::remove_file(e.path());
+            }
+        }
+    }
     write_atomic(&path, html.as_bytes()).map_err(|e| format!("writing {}: {e}", path.display()))?;
     Ok(path)
 }
@@ -589,6 +609,9 @@ struct Manifest {
 pub struct Folder {
     pub root: PathBuf,
     status: Status,
+    /// Whether the folder was the lab's before this measurement opened it (it had a
+    /// folder.json): only then are its hidden temporary files the lab's to remove.
+    was_ours: bool,
     manifest: Mutex<Manifest>,
     /// Held open for the lock's lifetime.
     _lock: File,
@@ -661,6 +684,7 @@ impl Folder {
             && on_disk.is_none()
             && existed
             && foreign_entries(root)?.iter().all(|n| generated_name(n));
+        let was_ours = on_disk.is_some();
         let status = match on_disk {
             Some(s) => s,
             None => Status {
@@ -688,6 +712,7 @@ impl Folder {
         files.extend(read_journal(root));
         Ok(Folder {
             root: root.to_path_buf(),
+            was_ours,
             status,
             manifest: Mutex::new(Manifest {
                 files,
@@ -719,8 +744,12 @@ impl Folder {
     /// Removes what a killed write left: the lab's own temporary files
     /// (`.NAME.tmp.PID.N`, [`create_temporary`]) anywhere in the folder, not through
     /// symbolic links. Safe under the folder's lock: no other writer of it is running,
-    /// so every such file is an orphan.
+    /// so every such file is an orphan. Not in a folder the lab did not make
+    /// (`--force-out` into a folder without folder.json): nothing there is removed.
     pub fn remove_stale_temporaries(&self) {
+        if !self.was_ours {
+            return;
+        }
         fn walk(dir: &Path, depth: u32) {
             let Ok(entries) = fs::read_dir(dir) else {
                 return;
@@ -1238,6 +1267,33 @@ mod tests {
             assert!(p.exists(), "{} went", p.display());
         }
         assert!(dir.path().join("runs/a.json").is_file());
+    }
+
+    /// `--force-out` into a folder the lab did not make removes nothing, not even a file
+    /// named like the lab's temporary files; the index's leftovers go when the index is
+    /// written again, once their writer is gone.
+    #[test]
+    fn temporaries_are_removed_only_where_they_are_the_labs() {
+        let dir = tempfile::tempdir().unwrap();
+        let theirs = dir.path().join("sub/.data.tmp.2024.cafe");
+        fs::create_dir(dir.path().join("sub")).unwrap();
+        fs::write(&theirs, "mine").unwrap();
+        let mut f = Folder::open(dir.path(), Kind::Run, Claim::Force).unwrap();
+        f.start(true).unwrap();
+        assert!(theirs.is_file());
+        drop(f);
+        let parent = tempfile::tempdir().unwrap();
+        // pid 0x7fffffff never runs; our own pid does.
+        let (gone, live) = (
+            parent.path().join(".index.html.tmp.2147483647.1a"),
+            parent
+                .path()
+                .join(format!(".index.html.tmp.{}.2b", std::process::id())),
+        );
+        fs::write(&gone, "half").unwrap();
+        fs::write(&live, "half").unwrap();
+        write_index(parent.path(), crate::export::index::HEAD).unwrap();
+        assert!(!gone.exists() && live.exists());
     }
 
     #[test]

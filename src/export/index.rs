@@ -17,7 +17,7 @@ use crate::export::folder::{self, Kind};
 use crate::export::results::{self, Loaded};
 use crate::fmt::{fmt_count, group_thousands, human_bytes};
 use crate::model::record::Cell;
-use crate::model::spec::Variant;
+use crate::model::spec::{Variant, Workload};
 use crate::model::summary::SummaryRow;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -47,6 +47,18 @@ pub struct Entry {
     pub problem: Option<String>,
     /// A trace folder's call path under glibc: (variant, size, mechanism line).
     traced: Option<(String, u64, String)>,
+}
+
+impl Entry {
+    /// A run folder whose plan did not finish, readable, with no page or a page built
+    /// before it knew (its REPORT.md does not say INCOMPLETE): `report` of the parent
+    /// rebuilds it.
+    pub fn needs_rebuild(&self) -> bool {
+        self.kind == Some(Kind::Run)
+            && !self.complete
+            && self.loaded.is_some()
+            && self.page.is_none()
+    }
 }
 
 /// The glibc mechanism line of a trace folder's trace.json, with its variant and size.
@@ -303,7 +315,8 @@ fn class(c: Option<&Comparison>) -> &'static str {
 }
 
 /// The founding case: the numpy-temporaries folder (or the first run folder with
-/// glibc's in-place and out-of-place cells), its size, and its heat table.
+/// glibc's in-place and out-of-place cells of the founding workload, `scale`), its size,
+/// and its heat table.
 fn founding(entries: &[Entry], html: &mut String) -> Option<String> {
     let mut names: Vec<&Entry> = entries
         .iter()
@@ -311,16 +324,52 @@ fn founding(entries: &[Entry], html: &mut String) -> Option<String> {
         .collect();
     names.sort_by_key(|e| e.name != "numpy-temporaries");
     // The founding folder that could not be read is said, not passed over in silence.
-    let damaged: Vec<String> = names
+    // So is one that has not measured them yet (a run stopped early).
+    let mut damaged: Vec<String> = names
         .iter()
         .filter(|e| e.name == "numpy-temporaries")
-        .filter_map(|e| Some(format!("{}: {}", e.name, e.problem.as_ref()?)))
+        .filter_map(|e| {
+            Some(format!(
+                "Could not read {}: {}",
+                e.name,
+                e.problem.as_ref()?
+            ))
+        })
         .collect();
+    for e in names
+        .iter()
+        .filter(|e| e.name == "numpy-temporaries" && !e.complete)
+    {
+        let has = |v: Variant| {
+            e.loaded.as_ref().is_some_and(|l| {
+                l.cells.iter().any(|c| {
+                    c.spec.allocator_label() == "system"
+                        && c.spec.variant == v
+                        && c.spec.workload == Workload::Scale
+                })
+            })
+        };
+        if !(has(Variant::InPlace) && has(Variant::OutOfPlace)) {
+            damaged.push(format!(
+                "{} is INCOMPLETE: glibc's in-place and out-of-place cells do not both have results yet (missing: {})",
+                e.name,
+                e.missing.join("; ")
+            ));
+        }
+    }
     for e in names {
         let Some(loaded) = &e.loaded else {
             continue;
         };
-        let cells = &loaded.cells;
+        // The founding workload only: another workload's cells (chain's) are not
+        // `a.astype(np.float64) / 255.0`.
+        let scale: Vec<Cell> = loaded
+            .cells
+            .iter()
+            .filter(|c| c.spec.workload == Workload::Scale)
+            .cloned()
+            .collect();
+        let cells = &scale;
         let Some(size) = cells
             .iter()
             .filter(|c| {
@@ -343,7 +392,7 @@ fn founding(entries: &[Entry], html: &mut String) -> Option<String> {
         for d in &damaged {
             let _ = write!(
                 html,
-                r#"<p class="warn">Could not read {}; the answer below is from {}.</p>"#,
+                r#"<p class="warn">{}; the answer below is from {}.</p>"#,
                 esc(d),
                 esc(&e.name)
             );
@@ -390,7 +439,7 @@ fn founding(entries: &[Entry], html: &mut String) -> Option<String> {
     }
     html.push_str(r#"<section id="answer"><h2>The founding case</h2>"#);
     for d in &damaged {
-        let _ = write!(html, r#"<p class="warn">Could not read {}.</p>"#, esc(d));
+        let _ = write!(html, r#"<p class="warn">{}.</p>"#, esc(d));
     }
     html.push_str(r#"<p class="warn">No readable results folder here holds glibc's in-place and out-of-place cells (the numpy-temporaries experiment): <code>make run-all</code> writes one.</p></section>"#);
     None
@@ -498,6 +547,8 @@ fn remedies(entries: &[Entry], html: &mut String) {
     }
     html.push_str("<ul>");
     let mut any = false;
+    // Knob-set cells compared with their allocator's defaults, whatever they changed.
+    let mut compared = 0;
     for base in loaded
         .cells
         .iter()
@@ -516,6 +567,7 @@ fn remedies(entries: &[Entry], html: &mut String) {
         }) {
             let row = cells::row(c);
             let faults = row.minflt_per_iter.unwrap_or(0.0);
+            compared += 1;
             if (faults - base_faults).abs() < 0.1 * base_faults.max(10.0) {
                 continue;
             }
@@ -575,15 +627,41 @@ fn remedies(entries: &[Entry], html: &mut String) {
             any = true;
         }
     }
+    // Knob sets with results whose allocator's defaults have none: measured, never
+    // compared (a run stopped before the defaults' cell ran).
+    let uncompared: Vec<String> = loaded
+        .cells
+        .iter()
+        .filter(|c| !c.spec.knobs.is_empty() && c.spec.variant == Variant::OutOfPlace)
+        .filter(|c| {
+            !loaded.cells.iter().any(|b| {
+                b.spec.knobs.is_empty()
+                    && b.spec.variant == Variant::OutOfPlace
+                    && b.spec.allocator == c.spec.allocator
+                    && b.spec.thp == c.spec.thp
+                    && b.spec.size == c.spec.size
+            })
+        })
+        .map(|c| format!("<code>{}</code>", esc(&c.spec.allocator_label())))
+        .collect();
+    if !uncompared.is_empty() {
+        let _ = write!(
+            html,
+            "<li class=\"warn\">Not compared (INCOMPLETE: their allocator's defaults have no results): {}</li>",
+            uncompared.join(", ")
+        );
+    }
     if !any && complete {
         html.push_str(
             "<li>No knob set changed the faults of its allocator's out-of-place cell.</li>",
         );
-    } else if !any {
+    } else if !any && compared > 0 {
         // Not "no knob set changes them": the knob sets without results were not run.
         html.push_str(
-            "<li>No knob set with results changed the faults of its allocator's out-of-place cell (INCOMPLETE: the others were not measured).</li>",
+            "<li>No knob set compared so far changed the faults of its allocator's out-of-place cell (INCOMPLETE: the others were not measured).</li>",
         );
+    } else if !any && uncompared.is_empty() {
+        html.push_str("<li>No knob set has results yet (INCOMPLETE).</li>");
     }
     html.push_str("</ul></section>");
 }

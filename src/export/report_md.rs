@@ -404,11 +404,31 @@ fn report_markdown(
                 crate::fmt::Threads(t)
             );
             for l in lines {
-                let _ = writeln!(
-                    md,
-                    "- {}",
-                    l.split_whitespace().collect::<Vec<_>>().join(" ")
-                );
+                let mut l = l.split_whitespace().collect::<Vec<_>>().join(" ");
+                // "fastest" among the cells with results only: where the plan has more
+                // at this size, say so.
+                if let Some(v) = <crate::model::spec::Variant as crate::model::spec::Choice>::ALL
+                    .iter()
+                    .find(|v| l.starts_with(&format!("{v}: fastest ")))
+                {
+                    let planned = loaded
+                        .plan
+                        .runs
+                        .iter()
+                        .filter(|r| {
+                            (r.spec.workload, r.spec.threads, r.spec.size, r.spec.variant)
+                                == (w, t, n, *v)
+                        })
+                        .count();
+                    let have = at.iter().filter(|r| r.variant == *v).count();
+                    if have < planned {
+                        let _ = write!(
+                            l,
+                            " (INCOMPLETE: of the {have} of {planned} allocators with results)"
+                        );
+                    }
+                }
+                let _ = writeln!(md, "- {l}");
             }
             md.push('\n');
         }

@@ -612,6 +612,15 @@ fn unfinished_of(root: &Path, plan: &Plan, cells: &[Cell]) -> Result<Vec<String>
 /// Reads a results folder's plan and runs.
 pub fn load(root: &Path) -> Result<Loaded, ResultsError> {
     let plan_path = root.join("plan.json");
+    if !plan_path.exists()
+        && matches!(super::folder::status(root), Ok(Some(s)) if s.kind == Kind::Run)
+    {
+        // The lab's run folder, stopped before its plan was written.
+        return Err(ResultsError::Invalid {
+            path: root.to_path_buf(),
+            why: "its run was stopped before it wrote its plan (plan.json): nothing of it was measured; run the experiment again".into(),
+        });
+    }
     let text = fs::read_to_string(&plan_path).map_err(|e| ResultsError::Invalid {
         path: plan_path.clone(),
         why: format!("{e}; is this a results folder written by `alloclab run`?"),

@@ -276,11 +276,18 @@ impl Experiment {
         let src = Source { path, text };
         let file: ExperimentFile = toml::from_str(text)
             .map_err(|e| src.error(e.span(), e.message().trim().to_string()))?;
+        // The stem names the results folder inside --out: a plain name only, never one
+        // that leaves the folder ("..", "."), is hidden, or is the index page's name.
         let name = path
             .file_stem()
             .and_then(|s| s.to_str())
-            .filter(|s| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)))
-            .ok_or_else(|| src.error(None, "the file name must be letters, digits, '-', '_' or '.' (it names the results folder)"))?
+            .filter(|s| {
+                !s.is_empty()
+                    && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+                    && s.starts_with(|c: char| c.is_ascii_alphanumeric())
+                    && *s != "index.html"
+            })
+            .ok_or_else(|| src.error(None, "the file name must start with a letter or digit and hold only letters, digits, '-', '_' or '.' (it names the results folder inside --out; 'index.html' is the index page's)"))?
             .to_string();
         let nonempty = |what: &str, span: Range<usize>, empty: bool| {
             if empty {

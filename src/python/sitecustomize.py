@@ -12,6 +12,16 @@
 # write(2) whenever a thread's slice fills and at exit, so that recording makes no
 # memory syscall of its own as it goes and allocates little (a small object per thread
 # and per new code object): what it did would be counted as the program's.
+#
+# The program's world is its own. The recorder keeps no descriptor open: each write
+# opens its file by path, writes and closes it again, with the interpreter's lock held
+# throughout (libc's open/write/close through ctypes.PyDLL), so that no other Python
+# thread can close, reuse or dup2 onto the number meanwhile, and the program's own
+# files get the numbers they get untraced. It takes a sys.monitoring tool id the
+# program sees as free, and gives it up when the program asks for it (moving to another
+# free id, or stopping with a note). Where it cannot go on, it stops and says why in
+# notes-PID.txt; the program runs on.
+#
 # Then the interpreter's own sitecustomize, if any, is imported as if this one were not
 # here.
 import sys
@@ -24,32 +34,79 @@ def _alloclab_record():
     if not folder or sys.version_info < (3, 12) or sys.implementation.name != "cpython":
         return
     import atexit
-    import fcntl
     import mmap
+    import operator
     import struct
     import weakref
     import _thread
 
     mon = sys.monitoring
+    now = __import__("time").monotonic_ns
     pid0 = os.getpid()
+
+    # Writing without keeping a descriptor: open by path, write, close, the GIL held.
+    O_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
+    O_CREATE = O_APPEND | os.O_CREAT | os.O_TRUNC
+    try:
+        import ctypes
+
+        libc = ctypes.PyDLL(None, use_errno=True)
+        c_open = libc.open
+        c_open.argtypes = (ctypes.c_char_p, ctypes.c_int, ctypes.c_uint)
+        c_open.restype = ctypes.c_int
+        c_write = libc.write
+        c_write.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t)
+        c_write.restype = ctypes.c_ssize_t
+        c_close = libc.close
+        c_close.argtypes = (ctypes.c_int,)
+        c_close.restype = ctypes.c_int
+
+        def address(data):
+            # Of a bytes object or of the mapped buffer.
+            if isinstance(data, bytes):
+                return ctypes.cast(data, ctypes.c_void_p).value
+            return ctypes.addressof(ctypes.c_char.from_buffer(data))
+
+        def append(path, data, at=0, n=None, flags=O_APPEND):
+            n = len(data) - at if n is None else n
+            fd = c_open(path, flags, 0o600)
+            if fd < 0:
+                raise OSError(ctypes.get_errno(), "open", os.fsdecode(path))
+            try:
+                ptr = address(data) + at
+                while n > 0:
+                    w = c_write(fd, ptr, n)
+                    if w < 0:
+                        e = ctypes.get_errno()
+                        if e == 4:  # EINTR
+                            continue
+                        raise OSError(e, "write", os.fsdecode(path))
+                    ptr += w
+                    n -= w
+            finally:
+                c_close(fd)
+
+    except (ImportError, OSError, AttributeError):
+        # No ctypes (a minimal build): the same without the lock held across the calls.
+        def append(path, data, at=0, n=None, flags=O_APPEND):
+            n = len(data) - at if n is None else n
+            fd = os.open(path, flags, 0o600)
+            try:
+                view = memoryview(data)[at : at + n]
+                while view:
+                    view = view[os.write(fd, view) :]
+            finally:
+                os.close(fd)
 
     def note(pid, why):
         # Why this process's lines stop or never started, for the trace to say (one
         # line: time, reason); the program is not told and goes on.
         try:
-            fd = os.open(
-                os.path.join(folder, f"notes-{pid}.txt"),
-                os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC,
-                0o600,
-            )
-            try:
-                os.write(fd, f"{now()}\t{why}\n".encode("utf-8", "backslashreplace"))
-            finally:
-                os.close(fd)
-        except OSError:
+            line = f"{now()}\t{why}\n".encode("utf-8", "backslashreplace")
+            append(os.fsencode(os.path.join(folder, f"notes-{pid}.txt")), line, flags=O_APPEND | os.O_CREAT)
+        except Exception:
             pass
 
-    now = __import__("time").monotonic_ns
     # The program's view of sys.monitoring is the untraced one: the recorder's tool id
     # looks free, and when the program asks for it the recorder moves to another free
     # id (or, with none left, stops and says so) before the program gets it.
@@ -92,25 +149,19 @@ def _alloclab_record():
     # One slice of the buffer per live thread (a thread writes only its own slice, so
     # that no lock is taken per record: threads switch inside callbacks); threads past
     # the slices' number share the last one under a lock. Private: a forked child gets
-    # its own copy, not the parent's buffer.
+    # its own copy, not the parent's buffer. 16 KiB a slice: 128 pages touched at start.
     slices = 32
-    per = rsize * 3072
+    per = rsize * 780
     buf = mmap.mmap(-1, per * slices, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
     for at in range(0, per * slices, mmap.PAGESIZE):
         buf[at] = 0  # touched now, not while the program runs
-    view = memoryview(buf)
     free = list(range(slices - 1))
     shared_lock = _thread.allocate_lock()
     table_lock = _thread.allocate_lock()
-    # The recorder's two files (records, code table): their paths, descriptors and
-    # identities (device, inode). A descriptor number is not trusted: a program that
-    # closes its inherited descriptors (a daemon's os.closerange) gets the same number
-    # for its own next file. Before every write the descriptor is checked to still be
-    # the recorder's file, and the file is opened again by its path where it is not;
-    # a number that is no longer the recorder's is never written to nor closed.
+    # The two files (records, code table) by path; code-table lines wait in `pending`
+    # and go out before any records that could name them.
     paths = [None, None]
-    files = [None, None]
-    ids = [None, None]
+    pending = []
     active = [False]
     count = [0]
     codes = {}
@@ -118,57 +169,16 @@ def _alloclab_record():
     pack = record.pack_into
     local = _thread._local()
     live = weakref.WeakValueDictionary()  # slice -> its Slice, while its thread lives
-    # Out of the program's way: its descriptors keep the numbers they have untraced.
-    try:
-        import resource
-
-        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-        if soft == resource.RLIM_INFINITY:
-            soft = 1024
-    except (ImportError, OSError, ValueError):
-        soft = 1024
-    floor = max(3, min(soft, 1024) - 64)
-
-    def identity(fd):
-        st = os.fstat(fd)
-        return (st.st_dev, st.st_ino)
-
-    def high(fd):
-        try:
-            moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, floor)
-        except OSError:
-            return fd
-        os.close(fd)
-        return moved
-
-    def open_file(i, create):
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
-        if create:
-            flags |= os.O_CREAT | os.O_TRUNC
-        fd = high(os.open(paths[i], flags, 0o600))
-        files[i] = fd
-        ids[i] = identity(fd)
-
-    def ours(i):
-        fd = files[i]
-        if fd is None:
-            return False
-        try:
-            return identity(fd) == ids[i]
-        except OSError:
-            return False
-
-    def usable(i):
-        if not ours(i):
-            open_file(i, False)
-        return files[i]
-
-    def close(i):
-        if ours(i):
-            os.close(files[i])
-        files[i] = None
 
     gen = [0]  # a forked child's slices are not its parent's
+
+    def write_codes():
+        with table_lock:
+            if not pending:
+                return
+            data = b"".join(pending)
+            pending.clear()
+        append(paths[1], data)
 
     class Slice:
         __slots__ = ("index", "start", "n", "gen", "pid", "__weakref__")
@@ -181,12 +191,15 @@ def _alloclab_record():
             self.pid = os.getpid()
 
         def flush(self):
-            # Emptied before the write, which lets other threads run: a second flush
-            # of the slice meanwhile (the exit handler's) writes nothing twice.
+            # Emptied before the write: a second flush of the slice meanwhile (the exit
+            # handler's) writes nothing twice.
             n = self.n
             self.n = 0
-            if n and paths[0] is not None:
-                os.write(usable(0), view[self.start : self.start + n])
+            if paths[0] is None:
+                return
+            write_codes()
+            if n:
+                append(paths[0], buf, self.start, n)
 
         def __del__(self):
             # The thread ended: its records out, its slice free for another thread.
@@ -203,15 +216,15 @@ def _alloclab_record():
 
     def open_files():
         pid = os.getpid()
-        paths[0] = os.path.join(folder, f"lines-{pid}.bin")
-        paths[1] = os.path.join(folder, f"codes-{pid}.tsv")
-        open_file(0, True)
-        open_file(1, True)
+        paths[0] = os.fsencode(os.path.join(folder, f"lines-{pid}.bin"))
+        paths[1] = os.fsencode(os.path.join(folder, f"codes-{pid}.tsv"))
+        append(paths[0], b"", flags=O_CREATE)
+        append(paths[1], b"", flags=O_CREATE)
 
     try:
         open_files()
     except OSError as e:
-        note(pid0, f"the recorder's files could not be opened ({e}): no lines recorded")
+        note(pid0, f"the recorder's files could not be made ({e}): no lines recorded")
         return
 
     # os.fsencode without its Python frame (str.encode is C: no event of its own).
@@ -224,8 +237,6 @@ def _alloclab_record():
     def code_index(code):
         i = codes.get(code)
         if i is None:
-            # The code's name goes to the table at once, so that the records already
-            # written can be read even if the process never reaches its exit handlers.
             # The file name as the bytes the file system has (a name that is not UTF-8
             # is kept as it is, not refused).
             with table_lock:
@@ -234,8 +245,7 @@ def _alloclab_record():
                     i = len(codes)
                     name = clean(code.co_qualname.encode("utf-8", "backslashreplace"))
                     file = clean(code.co_filename.encode(fs_encoding, fs_errors))
-                    line = b"%d\t%d\t%s\t%s\n" % (i, code.co_firstlineno, name, file)
-                    os.write(usable(1), line)
+                    pending.append(b"%d\t%d\t%s\t%s\n" % (i, code.co_firstlineno, name, file))
                     codes[code] = i
         return i
 
@@ -256,7 +266,8 @@ def _alloclab_record():
         # the notes say why.
         active[0] = False
         try:
-            real["set_events"](tool[0], 0)
+            if tool[0] is not None:
+                real["set_events"](tool[0], 0)
         except Exception:
             pass
         try:
@@ -352,20 +363,29 @@ def _alloclab_record():
 
     attach(tool[0])
 
-    # sys.monitoring as the program sees it.
-    pending = {}  # callbacks the program registered for the recorder's id before using it
+    # sys.monitoring as the program sees it: on the recorder's id, each function does
+    # what it does on a free id (the same errors, checked by the real functions where
+    # they check arguments); on any other id, the real function itself.
+    index = operator.index
+    waiting = {}  # callbacks the program registered for the recorder's id before using it
 
-    def get_tool(tool_id):
-        if tool_id == tool[0]:
+    def ours(tool_id):
+        return tool[0] is not None and index(tool_id) == tool[0]
+
+    def get_tool(tool_id, /):
+        if ours(tool_id):
             return None
         return real["get_tool"](tool_id)
 
-    def use_tool_id(tool_id, name):
-        if tool_id == tool[0] and tool[0] is not None:
+    def use_tool_id(tool_id, name, /):
+        if ours(tool_id):
+            if not isinstance(name, str):
+                raise ValueError("tool name must be a str")
+            t = tool[0]
             give_way()
-            for e, f in pending.items():
-                real["register_callback"](tool_id, e, f)
-            pending.clear()
+            for e, f in waiting.items():
+                real["register_callback"](t, e, f)
+            waiting.clear()
         return real["use_tool_id"](tool_id, name)
 
     def give_way():
@@ -382,43 +402,54 @@ def _alloclab_record():
             real["set_events"](new, events)
         detach(old)
 
-    def free_tool_id(tool_id):
-        if tool_id == tool[0]:
+    def free_tool_id(tool_id, /):
+        if ours(tool_id):
             return None
         return real["free_tool_id"](tool_id)
 
-    def register_callback(tool_id, event, func):
-        if tool_id == tool[0]:
-            old = pending.get(event)
-            pending[event] = func
+    def register_callback(tool_id, event, func, /):
+        if ours(tool_id):
+            t = tool[0]
+            # The event checked as the real function checks it (ours swapped out and
+            # back), the program's callback kept for when it takes the id.
+            mine = real["register_callback"](t, event, None)
+            real["register_callback"](t, event, mine)
+            old = waiting.get(event)
+            waiting[event] = func
             return old
         return real["register_callback"](tool_id, event, func)
 
-    def get_events(tool_id):
-        if tool_id == tool[0]:
+    def get_events(tool_id, /):
+        if ours(tool_id):
             return 0
         return real["get_events"](tool_id)
 
-    def not_in_use(tool_id):
-        raise ValueError(f"tool {tool_id} is not in use")
-
-    def set_events(tool_id, event_set):
-        if tool_id == tool[0]:
-            not_in_use(tool_id)
+    def set_events(tool_id, event_set, /):
+        if ours(tool_id):
+            t = tool[0]
+            current = real["get_events"](t)
+            real["set_events"](t, event_set)  # its own check of the set
+            real["set_events"](t, current)
+            raise ValueError(f"tool {t} is not in use")
         return real["set_events"](tool_id, event_set)
 
-    def get_local_events(tool_id, code):
-        if tool_id == tool[0]:
+    def get_local_events(tool_id, code, /):
+        if ours(tool_id):
+            real["get_local_events"](tool[0], code)  # its own check of the code
             return 0
         return real["get_local_events"](tool_id, code)
 
-    def set_local_events(tool_id, code, event_set):
-        if tool_id == tool[0]:
-            not_in_use(tool_id)
+    def set_local_events(tool_id, code, event_set, /):
+        if ours(tool_id):
+            t = tool[0]
+            current = real["get_local_events"](t, code)
+            real["set_local_events"](t, code, event_set)
+            real["set_local_events"](t, code, current)
+            raise ValueError(f"tool {t} is not in use")
         return real["set_local_events"](tool_id, code, event_set)
 
-    def clear_tool_id(tool_id):
-        if tool_id == tool[0]:
+    def clear_tool_id(tool_id, /):
+        if ours(tool_id):
             return None
         return real["clear_tool_id"](tool_id)
 
@@ -436,6 +467,7 @@ def _alloclab_record():
         if f.__name__ in real:
             f.__qualname__ = f.__name__
             f.__module__ = "sys.monitoring"
+            f.__doc__ = real[f.__name__].__doc__
             setattr(mon, f.__name__, f)
 
     def finish():
@@ -451,11 +483,11 @@ def _alloclab_record():
             active[0] = False
             for sl in list(live.values()) + [shared]:
                 sl.flush()
-            os.write(usable(1), b"end\n")
+            with table_lock:
+                pending.append(b"end\n")
+            write_codes()
         except Exception:
             pass
-        close(0)
-        close(1)
         paths[0] = paths[1] = None
 
     def in_child():
@@ -470,8 +502,6 @@ def _alloclab_record():
         real["set_events"](tool[0], 0)
         shared_lock = _thread.allocate_lock()
         table_lock = _thread.allocate_lock()
-        close(0)
-        close(1)
         gen[0] += 1
         for sl in list(live.values()) + [shared]:
             sl.n = 0
@@ -479,12 +509,14 @@ def _alloclab_record():
         shared.gen = gen[0]
         free[:] = list(range(slices - 1))
         local.s = None
+        local.busy = False
         codes.clear()
+        pending.clear()
         try:
             open_files()
         except OSError as e:
             paths[0] = paths[1] = None
-            note(os.getpid(), f"the recorder's files could not be opened ({e}): no lines recorded")
+            note(os.getpid(), f"the recorder's files could not be made ({e}): no lines recorded")
             return
         if not was:
             # The parent's recorder had stopped: the child's stops at once, for the
@@ -505,13 +537,19 @@ def _alloclab_record():
 
     os.register_at_fork(after_in_child=in_child)
     # os._exit skips the exit handlers (multiprocessing's forked workers end so): the
-    # records are written first.
+    # records are written first — only once the call is one that exits (a status the
+    # real os._exit refuses raises its own error and the recorder goes on).
     real_exit = os._exit
 
-    def _exit(status):
-        finish()
+    def _exit(status, /):
+        code = index(status)
+        if -(2**31) <= code < 2**31:
+            finish()
         real_exit(status)
 
+    _exit.__name__ = _exit.__qualname__ = "_exit"
+    _exit.__module__ = real_exit.__module__
+    _exit.__doc__ = real_exit.__doc__
     os._exit = _exit
     atexit.register(finish)
     active[0] = True
