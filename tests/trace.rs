@@ -1019,6 +1019,9 @@ fn a_python_commands_calls_are_put_at_the_script_lines_that_made_them() {
         ("munmap", "MAIN-MUNMAP", "churn"),
         ("mmap", "THREAD-MMAP", "worker"),
         ("munmap", "THREAD-MUNMAP", "worker"),
+        ("mmap", "TEARDOWN-MMAP", "dropped"),
+        // Freed as the frame is torn down after its return: the function's last line.
+        ("munmap", "TEARDOWN-LAST", "dropped"),
     ] {
         let (line, text) = line_of(marker);
         let row = rows
@@ -1035,6 +1038,14 @@ fn a_python_commands_calls_are_put_at_the_script_lines_that_made_them() {
             row["executions"].as_u64().unwrap(),
             rounds,
             "{marker}: {row}"
+        );
+        // Nothing of it at the caller's line.
+        let caller = line_of("TEARDOWN-CALLER").0;
+        assert!(
+            !rows
+                .iter()
+                .any(|r| r["kind"] == kind && r["line"] == caller),
+            "{kind} at the caller's line {caller}: {rows:#?}"
         );
         assert_eq!(row["source"].as_str().unwrap(), text, "{row}");
         // The line with the most of this kind in the script is this one or its twin on

@@ -310,6 +310,42 @@ fn apply(stack: &mut Vec<PyFrame>, r: &Rec) {
 /// Joins each of `events` (process, thread, time) to its thread's Python stack at that
 /// time.
 pub fn join(rec: &Recording, events: &[(u32, u32, u64)]) -> Vec<Joined> {
+    join_teardowns(rec, events, &[])
+}
+
+/// The native functions in which CPython tears a Python frame down once it has returned
+/// or unwound (its locals released: `clear_thread_frame → _PyFrame_ClearExceptCode →
+/// array_dealloc → free`); the frame's return or unwind event came before them.
+const TEARDOWN: [&str; 6] = [
+    "clear_thread_frame",
+    "clear_gen_frame",
+    "_PyEval_FrameClearAndPop",
+    "_PyFrame_ClearExceptCode",
+    "_PyFrame_ClearLocals",
+    "_PyFrame_Clear",
+];
+
+/// Whether `e` happened while a Python frame was torn down: a teardown function inner to
+/// the evaluation loop that runs the frames (or to perf's Python frame).
+pub fn in_teardown(e: &Event) -> bool {
+    e.frames
+        .iter()
+        .take_while(|f| !f.name.starts_with("py::") && !f.name.contains("_PyEval_EvalFrame"))
+        .any(|f| {
+            let n = super::trace::short_name(f);
+            TEARDOWN.iter().any(|t| n == *t)
+        })
+}
+
+/// [`join`], where `teardown[i]` says event i happened while a frame was torn down
+/// ([`in_teardown`]; missing: not): such an event, right after its thread left a frame
+/// (no record between), is that frame's — at its last line — not its caller's, whose
+/// line the return event already gave back.
+pub fn join_teardowns(
+    rec: &Recording,
+    events: &[(u32, u32, u64)],
+    teardown: &[bool],
+) -> Vec<Joined> {
     let mut out = vec![Joined::NativeThread; events.len()];
     let mut by_tid: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
     for (i, (_, tid, _)) in events.iter().enumerate() {
@@ -330,13 +366,21 @@ pub fn join(rec: &Recording, events: &[(u32, u32, u64)]) -> Vec<Joined> {
         let halt = rec.halted.get(&tid).copied();
         let last = records.last().map_or(0, |r| r.time_ns);
         let mut stack: Vec<PyFrame> = Vec::new();
+        // The frame the thread's last record left, with its last line.
+        let mut left: Option<PyFrame> = None;
         let mut next = 0;
         for i in idx {
             let (pid, _, t) = events[i];
             while next < records.len() && records[next].time_ns <= t {
-                apply(&mut stack, &records[next]);
+                let r = &records[next];
+                left = match r.kind {
+                    Kind::Leave => stack.iter().rev().find(|f| f.0 == r.code).copied(),
+                    _ => None,
+                };
+                apply(&mut stack, r);
                 next += 1;
             }
+            let torn = teardown.get(i).copied().unwrap_or(false);
             out[i] = if next == 0 {
                 Joined::BeforeRecorder
             } else if limit.is_some_and(|s| t > s) {
@@ -347,6 +391,10 @@ pub fn join(rec: &Recording, events: &[(u32, u32, u64)]) -> Vec<Joined> {
                 Joined::AfterRecorder
             } else if stop.is_none() && t > last && rec.cut_short.contains(&pid) {
                 Joined::Lost
+            } else if let Some(f) = left.filter(|_| torn) {
+                let mut s = stack.clone();
+                s.push(f);
+                Joined::Stack(s)
             } else if stack.is_empty() {
                 Joined::NoFrame
             } else {
@@ -403,6 +451,8 @@ pub struct PythonView {
     /// the interpreter's perf support): how many the join gave the same innermost
     /// function, of how many.
     pub perf_frames_agree: Option<(u64, u64)>,
+    /// The samples where they differ, by kind of event and why: (kind, why, samples).
+    pub perf_frames_disagree: Vec<(String, String, u64)>,
     /// Processes that recorded, and those that ended without running their exit
     /// handlers (their last records are lost).
     pub processes: usize,
@@ -521,7 +571,8 @@ pub fn view(
 ) -> PythonView {
     let mut in_bins: Vec<BTreeMap<PyFrame, u64>> = vec![BTreeMap::new(); bins.2];
     let keys: Vec<(u32, u32, u64)> = events.iter().map(|e| (e.pid, e.tid, e.time_ns)).collect();
-    let joined = join(rec, &keys);
+    let teardown: Vec<bool> = events.iter().map(|e| in_teardown(e)).collect();
+    let joined = join_teardowns(rec, &keys, &teardown);
     let mut v = PythonView {
         processes: rec.processes.len(),
         processes_cut_short: rec.processes.iter().filter(|p| !p.1).count(),
@@ -538,6 +589,7 @@ pub fn view(
     let mut causes: HashMap<(String, usize, u32), BTreeMap<String, u64>> = HashMap::new();
     let mut folded: [BTreeMap<String, u64>; 2] = [BTreeMap::new(), BTreeMap::new()];
     let mut agree = (0u64, 0u64);
+    let mut disagree: BTreeMap<(String, String), u64> = BTreeMap::new();
     let mut vias: HashMap<(String, usize, u32), BTreeMap<PyFrame, u64>> = HashMap::new();
     for (e, j) in events.iter().zip(&joined) {
         // Faults are counted from the exact tracepoint where it was recorded, else from
@@ -591,11 +643,21 @@ pub fn view(
         }
         *causes.entry(key).or_default().entry(cause(e)).or_insert(0) += e.weight;
         if let Some((name, file)) = perf_python_frame(e) {
-            let c = &rec.codes[stack.last().expect("a joined stack has a frame").0];
+            let names = |c: &Code| {
+                let short = c.function.rsplit('.').next().unwrap_or(&c.function);
+                file == c.file && (name == c.function || name == short)
+            };
+            let (inner, outer) = stack.split_last().expect("a joined stack has a frame");
             agree.1 += 1;
-            let short = c.function.rsplit('.').next().unwrap_or(&c.function);
-            if file == c.file && (name == c.function || name == short) {
+            if names(&rec.codes[inner.0]) {
                 agree.0 += 1;
+            } else {
+                let why = if outer.iter().any(|f| names(&rec.codes[f.0])) {
+                    "perf's innermost Python frame is an outer frame of the join's stack (the join has a deeper frame: one entered before perf's trampoline, or left after it)"
+                } else {
+                    "perf names a frame the join's stack does not hold (entered and left between two of the recorder's records, or C code that runs Python outside a frame the recorder saw)"
+                };
+                *disagree.entry((kind.clone(), why.to_string())).or_insert(0) += 1;
             }
         }
         // The import machinery's frozen frames, one after another, are one frame.
@@ -620,6 +682,7 @@ pub fn view(
         *folded[which].entry(names.join(";")).or_insert(0) += e.weight;
     }
     v.perf_frames_agree = (agree.1 > 0).then_some(agree);
+    v.perf_frames_disagree = disagree.into_iter().map(|((k, w), n)| (k, w, n)).collect();
     v.bin_lines = in_bins
         .iter()
         .map(|m| {
@@ -748,6 +811,55 @@ mod tests {
         assert_eq!(j[6], Joined::AfterRecorder);
         assert_eq!(j[7], Joined::NativeThread);
         assert_eq!(r.executions.get(&(1, 2)), Some(&1));
+    }
+
+    /// An event in a frame's teardown right after its return (f returned at 40) is f's,
+    /// at its last line; the same moment outside a teardown is the caller's; once the
+    /// caller has gone on (its next line at 50), a teardown is no longer f's.
+    #[test]
+    fn a_free_in_a_frames_teardown_is_the_frames() {
+        let r = recording();
+        let events = [(1, 7, 45), (1, 7, 45), (1, 7, 55)];
+        let j = join_teardowns(&r, &events, &[true, false, true]);
+        assert_eq!(j[0], Joined::Stack(vec![(0, 10), (1, 3)]));
+        assert_eq!(j[1], Joined::Stack(vec![(0, 10)]));
+        assert_eq!(j[2], Joined::Stack(vec![(0, 11)]));
+        let frame = |name: &str| crate::analysis::trace::Frame {
+            name: name.into(),
+            inlined: false,
+        };
+        let mut e = Event {
+            time_ns: 0,
+            pid: 1,
+            tid: 7,
+            kind: EventKind::Munmap,
+            weight: 1,
+            arg: None,
+            rss_member: None,
+            advice: None,
+            frames: [
+                "__munmap",
+                "free",
+                "array_dealloc",
+                "_PyFrame_ClearExceptCode",
+                "clear_thread_frame",
+                "_PyEval_EvalFrameDefault",
+            ]
+            .map(frame)
+            .to_vec(),
+        };
+        assert!(in_teardown(&e));
+        // Below the evaluation loop (the caller's own frame being cleared by its
+        // caller's loop) is not this event's teardown.
+        e.frames = [
+            "__munmap",
+            "free",
+            "_PyEval_EvalFrameDefault",
+            "clear_thread_frame",
+        ]
+        .map(frame)
+        .to_vec();
+        assert!(!in_teardown(&e));
     }
 
     #[test]

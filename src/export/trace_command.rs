@@ -629,6 +629,12 @@ fn python_notes(v: &PythonView) -> Vec<String> {
             whole(a as f64),
             whole(n as f64)
         ));
+        for (kind, why, count) in &v.perf_frames_disagree {
+            out.push(format!(
+                "check: {} {kind} sample(s) differ: {why}",
+                whole(*count as f64)
+            ));
+        }
     }
     if v.processes_full > 0 {
         out.push(format!(

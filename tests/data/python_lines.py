@@ -14,6 +14,13 @@ def churn(rounds):
         del buf  # MAIN-MUNMAP
 
 
+def dropped():
+    # Freed when the frame is torn down after its return: charged to this function's
+    # last line, not to the caller's.
+    buf = bytearray(SIZE)  # TEARDOWN-MMAP
+    return len(buf)  # TEARDOWN-LAST
+
+
 def worker(rounds):
     for _ in range(rounds):
         other = bytearray(SIZE)  # THREAD-MMAP
@@ -23,6 +30,8 @@ def worker(rounds):
 def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 10
     churn(rounds)
+    for _ in range(rounds):
+        dropped()  # TEARDOWN-CALLER
     t = threading.Thread(target=worker, args=(rounds,))
     t.start()
     t.join()
