@@ -563,6 +563,11 @@ pub struct RunArgs {
     /// Skip runs whose results (same spec and budget) are already in the folder.
     #[arg(long)]
     pub resume: bool,
+    /// Do not measure what the observer costs before the runs (about 7 s; 1 s with
+    /// --quick): the reports then say that it was not measured (`alloclab calibrate`
+    /// measures it on its own).
+    #[arg(long)]
+    pub no_calibration: bool,
     /// Confirm each bisected cliff that sits at a known threshold of its allocator: move
     /// the threshold with its knob (e.g. jemalloc:oversize_threshold=16M) and bisect again
     /// where the threshold's rule then puts the cliff (experiments with find_cliffs;
@@ -676,7 +681,8 @@ pub struct CompareArgs {
     /// Worker processes every cell gets, one per round; rounds are interleaved (every
     /// cell once per round, in a shuffled order). After them, adaptive rounds run only
     /// the cells of printed comparisons still undecided (or wider than --precision), until
-    /// none is or --max-time. Medians, intervals and verdicts are over all of a cell's.
+    /// none is or --max-time; medians, intervals and verdicts are over all of a cell's
+    /// processes.
     #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub processes: u32,
     /// A ratio is called faster or slower only when its whole --confidence interval lies beyond
@@ -698,6 +704,10 @@ pub struct CompareArgs {
     /// [default: 5, within 18 s].
     #[arg(long, value_parser = parse_percent)]
     pub precision: Option<f64>,
+    /// Only the --processes rounds, no adaptive rounds after them: a fixed budget, the
+    /// same number of runs every time (undecided comparisons stay undecided).
+    #[arg(long, conflicts_with = "precision")]
+    pub no_adaptive: bool,
     /// Start no round that would end after this many seconds of measuring, the
     /// --processes rounds included (the first round always runs) [default: 18, with
     /// --precision 60].

@@ -333,6 +333,9 @@ pub fn run(args: CompareArgs) -> Result<()> {
             }
             return Some(vec![true; cells.len()]);
         }
+        if args.no_adaptive {
+            return None;
+        }
         let (open, _) = cells::open_comparisons(cells, args.noise_threshold, Some(precision));
         if open.is_empty() {
             return None;

@@ -85,24 +85,16 @@ pub fn run(args: RunArgs) -> Result<()> {
         f.start(!args.resume).map_err(Error::failed)?;
     }
     crate::engine::begin();
-    // What observing costs on this machine now, recorded with every experiment.
+    // What observing costs on this machine now, recorded with every experiment (unless
+    // asked not to: the reports then say it was not measured).
     let (min_time, rounds) = if args.quick { (0.02, 1) } else { (0.15, 6) };
-    eprintln!("calibrating the observer ({rounds} round(s))…");
-    let calibration = match calibrate::calibrate(
-        &workers,
-        &crate::model::knobs::AllocatorSpec::plain(crate::model::spec::Allocator::System),
-        1_000_000,
-        min_time,
-        rounds,
-    ) {
-        Ok(c) => Some(c),
-        Err(e) => {
-            eprintln!(
-                "warning: observer calibration failed ({}); the reports will not have it",
-                e.cause
-            );
-            None
-        }
+    if !args.no_calibration {
+        eprintln!("calibrating the observer ({rounds} round(s))…");
+    }
+    let calibration = if args.no_calibration {
+        None
+    } else {
+        calibration(&workers, min_time, rounds)
     };
     // Runs differ by orders of magnitude (32 to 2^27 elements): the ETA learns what each
     // kind costs as they run (see `plan_eta`).
@@ -166,6 +158,27 @@ pub fn run(args: RunArgs) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// What observing costs on this machine now (the founding case under glibc at 1,000,000
+/// elements, `rounds` rounds of `min_time` s); None, said on stderr, where it failed.
+fn calibration(workers: &std::path::Path, min_time: f64, rounds: u32) -> Option<Calibration> {
+    match calibrate::calibrate(
+        workers,
+        &crate::model::knobs::AllocatorSpec::plain(crate::model::spec::Allocator::System),
+        1_000_000,
+        min_time,
+        rounds,
+    ) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            eprintln!(
+                "warning: observer calibration failed ({}); the reports will not have it",
+                e.cause
+            );
+            None
+        }
+    }
 }
 
 /// A run's expected cost for the ETA (see [`Budget::expected_seconds`]).

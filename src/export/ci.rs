@@ -3,7 +3,7 @@
 //! github-action-benchmark`). One benchmark per cell (compare) or per allocator (exec),
 //! named with the testbed's id so that a history those services keep never mixes machines.
 //!
-//! The two formats, as published (checked by tests/ci_formats.rs):
+//! The two formats, as published (checked by tests/all/ci_formats.rs):
 //!
 //! * **BMF**: the JSON Schema at <https://bencher.dev/bmf.json> (draft-07; in the
 //!   bencherdev/bencher repository `services/console/public/bmf.json`): an object whose

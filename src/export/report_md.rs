@@ -353,6 +353,9 @@ fn report_markdown(
         for line in c.describe() {
             let _ = writeln!(observer, "- {line}");
         }
+    } else {
+        let _ = writeln!(observer, "\n### Observer\n");
+        let _ = writeln!(observer, "Not measured for this run (`alloclab run --no-calibration`, or its calibration failed); `alloclab calibrate` measures what observing costs here.");
     }
 
     // Findings.

@@ -3,10 +3,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
+use crate::common::*;
 use alloclab::model::spec::Allocator;
-use common::*;
 use std::process::Command;
 
 fn with_knobs(
@@ -140,6 +138,7 @@ fn compare_labels_runs_by_their_full_spec() {
             "10",
             "--warmup-time",
             "0",
+            "--no-adaptive",
             "--format",
             "json",
         ])
@@ -295,7 +294,7 @@ fn tune_reports_which_knob_sets_remove_the_storm() {
             "--allocators",
             "system",
             "--min-time",
-            "0.05",
+            "0.02",
             "--format",
             "json",
         ])
@@ -311,7 +310,7 @@ fn tune_reports_which_knob_sets_remove_the_storm() {
         .unwrap();
     assert!(padded["minflt_per_iter"].as_f64().unwrap() < 10.0);
     let o = Command::new(driver_path())
-        .args(["tune", "--allocators", "system", "--min-time", "0.05"])
+        .args(["tune", "--allocators", "system", "--min-time", "0.02"])
         .output()
         .unwrap();
     let text = String::from_utf8(o.stdout).unwrap();

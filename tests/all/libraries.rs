@@ -6,10 +6,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
+use crate::common::*;
 use alloclab::model::spec::Allocator;
-use common::*;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -100,6 +98,7 @@ fn a_missing_library_is_refused_before_anything_runs() {
     let results = dir.path().join("results");
     let out = alloclab(&[
         "run",
+        "--no-calibration",
         exp.to_str().unwrap(),
         "--out",
         results.to_str().unwrap(),

@@ -4,13 +4,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
+use crate::common::*;
 use alloclab::export::hdr;
 use alloclab::export::results::ResultsDir;
 use alloclab::model::record::RunRecord;
 use alloclab::model::spec::Allocator;
-use common::*;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -50,12 +48,20 @@ fn text(p: &Path) -> String {
 fn run_writes_every_file_and_they_parse_back() {
     let (dir, exp) = setup(TINY);
     let out = dir.path().join("res");
+    // The one run of the tests that measures the observer first (the others skip it).
     let o = run(
         &driver_path(),
         &["run", "--out", out.to_str().unwrap(), exp.to_str().unwrap()],
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let res = out.join("tiny");
+    let calibration: alloclab::analysis::calibration::Calibration =
+        serde_json::from_str(&text(&res.join("calibration.json"))).unwrap();
+    assert_eq!(calibration.rounds, 6);
+    assert!(
+        text(&res.join("REPORT.md")).contains("### Observer\n\nMeasured before the runs"),
+        "the report says what observing cost"
+    );
 
     let summary = text(&res.join("summary.csv"));
     let lines: Vec<&str> = summary.lines().collect();
@@ -145,6 +151,7 @@ fn run_writes_every_file_and_they_parse_back() {
         &driver_path(),
         &[
             "run",
+            "--no-calibration",
             "--resume",
             "--out",
             out.to_str().unwrap(),
@@ -180,7 +187,13 @@ fn run_writes_every_file_and_they_parse_back() {
     let held = ResultsDir::open(&res, alloclab::export::folder::Claim::Own).unwrap();
     let o = run(
         &driver_path(),
-        &["run", "--out", out.to_str().unwrap(), exp.to_str().unwrap()],
+        &[
+            "run",
+            "--no-calibration",
+            "--out",
+            out.to_str().unwrap(),
+            exp.to_str().unwrap(),
+        ],
     );
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("being written by another alloclab run"));
@@ -195,7 +208,13 @@ fn bad_experiment_files_name_the_line_and_write_nothing() {
     let out = dir.path().join("res");
     let o = run(
         &driver_path(),
-        &["run", "--out", out.to_str().unwrap(), exp.to_str().unwrap()],
+        &[
+            "run",
+            "--no-calibration",
+            "--out",
+            out.to_str().unwrap(),
+            exp.to_str().unwrap(),
+        ],
     );
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
@@ -210,6 +229,7 @@ fn bad_experiment_files_name_the_line_and_write_nothing() {
         &driver_path(),
         &[
             "run",
+            "--no-calibration",
             "--out",
             dir.path().join("r").to_str().unwrap(),
             exp.to_str().unwrap(),
@@ -232,7 +252,13 @@ fn bad_experiment_files_name_the_line_and_write_nothing() {
         let out = dir.path().join("out");
         let o = run(
             &driver_path(),
-            &["run", "--out", out.to_str().unwrap(), exp.to_str().unwrap()],
+            &[
+                "run",
+                "--no-calibration",
+                "--out",
+                out.to_str().unwrap(),
+                exp.to_str().unwrap(),
+            ],
         );
         assert_eq!(o.status.code(), Some(2), "{name}");
         let err = String::from_utf8_lossy(&o.stderr);
@@ -256,6 +282,7 @@ fn bad_experiment_files_name_the_line_and_write_nothing() {
         &driver_path(),
         &[
             "run",
+            "--no-calibration",
             "--out",
             dir.path().join("o2").to_str().unwrap(),
             a.to_str().unwrap(),
@@ -294,7 +321,13 @@ fn a_failing_worker_loses_no_completed_run() {
     let out = dir.path().join("res");
     let o = run(
         &lab.path().join("alloclab"),
-        &["run", "--out", out.to_str().unwrap(), exp.to_str().unwrap()],
+        &[
+            "run",
+            "--no-calibration",
+            "--out",
+            out.to_str().unwrap(),
+            exp.to_str().unwrap(),
+        ],
     );
     assert_eq!(o.status.code(), Some(1));
     let res = out.join("tiny");
@@ -323,7 +356,13 @@ fn an_interrupted_run_keeps_what_it_finished() {
     let (dir, exp) = setup(&format!("seed = 7\n{TINY}"));
     let out = dir.path().join("res");
     let child = Command::new(lab.path().join("alloclab"))
-        .args(["run", "--out", out.to_str().unwrap(), exp.to_str().unwrap()])
+        .args([
+            "run",
+            "--no-calibration",
+            "--out",
+            out.to_str().unwrap(),
+            exp.to_str().unwrap(),
+        ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .process_group(0)
@@ -432,7 +471,13 @@ warmup_iters = 3
     let out = dir.path().join("res");
     let o = run(
         &driver_path(),
-        &["run", "--out", out.to_str().unwrap(), exp.to_str().unwrap()],
+        &[
+            "run",
+            "--no-calibration",
+            "--out",
+            out.to_str().unwrap(),
+            exp.to_str().unwrap(),
+        ],
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let res = out.join("tiny");
@@ -477,6 +522,7 @@ fn run_confirmed(toml: &str) -> (Vec<alloclab::analysis::cliff::FoundCliff>, Str
         &driver_path(),
         &[
             "run",
+            "--no-calibration",
             "--confirm",
             "--out",
             out.to_str().unwrap(),
@@ -590,7 +636,13 @@ fn replicated_processes_merge_into_cells_with_intervals() {
         .replace("warmup_iters = 1", "warmup_iters = 1\nprocesses = 3");
     let (dir, exp) = setup(&exp_text);
     let out = dir.path().join("res");
-    let args = ["run", "--out", out.to_str().unwrap(), exp.to_str().unwrap()];
+    let args = [
+        "run",
+        "--no-calibration",
+        "--out",
+        out.to_str().unwrap(),
+        exp.to_str().unwrap(),
+    ];
     let o = run(&driver_path(), &args);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}");
@@ -681,7 +733,13 @@ fn a_folder_holds_one_measurement_and_says_whether_it_finished() {
     let go = |exp: &Path| {
         run(
             &driver_path(),
-            &["run", "--out", out.to_str().unwrap(), exp.to_str().unwrap()],
+            &[
+                "run",
+                "--no-calibration",
+                "--out",
+                out.to_str().unwrap(),
+                exp.to_str().unwrap(),
+            ],
         )
     };
     let o = go(&exp);
@@ -758,6 +816,7 @@ warmup_iters = 2
     let mut child = Command::new(driver_path())
         .args([
             "run",
+            "--no-calibration",
             "--confirm",
             "--out",
             out.to_str().unwrap(),

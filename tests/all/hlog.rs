@@ -10,13 +10,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
+use crate::common::*;
 use alloclab::export::hdr;
 use alloclab::model::command::ExecRecord;
 use alloclab::model::record::RunRecord;
 use base64::Engine as _;
-use common::*;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
@@ -195,7 +193,13 @@ fn run_experiment(processes: u32) -> (tempfile::TempDir, std::path::PathBuf) {
     )
     .unwrap();
     let out = dir.path().join("res");
-    let o = lab(&["run", "--out", out.to_str().unwrap(), exp.to_str().unwrap()]);
+    let o = lab(&[
+        "run",
+        "--no-calibration",
+        "--out",
+        out.to_str().unwrap(),
+        exp.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     (dir, out.join("hlog"))
 }

@@ -5,11 +5,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
+use crate::common::*;
 use alloclab::export::results::ResultsDir;
 use alloclab::model::spec::Allocator;
-use common::*;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
@@ -119,7 +117,7 @@ fn arguments_and_paths_that_are_not_utf8_do_not_panic() {
     let exp = experiment(dir.path(), TINY);
     let out = dir.path().join(OsStr::from_bytes(b"out\xfe"));
     let o = Command::new(driver_path())
-        .args(["run", "--quick", "--out"])
+        .args(["run", "--no-calibration", "--quick", "--out"])
         .arg(&out)
         .arg(&exp)
         .output()
@@ -149,7 +147,7 @@ threads = [1, 2]
     );
     let out = dir.path().join("res");
     let o = Command::new(driver_path())
-        .args(["run", "--out"])
+        .args(["run", "--no-calibration", "--out"])
         .arg(&out)
         .arg(&exp)
         .output()
@@ -172,7 +170,7 @@ fn refusals_come_before_any_worker_starts() {
     let exp = experiment(dir.path(), TINY);
     let run = |out: &Path, extra: &[&str]| {
         let o = Command::new(lab.path().join("alloclab"))
-            .args(["run", "--counters", "off", "--out"])
+            .args(["run", "--no-calibration", "--counters", "off", "--out"])
             .arg(out)
             .args(extra)
             .arg(&exp)
@@ -397,7 +395,7 @@ fn messages_say_what_happened_in_words() {
             ),
     );
     let o = Command::new(driver_path())
-        .args(["run", "--out"])
+        .args(["run", "--no-calibration", "--out"])
         .arg(dir.path().join("res"))
         .arg(&exp)
         .output()

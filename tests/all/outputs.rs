@@ -5,9 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
@@ -116,6 +114,7 @@ fn a_folder_of_the_users_own_files_is_refused_by_every_command_and_left_as_it_wa
     users_folder(&d);
     let o = lab(&[
         "run",
+        "--no-calibration",
         "--quick",
         "--out",
         parent.to_str().unwrap(),

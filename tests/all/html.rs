@@ -4,9 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -50,6 +48,8 @@ fn small_compare_html(dir: &Path) -> PathBuf {
         // cut round would leave the storm undecided and the page without its verdict.
         "--max-time",
         "10",
+        // The planned rounds decide the storm; no adaptive rounds fill the time after.
+        "--no-adaptive",
         "--html",
         path.to_str().unwrap(),
     ]);
@@ -132,6 +132,7 @@ fn exec_and_run_folders_get_a_report_html() {
     let run_dir = dir.path().join("run");
     let o = lab(&[
         "run",
+        "--no-calibration",
         "--quick",
         "--out",
         run_dir.to_str().unwrap(),
@@ -265,6 +266,7 @@ fn a_page_of_many_knob_sets_fits_the_windows_width_toggles_and_all() {
     let out = dir.path().join("out");
     let o = lab(&[
         "run",
+        "--no-calibration",
         "--quick",
         "--out",
         out.to_str().unwrap(),
@@ -289,7 +291,13 @@ fn founding_parent(parent: &Path) {
     )
     .unwrap();
     let out = parent.join("results");
-    let o = lab(&["run", "--out", out.to_str().unwrap(), exp.to_str().unwrap()]);
+    let o = lab(&[
+        "run",
+        "--no-calibration",
+        "--out",
+        out.to_str().unwrap(),
+        exp.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
@@ -441,6 +449,7 @@ fn an_index_of_unfinished_folders_states_nothing_unmeasured() {
         std::fs::write(&exp, text).unwrap();
         let o = lab(&[
             "run",
+            "--no-calibration",
             "--out",
             results.to_str().unwrap(),
             exp.to_str().unwrap(),
@@ -554,7 +563,7 @@ fn an_index_of_a_run_all_killed_early_takes_no_answer_from_elsewhere() {
     ] {
         let exp = dir.path().join(format!("{name}.toml"));
         std::fs::write(&exp, format!("description = \"{name}\"\n{text}{budget}")).unwrap();
-        let o = lab(&["run", "--out", results.to_str().unwrap(), exp.to_str().unwrap()]);
+        let o = lab(&["run", "--no-calibration", "--out", results.to_str().unwrap(), exp.to_str().unwrap()]);
         assert!(o.status.success(), "{}", stderr(&o));
     }
     // What a kill leaves: numpy-temporaries without its out-of-place cell, tunables

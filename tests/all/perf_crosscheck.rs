@@ -5,10 +5,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
+use crate::common::*;
 use alloclab::model::spec::Allocator;
-use common::*;
 use std::collections::BTreeMap;
 
 /// perf's totals and the lab's record for one worker command.

@@ -18,11 +18,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
+use crate::common::*;
 use alloclab::export::ci::{exec_name, Testbed, BENCHER_NAME_MAX};
 use alloclab::model::environment::Environment;
-use common::*;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::path::Path;

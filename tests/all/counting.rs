@@ -3,12 +3,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
+use crate::common::*;
 use alloclab::counters::linux::perf::{SyscallCounters, SyscallCounts};
 use alloclab::counters::linux::ptrace;
 use alloclab::model::spec::Allocator;
-use common::*;
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;

@@ -4,10 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
+use crate::common::*;
 use alloclab::model::spec::Allocator;
-use common::*;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -96,6 +94,8 @@ fn bad_input_is_refused_with_what_would_be_right() {
     );
 }
 
+/// Six processes per cell and no adaptive rounds: the least that gives every
+/// comparison its 95 % interval (the adaptive rounds are tested in tests/all/noise.rs).
 fn small_compare(format: &str) -> Output {
     alloclab(&[
         "compare",
@@ -105,6 +105,7 @@ fn small_compare(format: &str) -> Output {
         "0.02",
         "--warmup-time",
         "0",
+        "--no-adaptive",
         "--format",
         format,
     ])
@@ -283,6 +284,7 @@ fn crashed_and_garbled_workers_are_reported_and_the_rest_still_shown() {
         "0",
         "--warmup-time",
         "0",
+        "--no-adaptive",
     ];
     let o = run_in(dir.path(), &args);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));

@@ -6,9 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::os::unix::process::CommandExt;
@@ -284,8 +282,7 @@ fn a_blocked_compare_runs_each_allocators_cells_together_and_reverses_them_every
         "4",
         "--max-time",
         "1000",
-        "--precision",
-        "100",
+        "--no-adaptive",
         "--size",
         "100000",
         "--counters",

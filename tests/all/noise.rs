@@ -4,9 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 #[test]
 fn calibrate_noise_reads_back_with_one_p50_per_process_and_consistent_budgets() {
@@ -108,7 +106,7 @@ fn small_compare(extra: &[&str]) -> (Vec<u64>, String, String) {
 fn adaptive_rounds_account_for_every_extra_process_and_stop_at_max_time() {
     // A generous --max-time: adaptive rounds may run; the extra processes the line
     // reports are exactly those in the table beyond 6 per cell.
-    let (procs, rounds, text) = small_compare(&["--max-time", "8"]);
+    let (procs, rounds, text) = small_compare(&["--max-time", "4"]);
     assert_eq!(procs.len(), 4, "{text}");
     assert!(procs.iter().all(|p| *p >= 6), "{procs:?}");
     let extra: u64 = procs.iter().map(|p| p - 6).sum();

@@ -3,11 +3,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
+use crate::common::*;
 use alloclab::model::spec::{Allocator, Choice, Variant};
 use alloclab::worker::workload::{checksum_f64, input_bytes};
-use common::*;
 
 #[test]
 fn every_worker_prints_a_consistent_record_with_identical_checksums() {
