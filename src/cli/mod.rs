@@ -83,6 +83,7 @@ pub struct ExecArgs {
     /// "system:top_pad=64M;jemalloc:dirty_decay_ms=-1".
     #[arg(
         long,
+        alias = "allocator",
         default_value = "system,jemalloc,mimalloc,tcmalloc,snmalloc,rpmalloc"
     )]
     pub allocators: String,
@@ -329,7 +330,7 @@ pub struct SweepArgs {
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub per_octave: u32,
     /// Allocators, as for exec: comma-separated, with knobs separated by ';'.
-    #[arg(long, default_value = "system,jemalloc,mimalloc")]
+    #[arg(long, alias = "allocator", default_value = "system,jemalloc,mimalloc")]
     pub allocators: String,
     /// Measured rounds per size: every allocator once per round, in a shuffled order.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
@@ -381,14 +382,14 @@ pub struct CliffArgs {
     /// The allocator, with knobs if wanted: system, "jemalloc:dirty_decay_ms=-1", or an
     /// installed library: "gperftools=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"
     /// (a bare file name is looked up in the standard library directories).
-    #[arg(long)]
+    #[arg(long, alias = "allocators")]
     pub allocator: String,
     /// The workload (`alloclab list` shows them).
     #[arg(long, default_value = "scale", value_parser = spec::parse_choice::<Workload>)]
     pub workload: Workload,
     /// The variant of the built-in workload: in-place, out-of-place, reuse or fused
     /// (required without a command of your own).
-    #[arg(long, value_parser = spec::parse_choice::<Variant>)]
+    #[arg(long, alias = "variants", value_parser = spec::parse_choice::<Variant>)]
     pub variant: Option<Variant>,
     /// Smallest size of the range, in elements.
     #[arg(long, value_parser = spec::parse_size)]
@@ -449,11 +450,11 @@ pub struct TuneArgs {
     #[arg(long, default_value = "scale", value_parser = spec::parse_choice::<Workload>)]
     pub workload: Workload,
     /// The variant whose faults and syscalls the knobs should remove.
-    #[arg(long, default_value = "out-of-place", value_parser = spec::parse_choice::<Variant>)]
+    #[arg(long, alias = "variants", default_value = "out-of-place", value_parser = spec::parse_choice::<Variant>)]
     pub variant: Variant,
     /// Comma-separated allocators to tune [default: all six]; installed libraries as
     /// name=/path/lib.so run with their defaults only (the lab knows no knobs for them).
-    #[arg(long)]
+    #[arg(long, alias = "allocator")]
     pub allocators: Option<String>,
     /// Measuring time of each process, in seconds.
     #[arg(long, default_value_t = 0.15, value_parser = crate::model::budget::parse_seconds)]
@@ -502,7 +503,7 @@ pub enum Generated {
 pub struct CalibrateArgs {
     /// The allocator the founding case runs under: system, "jemalloc:dirty_decay_ms=-1",
     /// or an installed library, name=/path/lib.so.
-    #[arg(long, default_value = "system")]
+    #[arg(long, alias = "allocators", default_value = "system")]
     pub allocator: String,
     /// Size of the founding case used to measure the observer's effect.
     #[arg(long, default_value = "1000000", value_parser = spec::parse_size)]
@@ -524,7 +525,7 @@ pub struct CalibrateArgs {
     #[arg(long, conflicts_with_all = ["rounds", "min_time"])]
     pub noise: bool,
     /// With --noise: the variant of the cell.
-    #[arg(long, default_value = "in-place", requires = "noise", value_parser = spec::parse_choice::<Variant>)]
+    #[arg(long, alias = "variants", default_value = "in-place", requires = "noise", value_parser = spec::parse_choice::<Variant>)]
     pub variant: Variant,
     /// With --noise: worker processes (4 to 100), each keeping every iteration (up to
     /// 1,000,000: 16 MB each in the driver).
@@ -640,14 +641,14 @@ pub enum RoundOrder {
 
 #[derive(Debug, clap::Args)]
 pub struct CompareArgs {
-    /// Elements in the input array (1000000, 1_000_000, 1e6, 2^20).
+    /// Elements in the input array (1000000, 1_000_000, 1,000,000, 1e6, 1M, 2^20).
     #[arg(long, default_value = "1000000", value_parser = spec::parse_size)]
     pub size: u64,
     /// The workload to run.
     #[arg(long, default_value = "scale", value_parser = spec::parse_choice::<Workload>)]
     pub workload: Workload,
     /// Comma-separated variants [default: all four: in-place,out-of-place,reuse,fused].
-    #[arg(long)]
+    #[arg(long, alias = "variant")]
     pub variants: Option<String>,
     /// Allocators [default: all six: system,jemalloc,mimalloc,tcmalloc,snmalloc,rpmalloc],
     /// comma-separated; with knobs,
@@ -655,7 +656,7 @@ pub struct CompareArgs {
     /// Installed libraries as name=/path/lib.so or a bare file name from the standard
     /// library directories: "system,gperftools=libtcmalloc_minimal.so.4" (`alloclab list`
     /// shows those found here).
-    #[arg(long)]
+    #[arg(long, alias = "allocator")]
     pub allocators: Option<String>,
     /// never: every worker runs with transparent huge pages disabled (prctl).
     #[arg(long, default_value = "system", value_parser = spec::parse_choice::<crate::model::spec::Thp>)]
@@ -735,11 +736,11 @@ pub struct TraceArgs {
     #[arg(conflicts_with = "command", long, default_value = "scale", value_parser = spec::parse_choice::<Workload>)]
     pub workload: Workload,
     /// The variant to trace.
-    #[arg(conflicts_with = "command", long, default_value = "out-of-place", value_parser = spec::parse_choice::<Variant>)]
+    #[arg(conflicts_with = "command", long, alias = "variants", default_value = "out-of-place", value_parser = spec::parse_choice::<Variant>)]
     pub variant: Variant,
     /// Allocators, comma-separated (with knobs separated by ';', as for compare); the
     /// first two also get a differential flame graph.
-    #[arg(long, default_value = "system,jemalloc,mimalloc")]
+    #[arg(long, alias = "allocator", default_value = "system,jemalloc,mimalloc")]
     pub allocators: String,
     /// Measured iterations of the traced run (each timed and kept alone).
     #[arg(conflicts_with = "command", long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=100_000))]

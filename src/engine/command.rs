@@ -624,10 +624,13 @@ mod tests {
             "a b=/x.so",
             "x=",
             "system,system",
-            "glibc",
+            "system,glibc",
+            "hoard",
         ] {
             assert!(parse(bad).is_err(), "{bad:?} accepted");
         }
+        // glibc's malloc by the names its headers print.
+        assert_eq!(parse("glibc").unwrap()[0].to_string(), "system");
     }
 
     #[test]

@@ -13,29 +13,76 @@ pub trait Choice: Copy + Eq + 'static {
     const ALL: &'static [Self];
     /// The name users type.
     fn name(self) -> &'static str;
+    /// Other names people type for it (glibc's malloc is "system"), accepted as it.
+    fn aliases(self) -> &'static [&'static str] {
+        &[]
+    }
 }
 
 /// A name that is not one of the valid choices.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown {kind} '{given}': valid {kind}s are {valid}")]
+#[error("unknown {kind} '{given}'{suggestion}: valid {kind}s are {valid}")]
 pub struct UnknownChoice {
     pub kind: &'static str,
     pub given: String,
     pub valid: String,
+    /// " (did you mean 'jemalloc'?)" where a valid name is close to the given one.
+    pub suggestion: String,
 }
 
-/// Parses one name of a [`Choice`].
+/// Parses one name of a [`Choice`] (or one of its aliases), in any case; an unknown
+/// name is refused with the valid ones and, where one is close, the one meant.
 pub fn parse_choice<T: Choice>(given: &str) -> Result<T, UnknownChoice> {
     let wanted = given.trim();
+    let names = |c: T| std::iter::once(c.name()).chain(c.aliases().iter().copied());
     T::ALL
         .iter()
         .copied()
-        .find(|c| c.name().eq_ignore_ascii_case(wanted))
+        .find(|c| names(*c).any(|n| n.eq_ignore_ascii_case(wanted)))
         .ok_or_else(|| UnknownChoice {
             kind: T::KIND,
             given: wanted.to_string(),
             valid: valid_names::<T>(),
+            suggestion: closest::<T>(wanted)
+                .map(|c| format!(" (did you mean '{}'?)", c.name()))
+                .unwrap_or_default(),
         })
+}
+
+/// The choice whose name or alias is within a typo of `given` (edit distance at most 2,
+/// and under half its length), the closest first.
+fn closest<T: Choice>(given: &str) -> Option<T> {
+    let given = given.to_ascii_lowercase();
+    let given = given.as_str();
+    T::ALL
+        .iter()
+        .copied()
+        .flat_map(|c| {
+            std::iter::once(c.name())
+                .chain(c.aliases().iter().copied())
+                .map(move |n| (edit_distance(given, n), c))
+        })
+        .filter(|(d, _)| *d <= 2 && 2 * *d < given.chars().count().max(1))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// Levenshtein distance between two short names.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let next = (prev + usize::from(ca != *cb))
+                .min(row[j] + 1)
+                .min(row[j + 1] + 1);
+            prev = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
 }
 
 /// Parses a comma-separated list of names; duplicates are dropped, order is kept.
@@ -52,6 +99,7 @@ pub fn parse_choice_list<T: Choice>(given: &str) -> Result<Vec<T>, UnknownChoice
             kind: T::KIND,
             given: given.to_string(),
             valid: valid_names::<T>(),
+            suggestion: String::new(),
         });
     }
     Ok(out)
@@ -67,7 +115,7 @@ pub fn valid_names<T: Choice>() -> String {
 }
 
 macro_rules! choice_enum {
-    ($(#[$meta:meta])* $name:ident, $kind:literal, { $($(#[$vmeta:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
+    ($(#[$meta:meta])* $name:ident, $kind:literal, { $($(#[$vmeta:meta])* $variant:ident => $text:literal $(| $alias:literal)*),+ $(,)? }) => {
         $(#[$meta])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
         pub enum $name { $($(#[$vmeta])* #[serde(rename = $text)] $variant),+ }
@@ -77,6 +125,9 @@ macro_rules! choice_enum {
             const ALL: &'static [Self] = &[$($name::$variant),+];
             fn name(self) -> &'static str {
                 match self { $($name::$variant => $text),+ }
+            }
+            fn aliases(self) -> &'static [&'static str] {
+                match self { $($name::$variant => &[$($alias),*]),+ }
             }
         }
 
@@ -98,8 +149,9 @@ macro_rules! choice_enum {
 choice_enum!(
     /// The allocator a worker binary is linked with.
     Allocator, "allocator", {
-        /// The C library's malloc (glibc's ptmalloc on Linux/glibc).
-        System => "system",
+        /// The C library's malloc (glibc's ptmalloc on Linux/glibc); "glibc" and "ptmalloc"
+        /// name it too.
+        System => "system" | "glibc" | "ptmalloc" | "ptmalloc2",
         /// jemalloc through `tikv-jemallocator`.
         Jemalloc => "jemalloc",
         /// mimalloc through the `mimalloc` crate.
@@ -272,7 +324,7 @@ pub const MAX_SIZE_ELEMS: u64 = 1 << 50;
 /// A size in elements as users type it: `1000000`, `1_000_000`, `1e6`, `2^20`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SizeError {
-    #[error("invalid size '{0}': expected a whole number of elements of at least 1, e.g. 1000000, 1_000_000, 1e6 or 2^20")]
+    #[error("invalid size '{0}': expected a whole number of elements of at least 1, e.g. 1000000, 1_000_000, 1,000,000, 1e6, 1M or 2^20")]
     NotANumber(String),
     #[error("invalid size '{0}': the size is a number of elements and must be at least 1")]
     Zero(String),
@@ -280,10 +332,42 @@ pub enum SizeError {
     TooLarge { given: String, max: u64 },
 }
 
-/// Parses a size in elements.
+/// Parses a size in elements: `1000000`, `1_000_000`, `1,000,000` (commas between
+/// groups of three, as the lab prints counts), `1e6`, `2^20`, and `1k`/`1M`/`1G`
+/// (thousand, million, billion elements: decimal, as element counts are said) or
+/// `1Ki`/`1Mi`/`1Gi` (powers of 1,024).
 pub fn parse_size(given: &str) -> Result<u64, SizeError> {
-    let text = given.trim().replace('_', "");
     let bad = || SizeError::NotANumber(given.to_string());
+    let mut text = given.trim().replace('_', "");
+    if text.contains(',') {
+        // Only as thousands separators: 1,000,000, never 1,5 or 10,00.
+        let groups: Vec<&str> = text.split(',').collect();
+        let ok = !groups[0].is_empty()
+            && groups[0].len() <= 3
+            && groups[1..].iter().all(|g| g.len() == 3)
+            && groups.iter().all(|g| g.bytes().all(|b| b.is_ascii_digit()));
+        if !ok {
+            return Err(bad());
+        }
+        text = groups.concat();
+    }
+    let multipliers: [(&str, u128); 6] = [
+        ("Ki", 1 << 10),
+        ("Mi", 1 << 20),
+        ("Gi", 1 << 30),
+        ("k", 1_000),
+        ("M", 1_000_000),
+        ("G", 1_000_000_000),
+    ];
+    for (suffix, factor) in multipliers {
+        let number = text
+            .strip_suffix(suffix)
+            .or_else(|| (suffix == "k").then(|| text.strip_suffix('K')).flatten());
+        if let Some(n) = number.filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())) {
+            let v: u128 = n.parse().map_err(|_| bad())?;
+            return checked_size(given, v.saturating_mul(factor));
+        }
+    }
     let value: u128 = if let Some((m, e)) = text.split_once(['e', 'E']) {
         let m: u128 = m.parse().map_err(|_| bad())?;
         let e: u32 = e.parse().map_err(|_| bad())?;
@@ -304,6 +388,11 @@ pub fn parse_size(given: &str) -> Result<u64, SizeError> {
     } else {
         text.parse().map_err(|_| bad())?
     };
+    checked_size(given, value)
+}
+
+/// A parsed size, refused where it is 0 or beyond [`MAX_SIZE_ELEMS`].
+fn checked_size(given: &str, value: u128) -> Result<u64, SizeError> {
     if value == 0 {
         return Err(SizeError::Zero(given.to_string()));
     }
@@ -327,6 +416,17 @@ mod tests {
         }
         let err = "hoard".parse::<Allocator>().unwrap_err().to_string();
         assert!(err.contains("unknown allocator 'hoard'"), "{err}");
+        assert!(!err.contains("did you mean"), "{err}");
+        // The names every header prints for glibc's malloc, and a typo's meaning.
+        for glibc in ["glibc", "GLIBC", "ptmalloc", "ptmalloc2"] {
+            assert_eq!(glibc.parse::<Allocator>(), Ok(Allocator::System), "{glibc}");
+        }
+        let err = "jemaloc".parse::<Allocator>().unwrap_err().to_string();
+        assert!(err.contains("(did you mean 'jemalloc'?)"), "{err}");
+        let err = "in-plce".parse::<Variant>().unwrap_err().to_string();
+        assert!(err.contains("(did you mean 'in-place'?)"), "{err}");
+        let err = "glibcc".parse::<Allocator>().unwrap_err().to_string();
+        assert!(err.contains("(did you mean 'system'?)"), "{err}");
         assert!(
             err.contains("system, jemalloc, mimalloc, tcmalloc, snmalloc, rpmalloc"),
             "{err}"
@@ -343,7 +443,12 @@ mod tests {
         let v: Vec<Variant> = parse_choice_list("reuse, in-place,reuse").unwrap();
         assert_eq!(v, vec![Variant::Reuse, Variant::InPlace]);
         assert!(parse_choice_list::<Variant>(" , ").is_err());
-        assert!(parse_choice_list::<Allocator>("system,glibc").is_err());
+        // glibc is system's other name: one allocator, not two.
+        assert_eq!(
+            parse_choice_list::<Allocator>("system,glibc"),
+            Ok(vec![Allocator::System])
+        );
+        assert!(parse_choice_list::<Allocator>("system,hoard").is_err());
     }
 
     #[test]
@@ -352,6 +457,20 @@ mod tests {
         assert_eq!(parse_size("1_000_000"), Ok(1_000_000));
         assert_eq!(parse_size("1e6"), Ok(1_000_000));
         assert_eq!(parse_size("2^20"), Ok(1 << 20));
+        // As the lab prints counts, and as people say them.
+        assert_eq!(parse_size("1,000,000"), Ok(1_000_000));
+        assert_eq!(parse_size("16,384"), Ok(16_384));
+        assert_eq!(parse_size("1M"), Ok(1_000_000));
+        assert_eq!(parse_size("64k"), Ok(64_000));
+        assert_eq!(parse_size("64K"), Ok(64_000));
+        assert_eq!(parse_size("1Mi"), Ok(1 << 20));
+        assert_eq!(parse_size("2G"), Ok(2_000_000_000));
+        for bad in ["1,5", "10,00", ",000", "1,000,00", "M", "1.5M", "1m", "1Mb"] {
+            assert!(
+                matches!(parse_size(bad), Err(SizeError::NotANumber(_))),
+                "{bad}"
+            );
+        }
         assert!(matches!(parse_size("0"), Err(SizeError::Zero(_))));
         assert!(matches!(parse_size("abc"), Err(SizeError::NotANumber(_))));
         assert!(matches!(parse_size("-5"), Err(SizeError::NotANumber(_))));

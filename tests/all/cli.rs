@@ -622,3 +622,39 @@ fn max_time_bounds_the_planned_rounds_and_says_so() {
         "{rounds}"
     );
 }
+
+/// Names and sizes as people type them: glibc's malloc by the names its headers print,
+/// `--variant` for `--variants`, sizes as the lab prints them or as people say them; a
+/// typo is refused with the name meant.
+#[test]
+fn names_and_sizes_are_read_as_people_type_them() {
+    let o = alloclab(&[
+        "compare",
+        "--allocator",
+        "glibc",
+        "--variant",
+        "fused",
+        "--size",
+        "1,000,000",
+        "--processes",
+        "1",
+        "--min-time",
+        "0",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["allocator"], "system");
+    assert_eq!(rows[0]["size"], 1_000_000);
+    assert_refused(
+        &["compare", "--allocators", "jemaloc"],
+        "(did you mean 'jemalloc'?)",
+    );
+    assert_refused(
+        &["compare", "--variants", "outofplace"],
+        "(did you mean 'out-of-place'?)",
+    );
+    assert_refused(&["compare", "--size", "1,00"], "1,000,000");
+}
