@@ -10,6 +10,14 @@ fn main() -> ExitCode {
     let cli = match alloclab::cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if e.use_stderr() => e.exit(),
+        // A help or version page with nowhere to go is refused like any output.
+        Err(_) if alloclab::commands::stdout_is_open().is_err() => {
+            if let Err(err) = alloclab::commands::stdout_is_open() {
+                eprintln!("{}", err.message());
+                return ExitCode::from(err.exit_code());
+            }
+            return ExitCode::from(2);
+        }
         Err(e) if std::io::IsTerminal::is_terminal(&std::io::stdout()) => {
             // In colour, as clap prints it.
             return match e.print() {

@@ -111,10 +111,24 @@ pub fn read_dir(dir: &Path) -> Result<Recording, String> {
             }
         }
     }
-    for pid in pids_of("lines-", ".bin") {
-        let table = std::fs::read(dir.join(format!("codes-{pid}.tsv")))
+    // One pair of files per program a process ran: `PID`, then `PID.1`, … for the
+    // programs it exec'd into (the same pid).
+    let mut stems: Vec<(u32, u32, String)> = names
+        .iter()
+        .filter_map(|n| {
+            let stem = n.strip_prefix("lines-")?.strip_suffix(".bin")?;
+            let (pid, k) = match stem.split_once('.') {
+                Some((p, k)) => (p.parse().ok()?, k.parse().ok()?),
+                None => (stem.parse().ok()?, 0),
+            };
+            Some((pid, k, stem.to_string()))
+        })
+        .collect();
+    stems.sort();
+    for (pid, _, stem) in stems {
+        let table = std::fs::read(dir.join(format!("codes-{stem}.tsv")))
             .map_err(|e| format!("the recorder's code table of process {pid}: {e}"))?;
-        let data = std::fs::read(dir.join(format!("lines-{pid}.bin")))
+        let data = std::fs::read(dir.join(format!("lines-{stem}.bin")))
             .map_err(|e| format!("the recorder's records of process {pid}: {e}"))?;
         let (ends, tids) = rec.add(&table, &data, bootstrap.as_deref());
         let Ends {
@@ -125,6 +139,9 @@ pub fn read_dir(dir: &Path) -> Result<Recording, String> {
         rec.processes.push((pid, stopped.is_some()));
         if stopped.is_none() {
             rec.cut_short.insert(pid);
+        } else {
+            // An earlier program of the pid that exec'd wrote its stop before the exec.
+            rec.cut_short.remove(&pid);
         }
         if let Some(t) = full {
             rec.full.push((pid, t));
@@ -229,7 +246,19 @@ impl Recording {
             let code = le_u32(&r[13..17]);
             let line = (le_u32(&r[17..21]) as i32).max(0) as u32;
             if kind == Kind::Stop {
+                // Kept in the thread's records too: a program exec'd into the same
+                // process starts from an empty stack.
                 ends.stopped = Some(time_ns);
+                let v = self.threads.entry(tid).or_default();
+                if v.is_empty() {
+                    tids.push(tid);
+                }
+                v.push(Rec {
+                    kind,
+                    time_ns,
+                    code: 0,
+                    line: 0,
+                });
                 continue;
             }
             let Some(&code) = index.get(&code) else {
@@ -303,7 +332,8 @@ fn apply(stack: &mut Vec<PyFrame>, r: &Rec) {
                 stack.truncate(i);
             }
         }
-        Kind::Stop => {}
+        // The recorder stopped (an exit or an exec): no frame of it goes on.
+        Kind::Stop => stack.clear(),
     }
 }
 

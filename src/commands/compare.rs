@@ -33,6 +33,8 @@ struct Adaptive {
     hit_max_time: bool,
     /// --max-time ended the session before all --processes rounds: how many ran.
     planned_cut: Option<u32>,
+    /// --no-adaptive: none were to run.
+    off: bool,
 }
 
 /// Why a session ended before its plan did.
@@ -153,7 +155,11 @@ impl Ran {
     /// the plan.
     fn processes_clause(&self) -> String {
         let min = self.per_cell.iter().min().copied().unwrap_or(0);
-        if self.complete() {
+        let max = self.per_cell.iter().max().copied().unwrap_or(0);
+        if self.complete() && max <= self.planned as usize {
+            // No adaptive round added any.
+            format!("{} process(es) per cell (procs)", self.planned)
+        } else if self.complete() {
             format!("{} process(es) per cell or more (procs)", self.planned)
         } else if min >= self.planned as usize {
             // Stopped during the adaptive rounds: every planned process ran.
@@ -195,6 +201,9 @@ impl Ran {
                 "{planned} for every cell, then {} adaptive round(s) ({adaptive_runs} runs finished) for the cells of comparisons still undecided or wider than the precision, the last interrupted by {name}",
                 adaptive.rounds
             ),
+            None if adaptive.off => {
+                format!("{planned} for every cell; no adaptive rounds (--no-adaptive)")
+            }
             None => format!(
                 "{planned} for every cell, then {} adaptive round(s) ({} runs) for the cells of comparisons still undecided or wider than the precision",
                 adaptive.rounds, adaptive.runs
@@ -318,7 +327,10 @@ pub fn run(args: CompareArgs) -> Result<()> {
     } else {
         MAX_TIME
     });
-    let mut adaptive = Adaptive::default();
+    let mut adaptive = Adaptive {
+        off: args.no_adaptive,
+        ..Adaptive::default()
+    };
     let mut more = |done: u32, cells: &[Cell], progress: &mut Progress| {
         let runs: usize = cells.iter().map(|c| c.runs.len()).sum();
         let elapsed = started.elapsed().as_secs_f64();
@@ -609,11 +621,13 @@ fn adaptive_line(
     max_time: f64,
     seconds: f64,
 ) -> String {
-    let (open, total) = cells::open_comparisons(all, args.noise_threshold, Some(precision));
-    let goal = format!(
-        " and within ±{} %",
-        crate::fmt::trim_float(precision * 100.0)
-    );
+    // Without adaptive rounds no precision was aimed at: only decided is said.
+    let aim = (!args.no_adaptive).then_some(precision);
+    let (open, total) = cells::open_comparisons(all, args.noise_threshold, aim);
+    let goal = match aim {
+        Some(p) => format!(" and within ±{} %", crate::fmt::trim_float(p * 100.0)),
+        None => String::new(),
+    };
     let mut s = format!(
         "rounds: {}; {} of {total} printed comparisons decided{goal} after {seconds:.0} s",
         ran.rounds_clause(adaptive),
@@ -789,7 +803,7 @@ mod tests {
             r.rounds_clause(&Adaptive::default()),
             "3 of the 1000 planned for every cell (round 4 would have ended after --max-time 18 s); no adaptive rounds"
         );
-        // A complete session keeps the words it always had.
+        // A complete session says whether adaptive rounds added processes.
         let mut done = ran(&[6; 4], None);
         done.planned = 6;
         assert!(done.complete() && done.note().is_none());
@@ -801,8 +815,12 @@ mod tests {
             one.processes_clause(),
             "1 of the 1000 planned process(es) per cell (incomplete)"
         );
+        assert_eq!(done.processes_clause(), "6 process(es) per cell (procs)");
+        // Adaptive rounds gave some cells more.
+        let mut more = ran(&[6, 6, 9, 12], None);
+        more.planned = 6;
         assert_eq!(
-            done.processes_clause(),
+            more.processes_clause(),
             "6 process(es) per cell or more (procs)"
         );
         assert_eq!(

@@ -112,7 +112,7 @@ fn generate(args: &crate::cli::GenerateArgs) -> Result<()> {
 /// would be lost. Rust's runtime puts /dev/null, opened read-write, on a standard
 /// descriptor that was closed at start (before `main`), so a closed stdout is seen as
 /// that; a shell's `> /dev/null` opens it write-only, and is kept.
-fn stdout_is_open() -> Result<()> {
+pub fn stdout_is_open() -> Result<()> {
     // SAFETY: F_GETFL only reads the status flags of descriptor 1; no memory is passed.
     let flags = unsafe { libc::fcntl(1, libc::F_GETFL) };
     let closed = flags == -1

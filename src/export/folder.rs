@@ -273,6 +273,17 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), ResultsError> {
     })
 }
 
+/// The file a temporary of [`create_temporary`]'s is for: `NAME` of `.NAME.tmp.PID.N`.
+fn temporary_of(name: &str) -> &str {
+    let rest = name.strip_prefix('.').unwrap_or(name);
+    let mut parts = rest.rsplitn(3, '.');
+    let _ = (parts.next(), parts.next());
+    parts
+        .next()
+        .and_then(|h| h.strip_suffix(".tmp"))
+        .unwrap_or(rest)
+}
+
 /// Whether `name` is one of [`create_temporary`]'s: `.NAME.tmp.PID.N`, N in hex.
 fn is_temporary(name: &str) -> bool {
     let Some(rest) = name.strip_prefix('.') else {
@@ -750,7 +761,13 @@ impl Folder {
         if !self.was_ours {
             return;
         }
-        fn walk(dir: &Path, depth: u32) {
+        // Only the temporaries of the lab's own files: `.NAME.tmp.PID.N` beside a NAME
+        // the manifest lists (or the folder's own status file).
+        let listed: BTreeSet<String> = {
+            let m = self.manifest.lock().unwrap_or_else(|e| e.into_inner());
+            m.files.iter().cloned().collect()
+        };
+        fn walk(dir: &Path, rel: &str, depth: u32, listed: &BTreeSet<String>) {
             let Ok(entries) = fs::read_dir(dir) else {
                 return;
             };
@@ -758,14 +775,19 @@ impl Folder {
                 let Ok(t) = e.file_type() else {
                     continue;
                 };
+                let name = e.file_name().to_string_lossy().into_owned();
                 if t.is_dir() && depth < 4 {
-                    walk(&e.path(), depth + 1);
-                } else if t.is_file() && is_temporary(&e.file_name().to_string_lossy()) {
-                    let _ = fs::remove_file(e.path());
+                    walk(&e.path(), &format!("{rel}{name}/"), depth + 1, listed);
+                } else if t.is_file() && is_temporary(&name) {
+                    let of = temporary_of(&name);
+                    let target = format!("{rel}{of}");
+                    if listed.contains(&target) || target == STATUS_FILE {
+                        let _ = fs::remove_file(e.path());
+                    }
                 }
             }
         }
-        walk(&self.root, 0);
+        walk(&self.root, "", 0, &listed);
     }
 
     /// Removes the files of the earlier measurement: those its manifest lists (and, in a
@@ -1248,6 +1270,8 @@ mod tests {
             fs::write(p, "half").unwrap();
         }
         let alike = [
+            // The lab's pattern, for a file the lab never wrote.
+            dir.path().join("runs/.mine.json.tmp.12.ab"),
             dir.path().join("runs/.notes.tmp"),
             dir.path().join("runs/.x.tmp.12.zz"),
             dir.path().join("runs/x.json.tmp.1.a"),

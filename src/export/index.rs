@@ -39,6 +39,8 @@ pub struct Entry {
     /// Where its plan did not finish, what has no result (a run folder's from its runs
     /// and folder.json, another's from folder.json).
     missing: Vec<String>,
+    /// "its run is still going (alloclab pid N is writing it)": another alloclab holds it.
+    writing: Option<String>,
     /// The link to its report.html, percent-encoded from the name's bytes.
     page: Option<String>,
     /// A run folder's cells.
@@ -105,6 +107,7 @@ pub fn entries(parent: &Path) -> Vec<Entry> {
                         kind: None,
                         complete: false,
                         missing: Vec::new(),
+                        writing: None,
                         page: None,
                         loaded: None,
                         problem: Some(why.to_string()),
@@ -123,15 +126,20 @@ pub fn entries(parent: &Path) -> Vec<Entry> {
             let traced = (status.kind == Kind::Trace)
                 .then(|| traced_mechanism(&path))
                 .flatten();
+            // A folder another alloclab is writing now is not a stopped one.
+            let writing = folder::writer_of(&path)
+                .map(|holder| format!("its run is still going (alloclab {holder} is writing it)"));
             let (loaded, problem) = match status.kind {
                 Kind::Run => match results::load(&path) {
                     Ok(l) => (Some(l), None),
+                    Err(_) if writing.is_some() => (None, None),
                     Err(e) => (None, Some(e.to_string())),
                 },
                 _ => (None, None),
             };
             let missing = match &loaded {
                 Some(l) => l.missing(),
+                None if writing.is_some() => Vec::new(),
                 None if !status.complete && status.missing.is_empty() => {
                     vec!["its plan did not finish (folder.json says complete: false)".into()]
                 }
@@ -140,8 +148,9 @@ pub fn entries(parent: &Path) -> Vec<Entry> {
             Some(Entry {
                 name,
                 kind: Some(status.kind),
-                complete: status.complete && missing.is_empty(),
+                complete: status.complete && missing.is_empty() && writing.is_none(),
                 missing,
+                writing,
                 page,
                 loaded,
                 problem,
@@ -346,6 +355,7 @@ fn founding(entries: &[Entry], html: &mut String) -> Option<String> {
                     c.spec.allocator_label() == "system"
                         && c.spec.variant == v
                         && c.spec.workload == Workload::Scale
+                        && c.spec.threads == 1
                 })
             })
         };
@@ -361,12 +371,12 @@ fn founding(entries: &[Entry], html: &mut String) -> Option<String> {
         let Some(loaded) = &e.loaded else {
             continue;
         };
-        // The founding workload only: another workload's cells (chain's) are not
-        // `a.astype(np.float64) / 255.0`.
+        // The founding workload on one thread only: another workload's cells (chain's)
+        // are not `a.astype(np.float64) / 255.0`, and NumPy's is one thread.
         let scale: Vec<Cell> = loaded
             .cells
             .iter()
-            .filter(|c| c.spec.workload == Workload::Scale)
+            .filter(|c| c.spec.workload == Workload::Scale && c.spec.threads == 1)
             .cloned()
             .collect();
         let cells = &scale;
@@ -547,8 +557,11 @@ fn remedies(entries: &[Entry], html: &mut String) {
     }
     html.push_str("<ul>");
     let mut any = false;
-    // Knob-set cells compared with their allocator's defaults, whatever they changed.
+    // Knob-set cells compared with their allocator's defaults, whatever they changed;
+    // those that remove faults, fastest first over every allocator.
     let mut compared = 0;
+    let mut found: Vec<(f64, String)> = Vec::new();
+    let mut worse_lines: Vec<String> = Vec::new();
     for base in loaded
         .cells
         .iter()
@@ -556,7 +569,6 @@ fn remedies(entries: &[Entry], html: &mut String) {
     {
         let base_row = cells::row(base);
         let base_faults = base_row.minflt_per_iter.unwrap_or(0.0);
-        let mut found: Vec<(f64, String)> = Vec::new();
         let mut worse: Vec<String> = Vec::new();
         for c in loaded.cells.iter().filter(|c| {
             c.spec.allocator == base.spec.allocator
@@ -613,22 +625,24 @@ fn remedies(entries: &[Entry], html: &mut String) {
                 ),
             ));
         }
-        found.sort_by(|a, b| a.0.total_cmp(&b.0));
-        for (_, li) in found {
-            html.push_str(&li);
-            any = true;
-        }
         if !worse.is_empty() {
-            let _ = write!(
-                html,
+            worse_lines.push(format!(
                 "<li class=\"worse\">Adds faults instead: {}</li>",
                 worse.join("; ")
-            );
-            any = true;
+            ));
         }
     }
+    found.sort_by(|a, b| a.0.total_cmp(&b.0));
+    for (_, li) in found {
+        html.push_str(&li);
+        any = true;
+    }
+    for li in worse_lines {
+        html.push_str(&li);
+        any = true;
+    }
     // Knob sets with results whose allocator's defaults have none: measured, never
-    // compared (a run stopped before the defaults' cell ran).
+    // compared (a run stopped before the defaults' cell ran, or a file without them).
     let uncompared: Vec<String> = loaded
         .cells
         .iter()
@@ -647,11 +661,16 @@ fn remedies(entries: &[Entry], html: &mut String) {
     if !uncompared.is_empty() {
         let _ = write!(
             html,
-            "<li class=\"warn\">Not compared (INCOMPLETE: their allocator's defaults have no results): {}</li>",
+            "<li class=\"warn\">Not compared ({}): {}</li>",
+            if complete {
+                "the experiment has no cell of their allocator's defaults"
+            } else {
+                "INCOMPLETE: their allocator's defaults have no results"
+            },
             uncompared.join(", ")
         );
     }
-    if !any && complete {
+    if !any && complete && compared > 0 {
         html.push_str(
             "<li>No knob set changed the faults of its allocator's out-of-place cell.</li>",
         );
@@ -660,8 +679,10 @@ fn remedies(entries: &[Entry], html: &mut String) {
         html.push_str(
             "<li>No knob set compared so far changed the faults of its allocator's out-of-place cell (INCOMPLETE: the others were not measured).</li>",
         );
-    } else if !any && uncompared.is_empty() {
+    } else if !any && uncompared.is_empty() && !complete {
         html.push_str("<li>No knob set has results yet (INCOMPLETE).</li>");
+    } else if !any && uncompared.is_empty() {
+        html.push_str("<li>The experiment has no knob set.</li>");
     }
     html.push_str("</ul></section>");
 }
@@ -678,9 +699,17 @@ fn named<'a>(
     let e = entries
         .iter()
         .find(|e| matches!(e.kind, Some(Kind::Run) | None) && e.name == name);
-    match e.map(|e| (&e.loaded, &e.problem)) {
-        Some((Some(l), _)) => Some(l),
-        Some((None, problem)) => {
+    match e.map(|e| (&e.loaded, &e.problem, &e.missing)) {
+        Some((Some(l), _, _)) => Some(l),
+        Some((None, None, _)) if e.is_some_and(|e| e.writing.is_some()) => {
+            let _ = write!(
+                html,
+                r#"<section id="{id}"><h2>{title}</h2><p class="warn">INCOMPLETE: the {name} folder has no results yet: {}.</p></section>"#,
+                esc(e.and_then(|e| e.writing.as_deref()).unwrap_or_default())
+            );
+            None
+        }
+        Some((None, problem, _)) => {
             let _ = write!(
                 html,
                 r#"<section id="{id}"><h2>{title}</h2><p class="warn">The {name} folder could not be read: {}.</p></section>"#,
@@ -850,6 +879,9 @@ pub fn page(parent: &Path, entries: &[Entry]) -> String {
     for e in entries {
         let state = match (&e.problem, e.complete) {
             (Some(p), _) => format!("unreadable: {p}"),
+            (None, _) if e.writing.is_some() => {
+                format!("INCOMPLETE: {}", e.writing.as_deref().unwrap_or_default())
+            }
             (None, true) => "complete".into(),
             (None, false) => format!("INCOMPLETE: missing {}", e.missing.join("; ")),
         };
@@ -888,9 +920,13 @@ pub fn page(parent: &Path, entries: &[Entry]) -> String {
     let unfinished: Vec<String> = entries
         .iter()
         .filter(|e| !e.complete || e.problem.is_some())
-        .map(|e| match &e.problem {
-            Some(p) => format!("{} (could not be read: {p})", e.name),
-            None => format!("{} (missing: {})", e.name, e.missing.join("; ")),
+        .map(|e| match (&e.problem, &e.writing) {
+            (Some(p), _) => format!("{} (could not be read: {p})", e.name),
+            (None, Some(w)) if e.missing.is_empty() => format!("{} ({w})", e.name),
+            (None, Some(w)) => {
+                format!("{} ({w}; missing so far: {})", e.name, e.missing.join("; "))
+            }
+            (None, None) => format!("{} (missing: {})", e.name, e.missing.join("; ")),
         })
         .collect();
     let (title_mark, banner) = if unfinished.is_empty() {

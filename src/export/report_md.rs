@@ -355,7 +355,7 @@ fn report_markdown(
         }
     } else {
         let _ = writeln!(observer, "\n### Observer\n");
-        let _ = writeln!(observer, "Not measured for this run (`alloclab run --no-calibration`, or its calibration failed); `alloclab calibrate` measures what observing costs here.");
+        let _ = writeln!(observer, "The observer's effect on the median (its calibration) was not measured for this run (`alloclab run --no-calibration`, or the calibration failed); the harness cost per sample in the environment table is each worker's own measurement. `alloclab calibrate` measures the rest.");
     }
 
     // Findings.

@@ -285,9 +285,9 @@ impl Experiment {
                 !s.is_empty()
                     && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
                     && s.starts_with(|c: char| c.is_ascii_alphanumeric())
-                    && *s != "index.html"
+                    && !["index.html", "folder.json"].contains(s)
             })
-            .ok_or_else(|| src.error(None, "the file name must start with a letter or digit and hold only letters, digits, '-', '_' or '.' (it names the results folder inside --out; 'index.html' is the index page's)"))?
+            .ok_or_else(|| src.error(None, "the file name must start with an ASCII letter or digit and hold only ASCII letters, digits, '-', '_' or '.' (it names the results folder inside --out; 'index.html' and 'folder.json' are the lab's own files there)"))?
             .to_string();
         let nonempty = |what: &str, span: Range<usize>, empty: bool| {
             if empty {

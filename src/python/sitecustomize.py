@@ -13,14 +13,15 @@
 # memory syscall of its own as it goes and allocates little (a small object per thread
 # and per new code object): what it did would be counted as the program's.
 #
-# The program's world is its own. The recorder keeps no descriptor open: each write
-# opens its file by path, writes and closes it again, with the interpreter's lock held
-# throughout (libc's open/write/close through ctypes.PyDLL), so that no other Python
-# thread can close, reuse or dup2 onto the number meanwhile, and the program's own
-# files get the numbers they get untraced. It takes a sys.monitoring tool id the
-# program sees as free, and gives it up when the program asks for it (moving to another
-# free id, or stopping with a note). Where it cannot go on, it stops and says why in
-# notes-PID.txt; the program runs on.
+# The program's world is its own. The recorder's two files are kept at the highest free
+# descriptor numbers below the soft limit, out of the way of the numbers the program
+# opens (the lowest free ones), and close-on-exec; before each write the descriptor is
+# checked to still be the recorder's file (device and inode), and the file is opened
+# again by its path where it is not (a daemon's os.closerange, a dup2 onto it): a number
+# that is no longer the recorder's is never written to nor closed. It takes a
+# sys.monitoring tool id the program sees as free, and gives it up when the program asks
+# for it (moving to another free id, or stopping with a note). Where it cannot go on, it
+# stops and says why in notes-PID.txt; the program runs on.
 #
 # Then the interpreter's own sitecustomize, if any, is imported as if this one were not
 # here.
@@ -44,22 +45,41 @@ def _alloclab_record():
     now = __import__("time").monotonic_ns
     pid0 = os.getpid()
 
-    # Writing without keeping a descriptor: open by path, write, close, the GIL held.
+    # The recorder's files: descriptors at the highest free numbers, checked before use.
     O_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
-    O_CREATE = O_APPEND | os.O_CREAT | os.O_TRUNC
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        if soft == resource.RLIM_INFINITY:
+            soft = 4096
+    except (ImportError, OSError, ValueError):
+        soft = 1024
+    top = min(soft, 4096) - 1
     try:
         import ctypes
 
+        # libc's own calls with the interpreter's lock held (PyDLL): no other Python
+        # thread runs inside them.
         libc = ctypes.PyDLL(None, use_errno=True)
-        c_open = libc.open
-        c_open.argtypes = (ctypes.c_char_p, ctypes.c_int, ctypes.c_uint)
-        c_open.restype = ctypes.c_int
         c_write = libc.write
         c_write.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t)
         c_write.restype = ctypes.c_ssize_t
-        c_close = libc.close
-        c_close.argtypes = (ctypes.c_int,)
-        c_close.restype = ctypes.c_int
+        stat_buf = None
+        if os.uname().machine == "x86_64":
+            c_fstat = libc.fstat
+            c_fstat.argtypes = (ctypes.c_int, ctypes.c_void_p)
+            c_fstat.restype = ctypes.c_int
+            stat_buf = ctypes.create_string_buffer(256)
+
+        def identity(fd):
+            if stat_buf is None:
+                st = os.fstat(fd)
+                return (st.st_dev, st.st_ino)
+            if c_fstat(fd, stat_buf) != 0:
+                raise OSError(ctypes.get_errno(), "fstat")
+            # x86_64's struct stat: st_dev, then st_ino, 8 bytes each.
+            return struct.unpack_from("<QQ", stat_buf)
 
         def address(data):
             # Of a bytes object or of the mapped buffer.
@@ -67,43 +87,91 @@ def _alloclab_record():
                 return ctypes.cast(data, ctypes.c_void_p).value
             return ctypes.addressof(ctypes.c_char.from_buffer(data))
 
-        def append(path, data, at=0, n=None, flags=O_APPEND):
-            n = len(data) - at if n is None else n
-            fd = c_open(path, flags, 0o600)
-            if fd < 0:
-                raise OSError(ctypes.get_errno(), "open", os.fsdecode(path))
-            try:
-                ptr = address(data) + at
-                while n > 0:
-                    w = c_write(fd, ptr, n)
-                    if w < 0:
-                        e = ctypes.get_errno()
-                        if e == 4:  # EINTR
-                            continue
-                        raise OSError(e, "write", os.fsdecode(path))
-                    ptr += w
-                    n -= w
-            finally:
-                c_close(fd)
+        def write_all(fd, data, at, n):
+            ptr = address(data) + at
+            while n > 0:
+                w = c_write(fd, ptr, n)
+                if w < 0:
+                    e = ctypes.get_errno()
+                    if e == 4:  # EINTR
+                        continue
+                    raise OSError(e, "write")
+                ptr += w
+                n -= w
 
     except (ImportError, OSError, AttributeError):
-        # No ctypes (a minimal build): the same without the lock held across the calls.
-        def append(path, data, at=0, n=None, flags=O_APPEND):
-            n = len(data) - at if n is None else n
-            fd = os.open(path, flags, 0o600)
+        # No ctypes (a minimal build): os's calls.
+        def identity(fd):
+            st = os.fstat(fd)
+            return (st.st_dev, st.st_ino)
+
+        def write_all(fd, data, at, n):
+            view = memoryview(data)[at : at + n]
+            while view:
+                view = view[os.write(fd, view) :]
+
+    import fcntl
+
+    def high(fd):
+        # The highest free number below the soft limit, out of the program's way (it
+        # gets the lowest free ones): F_DUPFD gives the lowest free at or above a floor.
+        for floor in range(top, max(top - 512, 2), -1):
             try:
-                view = memoryview(data)[at : at + n]
-                while view:
-                    view = view[os.write(fd, view) :]
-            finally:
-                os.close(fd)
+                moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, floor)
+            except OSError:
+                continue
+            os.close(fd)
+            return moved
+        return fd
+
+    class Sink:
+        """One of the recorder's files, by path and by the descriptor it was opened at."""
+
+        __slots__ = ("path", "fd", "ident")
+
+        def __init__(self, path, flags):
+            self.path = path
+            self.fd = None
+            self.ident = None
+            self.reopen(flags)
+
+        def reopen(self, flags=O_APPEND):
+            fd = high(os.open(self.path, flags, 0o600))
+            self.fd, self.ident = fd, identity(fd)
+
+        def ours(self):
+            if self.fd is None:
+                return False
+            try:
+                return identity(self.fd) == self.ident
+            except OSError:
+                return False
+
+        def write(self, data, at=0, n=None):
+            if not self.ours():
+                # Closed or reused by the program: its number is left alone.
+                self.reopen()
+            write_all(self.fd, data, at, len(data) - at if n is None else n)
+
+        def close(self):
+            if self.ours():
+                os.close(self.fd)
+            self.fd = None
+
+    def append(path, data):
+        # A one-off write (the notes): opened, written, closed.
+        fd = os.open(path, O_APPEND | os.O_CREAT, 0o600)
+        try:
+            write_all(fd, data, 0, len(data))
+        finally:
+            os.close(fd)
 
     def note(pid, why):
         # Why this process's lines stop or never started, for the trace to say (one
         # line: time, reason); the program is not told and goes on.
         try:
             line = f"{now()}\t{why}\n".encode("utf-8", "backslashreplace")
-            append(os.fsencode(os.path.join(folder, f"notes-{pid}.txt")), line, flags=O_APPEND | os.O_CREAT)
+            append(os.path.join(folder, f"notes-{pid}.txt"), line)
         except Exception:
             pass
 
@@ -158,9 +226,9 @@ def _alloclab_record():
     free = list(range(slices - 1))
     shared_lock = _thread.allocate_lock()
     table_lock = _thread.allocate_lock()
-    # The two files (records, code table) by path; code-table lines wait in `pending`
-    # and go out before any records that could name them.
-    paths = [None, None]
+    # The two files (records, code table); code-table lines wait in `pending` and go out
+    # before any records that could name them.
+    sinks = [None, None]
     pending = []
     active = [False]
     count = [0]
@@ -178,7 +246,7 @@ def _alloclab_record():
                 return
             data = b"".join(pending)
             pending.clear()
-        append(paths[1], data)
+        sinks[1].write(data)
 
     class Slice:
         __slots__ = ("index", "start", "n", "gen", "pid", "__weakref__")
@@ -195,11 +263,11 @@ def _alloclab_record():
             # handler's) writes nothing twice.
             n = self.n
             self.n = 0
-            if paths[0] is None:
+            if sinks[0] is None:
                 return
             write_codes()
             if n:
-                append(paths[0], buf, self.start, n)
+                sinks[0].write(buf, self.start, n)
 
         def __del__(self):
             # The thread ended: its records out, its slice free for another thread.
@@ -215,11 +283,24 @@ def _alloclab_record():
                 free.append(self.index)
 
     def open_files():
+        # Files of their own per process, and per program a process runs: an image
+        # exec'd into the same pid writes lines-PID.1.bin, not over its predecessor's.
         pid = os.getpid()
-        paths[0] = os.fsencode(os.path.join(folder, f"lines-{pid}.bin"))
-        paths[1] = os.fsencode(os.path.join(folder, f"codes-{pid}.tsv"))
-        append(paths[0], b"", flags=O_CREATE)
-        append(paths[1], b"", flags=O_CREATE)
+        k = 0
+        while True:
+            stem = str(pid) if k == 0 else f"{pid}.{k}"
+            try:
+                sinks[0] = Sink(os.path.join(folder, f"lines-{stem}.bin"), O_APPEND | os.O_CREAT | os.O_EXCL)
+                break
+            except FileExistsError:
+                k += 1
+        sinks[1] = Sink(os.path.join(folder, f"codes-{stem}.tsv"), O_APPEND | os.O_CREAT | os.O_TRUNC)
+
+    def close_files():
+        for i in (0, 1):
+            if sinks[i] is not None:
+                sinks[i].close()
+                sinks[i] = None
 
     try:
         open_files()
@@ -347,111 +428,134 @@ def _alloclab_record():
     CALLBACKS += [(E.PY_THROW, on_throw), (E.PY_RETURN, on_leave), (E.PY_YIELD, on_leave)]
     CALLBACKS += [(E.PY_UNWIND, on_unwind)]
 
+    # The program's own callbacks on an id the recorder takes (registering on a free id
+    # is allowed): put back when the recorder leaves it, given as the program's meanwhile.
+    displaced = {}
+
     def attach(t):
         real["use_tool_id"](t, "alloclab")
+        kept = {}
         for e, f in CALLBACKS:
-            real["register_callback"](t, e, f)
+            old = real["register_callback"](t, e, f)
+            if old is not None:
+                kept[e] = old
+        displaced.clear()
+        displaced.update(kept)
         tool[0] = t
 
     def detach(t):
         # Before 3.14 freeing an id leaves its events and callbacks in place: cleared
-        # here, so that none of the recorder's stays on an id the program takes.
+        # here (the program's own put back), so that none of the recorder's stays on an
+        # id the program takes.
         real["set_events"](t, 0)
         for e, _ in CALLBACKS:
-            real["register_callback"](t, e, None)
+            real["register_callback"](t, e, displaced.pop(e, None))
+        for e, f in displaced.items():
+            real["register_callback"](t, e, f)
+        displaced.clear()
         real["free_tool_id"](t)
 
     attach(tool[0])
 
     # sys.monitoring as the program sees it: on the recorder's id, each function does
     # what it does on a free id (the same errors, checked by the real functions where
-    # they check arguments); on any other id, the real function itself.
+    # they check arguments); any other call — another id, keywords, a wrong number of
+    # arguments — is the real function's own.
     index = operator.index
-    waiting = {}  # callbacks the program registered for the recorder's id before using it
 
-    def ours(tool_id):
-        return tool[0] is not None and index(tool_id) == tool[0]
+    def ours(args, kwargs, n):
+        # Whether this is a well-formed call on the recorder's id.
+        if kwargs or len(args) != n or tool[0] is None:
+            return False
+        return index(args[0]) == tool[0]
 
-    def get_tool(tool_id, /):
-        if ours(tool_id):
+    def get_tool(*args, **kwargs):
+        if ours(args, kwargs, 1):
             return None
-        return real["get_tool"](tool_id)
+        return real["get_tool"](*args, **kwargs)
 
-    def use_tool_id(tool_id, name, /):
-        if ours(tool_id):
-            if not isinstance(name, str):
+    def use_tool_id(*args, **kwargs):
+        if ours(args, kwargs, 2):
+            if not isinstance(args[1], str):
                 raise ValueError("tool name must be a str")
-            t = tool[0]
             give_way()
-            for e, f in waiting.items():
-                real["register_callback"](t, e, f)
-            waiting.clear()
-        return real["use_tool_id"](tool_id, name)
+        return real["use_tool_id"](*args, **kwargs)
 
     def give_way():
         # The program asks for the recorder's id: the recorder moves to a free one with
-        # its events, or stops where none is free.
+        # its events, or stops where none is free; the program's callbacks on the id
+        # are there for it.
         old = tool[0]
         events = real["get_events"](old)
         new = free_id(old)
+        program_old = dict(displaced)
         if new is None:
             halt(f"the program took sys.monitoring tool id {old} and every other id was in use: its lines stop there")
             tool[0] = None
-        else:
-            attach(new)
-            real["set_events"](new, events)
+            detach(old)
+            return
+        real["set_events"](old, 0)
+        attach(new)
+        program_new = dict(displaced)
+        real["set_events"](new, events)
+        displaced.clear()
+        displaced.update(program_old)
         detach(old)
+        displaced.update(program_new)
 
-    def free_tool_id(tool_id, /):
-        if ours(tool_id):
+    def free_tool_id(*args, **kwargs):
+        if ours(args, kwargs, 1):
             return None
-        return real["free_tool_id"](tool_id)
+        return real["free_tool_id"](*args, **kwargs)
 
-    def register_callback(tool_id, event, func, /):
-        if ours(tool_id):
-            t = tool[0]
+    def register_callback(*args, **kwargs):
+        if ours(args, kwargs, 3):
+            t, event, func = tool[0], args[1], args[2]
             # The event checked as the real function checks it (ours swapped out and
-            # back), the program's callback kept for when it takes the id.
+            # back); the program's callback kept for when it takes the id.
             mine = real["register_callback"](t, event, None)
             real["register_callback"](t, event, mine)
-            old = waiting.get(event)
-            waiting[event] = func
+            old = displaced.get(event)
+            if func is None:
+                displaced.pop(event, None)
+            else:
+                displaced[event] = func
             return old
-        return real["register_callback"](tool_id, event, func)
+        return real["register_callback"](*args, **kwargs)
 
-    def get_events(tool_id, /):
-        if ours(tool_id):
+    def get_events(*args, **kwargs):
+        if ours(args, kwargs, 1):
             return 0
-        return real["get_events"](tool_id)
+        return real["get_events"](*args, **kwargs)
 
-    def set_events(tool_id, event_set, /):
-        if ours(tool_id):
+    def set_events(*args, **kwargs):
+        if ours(args, kwargs, 2):
             t = tool[0]
             current = real["get_events"](t)
-            real["set_events"](t, event_set)  # its own check of the set
+            real["set_events"](t, args[1])  # its own check of the set
             real["set_events"](t, current)
             raise ValueError(f"tool {t} is not in use")
-        return real["set_events"](tool_id, event_set)
+        return real["set_events"](*args, **kwargs)
 
-    def get_local_events(tool_id, code, /):
-        if ours(tool_id):
-            real["get_local_events"](tool[0], code)  # its own check of the code
+    def get_local_events(*args, **kwargs):
+        if ours(args, kwargs, 2):
+            real["get_local_events"](tool[0], args[1])  # its own check of the code
             return 0
-        return real["get_local_events"](tool_id, code)
+        return real["get_local_events"](*args, **kwargs)
 
-    def set_local_events(tool_id, code, event_set, /):
-        if ours(tool_id):
+    def set_local_events(*args, **kwargs):
+        if ours(args, kwargs, 3):
             t = tool[0]
-            current = real["get_local_events"](t, code)
-            real["set_local_events"](t, code, event_set)
-            real["set_local_events"](t, code, current)
+            current = real["get_local_events"](t, args[1])
+            real["set_local_events"](t, args[1], args[2])
+            real["set_local_events"](t, args[1], current)
             raise ValueError(f"tool {t} is not in use")
-        return real["set_local_events"](tool_id, code, event_set)
+        return real["set_local_events"](*args, **kwargs)
 
-    def clear_tool_id(tool_id, /):
-        if ours(tool_id):
+    def clear_tool_id(*args, **kwargs):
+        if ours(args, kwargs, 1):
             return None
-        return real["clear_tool_id"](tool_id)
+        return real["clear_tool_id"](*args, **kwargs)
 
     for f in (
         get_tool,
@@ -470,32 +574,39 @@ def _alloclab_record():
             f.__doc__ = real[f.__name__].__doc__
             setattr(mon, f.__name__, f)
 
+    def write_out():
+        # Every slice's records and the code table out, with the stop record: what an
+        # exit (or an exec) leaves is whole.
+        if tool[0] is not None:
+            real["set_events"](tool[0], 0)
+        was = active[0]
+        active[0] = True
+        put(3, finish.__code__, 0)
+        active[0] = False
+        for sl in list(live.values()) + [shared]:
+            sl.flush()
+        return was
+
     def finish():
         # The last of the exit handlers (registered first): what the interpreter does
         # after it (module teardown, native libraries' exit code) has no Python line.
-        if paths[0] is None:
+        if sinks[0] is None:
             return
         try:
-            if tool[0] is not None:
-                real["set_events"](tool[0], 0)
-            active[0] = True
-            put(3, finish.__code__, 0)
-            active[0] = False
-            for sl in list(live.values()) + [shared]:
-                sl.flush()
+            write_out()
             with table_lock:
                 pending.append(b"end\n")
             write_codes()
         except Exception:
             pass
-        paths[0] = paths[1] = None
+        close_files()
 
     def in_child():
         # A forked child: its own files and code table, none of the parent's records,
         # one thread (the others are gone), and the stack it was forked in (outermost
         # first) as its first records.
         nonlocal shared_lock, table_lock
-        if tool[0] is None or paths[0] is None:
+        if tool[0] is None or sinks[0] is None:
             return
         was = active[0]
         active[0] = False
@@ -512,10 +623,13 @@ def _alloclab_record():
         local.busy = False
         codes.clear()
         pending.clear()
+        # The parent's descriptors, inherited: closed (only where they are still the
+        # recorder's files) before the child's own are made.
+        close_files()
         try:
             open_files()
         except OSError as e:
-            paths[0] = paths[1] = None
+            close_files()
             note(os.getpid(), f"the recorder's files could not be made ({e}): no lines recorded")
             return
         if not was:
@@ -537,16 +651,44 @@ def _alloclab_record():
 
     os.register_at_fork(after_in_child=in_child)
     # os._exit skips the exit handlers (multiprocessing's forked workers end so): the
-    # records are written first — only once the call is one that exits (a status the
-    # real os._exit refuses raises its own error and the recorder goes on).
+    # records are written first — only when the call is one that exits (a plain int in
+    # range; anything else goes to the real os._exit untouched, whose own error the
+    # program then gets, the recorder going on).
     real_exit = os._exit
 
-    def _exit(status, /):
-        code = index(status)
-        if -(2**31) <= code < 2**31:
+    def _exit(*args, **kwargs):
+        status = kwargs.get("status", args[0] if args else None)
+        if type(status) is int and -(2**31) <= status < 2**31 and len(args) + len(kwargs) == 1:
             finish()
-        real_exit(status)
+        real_exit(*args, **kwargs)
 
+    # An exec replaces the program: its records are written first; where the exec fails
+    # the recorder goes on in the same files.
+    def exec_wrapper(real_exec):
+        def exec_(*args, **kwargs):
+            recording = False
+            if sinks[0] is not None:
+                try:
+                    recording = write_out()
+                    write_codes()
+                except Exception:
+                    pass
+            try:
+                return real_exec(*args, **kwargs)
+            finally:
+                # Only reached where the exec failed.
+                if recording and tool[0] is not None:
+                    active[0] = True
+                    real["set_events"](tool[0], EVENTS)
+
+        exec_.__name__ = exec_.__qualname__ = real_exec.__name__
+        exec_.__module__ = real_exec.__module__
+        exec_.__doc__ = real_exec.__doc__
+        return exec_
+
+    for name in ("execv", "execve"):
+        if hasattr(os, name):
+            setattr(os, name, exec_wrapper(getattr(os, name)))
     _exit.__name__ = _exit.__qualname__ = "_exit"
     _exit.__module__ = real_exit.__module__
     _exit.__doc__ = real_exit.__doc__

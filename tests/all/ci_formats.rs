@@ -728,7 +728,18 @@ fn output_that_cannot_be_written_is_an_error() {
         "{}",
         stderr(&o)
     );
-    // Help and version pages are output too.
+    // Help and version pages are output too: refused with nowhere to go, a failure where
+    // they cannot be written.
+    for args in [&["--help"][..], &["--version"], &["compare", "--help"]] {
+        let o = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(r#"exec "$0" "$@" >&-"#)
+            .arg(&lab)
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+    }
     for args in [&["--help"][..], &["--version"], &["compare", "--help"]] {
         let full = std::fs::OpenOptions::new()
             .write(true)

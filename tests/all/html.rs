@@ -628,3 +628,59 @@ fn an_index_of_a_run_all_killed_early_takes_no_answer_from_elsewhere() {
         "{html}"
     );
 }
+
+/// What is not measured is not stated, with nothing killed either: a knob set whose
+/// experiment has no cell of its allocator's defaults is "not compared" (never "changed
+/// nothing"); the founding verdict is one thread's, never two threads'; a folder another
+/// alloclab is writing now is said to be still going, not stopped.
+#[test]
+fn an_index_states_only_what_its_folders_measured() {
+    use alloclab::export::folder::{Claim, Folder, Kind};
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results");
+    let budget = "\n[budget]\nmin_time = 0\nmin_iters = 5\nmax_iters = 5\nwarmup_time = 0\nwarmup_iters = 2\n";
+    let mut exps = Vec::new();
+    for (name, text) in [
+        ("numpy-temporaries", "workloads = [\"scale\"]\nvariants = [\"in-place\", \"out-of-place\"]\nallocators = [\"system\"]\nthreads = [2]\nsizes = [\"1e6\"]\n"),
+        ("tunables", "workloads = [\"scale\"]\nvariants = [\"out-of-place\"]\nallocators = [\"system:top_pad=64M\"]\nsizes = [\"1e6\"]\n"),
+    ] {
+        let exp = dir.path().join(format!("{name}.toml"));
+        std::fs::write(&exp, format!("description = \"{name}\"\n{text}{budget}")).unwrap();
+        exps.push(exp);
+    }
+    let mut args = vec![
+        "run",
+        "--no-calibration",
+        "--out",
+        results.to_str().unwrap(),
+    ];
+    args.extend(exps.iter().map(|e| e.to_str().unwrap()));
+    let o = lab(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // A folder being written by another alloclab (this test holds its lock).
+    let mut busy = Folder::open(&results.join("threads"), Kind::Run, Claim::Own).unwrap();
+    busy.start(true).unwrap();
+    let o = lab(&["report", results.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = std::fs::read_to_string(results.join("index.html")).unwrap();
+    let answer = &html[html.find(r#"<section id="answer">"#).unwrap()..];
+    let answer = &answer[..answer.find("</section>").unwrap()];
+    assert!(
+        !answer.contains("slower") && !answer.contains("faster"),
+        "two threads' verdict: {answer}"
+    );
+    assert!(
+        html.contains("Not compared (the experiment has no cell of their allocator's defaults)"),
+        "{html}"
+    );
+    assert!(!html.contains("No knob set changed"), "{html}");
+    assert!(
+        html.contains(&format!(
+            "its run is still going (alloclab pid {} is writing it)",
+            std::process::id()
+        )),
+        "{html}"
+    );
+    assert!(!html.contains("stopped before it wrote its plan"), "{html}");
+    drop(busy);
+}

@@ -246,7 +246,13 @@ fn bad_experiment_files_name_the_line_and_write_nothing() {
     // is refused, and nothing beside --out is touched (`...toml`'s stem is `..`).
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("REPORT.md"), "mine").unwrap();
-    for name in ["...toml", ".hidden.toml", "index.html.toml"] {
+    for name in [
+        "...toml",
+        ".hidden.toml",
+        "index.html.toml",
+        "folder.json.toml",
+        "é.toml",
+    ] {
         let exp = dir.path().join(name);
         std::fs::write(&exp, TINY).unwrap();
         let out = dir.path().join("out");
@@ -263,7 +269,7 @@ fn bad_experiment_files_name_the_line_and_write_nothing() {
         assert_eq!(o.status.code(), Some(2), "{name}");
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(
-            err.contains("the file name must start with a letter or digit"),
+            err.contains("the file name must start with an ASCII letter or digit"),
             "{err}"
         );
         assert!(!out.exists(), "{name}: nothing is written");

@@ -1424,4 +1424,12 @@ fn a_hostile_program_runs_traced_as_untraced() {
     assert_eq!(stdout(&untraced), stdout(&traced));
     assert!(rec.notes.is_empty(), "{:?}", rec.notes);
     assert_eq!(executions_of(&rec, &script, "# AFTER-EXIT"), 1);
+    // An exec into the same pid: the lines before it are kept, beside the new program's.
+    let (untraced, traced, rec) = recorded(&python, &script, &["exec".as_ref()]);
+    assert!(traced.status.success(), "{}", stderr(&traced));
+    assert_eq!(stdout(&untraced), stdout(&traced));
+    assert_eq!(executions_of(&rec, &script, "# BEFORE-EXEC"), 2000);
+    assert_eq!(executions_of(&rec, &script, "# AFTER-EXEC"), 1);
+    assert_eq!(rec.processes.len(), 2, "{:?}", rec.processes);
+    assert!(rec.processes.iter().all(|p| p.1), "{:?}", rec.processes);
 }

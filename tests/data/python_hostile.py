@@ -1,11 +1,13 @@
 # A program of the lab's tests that does what a traced program may do to descriptors,
 # sys.monitoring and os._exit; traced, it must print and write what it does untraced.
 #   dup2 LOG     a thread makes new functions (the recorder writes its code table) while
-#                the main thread dup2s the log onto high numbers and writes it
+#                the main thread dup2s the log onto high numbers and onto 4, writes it
+#                and closes them, threads switching as often as they can
 #   numbers LOG  takes descriptors 950-1023, opens two files and says their numbers,
 #                then writes into every descriptor from 3 to 1099
 #   api          sys.monitoring called as a program may, errors included
 #   exit         os._exit with a status it refuses, then goes on
+#   exec         runs lines, then execs itself (the same pid) to run more
 import os
 import sys
 import threading
@@ -25,12 +27,15 @@ if mode == "dup2":
 
     t = threading.Thread(target=make)
     t.start()
+    sys.setswitchinterval(1e-6)  # threads switch as often as they can
     for i in range(5000):
         os.dup2(fd, 960)
         os.dup2(fd, 961)
-        os.write(fd, b"B %d\n" % i)
+        os.dup2(fd, 4)
+        os.write(4, b"B %d\n" % i)
         os.close(960)
         os.close(961)
+        os.close(4)
     stop.append(1)
     t.join()
     os.close(fd)
@@ -86,3 +91,10 @@ elif mode == "exit":
         print("refused:", e)
     blocks = [bytearray(1 << 20) for _ in range(8)]  # AFTER-EXIT
     print(len(blocks))
+elif mode == "exec":
+    total = 0
+    for i in range(2000):
+        total += i  # BEFORE-EXEC
+    os.execv(sys.executable, [sys.executable, __file__, "execed"])
+elif mode == "execed":
+    print(sum(range(100)))  # AFTER-EXEC
