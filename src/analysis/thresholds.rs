@@ -375,7 +375,7 @@ fn thresholds_of(label: &str, live: Option<u64>) -> Vec<Threshold> {
                     human(t),
                     if knob("oversize_threshold").is_some() { ", set" } else { "" }
                 ),
-                effect: "from a request whose size with its page of cache-oblivious padding passes the size class below it, the buffer freed and merged with the free extents beside it in its thread's arena makes an extent that reaches the threshold, which jemalloc purges at once (extent_record → extent_maximally_purge) instead of letting it decay: the pages are given back with madvise and faulted in again (the request itself stays in the thread's arena; only requests of the threshold and more go to the huge arena)",
+                effect: "the freed buffer, merged with the free extents beside it in its thread's arena (not the huge arena: the request is below the threshold), reaches it, and jemalloc purges that extent at once (extent_maximally_purge) instead of letting it decay: its pages are given back with madvise and faulted in again",
                 request_bytes: request,
                 window_bytes: 0,
                 per_element: BYTES_PER_ELEMENT,
