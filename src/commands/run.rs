@@ -96,7 +96,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     } else {
         calibration(&workers, min_time, rounds)
     };
-    // Runs differ by orders of magnitude (32 to 2^27 elements): the ETA learns what each
+    // Runs differ by orders of magnitude (32 to 2^24 elements in the size sweep): the ETA learns what each
     // kind costs as they run (see `plan_eta`).
     let processes: u64 = experiments.iter().map(Experiment::process_count).sum();
     let mut progress = Progress::planned(processes as usize, plan_eta(&experiments));

@@ -18,11 +18,12 @@ pub struct Budget {
 
 /// Seconds one element costs per iteration, as a rough guide for progress estimates only
 /// (the founding case at 1e6 elements: 0.4–0.6 ms in place, 5–13 ms when it faults; the
-/// size sweep at 2^27 elements: ≈ 4 ns per element, measured with `make run-all`).
+/// size sweep at 2^27 elements: ≈ 4 ns per element, measured with `make run-all` when the
+/// sweep went that far).
 const GUIDE_S_PER_ELEMENT: f64 = 4e-9;
 /// Seconds a run costs besides its phases: the worker's start, calibration, input set-up
 /// and exit, and the driver saving its record and histogram files (fsync'd). Measured:
-/// `make run-all`'s 1,140 processes took ≈ 0.25 s each beyond their budgets here.
+/// `make run-all`'s 1,140 processes (before the sweep ended at 2^24) took ≈ 0.25 s each beyond their budgets here.
 const GUIDE_PROCESS_S: f64 = 0.25;
 
 impl Budget {
