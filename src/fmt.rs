@@ -209,9 +209,79 @@ pub fn counted(n: usize, one: &str, many: &str) -> String {
     }
 }
 
+/// `text` wrapped at spaces into lines of at most `width` characters, the first line
+/// starting with `first` and the others with `rest` (a word longer than a line stands
+/// alone on its line). Every line ends with a newline.
+pub fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
+    let mut out = String::new();
+    let mut line = first.to_string();
+    let mut len = first.chars().count();
+    let mut empty = true;
+    for word in text.split_whitespace() {
+        let w = word.chars().count();
+        if !empty && len + 1 + w > width {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            line = rest.to_string();
+            len = rest.chars().count();
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+            len += 1;
+        }
+        line.push_str(word);
+        len += w;
+        empty = false;
+    }
+    out.push_str(line.trim_end());
+    out.push('\n');
+    out
+}
+
+/// The width the console's text is laid out in: `COLUMNS` when set (at least 40), else
+/// the terminal's width when standard output is one, else 100.
+pub fn screen_width() -> usize {
+    if let Some(n) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+    {
+        return n.max(40);
+    }
+    // SAFETY: winsize is plain integers, for which all zeroes is a valid value.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    // SAFETY: TIOCGWINSZ writes one winsize into `ws`, which lives through the call, for
+    // a terminal, and fails without writing otherwise.
+    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
+    if ok && ws.ws_col >= 40 {
+        ws.ws_col as usize
+    } else {
+        100
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wrapped_text_keeps_every_word_within_the_width() {
+        let text = "glibc gives the top of the heap back with brk after the frees (a trim) and grows it again for the next iteration";
+        let w = wrap(text, 40, "why: ", "     ");
+        assert!(w.lines().all(|l| l.chars().count() <= 40), "{w}");
+        assert!(w.starts_with("why: glibc gives"), "{w}");
+        assert!(
+            w.lines()
+                .skip(1)
+                .all(|l| l.starts_with("     ") && !l.starts_with("      ")),
+            "{w}"
+        );
+        let words: Vec<&str> = w.split_whitespace().collect();
+        assert_eq!(words[1..].join(" "), text);
+        // A word longer than the line stands alone and is not cut.
+        let long = wrap("a verylongwordthatdoesnotfit b", 10, "", "");
+        assert_eq!(long, "a\nverylongwordthatdoesnotfit\nb\n");
+    }
 
     #[test]
     fn escape_sequences_and_controls_are_removed() {

@@ -1,5 +1,6 @@
 //! Pure functions on measured data: explanations, jumps and cliffs, tune verdicts.
 
+pub mod answer;
 pub mod calibration;
 pub mod cells;
 pub mod cliff;

@@ -440,6 +440,8 @@ pub fn run(args: CompareArgs) -> Result<()> {
         args.noise_threshold * 100.0
     );
     let mut lines = explain::cell_explanations(&cells, &rows, args.noise_threshold);
+    // The lines after these are notes (disagreements, rounds, order, noise).
+    let explained = lines.len();
     lines.extend(
         cells::disagreements(&rows)
             .into_iter()
@@ -466,12 +468,25 @@ pub fn run(args: CompareArgs) -> Result<()> {
     if !rows.is_empty() {
         let out = CompareRow::rows(&rows, &ran);
         super::print_out(&match args.format {
-            Format::Table => {
-                let screen = table::compare_screen(&outcomes, &rows, &method, &lines, args.verbose);
+            Format::Table if args.verbose => {
+                let screen = table::compare_screen(&outcomes, &rows, &method, &lines, true);
                 match &incomplete {
                     Some(note) => format!("{note}\n{screen}"),
                     None => screen,
                 }
+            }
+            Format::Table => {
+                let answer = crate::analysis::answer::of_cells(&cells, &rows, args.noise_threshold);
+                answer_screen(
+                    &answer,
+                    &outcomes,
+                    &rows,
+                    &ran,
+                    &args,
+                    &method,
+                    &lines[explained..],
+                    incomplete.as_deref(),
+                )
             }
             Format::Markdown => match &incomplete {
                 Some(note) => format!(
@@ -491,6 +506,8 @@ pub fn run(args: CompareArgs) -> Result<()> {
     if let Some(path) = &args.html {
         write_html(
             path,
+            &all,
+            &crate::analysis::answer::of_cells(&cells, &rows, args.noise_threshold),
             &outcomes,
             &rows,
             &method,
@@ -517,6 +534,59 @@ pub fn run(args: CompareArgs) -> Result<()> {
     super::failed_runs(failed, rows.len(), "cells")
 }
 
+/// compare's first screen in the reader's width: the answer (each variant against
+/// in-place with its cause and what removes it, each allocator against the fastest),
+/// the table that fits, the notes, and how it was measured; `--verbose` has every column.
+#[allow(clippy::too_many_arguments)]
+fn answer_screen(
+    answer: &crate::analysis::answer::Answer,
+    outcomes: &[Outcome],
+    rows: &[SummaryRow],
+    ran: &Ran,
+    args: &CompareArgs,
+    method: &str,
+    notes: &[String],
+    incomplete: Option<&str>,
+) -> String {
+    use crate::fmt::wrap;
+    let width = crate::fmt::screen_width();
+    let mut s = String::new();
+    if let Some(note) = incomplete {
+        s.push_str(&wrap(note, width, "", "  "));
+    }
+    let heading = format!(
+        "{}, {} elements, {}: each variant against in-place, each allocator against the fastest ({} intervals of paired rounds)",
+        args.workload,
+        crate::fmt::group_thousands(args.size as i64),
+        crate::fmt::counted(ran.per_cell.iter().min().copied().unwrap_or(0), "process per cell", "processes per cell"),
+        level_text()
+    );
+    s.push_str(&crate::export::answer::console(answer, &heading, width));
+    s.push('\n');
+    s.push_str(&table::to_compact_table(rows));
+    let unavailable = explain::unavailable_notes(outcomes);
+    if !notes.is_empty() || !unavailable.is_empty() {
+        s.push('\n');
+    }
+    for n in notes.iter().chain(
+        &unavailable
+            .iter()
+            .map(|n| format!("note: {n}"))
+            .collect::<Vec<_>>(),
+    ) {
+        s.push_str(&wrap(n, width, "", "  "));
+    }
+    s.push('\n');
+    s.push_str(&wrap(method, width, "", "  "));
+    s.push_str(&wrap(
+        "every column, each run's allocator statistics and the machine: --verbose; every figure: --format csv or json",
+        width,
+        "",
+        "  ",
+    ));
+    s
+}
+
 /// compare's rows in a CI service's format (`--format bmf` or `github-action-benchmark`),
 /// with the testbed, the allocators' versions and what the bounds are on stderr. The
 /// testbed is the machine the workers ran on (the first record's environment).
@@ -541,8 +611,11 @@ fn ci_text(format: Format, rows: &[SummaryRow], outcomes: &[Outcome], ran: &Ran)
 /// compare's report.html: the table's screen, its findings and the cells' charts; an
 /// incomplete session's note heads the title, the environment, the findings and the
 /// table.
+#[allow(clippy::too_many_arguments)]
 fn write_html(
     path: &std::path::Path,
+    all: &[Cell],
+    answer: &crate::analysis::answer::Answer,
     outcomes: &[Outcome],
     rows: &[SummaryRow],
     method: &str,
@@ -576,8 +649,30 @@ fn write_html(
             crate::fmt::group_thousands(args.size as i64)
         ),
         environment,
-        answer: Default::default(),
-        sections: Vec::new(),
+        answer: {
+            let mut lines = answer.sentences();
+            let more = lines.len().saturating_sub(crate::export::headlines::MOST);
+            lines.truncate(crate::export::headlines::MOST);
+            crate::export::headlines::Answer {
+                lines,
+                more,
+                incomplete: incomplete.map(str::to_string),
+            }
+        },
+        sections: all
+            .iter()
+            .find(|c| !c.runs.is_empty())
+            .map(|c| {
+                crate::export::index::heat_table_of(
+                    all,
+                    args.processes,
+                    args.noise_threshold,
+                    &c.spec,
+                    "every",
+                )
+            })
+            .into_iter()
+            .collect(),
         findings,
         figures: html::cell_figures(rows),
         drawings: Vec::new(),

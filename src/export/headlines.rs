@@ -10,11 +10,11 @@
 //! variant), each with its interval (or why there is none) and the mechanism its counts
 //! show. Everything else stays in the findings below it.
 
+use crate::analysis::answer::{mechanism, mechanism_against, phrase, Counts};
 use crate::analysis::cells;
 use crate::analysis::cliff::FoundCliff;
 use crate::analysis::stats::Verdict;
 use crate::analysis::thresholds::{self, Cause};
-use crate::export::index::{mechanism, mechanism_against, phrase, Counts};
 use crate::export::plots::sizes_of_interest;
 use crate::export::results::Loaded;
 use crate::fmt::{fmt_count, group_thousands, human_bytes};

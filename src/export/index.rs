@@ -8,8 +8,8 @@
 //! whose folder is missing or incomplete says so instead of a figure. The page is written
 //! by [`crate::export::folder::write_index`], which replaces only an index the lab wrote.
 
+use crate::analysis::answer::{mechanism, phrase, Counts};
 use crate::analysis::cells;
-use crate::analysis::explain::describe;
 use crate::analysis::stats::{Comparison, Verdict};
 use crate::analysis::thresholds::{self, Cause};
 use crate::export::escape_markup as esc;
@@ -172,146 +172,6 @@ fn cell<'a>(cells: &'a [Cell], label: &str, variant: Variant, size: u64) -> Opti
     })
 }
 
-/// A cell's counts per iteration, as the mechanism reads them.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Counts {
-    faults: f64,
-    brk: f64,
-    mmap: f64,
-    munmap: f64,
-    madvise: f64,
-}
-
-impl Counts {
-    pub(crate) fn of(r: &SummaryRow) -> Self {
-        Counts {
-            faults: r.minflt_per_iter.unwrap_or(0.0),
-            brk: r.brk_per_iter.unwrap_or(0.0),
-            mmap: r.mmap_per_iter.unwrap_or(0.0),
-            munmap: r.munmap_per_iter.unwrap_or(0.0),
-            madvise: r.madvise_per_iter.unwrap_or(0.0),
-        }
-    }
-}
-
-/// How a cell's counts say it gets its memory back every iteration, if they do.
-fn how(c: Counts, allocator: &str) -> Option<&'static str> {
-    if c.brk >= 0.5 && allocator.starts_with("system") {
-        Some("glibc gives the top of the heap back with brk after the frees (a trim) and grows it again for the next iteration")
-    } else if c.madvise >= 0.5 {
-        Some("the freed pages are given back to the kernel with madvise and faulted in again")
-    } else if c.munmap >= 0.5 {
-        Some("each buffer is mapped and unmapped again")
-    } else if c.faults >= 1.0 {
-        Some("the pages are faulted in again")
-    } else {
-        None
-    }
-}
-
-/// What the counts say moved between `base` and `other`, per iteration: more faults and
-/// calls (and how the allocator makes them), fewer (and how the base made them), or
-/// neither.
-pub(crate) fn mechanism(base: Counts, other: Counts, allocator: &str) -> String {
-    mechanism_against(base, other, allocator, "in place")
-}
-
-/// [`mechanism`] against a base named `against` ("in place", "with system's defaults").
-pub(crate) fn mechanism_against(
-    base: Counts,
-    other: Counts,
-    allocator: &str,
-    against: &str,
-) -> String {
-    let faults = other.faults - base.faults;
-    let calls = |sign: f64| -> Vec<String> {
-        [
-            ("brk", other.brk - base.brk),
-            ("mmap", other.mmap - base.mmap),
-            ("munmap", other.munmap - base.munmap),
-            ("madvise", other.madvise - base.madvise),
-        ]
-        .iter()
-        .filter(|(_, v)| sign * v >= 0.5)
-        .map(|(n, v)| format!("{} {n}", fmt_count(v.abs())))
-        .collect()
-    };
-    let (more, fewer) = (calls(1.0), calls(-1.0));
-    let listed = |c: &[String], none: &str| {
-        if c.is_empty() {
-            none.to_string()
-        } else {
-            c.join(", ")
-        }
-    };
-    if faults >= 1.0 {
-        return format!(
-            "{} more page faults ({} faulted in again) and {} per iteration: {}",
-            fmt_count(faults),
-            human_bytes((faults * 4096.0) as u64),
-            listed(&more, "no more memory syscalls"),
-            how(other, allocator).unwrap_or("the pages are faulted in again")
-        );
-    }
-    if faults <= -1.0 {
-        return format!(
-            "{} fewer page faults ({} not faulted in again) and {} per iteration: {against}, {}",
-            fmt_count(-faults),
-            human_bytes((-faults * 4096.0) as u64),
-            listed(&fewer, "no fewer memory syscalls"),
-            how(base, allocator).unwrap_or("the pages are faulted in again")
-        );
-    }
-    // Calls without faults: the counts show the calls, nothing faulted in again.
-    if !more.is_empty() || !fewer.is_empty() {
-        return format!(
-            "{}{}{} per iteration, and no difference in page faults",
-            listed(&more, ""),
-            if more.is_empty() || fewer.is_empty() {
-                ""
-            } else {
-                " more and "
-            },
-            if fewer.is_empty() {
-                " more".to_string()
-            } else {
-                format!("{} fewer", fewer.join(", "))
-            }
-        );
-    }
-    format!("the same page faults and memory syscalls as {against}: the counts do not explain the difference")
-}
-
-/// A comparison in words that read in a sentence: "17.00x slower [16.80x, 17.13x]", or
-/// where there is no verdict, the ratio as faster or slower and why there is none.
-pub(crate) fn phrase(c: &Comparison) -> String {
-    match c.verdict {
-        Some(Verdict::Slower | Verdict::Faster | Verdict::NoSignificantDifference) => describe(c),
-        _ => {
-            let faster = c.ratio < 1.0;
-            let (x, word) = if faster {
-                (1.0 / c.ratio, "faster")
-            } else {
-                (c.ratio, "slower")
-            };
-            match c.interval {
-                Some(ci) => {
-                    let (lo, hi) = if faster {
-                        (1.0 / ci.high, 1.0 / ci.low)
-                    } else {
-                        (ci.low, ci.high)
-                    };
-                    format!(
-                        "{x:.2}x {word} (no verdict: [{lo:.2}x, {hi:.2}x] is only a {:.1} % interval)",
-                        100.0 * ci.coverage
-                    )
-                }
-                None => format!("{x:.2}x {word} (one process: no interval, no verdict)"),
-            }
-        }
-    }
-}
-
 /// The CSS class of a verdict: the heat table's colour (with its word, for readers who
 /// do not see the colour).
 fn class(c: Option<&Comparison>) -> &'static str {
@@ -459,9 +319,26 @@ fn founding(entries: &[Entry], html: &mut String) -> Option<String> {
 /// of `at`): the ratio to that allocator's in-place cell, coloured by its verdict, with
 /// faults per iteration. `id` is the section's id.
 pub(crate) fn heat_table(loaded: &Loaded, at: &crate::model::run::RunSpec, id: &str) -> String {
+    heat_table_of(
+        &loaded.cells,
+        loaded.plan.experiment.processes,
+        THRESHOLD,
+        at,
+        id,
+    )
+}
+
+/// [`heat_table`] of `cells` measured with `processes` per cell, verdicts against a noise
+/// band of ±`threshold` (compare's page, a folder's page).
+pub(crate) fn heat_table_of(
+    cells: &[Cell],
+    processes: u32,
+    threshold: f64,
+    at: &crate::model::run::RunSpec,
+    id: &str,
+) -> String {
     let (size, workload, threads) = (at.size, at.workload, at.threads);
-    let all: Vec<Cell> = loaded
-        .cells
+    let all: Vec<Cell> = cells
         .iter()
         .filter(|c| c.spec.workload == workload && c.spec.threads == threads)
         .cloned()
@@ -478,12 +355,11 @@ pub(crate) fn heat_table(loaded: &Loaded, at: &crate::model::run::RunSpec, id: &
             variants.push(c.spec.variant);
         }
     }
-    let processes = loaded.plan.experiment.processes;
     let how = if processes > 1 {
         format!(
             "median of the per-round ratios, {} interval; a colour and a word for the verdict beyond ±{} %",
             crate::analysis::stats::level_text(),
-            THRESHOLD * 100.0
+            threshold * 100.0
         )
     } else {
         "one process per cell: the ratio of the p50s, no interval and no verdict".to_string()
@@ -524,7 +400,7 @@ pub(crate) fn heat_table(loaded: &Loaded, at: &crate::model::run::RunSpec, id: &
                 );
                 continue;
             }
-            let cmp = base.and_then(|b| cells::compare(b, c, THRESHOLD));
+            let cmp = base.and_then(|b| cells::compare(b, c, threshold));
             let text = cmp.as_ref().map(phrase).unwrap_or_else(|| "no pair".into());
             let _ = write!(
                 t,
@@ -981,41 +857,8 @@ mod tests {
     }
 
     #[test]
-    fn links_are_percent_escaped_and_the_mechanism_names_the_trim() {
+    fn links_are_percent_escaped() {
         assert_eq!(percent_bytes(b"a b"), "a%20b");
         assert_eq!(percent_bytes(b"x\"y\xff/"), "x%22y%FF/");
-        let base = Counts::default();
-        let oop = Counts {
-            faults: 3874.0,
-            brk: 3.0,
-            ..Counts::default()
-        };
-        let m = mechanism(base, oop, "system");
-        assert!(
-            m.starts_with("3,874 more page faults (15.1 MiB faulted in again) and 3.00 brk"),
-            "{m}"
-        );
-        assert!(m.contains("trim"), "{m}");
-        assert!(mechanism(base, base, "system").starts_with("the same page faults"));
-        // Calls alone (snmalloc's out-of-place: a madvise, no fault): no "0 more faults".
-        let calls_only = Counts {
-            madvise: 1.0,
-            ..Counts::default()
-        };
-        assert_eq!(
-            mechanism(base, calls_only, "snmalloc"),
-            "1.00 madvise more per iteration, and no difference in page faults"
-        );
-        // Faster than in place: what in place did that this one does not.
-        let jemalloc_in_place = Counts {
-            faults: 1954.0,
-            madvise: 1.0,
-            ..Counts::default()
-        };
-        let m = mechanism(jemalloc_in_place, base, "jemalloc");
-        assert!(
-            m.starts_with("1,954 fewer page faults (7.6 MiB not faulted in again) and 1.00 madvise per iteration: in place, the freed pages are given back"),
-            "{m}"
-        );
     }
 }

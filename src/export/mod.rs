@@ -2,6 +2,7 @@
 //! Markdown, CSV, JSON, and the CI services' formats), HdrHistogram percentile files and
 //! interval logs, SVG plots, the results folder with its summary and REPORT.md.
 
+pub mod answer;
 pub mod ci;
 pub mod csv;
 pub mod exec;

@@ -13,8 +13,9 @@ const NA: &str = "n/a";
 /// A column: header and how to render a row's cell.
 type Column = (&'static str, fn(&SummaryRow) -> String);
 
-/// The columns shown for `rows`: workload, size and threads only where they vary.
-fn display_columns(rows: &[SummaryRow]) -> Vec<Column> {
+/// The columns shown for `rows`: workload, size and threads only where they vary; all
+/// the counters when `wide`, else the faults and the memory syscalls as one sum.
+fn display_columns(rows: &[SummaryRow], wide: bool) -> Vec<Column> {
     fn opt_count(v: Option<f64>) -> String {
         v.map_or(NA.into(), fmt_count)
     }
@@ -42,13 +43,13 @@ fn display_columns(rows: &[SummaryRow]) -> Vec<Column> {
             r.processes.map_or(NA.into(), |n| n.to_string())
         }));
     }
-    cols.extend::<[Column; 2]>([
-        ("iters", |r| {
+    if wide {
+        cols.push(("iters", |r| {
             r.iterations
                 .map_or(NA.into(), |n| group_thousands(n as i64))
-        }),
-        ("p50", |r| r.p50_ns.map_or(NA.into(), |v| fmt_ns(v as f64))),
-    ]);
+        }));
+    }
+    cols.push(("p50", |r| r.p50_ns.map_or(NA.into(), |v| fmt_ns(v as f64))));
     if replicated {
         // The 95 % interval of the median over processes, as ± the larger side.
         cols.push(("±p50", |r| {
@@ -60,6 +61,26 @@ fn display_columns(rows: &[SummaryRow]) -> Vec<Column> {
                 _ => NA.into(),
             }
         }));
+    }
+    if !wide {
+        cols.extend::<[Column; 3]>([
+            ("faults/it", |r| opt_count(r.minflt_per_iter)),
+            ("mem calls/it", |r| {
+                let calls = [
+                    r.brk_per_iter,
+                    r.mmap_per_iter,
+                    r.munmap_per_iter,
+                    r.madvise_per_iter,
+                    r.mremap_per_iter,
+                ];
+                // Unavailable when any of them is: a partial sum would be a false one.
+                opt_count(calls.iter().copied().sum::<Option<f64>>())
+            }),
+            ("rss_end", |r| {
+                r.rss_end_bytes.map_or(NA.into(), human_bytes)
+            }),
+        ]);
+        return cols;
     }
     cols.extend::<[Column; 9]>([
         ("p99", |r| r.p99_ns.map_or(NA.into(), |v| fmt_ns(v as f64))),
@@ -174,7 +195,17 @@ fn summary_table_rows(rows: &[SummaryRow], cols: &[Column]) -> Vec<TableRow> {
 
 /// Aligned plain-text table, rows in run order; a failed run gets one line with its cause.
 pub fn to_table(rows: &[SummaryRow]) -> String {
-    let cols = display_columns(rows);
+    table_of(rows, true)
+}
+
+/// The table that fits a screen: allocator, variant, p50 and its interval, faults and
+/// memory syscalls per iteration, RSS at the end (the others: [`to_table`]).
+pub fn to_compact_table(rows: &[SummaryRow]) -> String {
+    table_of(rows, false)
+}
+
+fn table_of(rows: &[SummaryRow], wide: bool) -> String {
+    let cols = display_columns(rows, wide);
     let headers: Vec<&str> = cols.iter().map(|(h, _)| *h).collect();
     render_table(
         &headers,
@@ -185,7 +216,7 @@ pub fn to_table(rows: &[SummaryRow]) -> String {
 
 /// GitHub-flavoured Markdown table with the same columns as [`to_table`].
 pub fn to_markdown(rows: &[SummaryRow]) -> String {
-    let cols = display_columns(rows);
+    let cols = display_columns(rows, true);
     let headers: Vec<&str> = cols.iter().map(|(h, _)| *h).collect();
     render_markdown(
         &headers,

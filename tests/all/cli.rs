@@ -208,9 +208,118 @@ fn json_and_csv_carry_every_run_with_the_documented_fields() {
     }
 }
 
+/// The default screen of `compare` at the founding size, in 100 columns: the answer
+/// first (glibc's out-of-place verdict with its interval, the trim in words, what removes
+/// it), then the table that fits, every line within the width.
 #[test]
-fn table_shows_every_run_and_one_explanation_per_allocator() {
-    let o = small_compare("table");
+fn the_first_screen_is_the_answer_in_the_readers_width() {
+    // Six processes per cell: the fewest a 95 % interval needs.
+    let o = Command::new(driver_path())
+        .env("COLUMNS", "100")
+        .args([
+            "compare",
+            "--size",
+            "1000000",
+            "--allocators",
+            "system,mimalloc",
+            "--variants",
+            "in-place,out-of-place",
+            "--min-time",
+            "0.02",
+            "--warmup-time",
+            "0",
+            "--no-adaptive",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8(o.stdout.clone()).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    for l in &lines {
+        assert!(
+            l.chars().count() <= 100,
+            "wider than 100 columns: {l}\n{text}"
+        );
+    }
+    assert!(lines[0].starts_with("scale, 1,000,000 elements"), "{text}");
+    // glibc's verdict opens the answer, with its interval; the cause and the remedy in
+    // words follow within the first 20 lines.
+    let verdict = lines
+        .iter()
+        .position(|l| l.starts_with("system ") && l.contains("out-of-place vs in-place: "))
+        .unwrap_or_else(|| panic!("no verdict for system: {text}"));
+    assert!(verdict <= 3, "{text}");
+    assert!(lines[verdict].contains(" slower ["), "{text}");
+    let first: String = lines[..20.min(lines.len())].join(" ");
+    let words: Vec<&str> = first.split_whitespace().collect();
+    let first = words.join(" ");
+    assert!(first.contains("why: "), "{text}");
+    assert!(first.contains("(a trim)"), "{text}");
+    assert!(
+        first.contains("removed by: mimalloc (out-of-place "),
+        "{text}"
+    );
+    assert!(first.contains("system:top_pad=64M"), "{text}");
+    // Then the table that fits: after the answer, one row per cell.
+    let header = lines
+        .iter()
+        .position(|l| l.starts_with("allocator "))
+        .unwrap_or_else(|| panic!("no table: {text}"));
+    assert!(header > verdict + 3, "{text}");
+    for h in ["p50", "±p50", "faults/it", "mem calls/it", "rss_end"] {
+        assert!(lines[header].contains(h), "{h}: {text}");
+    }
+    assert!(!lines[header].contains("madvise/it"), "{text}");
+    assert_eq!(
+        lines[header + 1..]
+            .iter()
+            .take_while(|l| !l.is_empty())
+            .count(),
+        4,
+        "{text}"
+    );
+    // In 60 columns the answer wraps again (the table keeps its rows).
+    let narrow = Command::new(driver_path())
+        .env("COLUMNS", "60")
+        .args([
+            "compare",
+            "--size",
+            "1000000",
+            "--allocators",
+            "system",
+            "--variants",
+            "in-place,out-of-place",
+            "--min-time",
+            "0.02",
+            "--warmup-time",
+            "0",
+            "--no-adaptive",
+        ])
+        .output()
+        .unwrap();
+    assert!(narrow.status.success(), "{}", stderr(&narrow));
+    let narrow = String::from_utf8(narrow.stdout).unwrap();
+    for l in narrow.lines().take_while(|l| !l.starts_with("allocator ")) {
+        assert!(
+            l.chars().count() <= 60,
+            "wider than 60 columns: {l}\n{narrow}"
+        );
+    }
+}
+
+#[test]
+fn verbose_table_shows_every_run_and_one_explanation_per_allocator() {
+    let o = alloclab(&[
+        "compare",
+        "--size",
+        "5000",
+        "--min-time",
+        "0.02",
+        "--warmup-time",
+        "0",
+        "--no-adaptive",
+        "--verbose",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8(o.stdout.clone()).unwrap();
     for a in ["system", "jemalloc", "mimalloc"] {
@@ -301,15 +410,9 @@ fn crashed_and_garbled_workers_are_reported_and_the_rest_still_shown() {
         4,
         "{text}"
     );
-    let mimalloc_rows = text.lines().filter(|l| {
-        let mut words = l.split_whitespace();
-        words.next() == Some("mimalloc")
-            && matches!(
-                words.next(),
-                Some("in-place" | "out-of-place" | "reuse" | "fused")
-            )
-            && !l.contains("FAILED")
-    });
+    let mimalloc_rows = table_rows(&text, &["mimalloc"])
+        .into_iter()
+        .filter(|l| !l.contains("FAILED"));
     assert_eq!(mimalloc_rows.count(), 4, "{text}");
     assert!(
         stderr(&o).contains("8 of 12 cells failed"),
@@ -486,7 +589,7 @@ fn an_interrupted_compare_says_so_in_every_format() {
             "{format}: {}",
             stderr(&o)
         );
-        let out = String::from_utf8(o.stdout.clone()).unwrap();
+        let out = unwrapped(&String::from_utf8(o.stdout.clone()).unwrap());
         let processes: Vec<u64> = match format {
             "json" => {
                 let rows: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
@@ -613,7 +716,7 @@ fn max_time_bounds_the_planned_rounds_and_says_so() {
     );
     let o = alloclab(&args("table"));
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let out = String::from_utf8(o.stdout).unwrap();
+    let out = unwrapped(&String::from_utf8(o.stdout).unwrap());
     assert!(out.starts_with("incomplete: --max-time 1 s"), "{out}");
     let rounds = out.lines().find(|l| l.starts_with("rounds: ")).unwrap();
     assert!(

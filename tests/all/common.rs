@@ -169,3 +169,34 @@ pub fn json(text: &[u8]) -> serde_json::Value {
     serde_json::from_slice(text)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(text)))
 }
+
+/// The console's text with its wrapped lines joined again: a line that starts with two
+/// spaces continues the one before it.
+pub fn unwrapped(text: &str) -> String {
+    let mut out = String::new();
+    for l in text.lines() {
+        if l.starts_with("  ") && !out.is_empty() {
+            out.pop();
+            out.push(' ');
+            out.push_str(l.trim_start());
+        } else {
+            out.push_str(l);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The rows of a console table whose first word is one of `allocators` and second a
+/// variant (not the answer's lines, whose third word is "vs").
+pub fn table_rows<'a>(text: &'a str, allocators: &[&str]) -> Vec<&'a str> {
+    text.lines()
+        .filter(|l| {
+            let w: Vec<&str> = l.split_whitespace().take(3).collect();
+            w.len() == 3
+                && allocators.contains(&w[0])
+                && ["in-place", "out-of-place", "reuse", "fused"].contains(&w[1])
+                && w[2] != "vs"
+        })
+        .collect()
+}

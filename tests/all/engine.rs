@@ -291,7 +291,7 @@ fn a_blocked_compare_runs_each_allocators_cells_together_and_reverses_them_every
         "7",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stdout = unwrapped(&String::from_utf8_lossy(&o.stdout));
     assert!(
         stdout.contains("interleaved rounds (each allocator's cells together, reversed every second round, order seed 7)"),
         "{stdout}"

@@ -367,16 +367,13 @@ fn compare_shows_the_finished_rows_after_ctrl_c() {
     unsafe { libc::kill(-(driver.id() as i32), libc::SIGINT) };
     let o = driver.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
-    let out = String::from_utf8_lossy(&o.stdout);
+    let out = unwrapped(&String::from_utf8_lossy(&o.stdout));
     assert!(
         out.starts_with("incomplete: interrupted by SIGINT after 2 of 8 runs; of the 2 processes planned per cell, 2 cells have 1 process, 2 have none; the rows are from the finished runs"),
         "{out}"
     );
-    assert!(out.contains("scale · 2,000 elements"), "{out}");
-    let rows: Vec<&str> = out
-        .lines()
-        .filter(|l| l.starts_with("system ") || l.starts_with("mimalloc "))
-        .collect();
+    assert!(out.contains("scale, 2,000 elements"), "{out}");
+    let rows: Vec<&str> = table_rows(&out, &["system", "mimalloc"]);
     assert_eq!(rows.len(), 2, "{out}");
     assert!(rows.iter().all(|r| r.starts_with("system ")), "{out}");
 }

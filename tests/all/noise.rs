@@ -67,11 +67,19 @@ fn calibrate_refuses_noise_options_without_noise() {
 
 /// The table's procs column and its "rounds:" line.
 fn procs_and_rounds(text: &str) -> (Vec<u64>, String) {
-    let procs = text
+    let text = unwrapped(text);
+    // The procs column shows only when a cell has two processes or more.
+    let has_procs = text
         .lines()
-        .filter(|l| l.starts_with("system ") || l.starts_with("jemalloc "))
-        .map(|l| l.split_whitespace().nth(2).unwrap().parse().unwrap())
-        .collect();
+        .any(|l| l.starts_with("allocator ") && l.contains(" procs "));
+    let procs = if has_procs {
+        table_rows(&text, &["system", "jemalloc"])
+            .iter()
+            .map(|l| l.split_whitespace().nth(2).unwrap().parse().unwrap())
+            .collect()
+    } else {
+        Vec::new()
+    };
     let rounds = text
         .lines()
         .find(|l| l.starts_with("rounds:"))
@@ -97,7 +105,7 @@ fn small_compare(extra: &[&str]) -> (Vec<u64>, String, String) {
     args.extend_from_slice(extra);
     let o = lab(&args);
     assert!(o.status.success(), "{}", stderr(&o));
-    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let text = unwrapped(&String::from_utf8_lossy(&o.stdout));
     let (procs, rounds) = procs_and_rounds(&text);
     (procs, rounds, text)
 }

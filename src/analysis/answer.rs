@@ -1,0 +1,483 @@
+//! The lab's findings as data, computed once for every surface: a cell's counts as the
+//! mechanism reads them, what moved between two cells and how the allocator made it
+//! happen, a comparison in words, and the answer of a set of cells (per allocator, each
+//! variant against in-place with its cause; per variant, the allocators against the
+//! fastest, and what removes a cost) that the console, the pages and the reports render.
+
+use crate::analysis::cells;
+use crate::analysis::explain::describe;
+use crate::analysis::stats::{Comparison, Verdict};
+use crate::fmt::{fmt_count, human_bytes};
+use crate::model::record::Cell;
+use crate::model::spec::{Choice, Variant};
+use crate::model::summary::SummaryRow;
+
+/// A cell's counts per iteration, as the mechanism reads them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Counts {
+    pub faults: f64,
+    pub brk: f64,
+    pub mmap: f64,
+    pub munmap: f64,
+    pub madvise: f64,
+}
+
+impl Counts {
+    pub(crate) fn of(r: &SummaryRow) -> Self {
+        Counts {
+            faults: r.minflt_per_iter.unwrap_or(0.0),
+            brk: r.brk_per_iter.unwrap_or(0.0),
+            mmap: r.mmap_per_iter.unwrap_or(0.0),
+            munmap: r.munmap_per_iter.unwrap_or(0.0),
+            madvise: r.madvise_per_iter.unwrap_or(0.0),
+        }
+    }
+}
+
+/// How a cell's counts say it gets its memory back every iteration, if they do.
+fn how(c: Counts, allocator: &str) -> Option<&'static str> {
+    if c.brk >= 0.5 && allocator.starts_with("system") {
+        Some("glibc gives the top of the heap back with brk after the frees (a trim) and grows it again for the next iteration")
+    } else if c.madvise >= 0.5 {
+        Some("the freed pages are given back to the kernel with madvise and faulted in again")
+    } else if c.munmap >= 0.5 {
+        Some("each buffer is mapped and unmapped again")
+    } else if c.faults >= 1.0 {
+        Some("the pages are faulted in again")
+    } else {
+        None
+    }
+}
+
+/// What the counts say moved between `base` and `other`, per iteration: more faults and
+/// calls (and how the allocator makes them), fewer (and how the base made them), or
+/// neither.
+pub(crate) fn mechanism(base: Counts, other: Counts, allocator: &str) -> String {
+    mechanism_against(base, other, allocator, "in place")
+}
+
+/// [`mechanism`] against a base named `against` ("in place", "with system's defaults").
+pub(crate) fn mechanism_against(
+    base: Counts,
+    other: Counts,
+    allocator: &str,
+    against: &str,
+) -> String {
+    let faults = other.faults - base.faults;
+    let calls = |sign: f64| -> Vec<String> {
+        [
+            ("brk", other.brk - base.brk),
+            ("mmap", other.mmap - base.mmap),
+            ("munmap", other.munmap - base.munmap),
+            ("madvise", other.madvise - base.madvise),
+        ]
+        .iter()
+        .filter(|(_, v)| sign * v >= 0.5)
+        .map(|(n, v)| format!("{} {n}", fmt_count(v.abs())))
+        .collect()
+    };
+    let (more, fewer) = (calls(1.0), calls(-1.0));
+    let listed = |c: &[String], none: &str| {
+        if c.is_empty() {
+            none.to_string()
+        } else {
+            c.join(", ")
+        }
+    };
+    if faults >= 1.0 {
+        return format!(
+            "{} more page faults ({} faulted in again) and {} per iteration: {}",
+            fmt_count(faults),
+            human_bytes((faults * 4096.0) as u64),
+            listed(&more, "no more memory syscalls"),
+            how(other, allocator).unwrap_or("the pages are faulted in again")
+        );
+    }
+    if faults <= -1.0 {
+        return format!(
+            "{} fewer page faults ({} not faulted in again) and {} per iteration: {against}, {}",
+            fmt_count(-faults),
+            human_bytes((-faults * 4096.0) as u64),
+            listed(&fewer, "no fewer memory syscalls"),
+            how(base, allocator).unwrap_or("the pages are faulted in again")
+        );
+    }
+    // Calls without faults: the counts show the calls, nothing faulted in again.
+    if !more.is_empty() || !fewer.is_empty() {
+        return format!(
+            "{}{}{} per iteration, and no difference in page faults",
+            listed(&more, ""),
+            if more.is_empty() || fewer.is_empty() {
+                ""
+            } else {
+                " more and "
+            },
+            if fewer.is_empty() {
+                " more".to_string()
+            } else {
+                format!("{} fewer", fewer.join(", "))
+            }
+        );
+    }
+    format!("the same page faults and memory syscalls as {against}: the counts do not explain the difference")
+}
+
+/// A comparison in words that read in a sentence: "17.00x slower [16.80x, 17.13x]", or
+/// where there is no verdict, the ratio as faster or slower and why there is none.
+pub(crate) fn phrase(c: &Comparison) -> String {
+    match c.verdict {
+        Some(Verdict::Slower | Verdict::Faster | Verdict::NoSignificantDifference) => describe(c),
+        _ => {
+            let faster = c.ratio < 1.0;
+            let (x, word) = if faster {
+                (1.0 / c.ratio, "faster")
+            } else {
+                (c.ratio, "slower")
+            };
+            match c.interval {
+                Some(ci) => {
+                    let (lo, hi) = if faster {
+                        (1.0 / ci.high, 1.0 / ci.low)
+                    } else {
+                        (ci.low, ci.high)
+                    };
+                    format!(
+                        "{x:.2}x {word} (no verdict: [{lo:.2}x, {hi:.2}x] is only a {:.1} % interval)",
+                        100.0 * ci.coverage
+                    )
+                }
+                None => format!("{x:.2}x {word} (one process: no interval, no verdict)"),
+            }
+        }
+    }
+}
+
+/// Whether two cells' counts differ enough to explain a difference: a page fault per
+/// iteration and a tenth of the larger count, or half a memory syscall per iteration.
+pub fn counts_differ(base: Counts, other: Counts) -> bool {
+    let faults = (other.faults - base.faults).abs();
+    let calls = [
+        other.brk - base.brk,
+        other.mmap - base.mmap,
+        other.munmap - base.munmap,
+        other.madvise - base.madvise,
+    ];
+    (faults >= 1.0 && faults >= 0.1 * other.faults.max(base.faults))
+        || calls.iter().any(|d| d.abs() >= 0.5)
+}
+
+/// One comparison of the answer: `subject`'s `variant` against `against` (in-place, or
+/// the fastest allocator of the variant), and — where the counts differ — the cause in
+/// words.
+#[derive(Clone, Debug)]
+pub struct Finding {
+    pub subject: String,
+    pub variant: Variant,
+    pub against: String,
+    pub comparison: Comparison,
+    pub cause: Option<String>,
+    /// What removes the cost: measured in the same rounds, or a knob set to measure.
+    pub removed_by: Vec<String>,
+}
+
+impl Finding {
+    /// A verdict of faster or slower, its whole interval beyond the noise band.
+    pub fn decided(&self) -> bool {
+        matches!(
+            self.comparison.verdict,
+            Some(Verdict::Slower | Verdict::Faster)
+        )
+    }
+
+    /// Whether it is an answer item: a verdict, or a difference in exact counts that
+    /// explains it. A time ratio with neither is noise and never one.
+    pub fn is_answer(&self) -> bool {
+        self.decided()
+            || matches!(
+                self.comparison.verdict,
+                Some(Verdict::NoSignificantDifference)
+            )
+            || self.cause.is_some()
+    }
+
+    /// The comparison in words: "17.02x slower [16.80x, 17.13x]", "no significant difference (1.01x
+    /// [0.97x, 1.04x])".
+    pub fn words(&self) -> String {
+        let c = &self.comparison;
+        match (c.verdict, c.interval) {
+            (Some(Verdict::NoSignificantDifference), Some(ci)) => format!(
+                "no significant difference ({:.2}x [{:.2}x, {:.2}x])",
+                c.ratio, ci.low, ci.high
+            ),
+            _ => phrase(c),
+        }
+    }
+}
+
+/// An allocator's part of the answer: each of its variants against its in-place cell, and
+/// for the costly ones what removes the cost (measured in the same rounds, or a knob set
+/// to measure).
+#[derive(Clone, Debug)]
+pub struct AllocatorAnswer {
+    pub subject: String,
+    pub items: Vec<Finding>,
+}
+
+/// A variant's part of the answer: its fastest allocator and every other against it.
+#[derive(Clone, Debug)]
+pub struct VariantAnswer {
+    pub variant: Variant,
+    pub fastest: String,
+    pub p50_ns: Option<u64>,
+    pub rss_end_bytes: Option<u64>,
+    pub others: Vec<Finding>,
+}
+
+/// The answer of a set of cells measured in paired rounds (one workload and size).
+#[derive(Clone, Debug, Default)]
+pub struct Answer {
+    pub allocators: Vec<AllocatorAnswer>,
+    pub variants: Vec<VariantAnswer>,
+    /// Comparisons with neither a verdict nor a difference in counts: not answers.
+    pub open: usize,
+}
+
+impl Answer {
+    /// The answer as sentences for a page or a report, each allocator's costly
+    /// differences first (a verdict and a cause), then the other verdicts, then per
+    /// variant the fastest allocator.
+    pub fn sentences(&self) -> Vec<String> {
+        let mut costly = Vec::new();
+        let mut other = Vec::new();
+        for a in &self.allocators {
+            for f in &a.items {
+                let mut s = format!("{}: {} vs in-place: {}", a.subject, f.variant, f.words());
+                if let Some(cause) = &f.cause {
+                    s.push_str(&format!(" — {cause}"));
+                }
+                if !f.removed_by.is_empty() {
+                    s.push_str(&format!("; removed by: {}", f.removed_by.join("; ")));
+                }
+                if f.decided() && f.cause.is_some() {
+                    costly.push(s);
+                } else if f.decided() {
+                    other.push(s);
+                }
+            }
+        }
+        for v in &self.variants {
+            let slower: Vec<String> = v
+                .others
+                .iter()
+                .filter(|f| f.decided())
+                .map(|f| format!("{} {}", f.subject, f.words()))
+                .collect();
+            if !slower.is_empty() {
+                other.push(format!(
+                    "fastest {}: {}; {}",
+                    v.variant,
+                    v.fastest,
+                    slower.join(", ")
+                ));
+            }
+        }
+        costly.extend(other);
+        costly
+    }
+}
+
+/// A knob set that goes at the mechanism `counts` show for `spec`'s allocator, to measure
+/// (the tunables experiment's sets): glibc's trim, jemalloc's and mimalloc's purges.
+fn knob_to_measure(spec: &str, c: Counts) -> Option<&'static str> {
+    let allocator = spec.split(':').next().unwrap_or(spec);
+    if spec.contains(':') {
+        return None;
+    }
+    match allocator {
+        "system" if c.brk >= 0.5 => Some("system:top_pad=64M"),
+        "system" if c.munmap >= 0.5 => Some("system:mmap_threshold=64M"),
+        "jemalloc" if c.madvise >= 0.5 => Some("jemalloc:dirty_decay_ms=-1"),
+        "mimalloc" if c.madvise >= 0.5 => Some("mimalloc:purge_delay=-1"),
+        _ => None,
+    }
+}
+
+/// The answer of `cells` (index-aligned with `rows`): per allocator spec, each variant
+/// against in-place; per variant, the allocators against the fastest.
+pub fn of_cells(cells: &[&Cell], rows: &[SummaryRow], threshold: f64) -> Answer {
+    let ok = |i: usize| rows[i].status.is_ok() && rows[i].p50_ns.is_some();
+    let mut specs: Vec<&str> = Vec::new();
+    for r in rows {
+        if !specs.contains(&r.allocator_spec.as_str()) {
+            specs.push(&r.allocator_spec);
+        }
+    }
+    let find = |spec: &str, v: Variant| {
+        (0..rows.len()).find(|&i| ok(i) && rows[i].allocator_spec == spec && rows[i].variant == v)
+    };
+    let mut answer = Answer::default();
+    let mut vs_fastest: Vec<(Variant, usize, Vec<usize>)> = Vec::new();
+    for &v in Variant::ALL {
+        let members: Vec<usize> = (0..rows.len())
+            .filter(|&i| ok(i) && rows[i].variant == v)
+            .collect();
+        let Some(&fastest) = members.iter().min_by_key(|&&i| rows[i].p50_ns) else {
+            continue;
+        };
+        if members.len() >= 2 {
+            vs_fastest.push((
+                v,
+                fastest,
+                members.into_iter().filter(|&i| i != fastest).collect(),
+            ));
+        }
+    }
+    for spec in &specs {
+        let Some(base) = find(spec, Variant::InPlace) else {
+            continue;
+        };
+        let mut items = Vec::new();
+        for v in Variant::ALL.iter().filter(|v| **v != Variant::InPlace) {
+            let Some(i) = find(spec, *v) else { continue };
+            let Some(c) = cells::compare(cells[base], cells[i], threshold) else {
+                continue;
+            };
+            let (b, o) = (Counts::of(&rows[base]), Counts::of(&rows[i]));
+            let cause = counts_differ(b, o).then(|| mechanism(b, o, spec));
+            let mut finding = Finding {
+                subject: spec.to_string(),
+                variant: *v,
+                against: "in-place".into(),
+                comparison: c,
+                cause,
+                removed_by: Vec::new(),
+            };
+            let mut removed_by = Vec::new();
+            if !finding.is_answer() {
+                answer.open += 1;
+                continue;
+            }
+            // What removes a cost the counts explain: the fastest other allocator of
+            // the variant without it, reusing one buffer, or a knob set to measure.
+            if finding.comparison.verdict == Some(Verdict::Slower) && o.faults > b.faults {
+                let cheaper = (0..rows.len())
+                    .filter(|&j| ok(j) && j != i && rows[j].variant == *v)
+                    .filter(|&j| Counts::of(&rows[j]).faults <= b.faults.max(o.faults * 0.1))
+                    .filter_map(|j| {
+                        let c = cells::compare(cells[i], cells[j], threshold)?;
+                        (c.verdict == Some(Verdict::Faster)).then_some((j, c))
+                    })
+                    .min_by(|a, b| a.1.ratio.total_cmp(&b.1.ratio));
+                if let Some((j, c)) = cheaper {
+                    removed_by.push(format!(
+                        "{} ({v} {}, {} faults/it)",
+                        rows[j].allocator_spec,
+                        describe(&c),
+                        fmt_count(rows[j].minflt_per_iter.unwrap_or(0.0))
+                    ));
+                }
+                if *v != Variant::Reuse {
+                    if let Some(r) = find(spec, Variant::Reuse) {
+                        if let Some(c) = cells::compare(cells[i], cells[r], threshold) {
+                            if c.verdict == Some(Verdict::Faster) {
+                                removed_by.push(format!(
+                                    "reusing one output buffer (reuse: {} than {v})",
+                                    describe(&c)
+                                ));
+                            }
+                        }
+                    }
+                }
+                if let Some(knob) = knob_to_measure(spec, o) {
+                    if !specs.contains(&knob) {
+                        removed_by.push(format!(
+                            "a knob to measure: --allocators {spec},{knob} --variants {v}"
+                        ));
+                    }
+                }
+            }
+            finding.removed_by = removed_by;
+            items.push(finding);
+        }
+        answer.allocators.push(AllocatorAnswer {
+            subject: spec.to_string(),
+            items,
+        });
+    }
+    for (v, fastest, others) in vs_fastest {
+        let mut found = Vec::new();
+        for i in others {
+            let Some(c) = cells::compare(cells[fastest], cells[i], threshold) else {
+                continue;
+            };
+            let (b, o) = (Counts::of(&rows[fastest]), Counts::of(&rows[i]));
+            let f = Finding {
+                subject: rows[i].allocator_spec.clone(),
+                variant: v,
+                against: rows[fastest].allocator_spec.clone(),
+                comparison: c,
+                removed_by: Vec::new(),
+                // Only what the slower one does more of: "fewer" would describe the
+                // fastest's mechanism under the other's name.
+                cause: (counts_differ(b, o) && o.faults > b.faults - 1.0).then(|| {
+                    mechanism_against(b, o, &rows[i].allocator_spec, &rows[fastest].allocator_spec)
+                }),
+            };
+            if f.is_answer() {
+                found.push(f);
+            } else {
+                answer.open += 1;
+            }
+        }
+        answer.variants.push(VariantAnswer {
+            variant: v,
+            fastest: rows[fastest].allocator_spec.clone(),
+            p50_ns: rows[fastest].p50_ns,
+            rss_end_bytes: rows[fastest].rss_end_bytes,
+            others: found,
+        });
+    }
+    answer
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mechanism_names_the_trim() {
+        let base = Counts::default();
+        let oop = Counts {
+            faults: 3874.0,
+            brk: 3.0,
+            ..Counts::default()
+        };
+        let m = mechanism(base, oop, "system");
+        assert!(
+            m.starts_with("3,874 more page faults (15.1 MiB faulted in again) and 3.00 brk"),
+            "{m}"
+        );
+        assert!(m.contains("trim"), "{m}");
+        assert!(mechanism(base, base, "system").starts_with("the same page faults"));
+        // Calls alone (snmalloc's out-of-place: a madvise, no fault): no "0 more faults".
+        let calls_only = Counts {
+            madvise: 1.0,
+            ..Counts::default()
+        };
+        assert_eq!(
+            mechanism(base, calls_only, "snmalloc"),
+            "1.00 madvise more per iteration, and no difference in page faults"
+        );
+        // Faster than in place: what in place did that this one does not.
+        let jemalloc_in_place = Counts {
+            faults: 1954.0,
+            madvise: 1.0,
+            ..Counts::default()
+        };
+        let m = mechanism(jemalloc_in_place, base, "jemalloc");
+        assert!(
+            m.starts_with("1,954 fewer page faults (7.6 MiB not faulted in again) and 1.00 madvise per iteration: in place, the freed pages are given back"),
+            "{m}"
+        );
+    }
+}

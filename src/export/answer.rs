@@ -1,0 +1,122 @@
+//! The answer on the console, laid out in the reader's width: per allocator, each variant
+//! against in-place with its cause in words and what removes it; per variant, the
+//! fastest allocator and the others against it. The findings are
+//! [`crate::analysis::answer`]'s; this only renders them.
+
+use crate::analysis::answer::{Answer, Finding};
+use crate::analysis::stats::Verdict;
+use crate::fmt::{fmt_ns, human_bytes, wrap};
+
+/// The widest allocator name the name column takes; a longer one gets its own line.
+const NAME_COLUMN: usize = 24;
+
+/// The answer in `width` columns, after its `heading` line.
+pub fn console(answer: &Answer, heading: &str, width: usize) -> String {
+    let mut s = wrap(heading, width, "", "  ");
+    let name_w = answer
+        .allocators
+        .iter()
+        .map(|a| a.subject.chars().count())
+        .filter(|n| *n <= NAME_COLUMN)
+        .max()
+        .unwrap_or(8)
+        + 2;
+    let pad = " ".repeat(name_w);
+    let deeper = " ".repeat(name_w + 2);
+    for a in &answer.allocators {
+        let mut first: Option<String> = Some(if a.subject.chars().count() + 2 > name_w {
+            s.push_str(&a.subject);
+            s.push('\n');
+            pad.clone()
+        } else {
+            format!("{:name_w$}", a.subject)
+        });
+        let mut lead = || first.take().unwrap_or_else(|| pad.clone());
+        if a.items.is_empty() {
+            s.push_str(&wrap(
+                "no variant differs from in-place by a verdict or by its counts",
+                width,
+                &lead(),
+                &pad,
+            ));
+            continue;
+        }
+        let (caused, plain): (Vec<&Finding>, Vec<&Finding>) =
+            a.items.iter().partition(|f| f.cause.is_some());
+        for f in &caused {
+            s.push_str(&wrap(
+                &format!("{} vs in-place: {}", f.variant, f.words()),
+                width,
+                &lead(),
+                &deeper,
+            ));
+            if let Some(cause) = &f.cause {
+                s.push_str(&wrap(cause, width, &format!("{pad}  why: "), &deeper));
+            }
+            if !f.removed_by.is_empty() {
+                s.push_str(&wrap(
+                    &f.removed_by.join("; "),
+                    width,
+                    &format!("{pad}  removed by: "),
+                    &deeper,
+                ));
+            }
+        }
+        if !plain.is_empty() {
+            let text = plain
+                .iter()
+                .map(|f| format!("{} vs in-place: {}", f.variant, f.words()))
+                .collect::<Vec<_>>()
+                .join("; ");
+            s.push_str(&wrap(&text, width, &lead(), &deeper));
+        }
+    }
+    if !answer.variants.is_empty() {
+        s.push('\n');
+    }
+    for v in &answer.variants {
+        // The causes are the allocators' lines above; here only who is how much slower.
+        let mut text = format!(
+            "{} (p50 {}, RSS {})",
+            v.fastest,
+            v.p50_ns.map_or("n/a".into(), |p| fmt_ns(p as f64)),
+            v.rss_end_bytes.map_or("n/a".into(), human_bytes)
+        );
+        let same: Vec<&str> = v
+            .others
+            .iter()
+            .filter(|f| f.comparison.verdict == Some(Verdict::NoSignificantDifference))
+            .map(|f| f.subject.as_str())
+            .collect();
+        let slower: Vec<String> = v
+            .others
+            .iter()
+            .filter(|f| f.comparison.verdict != Some(Verdict::NoSignificantDifference))
+            .map(|f| format!("{} {}", f.subject, f.words()))
+            .collect();
+        if !same.is_empty() {
+            text.push_str(&format!("; no significant difference: {}", same.join(", ")));
+        }
+        if !slower.is_empty() {
+            text.push_str(&format!("; {}", slower.join(", ")));
+        }
+        s.push_str(&wrap(
+            &text,
+            width,
+            &format!("fastest {}: ", v.variant),
+            "  ",
+        ));
+    }
+    if answer.open > 0 {
+        s.push_str(&wrap(
+            &format!(
+                "{} more comparison(s) have neither a verdict nor a difference in counts: noise so far, not findings (more rounds: --max-time; a quieter machine)",
+                answer.open
+            ),
+            width,
+            "",
+            "  ",
+        ));
+    }
+    s
+}
