@@ -676,8 +676,9 @@ pub struct CompareArgs {
     /// Kill a worker that runs longer than this many seconds.
     #[arg(long, default_value_t = 300.0, value_parser = crate::model::budget::parse_timeout)]
     pub timeout: f64,
-    /// Also show each run's allocator statistics and effective knobs (table format).
-    #[arg(long)]
+    /// The full screen instead of the answer first: every column, the machine, each run's
+    /// allocator statistics and effective knobs (table format).
+    #[arg(long, visible_alias = "wide")]
     pub verbose: bool,
     /// Worker processes every cell gets, one per round; rounds are interleaved (every
     /// cell once per round, in a shuffled order). After them, adaptive rounds run only

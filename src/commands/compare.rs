@@ -558,7 +558,15 @@ fn answer_screen(
         "{}, {} elements, {}: each variant against in-place, each allocator against the fastest ({} intervals of paired rounds)",
         args.workload,
         crate::fmt::group_thousands(args.size as i64),
-        crate::fmt::counted(ran.per_cell.iter().min().copied().unwrap_or(0), "process per cell", "processes per cell"),
+        {
+            let min = ran.per_cell.iter().min().copied().unwrap_or(0);
+            let max = ran.per_cell.iter().max().copied().unwrap_or(0);
+            if min == max {
+                crate::fmt::counted(min, "process per cell", "processes per cell")
+            } else {
+                format!("{min} to {max} processes per cell")
+            }
+        },
         level_text()
     );
     s.push_str(&crate::export::answer::console(answer, &heading, width));
