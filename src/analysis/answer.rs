@@ -122,6 +122,99 @@ pub(crate) fn mechanism_against(
     format!("the same page faults and memory syscalls as {against}: the counts do not explain the difference")
 }
 
+/// What the counts say moved between two whole runs of a program, per run: the
+/// difference in page faults and the memory syscalls that differ (by at least one call and
+/// a tenth), and how the allocator gives memory back where one kind of call explains it.
+/// Unlike [`mechanism`] (a loop whose every iteration repeats), a run's counts include
+/// its start and its growth, so the reading is of the differences only.
+pub fn run_difference(
+    base: Counts,
+    other: Counts,
+    allocator: &str,
+    base_allocator: &str,
+) -> Option<String> {
+    // Medians of whole counts: whole numbers without decimals.
+    let whole = |v: f64| {
+        if v.fract() == 0.0 {
+            crate::fmt::group_thousands(v as i64)
+        } else {
+            fmt_count(v)
+        }
+    };
+    let faults = other.faults - base.faults;
+    let named = |d: f64, a: f64, b: f64| d.abs() >= 1.0 && d.abs() >= 0.1 * a.abs().max(b.abs());
+    let calls: Vec<(&str, f64)> = [
+        ("brk", other.brk, base.brk),
+        ("mmap", other.mmap, base.mmap),
+        ("munmap", other.munmap, base.munmap),
+        ("madvise", other.madvise, base.madvise),
+    ]
+    .into_iter()
+    .filter(|(_, a, b)| named(a - b, *a, *b))
+    .map(|(n, a, b)| (n, a - b))
+    .collect();
+    let faults_named = named(faults, other.faults, base.faults) && faults.abs() >= 2.0;
+    if !faults_named && calls.is_empty() {
+        return None;
+    }
+    let listed: Vec<String> = calls
+        .iter()
+        .map(|(n, d)| {
+            format!(
+                "{} {} {n}",
+                whole(d.abs()),
+                if *d > 0.0 { "more" } else { "fewer" }
+            )
+        })
+        .collect();
+    let mut s = if faults_named {
+        format!(
+            "{} {} page faults per run ({} {})",
+            whole(faults.abs()),
+            if faults > 0.0 { "more" } else { "fewer" },
+            human_bytes((faults.abs() * 4096.0) as u64),
+            if faults > 0.0 {
+                "faulted in"
+            } else {
+                "not faulted in"
+            }
+        )
+    } else {
+        "no difference in page faults".to_string()
+    };
+    if !listed.is_empty() {
+        s.push_str(&format!(", {}", listed.join(", ")));
+    }
+    // How, where the extra faults go with a kind of call the run with them makes more
+    // of: this run's (more faults) or the base's (fewer).
+    if faults_named {
+        let sign = faults.signum();
+        let who = if faults > 0.0 {
+            allocator
+        } else {
+            base_allocator
+        };
+        let more = |n: &str| calls.iter().any(|(c, d)| *c == n && d * sign > 0.0);
+        let how = if more("brk") && who.starts_with("system") {
+            Some("glibc gives the top of its heap back with brk (a trim) and grows it again")
+        } else if more("madvise") {
+            Some("freed pages are given back to the kernel with madvise and faulted in again")
+        } else if more("munmap") {
+            Some("buffers are mapped and unmapped again")
+        } else {
+            None
+        };
+        if let Some(how) = how {
+            if faults > 0.0 {
+                s.push_str(&format!(": {how}"));
+            } else {
+                s.push_str(&format!(": under {who}, {how}"));
+            }
+        }
+    }
+    Some(s)
+}
+
 /// A comparison in words that read in a sentence: "17.00x slower [16.80x, 17.13x]", or
 /// where there is no verdict, the ratio as faster or slower and why there is none.
 pub(crate) fn phrase(c: &Comparison) -> String {

@@ -101,6 +101,10 @@ pub struct ExecArgs {
     /// Output format on stdout.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
+    /// The full screen instead of the answer first: every column (user and system time,
+    /// context switches, each syscall) and each line at its full length (table format).
+    #[arg(long, visible_alias = "wide")]
+    pub verbose: bool,
     /// Also write the results into this folder (exec.json with every run, summary.csv,
     /// histograms of the run times, env.json, REPORT.md), updated after every run.
     #[arg(long)]

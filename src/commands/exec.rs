@@ -108,6 +108,25 @@ pub fn run(args: &ExecArgs) -> Result<()> {
     }
     let rows = output::rows(&record);
     let text = match args.format {
+        Format::Table if !args.verbose => {
+            let mut s = output::answer_screen(&record, &rows, crate::fmt::screen_width());
+            if !record.complete {
+                s = format!(
+                    "{}{s}",
+                    crate::fmt::wrap(
+                        &format!(
+                            "incomplete: interrupted by {} before every round ran; the rows are from the finished runs (column runs) of the {} planned per allocator",
+                            crate::ui::interrupt::signal_name().unwrap_or("an interrupt"),
+                            record.runs_requested
+                        ),
+                        crate::fmt::screen_width(),
+                        "",
+                        "  "
+                    )
+                );
+            }
+            s
+        }
         Format::Table => {
             let mut s = output::header(&record);
             s.push('\n');

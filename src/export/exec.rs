@@ -66,6 +66,53 @@ fn count(v: Option<f64>) -> String {
     }
 }
 
+/// The columns that fit a screen: the wall time, its spread and ratio, the faults, the
+/// peak RSS and the memory syscalls as one sum (the others: `--verbose`).
+fn compact_columns(baseline: &str) -> (Vec<String>, Vec<Column>) {
+    let cols: Vec<Column> = vec![
+        ("allocator", |r| r.allocator.clone()),
+        ("runs", |r| r.runs.to_string()),
+        ("wall p50", |r| {
+            r.wall_median_ms.map_or(NA.into(), |v| fmt_ns(v * 1e6))
+        }),
+        ("±MAD", |r| {
+            r.wall_mad_pct.map_or(NA.into(), |v| format!("{v:.1}%"))
+        }),
+        ("vs base", |r| {
+            r.vs_baseline.map_or(NA.into(), |v| format!("{v:.2}x"))
+        }),
+        ("minflt", |r| count(r.minflt)),
+        ("peak RSS", |r| {
+            r.peak_rss_mib
+                .map_or(NA.into(), |v| human_bytes((v * (1 << 20) as f64) as u64))
+        }),
+        ("mem calls", |r| {
+            // Unavailable when any of them is: a partial sum would be a false one.
+            count(
+                [r.brk, r.mmap, r.munmap, r.madvise, r.mremap]
+                    .iter()
+                    .copied()
+                    .sum(),
+            )
+        }),
+    ];
+    named_headers(cols, baseline)
+}
+
+fn named_headers(cols: Vec<Column>, baseline: &str) -> (Vec<String>, Vec<Column>) {
+    let headers = cols
+        .iter()
+        .map(|(h, _)| {
+            if *h == "vs base" {
+                format!("vs {baseline}")
+            } else {
+                h.to_string()
+            }
+        })
+        .collect();
+    (headers, cols)
+}
+
 fn columns(baseline: &str) -> (Vec<String>, Vec<Column>) {
     let cols: Vec<Column> = vec![
         ("allocator", |r| r.allocator.clone()),
@@ -101,17 +148,7 @@ fn columns(baseline: &str) -> (Vec<String>, Vec<Column>) {
         ("madvise", |r| count(r.madvise)),
         ("syscalls", |r| count(r.syscalls)),
     ];
-    let headers = cols
-        .iter()
-        .map(|(h, _)| {
-            if *h == "vs base" {
-                format!("vs {baseline}")
-            } else {
-                h.to_string()
-            }
-        })
-        .collect();
-    (headers, cols)
+    named_headers(cols, baseline)
 }
 
 fn table_rows(rows: &[ExecRow], cols: &[Column]) -> Vec<TableRow> {
@@ -139,6 +176,150 @@ pub fn to_table(rows: &[ExecRow]) -> String {
     let (headers, cols) = columns(&baseline(rows));
     let h: Vec<&str> = headers.iter().map(String::as_str).collect();
     render_table(&h, 1, &table_rows(rows, &cols))
+}
+
+/// The table that fits a screen (see [`compact_columns`]).
+pub fn to_compact_table(rows: &[ExecRow]) -> String {
+    let (headers, cols) = compact_columns(&baseline(rows));
+    let h: Vec<&str> = headers.iter().map(String::as_str).collect();
+    render_table(&h, 1, &table_rows(rows, &cols))
+}
+
+/// exec's first screen in `width` columns: the command, then per allocator its wall time
+/// against the baseline with the interval and verdict, the cause in words where the
+/// counts differ and the system times; the table that fits; the notes; how it ran.
+pub fn answer_screen(record: &ExecRecord, rows: &[ExecRow], width: usize) -> String {
+    use crate::analysis::answer::{run_difference, Counts};
+    use crate::fmt::wrap;
+    let header = header(record);
+    let mut lines = header.lines();
+    let mut s = String::new();
+    // The command (or the session's commands) first, the rest of the header at the end.
+    let command_lines: Vec<&str> = if record.commands.is_empty() {
+        lines.next().into_iter().collect()
+    } else {
+        (&mut lines).take(record.commands.len() + 1).collect()
+    };
+    for l in &command_lines {
+        let indent = if l.starts_with("  ") { "      " } else { "  " };
+        s.push_str(&wrap(
+            l,
+            width,
+            if l.starts_with("  ") { "  " } else { "" },
+            indent,
+        ));
+    }
+    let ok: Vec<&ExecRow> = rows
+        .iter()
+        .filter(|r| r.status.is_ok() && r.runs > 0)
+        .collect();
+    let name_w = ok
+        .iter()
+        .map(|r| r.allocator.chars().count())
+        .filter(|n| *n <= 24)
+        .max()
+        .unwrap_or(8)
+        + 2;
+    let pad = " ".repeat(name_w);
+    let deeper = " ".repeat(name_w + 2);
+    let Some(first) = ok.first() else {
+        s.push('\n');
+        s.push_str(&to_compact_table(rows));
+        return s;
+    };
+    for r in &ok {
+        let base = r
+            .baseline
+            .as_deref()
+            .and_then(|b| ok.iter().find(|x| x.allocator == b))
+            .unwrap_or(first);
+        if r.allocator == base.allocator {
+            continue;
+        }
+        let Some(ratio) = r.vs_baseline else { continue };
+        let verdict = match (r.vs_baseline_ci_low, r.vs_baseline_ci_high) {
+            (Some(lo), Some(hi)) => {
+                let words = r.vs_baseline_verdict.as_deref().unwrap_or("");
+                // A faster ratio also as the factor people say: "21.58x faster".
+                if words == "faster" && ratio > 0.0 {
+                    format!(" [{lo:.2}x, {hi:.2}x]: {:.2}x faster", 1.0 / ratio)
+                } else {
+                    format!(" [{lo:.2}x, {hi:.2}x]: {words}")
+                }
+            }
+            _ => " (one run: no interval, no verdict)".to_string(),
+        };
+        let first_col = if r.allocator.chars().count() + 2 > name_w {
+            s.push_str(&r.allocator);
+            s.push('\n');
+            pad.clone()
+        } else {
+            format!("{:name_w$}", r.allocator)
+        };
+        s.push_str(&wrap(
+            &format!("{ratio:.2}x {}'s wall time{verdict}", base.allocator),
+            width,
+            &first_col,
+            &deeper,
+        ));
+        let counts = |x: &ExecRow| Counts {
+            faults: x.minflt.unwrap_or(0.0),
+            brk: x.brk.unwrap_or(0.0),
+            mmap: x.mmap.unwrap_or(0.0),
+            munmap: x.munmap.unwrap_or(0.0),
+            madvise: x.madvise.unwrap_or(0.0),
+        };
+        if r.minflt.is_some() && base.minflt.is_some() {
+            if let Some(why) =
+                run_difference(counts(base), counts(r), &r.allocator, &base.allocator)
+            {
+                // "why" only beside a verdict; otherwise the counts are only counts.
+                let decided = matches!(r.vs_baseline_verdict.as_deref(), Some("faster" | "slower"));
+                let label = if decided { "why: " } else { "counts: " };
+                s.push_str(&wrap(&why, width, &format!("{pad}  {label}"), &deeper));
+            }
+        }
+        if let (Some(a), Some(b)) = (r.sys_ms, base.sys_ms) {
+            let mut t = format!("system time {} vs {}", fmt_ns(a * 1e6), fmt_ns(b * 1e6));
+            if let (Some(a), Some(b)) = (r.peak_rss_mib, base.peak_rss_mib) {
+                t.push_str(&format!(
+                    "; peak RSS {} vs {}",
+                    human_bytes((a * (1 << 20) as f64) as u64),
+                    human_bytes((b * (1 << 20) as f64) as u64)
+                ));
+            }
+            s.push_str(&wrap(&t, width, &format!("{pad}  "), &deeper));
+        }
+    }
+    s.push('\n');
+    s.push_str(&to_compact_table(rows));
+    let mut notes: Vec<String> = behaviour_notes(rows)
+        .into_iter()
+        .chain(spread_notes(rows))
+        .map(|n| format!("note: {n}"))
+        .collect();
+    notes.extend(rows.iter().filter_map(|r| {
+        let note = r.syscall_counter.strip_prefix("ptrace: ")?;
+        Some(format!("note: {}'s syscalls: {note}", r.allocator))
+    }));
+    notes.extend(order_line(record));
+    if !notes.is_empty() {
+        s.push('\n');
+    }
+    for n in notes {
+        s.push_str(&wrap(&n, width, "", "  "));
+    }
+    s.push('\n');
+    for l in lines {
+        s.push_str(&wrap(l, width, "", "  "));
+    }
+    s.push_str(&wrap(
+        "every column and each line in full: --verbose; every figure: --format csv or json",
+        width,
+        "",
+        "  ",
+    ));
+    s
 }
 
 pub fn to_markdown(rows: &[ExecRow]) -> String {

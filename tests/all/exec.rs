@@ -671,7 +671,7 @@ fn a_program_of_two_behaviours_is_said_as_two() {
 
     let table = exec(&JSON_SESSION[..6], &args);
     assert_eq!(table.status.code(), Some(0), "{}", stderr(&table));
-    let text = String::from_utf8_lossy(&table.stdout);
+    let text = unwrapped(&String::from_utf8_lossy(&table.stdout));
     assert!(text.contains("2 behaviours of minor faults: "), "{text}");
 
     let one = exec(
@@ -847,4 +847,65 @@ fn the_defaults_decide_the_founding_difference() {
     assert_eq!(m["runs"], 6, "{m}");
     assert_eq!(m["vs_baseline_verdict"], "faster", "{m}");
     assert!(m["wall_ci_coverage"].as_f64().unwrap() >= 0.95, "{m}");
+}
+
+/// exec with its defaults decides the founding case and says it first, in 100 columns:
+/// mimalloc's verdict against glibc with its interval, the cause in words (glibc's trim)
+/// and then the table that fits.
+#[test]
+fn the_defaults_decide_and_the_first_screen_is_the_answer() {
+    // The program's own --iterations keeps it short; exec's options are its defaults.
+    let o = Command::new(driver_path())
+        .env("COLUMNS", "100")
+        .args(["exec", "--allocators", "system,mimalloc", "--"])
+        .arg(temporaries())
+        .args(["--iterations", "20"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = String::from_utf8(o.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    for l in &lines {
+        assert!(
+            l.chars().count() <= 100,
+            "wider than 100 columns: {l}\n{text}"
+        );
+    }
+    assert!(lines[0].starts_with("command: "), "{text}");
+    assert!(
+        lines[1].starts_with("mimalloc ")
+            && lines[1].contains("system's wall time [")
+            && lines[1].ends_with("x faster"),
+        "{text}"
+    );
+    let answer = unwrapped(&lines[..lines.iter().position(|l| l.is_empty()).unwrap()].join("\n"));
+    assert!(answer.contains(" why: "), "{answer}");
+    assert!(answer.contains("fewer page faults per run"), "{answer}");
+    assert!(
+        answer.contains("under system, glibc gives the top of its heap back with brk (a trim)"),
+        "{answer}"
+    );
+    let header = lines
+        .iter()
+        .find(|l| l.starts_with("allocator "))
+        .unwrap_or_else(|| panic!("no table: {text}"));
+    assert_eq!(
+        header.split_whitespace().collect::<Vec<_>>(),
+        [
+            "allocator",
+            "runs",
+            "wall",
+            "p50",
+            "±MAD",
+            "vs",
+            "system",
+            "minflt",
+            "peak",
+            "RSS",
+            "mem",
+            "calls"
+        ],
+        "{text}"
+    );
+    assert!(!text.contains("ivcsw"), "{text}");
 }
