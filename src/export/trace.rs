@@ -8,7 +8,7 @@ use super::folder::Folder;
 use super::results::ResultsError;
 use super::svg::{self, Axis, Chart, Scale, Series};
 use crate::analysis::trace::{Attribution, EventKind, IterationEvents};
-use crate::fmt::{fmt_ns, group_thousands};
+use crate::fmt::{fmt_ns, group_thousands, wrap};
 use crate::model::record::RunRecord;
 use crate::model::spec::{Allocator, Variant, Workload};
 use serde::Serialize;
@@ -645,38 +645,63 @@ pub fn markdown(report: &TraceReport, written: &[String]) -> String {
 
 /// What the console shows: the mechanism lines, the cost of tracing, where the files are.
 pub fn console(report: &TraceReport, out: &Path, written: &[String]) -> String {
-    let mut s = format!(
-        "{} {} at {} elements, {} traced iterations per allocator\n",
-        report.workload,
-        report.variant,
-        group_thousands(report.size as i64),
-        report.iterations
+    let width = crate::fmt::screen_width();
+    let mut s = wrap(
+        &format!(
+            "{} {} at {} elements, {} traced iterations per allocator",
+            report.workload,
+            report.variant,
+            group_thousands(report.size as i64),
+            report.iterations
+        ),
+        width,
+        "",
+        "  ",
     );
     if let Some(why) = &report.attribution {
-        let _ = writeln!(s, "no call stacks: {why}");
+        s.push_str(&wrap(&format!("no call stacks: {why}"), width, "", "  "));
     }
     for t in &report.allocators {
         match (&t.failure, &t.mechanism) {
             (Some(why), _) => {
-                let _ = writeln!(s, "{}: FAILED: {why}", t.label);
+                s.push_str(&wrap(
+                    &format!("{}: FAILED: {why}", t.label),
+                    width,
+                    "",
+                    "  ",
+                ));
             }
             (None, Some(m)) => {
-                let _ = writeln!(s, "{m}");
+                // One line per kind of event: the paragraph's parts, each wrapped.
+                for (i, part) in m.split("; ").enumerate() {
+                    let (first, rest) = if i == 0 { ("", "    ") } else { ("  ", "    ") };
+                    s.push_str(&wrap(part, width, first, rest));
+                }
             }
             (None, None) => {
                 let faults = t.record.as_ref().map_or(0.0, |r| r.minflt_per_iter);
-                let _ = writeln!(s, "{}: {} faults per iteration", t.label, whole(faults));
+                s.push_str(&wrap(
+                    &format!("{}: {} faults per iteration", t.label, whole(faults)),
+                    width,
+                    "",
+                    "  ",
+                ));
             }
         }
-        let _ = writeln!(s, "  {}", overhead_text(&t.overhead));
+        s.push_str(&wrap(&overhead_text(&t.overhead), width, "  ", "    "));
         if let Some(l) = &t.lost {
-            let _ = writeln!(s, "  perf: {l}");
+            s.push_str(&wrap(&format!("perf: {l}"), width, "  ", "    "));
         }
         if let Some(c) = &t.sample_check {
-            let _ = writeln!(s, "  {c}");
+            s.push_str(&wrap(c, width, "  ", "    "));
         }
     }
-    let _ = writeln!(s, "{}: {}", out.display(), files_list(written));
+    s.push_str(&wrap(
+        &format!("{}: {}", out.display(), files_list(written)),
+        width,
+        "",
+        "  ",
+    ));
     s
 }
 

@@ -13,7 +13,7 @@ use super::trace::{
 };
 use crate::analysis::python::{LineRow, PythonView};
 use crate::analysis::trace::{Attribution, Bin, CountCheck, IterationEvents};
-use crate::fmt::{fmt_ns, group_thousands, human_bytes};
+use crate::fmt::{fmt_ns, group_thousands, human_bytes, wrap};
 use crate::model::spec::Allocator;
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -915,48 +915,83 @@ pub fn markdown(report: &CommandTraceReport, written: &[String]) -> String {
 }
 
 pub fn console(report: &CommandTraceReport, out: &Path, written: &[String]) -> String {
-    let mut s = format!(
-        "`{}`, one traced run per allocator\n",
-        report.command.join(" ")
+    let width = crate::fmt::screen_width();
+    let mut s = wrap(
+        &format!(
+            "`{}`, one traced run per allocator",
+            report.command.join(" ")
+        ),
+        width,
+        "",
+        "  ",
     );
     for m in &report.missing {
-        let _ = writeln!(s, "not measured here: {m}");
+        s.push_str(&wrap(&format!("not measured here: {m}"), width, "", "  "));
     }
     if let Some(p) = &report.python {
-        let _ = writeln!(s, "Python: {}", p.split(": run with").next().unwrap_or(p));
+        s.push_str(&wrap(
+            &format!("Python: {}", p.split(": run with").next().unwrap_or(p)),
+            width,
+            "",
+            "  ",
+        ));
     }
     for t in &report.allocators {
         match (&t.failure, &t.mechanism) {
             (Some(why), _) => {
-                let _ = writeln!(s, "{}: FAILED: {why}", t.label);
+                s.push_str(&wrap(
+                    &format!("{}: FAILED: {why}", t.label),
+                    width,
+                    "",
+                    "  ",
+                ));
                 continue;
             }
             (None, Some(m)) => {
-                let _ = writeln!(s, "{m}");
+                // One line per kind of event: the paragraph's parts, each wrapped.
+                for (i, part) in m.split("; ").enumerate() {
+                    let (first, rest) = if i == 0 { ("", "    ") } else { ("  ", "    ") };
+                    s.push_str(&wrap(part, width, first, rest));
+                }
             }
             (None, None) => {}
         }
         match &t.python {
             Some(Ok(v)) => {
-                let _ = writeln!(s, "  by Python line:");
+                s.push_str(&wrap("by Python line:", width, "  ", "    "));
                 for l in python_summary(v, 4) {
-                    let _ = writeln!(s, "    {l}");
+                    s.push_str(&wrap(&l, width, "    ", "      "));
                 }
             }
             Some(Err(why)) => {
-                let _ = writeln!(s, "  no Python lines: {why}");
+                s.push_str(&wrap(
+                    &format!("no Python lines: {why}"),
+                    width,
+                    "  ",
+                    "    ",
+                ));
             }
             None => {}
         }
-        let _ = writeln!(s, "  {}", cost_text(t, report));
+        s.push_str(&wrap(&cost_text(t, report), width, "  ", "    "));
         if let Some(p) = t.peak_rss_bytes {
-            let _ = writeln!(s, "  peak RSS of the command's process {}", human_bytes(p));
+            s.push_str(&wrap(
+                &format!("peak RSS of the command's process {}", human_bytes(p)),
+                width,
+                "  ",
+                "    ",
+            ));
         }
-        let _ = writeln!(s, "  {}", t.count_check.text);
+        s.push_str(&wrap(&t.count_check.text, width, "  ", "    "));
         if let Some(l) = &t.lost {
-            let _ = writeln!(s, "  perf: {l}");
+            s.push_str(&wrap(&format!("perf: {l}"), width, "  ", "    "));
         }
     }
-    let _ = writeln!(s, "{}: {}", out.display(), files_list(written));
+    s.push_str(&wrap(
+        &format!("{}: {}", out.display(), files_list(written)),
+        width,
+        "",
+        "  ",
+    ));
     s
 }

@@ -357,7 +357,7 @@ fn a_command_trace_counts_every_thread_as_perf_stat_does_and_checks_itself() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let console = String::from_utf8_lossy(&o.stdout).into_owned();
+    let console = unwrapped(&String::from_utf8_lossy(&o.stdout));
     let trace = json(&out.join("trace.json"));
     let (stat, ran) = perf_stat(&Command::new(&program));
     assert!(ran.status.success());
@@ -419,7 +419,7 @@ fn the_mechanism_line_names_the_immediate_and_the_decay_purge_and_what_runs_at_e
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let console = String::from_utf8_lossy(&o.stdout).into_owned();
+    let console = unwrapped(&String::from_utf8_lossy(&o.stdout));
     let trace = json(&out.join("trace.json"));
     let causes = |label: &str| -> Vec<serde_json::Value> {
         let t = trace["allocators"]
@@ -482,6 +482,7 @@ fn a_command_trace_attributes_the_trim_and_the_purge_and_its_counts_agree() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("t");
     let o = Command::new(driver_path())
+        .env("COLUMNS", "100")
         .args(["trace", "--runs", "3", "--out"])
         .arg(&out)
         .arg("--")
@@ -490,6 +491,19 @@ fn a_command_trace_attributes_the_trim_and_the_purge_and_its_counts_agree() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // The first screen, in 100 columns: glibc's trim path within its first 25 lines.
+    let console = String::from_utf8_lossy(&o.stdout).into_owned();
+    for l in console.lines() {
+        assert!(
+            l.chars().count() <= 100,
+            "wider than 100 columns: {l}\n{console}"
+        );
+    }
+    let first: Vec<&str> = console.lines().take(25).collect();
+    assert!(
+        unwrapped(&first.join("\n")).contains("free → _int_free → systrim"),
+        "{console}"
+    );
     let trace = json(&out.join("trace.json"));
     assert_eq!(trace["schema"], "alloclab.trace-command/1");
     assert_eq!(trace["complete"], true);
@@ -837,7 +851,7 @@ fn an_interrupted_trace_counts_only_what_it_traced() {
     let report = std::fs::read_to_string(out.join("REPORT.md")).unwrap();
     links_name_written_files(&out, &report);
     // The console lists only what the folder has: no timelines, no flame graphs.
-    let console = String::from_utf8_lossy(&o.stdout);
+    let console = unwrapped(&String::from_utf8_lossy(&o.stdout));
     assert!(!console.contains("timeline/"), "{console}");
     assert!(!console.contains("flamegraphs/"), "{console}");
     assert!(!out.join("perf").exists(), "perf's data is removed");
@@ -894,7 +908,7 @@ fn perf_failing_on_a_full_disk_is_said_as_perfs_failure() {
         .collect::<Vec<_>>();
     assert!(mount(&["umount", place]).success());
     for o in runs {
-        let console = String::from_utf8_lossy(&o.stdout).into_owned();
+        let console = unwrapped(&String::from_utf8_lossy(&o.stdout));
         assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
         assert!(
             console.contains("FAILED: perf record failed (exit status 255): ")
@@ -1000,7 +1014,7 @@ fn a_python_commands_calls_are_put_at_the_script_lines_that_made_them() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let console = String::from_utf8_lossy(&o.stdout).into_owned();
+    let console = unwrapped(&String::from_utf8_lossy(&o.stdout));
     assert!(console.contains("by Python line:"), "{console}");
     let trace = json(&out.join("trace.json"));
     assert!(
