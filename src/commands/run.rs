@@ -137,11 +137,20 @@ pub fn run(args: RunArgs) -> Result<()> {
             crate::fmt::counted(o.rebuilt.plots, "plot", "plots"),
             o.dir.join("REPORT.md").display()
         );
+        if args.quick {
+            said.push_str(&crate::fmt::wrap(
+                crate::export::report_md::QUICK_NOTE,
+                crate::fmt::screen_width(),
+                "  note: ",
+                "    ",
+            ));
+        }
+        let width = crate::fmt::screen_width();
         for a in &o.rebuilt.answer.lines {
-            said.push_str(&format!("  {a}\n"));
+            said.push_str(&crate::fmt::wrap(a, width, "  ", "    "));
         }
         if let Some(more) = o.rebuilt.answer.more_line() {
-            said.push_str(&format!("  {more}\n"));
+            said.push_str(&crate::fmt::wrap(&more, width, "  ", "    "));
         }
         progress.suspend(|| super::print_out(&said))?;
         if o.interrupted {

@@ -213,7 +213,8 @@ fn differences(loaded: &Loaded) -> Vec<(f64, String)> {
 /// `other` against `base`, and how much the difference weighs as a headline: the size of
 /// its ratio (log), where decided; half that without a verdict (one process, or too few
 /// for the interval's level: said so, and below every decided one of the same size),
-/// only from [`UNTESTED_RATIO`]; none where the runs find no difference.
+/// only from [`UNTESTED_RATIO`] and only where the counts differ; none where the runs
+/// find no difference.
 fn weighed(
     base: &crate::model::record::Cell,
     other: &crate::model::record::Cell,
@@ -224,10 +225,20 @@ fn weighed(
         crate::export::report_md::REPORT_NOISE_THRESHOLD,
     )?;
     let size = cmp.ratio.ln().abs();
+    // Without a verdict a time ratio is an answer only where exact counts differ and
+    // explain it: one process's ratio alone is noise, not a finding.
+    let explained = || {
+        crate::analysis::answer::counts_differ(
+            Counts::of(&cells::row(base)),
+            Counts::of(&cells::row(other)),
+        )
+    };
     let weight = match cmp.verdict {
         Some(Verdict::Slower | Verdict::Faster) => size,
         Some(Verdict::NoSignificantDifference) => return None,
-        _ if cmp.ratio >= UNTESTED_RATIO || cmp.ratio <= 1.0 / UNTESTED_RATIO => size / 2.0,
+        _ if (cmp.ratio >= UNTESTED_RATIO || cmp.ratio <= 1.0 / UNTESTED_RATIO) && explained() => {
+            size / 2.0
+        }
         _ => return None,
     };
     Some((weight, cmp))
@@ -439,6 +450,18 @@ mod tests {
             a.more_line().as_deref(),
             Some("… and 1,234 more cliffs and differences in the findings")
         );
+    }
+
+    /// One process each: a ratio of 2x weighs as a headline only where the exact
+    /// counts differ; the same ratio with the same counts is noise, never an answer.
+    #[test]
+    fn a_ratio_without_a_verdict_is_an_answer_only_where_the_counts_differ() {
+        let base = cell_of("system", &[(1000, 0.0)]);
+        let same_counts = cell_of("system", &[(2000, 0.0)]);
+        let more_faults = cell_of("system", &[(2000, 3874.0)]);
+        let (weight, cmp) = weighed(&base, &more_faults).expect("counts explain it");
+        assert!(cmp.interval.is_none() && weight > 0.0);
+        assert!(weighed(&base, &same_counts).is_none());
     }
 
     /// A tunables folder's answer says what each knob set does against its allocator's

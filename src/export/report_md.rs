@@ -68,6 +68,10 @@ impl Rebuilt {
     }
 }
 
+/// What a quick run's pages and console say first: it is a smoke test, and what the full
+/// run adds.
+pub const QUICK_NOTE: &str = "a quick run (--quick) is a smoke test: a reduced matrix on short budgets and mostly one process per cell, so its time ratios carry no interval and no verdict, and only differences in exact counts (faults, syscalls) are findings here. The full run (without --quick) measures every size and thread count of the experiment, in the processes its intervals and verdicts need.";
+
 /// What an unfinished folder's pages say first: what has no result, and that nothing
 /// resting on it is stated.
 pub fn incomplete_note(loaded: &Loaded) -> String {
@@ -246,6 +250,9 @@ fn report_markdown(
     let _ = writeln!(md, "# {}\n\n{}\n", e.name, e.description);
     if !loaded.complete() {
         let _ = writeln!(md, "> **INCOMPLETE:** {}\n", incomplete_note(loaded));
+    }
+    if e.quick {
+        let _ = writeln!(md, "> **Quick:** {QUICK_NOTE}\n");
     }
     // The answer first: the headline findings (the same the page and the console lead
     // with), every finding after them.
