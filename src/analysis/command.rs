@@ -214,6 +214,63 @@ pub fn traced_deviations(
     Some(out)
 }
 
+/// A traced run that kept its time although its trapped calls should have slowed it:
+/// the calls the tracer counted × what one trapped call cost here (`trap_cost_ns`,
+/// measured) is the slow-down it should show; where that is more than twice the untraced
+/// runs' spread (and 2 ms) and the traced run took less than half of
+/// it, the program ran for a fixed time and did other work than the untraced runs (fewer
+/// rounds, other threads), so its counts are not theirs. As a deviation of the figure
+/// `trap_time_ms`: `traced` the slow-down seen, the untraced fields the one expected.
+pub fn time_bound(
+    runs: &[ExecRun],
+    traced: &TracedRun,
+    counts: Option<&SyscallCounts>,
+    trap_cost_ns: Option<f64>,
+) -> Option<TracedDeviation> {
+    let (cost, counts) = (trap_cost_ns?, counts?);
+    let walls: Vec<f64> = runs.iter().map(|r| r.wall_ns as f64).collect();
+    if walls.len() < 2 {
+        return None;
+    }
+    let m = median(&walls)?;
+    let lo = walls.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = walls.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let expected = memory_calls(counts) * cost;
+    let seen = traced.wall_ns as f64 - m;
+    // The untraced runs' own spread is the noise the two readings must stand apart by (a
+    // program that runs for a fixed time keeps it small); at least a millisecond.
+    let width = (hi - lo).max(1e6);
+    (expected > 2.0 * width && seen < 0.5 * expected).then(|| TracedDeviation {
+        figure: "trap_time_ms".into(),
+        traced: seen / 1e6,
+        untraced_min: expected / 1e6,
+        untraced_max: expected / 1e6,
+        untraced_median: expected / 1e6,
+    })
+}
+
+/// Whether the traced run's extra wall time is what its trapped calls cost (within half
+/// of that, or the untraced runs' spread): the tracer's slow-down, not other work.
+pub fn trap_slowdown_explains(
+    runs: &[ExecRun],
+    traced: &TracedRun,
+    counts: Option<&SyscallCounts>,
+    trap_cost_ns: Option<f64>,
+) -> bool {
+    let (Some(cost), Some(counts)) = (trap_cost_ns, counts) else {
+        return false;
+    };
+    let walls: Vec<f64> = runs.iter().map(|r| r.wall_ns as f64).collect();
+    let Some(m) = median(&walls) else {
+        return false;
+    };
+    let lo = walls.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = walls.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let expected = memory_calls(counts) * cost;
+    let seen = traced.wall_ns as f64 - m;
+    (seen - expected).abs() <= (0.5 * expected).max(hi - lo)
+}
+
 /// The row's words on its traced run: how much slower, and whether it behaved as the
 /// untraced runs did.
 fn traced_text(runs: &[ExecRun], t: &TracedRun, differs: Option<&[TracedDeviation]>) -> String {
@@ -233,6 +290,13 @@ fn traced_text(runs: &[ExecRun], t: &TracedRun, differs: Option<&[TracedDeviatio
             "; it behaved as the untraced runs did (its wall and user time, minor faults and peak RSS within their range, give or take its width)",
         ),
         Some(d) => {
+            let bound = d.iter().find(|x| x.figure == "trap_time_ms").map(|x| {
+                format!(
+                    "it should have taken about {} longer than their median (its trapped calls × their measured cost) and took {} longer: it kept its time, as a program that runs for a fixed time does, and so did other work than they did",
+                    crate::fmt::fmt_ns(x.untraced_median * 1e6),
+                    crate::fmt::fmt_ns(x.traced.max(0.0) * 1e6)
+                )
+            });
             let parts: Vec<String> = d
                 .iter()
                 .filter_map(|x| {
@@ -251,9 +315,16 @@ fn traced_text(runs: &[ExecRun], t: &TracedRun, differs: Option<&[TracedDeviatio
                     ))
                 })
                 .collect();
+            let beyond = (!parts.is_empty()).then(|| {
+                format!(
+                    "it behaved otherwise than the untraced runs ({}: beyond their range by more than its width)",
+                    parts.join("; ")
+                )
+            });
+            let said: Vec<String> = beyond.into_iter().chain(bound).collect();
             s.push_str(&format!(
-                "; it behaved otherwise than the untraced runs ({}: beyond their range by more than its width), so its counts may not be theirs",
-                parts.join("; ")
+                "; {}, so its counts may not be theirs",
+                said.join("; and ")
             ));
         }
     }
@@ -266,7 +337,12 @@ fn med(runs: &[ExecRun], f: impl Fn(&ExecRun) -> Option<f64>) -> Option<f64> {
     (v.len() == runs.len()).then(|| median(&v)).flatten()
 }
 
-fn row_of(a: &AllocatorRuns, syscall_counter: &str, floor: f64) -> ExecRow {
+fn row_of(
+    a: &AllocatorRuns,
+    syscall_counter: &str,
+    floor: f64,
+    trap_cost_ns: Option<f64>,
+) -> ExecRow {
     let runs = &a.runs;
     let ms = |ns: u64| ns as f64 / 1e6;
     let walls: Vec<f64> = runs.iter().map(|r| ms(r.wall_ns)).collect();
@@ -278,11 +354,21 @@ fn row_of(a: &AllocatorRuns, syscall_counter: &str, floor: f64) -> ExecRow {
     });
     let ci = median_ci(&walls, level());
     let traced = syscall_counter == "ptrace";
-    let differs = a
-        .traced_run
-        .as_ref()
-        .filter(|_| traced)
-        .and_then(|t| traced_deviations(runs, t, a.traced_syscalls.as_ref(), floor));
+    let differs = a.traced_run.as_ref().filter(|_| traced).and_then(|t| {
+        let mut d = traced_deviations(runs, t, a.traced_syscalls.as_ref(), floor)?;
+        // A traced run slower by what its trapped calls cost did the same work: its
+        // wall time is no deviation then.
+        if trap_slowdown_explains(runs, t, a.traced_syscalls.as_ref(), trap_cost_ns) {
+            d.retain(|x| x.figure != "wall_ms");
+        }
+        d.extend(time_bound(
+            runs,
+            t,
+            a.traced_syscalls.as_ref(),
+            trap_cost_ns,
+        ));
+        Some(d)
+    });
     let sc = |f: fn(&crate::counters::linux::perf::SyscallCounts) -> Option<u64>| {
         if traced {
             // One traced run per allocator: its counts, if it has them.
@@ -412,7 +498,12 @@ pub fn rows(record: &ExecRecord) -> Vec<ExecRow> {
                     .to_string()
             }),
             runs_planned: Some(record.runs_requested),
-            ..row_of(a, &record.syscall_counter, record.noise_threshold)
+            ..row_of(
+                a,
+                &record.syscall_counter,
+                record.noise_threshold,
+                record.trap_cost_ns,
+            )
         })
         .collect();
     let Some(b) = rows
@@ -554,6 +645,45 @@ mod tests {
         assert_eq!(beyond_spread(&[100.0], 500.0, 0.02, 1.0), None);
     }
 
+    /// The calls × the measured cost of a trap is the slow-down a traced run should
+    /// show: one that kept its time (a program that runs for a fixed time) is said to
+    /// have done other work; one slowed by about that much did the same work, and its
+    /// longer wall time is no deviation.
+    #[test]
+    fn a_traced_run_that_kept_its_time_despite_its_traps_did_other_work() {
+        let runs = vec![
+            run(1, 500, 480, 9000),
+            run(2, 505, 482, 9000),
+            run(3, 502, 481, 9000),
+        ];
+        // 2,931 trapped calls at 1 µs: 2.9 ms expected, less than twice the runs' width
+        // (500 to 505 ms): too little to tell.
+        let a = allocator(runs.clone(), traced(503, 480, 9000));
+        let t = a.traced_run.as_ref().unwrap();
+        let counts = a.traced_syscalls.as_ref();
+        assert!(time_bound(&runs, t, counts, Some(1_000.0)).is_none());
+        // At 100 µs a trap (293 ms expected), the same 503 ms is a fixed-time program.
+        let slow = Some(100_000.0);
+        let d = time_bound(&runs, t, counts, slow).expect("time-bound");
+        assert_eq!(d.figure, "trap_time_ms");
+        assert!((d.untraced_median - 293.1).abs() < 0.01, "{d:?}");
+        assert!((d.traced - 1.0).abs() < 1e-9, "{d:?}");
+        let row = row_of(&a, "ptrace", 0.02, slow);
+        assert!(row.traced_differs.as_ref().unwrap().contains(&d));
+        assert!(
+            row.syscall_counter.contains("it should have taken about 293 ms longer than their median (its trapped calls × their measured cost) and took 1.00 ms longer"),
+            "{}",
+            row.syscall_counter
+        );
+        // Slowed by what its traps cost: the same work, no deviation at all.
+        let slowed = allocator(runs.clone(), traced(502 + 293, 480, 9000));
+        let row = row_of(&slowed, "ptrace", 0.02, slow);
+        assert_eq!(row.traced_differs, Some(vec![]), "{}", row.syscall_counter);
+        // Without a measured cost the wall time alone says it behaved otherwise.
+        let row = row_of(&slowed, "ptrace", 0.02, None);
+        assert_eq!(row.traced_differs.unwrap()[0].figure, "wall_ms");
+    }
+
     #[test]
     fn a_fixed_duration_run_that_faulted_more_under_the_tracer_is_said() {
         // larson under jemalloc, as measured: the same 4 s wall time traced or not, but
@@ -575,7 +705,7 @@ mod tests {
             (d[0].traced, d[0].untraced_min, d[0].untraced_max),
             (8600.0, 6130.0, 7300.0)
         );
-        let row = row_of(&a, "ptrace", 0.02);
+        let row = row_of(&a, "ptrace", 0.02, None);
         assert_eq!(row.traced_differs, Some(d));
         assert_eq!(row.madvise, Some(2931.0));
         let text = &row.syscall_counter;
@@ -586,21 +716,23 @@ mod tests {
         // Faults beyond the untraced runs' range by less than its width (1,170):
         // nothing to say.
         let calm = allocator(runs.clone(), traced(4011, 3905, 8400));
-        let row = row_of(&calm, "ptrace", 0.02);
+        let row = row_of(&calm, "ptrace", 0.02, None);
         assert_eq!(row.traced_differs, Some(vec![]));
         assert!(row
             .syscall_counter
             .contains("it behaved as the untraced runs did"));
         // A traced run that got less CPU (the tracer took it) is said too.
         let starved = allocator(runs.clone(), traced(4011, 3500, 7000));
-        let d = row_of(&starved, "ptrace", 0.02).traced_differs.unwrap();
+        let d = row_of(&starved, "ptrace", 0.02, None)
+            .traced_differs
+            .unwrap();
         assert_eq!(d[0].figure, "user_ms");
     }
 
     #[test]
     fn one_untraced_run_cannot_tell_and_untraced_counts_are_compared_when_there() {
         let one = allocator(vec![run(1, 100, 90, 500)], traced(300, 90, 5000));
-        let row = row_of(&one, "ptrace", 0.02);
+        let row = row_of(&one, "ptrace", 0.02, None);
         assert_eq!(row.traced_differs, None);
         assert!(
             row.syscall_counter.contains("no spread"),
@@ -617,11 +749,11 @@ mod tests {
             });
         }
         let a = allocator(runs, traced(100, 90, 500));
-        let d = row_of(&a, "ptrace", 0.02).traced_differs.unwrap();
+        let d = row_of(&a, "ptrace", 0.02, None).traced_differs.unwrap();
         assert_eq!(d.len(), 1);
         assert_eq!(d[0].figure, "memory_syscalls");
         // Not traced: no comparison, the counter's name alone.
-        let row = row_of(&a, "perf", 0.02);
+        let row = row_of(&a, "perf", 0.02, None);
         assert_eq!(
             (row.traced_differs, row.syscall_counter.as_str()),
             (None, "perf")

@@ -63,6 +63,13 @@ pub enum Command {
     /// Write the man pages (one per command) or the shell completions, generated from
     /// these very definitions, into a folder (`make man` does both).
     Generate(GenerateArgs),
+    /// (internal) Make `calls` memory syscalls (one-page mmap and munmap pairs) and exit:
+    /// what `exec --counters ptrace` times to measure the cost of one trapped call.
+    #[command(hide = true, name = "trap-loop")]
+    TrapLoop {
+        #[arg(long)]
+        calls: u64,
+    },
     /// (internal) Report where malloc resolves and the preloaded allocator's knobs, as JSON.
     #[command(hide = true, name = "probe-preload")]
     ProbePreload {

@@ -21,7 +21,8 @@ use std::io::Write;
 
 /// Runs one parsed command.
 pub fn dispatch(command: Command) -> Result<()> {
-    if !matches!(command, Command::Generate(_)) {
+    // The trap loop writes nothing: it runs with its output discarded.
+    if !matches!(command, Command::Generate(_) | Command::TrapLoop { .. }) {
         stdout_is_open()?;
     }
     match command {
@@ -37,6 +38,10 @@ pub fn dispatch(command: Command) -> Result<()> {
         Command::Trace(args) => trace::run(&args),
         Command::Diff(args) => diff::run(&args),
         Command::Generate(args) => generate(&args),
+        Command::TrapLoop { calls } => {
+            crate::engine::command::trap_loop(calls);
+            Ok(())
+        }
         Command::ProbePreload { kind, knob } => {
             let report = crate::engine::probe::probe_here(&kind, &knob);
             let text = serde_json::to_string(&report).map_err(Error::failed)?;

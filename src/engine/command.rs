@@ -412,6 +412,7 @@ pub fn run_session(
         allocators: rows,
         order_seed: Some(settings.order_seed),
         noise_threshold: settings.noise_threshold,
+        trap_cost_ns: None,
         commands: settings
             .versions
             .iter()
@@ -545,6 +546,17 @@ pub fn run_session(
             launcher_apart: false,
             ..opts
         };
+        if !crate::ui::interrupt::interrupted() {
+            let cost = trap_cost(&opts, &traced);
+            observer.say(&match &cost {
+                Ok(ns) => format!(
+                    "tracer: one trapped memory syscall costs {} here (the lab's own loop of {TRAP_LOOP_CALLS} calls, traced against untraced)",
+                    crate::fmt::fmt_ns(*ns)
+                ),
+                Err(why) => format!("tracer: the cost of a trapped call is unknown: {why}"),
+            });
+            record.trap_cost_ns = cost.ok();
+        }
         for (i, cmd) in prepared.iter().enumerate() {
             if crate::ui::interrupt::interrupted() {
                 break;
@@ -581,6 +593,81 @@ pub fn run_session(
     record.complete = !crate::ui::interrupt::interrupted();
     save(&record).map_err(SessionError::Save)?;
     Ok(record)
+}
+
+/// `alloclab trap-loop --calls N`: N memory syscalls, one-page mmap and munmap pairs.
+pub fn trap_loop(calls: u64) {
+    for _ in 0..calls.div_ceil(2) {
+        // SAFETY: an anonymous private mapping of one page, unmapped at once; nothing
+        // refers to it.
+        unsafe {
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            if p != libc::MAP_FAILED {
+                libc::munmap(p, 4096);
+            }
+        }
+    }
+}
+
+/// Calls the trap loop makes: enough that the tracer's cost (23 µs per call measured
+/// here: 115 ms) stands far above the process's start (a few ms).
+const TRAP_LOOP_CALLS: u64 = 5_000;
+
+/// What one trapped memory syscall costs here, in ns: the lab's own trap loop run three
+/// times untraced and three times traced, alternating; the difference of the medians over
+/// the traced run's counted calls.
+fn trap_cost(untraced: &LaunchOptions, traced: &LaunchOptions) -> Result<f64, String> {
+    let exe =
+        std::env::current_exe().map_err(|e| format!("cannot find the lab's own program: {e}"))?;
+    let argv: Vec<OsString> = vec![
+        exe.clone().into_os_string(),
+        "trap-loop".into(),
+        "--calls".into(),
+        TRAP_LOOP_CALLS.to_string().into(),
+    ];
+    let env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    let cmd = Prepared::new(&exe, &argv, &env).map_err(|e| e.to_string())?;
+    let quiet = LaunchOptions {
+        show_output: false,
+        ..*untraced
+    };
+    let quiet_traced = LaunchOptions {
+        show_output: false,
+        ..*traced
+    };
+    let (mut plain, mut trapped, mut calls) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..3 {
+        let a = launch::run(&cmd, &quiet).map_err(|e| e.to_string())?;
+        let b = launch::run(&cmd, &quiet_traced).map_err(|e| e.to_string())?;
+        for r in [&a, &b] {
+            if !r.termination.success() {
+                return Err(format!(
+                    "the trap loop {}",
+                    r.termination.describe(untraced.timeout)
+                ));
+            }
+        }
+        let counted = b.syscalls.map_err(|u| u.to_string())?;
+        plain.push(a.wall_ns as f64);
+        trapped.push(b.wall_ns as f64);
+        calls.push(
+            (counted.brk + counted.mmap + counted.munmap + counted.madvise + counted.mremap) as f64,
+        );
+    }
+    let med = |v: &[f64]| crate::analysis::stats::median(v).unwrap_or(f64::NAN);
+    let per = (med(&trapped) - med(&plain)) / med(&calls).max(1.0);
+    if per.is_finite() && per > 0.0 {
+        Ok(per)
+    } else {
+        Err("the traced loop was not slower than the untraced one".into())
+    }
 }
 
 fn exec_allocator_info() -> crate::counters::envinfo::AllocatorInfo {

@@ -98,6 +98,11 @@ pub struct ExecRecord {
     /// the baseline the others are compared with under each allocator. Empty for one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub commands: Vec<NamedCommand>,
+    /// With `--counters ptrace`: what one trapped memory syscall cost here (ns), measured
+    /// before the traced runs (the lab's own loop of mmap/munmap calls, traced against
+    /// untraced); the row's check of a traced run that kept its time uses it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trap_cost_ns: Option<f64>,
 }
 
 /// One of several commands of a session.
