@@ -875,6 +875,10 @@ pub struct DiffArgs {
     /// drift between the two runs that the cells' shifts show (see docs/diff.md).
     #[arg(long)]
     pub no_drift_allowance: bool,
+    /// The full screen instead of the answer first: every note and environment change
+    /// first, the table with each cell's whole name and every column (table format).
+    #[arg(long, visible_alias = "wide")]
+    pub verbose: bool,
 }
 
 /// `--pair BASE_SPEC=NEW_SPEC`: split at the `=` that leaves a valid allocator spec on

@@ -64,13 +64,53 @@ fn diff_finds_regressions_improvements_and_what_changed_around_them() {
     );
     let diff = |a: &Path, b: &Path, format: &str| {
         Command::new(driver_path())
-            .args(["diff", "--format", format])
+            .args(["diff", "--verbose", "--format", format])
             .arg(a)
             .arg(b)
             .output()
             .unwrap()
     };
-    // Improvement, no change, unmatched cells both ways, the kernel that changed: exit 0.
+    // The first screen, in 100 columns: the answer (how many cells changed, and each one
+    // called changed with its interval), then the table that fits, then the environment.
+    let o = Command::new(driver_path())
+        .env("COLUMNS", "100")
+        .arg("diff")
+        .arg(&base)
+        .arg(&improved)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    for l in out.lines() {
+        assert!(
+            l.chars().count() <= 100,
+            "wider than 100 columns: {l}\n{out}"
+        );
+    }
+    assert!(
+        out.starts_with("2 cells compared: 0 slower, 1 faster"),
+        "{out}"
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    let called = lines
+        .iter()
+        .position(|l| l.starts_with("  scale system out-of-place size=1000000: 15.00x faster ["))
+        .unwrap_or_else(|| panic!("{out}"));
+    let table = lines
+        .iter()
+        .position(|l| l.starts_with("cell "))
+        .unwrap_or_else(|| panic!("{out}"));
+    let kernel = lines
+        .iter()
+        .position(|l| *l == "environment: kernel: 6.1 → 6.18")
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(called < table && table < kernel, "{out}");
+    // The words every compared cell shares are said once; the rows keep the rest.
+    assert!(out.contains("\nevery cell: scale system size=1000000\n"), "{out}");
+    assert!(out.contains("\nout-of-place   9.00 ms "), "{out}");
+
+    // Improvement, no change, unmatched cells both ways, the kernel that changed: exit 0;
+    // the full screen (--verbose) says the environment first.
     let o = diff(&base, &improved, "table");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
@@ -152,8 +192,8 @@ fn diff_finds_regressions_improvements_and_what_changed_around_them() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
         out.lines()
-            .find(|l| l.starts_with("scale system out-of-place"))
-            .is_some_and(|l| l.contains("undecided (15.00x")),
+            .find(|l| l.starts_with("out-of-place "))
+            .is_some_and(|l| l.contains("15.00x [14.70x, 15.30x] undecided")),
         "{out}"
     );
     assert!(out.contains("undecided (interval below 99 %)"), "{out}");
@@ -207,7 +247,7 @@ fn diff_finds_regressions_improvements_and_what_changed_around_them() {
     // --pair matches differently named allocators: BASE's jemalloc against NEW's
     // mimalloc, in-place at the same size.
     let o = Command::new(driver_path())
-        .args(["diff", "--pair", "jemalloc=mimalloc"])
+        .args(["diff", "--verbose", "--pair", "jemalloc=mimalloc"])
         .arg(&base)
         .arg(&improved)
         .output()
@@ -279,7 +319,7 @@ fn diff_compares_exec_folders_allocator_by_allocator() {
     std::fs::write(new.join("exec.json"), record.to_string()).unwrap();
 
     let out = Command::new(driver_path())
-        .arg("diff")
+        .args(["diff", "--verbose"])
         .args([&base, &new])
         .output()
         .unwrap();
