@@ -97,12 +97,14 @@ fn bad_input_is_refused_with_what_would_be_right() {
 /// Six processes per cell and no adaptive rounds: the least that gives every
 /// comparison its 95 % interval (the adaptive rounds are tested in tests/all/noise.rs).
 fn small_compare(format: &str) -> Output {
+    // Ten iterations per process and no minimum time: the properties are of the
+    // fields and the processes, not of a precise p50.
     alloclab(&[
         "compare",
         "--size",
         "5000",
         "--min-time",
-        "0.02",
+        "0",
         "--warmup-time",
         "0",
         "--no-adaptive",
@@ -225,7 +227,7 @@ fn the_first_screen_is_the_answer_in_the_readers_width() {
             "--variants",
             "in-place,out-of-place",
             "--min-time",
-            "0.02",
+            "0",
             "--warmup-time",
             "0",
             "--no-adaptive",
@@ -278,33 +280,6 @@ fn the_first_screen_is_the_answer_in_the_readers_width() {
         4,
         "{text}"
     );
-    // In 60 columns the answer wraps again (the table keeps its rows).
-    let narrow = Command::new(driver_path())
-        .env("COLUMNS", "60")
-        .args([
-            "compare",
-            "--size",
-            "1000000",
-            "--allocators",
-            "system",
-            "--variants",
-            "in-place,out-of-place",
-            "--min-time",
-            "0.02",
-            "--warmup-time",
-            "0",
-            "--no-adaptive",
-        ])
-        .output()
-        .unwrap();
-    assert!(narrow.status.success(), "{}", stderr(&narrow));
-    let narrow = String::from_utf8(narrow.stdout).unwrap();
-    for l in narrow.lines().take_while(|l| !l.starts_with("allocator ")) {
-        assert!(
-            l.chars().count() <= 60,
-            "wider than 60 columns: {l}\n{narrow}"
-        );
-    }
 }
 
 #[test]
@@ -314,7 +289,7 @@ fn verbose_table_shows_every_run_and_one_explanation_per_allocator() {
         "--size",
         "5000",
         "--min-time",
-        "0.02",
+        "0",
         "--warmup-time",
         "0",
         "--no-adaptive",

@@ -106,7 +106,10 @@ fn diff_finds_regressions_improvements_and_what_changed_around_them() {
         .unwrap_or_else(|| panic!("{out}"));
     assert!(called < table && table < kernel, "{out}");
     // The words every compared cell shares are said once; the rows keep the rest.
-    assert!(out.contains("\nevery cell: scale system size=1000000\n"), "{out}");
+    assert!(
+        out.contains("\nevery cell: scale system size=1000000\n"),
+        "{out}"
+    );
     assert!(out.contains("\nout-of-place   9.00 ms "), "{out}");
 
     // Improvement, no change, unmatched cells both ways, the kernel that changed: exit 0;
