@@ -187,13 +187,16 @@ pub fn unwrapped(text: &str) -> String {
     out
 }
 
-/// The rows of a console table whose first word is one of `allocators` and second a
-/// variant (not the answer's lines, whose third word is "vs").
+/// The rows of a console table: lines that start with one of `allocators` and then a
+/// variant (not the answer's lines, whose third word is "vs", nor a wrapped note's
+/// continuation, which starts with spaces).
 pub fn table_rows<'a>(text: &'a str, allocators: &[&str]) -> Vec<&'a str> {
     text.lines()
         .filter(|l| {
+            // A row starts at the line's start; a wrapped note's continuation does not.
             let w: Vec<&str> = l.split_whitespace().take(3).collect();
-            w.len() == 3
+            !l.starts_with(' ')
+                && w.len() == 3
                 && allocators.contains(&w[0])
                 && ["in-place", "out-of-place", "reuse", "fused"].contains(&w[1])
                 && w[2] != "vs"
