@@ -475,19 +475,20 @@ pub fn run(args: CompareArgs) -> Result<()> {
                     None => screen,
                 }
             }
-            Format::Table => {
-                let answer = crate::analysis::answer::of_cells(&cells, &rows, args.noise_threshold);
-                answer_screen(
-                    &answer,
-                    &outcomes,
-                    &rows,
-                    &ran,
-                    &args,
-                    &method,
-                    &lines[explained..],
-                    incomplete.as_deref(),
-                )
-            }
+            Format::Table => crate::export::answer::compare_screen(
+                &crate::analysis::answer::of_cells(&cells, &rows, args.noise_threshold),
+                &outcomes,
+                &rows,
+                &format!(
+                    "{}, {} elements, {}",
+                    args.workload,
+                    crate::fmt::group_thousands(args.size as i64),
+                    processes_range(&ran.per_cell)
+                ),
+                &method,
+                &lines[explained..],
+                incomplete.as_deref(),
+            ),
             Format::Markdown => match &incomplete {
                 Some(note) => format!(
                     "> **Incomplete:** {}\n\n{}",
@@ -534,65 +535,15 @@ pub fn run(args: CompareArgs) -> Result<()> {
     super::failed_runs(failed, rows.len(), "cells")
 }
 
-/// compare's first screen in the reader's width: the answer (each variant against
-/// in-place with its cause and what removes it, each allocator against the fastest),
-/// the table that fits, the notes, and how it was measured; `--verbose` has every column.
-#[allow(clippy::too_many_arguments)]
-fn answer_screen(
-    answer: &crate::analysis::answer::Answer,
-    outcomes: &[Outcome],
-    rows: &[SummaryRow],
-    ran: &Ran,
-    args: &CompareArgs,
-    method: &str,
-    notes: &[String],
-    incomplete: Option<&str>,
-) -> String {
-    use crate::fmt::wrap;
-    let width = crate::fmt::screen_width();
-    let mut s = String::new();
-    if let Some(note) = incomplete {
-        s.push_str(&wrap(note, width, "", "  "));
+/// "6 processes per cell", or after adaptive rounds "9 to 14 processes per cell".
+fn processes_range(per_cell: &[usize]) -> String {
+    let min = per_cell.iter().min().copied().unwrap_or(0);
+    let max = per_cell.iter().max().copied().unwrap_or(0);
+    if min == max {
+        crate::fmt::counted(min, "process per cell", "processes per cell")
+    } else {
+        format!("{min} to {max} processes per cell")
     }
-    let heading = format!(
-        "{}, {} elements, {}: each variant against in-place, each allocator against the fastest ({} intervals of paired rounds)",
-        args.workload,
-        crate::fmt::group_thousands(args.size as i64),
-        {
-            let min = ran.per_cell.iter().min().copied().unwrap_or(0);
-            let max = ran.per_cell.iter().max().copied().unwrap_or(0);
-            if min == max {
-                crate::fmt::counted(min, "process per cell", "processes per cell")
-            } else {
-                format!("{min} to {max} processes per cell")
-            }
-        },
-        level_text()
-    );
-    s.push_str(&crate::export::answer::console(answer, &heading, width));
-    s.push('\n');
-    s.push_str(&table::to_compact_table(rows));
-    let unavailable = explain::unavailable_notes(outcomes);
-    if !notes.is_empty() || !unavailable.is_empty() {
-        s.push('\n');
-    }
-    for n in notes.iter().chain(
-        &unavailable
-            .iter()
-            .map(|n| format!("note: {n}"))
-            .collect::<Vec<_>>(),
-    ) {
-        s.push_str(&wrap(n, width, "", "  "));
-    }
-    s.push('\n');
-    s.push_str(&wrap(method, width, "", "  "));
-    s.push_str(&wrap(
-        "every column, each run's allocator statistics and the machine: --verbose; every figure: --format csv or json",
-        width,
-        "",
-        "  ",
-    ));
-    s
 }
 
 /// compare's rows in a CI service's format (`--format bmf` or `github-action-benchmark`),

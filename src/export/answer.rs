@@ -120,3 +120,50 @@ pub fn console(answer: &Answer, heading: &str, width: usize) -> String {
     }
     s
 }
+
+/// compare's first screen in the reader's width: the answer (each variant against
+/// in-place with its cause and what removes it, each allocator against the fastest)
+/// under its `what` ("scale, 1,000,000 elements, 6 processes per cell"), the table that
+/// fits, the `notes`, the counters that were unavailable, and how it was measured;
+/// `--verbose` has every column.
+pub fn compare_screen(
+    answer: &Answer,
+    outcomes: &[crate::model::record::Outcome],
+    rows: &[crate::model::summary::SummaryRow],
+    what: &str,
+    method: &str,
+    notes: &[String],
+    incomplete: Option<&str>,
+) -> String {
+    let width = crate::fmt::screen_width();
+    let mut s = String::new();
+    if let Some(note) = incomplete {
+        s.push_str(&wrap(note, width, "", "  "));
+    }
+    let heading = format!(
+        "{what}: each variant against in-place, each allocator against the fastest ({} intervals of paired rounds)",
+        crate::analysis::stats::level_text()
+    );
+    s.push_str(&console(answer, &heading, width));
+    s.push('\n');
+    s.push_str(&crate::export::table::to_compact_table(rows));
+    let unavailable: Vec<String> = crate::analysis::explain::unavailable_notes(outcomes)
+        .into_iter()
+        .map(|n| format!("note: {n}"))
+        .collect();
+    if !notes.is_empty() || !unavailable.is_empty() {
+        s.push('\n');
+    }
+    for n in notes.iter().chain(&unavailable) {
+        s.push_str(&wrap(n, width, "", "  "));
+    }
+    s.push('\n');
+    s.push_str(&wrap(method, width, "", "  "));
+    s.push_str(&wrap(
+        "every column, each run's allocator statistics and the machine: --verbose; every figure: --format csv or json",
+        width,
+        "",
+        "  ",
+    ));
+    s
+}

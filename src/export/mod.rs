@@ -5,6 +5,7 @@
 pub mod answer;
 pub mod ci;
 pub mod csv;
+pub mod diff_screen;
 pub mod exec;
 pub mod folder;
 pub mod hdr;
