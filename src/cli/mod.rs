@@ -330,7 +330,7 @@ pub struct ProgramArgs {
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Your own program: put it after `--` with {size} where it takes its input size, and {calls} where it takes how many calls to make:\n  alloclab sweep --sizes 10000..1000000 --calls 50 -- python3 experiments/numpy_temporaries.py --size {size} --calls {calls} --only func2"
+    after_help = "Examples:\n  alloclab sweep --sizes 1000..100000 -- target/release/examples/temporaries --elements {size}\n\nYour own program: put it after `--` with {size} where it takes its input size, and {calls} where it takes how many calls to make:\n  alloclab sweep --sizes 10000..1000000 --calls 50 -- python3 experiments/numpy_temporaries.py --size {size} --calls {calls} --only func2"
 )]
 pub struct SweepArgs {
     /// Sizes: a geometric range FROM..TO (1e4..1e6, 2^10..2^20) with --per-octave sizes
@@ -387,7 +387,7 @@ pub struct SweepArgs {
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Your own program: put it after `--` with {size} where it takes its input size:\n  alloclab cliff --allocator system --from 30000 --to 60000 --calls 50 -- python3 experiments/numpy_temporaries.py --size {size} --calls {calls} --only func2"
+    after_help = "Examples:\n  alloclab cliff --variant out-of-place\n\nYour own program: put it after `--` with {size} where it takes its input size:\n  alloclab cliff --allocator system --from 30000 --to 60000 --calls 50 -- python3 experiments/numpy_temporaries.py --size {size} --calls {calls} --only func2"
 )]
 pub struct CliffArgs {
     /// The allocator, with knobs if wanted: system, "jemalloc:dirty_decay_ms=-1", or an
@@ -451,7 +451,7 @@ pub struct CliffArgs {
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Your own program: put it after `--`; every knob set runs it in interleaved rounds (--processes), through the same preloads and environment as exec:\n  alloclab tune --allocators system,jemalloc -- python3 experiments/numpy_temporaries.py --calls 200 --only func2"
+    after_help = "Examples:\n  alloclab tune\n\nYour own program: put it after `--`; every knob set runs it in interleaved rounds (--processes), through the same preloads and environment as exec:\n  alloclab tune --allocators system,jemalloc -- python3 experiments/numpy_temporaries.py --calls 200 --only func2"
 )]
 pub struct TuneArgs {
     /// Elements in the input array (1000000, 1e6, 2^20).
@@ -489,6 +489,9 @@ pub struct TuneArgs {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  alloclab generate man --out target/man\n  alloclab generate completions --out target/completions"
+)]
 pub struct GenerateArgs {
     /// man: roff man pages (alloclab.1, alloclab-compare.1, …); completions: bash, zsh,
     /// fish, elvish and PowerShell completion scripts.
@@ -511,6 +514,9 @@ pub enum Generated {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  alloclab calibrate\n  alloclab calibrate --noise --variant out-of-place"
+)]
 pub struct CalibrateArgs {
     /// The allocator the founding case runs under: system, "jemalloc:dirty_decay_ms=-1",
     /// or an installed library, name=/path/lib.so.
@@ -557,6 +563,9 @@ pub struct CalibrateArgs {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  alloclab run experiments/numpy-temporaries.toml\n  alloclab run --quick --out /tmp/ra experiments/*.toml"
+)]
 pub struct RunArgs {
     /// Experiment files (experiments/*.toml).
     #[arg(required = true)]
@@ -600,6 +609,9 @@ pub struct RunArgs {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  alloclab report results/size-sweep\n  alloclab report results"
+)]
 pub struct ReportArgs {
     /// A results folder written by `alloclab run`, e.g. results/numpy-temporaries (its
     /// REPORT.md, report.html, summary and plots are rebuilt); or a folder that holds
@@ -651,6 +663,9 @@ pub enum RoundOrder {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  alloclab compare --size 1000000\n  alloclab compare --allocators system,mimalloc --variants in-place,out-of-place --size 1M\n  alloclab compare --allocators 'system;system:top_pad=64M' --variants out-of-place --format json"
+)]
 pub struct CompareArgs {
     /// Elements in the input array (1000000, 1_000_000, 1,000,000, 1e6, 1M, 2^20).
     #[arg(long, default_value = "1000000", value_parser = spec::parse_size)]
@@ -848,6 +863,9 @@ impl TraceArgs {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  alloclab diff results/numpy-temporaries /tmp/ra/numpy-temporaries\n  alloclab diff --pair system=system:top_pad=64M base.json new.json"
+)]
 pub struct DiffArgs {
     /// The baseline: a results folder of `alloclab run` (results/<experiment>) or a file
     /// from `alloclab compare --format json` (or csv).
