@@ -33,6 +33,80 @@ pub fn rows(h: &Histogram<u64>, scaling: f64) -> Vec<Row> {
         .collect()
 }
 
+/// The mean as HdrHistogram's reference (Java `getMean`) computes it: the sum of every
+/// recorded value's median equivalent times its count, then divided by the total count.
+/// (The Rust crate divides each term first, which can move the last bit, and with it the
+/// printed third decimal.)
+fn reference_mean(h: &Histogram<u64>) -> f64 {
+    if h.is_empty() {
+        return 0.0;
+    }
+    let total: f64 = h
+        .iter_recorded()
+        .map(|v| h.median_equivalent(v.value_iterated_to()) as f64 * v.count_at_value() as f64)
+        .sum();
+    total / h.len() as f64
+}
+
+/// The standard deviation as the reference (Java `getStdDeviation`) computes it around
+/// `mean`.
+fn reference_stdev(h: &Histogram<u64>, mean: f64) -> f64 {
+    if h.is_empty() {
+        return 0.0;
+    }
+    let total: f64 = h
+        .iter_recorded()
+        .map(|v| {
+            let d = h.median_equivalent(v.value_iterated_to()) as f64 - mean;
+            d * d * v.count_since_last_iteration() as f64
+        })
+        .sum();
+    (total / h.len() as f64).sqrt()
+}
+
+/// `v` with `decimals` digits after the point as Java's `Formatter` prints `%.Nf`, which
+/// the reference's tools print with: the shortest decimal that reads back as `v`, rounded
+/// half up (Rust's `{:.N}` rounds the exact binary value, so 0.5255 prints 0.525 there
+/// and 0.526 in Java).
+pub fn java_fixed(v: f64, decimals: usize) -> String {
+    let shortest = format!("{}", v.abs());
+    let (int, frac) = shortest.split_once('.').unwrap_or((&shortest, ""));
+    let mut digits: Vec<u8> = int.bytes().chain(frac.bytes()).map(|b| b - b'0').collect();
+    let point = int.len();
+    let keep = point + decimals;
+    let up = digits.get(keep).is_some_and(|d| *d >= 5);
+    digits.resize(keep, 0);
+    if up {
+        let mut i = keep;
+        loop {
+            if i == 0 {
+                digits.insert(0, 1);
+                break;
+            }
+            i -= 1;
+            if digits[i] == 9 {
+                digits[i] = 0;
+            } else {
+                digits[i] += 1;
+                break;
+            }
+        }
+    }
+    let point = digits.len() - decimals;
+    let text: String = digits.iter().map(|d| char::from(b'0' + d)).collect();
+    let (i, f) = text.split_at(point);
+    let sign = if v.is_sign_negative() && digits.iter().any(|d| *d != 0) {
+        "-"
+    } else {
+        ""
+    };
+    if decimals == 0 {
+        format!("{sign}{i}")
+    } else {
+        format!("{sign}{i}.{f}")
+    }
+}
+
 /// HdrHistogram's sub-bucket count: 2^ceil(log2(2 × 10^sigfig)).
 fn sub_bucket_count(sigfig: u8) -> u64 {
     let largest = 2 * 10u64.pow(u32::from(sigfig));
@@ -66,11 +140,12 @@ pub fn text(h: &Histogram<u64>, scaling: f64) -> String {
             );
         }
     }
+    let mean = reference_mean(h);
     let _ = writeln!(
         out,
-        "#[Mean    = {:12.sd$}, StdDeviation   = {:12.sd$}]",
-        h.mean() / scaling,
-        h.stdev() / scaling
+        "#[Mean    = {:>12}, StdDeviation   = {:>12}]",
+        java_fixed(mean / scaling, sd),
+        java_fixed(reference_stdev(h, mean) / scaling, sd)
     );
     let _ = writeln!(
         out,
@@ -139,6 +214,20 @@ pub fn parse_csv(text: &str) -> Result<Vec<Row>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Java's %.Nf: the shortest decimal of the double, rounded half up.
+    #[test]
+    fn fixed_decimals_round_as_javas_formatter_does() {
+        assert_eq!(format!("{:.3}", 0.5255), "0.525");
+        assert_eq!(java_fixed(0.5255, 3), "0.526");
+        assert_eq!(java_fixed(0.125, 2), "0.13");
+        assert_eq!(java_fixed(2.5, 0), "3");
+        assert_eq!(java_fixed(9.9996, 3), "10.000");
+        assert_eq!(java_fixed(18399.231, 3), "18399.231");
+        assert_eq!(java_fixed(0.0, 3), "0.000");
+        assert_eq!(java_fixed(-1.005, 2), "-1.01");
+        assert_eq!(java_fixed(0.04, 3), "0.040");
+    }
     use crate::worker::measure::new_histogram;
 
     fn sample() -> Histogram<u64> {
