@@ -344,7 +344,13 @@ impl Answer {
         let mut other = Vec::new();
         for a in &self.allocators {
             for f in &a.items {
-                let mut s = format!("{}: {} vs in-place: {}", a.subject, f.variant, f.words());
+                let mut s = format!(
+                    "{}: {} vs {}: {}",
+                    a.subject,
+                    f.variant,
+                    f.against,
+                    f.words()
+                );
                 if let Some(cause) = &f.cause {
                     s.push_str(&format!(" — {cause}"));
                 }

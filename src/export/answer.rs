@@ -45,7 +45,7 @@ pub fn console(answer: &Answer, heading: &str, width: usize) -> String {
             a.items.iter().partition(|f| f.cause.is_some());
         for f in &caused {
             s.push_str(&wrap(
-                &format!("{} vs in-place: {}", f.variant, f.words()),
+                &format!("{} vs {}: {}", f.variant, f.against, f.words()),
                 width,
                 &lead(),
                 &deeper,
@@ -65,7 +65,7 @@ pub fn console(answer: &Answer, heading: &str, width: usize) -> String {
         if !plain.is_empty() {
             let text = plain
                 .iter()
-                .map(|f| format!("{} vs in-place: {}", f.variant, f.words()))
+                .map(|f| format!("{} vs {}: {}", f.variant, f.against, f.words()))
                 .collect::<Vec<_>>()
                 .join("; ");
             s.push_str(&wrap(&text, width, &lead(), &deeper));
