@@ -260,9 +260,22 @@ pub fn screen_width() -> usize {
     }
 }
 
+/// "2026-11-22T01:45:11Z" (UTC, whole seconds) of `unix` seconds since the epoch.
+pub fn rfc3339(unix: u64) -> String {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(unix);
+    humantime::format_rfc3339_seconds(t).to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rfc3339_matches_known_dates() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(1_795_311_911), "2026-11-22T01:45:11Z");
+    }
 
     #[test]
     fn wrapped_text_keeps_every_word_within_the_width() {

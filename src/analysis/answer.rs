@@ -8,6 +8,7 @@ use crate::analysis::cells;
 use crate::analysis::explain::describe;
 use crate::analysis::stats::{Comparison, Verdict};
 use crate::fmt::{fmt_count, human_bytes};
+use crate::model::metric::{BRK, MADVISE, MINOR_FAULTS, MUNMAP};
 use crate::model::record::Cell;
 use crate::model::spec::{Choice, Variant};
 use crate::model::summary::SummaryRow;
@@ -36,13 +37,13 @@ impl Counts {
 
 /// How a cell's counts say it gets its memory back every iteration, if they do.
 fn how(c: Counts, allocator: &str) -> Option<&'static str> {
-    if c.brk >= 0.5 && allocator.starts_with("system") {
+    if BRK.named(c.brk) && allocator.starts_with("system") {
         Some("glibc gives the top of the heap back with brk after the frees (a trim) and grows it again for the next iteration")
-    } else if c.madvise >= 0.5 {
+    } else if MADVISE.named(c.madvise) {
         Some("the freed pages are given back to the kernel with madvise and faulted in again")
-    } else if c.munmap >= 0.5 {
+    } else if MUNMAP.named(c.munmap) {
         Some("each buffer is mapped and unmapped again")
-    } else if c.faults >= 1.0 {
+    } else if MINOR_FAULTS.named(c.faults) {
         Some("the pages are faulted in again")
     } else {
         None
@@ -72,7 +73,7 @@ pub(crate) fn mechanism_against(
             ("madvise", other.madvise - base.madvise),
         ]
         .iter()
-        .filter(|(_, v)| sign * v >= 0.5)
+        .filter(|(_, v)| sign * v >= BRK.named_from)
         .map(|(n, v)| format!("{} {n}", fmt_count(v.abs())))
         .collect()
     };
@@ -84,7 +85,7 @@ pub(crate) fn mechanism_against(
             c.join(", ")
         }
     };
-    if faults >= 1.0 {
+    if faults >= MINOR_FAULTS.named_from {
         return format!(
             "{} more page faults ({} faulted in again) and {} per iteration: {}",
             fmt_count(faults),
@@ -93,7 +94,7 @@ pub(crate) fn mechanism_against(
             how(other, allocator).unwrap_or("the pages are faulted in again")
         );
     }
-    if faults <= -1.0 {
+    if faults <= -MINOR_FAULTS.named_from {
         return format!(
             "{} fewer page faults ({} not faulted in again) and {} per iteration: {against}, {}",
             fmt_count(-faults),
@@ -246,7 +247,8 @@ pub(crate) fn phrase(c: &Comparison) -> String {
 }
 
 /// Whether two cells' counts differ enough to explain a difference: a page fault per
-/// iteration and a tenth of the larger count, or half a memory syscall per iteration.
+/// iteration and a tenth of the larger count, or a memory syscall's change worth naming
+/// ([`crate::model::metric`]: half a call per iteration).
 pub fn counts_differ(base: Counts, other: Counts) -> bool {
     let faults = (other.faults - base.faults).abs();
     let calls = [
@@ -255,8 +257,8 @@ pub fn counts_differ(base: Counts, other: Counts) -> bool {
         other.munmap - base.munmap,
         other.madvise - base.madvise,
     ];
-    (faults >= 1.0 && faults >= 0.1 * other.faults.max(base.faults))
-        || calls.iter().any(|d| d.abs() >= 0.5)
+    (MINOR_FAULTS.named(faults) && faults >= 0.1 * other.faults.max(base.faults))
+        || calls.iter().any(|d| BRK.named(*d))
 }
 
 /// One comparison of the answer: `subject`'s `variant` against `against` (in-place, or
@@ -393,10 +395,10 @@ fn knob_to_measure(spec: &str, c: Counts) -> Option<&'static str> {
         return None;
     }
     match allocator {
-        "system" if c.brk >= 0.5 => Some("system:top_pad=64M"),
-        "system" if c.munmap >= 0.5 => Some("system:mmap_threshold=64M"),
-        "jemalloc" if c.madvise >= 0.5 => Some("jemalloc:dirty_decay_ms=-1"),
-        "mimalloc" if c.madvise >= 0.5 => Some("mimalloc:purge_delay=-1"),
+        "system" if BRK.named(c.brk) => Some("system:top_pad=64M"),
+        "system" if MUNMAP.named(c.munmap) => Some("system:mmap_threshold=64M"),
+        "jemalloc" if MADVISE.named(c.madvise) => Some("jemalloc:dirty_decay_ms=-1"),
+        "mimalloc" if MADVISE.named(c.madvise) => Some("mimalloc:purge_delay=-1"),
         _ => None,
     }
 }

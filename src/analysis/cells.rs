@@ -171,7 +171,7 @@ pub fn is_open(c: &Comparison, threshold: f64, precision: Option<f64>) -> bool {
     !(beyond || inside) || wide
 }
 
-/// The printed comparisons of `cells` (see [`crate::analysis::explain::printed_comparisons`])
+/// The printed comparisons of `cells` (see [`crate::analysis::pairs::printed_comparisons`])
 /// that are still open, as (base, other) cell indices; the cells that take part in them
 /// are the ones another adaptive round runs.
 pub fn open_comparisons(
@@ -180,7 +180,7 @@ pub fn open_comparisons(
     precision: Option<f64>,
 ) -> (Vec<(usize, usize)>, usize) {
     let rows: Vec<SummaryRow> = cells.iter().map(row).collect();
-    let printed = crate::analysis::explain::printed_comparisons(&rows);
+    let printed = crate::analysis::pairs::printed_comparisons(&rows);
     let total = printed.len();
     let open = printed
         .into_iter()
@@ -213,8 +213,8 @@ pub fn disagreements(rows: &[SummaryRow]) -> Vec<String> {
 /// adds about one by the end), or cells whose 95 % interval is wider than ±5 % of their
 /// median. Empty when nothing does.
 pub fn noise_notes(
-    start: &crate::counters::load::Load,
-    end: &crate::counters::load::Load,
+    start: &crate::model::environment::Load,
+    end: &crate::model::environment::Load,
     cpus: Option<u64>,
     rows: &[SummaryRow],
 ) -> Vec<String> {
@@ -289,7 +289,7 @@ pub(crate) fn test_cell(allocator: &str, figures: &[(u64, f64)]) -> Cell {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::counters::load::Load;
+    use crate::model::environment::Load;
     use crate::model::summary::sample;
 
     fn cell_of(figures: &[(u64, f64)]) -> Cell {

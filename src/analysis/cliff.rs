@@ -382,7 +382,7 @@ impl FoundCliff {
             + &self
                 .confirmation
                 .as_ref()
-                .filter(|c| cause.proved_by(c))
+                .filter(|c| cause.proved_by(&c.threshold))
                 .map(|c| format!("; moved: {}", c.describe()))
                 .unwrap_or_default()
     }

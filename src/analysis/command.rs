@@ -369,7 +369,7 @@ fn row_of(
         ));
         Some(d)
     });
-    let sc = |f: fn(&crate::counters::linux::perf::SyscallCounts) -> Option<u64>| {
+    let sc = |f: fn(&crate::model::counts::SyscallCounts) -> Option<u64>| {
         if traced {
             // One traced run per allocator: its counts, if it has them.
             a.traced_syscalls.as_ref().and_then(f).map(|v| v as f64)
@@ -493,9 +493,10 @@ pub fn rows(record: &ExecRecord) -> Vec<ExecRow> {
             ),
             complete: Some(record.complete),
             stopped_by: (!record.complete).then(|| {
-                crate::ui::interrupt::signal_name()
-                    .unwrap_or("an interrupt")
-                    .to_string()
+                record
+                    .stopped_by
+                    .clone()
+                    .unwrap_or_else(|| "an interrupt".to_string())
             }),
             runs_planned: Some(record.runs_requested),
             ..row_of(

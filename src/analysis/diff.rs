@@ -392,14 +392,16 @@ impl Diff {
 
 /// Matches `new` against `base` by workload, allocator spec, variant, size and threads:
 /// each row's key is made once and looked up in a hash map, so the time grows with the
-/// number of cells, not its square. Polls the interrupt flag between cells (a cell with
-/// many processes a side costs their product); None when it was set. With
+/// number of cells, not its square. Asks `stop` between cells (a cell with many processes
+/// a side costs their product; the caller passes the interrupt flag); None when it said
+/// yes. With
 /// `drift_allowance`, the intervals are widened by the between-run spread ([`Drift`]).
 pub fn diff(
     base: &[DiffInput],
     new: &[DiffInput],
     threshold: f64,
     drift_allowance: bool,
+    stop: &dyn Fn() -> bool,
 ) -> Option<Diff> {
     use std::collections::{HashMap, HashSet};
     let base_keys: Vec<String> = base.iter().map(DiffInput::key).collect();
@@ -414,7 +416,7 @@ pub fn diff(
     let mut cells = Vec::new();
     let mut version_changes = Vec::new();
     for (b, key) in base.iter().zip(&base_keys) {
-        if crate::ui::interrupt::interrupted() {
+        if stop() {
             return None;
         }
         let Some(&j) = new_index.get(key.as_str()) else {
@@ -566,7 +568,7 @@ mod tests {
             row("tcmalloc", "in-place", 600.0, 6.0, 0.0),
         ];
         new[0].allocator_version = Some("glibc 2.41".into());
-        let d = diff(&base, &new, 0.02, true).unwrap();
+        let d = diff(&base, &new, 0.02, true, &|| false).unwrap();
         assert_eq!(d.cells.len(), 3);
         let v = |i: usize| d.cells[i].verdict;
         assert_eq!(v(0), Some(Verdict::NoSignificantDifference));
@@ -593,7 +595,7 @@ mod tests {
                 })
                 .collect::<Vec<_>>()
         };
-        let rows_only = diff(&strip(&base), &strip(&new), 0.02, true).unwrap();
+        let rows_only = diff(&strip(&base), &strip(&new), 0.02, true, &|| false).unwrap();
         assert_eq!(rows_only.cells[2].verdict, Some(Verdict::Undecided));
         assert!((rows_only.cells[2].ratio_ci_coverage.unwrap() - 60.0 / 64.0).abs() < 1e-12);
         assert_eq!(rows_only.regressions(), 0);
@@ -611,13 +613,13 @@ mod tests {
         let mut failed = base.clone();
         failed[0].status = "failed".into();
         failed[0].p50_ns = None;
-        let d = diff(&base, &failed, 0.02, true).unwrap();
+        let d = diff(&base, &failed, 0.02, true, &|| false).unwrap();
         assert_eq!(d.cells[0].verdict, None);
         assert_eq!(d.cells[0].note.as_deref(), Some("failed in NEW"));
         let mut single = base.clone();
         single[0].p50_ci_low_ns = None;
         single[0].process_p50_ns.truncate(1);
-        let d = diff(&base, &single, 0.02, true).unwrap();
+        let d = diff(&base, &single, 0.02, true, &|| false).unwrap();
         assert_eq!((d.cells[0].ratio, d.cells[0].verdict), (Some(1.0), None));
         assert_eq!(d.regressions(), 0);
     }
@@ -641,7 +643,7 @@ mod tests {
             // Half the cells on both sides, a quarter on one side only, each way.
             let (base, new) = (cells(n, 0), cells(n, n / 2));
             KEYS_MADE.with(|k| k.set(0));
-            let d = diff(&base, &new, 0.02, true).unwrap();
+            let d = diff(&base, &new, 0.02, true, &|| false).unwrap();
             assert_eq!(KEYS_MADE.with(|k| k.get()), 2 * n, "{n} cells a side");
             assert_eq!(d.cells.len(), n / 2);
             assert_eq!((d.only_in_base.len(), d.only_in_new.len()), (n / 2, n / 2));
@@ -690,7 +692,7 @@ mod tests {
                 })
                 .collect()
         };
-        let d = diff(&flat(&base), &flat(&new), 0.02, true).unwrap();
+        let d = diff(&flat(&base), &flat(&new), 0.02, true, &|| false).unwrap();
         let k = d.drift.widened_by.unwrap();
         assert!(k > 1.0, "{:?}", d.drift);
         for c in &d.cells {
@@ -749,8 +751,8 @@ mod tests {
         let (mut with, mut without, mut cells) = (0, 0, 0);
         for seed in 0..40 {
             let (base, new) = two_runs(seed, 1.0, (0, 1.0));
-            let d = diff(&base, &new, 0.02, true).unwrap();
-            let raw = diff(&base, &new, 0.02, false).unwrap();
+            let d = diff(&base, &new, 0.02, true, &|| false).unwrap();
+            let raw = diff(&base, &new, 0.02, false, &|| false).unwrap();
             with += called(&d);
             without += called(&raw);
             cells += d.cells.len();
@@ -776,14 +778,14 @@ mod tests {
         for seed in 0..40 {
             let (base, new) = two_runs(seed, 1.0, (0, 1.0));
             let (_, up) = two_runs(seed, 1.2, (0, 1.0));
-            let same = diff(&base, &new, 0.02, true).unwrap();
-            let d = diff(&base, &up, 0.02, true).unwrap();
+            let same = diff(&base, &new, 0.02, true, &|| false).unwrap();
+            let d = diff(&base, &up, 0.02, true, &|| false).unwrap();
             let (a, b) = (same.drift.spread.unwrap(), d.drift.spread.unwrap());
             assert!((a - b).abs() < 1e-9 * a.max(1.0), "{a} vs {b}");
             slower += d.regressions();
             cells += d.cells.len();
             let (base, three) = two_runs(seed, 1.0, (3, 1.5));
-            let d = diff(&base, &three, 0.02, true).unwrap();
+            let d = diff(&base, &three, 0.02, true, &|| false).unwrap();
             assert!(
                 d.cells[..3]
                     .iter()
@@ -798,7 +800,7 @@ mod tests {
         assert!(slower * 100 >= cells * 80, "+20 %: {slower} of {cells}");
         // Too few cells to estimate a spread: said, nothing widened.
         let (base, new) = two_runs(1, 1.0, (0, 1.0));
-        let d = diff(&base[..5], &new[..5], 0.02, true).unwrap();
+        let d = diff(&base[..5], &new[..5], 0.02, true, &|| false).unwrap();
         assert_eq!(d.drift.widened_by, None);
         assert!(d
             .drift

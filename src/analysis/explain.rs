@@ -2,36 +2,24 @@
 //! in-place and which counters go with it, and the notes on unavailable counters.
 
 use crate::analysis::cells;
+use crate::analysis::pairs::{against_fastest, against_in_place};
 use crate::analysis::stats::{Comparison, Verdict};
 use crate::fmt::{fmt_ns, human_bytes, signed};
+use crate::model::metric::COUNTS;
 use crate::model::record::{Cell, Outcome};
 use crate::model::spec::{Allocator, Choice, Variant};
 use crate::model::summary::SummaryRow;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-/// Per-iteration counters compared in the explanation lines, with the smallest
-/// difference worth naming.
-type Cause = (&'static str, fn(&SummaryRow) -> Option<f64>, f64);
-
-const CAUSES: [Cause; 7] = [
-    ("minor faults", |r| r.minflt_per_iter, 1.0),
-    ("major faults", |r| r.majflt_per_iter, 0.1),
-    ("brk", |r| r.brk_per_iter, 0.1),
-    ("mmap", |r| r.mmap_per_iter, 0.1),
-    ("munmap", |r| r.munmap_per_iter, 0.1),
-    ("madvise", |r| r.madvise_per_iter, 0.1),
-    ("mremap", |r| r.mremap_per_iter, 0.1),
-];
-
-/// The per-iteration counter differences `row - base` worth naming: "+3,906 minor
-/// faults", "+3.00 brk".
+/// The per-iteration counter differences `row - base` worth naming (each from its
+/// registry threshold): "+3,906 minor faults", "+3.00 brk".
 fn counter_diffs(row: &SummaryRow, base: &SummaryRow) -> Vec<String> {
-    CAUSES
+    COUNTS
         .iter()
-        .filter_map(|(name, get, min)| {
-            let d = get(row)? - get(base)?;
-            (d.abs() >= *min).then(|| format!("{} {name}", signed(d)))
+        .filter_map(|m| {
+            let d = (m.of)(row)? - (m.of)(base)?;
+            m.named(d).then(|| format!("{} {}", signed(d), m.label))
         })
         .collect()
 }
@@ -192,77 +180,6 @@ pub fn describe(c: &Comparison) -> String {
         ),
         (_, None) => format!("{} (one process: no interval)", x(c.ratio)),
     }
-}
-
-/// Per allocator spec (and size): its in-place row and the rows of its other variants,
-/// in the order of [`Variant::ALL`] (only rows that ran).
-fn against_in_place(rows: &[SummaryRow]) -> Vec<(usize, Vec<usize>)> {
-    let ok = |i: &usize| rows[*i].status.is_ok();
-    let mut labels: Vec<(String, u64)> = Vec::new();
-    for r in rows {
-        if !labels.contains(&(r.allocator_spec.clone(), r.size)) {
-            labels.push((r.allocator_spec.clone(), r.size));
-        }
-    }
-    labels
-        .iter()
-        .filter_map(|(label, size)| {
-            let of = |v: Variant| {
-                (0..rows.len()).filter(ok).find(|&i| {
-                    rows[i].allocator_spec == *label
-                        && rows[i].size == *size
-                        && rows[i].variant == v
-                })
-            };
-            let base = of(Variant::InPlace)?;
-            let others = Variant::ALL
-                .iter()
-                .filter(|v| **v != Variant::InPlace)
-                .filter_map(|v| of(*v))
-                .collect();
-            Some((base, others))
-        })
-        .collect()
-}
-
-/// Per variant (and size) with at least two rows that ran: the fastest (lowest p50) and
-/// the others.
-fn against_fastest(rows: &[SummaryRow]) -> Vec<(usize, Vec<usize>)> {
-    let mut groups: Vec<(Variant, u64)> = Vec::new();
-    for r in rows {
-        if !groups.contains(&(r.variant, r.size)) {
-            groups.push((r.variant, r.size));
-        }
-    }
-    groups
-        .into_iter()
-        .filter_map(|(variant, size)| {
-            let members: Vec<usize> = (0..rows.len())
-                .filter(|&i| rows[i].status.is_ok())
-                .filter(|&i| rows[i].variant == variant && rows[i].size == size)
-                .collect();
-            if members.len() < 2 {
-                return None;
-            }
-            let &fastest = members
-                .iter()
-                .min_by_key(|&&i| rows[i].p50_ns.unwrap_or(u64::MAX))?;
-            Some((
-                fastest,
-                members.into_iter().filter(|&i| i != fastest).collect(),
-            ))
-        })
-        .collect()
-}
-
-/// Every comparison the explanation lines print, as (base row, other row): each variant
-/// against its allocator's in-place, each allocator against the fastest of its variant.
-pub fn printed_comparisons(rows: &[SummaryRow]) -> Vec<(usize, usize)> {
-    against_in_place(rows)
-        .into_iter()
-        .chain(against_fastest(rows))
-        .flat_map(|(base, others)| others.into_iter().map(move |o| (base, o)))
-        .collect()
 }
 
 /// The explanation lines of cells measured in paired rounds: per allocator, each

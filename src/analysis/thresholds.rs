@@ -166,13 +166,12 @@ impl Cause {
         }
     }
 
-    /// Whether `confirmation` moved this cause's threshold (a cliffs.json of an earlier
-    /// version may hold one that moved another: it is not this cause's proof).
-    pub fn proved_by(&self, confirmation: &crate::analysis::cliff::Confirmation) -> bool {
+    /// Whether a confirmation that moved the threshold named `moved` proves this cause
+    /// (a cliffs.json of an earlier version may hold one that moved another: it is not
+    /// this cause's proof).
+    pub fn proved_by(&self, moved: &str) -> bool {
         match self {
-            Cause::At { threshold, .. } | Cause::Near { threshold, .. } => {
-                confirmation.threshold == threshold.name
-            }
+            Cause::At { threshold, .. } | Cause::Near { threshold, .. } => moved == threshold.name,
             Cause::Unexplained { .. } => false,
         }
     }

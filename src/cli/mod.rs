@@ -1,16 +1,15 @@
 //! The driver's command line (clap definitions) and its validation into a plan. Parsing
 //! and validating are two steps; everything after sees only valid options.
 
-use crate::counters::CounterMode;
 use crate::error::Error;
 use crate::export::Format;
 use crate::model::budget::BudgetArgs;
+use crate::model::counts::CounterMode;
 use crate::model::experiment::Experiment;
 use crate::model::run::RunSpec;
 use crate::model::spec::{self, Allocator, Choice, Variant, Workload};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
-use std::time::Duration;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -162,139 +161,6 @@ pub struct ExecArgs {
         value_name = "COMMAND"
     )]
     pub command: Vec<std::ffi::OsString>,
-}
-
-/// `-c` commands as named versions: each split as a shell would (quotes, backslashes),
-/// its program found, its name given or its position.
-pub fn versions(
-    cmds: &[String],
-    names: &[String],
-) -> Result<Vec<crate::engine::command::Version>, String> {
-    if cmds.len() < 2 {
-        return Err(format!(
-            "-c takes two or more commands to compare (got {}); one command goes after `--`",
-            cmds.len()
-        ));
-    }
-    if !names.is_empty() && names.len() != cmds.len() {
-        return Err(format!(
-            "{} --name for {} commands: give one name per -c command, in their order",
-            names.len(),
-            cmds.len()
-        ));
-    }
-    let path_var = std::env::var_os("PATH");
-    let mut out: Vec<crate::engine::command::Version> = Vec::new();
-    for (i, c) in cmds.iter().enumerate() {
-        let words = shlex::split(c)
-            .filter(|w| !w.is_empty())
-            .ok_or_else(|| format!("-c {c:?}: not a command (an unclosed quote, or empty)"))?;
-        let name = names.get(i).cloned().unwrap_or_else(|| (i + 1).to_string());
-        if name.is_empty() || name.contains(['[', ']', '\n']) {
-            return Err(format!(
-                "--name {name:?}: a name must be non-empty, without brackets or line breaks"
-            ));
-        }
-        if out.iter().any(|v| v.name == name) {
-            return Err(format!(
-                "--name {name:?} is given twice: each command needs its own name"
-            ));
-        }
-        let program = crate::engine::spawn::resolve_program(words[0].as_ref(), path_var.as_deref())
-            .map_err(|why| format!("-c {c:?}: cannot run the command: {why}"))?;
-        out.push(crate::engine::command::Version {
-            name,
-            command: words.into_iter().map(Into::into).collect(),
-            program,
-        });
-    }
-    Ok(out)
-}
-
-impl ExecArgs {
-    /// Validates everything that can be checked before any run.
-    pub fn settings(&self) -> Result<crate::engine::command::ExecSettings, String> {
-        let versions = if self.cmds.is_empty() {
-            Vec::new()
-        } else {
-            versions(&self.cmds, &self.names)?
-        };
-        let command = match versions.first() {
-            Some(v) => v.command.clone(),
-            None => self.command.clone(),
-        };
-        let mut settings = command_settings(
-            crate::model::knobs::parse_spec_list(&self.allocators).map_err(|e| e.to_string())?,
-            &command,
-            CommandOptions {
-                runs: self.runs,
-                warmup: self.warmup,
-                show_output: self.show_output,
-                thp: self.thp,
-                timeout: self.timeout,
-                counters: self.counters,
-                noise_threshold: self.noise_threshold,
-                order_seed: self.order_seed,
-            },
-        )?;
-        // Every allocator's run of every version is a row whose label becomes a file
-        // name (its histograms): two that would share one are refused now.
-        let labels: Vec<String> = settings
-            .allocators
-            .iter()
-            .flat_map(|a| versions.iter().map(move |v| format!("{a} [{}]", v.name)))
-            .collect();
-        crate::model::spec::distinct_stems_or(
-            labels.iter().map(String::as_str),
-            "give the -c commands --name values that stay apart as file names (letters a-z and A-Z, digits, '-', '_', '.' and '=' are kept; anything else becomes '_')",
-        )?;
-        settings.versions = versions;
-        Ok(settings)
-    }
-}
-
-/// How a user's command is run, besides its allocators.
-pub struct CommandOptions {
-    pub runs: u32,
-    pub warmup: u32,
-    pub show_output: bool,
-    pub thp: crate::model::spec::Thp,
-    pub timeout: Option<f64>,
-    pub counters: CounterMode,
-    pub noise_threshold: f64,
-    /// None: from the clock.
-    pub order_seed: Option<u64>,
-}
-
-/// Validates a user's command (exec, tune, sweep, cliff): its program must be there.
-pub fn command_settings(
-    allocators: Vec<crate::model::knobs::AllocatorSpec>,
-    command: &[std::ffi::OsString],
-    o: CommandOptions,
-) -> Result<crate::engine::command::ExecSettings, String> {
-    // A command that is not there fails the same under every allocator: bad input.
-    let first = command
-        .first()
-        .ok_or("no command given: put it after `--`")?;
-    let path_var = std::env::var_os("PATH");
-    let program = crate::engine::spawn::resolve_program(first, path_var.as_deref())
-        .map_err(|why| format!("cannot run the command: {why}"))?;
-    Ok(crate::engine::command::ExecSettings {
-        allocators,
-        command: command.to_vec(),
-        program,
-        runs: o.runs,
-        warmup: o.warmup,
-        show_output: o.show_output,
-        thp: o.thp,
-        timeout: o.timeout.filter(|t| *t > 0.0).map(Duration::from_secs_f64),
-        counters: o.counters,
-        preload_dir: crate::engine::command::preload_dir(),
-        noise_threshold: o.noise_threshold,
-        order_seed: o.order_seed.unwrap_or_else(crate::engine::clock_seed),
-        second: None,
-        versions: Vec::new(),
-    })
 }
 
 /// Options of tune, sweep and cliff when they run a command of your own.

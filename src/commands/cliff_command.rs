@@ -46,10 +46,10 @@ pub fn run(args: &CliffArgs) -> Result<()> {
             args.allocator
         )));
     }
-    let settings = crate::cli::command_settings(
+    let settings = super::options::command_settings(
         allocators,
         &template.words,
-        crate::cli::CommandOptions {
+        super::options::CommandOptions {
             runs: args.runs,
             warmup: p.warmup,
             show_output: p.show_output,

@@ -479,6 +479,7 @@ pub fn run(args: &DiffArgs) -> Result<()> {
         &new.rows,
         args.noise_threshold,
         !args.no_drift_allowance,
+        &crate::ui::interrupt::interrupted,
     ) else {
         return Err(Error::Interrupted(
             "while comparing the cells; nothing printed".into(),

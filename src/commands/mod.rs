@@ -8,6 +8,7 @@ pub mod compare;
 pub mod diff;
 pub mod exec;
 pub mod list;
+pub mod options;
 pub mod report;
 pub mod run;
 pub mod sweep;

@@ -4,6 +4,7 @@
 
 use crate::analysis::calibration::Calibration;
 use crate::analysis::cliff::{self, FoundCliff, Metric};
+use crate::analysis::eta::Eta;
 use crate::analysis::jumps;
 use crate::cli::RunArgs;
 use crate::engine::schedule::{Next, Order, Pass, Rounds, Schedule};
@@ -18,7 +19,7 @@ use crate::model::record::Cell;
 use crate::model::run::RunSpec;
 use crate::model::summary::SummaryRow;
 use crate::ui::interrupt::interrupted;
-use crate::ui::progress::{Eta, Progress};
+use crate::ui::progress::{Estimate, Progress};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -99,7 +100,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     // Runs differ by orders of magnitude (32 to 2^24 elements in the size sweep): the ETA learns what each
     // kind costs as they run (see `plan_eta`).
     let processes: u64 = experiments.iter().map(Experiment::process_count).sum();
-    let mut progress = Progress::planned(processes as usize, plan_eta(&experiments));
+    let mut progress = Progress::planned(processes as usize, Box::new(plan_eta(&experiments)));
     let mut failed = 0;
     for (exp, folder) in experiments.iter().zip(&mut folders) {
         let o = run_experiment(
@@ -221,6 +222,22 @@ fn bisection_probes(from: u64, to: u64) -> usize {
 /// and threads with the guide's cost, and, where cliffs are looked for, one bisection per
 /// series (allocator, variant, …) between neighbouring sizes in the middle of the sweep —
 /// replanned with the changes actually found once the sweep is over.
+/// The progress display learns the time left from the lab's estimate.
+impl Estimate for Eta {
+    fn done(&mut self, key: &str, seconds: f64) {
+        Eta::done(self, key, seconds);
+    }
+    fn skip(&mut self, key: &str) {
+        Eta::skip(self, key);
+    }
+    fn replan(&mut self, key: &str, part: &str, count: usize, guide: f64) {
+        Eta::replan(self, key, part, count, guide);
+    }
+    fn remaining(&self) -> Option<f64> {
+        Eta::remaining(self)
+    }
+}
+
 fn plan_eta(experiments: &[Experiment]) -> Eta {
     let mut eta = Eta::default();
     for e in experiments {

@@ -2,8 +2,9 @@
 //! faults, memory syscalls and peak RSS per call — written as a results folder, and every
 //! change of faults or syscalls between neighbouring sizes bisected to the exact size.
 
-use crate::cli::{command_settings, CommandOptions, SweepArgs};
+use crate::cli::SweepArgs;
 use crate::commands::exec::ExecProgress;
+use crate::commands::options::{command_settings, CommandOptions};
 use crate::engine::command::ExecRecord;
 use crate::engine::program::{self, CommandCliff, Per, PointRow, Template};
 use crate::error::{Error, Result};

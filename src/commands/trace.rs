@@ -308,10 +308,10 @@ fn sample_check(
 /// timeline over time, folded stacks and a mechanism line.
 fn run_command(args: &TraceArgs) -> Result<()> {
     let allocators = crate::model::knobs::parse_spec_list(&args.allocators).map_err(Error::bad)?;
-    let settings = crate::cli::command_settings(
+    let settings = super::options::command_settings(
         allocators,
         &args.command,
-        crate::cli::CommandOptions {
+        super::options::CommandOptions {
             runs: args.runs,
             warmup: if args.runs > 0 { 1 } else { 0 },
             show_output: args.show_output,

@@ -133,7 +133,9 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         format => {
             // The CLI takes no CI format for tune (its rows are knob sets against their
             // allocator's defaults: a search, not figures to keep a history of).
-            let format = format.rows().ok_or_else(|| not_for_tune(format))?;
+            let format = format
+                .rows()
+                .ok_or_else(|| super::tune_command::not_for_tune(format))?;
             let marked = super::compare::CompareRow::marked(
                 &rows,
                 stopped_by.is_none(),
@@ -164,13 +166,4 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         ));
     }
     Ok(())
-}
-
-/// `--format bmf` or `github-action-benchmark` given to tune.
-pub(crate) fn not_for_tune(format: Format) -> Error {
-    Error::BadInput(format!(
-        "--format {}: tune prints table, markdown, csv or json; its rows are knob sets against their allocator's defaults, a search rather than figures to keep a history of. Put the knobs it finds into `alloclab compare --allocators` or `alloclab exec --allocators`, which give {}",
-        format.name(),
-        format.name()
-    ))
 }

@@ -56,10 +56,10 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         template.has(SIZE).then_some(args.size),
         template.has(CALLS).then_some(p.calls).flatten(),
     );
-    let settings = crate::cli::command_settings(
+    let settings = super::options::command_settings(
         command_sets(args)?,
         &words,
-        crate::cli::CommandOptions {
+        super::options::CommandOptions {
             runs: args.processes,
             warmup: p.warmup,
             show_output: p.show_output,
@@ -103,12 +103,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
             t.push('\n');
             t
         }
-        format => export::render(
-            format
-                .rows()
-                .ok_or_else(|| super::tune::not_for_tune(format))?,
-            &rows,
-        ),
+        format => export::render(format.rows().ok_or_else(|| not_for_tune(format))?, &rows),
     };
     super::print_out(&text)?;
     if !record.complete {
@@ -116,4 +111,13 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     }
     let failed = rows.iter().filter(|r| !r.status.is_ok()).count();
     super::failed_runs(failed, rows.len(), "knob sets")
+}
+
+/// `--format bmf` or `github-action-benchmark` given to tune.
+pub(crate) fn not_for_tune(format: Format) -> Error {
+    Error::BadInput(format!(
+        "--format {}: tune prints table, markdown, csv or json; its rows are knob sets against their allocator's defaults, a search rather than figures to keep a history of. Put the knobs it finds into `alloclab compare --allocators` or `alloclab exec --allocators`, which give {}",
+        format.name(),
+        format.name()
+    ))
 }

@@ -2,18 +2,7 @@
 //! frequency governor, read before and after a run set so that a noisy machine is said
 //! to be noisy.
 
-use serde::Serialize;
-
-/// One look at the machine; None where a figure cannot be read here.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct Load {
-    /// 1-minute load average (/proc/loadavg).
-    pub loadavg_1m: Option<f64>,
-    /// Runnable processes other than this one (/proc/stat procs_running − 1).
-    pub others_running: Option<u64>,
-    /// cpu0's frequency governor, where cpufreq is exposed (not in most VMs).
-    pub governor: Option<String>,
-}
+pub use crate::model::environment::Load;
 
 impl Load {
     pub fn now() -> Load {

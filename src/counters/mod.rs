@@ -33,6 +33,13 @@ impl From<&str> for Unavailable {
 
 pub use crate::model::counts::CounterMode;
 
+/// Seconds since the epoch (0 if the clock reads before it).
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
 /// The wall clock (CLOCK_REALTIME) in ns since the Unix epoch, for when a run began (the
 /// interval logs place each run at it); None if the clock reads before the epoch. A vDSO
 /// read: no syscall, no allocation.

@@ -401,7 +401,7 @@ pub fn run_session(
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
             .collect(),
-        started: crate::export::results::rfc3339(crate::export::results::unix_now()),
+        started: crate::fmt::rfc3339(crate::counters::unix_now()),
         complete: false,
         runs_requested: settings.runs,
         warmup: settings.warmup,
@@ -413,6 +413,7 @@ pub fn run_session(
         order_seed: Some(settings.order_seed),
         noise_threshold: settings.noise_threshold,
         trap_cost_ns: None,
+        stopped_by: None,
         commands: settings
             .versions
             .iter()
@@ -591,6 +592,9 @@ pub fn run_session(
         }
     }
     record.complete = !crate::ui::interrupt::interrupted();
+    if !record.complete {
+        record.stopped_by = crate::ui::interrupt::signal_name().map(str::to_string);
+    }
     save(&record).map_err(SessionError::Save)?;
     Ok(record)
 }

@@ -21,12 +21,12 @@
 //! run, size and bisection) is done: a folder of an interrupted, killed or failing
 //! measurement says so, as does its REPORT.md.
 
-use super::results::{rfc3339, unix_now, ResultsError};
+use crate::counters::unix_now;
+use crate::fmt::rfc3339;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::fs::{self, File};
-use std::io::Read as _;
-use std::io::Write as _;
+use std::io::{self, Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -213,7 +213,7 @@ fn legacy_kind(dir: &Path) -> Option<Kind> {
 /// `dir/folder.json`, if there is one.
 pub fn status(dir: &Path) -> Result<Option<Status>, ResultsError> {
     let path = dir.join(STATUS_FILE);
-    let text = match super::results::read_limited(&path, 64 << 20) {
+    let text = match read_limited(&path, 64 << 20) {
         Ok(t) => t,
         Err(ResultsError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
             return Ok(None)
@@ -433,9 +433,13 @@ fn foreign_entries(dir: &Path) -> Result<Vec<String>, ResultsError> {
     Ok(names)
 }
 
+/// How the lab's index.html begins: only a file that begins so is the lab's (and may
+/// be replaced by it).
+pub const INDEX_HEAD: &str = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"generator\" content=\"alloclab index\">";
+
 /// Writes `index.html` into `parent`, a folder that holds results folders (not one
 /// itself): only where there is no index.html yet or the one there is the lab's (it
-/// begins with [`crate::export::index::HEAD`]); a user's own index.html, or anything
+/// begins with [`INDEX_HEAD`]); a user's own index.html, or anything
 /// that is not a regular file, is refused and left as it is. Atomic, as every file of
 /// the lab. (A file put in its place between the check and the rename is replaced: the
 /// check cannot lock a folder the lab does not own.)
@@ -461,8 +465,8 @@ pub fn write_index(parent: &Path, html: &str) -> Result<PathBuf, String> {
             ))
         }
         Ok(_) => {
-            let text = super::results::read_limited(&path, 64 << 20).map_err(|e| e.to_string())?;
-            if !text.starts_with(crate::export::index::HEAD) {
+            let text = read_limited(&path, 64 << 20).map_err(|e| e.to_string())?;
+            if !text.starts_with(INDEX_HEAD) {
                 return Err(format!(
                     "{} is not alloclab's (it does not begin as the lab's index does); alloclab does not replace it: move it, or write the results somewhere else",
                     path.display()
@@ -1021,7 +1025,6 @@ impl Folder {
         h: &hdrhistogram::Histogram<u64>,
         log: &super::hlog::IntervalLog,
     ) -> Result<(), ResultsError> {
-        use super::results::HISTOGRAM_SCALING;
         self.text(
             &format!("histograms/{stem}.us.csv"),
             &super::hdr::csv(h, HISTOGRAM_SCALING),
@@ -1149,6 +1152,92 @@ fn legacy_files(root: &Path, kind: Kind) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// Histogram files hold microseconds: ns values divided by this.
+pub const HISTOGRAM_SCALING: f64 = 1000.0;
+
+/// Why a results folder can't be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ResultsError {
+    #[error("{} is being written by another alloclab run ({holder}); wait for it to finish or choose another --out", .dir.display())]
+    Locked { dir: PathBuf, holder: String },
+    #[error("{}: {source}", .path.display())]
+    Io { path: PathBuf, source: io::Error },
+    #[error("{}: {why}", .path.display())]
+    Invalid { path: PathBuf, why: String },
+    #[error("{} holds results of `alloclab {by}` ({marker}); give this command a folder of its own", .dir.display())]
+    OtherKind {
+        dir: PathBuf,
+        by: &'static str,
+        marker: &'static str,
+    },
+    #[error("{} is a {what}, not a folder; give a folder for the results (created if absent)", .path.display())]
+    NotAFolder { path: PathBuf, what: &'static str },
+    #[error("{} holds files alloclab did not write ({sample}) and no folder.json of alloclab's: the results would mix with them and replace any of the same name. Give a new or empty folder, or add --force-out to write into it anyway (nothing in it is removed; files alloclab writes replace same-named ones)", .dir.display())]
+    NotOurs { dir: PathBuf, sample: String },
+    #[error("{} is inside a results folder of `alloclab {by}` ({}), whose files are that measurement's; give a folder outside it", .dir.display(), .at.display())]
+    Inside {
+        dir: PathBuf,
+        by: &'static str,
+        at: PathBuf,
+    },
+    #[error("{} is not a results folder of `alloclab {kind}` (no folder.json); give one that command wrote", .dir.display())]
+    NotResults { dir: PathBuf, kind: &'static str },
+    #[error("cannot write into {}: {source}; give a folder you may write into", .dir.display())]
+    NotWritable { dir: PathBuf, source: io::Error },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ResultsError + '_ {
+    move |source| ResultsError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Reads a text file the lab takes as input, refusing what is not a regular file (a
+/// device such as /dev/zero, a FIFO) and what is larger than `limit` bytes, without
+/// reading more than that.
+pub fn read_limited(path: &Path, limit: u64) -> Result<String, ResultsError> {
+    let invalid = |why: String| ResultsError::Invalid {
+        path: path.to_path_buf(),
+        why,
+    };
+    let too_big = |bytes: u64| {
+        invalid(format!(
+            "{} MiB, more than the {} MiB alloclab reads from a file",
+            crate::fmt::group_thousands((bytes >> 20) as i64),
+            limit >> 20
+        ))
+    };
+    // Refused by their kind before they are opened: a FIFO would block, /dev/zero
+    // never ends.
+    let m = fs::metadata(path).map_err(io_err(path))?;
+    if !m.is_file() {
+        return Err(invalid(format!(
+            "a {}, not a regular file",
+            kind_of_path(&m)
+        )));
+    }
+    if m.len() > limit {
+        return Err(too_big(m.len()));
+    }
+    let mut bytes = Vec::new();
+    File::open(path)
+        .map_err(io_err(path))?
+        .take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io_err(path))?;
+    if bytes.len() as u64 > limit {
+        // It grew while being read.
+        return Err(too_big(bytes.len() as u64));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        invalid(format!(
+            "not text (byte {} is not UTF-8)",
+            e.utf8_error().valid_up_to()
+        ))
+    })
 }
 
 #[cfg(test)]
@@ -1316,7 +1405,7 @@ mod tests {
         );
         fs::write(&gone, "half").unwrap();
         fs::write(&live, "half").unwrap();
-        write_index(parent.path(), crate::export::index::HEAD).unwrap();
+        write_index(parent.path(), INDEX_HEAD).unwrap();
         assert!(!gone.exists() && live.exists());
     }
 

@@ -96,7 +96,7 @@ fn cliff_headline(g: &CliffGroup, confirming: bool) -> (u8, String) {
         .cliffs
         .iter()
         .filter_map(|c| c.confirmation.as_ref())
-        .find(|c| cause.proved_by(c));
+        .find(|c| cause.proved_by(&c.threshold));
     let rank = match (&cause, confirmation) {
         (Cause::At { .. }, Some(c)) if c.verdict == "confirmed" => 0,
         (Cause::At { .. }, _) => 1,
@@ -219,11 +219,7 @@ fn weighed(
     base: &crate::model::record::Cell,
     other: &crate::model::record::Cell,
 ) -> Option<(f64, crate::analysis::stats::Comparison)> {
-    let cmp = cells::compare(
-        base,
-        other,
-        crate::export::report_md::REPORT_NOISE_THRESHOLD,
-    )?;
+    let cmp = cells::compare(base, other, crate::model::metric::NOISE_THRESHOLD)?;
     let size = cmp.ratio.ln().abs();
     // Without a verdict a time ratio is an answer only where exact counts differ and
     // explain it: one process's ratio alone is noise, not a finding.

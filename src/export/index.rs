@@ -22,12 +22,11 @@ use crate::model::summary::SummaryRow;
 use std::fmt::Write as _;
 use std::path::Path;
 
-/// How the lab's index.html begins: only a file that begins so is the lab's (and may
-/// be replaced by it).
-pub const HEAD: &str = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"generator\" content=\"alloclab index\">";
+/// How the lab's index.html begins (the writer's mark of its own index).
+pub use crate::export::folder::INDEX_HEAD as HEAD;
 
 /// The noise band of the page's verdicts (the reports' own).
-const THRESHOLD: f64 = crate::export::report_md::REPORT_NOISE_THRESHOLD;
+const THRESHOLD: f64 = crate::model::metric::NOISE_THRESHOLD;
 
 /// One results folder under the parent.
 pub struct Entry {
@@ -707,7 +706,7 @@ fn cliffs(entries: &[Entry], html: &mut String) {
             .iter()
             .filter(|c| c.allocator == label && c.below_size == below && c.above_size == above)
             .filter_map(|c| c.confirmation.as_ref())
-            .find(|c| cause.proved_by(c))
+            .find(|c| cause.proved_by(&c.threshold))
             .map(|c| {
                 format!(
                     "<br><b class=\"{}\">Moved: {}</b>",

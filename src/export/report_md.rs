@@ -3,11 +3,13 @@
 
 use crate::analysis::jumps::Jump;
 use crate::analysis::{cells, explain};
+use crate::counters::unix_now;
 use crate::export::csv::to_csv;
 use crate::export::folder::Folder;
 use crate::export::plots::{self, sizes_of_interest};
-use crate::export::results::{self, rfc3339, unix_now, Loaded, ResultsError};
+use crate::export::results::{self, Loaded, ResultsError};
 use crate::export::table;
+use crate::fmt::rfc3339;
 use crate::fmt::{fmt_count, human_bytes};
 use crate::model::record::{Cell, Outcome, RunRecord};
 use crate::model::spec::Workload;
@@ -159,7 +161,7 @@ fn env_json(loaded: &Loaded, records: &[&RunRecord]) -> serde_json::Value {
 }
 
 /// The noise threshold of REPORT.md's verdicts (experiments with several processes).
-pub const REPORT_NOISE_THRESHOLD: f64 = 0.02;
+pub const REPORT_NOISE_THRESHOLD: f64 = crate::model::metric::NOISE_THRESHOLD;
 
 /// Writes summary.csv, env.json, plots and REPORT.md of a results folder from what it
 /// holds (`loaded`: in memory after a run, read from disk by `alloclab report`); with

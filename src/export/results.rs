@@ -23,43 +23,11 @@ use crate::model::record::{Cell, EncodedHistogram, Outcome, RunFailure};
 use crate::model::run::RunSpec;
 use crate::model::summary::SummaryRow;
 use serde::{Deserialize, Serialize};
-use std::fs::{self, File};
-use std::io::{self, Read};
+use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 
-/// Histogram files hold microseconds: ns values divided by this.
-pub const HISTOGRAM_SCALING: f64 = 1000.0;
-
-/// Why a results folder can't be used.
-#[derive(Debug, thiserror::Error)]
-pub enum ResultsError {
-    #[error("{} is being written by another alloclab run ({holder}); wait for it to finish or choose another --out", .dir.display())]
-    Locked { dir: PathBuf, holder: String },
-    #[error("{}: {source}", .path.display())]
-    Io { path: PathBuf, source: io::Error },
-    #[error("{}: {why}", .path.display())]
-    Invalid { path: PathBuf, why: String },
-    #[error("{} holds results of `alloclab {by}` ({marker}); give this command a folder of its own", .dir.display())]
-    OtherKind {
-        dir: PathBuf,
-        by: &'static str,
-        marker: &'static str,
-    },
-    #[error("{} is a {what}, not a folder; give a folder for the results (created if absent)", .path.display())]
-    NotAFolder { path: PathBuf, what: &'static str },
-    #[error("{} holds files alloclab did not write ({sample}) and no folder.json of alloclab's: the results would mix with them and replace any of the same name. Give a new or empty folder, or add --force-out to write into it anyway (nothing in it is removed; files alloclab writes replace same-named ones)", .dir.display())]
-    NotOurs { dir: PathBuf, sample: String },
-    #[error("{} is inside a results folder of `alloclab {by}` ({}), whose files are that measurement's; give a folder outside it", .dir.display(), .at.display())]
-    Inside {
-        dir: PathBuf,
-        by: &'static str,
-        at: PathBuf,
-    },
-    #[error("{} is not a results folder of `alloclab {kind}` (no folder.json); give one that command wrote", .dir.display())]
-    NotResults { dir: PathBuf, kind: &'static str },
-    #[error("cannot write into {}: {source}; give a folder you may write into", .dir.display())]
-    NotWritable { dir: PathBuf, source: io::Error },
-}
+pub use super::folder::{lock_folder, read_limited, write_atomic, ResultsError, HISTOGRAM_SCALING};
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ResultsError + '_ {
     move |source| ResultsError::Io {
@@ -67,8 +35,6 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ResultsError + '_ {
         source,
     }
 }
-
-pub use super::folder::{lock_folder, write_atomic};
 
 /// What was planned for a results folder: the experiment and its runs.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -98,67 +64,9 @@ impl Plan {
                 })
                 .collect(),
             command_line: crate::counters::envinfo::command_line(),
-            started_unix: unix_now(),
+            started_unix: crate::counters::unix_now(),
         }
     }
-}
-
-/// Seconds since the epoch.
-pub fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
-/// "2026-11-22T01:45:11Z" (UTC, whole seconds).
-pub fn rfc3339(unix: u64) -> String {
-    let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(unix);
-    humantime::format_rfc3339_seconds(t).to_string()
-}
-
-/// Reads a text file the lab takes as input, refusing what is not a regular file (a
-/// device such as /dev/zero, a FIFO) and what is larger than `limit` bytes, without
-/// reading more than that.
-pub fn read_limited(path: &Path, limit: u64) -> Result<String, ResultsError> {
-    let invalid = |why: String| ResultsError::Invalid {
-        path: path.to_path_buf(),
-        why,
-    };
-    let too_big = |bytes: u64| {
-        invalid(format!(
-            "{} MiB, more than the {} MiB alloclab reads from a file",
-            crate::fmt::group_thousands((bytes >> 20) as i64),
-            limit >> 20
-        ))
-    };
-    // Refused by their kind before they are opened: a FIFO would block, /dev/zero
-    // never ends.
-    let m = fs::metadata(path).map_err(io_err(path))?;
-    if !m.is_file() {
-        return Err(invalid(format!(
-            "a {}, not a regular file",
-            super::folder::kind_of_path(&m)
-        )));
-    }
-    if m.len() > limit {
-        return Err(too_big(m.len()));
-    }
-    let mut bytes = Vec::new();
-    File::open(path)
-        .map_err(io_err(path))?
-        .take(limit + 1)
-        .read_to_end(&mut bytes)
-        .map_err(io_err(path))?;
-    if bytes.len() as u64 > limit {
-        // It grew while being read.
-        return Err(too_big(bytes.len() as u64));
-    }
-    String::from_utf8(bytes).map_err(|e| {
-        invalid(format!(
-            "not text (byte {} is not UTF-8)",
-            e.utf8_error().valid_up_to()
-        ))
-    })
 }
 
 /// A failure as kept on disk.
@@ -677,12 +585,5 @@ mod tests {
         assert!(e.contains(&format!("pid {}", std::process::id())), "{e}");
         drop(first);
         assert!(ResultsDir::open(dir.path(), Claim::Own).is_ok());
-    }
-
-    #[test]
-    fn rfc3339_matches_known_dates() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(rfc3339(1_795_311_911), "2026-11-22T01:45:11Z");
     }
 }

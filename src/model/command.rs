@@ -103,6 +103,10 @@ pub struct ExecRecord {
     /// untraced); the row's check of a traced run that kept its time uses it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trap_cost_ns: Option<f64>,
+    /// What stopped an incomplete session (the signal's name, e.g. "SIGINT"), where it
+    /// was known when the record was written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<String>,
 }
 
 /// One of several commands of a session.
@@ -113,7 +117,7 @@ pub struct NamedCommand {
 }
 
 fn default_noise_threshold() -> f64 {
-    0.02
+    crate::model::metric::NOISE_THRESHOLD
 }
 
 pub const SCHEMA: &str = "alloclab.exec/1";

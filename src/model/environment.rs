@@ -63,3 +63,16 @@ pub struct Environment {
     pub commit: String,
     pub command_line: Vec<String>,
 }
+
+/// How busy the machine is (read by [`crate::counters::load`]): the load average, the
+/// processes running now and the CPU frequency governor.
+/// One look at the machine; None where a figure cannot be read here.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Load {
+    /// 1-minute load average (/proc/loadavg).
+    pub loadavg_1m: Option<f64>,
+    /// Runnable processes other than this one (/proc/stat procs_running − 1).
+    pub others_running: Option<u64>,
+    /// cpu0's frequency governor, where cpufreq is exposed (not in most VMs).
+    pub governor: Option<String>,
+}

@@ -10,6 +10,7 @@ pub mod environment;
 pub mod experiment;
 pub mod knobs;
 pub mod library;
+pub mod metric;
 pub mod overhead;
 pub mod percentiles;
 pub mod record;

@@ -18,6 +18,7 @@ mod faults;
 mod hlog;
 mod html;
 mod knobs;
+mod layers;
 mod libraries;
 mod noise;
 mod outputs;
