@@ -8,6 +8,7 @@ pub mod command;
 pub mod diff;
 pub mod eta;
 pub mod explain;
+pub mod findings;
 pub mod jumps;
 pub mod modes;
 pub mod noise;

@@ -76,7 +76,7 @@ pub fn parse_confidence(s: &str) -> Result<f64, String> {
 }
 
 /// A confidence interval and the probability with which it covers the true value.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct Interval {
     pub low: f64,
     pub high: f64,
@@ -153,7 +153,7 @@ impl Verdict {
 
 /// A ratio new/base from paired values, with its interval and verdict (None without an
 /// interval: fewer than two pairs).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct Comparison {
     pub ratio: f64,
     pub interval: Option<Interval>,

@@ -613,7 +613,10 @@ fn write_html(
             let more = lines.len().saturating_sub(crate::export::headlines::MOST);
             lines.truncate(crate::export::headlines::MOST);
             crate::export::headlines::Answer {
-                lines,
+                items: lines
+                    .into_iter()
+                    .map(crate::analysis::findings::Item::text)
+                    .collect(),
                 more,
                 incomplete: incomplete.map(str::to_string),
             }

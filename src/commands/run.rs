@@ -147,7 +147,7 @@ pub fn run(args: RunArgs) -> Result<()> {
             ));
         }
         let width = crate::fmt::screen_width();
-        for a in &o.rebuilt.answer.lines {
+        for a in o.rebuilt.answer.lines() {
             said.push_str(&crate::fmt::wrap(a, width, "  ", "    "));
         }
         if let Some(more) = o.rebuilt.answer.more_line() {

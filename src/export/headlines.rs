@@ -13,6 +13,9 @@
 use crate::analysis::answer::{mechanism, mechanism_against, phrase, Counts};
 use crate::analysis::cells;
 use crate::analysis::cliff::FoundCliff;
+use crate::analysis::findings::{
+    counts_of, CliffChange, CliffFigures, DifferenceFigures, Figures, FolderFindings, Item,
+};
 use crate::analysis::stats::Verdict;
 use crate::analysis::thresholds::{self, Cause};
 use crate::export::plots::sizes_of_interest;
@@ -84,7 +87,7 @@ pub fn cliff_groups(cliffs: &[FoundCliff]) -> Vec<CliffGroup<'_>> {
 }
 
 /// One cliff group as a headline, and its rank (lower leads).
-fn cliff_headline(g: &CliffGroup, confirming: bool) -> (u8, String) {
+fn cliff_headline(g: &CliffGroup, confirming: bool) -> (u8, Item) {
     let lives: Vec<Option<u64>> = g
         .cliffs
         .iter()
@@ -138,12 +141,65 @@ fn cliff_headline(g: &CliffGroup, confirming: bool) -> (u8, String) {
         g.changes.join("; "),
         cause.short()
     );
-    (rank, text)
+    let (at, threshold) = match &cause {
+        Cause::At { threshold, .. } => ("at", Some(threshold.name.clone())),
+        Cause::Near { threshold, .. } => ("near", Some(threshold.name.clone())),
+        Cause::Unexplained { .. } => ("none", None),
+    };
+    let figures = Figures::Cliff(CliffFigures {
+        allocator: g.label.clone(),
+        workload: g.workload,
+        threads: g.threads,
+        below_size: g.below,
+        above_size: g.above,
+        changes: g
+            .cliffs
+            .iter()
+            .map(|c| CliffChange {
+                variant: c.variant,
+                metric: c.metric.clone(),
+                below_value: c.below_value,
+                above_value: c.above_value,
+            })
+            .collect(),
+        cause: at,
+        threshold,
+        confirmation: confirmation.cloned(),
+    });
+    (
+        rank,
+        Item {
+            text,
+            figures: Some(figures),
+        },
+    )
+}
+
+/// The figures of `other` against `base`, compared as `cmp`.
+fn difference_figures(
+    base: &crate::model::record::Cell,
+    other: &crate::model::record::Cell,
+    cmp: crate::analysis::stats::Comparison,
+) -> Figures {
+    Figures::Difference(DifferenceFigures {
+        allocator: other.spec.allocator_label(),
+        variant: other.spec.variant,
+        against_allocator: base.spec.allocator_label(),
+        against_variant: base.spec.variant,
+        workload: other.spec.workload,
+        threads: other.spec.threads,
+        size: other.spec.size,
+        comparison: cmp,
+        processes: other.records().count(),
+        against_processes: base.records().count(),
+        counts: counts_of(&cells::row(other)),
+        against_counts: counts_of(&cells::row(base)),
+    })
 }
 
 /// The largest differences against the same allocator's in-place cell, at the sizes of
-/// interest: (weight, text), the weight the size of the effect.
-fn differences(loaded: &Loaded) -> Vec<(f64, String)> {
+/// interest: (weight, item), the weight the size of the effect.
+fn differences(loaded: &Loaded) -> Vec<(f64, Item)> {
     let mut out = Vec::new();
     let cells = &loaded.cells;
     let groups: BTreeSet<_> = cells
@@ -177,18 +233,22 @@ fn differences(loaded: &Loaded) -> Vec<(f64, String)> {
                     continue;
                 };
                 let (rb, rc) = (cells::row(base), cells::row(c));
+                let text = format!(
+                    "{label} {} at {} elements ({w}, {}): {} than in place; {}{}",
+                    c.spec.variant,
+                    group_thousands(n as i64),
+                    crate::fmt::Threads(t),
+                    phrase(&cmp),
+                    mechanism(Counts::of(&rb), Counts::of(&rc), &label),
+                    short_of(loaded, base, c)
+                );
                 out.push((
                     weight,
                     (spec_only(&label), c.spec.variant, w, t),
-                    format!(
-                        "{label} {} at {} elements ({w}, {}): {} than in place; {}{}",
-                        c.spec.variant,
-                        group_thousands(n as i64),
-                        crate::fmt::Threads(t),
-                        phrase(&cmp),
-                        mechanism(Counts::of(&rb), Counts::of(&rc), &label),
-                        short_of(loaded, base, c)
-                    ),
+                    Item {
+                        text,
+                        figures: Some(difference_figures(base, c, cmp)),
+                    },
                 ));
             }
         }
@@ -248,7 +308,7 @@ fn weighed(
 fn knob_differences(
     cells: &[crate::model::record::Cell],
     short: &dyn Fn(&crate::model::record::Cell, &crate::model::record::Cell) -> String,
-) -> Vec<(f64, DiffKey, String)> {
+) -> Vec<(f64, DiffKey, Item)> {
     let mut out = Vec::new();
     for c in cells
         .iter()
@@ -272,6 +332,22 @@ fn knob_differences(
         };
         let label = c.spec.allocator_label();
         let (rb, rc) = (cells::row(base), cells::row(c));
+        let text = format!(
+            "{label} {} at {} elements ({}, {}): {} than {}'s defaults; {}{}",
+            c.spec.variant,
+            group_thousands(c.spec.size as i64),
+            c.spec.workload,
+            crate::fmt::Threads(c.spec.threads),
+            phrase(&cmp),
+            base.spec.allocator_label(),
+            mechanism_against(
+                Counts::of(&rb),
+                Counts::of(&rc),
+                &label,
+                &format!("with {}'s defaults", base.spec.allocator_label())
+            ),
+            short(base, c)
+        );
         out.push((
             weight,
             (
@@ -280,22 +356,10 @@ fn knob_differences(
                 c.spec.workload,
                 c.spec.threads,
             ),
-            format!(
-                "{label} {} at {} elements ({}, {}): {} than {}'s defaults; {}{}",
-                c.spec.variant,
-                group_thousands(c.spec.size as i64),
-                c.spec.workload,
-                crate::fmt::Threads(c.spec.threads),
-                phrase(&cmp),
-                base.spec.allocator_label(),
-                mechanism_against(
-                    Counts::of(&rb),
-                    Counts::of(&rc),
-                    &label,
-                    &format!("with {}'s defaults", base.spec.allocator_label())
-                ),
-                short(base, c)
-            ),
+            Item {
+                text,
+                figures: Some(difference_figures(base, c, cmp)),
+            },
         ));
     }
     out
@@ -332,8 +396,8 @@ type DiffKey = (String, Variant, crate::model::spec::Workload, u32);
 /// The cliffs' headlines, leading first: confirmed at a threshold, at one, near one,
 /// at none (a stable order within each). `confirming`: the plan confirms thresholds but
 /// did not finish, so a cliff without its confirmation says it was not measured.
-fn cliff_lines(cliffs: &[FoundCliff], confirming: bool) -> Vec<String> {
-    let mut lines: Vec<(u8, String)> = cliff_groups(cliffs)
+fn cliff_lines(cliffs: &[FoundCliff], confirming: bool) -> Vec<Item> {
+    let mut lines: Vec<(u8, Item)> = cliff_groups(cliffs)
         .iter()
         .map(|g| cliff_headline(g, confirming))
         .collect();
@@ -346,7 +410,7 @@ fn cliff_lines(cliffs: &[FoundCliff], confirming: bool) -> Vec<String> {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Answer {
     /// At most [`MOST`] headline findings, leading first.
-    pub lines: Vec<String>,
+    pub items: Vec<Item>,
     /// Cliffs and differences that did not make the headlines.
     pub more: usize,
     /// Where the folder's plan did not finish: what has no result, said before the
@@ -356,7 +420,12 @@ pub struct Answer {
 
 impl Answer {
     pub fn is_empty(&self) -> bool {
-        self.lines.is_empty()
+        self.items.is_empty()
+    }
+
+    /// The headlines' sentences, leading first.
+    pub fn lines(&self) -> impl Iterator<Item = &str> {
+        self.items.iter().map(|i| i.text.as_str())
     }
 
     /// Where some are left out, a sentence that says how many (not a finding itself, so
@@ -389,16 +458,46 @@ pub fn headlines(loaded: &Loaded) -> Answer {
     answer
 }
 
+/// The folder's findings.json: `answer` (its [`headlines`]), every cliff, and every
+/// comparison the findings print, as figures.
+pub fn findings(loaded: &Loaded, answer: &Answer) -> FolderFindings {
+    let e = &loaded.plan.experiment;
+    let threshold = crate::model::metric::NOISE_THRESHOLD;
+    let rows: Vec<_> = loaded.cells.iter().map(cells::row).collect();
+    let comparisons = crate::analysis::pairs::printed_comparisons(&rows)
+        .into_iter()
+        .filter_map(|(b, o)| {
+            let (base, other) = (&loaded.cells[b], &loaded.cells[o]);
+            let cmp = cells::compare(base, other, threshold)?;
+            Some(difference_figures(base, other, cmp))
+        })
+        .collect();
+    let confirming = !loaded.complete() && e.confirm_cliffs;
+    FolderFindings {
+        schema: crate::analysis::findings::SCHEMA,
+        experiment: e.name.clone(),
+        complete: loaded.complete(),
+        incomplete: answer.incomplete.clone(),
+        quick: e.quick,
+        noise_threshold: threshold,
+        confidence: crate::analysis::stats::level(),
+        answer: answer.items.clone(),
+        more: answer.more,
+        cliffs: cliff_lines(&loaded.cliffs, confirming),
+        comparisons,
+    }
+}
+
 /// The headlines out of the cliffs' and the differences' lines (each leading first): the
 /// cliffs up to [`MOST_CLIFFS`], then differences up to [`MOST`]; the rest are counted.
-fn answer_of(cliffs: Vec<String>, differences: Vec<String>) -> Answer {
+fn answer_of(cliffs: Vec<Item>, differences: Vec<Item>) -> Answer {
     let all = cliffs.len() + differences.len();
-    let mut lines: Vec<String> = cliffs.into_iter().take(MOST_CLIFFS).collect();
-    let room = MOST - lines.len();
-    lines.extend(differences.into_iter().take(room));
-    let more = all - lines.len();
+    let mut items: Vec<Item> = cliffs.into_iter().take(MOST_CLIFFS).collect();
+    let room = MOST - items.len();
+    items.extend(differences.into_iter().take(room));
+    let more = all - items.len();
     Answer {
-        lines,
+        items,
         more,
         incomplete: None,
     }
@@ -420,12 +519,12 @@ mod tests {
     /// out.
     #[test]
     fn the_count_of_what_was_left_out_is_a_sentence_not_a_headline() {
-        let named = |prefix: &str, n: usize| -> Vec<String> {
-            (0..n).map(|i| format!("{prefix}{i}")).collect()
+        let named = |prefix: &str, n: usize| -> Vec<Item> {
+            (0..n).map(|i| Item::text(format!("{prefix}{i}"))).collect()
         };
         let a = answer_of(named("cliff ", 6), named("difference ", 3));
         assert_eq!(
-            a.lines,
+            a.lines().collect::<Vec<_>>(),
             ["cliff 0", "cliff 1", "cliff 2", "cliff 3", "difference 0"]
         );
         assert_eq!(
@@ -433,13 +532,13 @@ mod tests {
             Some("… and 4 more cliffs and differences in the findings")
         );
         let a = answer_of(Vec::new(), named("difference ", 6));
-        assert_eq!(a.lines.len(), MOST);
+        assert_eq!(a.items.len(), MOST);
         assert_eq!(
             a.more_line().as_deref(),
             Some("… and 1 more cliff or difference in the findings")
         );
         let a = answer_of(named("cliff ", 2), named("difference ", 1));
-        assert_eq!(a.lines.len(), 3);
+        assert_eq!(a.items.len(), 3);
         assert_eq!(a.more_line(), None);
         let a = answer_of(Vec::new(), named("difference ", 1239));
         assert_eq!(
@@ -503,9 +602,9 @@ mod tests {
             found.len(),
             1,
             "{:?}",
-            found.iter().map(|f| &f.2).collect::<Vec<_>>()
+            found.iter().map(|f| &f.2.text).collect::<Vec<_>>()
         );
-        let line = &found[0].2;
+        let line = &found[0].2.text;
         assert!(
             line.starts_with("system:top_pad=64M out-of-place at "),
             "{line}"
@@ -540,8 +639,23 @@ mod tests {
                 r#"{{"allocator":"system","variant":"in-place",{base},"below_size":2000000,"below_value":0.0,"above_size":2965821,"above_value":445.0,"unresolved":"the probes saw none"}}"#
             )),
         ];
-        let lines = cliff_lines(&cliffs, false);
-        assert_eq!(lines.len(), 3, "{lines:?}");
+        let items = cliff_lines(&cliffs, false);
+        assert_eq!(items.len(), 3, "{items:?}");
+        // The leading cliff's figures: its sizes, both variants' changes, the threshold
+        // it is at and the confirmation that moved it.
+        match &items[0].figures {
+            Some(Figures::Cliff(f)) => {
+                assert_eq!((f.below_size, f.above_size), (916_983, 917_058));
+                assert_eq!(f.changes.len(), 2);
+                assert_eq!(f.cause, "at");
+                assert_eq!(
+                    f.confirmation.as_ref().map(|c| c.verdict.as_str()),
+                    Some("confirmed")
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        let lines: Vec<&str> = items.iter().map(|i| i.text.as_str()).collect();
         assert!(
             lines[0].starts_with("jemalloc changes between 916,983 and 917,058 elements"),
             "{}",

@@ -177,7 +177,7 @@ impl Page {
         }
         if !self.answer.is_empty() {
             s.push_str("<h2 id=\"answer\">Answer</h2>\n<ul class=\"findings answer\">\n");
-            for f in &self.answer.lines {
+            for f in self.answer.lines() {
                 let _ = writeln!(s, "<li>{}</li>", finding(f));
             }
             s.push_str("</ul>\n");
@@ -799,7 +799,7 @@ pub fn findings_of_markdown(md: &str) -> Vec<String> {
 
 /// Markdown links `[text](file)` as `text (file)`: the page names the folder's files
 /// without linking out of itself.
-fn plain_links(text: &str) -> String {
+pub fn plain_links(text: &str) -> String {
     let mut out = String::new();
     let mut rest = text;
     while let Some(open) = rest.find('[') {

@@ -220,11 +220,17 @@ pub fn rebuild(
         }
     }
     let answer = super::headlines::headlines(loaded);
-    let md = report_markdown(loaded, &rows, &outcomes, &env, &plot_files, &answer);
+    let findings = super::headlines::findings(loaded, &answer);
+    folder.text(
+        "findings.json",
+        &(serde_json::to_string_pretty(&findings).unwrap_or_default() + "\n"),
+    )?;
+    let blocks = findings_blocks(loaded, &rows, &outcomes, &env);
+    let md = report_markdown(loaded, &rows, &env, &plot_files, &answer, &blocks);
     folder.text("REPORT.md", &md)?;
     folder.text(
         "report.html",
-        &report_html(loaded, &rows, &env, &md, &answer),
+        &report_html(loaded, &rows, &env, &md, &answer, &blocks),
     )?;
     Ok(Rebuilt {
         planned: loaded.plan.runs.len(),
@@ -239,13 +245,258 @@ pub fn rebuild(
     })
 }
 
-fn report_markdown(
+/// A block of the findings: a lead paragraph (Markdown) or a label that heads its items
+/// (and, on the page, prefixes each), and the items.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Block {
+    pub lead: Option<String>,
+    pub label: Option<String>,
+    pub items: Vec<String>,
+}
+
+impl Block {
+    fn lead(text: impl Into<String>) -> Self {
+        Block {
+            lead: Some(text.into()),
+            ..Block::default()
+        }
+    }
+
+    fn labelled(label: impl Into<String>) -> Self {
+        Block {
+            label: Some(label.into()),
+            ..Block::default()
+        }
+    }
+}
+
+/// The findings of a run folder, computed once: REPORT.md's "Findings" section and
+/// report.html's list are both rendered from them.
+pub fn findings_blocks(
     loaded: &Loaded,
     rows: &[SummaryRow],
     outcomes: &[Outcome],
     env: &serde_json::Value,
+) -> Vec<Block> {
+    let processes = loaded.plan.experiment.processes;
+    let mut blocks = Vec::new();
+    let groups: BTreeSet<(Workload, u32)> = rows.iter().map(|r| (r.workload, r.threads)).collect();
+    for &(w, t) in &groups {
+        let sizes: BTreeSet<u64> = rows
+            .iter()
+            .filter(|r| r.workload == w && r.threads == t)
+            .map(|r| r.size)
+            .collect();
+        for n in sizes_of_interest(&sizes) {
+            let idx: Vec<usize> = (0..rows.len())
+                .filter(|&i| {
+                    let r = &rows[i];
+                    r.workload == w && r.threads == t && r.size == n
+                })
+                .collect();
+            let at: Vec<SummaryRow> = idx.iter().map(|&i| rows[i].clone()).collect();
+            let lines = if processes > 1 {
+                let cells_at: Vec<&Cell> = idx.iter().map(|&i| &loaded.cells[i]).collect();
+                explain::cell_explanations(&cells_at, &at, REPORT_NOISE_THRESHOLD)
+            } else {
+                explain::explanations(&at)
+            };
+            if lines.is_empty() {
+                continue;
+            }
+            let mut block = Block::labelled(format!(
+                "{w}, {} elements, {}:",
+                fmt_count(n as f64),
+                crate::fmt::Threads(t)
+            ));
+            for l in lines {
+                let mut l = l.split_whitespace().collect::<Vec<_>>().join(" ");
+                // "fastest" among the cells with results only: where the plan has more
+                // at this size, say so.
+                if let Some(v) = <crate::model::spec::Variant as crate::model::spec::Choice>::ALL
+                    .iter()
+                    .find(|v| l.starts_with(&format!("{v}: fastest ")))
+                {
+                    let planned = loaded
+                        .plan
+                        .runs
+                        .iter()
+                        .filter(|r| {
+                            (r.spec.workload, r.spec.threads, r.spec.size, r.spec.variant)
+                                == (w, t, n, *v)
+                        })
+                        .count();
+                    let have = at.iter().filter(|r| r.variant == *v).count();
+                    if have < planned {
+                        let _ = write!(
+                            l,
+                            " (INCOMPLETE: of the {have} of {planned} allocators with results)"
+                        );
+                    }
+                }
+                block.items.push(l);
+            }
+            blocks.push(block);
+        }
+    }
+    let knob_lines = explain::knob_findings(
+        rows,
+        (processes > 1).then_some(loaded.cells.as_slice()),
+        REPORT_NOISE_THRESHOLD,
+    );
+    if !knob_lines.is_empty() {
+        blocks.push(Block {
+            lead: Some("**Knob sets and THP against their allocator's defaults**, in every variant (changes of 1.5x or more in the p50; smaller ones are left to `alloclab tune`, which pairs rounds for its intervals):".into()),
+            label: None,
+            items: knob_lines,
+        });
+    }
+    if let Some(note) = thp_note(rows, env) {
+        blocks.push(Block::lead(note));
+    }
+    // Only between neighbouring sizes of the plan: a change across a size that has no
+    // result was never measured.
+    let (fault_jumps, syscall_jumps) = loaded.jumps(rows);
+    // One finding per cliff: a jump of the sweep that a cliff was bisected from (or
+    // failed to be) is that cliff's evidence, said with it, not a finding of its own.
+    let covers = |j: &Jump, what: &str, c: &crate::analysis::cliff::FoundCliff| {
+        c.allocator == j.allocator
+            && c.variant == j.variant
+            && c.workload == j.workload
+            && c.threads == j.threads
+            && c.metric == what
+            && j.from_size <= c.below_size
+            && c.above_size <= j.to_size
+    };
+    let jumps: Vec<(&Jump, &str)> = fault_jumps
+        .iter()
+        .map(|j| (j, "minor faults"))
+        .chain(syscall_jumps.iter().map(|j| (j, "memory syscalls")))
+        .collect();
+    let alone: Vec<&(&Jump, &str)> = jumps
+        .iter()
+        .filter(|(j, what)| !loaded.cliffs.iter().any(|c| covers(j, what, c)))
+        .collect();
+    if jumps.is_empty() {
+        if groups.iter().any(|&(w, t)| {
+            rows.iter()
+                .filter(|r| r.workload == w && r.threads == t)
+                .map(|r| r.size)
+                .collect::<BTreeSet<_>>()
+                .len()
+                > 1
+        }) {
+            blocks.push(Block::lead(if loaded.complete() {
+                "No size step changes faults or memory syscalls per element by 4x or more."
+            } else {
+                "No step between neighbouring sizes that both have results changes faults or memory syscalls per element by 4x or more (INCOMPLETE: steps across a size without results are not judged)."
+            }));
+        }
+    } else if !alone.is_empty() {
+        blocks.push(Block {
+            lead: Some(format!(
+                "**Where behaviour changes with size** (neighbouring sizes whose counts per element differ 4x or more{}):",
+                if loaded.cliffs.is_empty() {
+                    ""
+                } else {
+                    "; those bisected are with their cliffs below"
+                }
+            )),
+            label: None,
+            items: alone.iter().map(|(j, what)| describe_jump(j, what)).collect(),
+        });
+    }
+    if !loaded.cliffs.is_empty() {
+        let mut block = Block::lead("**Exact cliffs** (each change of the sweep, bisected to neighbouring sizes with `alloclab cliff`'s method; a change that could not be bisected says why):");
+        for c in &loaded.cliffs {
+            // The sweep's jump it was found in, as its evidence (an unresolved cliff
+            // already says the sweep's values).
+            let evidence = jumps
+                .iter()
+                .filter(|_| c.unresolved.is_none())
+                .find(|(j, what)| covers(j, what, c))
+                .map(|(j, _)| {
+                    format!(
+                        " (the sweep: {} at {} elements, {} at {})",
+                        fmt_count(j.from_value),
+                        fmt_count(j.from_size as f64),
+                        fmt_count(j.to_value),
+                        fmt_count(j.to_size as f64)
+                    )
+                })
+                .unwrap_or_default();
+            block.items.push(format!("{}{evidence}", c.describe()));
+        }
+        blocks.push(block);
+    }
+    let notes = explain::unavailable_notes(outcomes);
+    if !notes.is_empty() {
+        blocks.push(Block {
+            lead: None,
+            label: None,
+            items: notes.into_iter().map(|n| format!("Note: {n}")).collect(),
+        });
+    }
+    let failed: Vec<&SummaryRow> = rows.iter().filter(|r| !r.status.is_ok()).collect();
+    if !failed.is_empty() {
+        let mut block = Block::labelled("Failed runs:");
+        for r in failed {
+            block.items.push(format!(
+                "`{}`: {}",
+                r.run_id,
+                r.error.as_deref().unwrap_or("unknown")
+            ));
+        }
+        blocks.push(block);
+    }
+
+    blocks
+}
+
+/// The findings as REPORT.md's Markdown: each block's lead or bold label, its bullets.
+fn findings_markdown(blocks: &[Block]) -> String {
+    let mut md = String::new();
+    for b in blocks {
+        if let Some(lead) = &b.lead {
+            let _ = writeln!(md, "{lead}\n");
+        }
+        if let Some(label) = &b.label {
+            let _ = writeln!(md, "**{label}**\n");
+        }
+        for i in &b.items {
+            let _ = writeln!(md, "- {i}");
+        }
+        if !b.items.is_empty() {
+            md.push('\n');
+        }
+    }
+    md
+}
+
+/// The findings as the page lists them: each item after its block's label, in plain text
+/// (no Markdown code marks; a link as its text and file).
+fn findings_plain(blocks: &[Block]) -> Vec<String> {
+    blocks
+        .iter()
+        .flat_map(|b| {
+            b.items.iter().map(move |i| {
+                let item = super::html::plain_links(&i.replace('`', ""));
+                match &b.label {
+                    Some(l) => format!("{l} {item}"),
+                    None => item,
+                }
+            })
+        })
+        .collect()
+}
+
+fn report_markdown(
+    loaded: &Loaded,
+    rows: &[SummaryRow],
+    env: &serde_json::Value,
     plots: &[plots::PlotFile],
     answer: &super::headlines::Answer,
+    blocks: &[Block],
 ) -> String {
     let e = &loaded.plan.experiment;
     let mut md = String::new();
@@ -260,7 +511,7 @@ fn report_markdown(
     // with), every finding after them.
     if !answer.is_empty() {
         let _ = writeln!(md, "## Answer\n");
-        for a in &answer.lines {
+        for a in answer.lines() {
             let _ = writeln!(md, "- {a}");
         }
         if let Some(more) = answer.more_line() {
@@ -367,8 +618,6 @@ fn report_markdown(
         let _ = writeln!(observer, "The observer's effect on the median (its calibration) was not measured for this run (`alloclab run --no-calibration`, or the calibration failed); the harness cost per sample in the environment table is each worker's own measurement. `alloclab calibrate` measures the rest.");
     }
 
-    // Findings.
-    let _ = writeln!(md, "\n## Findings\n");
     let processes = loaded.plan.experiment.processes;
     if processes > 1 {
         let lvl = crate::analysis::stats::level_text();
@@ -385,184 +634,10 @@ fn report_markdown(
             "Computed from the runs below; latency is the p50 of each run (one process per cell: no intervals; `processes = 6` in the experiment's `[budget]` gives them).\n"
         );
     }
+    let _ = writeln!(md, "\n## Findings\n");
+    md.push_str(findings_markdown(blocks).trim_end());
+    md.push('\n');
     let groups: BTreeSet<(Workload, u32)> = rows.iter().map(|r| (r.workload, r.threads)).collect();
-    for &(w, t) in &groups {
-        let sizes: BTreeSet<u64> = rows
-            .iter()
-            .filter(|r| r.workload == w && r.threads == t)
-            .map(|r| r.size)
-            .collect();
-        for n in sizes_of_interest(&sizes) {
-            let idx: Vec<usize> = (0..rows.len())
-                .filter(|&i| {
-                    let r = &rows[i];
-                    r.workload == w && r.threads == t && r.size == n
-                })
-                .collect();
-            let at: Vec<SummaryRow> = idx.iter().map(|&i| rows[i].clone()).collect();
-            let lines = if processes > 1 {
-                let cells_at: Vec<&Cell> = idx.iter().map(|&i| &loaded.cells[i]).collect();
-                explain::cell_explanations(&cells_at, &at, REPORT_NOISE_THRESHOLD)
-            } else {
-                explain::explanations(&at)
-            };
-            if lines.is_empty() {
-                continue;
-            }
-            let _ = writeln!(
-                md,
-                "**{w}, {} elements, {}:**\n",
-                fmt_count(n as f64),
-                crate::fmt::Threads(t)
-            );
-            for l in lines {
-                let mut l = l.split_whitespace().collect::<Vec<_>>().join(" ");
-                // "fastest" among the cells with results only: where the plan has more
-                // at this size, say so.
-                if let Some(v) = <crate::model::spec::Variant as crate::model::spec::Choice>::ALL
-                    .iter()
-                    .find(|v| l.starts_with(&format!("{v}: fastest ")))
-                {
-                    let planned = loaded
-                        .plan
-                        .runs
-                        .iter()
-                        .filter(|r| {
-                            (r.spec.workload, r.spec.threads, r.spec.size, r.spec.variant)
-                                == (w, t, n, *v)
-                        })
-                        .count();
-                    let have = at.iter().filter(|r| r.variant == *v).count();
-                    if have < planned {
-                        let _ = write!(
-                            l,
-                            " (INCOMPLETE: of the {have} of {planned} allocators with results)"
-                        );
-                    }
-                }
-                let _ = writeln!(md, "- {l}");
-            }
-            md.push('\n');
-        }
-    }
-    let knob_lines = explain::knob_findings(
-        rows,
-        (processes > 1).then_some(loaded.cells.as_slice()),
-        REPORT_NOISE_THRESHOLD,
-    );
-    if !knob_lines.is_empty() {
-        let _ = writeln!(
-            md,
-            "**Knob sets and THP against their allocator's defaults**, in every variant (changes of 1.5x or more in the p50; smaller ones are left to `alloclab tune`, which pairs rounds for its intervals):\n"
-        );
-        for l in knob_lines {
-            let _ = writeln!(md, "- {l}");
-        }
-        md.push('\n');
-    }
-    if let Some(note) = thp_note(rows, env) {
-        let _ = writeln!(md, "{note}\n");
-    }
-    // Only between neighbouring sizes of the plan: a change across a size that has no
-    // result was never measured.
-    let (fault_jumps, syscall_jumps) = loaded.jumps(rows);
-    // One finding per cliff: a jump of the sweep that a cliff was bisected from (or
-    // failed to be) is that cliff's evidence, said with it, not a finding of its own.
-    let covers = |j: &Jump, what: &str, c: &crate::analysis::cliff::FoundCliff| {
-        c.allocator == j.allocator
-            && c.variant == j.variant
-            && c.workload == j.workload
-            && c.threads == j.threads
-            && c.metric == what
-            && j.from_size <= c.below_size
-            && c.above_size <= j.to_size
-    };
-    let jumps: Vec<(&Jump, &str)> = fault_jumps
-        .iter()
-        .map(|j| (j, "minor faults"))
-        .chain(syscall_jumps.iter().map(|j| (j, "memory syscalls")))
-        .collect();
-    let alone: Vec<&(&Jump, &str)> = jumps
-        .iter()
-        .filter(|(j, what)| !loaded.cliffs.iter().any(|c| covers(j, what, c)))
-        .collect();
-    if jumps.is_empty() {
-        if groups.iter().any(|&(w, t)| {
-            rows.iter()
-                .filter(|r| r.workload == w && r.threads == t)
-                .map(|r| r.size)
-                .collect::<BTreeSet<_>>()
-                .len()
-                > 1
-        }) {
-            let _ = writeln!(
-                md,
-                "{}",
-                if loaded.complete() {
-                    "No size step changes faults or memory syscalls per element by 4x or more.\n"
-                } else {
-                    "No step between neighbouring sizes that both have results changes faults or memory syscalls per element by 4x or more (INCOMPLETE: steps across a size without results are not judged).\n"
-                }
-            );
-        }
-    } else if !alone.is_empty() {
-        let _ = writeln!(
-            md,
-            "**Where behaviour changes with size** (neighbouring sizes whose counts per element differ 4x or more{}):\n",
-            if loaded.cliffs.is_empty() {
-                ""
-            } else {
-                "; those bisected are with their cliffs below"
-            }
-        );
-        for (j, what) in alone {
-            let _ = writeln!(md, "- {}", describe_jump(j, what));
-        }
-        md.push('\n');
-    }
-    if !loaded.cliffs.is_empty() {
-        let _ = writeln!(
-            md,
-            "**Exact cliffs** (each change of the sweep, bisected to neighbouring sizes with `alloclab cliff`'s method; a change that could not be bisected says why):\n"
-        );
-        for c in &loaded.cliffs {
-            // The sweep's jump it was found in, as its evidence (an unresolved cliff
-            // already says the sweep's values).
-            let evidence = jumps
-                .iter()
-                .filter(|_| c.unresolved.is_none())
-                .find(|(j, what)| covers(j, what, c))
-                .map(|(j, _)| {
-                    format!(
-                        " (the sweep: {} at {} elements, {} at {})",
-                        fmt_count(j.from_value),
-                        fmt_count(j.from_size as f64),
-                        fmt_count(j.to_value),
-                        fmt_count(j.to_size as f64)
-                    )
-                })
-                .unwrap_or_default();
-            let _ = writeln!(md, "- {}{evidence}", c.describe());
-        }
-        md.push('\n');
-    }
-    let notes = explain::unavailable_notes(outcomes);
-    for n in notes {
-        let _ = writeln!(md, "- Note: {n}");
-    }
-    let failed: Vec<&SummaryRow> = rows.iter().filter(|r| !r.status.is_ok()).collect();
-    if !failed.is_empty() {
-        let _ = writeln!(md, "\n**Failed runs:**\n");
-        for r in failed {
-            let _ = writeln!(
-                md,
-                "- `{}`: {}",
-                r.run_id,
-                r.error.as_deref().unwrap_or("unknown")
-            );
-        }
-    }
-
     md.push('\n');
     md.push_str(&method);
     md.push_str(&observer);
@@ -633,6 +708,7 @@ fn report_html(
     env: &serde_json::Value,
     md: &str,
     answer: &super::headlines::Answer,
+    blocks: &[Block],
 ) -> String {
     use super::html;
     let e = &loaded.plan.experiment;
@@ -701,7 +777,7 @@ fn report_html(
         environment,
         answer: answer.clone(),
         sections,
-        findings: html::findings_of_markdown(md),
+        findings: findings_plain(blocks),
         figures,
         drawings: Vec::new(),
         text: vec![("REPORT.md".into(), md.to_string())],

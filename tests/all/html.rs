@@ -204,6 +204,69 @@ fn exec_and_run_folders_get_a_report_html() {
             .all(|a| a.contains(" than in place; ") && a.contains("page faults")),
         "{answer:?}"
     );
+    // One answer, word for word wherever it is shown: findings.json's items, REPORT.md's
+    // bullets, the page's list (its markup taken off) and the console's last lines.
+    let findings = json(&std::fs::read(folder.join("findings.json")).unwrap());
+    assert_eq!(findings["schema"], "alloclab-findings/1");
+    let items: Vec<&str> = findings["answer"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(items, answer, "findings.json against REPORT.md");
+    let page_items: Vec<String> = listed
+        .split("<li>")
+        .skip(1)
+        .map(|li| {
+            let text = li.split("</li>").next().unwrap();
+            let mut plain = String::new();
+            let mut in_tag = false;
+            for c in text.chars() {
+                match c {
+                    '<' => in_tag = true,
+                    '>' => in_tag = false,
+                    c if !in_tag => plain.push(c),
+                    _ => {}
+                }
+            }
+            plain
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&quot;", "\"")
+                .replace("&#39;", "'")
+                .replace("&amp;", "&")
+        })
+        .collect();
+    assert_eq!(page_items, answer, "report.html against REPORT.md");
+    let console = unwrapped(&stdout(&o));
+    for a in &answer {
+        assert!(console.contains(a), "the console lacks {a:?}:\n{console}");
+    }
+    // Each item's figures are what its words say: a difference "slower" has a ratio above
+    // 1 and "more page faults" more faults per iteration than its base.
+    for item in findings["answer"].as_array().unwrap() {
+        let text = item["text"].as_str().unwrap();
+        let f = &item["figures"];
+        assert_eq!(f["kind"], "difference", "{item}");
+        let ratio = f["comparison"]["ratio"].as_f64().unwrap();
+        assert_eq!(text.contains("slower"), ratio > 1.0, "{item}");
+        let faults = |k: &str| f[k]["minflt_per_iter"].as_f64().unwrap();
+        if text.contains(" more page faults") {
+            assert!(faults("counts") > faults("against_counts"), "{item}");
+        }
+        if text.contains(" fewer page faults") {
+            assert!(faults("counts") < faults("against_counts"), "{item}");
+        }
+        assert!(f["processes"].as_u64().unwrap() >= 1, "{item}");
+    }
+    // The rest of the findings as figures: every printed comparison, among them each
+    // answer's.
+    let comparisons = findings["comparisons"].as_array().unwrap();
+    assert!(comparisons.len() >= items.len(), "{findings}");
+    for item in findings["answer"].as_array().unwrap() {
+        assert!(comparisons.contains(&item["figures"]), "{item}");
+    }
 }
 
 fn chromium() -> Option<PathBuf> {

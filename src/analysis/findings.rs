@@ -1,0 +1,136 @@
+//! A results folder's findings as data: each answer item is its sentence and the figures
+//! it rests on (the cells compared, the ratio with its interval and verdict, the counts
+//! per iteration of both; or a cliff's sizes, changes, threshold and confirmation), so
+//! that findings.json, the console, REPORT.md and report.html carry the same items and
+//! a script can read the lab's answer without parsing prose.
+
+use crate::analysis::cliff::Confirmation;
+use crate::analysis::stats::Comparison;
+use crate::model::metric::COUNTS;
+use crate::model::spec::{Variant, Workload};
+use crate::model::summary::SummaryRow;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// One item of an answer: its sentence, and what it rests on.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Item {
+    /// The sentence every surface prints, word for word.
+    pub text: String,
+    /// The figures behind it (none for a sentence that is not a measured finding).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub figures: Option<Figures>,
+}
+
+impl Item {
+    /// A sentence without figures.
+    pub fn text(text: impl Into<String>) -> Self {
+        Item {
+            text: text.into(),
+            figures: None,
+        }
+    }
+}
+
+/// What an answer item rests on.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Figures {
+    /// One allocator's exact change between two neighbouring sizes.
+    Cliff(CliffFigures),
+    /// A cell against another measured in the same rounds.
+    Difference(DifferenceFigures),
+}
+
+/// A cliff: where it is, what changes there, the threshold behind it and whether moving
+/// that threshold moved it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CliffFigures {
+    pub allocator: String,
+    pub workload: Workload,
+    pub threads: u32,
+    /// The largest size without the change and the smallest with it (elements).
+    pub below_size: u64,
+    pub above_size: u64,
+    pub changes: Vec<CliffChange>,
+    /// "at", "near" or "none": where the cliff lies against the allocator's known
+    /// thresholds.
+    pub cause: &'static str,
+    /// The threshold it is at or near.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confirmation: Option<Confirmation>,
+}
+
+/// One variant's change at a cliff, per iteration.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CliffChange {
+    pub variant: Variant,
+    /// "minor faults" or "memory syscalls".
+    pub metric: String,
+    pub below_value: f64,
+    pub above_value: f64,
+}
+
+/// A cell against its base: the same allocator in place, or its allocator's defaults.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DifferenceFigures {
+    /// The allocator label (spec and THP mode) of the cell.
+    pub allocator: String,
+    pub variant: Variant,
+    /// The base's allocator label.
+    pub against_allocator: String,
+    pub against_variant: Variant,
+    pub workload: Workload,
+    pub threads: u32,
+    pub size: u64,
+    /// The cell's time over the base's, paired by round: median ratio, interval and
+    /// verdict.
+    pub comparison: Comparison,
+    /// Processes with a result, the cell's and the base's.
+    pub processes: usize,
+    pub against_processes: usize,
+    /// Counts per iteration (medians over processes), the cell's and the base's.
+    pub counts: CountsPerIter,
+    pub against_counts: CountsPerIter,
+}
+
+/// A cell's counts per iteration keyed by the registry's names (summary.csv's columns,
+/// [`crate::model::metric::COUNTS`]); null where the count could not be read.
+pub type CountsPerIter = BTreeMap<&'static str, Option<f64>>;
+
+/// A summary row's counts per iteration, every one in the registry.
+pub fn counts_of(r: &SummaryRow) -> CountsPerIter {
+    COUNTS.iter().map(|m| (m.key, (m.of)(r))).collect()
+}
+
+/// Where findings.json says what it holds.
+pub const SCHEMA: &str = "alloclab-findings/1";
+
+/// A results folder's findings.json: the answer the console, REPORT.md and report.html
+/// lead with (the same items, word for word), and the rest of the findings as figures.
+#[derive(Clone, Debug, Serialize)]
+pub struct FolderFindings {
+    pub schema: &'static str,
+    pub experiment: String,
+    /// Whether every planned process (and every step after them) has a result.
+    pub complete: bool,
+    /// What has no result, where incomplete.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<String>,
+    /// A quick run (`--quick`): mostly one process per cell, no interval, no verdict.
+    pub quick: bool,
+    /// The noise band of the verdicts (0.02 = ±2 %) and the level their intervals aim at.
+    pub noise_threshold: f64,
+    pub confidence: f64,
+    /// The answer's items, leading first.
+    pub answer: Vec<Item>,
+    /// Cliffs and differences that did not make the answer (they are below).
+    pub more: usize,
+    /// Every exact cliff found, grouped per allocator and pair of sizes, leading first.
+    pub cliffs: Vec<Item>,
+    /// Every comparison the findings print: each variant against its allocator's
+    /// in-place, each allocator against the fastest of its variant, at every size.
+    pub comparisons: Vec<Figures>,
+}
