@@ -577,6 +577,98 @@ pub fn memory(r: &ExecRow) -> Option<f64> {
     Some(r.brk? + r.mmap? + r.munmap? + r.madvise? + r.mremap?)
 }
 
+/// A row's counts per run, keyed as findings.json keys them.
+fn counts_per_run(r: &ExecRow) -> std::collections::BTreeMap<&'static str, Option<f64>> {
+    [
+        ("minflt_per_run", r.minflt),
+        ("majflt_per_run", r.majflt),
+        ("brk_per_run", r.brk),
+        ("mmap_per_run", r.mmap),
+        ("munmap_per_run", r.munmap),
+        ("madvise_per_run", r.madvise),
+        ("mremap_per_run", r.mremap),
+    ]
+    .into_iter()
+    .collect()
+}
+
+/// exec's answer, one item per allocator against its baseline (the first allocator, or
+/// the same allocator's first command in a session): the wall-time ratio with its
+/// interval and verdict, and what the counts say moved (a cause only beside a verdict;
+/// otherwise the counts are only counts). The console, REPORT.md, report.html and
+/// findings.json all show these items.
+pub fn answer(rows: &[ExecRow]) -> Vec<crate::analysis::findings::Item> {
+    use crate::analysis::answer::{run_difference, Counts};
+    use crate::analysis::findings::{CommandFigures, Figures, Item};
+    let ok: Vec<&ExecRow> = rows
+        .iter()
+        .filter(|r| r.status.is_ok() && r.runs > 0)
+        .collect();
+    let Some(first) = ok.first() else {
+        return Vec::new();
+    };
+    let mut items = Vec::new();
+    for r in &ok {
+        let base = r
+            .baseline
+            .as_deref()
+            .and_then(|b| ok.iter().find(|x| x.allocator == b))
+            .unwrap_or(first);
+        if r.allocator == base.allocator {
+            continue;
+        }
+        let Some(ratio) = r.vs_baseline else { continue };
+        let verdict = match (r.vs_baseline_ci_low, r.vs_baseline_ci_high) {
+            (Some(lo), Some(hi)) => {
+                let words = r.vs_baseline_verdict.as_deref().unwrap_or("");
+                // A faster ratio also as the factor people say: "21.58x faster".
+                if words == "faster" && ratio > 0.0 {
+                    format!(" [{lo:.2}x, {hi:.2}x]: {:.2}x faster", 1.0 / ratio)
+                } else {
+                    format!(" [{lo:.2}x, {hi:.2}x]: {words}")
+                }
+            }
+            _ => " (one run: no interval, no verdict)".to_string(),
+        };
+        let mut text = format!(
+            "{}: {ratio:.2}x {}'s wall time{verdict}",
+            r.allocator, base.allocator
+        );
+        let counts = |x: &ExecRow| Counts {
+            faults: x.minflt.unwrap_or(0.0),
+            brk: x.brk.unwrap_or(0.0),
+            mmap: x.mmap.unwrap_or(0.0),
+            munmap: x.munmap.unwrap_or(0.0),
+            madvise: x.madvise.unwrap_or(0.0),
+        };
+        if r.minflt.is_some() && base.minflt.is_some() {
+            if let Some(why) =
+                run_difference(counts(base), counts(r), &r.allocator, &base.allocator)
+            {
+                let decided = matches!(r.vs_baseline_verdict.as_deref(), Some("faster" | "slower"));
+                let label = if decided { "why" } else { "counts" };
+                text.push_str(&format!("; {label}: {why}"));
+            }
+        }
+        items.push(Item {
+            text,
+            figures: Some(Figures::Command(CommandFigures {
+                allocator: r.allocator.clone(),
+                against_allocator: base.allocator.clone(),
+                ratio,
+                ratio_low: r.vs_baseline_ci_low,
+                ratio_high: r.vs_baseline_ci_high,
+                verdict: r.vs_baseline_verdict.clone(),
+                runs: r.runs,
+                against_runs: base.runs,
+                counts: counts_per_run(r),
+                against_counts: counts_per_run(base),
+            })),
+        });
+    }
+    items
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

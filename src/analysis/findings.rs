@@ -40,6 +40,28 @@ pub enum Figures {
     Cliff(CliffFigures),
     /// A cell against another measured in the same rounds.
     Difference(DifferenceFigures),
+    /// A user's command under one allocator against another, paired by round.
+    Command(CommandFigures),
+}
+
+/// A user's command under `allocator` against `against_allocator` (`alloclab exec`):
+/// the wall-time ratio of paired rounds and the counts per run of both (medians over
+/// runs; null where a count could not be read).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CommandFigures {
+    pub allocator: String,
+    pub against_allocator: String,
+    /// The command's wall time over the base's: median of the per-round ratios.
+    pub ratio: f64,
+    /// Its interval, where the runs give one.
+    pub ratio_low: Option<f64>,
+    pub ratio_high: Option<f64>,
+    /// "faster", "slower", "no significant difference", "undecided"; none for one run.
+    pub verdict: Option<String>,
+    pub runs: usize,
+    pub against_runs: usize,
+    pub counts: BTreeMap<&'static str, Option<f64>>,
+    pub against_counts: BTreeMap<&'static str, Option<f64>>,
 }
 
 /// A cliff: where it is, what changes there, the threshold behind it and whether moving

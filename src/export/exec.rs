@@ -189,7 +189,6 @@ pub fn to_compact_table(rows: &[ExecRow]) -> String {
 /// against the baseline with the interval and verdict, the cause in words where the
 /// counts differ and the system times; the table that fits; the notes; how it ran.
 pub fn answer_screen(record: &ExecRecord, rows: &[ExecRow], width: usize) -> String {
-    use crate::analysis::answer::{run_difference, Counts};
     use crate::fmt::wrap;
     let header = header(record);
     let mut lines = header.lines();
@@ -209,76 +208,22 @@ pub fn answer_screen(record: &ExecRecord, rows: &[ExecRow], width: usize) -> Str
             indent,
         ));
     }
-    let ok: Vec<&ExecRow> = rows
-        .iter()
-        .filter(|r| r.status.is_ok() && r.runs > 0)
-        .collect();
-    let name_w = ok
-        .iter()
-        .map(|r| r.allocator.chars().count())
-        .filter(|n| *n <= 24)
-        .max()
-        .unwrap_or(8)
-        + 2;
-    let pad = " ".repeat(name_w);
-    let deeper = " ".repeat(name_w + 2);
-    let Some(first) = ok.first() else {
+    let items = crate::analysis::command::answer(rows);
+    if !rows.iter().any(|r| r.status.is_ok() && r.runs > 0) {
         s.push('\n');
         s.push_str(&to_compact_table(rows));
         return s;
-    };
-    for r in &ok {
-        let base = r
-            .baseline
-            .as_deref()
-            .and_then(|b| ok.iter().find(|x| x.allocator == b))
-            .unwrap_or(first);
-        if r.allocator == base.allocator {
+    }
+    for item in &items {
+        s.push_str(&wrap(&item.text, width, "", "      "));
+        // The price beside it: system time and peak RSS, this allocator's and its base's.
+        let Some(crate::analysis::findings::Figures::Command(f)) = &item.figures else {
             continue;
-        }
-        let Some(ratio) = r.vs_baseline else { continue };
-        let verdict = match (r.vs_baseline_ci_low, r.vs_baseline_ci_high) {
-            (Some(lo), Some(hi)) => {
-                let words = r.vs_baseline_verdict.as_deref().unwrap_or("");
-                // A faster ratio also as the factor people say: "21.58x faster".
-                if words == "faster" && ratio > 0.0 {
-                    format!(" [{lo:.2}x, {hi:.2}x]: {:.2}x faster", 1.0 / ratio)
-                } else {
-                    format!(" [{lo:.2}x, {hi:.2}x]: {words}")
-                }
-            }
-            _ => " (one run: no interval, no verdict)".to_string(),
         };
-        let first_col = if r.allocator.chars().count() + 2 > name_w {
-            s.push_str(&r.allocator);
-            s.push('\n');
-            pad.clone()
-        } else {
-            format!("{:name_w$}", r.allocator)
+        let row = |name: &str| rows.iter().find(|r| r.allocator == name);
+        let (Some(r), Some(base)) = (row(&f.allocator), row(&f.against_allocator)) else {
+            continue;
         };
-        s.push_str(&wrap(
-            &format!("{ratio:.2}x {}'s wall time{verdict}", base.allocator),
-            width,
-            &first_col,
-            &deeper,
-        ));
-        let counts = |x: &ExecRow| Counts {
-            faults: x.minflt.unwrap_or(0.0),
-            brk: x.brk.unwrap_or(0.0),
-            mmap: x.mmap.unwrap_or(0.0),
-            munmap: x.munmap.unwrap_or(0.0),
-            madvise: x.madvise.unwrap_or(0.0),
-        };
-        if r.minflt.is_some() && base.minflt.is_some() {
-            if let Some(why) =
-                run_difference(counts(base), counts(r), &r.allocator, &base.allocator)
-            {
-                // "why" only beside a verdict; otherwise the counts are only counts.
-                let decided = matches!(r.vs_baseline_verdict.as_deref(), Some("faster" | "slower"));
-                let label = if decided { "why: " } else { "counts: " };
-                s.push_str(&wrap(&why, width, &format!("{pad}  {label}"), &deeper));
-            }
-        }
         if let (Some(a), Some(b)) = (r.sys_ms, base.sys_ms) {
             let mut t = format!("system time {} vs {}", fmt_ns(a * 1e6), fmt_ns(b * 1e6));
             if let (Some(a), Some(b)) = (r.peak_rss_mib, base.peak_rss_mib) {
@@ -288,7 +233,7 @@ pub fn answer_screen(record: &ExecRecord, rows: &[ExecRow], width: usize) -> Str
                     human_bytes((b * (1 << 20) as f64) as u64)
                 ));
             }
-            s.push_str(&wrap(&t, width, &format!("{pad}  "), &deeper));
+            s.push_str(&wrap(&t, width, "    ", "      "));
         }
     }
     s.push('\n');
@@ -574,9 +519,24 @@ pub fn interval_log(a: &AllocatorRuns, of: &str) -> crate::export::hlog::Interva
 
 pub use crate::model::spec::file_stem;
 
+/// An exec folder's findings.json: the answer the console, REPORT.md and report.html
+/// lead with, and the rest of the findings in words (every figure is in summary.csv).
+#[derive(serde::Serialize)]
+struct ExecFindings {
+    schema: &'static str,
+    command: Vec<String>,
+    complete: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stopped_by: Option<String>,
+    noise_threshold: f64,
+    confidence: f64,
+    answer: Vec<crate::analysis::findings::Item>,
+    findings: Vec<String>,
+}
+
 /// Writes (atomically, file by file) the record and everything derived from it into
 /// its folder: exec.json, summary.csv, env.json, histograms/<allocator>.us.csv/.us.hgrm
-/// and .ns.hlog, REPORT.md.
+/// and .ns.hlog, findings.json, REPORT.md and report.html.
 pub fn save(folder: &Folder, record: &ExecRecord) -> Result<(), String> {
     let err = |e: crate::export::results::ResultsError| e.to_string();
     folder.json("exec.json", record).map_err(err)?;
@@ -599,31 +559,58 @@ pub fn save(folder: &Folder, record: &ExecRecord) -> Result<(), String> {
                 .map_err(err)?;
         }
     }
+    let items = crate::analysis::command::answer(&rows);
+    let mut findings_lines = explanations(&rows);
+    findings_lines.extend(order_line(record));
+    let findings = ExecFindings {
+        schema: crate::analysis::findings::SCHEMA,
+        command: record.command.clone(),
+        complete: record.complete,
+        stopped_by: record.stopped_by.clone(),
+        noise_threshold: record.noise_threshold,
+        confidence: crate::analysis::stats::level(),
+        answer: items.clone(),
+        findings: findings_lines.clone(),
+    };
+    folder.json("findings.json", &findings).map_err(err)?;
     let mut md = String::from("# alloclab exec\n\n```\n");
     md.push_str(&header(record));
     md.push_str("```\n\n");
-    md.push_str(&to_markdown(&rows));
-    let mut lines = explanations(&rows);
-    lines.extend(order_line(record));
-    if !lines.is_empty() {
+    if !items.is_empty() {
+        md.push_str("## Answer\n\n");
+        for i in &items {
+            md.push_str(&format!("- {}\n", i.text));
+        }
         md.push('\n');
-        for l in lines {
+    }
+    md.push_str(&to_markdown(&rows));
+    if !findings_lines.is_empty() {
+        md.push('\n');
+        for l in &findings_lines {
             md.push_str(&format!("* {l}\n"));
         }
     }
     md.push_str(
         "\nTimes and counts are medians over the runs; ±MAD is the median absolute deviation of the wall time. \
-Run times per allocator: `histograms/<allocator>.us.csv` (HdrHistogram, µs). Every run: `exec.json`.\n",
+Run times per allocator: `histograms/<allocator>.us.csv` (HdrHistogram, µs). Every run: `exec.json`; the answer as data: `findings.json`.\n",
     );
     folder.text("REPORT.md", &md).map_err(err)?;
-    let mut findings = explanations(&rows);
-    findings.extend(order_line(record));
     let page = super::html::Page {
         title: format!("alloclab exec: {}", shell_words(&record.command)),
         environment: header(record).lines().map(str::to_string).collect(),
-        answer: Default::default(),
+        answer: super::headlines::Answer {
+            items,
+            more: 0,
+            incomplete: (!record.complete).then(|| match &record.stopped_by {
+                Some(signal) => format!("INCOMPLETE: interrupted by {signal} before every run ran"),
+                None => {
+                    "INCOMPLETE: the session stopped (or has not yet finished) before every run ran"
+                        .to_string()
+                }
+            }),
+        },
         sections: Vec::new(),
-        findings,
+        findings: findings_lines,
         figures: super::html::exec_figures(&rows),
         drawings: Vec::new(),
         text: vec![("REPORT.md".into(), md.clone())],

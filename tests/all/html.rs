@@ -123,6 +123,20 @@ fn exec_and_run_folders_get_a_report_html() {
     assert!(o.status.success(), "{}", stderr(&o));
     let html = assert_self_contained(&exec_dir.join("report.html"));
     assert!(html.contains("alloclab exec:"));
+    // exec's answer: the same items in findings.json, REPORT.md and the console.
+    let findings = json(&std::fs::read(exec_dir.join("findings.json")).unwrap());
+    let md = std::fs::read_to_string(exec_dir.join("REPORT.md")).unwrap();
+    let console = unwrapped(&stdout(&o));
+    let items = findings["answer"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "{findings}");
+    for i in items {
+        let text = i["text"].as_str().unwrap();
+        assert!(text.starts_with("jemalloc: "), "{text}");
+        assert!(md.contains(&format!("- {text}\n")), "{md}");
+        assert!(console.contains(text), "{console}");
+        assert_eq!(i["figures"]["kind"], "command", "{i}");
+        assert_eq!(i["figures"]["runs"], 2, "{i}");
+    }
     assert_eq!(
         html.matches(r#"<g class="series""#).count(),
         4 * 2,
