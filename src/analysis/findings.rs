@@ -42,6 +42,69 @@ pub enum Figures {
     Difference(DifferenceFigures),
     /// A user's command under one allocator against another, paired by round.
     Command(CommandFigures),
+    /// One traced allocator: each kind of event, how many, and where it came from.
+    Trace(TraceFigures),
+    /// A command's cliff over sizes (`alloclab sweep`), as its cliffs.json keeps it.
+    SweepCliff(serde_json::Value),
+}
+
+/// A traced allocator (`alloclab trace`): per kind of event its count per iteration (per
+/// run for a command) and its causes with their shares; or why the traced run failed.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TraceFigures {
+    pub allocator: String,
+    /// "iteration" (a built-in cell) or "run" (a command).
+    pub per: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
+    pub attributions: Vec<crate::analysis::trace::Attribution>,
+}
+
+/// A sweep folder's findings.json: the command and its answer, the cliffs its console,
+/// REPORT.md and report.html lead with (every point is in sweep.json).
+#[derive(Clone, Debug, Serialize)]
+pub struct SweepFindings {
+    pub schema: &'static str,
+    pub command: Vec<String>,
+    pub complete: bool,
+    pub answer: Vec<Item>,
+}
+
+/// A trace folder's findings.json: what was traced and the answer its console, REPORT.md
+/// and report.html lead with (every event is in trace.json and the timelines).
+#[derive(Clone, Debug, Serialize)]
+pub struct TraceFindings {
+    pub schema: &'static str,
+    /// What was traced: "scale out-of-place at 1,000,000 elements", or the command.
+    pub traced: String,
+    pub complete: bool,
+    pub answer: Vec<Item>,
+}
+
+/// A traced allocator's answer item: the mechanism in one paragraph where there are call
+/// stacks, why the traced run failed, or (without stacks) `without`.
+pub fn trace_item(
+    label: &str,
+    failure: Option<&str>,
+    mechanism: Option<&str>,
+    without: Option<String>,
+    per: &'static str,
+    attributions: &[crate::analysis::trace::Attribution],
+) -> Option<Item> {
+    let text = match (failure, mechanism) {
+        (Some(why), _) => format!("{label}: the traced run failed: {why}"),
+        (None, Some(m)) => m.to_string(),
+        (None, None) => without?,
+    };
+    Some(Item {
+        text,
+        figures: Some(Figures::Trace(TraceFigures {
+            allocator: label.to_string(),
+            per,
+            failed: failure.map(str::to_string),
+            attributions: attributions.to_vec(),
+        })),
+    })
 }
 
 /// A user's command under `allocator` against `against_allocator` (`alloclab exec`):

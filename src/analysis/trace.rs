@@ -850,7 +850,7 @@ pub fn cause(e: &Event) -> String {
 
 /// One kind's events of one allocator: how many per iteration, and the causes with their
 /// share, largest first.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Attribution {
     pub kind: EventKind,
     /// Per iteration (per run for a command); None where the faults were not counted
@@ -861,7 +861,7 @@ pub struct Attribution {
     pub causes: Vec<Cause>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Cause {
     pub chain: String,
     pub share: f64,
@@ -873,7 +873,7 @@ pub struct Cause {
     pub triggers: Vec<Trigger>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Trigger {
     /// Up to three frames, outermost first, from where the stacks part ways outward.
     pub chain: String,

@@ -2,6 +2,7 @@
 //! faults, memory syscalls and peak RSS per call — written as a results folder, and every
 //! change of faults or syscalls between neighbouring sizes bisected to the exact size.
 
+use crate::analysis::findings::{Figures, Item};
 use crate::cli::SweepArgs;
 use crate::commands::exec::ExecProgress;
 use crate::commands::options::{command_settings, CommandOptions};
@@ -205,17 +206,45 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     folder
         .finish(complete)
         .map_err(|e| Error::RunFailed(format!("writing the results failed: {e}")))?;
-    let mut text = table(&rows, false);
-    if !cliffs.is_empty() {
-        text.push_str("\nwhere faults or memory syscalls per call change:\n");
-        for c in &cliffs {
-            text.push_str(&format!("  {}\n", c.describe(per.unit())));
-        }
-    } else if !args.no_cliffs {
+    // The answer first: where the counts change, then the table of every size.
+    let width = crate::fmt::screen_width();
+    let mut text = String::new();
+    let items = answer(&cliffs, per.unit());
+    if !items.is_empty() {
         text.push_str(&format!(
-            "\nno allocator's faults or memory syscalls per {} cross their thresholds (1 and 0.5) between neighbouring sizes\n",
+            "where faults or memory syscalls per {} change:\n",
             per.unit()
         ));
+        for i in &items {
+            text.push_str(&crate::fmt::wrap(&i.text, width, "  ", "    "));
+        }
+    } else if !args.no_cliffs {
+        text.push_str(&crate::fmt::wrap(
+            &format!(
+                "no allocator's faults or memory syscalls per {} cross their thresholds (1 and 0.5) between neighbouring sizes{}",
+                per.unit(),
+                if cliffs.is_empty() { "" } else { " and stay crossed when measured again" }
+            ),
+            width,
+            "",
+            "  ",
+        ));
+    }
+    if !text.is_empty() {
+        text.push('\n');
+    }
+    text.push_str(&table(&rows, false));
+    let unresolved: Vec<&CommandCliff> = cliffs.iter().filter(|c| c.unresolved.is_some()).collect();
+    if !unresolved.is_empty() {
+        text.push_str("\nseen in the sweep, not bisected:\n");
+        for c in unresolved {
+            text.push_str(&crate::fmt::wrap(
+                &c.describe(per.unit()),
+                width,
+                "  ",
+                "    ",
+            ));
+        }
     }
     super::print_out(&text)?;
     eprintln!("results in {}", out.display());
@@ -342,6 +371,21 @@ fn plot(
     })
 }
 
+/// The sweep's answer: each cliff bisected to its sizes, in words, with the cliff as
+/// cliffs.json keeps it (a change the sweep saw that did not hold when measured again is
+/// not an answer: it is listed after them). The console, REPORT.md, report.html and
+/// findings.json show these items.
+fn answer(cliffs: &[CommandCliff], unit: &str) -> Vec<Item> {
+    cliffs
+        .iter()
+        .filter(|c| c.unresolved.is_none())
+        .map(|c| Item {
+            text: c.describe(unit),
+            figures: serde_json::to_value(c).ok().map(Figures::SweepCliff),
+        })
+        .collect()
+}
+
 /// Rewrites the folder from what is measured so far (every file atomically); `complete`
 /// only once every size is measured and every change bisected.
 #[allow(clippy::too_many_arguments)]
@@ -463,12 +507,31 @@ fn write_folder(
             .collect::<Vec<_>>()
             .join(", ")
     ));
+    let items = answer(cliffs, unit);
+    folder
+        .json(
+            "findings.json",
+            &crate::analysis::findings::SweepFindings {
+                schema: crate::analysis::findings::SCHEMA,
+                command: command.clone(),
+                complete,
+                answer: items.clone(),
+            },
+        )
+        .map_err(err)?;
     md.push_str("## Where behaviour changes\n\n");
-    if cliffs.is_empty() {
+    if items.is_empty() {
         md.push_str("No change bisected (none found between neighbouring sizes, or `--no-cliffs`, or not reached).\n\n");
     }
-    for c in cliffs {
-        md.push_str(&format!("* {}\n", c.describe(unit)));
+    for i in &items {
+        md.push_str(&format!("* {}\n", i.text));
+    }
+    let unresolved: Vec<&CommandCliff> = cliffs.iter().filter(|c| c.unresolved.is_some()).collect();
+    if !unresolved.is_empty() {
+        md.push_str("\n**Seen in the sweep, not bisected:**\n\n");
+        for c in unresolved {
+            md.push_str(&format!("* {}\n", c.describe(unit)));
+        }
     }
     md.push_str("\n## Plots\n\n");
     let mut drawings = Vec::new();
@@ -499,7 +562,18 @@ fn write_folder(
             group_thousands(sizes.len() as i64)
         )
     };
-    let page = crate::export::html::folder_page(&title, &md, drawings);
+    let page = crate::export::html::folder_page(
+        &title,
+        &md,
+        drawings,
+        crate::export::headlines::Answer {
+            items,
+            more: 0,
+            incomplete: (!complete).then(|| {
+                "INCOMPLETE: not every size was measured, or not every cliff bisected".to_string()
+            }),
+        },
+    );
     folder.text("report.html", &page).map_err(err)?;
     Ok(())
 }

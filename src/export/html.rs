@@ -922,9 +922,20 @@ pub fn exec_figures(rows: &[crate::analysis::command::ExecRow]) -> Vec<Figure> {
     figures
 }
 
-/// A folder's page from its REPORT.md and the plots it drew (sweeps of a command, traces):
-/// the findings, the plots inline, and REPORT.md.
-pub fn folder_page(title: &str, md: &str, drawings: Vec<(String, String)>) -> String {
+/// A folder's page from its answer, its REPORT.md and the plots it drew (sweeps of a
+/// command, traces): the answer, REPORT.md's other findings, the plots inline, and
+/// REPORT.md.
+pub fn folder_page(
+    title: &str,
+    md: &str,
+    drawings: Vec<(String, String)>,
+    answer: super::headlines::Answer,
+) -> String {
+    // The answer leads the page; the findings below are REPORT.md's other bullets.
+    let answered: Vec<String> = answer
+        .lines()
+        .map(|l| plain_links(&l.replace('`', "")))
+        .collect();
     Page {
         title: title.to_string(),
         environment: md
@@ -933,7 +944,11 @@ pub fn folder_page(title: &str, md: &str, drawings: Vec<(String, String)>) -> St
             .take_while(|l| !l.trim().is_empty() && !l.starts_with('#'))
             .map(|l| l.replace('`', ""))
             .collect(),
-        findings: findings_of_markdown(md),
+        findings: findings_of_markdown(md)
+            .into_iter()
+            .filter(|f| !answered.contains(f))
+            .collect(),
+        answer,
         drawings,
         text: vec![("REPORT.md".into(), md.to_string())],
         ..Page::default()

@@ -296,6 +296,31 @@ fn plots(report: &TraceReport) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The trace's answer, one item per allocator: its mechanism (or why its traced run
+/// failed, or its faults without call stacks). The console, REPORT.md, report.html and
+/// findings.json show these items.
+pub fn answer(report: &TraceReport) -> Vec<crate::analysis::findings::Item> {
+    report
+        .allocators
+        .iter()
+        .filter_map(|t| {
+            let faults = t.record.as_ref().map_or(0.0, |r| r.minflt_per_iter);
+            crate::analysis::findings::trace_item(
+                &t.label,
+                t.failure.as_deref(),
+                t.mechanism.as_deref(),
+                Some(format!(
+                    "{}: {} faults per iteration (no call stacks)",
+                    t.label,
+                    whole(faults)
+                )),
+                "iteration",
+                &t.attributions,
+            )
+        })
+        .collect()
+}
+
 /// Writes every file of the trace into `folder`; returns the names written, in order
 /// (REPORT.md and the console name only these).
 pub fn save(folder: &Folder, report: &TraceReport) -> Result<Vec<String>, ResultsError> {
@@ -343,11 +368,38 @@ pub fn save(folder: &Folder, report: &TraceReport) -> Result<Vec<String>, Result
     }
     folder.json("trace.json", report)?;
     written.push("trace.json".into());
+    let items = answer(report);
+    folder.json(
+        "findings.json",
+        &crate::analysis::findings::TraceFindings {
+            schema: crate::analysis::findings::SCHEMA,
+            traced: format!(
+                "{} {} at {} elements",
+                report.workload,
+                report.variant,
+                group_thousands(report.size as i64)
+            ),
+            complete: report.complete,
+            answer: items.clone(),
+        },
+    )?;
+    written.push("findings.json".into());
     let md = markdown(report, &written);
     folder.text("REPORT.md", &md)?;
     folder.text(
         "report.html",
-        &super::html::folder_page("alloclab trace", &md, drawings),
+        &super::html::folder_page(
+            "alloclab trace",
+            &md,
+            drawings,
+            super::headlines::Answer {
+                items,
+                more: 0,
+                incomplete: (!report.complete).then(|| {
+                    "INCOMPLETE: not every allocator asked for was traced (interrupted, or a run failed)".to_string()
+                }),
+            },
+        ),
     )?;
     written.extend(["REPORT.md".into(), "report.html".into()]);
     Ok(written)
@@ -583,24 +635,8 @@ pub fn markdown(report: &TraceReport, written: &[String]) -> String {
         }
     );
     let _ = writeln!(md, "## Mechanism\n");
-    for t in &report.allocators {
-        match (&t.failure, &t.mechanism) {
-            (Some(why), _) => {
-                let _ = writeln!(md, "* **{}**: the traced run failed: {why}", t.label);
-            }
-            (None, Some(m)) => {
-                let _ = writeln!(md, "* {m}");
-            }
-            (None, None) => {
-                let faults = t.record.as_ref().map_or(0.0, |r| r.minflt_per_iter);
-                let _ = writeln!(
-                    md,
-                    "* **{}**: {} faults per iteration (no call stacks)",
-                    t.label,
-                    whole(faults)
-                );
-            }
-        }
+    for item in answer(report) {
+        let _ = writeln!(md, "* {}", item.text);
     }
     for t in &report.allocators {
         if let Some(c) = &t.sample_check {
@@ -661,31 +697,16 @@ pub fn console(report: &TraceReport, out: &Path, written: &[String]) -> String {
     if let Some(why) = &report.attribution {
         s.push_str(&wrap(&format!("no call stacks: {why}"), width, "", "  "));
     }
+    let items = answer(report);
     for t in &report.allocators {
-        match (&t.failure, &t.mechanism) {
-            (Some(why), _) => {
-                s.push_str(&wrap(
-                    &format!("{}: FAILED: {why}", t.label),
-                    width,
-                    "",
-                    "  ",
-                ));
-            }
-            (None, Some(m)) => {
-                // One line per kind of event: the paragraph's parts, each wrapped.
-                for (i, part) in m.split("; ").enumerate() {
-                    let (first, rest) = if i == 0 { ("", "    ") } else { ("  ", "    ") };
-                    s.push_str(&wrap(part, width, first, rest));
-                }
-            }
-            (None, None) => {
-                let faults = t.record.as_ref().map_or(0.0, |r| r.minflt_per_iter);
-                s.push_str(&wrap(
-                    &format!("{}: {} faults per iteration", t.label, whole(faults)),
-                    width,
-                    "",
-                    "  ",
-                ));
+        // The allocator's answer item, one line per kind of event (the paragraph's
+        // parts, each wrapped).
+        if let Some(item) = items.iter().find(|i| {
+            matches!(&i.figures, Some(crate::analysis::findings::Figures::Trace(f)) if f.allocator == t.label)
+        }) {
+            for (i, part) in item.text.split("; ").enumerate() {
+                let (first, rest) = if i == 0 { ("", "    ") } else { ("  ", "    ") };
+                s.push_str(&wrap(part, width, first, rest));
             }
         }
         s.push_str(&wrap(&overhead_text(&t.overhead), width, "  ", "    "));

@@ -302,6 +302,26 @@ fn plots(report: &CommandTraceReport) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The trace's answer, one item per allocator that was traced or failed: its mechanism,
+/// or why its traced run failed. The console, REPORT.md, report.html and findings.json
+/// show these items.
+pub fn answer(report: &CommandTraceReport) -> Vec<crate::analysis::findings::Item> {
+    report
+        .allocators
+        .iter()
+        .filter_map(|t| {
+            crate::analysis::findings::trace_item(
+                &t.label,
+                t.failure.as_deref(),
+                t.mechanism.as_deref(),
+                None,
+                "run",
+                &t.attributions,
+            )
+        })
+        .collect()
+}
+
 /// Writes every file of the trace (the untraced record is written by the session);
 /// returns the names written, in order (REPORT.md and the console name only these).
 pub fn save(folder: &Folder, report: &CommandTraceReport) -> Result<Vec<String>, ResultsError> {
@@ -349,11 +369,33 @@ pub fn save(folder: &Folder, report: &CommandTraceReport) -> Result<Vec<String>,
     }
     folder.json("trace.json", report)?;
     written.push("trace.json".into());
+    let items = answer(report);
+    folder.json(
+        "findings.json",
+        &crate::analysis::findings::TraceFindings {
+            schema: crate::analysis::findings::SCHEMA,
+            traced: report.command.join(" "),
+            complete: report.complete,
+            answer: items.clone(),
+        },
+    )?;
+    written.push("findings.json".into());
     let md = markdown(report, &written);
     folder.text("REPORT.md", &md)?;
     folder.text(
         "report.html",
-        &super::html::folder_page("alloclab trace -- command", &md, drawings),
+        &super::html::folder_page(
+            "alloclab trace -- command",
+            &md,
+            drawings,
+            super::headlines::Answer {
+                items,
+                more: 0,
+                incomplete: (!report.complete).then(|| {
+                    "INCOMPLETE: not every allocator asked for was traced (interrupted, or a run failed)".to_string()
+                }),
+            },
+        ),
     )?;
     written.extend(["REPORT.md".into(), "report.html".into()]);
     Ok(written)
@@ -863,16 +905,8 @@ pub fn markdown(report: &CommandTraceReport, written: &[String]) -> String {
         }
     }
     let _ = writeln!(md, "## Mechanism\n");
-    for t in &report.allocators {
-        match (&t.failure, &t.mechanism) {
-            (Some(why), _) => {
-                let _ = writeln!(md, "* **{}**: the traced run failed: {why}", t.label);
-            }
-            (None, Some(m)) => {
-                let _ = writeln!(md, "* {m}");
-            }
-            (None, None) => {}
-        }
+    for item in answer(report) {
+        let _ = writeln!(md, "* {}", item.text);
     }
     let _ = writeln!(md, "\n## What tracing cost\n");
     for t in report.allocators.iter().filter(|t| t.traced()) {
@@ -936,25 +970,20 @@ pub fn console(report: &CommandTraceReport, out: &Path, written: &[String]) -> S
             "  ",
         ));
     }
+    let items = answer(report);
     for t in &report.allocators {
-        match (&t.failure, &t.mechanism) {
-            (Some(why), _) => {
-                s.push_str(&wrap(
-                    &format!("{}: FAILED: {why}", t.label),
-                    width,
-                    "",
-                    "  ",
-                ));
-                continue;
+        // The allocator's answer item, one line per kind of event (the paragraph's
+        // parts, each wrapped); a failed one has nothing more to say.
+        if let Some(item) = items.iter().find(|i| {
+            matches!(&i.figures, Some(crate::analysis::findings::Figures::Trace(f)) if f.allocator == t.label)
+        }) {
+            for (i, part) in item.text.split("; ").enumerate() {
+                let (first, rest) = if i == 0 { ("", "    ") } else { ("  ", "    ") };
+                s.push_str(&wrap(part, width, first, rest));
             }
-            (None, Some(m)) => {
-                // One line per kind of event: the paragraph's parts, each wrapped.
-                for (i, part) in m.split("; ").enumerate() {
-                    let (first, rest) = if i == 0 { ("", "    ") } else { ("  ", "    ") };
-                    s.push_str(&wrap(part, width, first, rest));
-                }
-            }
-            (None, None) => {}
+        }
+        if t.failure.is_some() {
+            continue;
         }
         match &t.python {
             Some(Ok(v)) => {

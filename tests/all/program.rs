@@ -200,6 +200,28 @@ fn the_sweep_finds_the_fault_cliff_where_the_builtin_cliff_finder_does() {
     assert_eq!(csv.lines().count(), 1 + 5);
     let report = read(&out.join("REPORT.md"));
     assert!(report.contains(&group(above)), "{report}");
+    // The answer leads the console, and is the same in REPORT.md and findings.json: each
+    // bisected cliff, with the cliff as cliffs.json keeps it.
+    let findings = json(read(&out.join("findings.json")).as_bytes());
+    let items = findings["answer"].as_array().unwrap();
+    let console = unwrapped(&stdout(&o));
+    assert!(
+        console.starts_with("where faults or memory syscalls per call change:"),
+        "{console}"
+    );
+    let as_kept = |i: &serde_json::Value| {
+        let mut f = i["figures"].clone();
+        assert_eq!(f["kind"], "sweep-cliff", "{i}");
+        f.as_object_mut().unwrap().remove("kind");
+        f
+    };
+    assert!(items.iter().any(|i| as_kept(i) == *c), "{findings}");
+    for i in items {
+        let text = i["text"].as_str().unwrap();
+        assert!(report.contains(&format!("* {text}\n")), "{report}");
+        assert!(console.contains(text), "{console}");
+        assert!(i["figures"]["below_size"].is_u64(), "{i}");
+    }
     for plot in [
         "faults-per-call",
         "memory-syscalls-per-call",

@@ -101,9 +101,40 @@ fn check_timeline(dir: &Path) {
     let report = std::fs::read_to_string(dir.join("REPORT.md")).unwrap();
     assert!(report.contains("## Mechanism"), "{report}");
     links_name_written_files(dir, &report);
+    check_answer(dir, &report);
     for plot in ["latency", "faults", "rss"] {
         let svg = std::fs::read_to_string(dir.join(format!("plots/{plot}.svg"))).unwrap();
         assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    }
+}
+
+/// findings.json's answer is REPORT.md's Mechanism, item for item and word for word, one
+/// item per traced allocator, each with its attributions (or why it failed).
+fn check_answer(dir: &Path, report: &str) {
+    let findings = json(&dir.join("findings.json"));
+    assert_eq!(findings["schema"], "alloclab-findings/1");
+    let mechanism: Vec<&str> = report
+        .split("## Mechanism\n\n")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .take_while(|l| l.starts_with("* "))
+        .map(|l| &l[2..])
+        .collect();
+    let items: Vec<&str> = findings["answer"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(items, mechanism, "{findings}");
+    for i in findings["answer"].as_array().unwrap() {
+        let f = &i["figures"];
+        assert_eq!(f["kind"], "trace", "{i}");
+        assert!(
+            f["failed"].is_string() || f["attributions"].is_array(),
+            "{i}"
+        );
     }
 }
 
@@ -911,7 +942,8 @@ fn perf_failing_on_a_full_disk_is_said_as_perfs_failure() {
         let console = unwrapped(&String::from_utf8_lossy(&o.stdout));
         assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
         assert!(
-            console.contains("FAILED: perf record failed (exit status 255): ")
+            console
+                .contains("system: the traced run failed: perf record failed (exit status 255): ")
                 && console.contains("No space left on device"),
             "{console}"
         );
