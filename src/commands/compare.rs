@@ -293,6 +293,53 @@ fn check_plan(
 
 pub fn run(args: CompareArgs) -> Result<()> {
     let specs = args.specs()?;
+    let mut executor = prepare(&args, &specs)?;
+    crate::engine::begin();
+    let m = measure(&args, &specs, &mut executor);
+    let cells: Vec<&Cell> = m.all.iter().filter(|c| !c.runs.is_empty()).collect();
+    let outcomes: Vec<Outcome> = cells.iter().flat_map(|c| c.outcomes()).collect();
+    let conflicts = engine::checksum_conflicts(&outcomes);
+    if !conflicts.is_empty() {
+        return Err(Error::RunFailed(conflicts.join("\nerror: ")));
+    }
+    let mut rows: Vec<SummaryRow> = cells.iter().map(|c| cells::row(c)).collect();
+    set_in_place_ratios(&cells, &mut rows, args.noise_threshold);
+    let mut ran = m.ran.clone();
+    ran.procs_column = rows.iter().any(|r| r.processes.unwrap_or(1) > 1);
+    let incomplete = ran.note();
+    let said = said(&args, &m, &ran, &cells, &rows);
+    let answer = crate::analysis::answer::of_cells(&cells, &rows, args.noise_threshold);
+    if !rows.is_empty() {
+        let text = render(
+            &args,
+            &answer,
+            &ran,
+            &outcomes,
+            &rows,
+            &said,
+            incomplete.as_deref(),
+        )?;
+        super::print_out(&text)?;
+    }
+    if let Some(path) = &args.html {
+        write_html(
+            path,
+            &m.all,
+            &answer,
+            &outcomes,
+            &rows,
+            &said.method,
+            &said.lines,
+            incomplete.as_deref(),
+            &args,
+        )?;
+    }
+    finish(incomplete.as_deref(), &ran, &rows)
+}
+
+/// Checks the plan before anything runs (the page's target, the budget, the workers)
+/// and opens the executor with its counters.
+fn prepare(args: &CompareArgs, specs: &[crate::model::run::RunSpec]) -> Result<ProcessExecutor> {
     // The page's place is checked before anything runs: a regular file or nothing yet,
     // in a folder the lab may write into that is no other command's results folder.
     if let Some(path) = &args.html {
@@ -305,22 +352,43 @@ pub fn run(args: CompareArgs) -> Result<()> {
         &args.budget.budget(),
         args.max_runs,
     )?;
-    let workers = preflight::check(&specs).map_err(Error::bad)?;
-    let mut executor = ProcessExecutor::new(
+    let workers = preflight::check(specs).map_err(Error::bad)?;
+    ProcessExecutor::new(
         workers,
         args.counters,
         Duration::from_secs_f64(args.timeout),
     )
-    .map_err(|why| Error::counters(args.counters, why))?;
-    crate::engine::begin();
+    .map_err(|why| Error::counters(args.counters, why))
+}
+
+/// What a session measured: every cell, how its rounds went, and the machine around it.
+struct Measured {
+    all: Vec<Cell>,
+    order: Option<crate::analysis::order::OrderEffect>,
+    adaptive: Adaptive,
+    ran: Ran,
+    order_seed: u64,
+    order_words: String,
+    precision: f64,
+    max_time: f64,
+    seconds: f64,
+    load_start: Load,
+    load_end: Load,
+}
+
+/// The rounds of a session: every cell --processes rounds, then further rounds only for
+/// the cells of printed comparisons still open (undecided, or wider than --precision),
+/// while the next round fits into --max-time.
+fn measure(
+    args: &CompareArgs,
+    specs: &[crate::model::run::RunSpec],
+    executor: &mut ProcessExecutor,
+) -> Measured {
     let order_seed = args.order_seed.unwrap_or_else(engine::clock_seed);
     let planned = specs.len() * args.processes as usize;
     let load_start = Load::now();
     let mut progress = Progress::new(planned);
     let started = std::time::Instant::now();
-    // Every cell runs --processes rounds; after that, further rounds go only to the
-    // cells of printed comparisons that are still open (undecided, or wider than
-    // --precision), while the next round fits into --max-time.
     let precision = args.precision.unwrap_or(DEFAULT_PRECISION);
     let max_time = args.max_time.unwrap_or(if args.precision.is_some() {
         PRECISION_MAX_TIME
@@ -332,79 +400,29 @@ pub fn run(args: CompareArgs) -> Result<()> {
         ..Adaptive::default()
     };
     let mut more = |done: u32, cells: &[Cell], progress: &mut Progress| {
-        let runs: usize = cells.iter().map(|c| c.runs.len()).sum();
-        let elapsed = started.elapsed().as_secs_f64();
-        let per_run = elapsed / runs.max(1) as f64;
-        if done < args.processes {
-            // The first round always runs (nothing to estimate a round from before it);
-            // each later one only when it ends within --max-time.
-            if done > 0 && elapsed + per_run * cells.len() as f64 > max_time {
-                adaptive.planned_cut = Some(done);
-                progress.set_total(runs);
-                return None;
-            }
-            return Some(vec![true; cells.len()]);
-        }
-        if args.no_adaptive {
-            return None;
-        }
-        let (open, _) = cells::open_comparisons(cells, args.noise_threshold, Some(precision));
-        if open.is_empty() {
-            return None;
-        }
-        let mut part = vec![false; cells.len()];
-        for (b, o) in open {
-            part[b] = true;
-            part[o] = true;
-        }
-        let next = part.iter().filter(|p| **p).count();
-        if elapsed + per_run * next as f64 > max_time {
-            adaptive.hit_max_time = true;
-            return None;
-        }
-        adaptive.rounds += 1;
-        adaptive.runs += next;
-        progress.set_total(runs + next);
-        Some(part)
+        next_round(
+            args,
+            &mut adaptive,
+            (precision, max_time),
+            started.elapsed().as_secs_f64(),
+            done,
+            cells,
+            progress,
+        )
     };
-    let round_order = match args.order {
-        crate::cli::RoundOrder::Shuffled => Order::Shuffled,
-        crate::cli::RoundOrder::Blocked => {
-            // One block per allocator spec, numbered in the order the specs first appear.
-            let mut labels: Vec<String> = Vec::new();
-            Order::Blocked(
-                specs
-                    .iter()
-                    .map(|s| {
-                        let label = s.allocator_label();
-                        labels.iter().position(|l| *l == label).unwrap_or_else(|| {
-                            labels.push(label);
-                            labels.len() - 1
-                        })
-                    })
-                    .collect(),
-            )
-        }
-    };
-    let order_words = match &round_order {
-        Order::Shuffled => "shuffled order".to_string(),
-        Order::Blocked(_) => {
-            "each allocator's cells together, reversed every second round".to_string()
-        }
-    };
+    let (round_order, order_words) = round_order(args.order, specs);
     let session = engine::run_rounds_while(
-        &specs,
+        specs,
         &args.budget.budget(),
         order_seed,
         round_order,
-        &mut executor,
+        executor,
         &mut progress,
         &mut more,
     );
     let order = compare_order_effect(&session);
     let all = session.cells;
     progress.clear();
-    let load_end = Load::now();
     let ran = Ran {
         planned: args.processes,
         per_cell: all.iter().map(|c| c.runs.len()).collect(),
@@ -420,104 +438,201 @@ pub fn run(args: CompareArgs) -> Result<()> {
         },
         procs_column: false,
     };
-    let cells: Vec<&Cell> = all.iter().filter(|c| !c.runs.is_empty()).collect();
-    let outcomes: Vec<Outcome> = cells.iter().flat_map(|c| c.outcomes()).collect();
-    let conflicts = engine::checksum_conflicts(&outcomes);
-    if !conflicts.is_empty() {
-        return Err(Error::RunFailed(conflicts.join("\nerror: ")));
+    Measured {
+        all,
+        order,
+        adaptive,
+        ran,
+        order_seed,
+        order_words,
+        precision,
+        max_time,
+        seconds: started.elapsed().as_secs_f64(),
+        load_start,
+        load_end: Load::now(),
     }
-    let mut rows: Vec<SummaryRow> = cells.iter().map(|c| cells::row(c)).collect();
-    set_in_place_ratios(&cells, &mut rows, args.noise_threshold);
-    let mut ran = ran;
-    ran.procs_column = rows.iter().any(|r| r.processes.unwrap_or(1) > 1);
-    let incomplete = ran.note();
-    // The method and the findings, for the table and for the page whatever the format.
+}
+
+/// Which cells the next round runs (None: the session is over): every cell until
+/// --processes rounds ran, as long as each round fits into --max-time; then only the
+/// cells of the comparisons still open.
+fn next_round(
+    args: &CompareArgs,
+    adaptive: &mut Adaptive,
+    (precision, max_time): (f64, f64),
+    elapsed: f64,
+    done: u32,
+    cells: &[Cell],
+    progress: &mut Progress,
+) -> Option<Vec<bool>> {
+    let runs: usize = cells.iter().map(|c| c.runs.len()).sum();
+    let per_run = elapsed / runs.max(1) as f64;
+    if done < args.processes {
+        // The first round always runs (nothing to estimate a round from before it);
+        // each later one only when it ends within --max-time.
+        if done > 0 && elapsed + per_run * cells.len() as f64 > max_time {
+            adaptive.planned_cut = Some(done);
+            progress.set_total(runs);
+            return None;
+        }
+        return Some(vec![true; cells.len()]);
+    }
+    if args.no_adaptive {
+        return None;
+    }
+    let (open, _) = cells::open_comparisons(cells, args.noise_threshold, Some(precision));
+    if open.is_empty() {
+        return None;
+    }
+    let mut part = vec![false; cells.len()];
+    for (b, o) in open {
+        part[b] = true;
+        part[o] = true;
+    }
+    let next = part.iter().filter(|p| **p).count();
+    if elapsed + per_run * next as f64 > max_time {
+        adaptive.hit_max_time = true;
+        return None;
+    }
+    adaptive.rounds += 1;
+    adaptive.runs += next;
+    progress.set_total(runs + next);
+    Some(part)
+}
+
+/// The order of the cells within a round, and how the method line says it.
+fn round_order(
+    order: crate::cli::RoundOrder,
+    specs: &[crate::model::run::RunSpec],
+) -> (Order, String) {
+    match order {
+        crate::cli::RoundOrder::Shuffled => (Order::Shuffled, "shuffled order".to_string()),
+        crate::cli::RoundOrder::Blocked => {
+            // One block per allocator spec, numbered in the order the specs first appear.
+            let mut labels: Vec<String> = Vec::new();
+            let blocks = specs
+                .iter()
+                .map(|s| {
+                    let label = s.allocator_label();
+                    labels.iter().position(|l| *l == label).unwrap_or_else(|| {
+                        labels.push(label);
+                        labels.len() - 1
+                    })
+                })
+                .collect();
+            (
+                Order::Blocked(blocks),
+                "each allocator's cells together, reversed every second round".to_string(),
+            )
+        }
+    }
+}
+
+/// What the screens and the page say besides the answer: the method, the findings'
+/// lines, and where the notes among them begin.
+struct Said {
+    method: String,
+    lines: Vec<String>,
+    explained: usize,
+}
+
+fn said(args: &CompareArgs, m: &Measured, ran: &Ran, cells: &[&Cell], rows: &[SummaryRow]) -> Said {
     let lvl = level_text();
     let method = format!(
-        "{} in interleaved rounds ({order_words}, order seed {order_seed}); p50 and counts are medians over processes, ±p50 its {lvl} interval{}; a ratio is significant when its whole interval of at least {lvl} lies beyond ±{} %",
+        "{} in interleaved rounds ({}, order seed {}); p50 and counts are medians over processes, ±p50 its {lvl} interval{}; a ratio is significant when its whole interval of at least {lvl} lies beyond ±{} %",
         ran.processes_clause(),
-        coverage_note(&rows),
+        m.order_words,
+        m.order_seed,
+        coverage_note(rows),
         args.noise_threshold * 100.0
     );
-    let mut lines = explain::cell_explanations(&cells, &rows, args.noise_threshold);
+    let mut lines = explain::cell_explanations(cells, rows, args.noise_threshold);
     // The lines after these are notes (disagreements, rounds, order, noise).
     let explained = lines.len();
     lines.extend(
-        cells::disagreements(&rows)
+        cells::disagreements(rows)
             .into_iter()
             .map(|n| format!("note: {n}")),
     );
     lines.push(adaptive_line(
-        &all,
-        &adaptive,
-        &ran,
-        &args,
-        precision,
-        max_time,
-        started.elapsed().as_secs_f64(),
+        &m.all,
+        &m.adaptive,
+        ran,
+        args,
+        m.precision,
+        m.max_time,
+        m.seconds,
     ));
-    lines.extend(order.as_ref().and_then(|e| e.describe(level(), "runs")));
+    lines.extend(m.order.as_ref().and_then(|e| e.describe(level(), "runs")));
     let cpus = std::thread::available_parallelism()
         .ok()
         .map(|n| n.get() as u64);
     lines.extend(
-        cells::noise_notes(&load_start, &load_end, cpus, &rows)
+        cells::noise_notes(&m.load_start, &m.load_end, cpus, rows)
             .into_iter()
             .map(|n| format!("noisy: {n}")),
     );
-    if !rows.is_empty() {
-        let out = CompareRow::rows(&rows, &ran);
-        super::print_out(&match args.format {
-            Format::Table if args.verbose => {
-                let screen = table::compare_screen(&outcomes, &rows, &method, &lines, true);
-                match &incomplete {
-                    Some(note) => format!("{note}\n{screen}"),
-                    None => screen,
-                }
+    Said {
+        method,
+        lines,
+        explained,
+    }
+}
+
+/// The session in the format asked for: the answer-first screen (or the full one with
+/// --verbose), Markdown, CSV, JSON or a CI format.
+fn render(
+    args: &CompareArgs,
+    answer: &crate::analysis::answer::Answer,
+    ran: &Ran,
+    outcomes: &[Outcome],
+    rows: &[SummaryRow],
+    said: &Said,
+    incomplete: Option<&str>,
+) -> Result<String> {
+    let out = CompareRow::rows(rows, ran);
+    Ok(match args.format {
+        Format::Table if args.verbose => {
+            let screen = table::compare_screen(outcomes, rows, &said.method, &said.lines, true);
+            match incomplete {
+                Some(note) => format!("{note}\n{screen}"),
+                None => screen,
             }
-            Format::Table => crate::export::answer::compare_screen(
-                &crate::analysis::answer::of_cells(&cells, &rows, args.noise_threshold),
-                &outcomes,
-                &rows,
-                &format!(
-                    "{}, {} elements, {}",
-                    args.workload,
-                    crate::fmt::group_thousands(args.size as i64),
-                    processes_range(&ran.per_cell)
-                ),
-                &method,
-                &lines[explained..],
-                incomplete.as_deref(),
+        }
+        Format::Table => crate::export::answer::compare_screen(
+            answer,
+            outcomes,
+            rows,
+            &format!(
+                "{}, {} elements, {}",
+                args.workload,
+                crate::fmt::group_thousands(args.size as i64),
+                processes_range(&ran.per_cell)
             ),
-            Format::Markdown => match &incomplete {
-                Some(note) => format!(
-                    "> **Incomplete:** {}\n\n{}",
-                    note.trim_start_matches("incomplete: "),
-                    export::render(RowFormat::Markdown, &out)
-                ),
-                None => export::render(RowFormat::Markdown, &out),
-            },
-            Format::Csv => export::render(RowFormat::Csv, &out),
-            Format::Json => export::render(RowFormat::Json, &out),
-            format @ (Format::Bmf | Format::GithubActionBenchmark) => {
-                ci_text(format, &rows, &outcomes, &ran)?
-            }
-        })?;
-    }
-    if let Some(path) = &args.html {
-        write_html(
-            path,
-            &all,
-            &crate::analysis::answer::of_cells(&cells, &rows, args.noise_threshold),
-            &outcomes,
-            &rows,
-            &method,
-            &lines,
-            incomplete.as_deref(),
-            &args,
-        )?;
-    }
-    match (&incomplete, &ran.stop) {
+            &said.method,
+            &said.lines[said.explained..],
+            incomplete,
+        ),
+        Format::Markdown => match incomplete {
+            Some(note) => format!(
+                "> **Incomplete:** {}\n\n{}",
+                note.trim_start_matches("incomplete: "),
+                export::render(RowFormat::Markdown, &out)
+            ),
+            None => export::render(RowFormat::Markdown, &out),
+        },
+        Format::Csv => export::render(RowFormat::Csv, &out),
+        Format::Json => export::render(RowFormat::Json, &out),
+        format @ (Format::Bmf | Format::GithubActionBenchmark) => {
+            ci_text(format, rows, outcomes, ran)?
+        }
+    })
+}
+
+/// How the session ends: an interrupt is the error it is (after the rows were printed),
+/// a cut session says so, and failed cells fail the command.
+fn finish(incomplete: Option<&str>, ran: &Ran, rows: &[SummaryRow]) -> Result<()> {
+    match (incomplete, &ran.stop) {
         (Some(note), Some(Stop::Signal(_))) => {
             // "interrupted by SIGINT: after 42 of … runs; …" (the signal is named once,
             // by the error's own prefix).
