@@ -21,11 +21,15 @@ pub struct Counts {
     pub mmap: f64,
     pub munmap: f64,
     pub madvise: f64,
+    /// The memory syscalls were not counted (`--counters off`, or no counter here): the
+    /// call fields are 0 for want of a figure, and no sentence may say "no more calls".
+    pub calls_uncounted: bool,
 }
 
 impl Counts {
     pub(crate) fn of(r: &SummaryRow) -> Self {
         Counts {
+            calls_uncounted: r.brk_per_iter.is_none(),
             faults: r.minflt_per_iter.unwrap_or(0.0),
             brk: r.brk_per_iter.unwrap_or(0.0),
             mmap: r.mmap_per_iter.unwrap_or(0.0),
@@ -77,9 +81,16 @@ pub(crate) fn mechanism_against(
         .map(|(n, v)| format!("{} {n}", fmt_count(v.abs())))
         .collect()
     };
-    let (more, fewer) = (calls(1.0), calls(-1.0));
+    let uncounted = base.calls_uncounted || other.calls_uncounted;
+    let (more, fewer) = if uncounted {
+        (Vec::new(), Vec::new())
+    } else {
+        (calls(1.0), calls(-1.0))
+    };
     let listed = |c: &[String], none: &str| {
-        if c.is_empty() {
+        if uncounted {
+            "memory syscalls not counted".to_string()
+        } else if c.is_empty() {
             none.to_string()
         } else {
             c.join(", ")
@@ -119,6 +130,9 @@ pub(crate) fn mechanism_against(
                 format!("{} fewer", fewer.join(", "))
             }
         );
+    }
+    if uncounted {
+        return format!("the same page faults as {against} (memory syscalls not counted): the counts do not explain the difference");
     }
     format!("the same page faults and memory syscalls as {against}: the counts do not explain the difference")
 }
@@ -185,6 +199,9 @@ pub fn run_difference(
     };
     if !listed.is_empty() {
         s.push_str(&format!(", {}", listed.join(", ")));
+    }
+    if base.calls_uncounted || other.calls_uncounted {
+        s.push_str(" (memory syscalls not counted)");
     }
     // How, where the extra faults go with a kind of call the run with them makes more
     // of: this run's (more faults) or the base's (fewer).
@@ -544,6 +561,28 @@ pub fn of_cells(cells: &[&Cell], rows: &[SummaryRow], threshold: f64) -> Answer 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Syscalls that were not counted are said to be so, never "no more".
+    #[test]
+    fn uncounted_calls_are_not_said_to_be_none() {
+        let base = Counts {
+            calls_uncounted: true,
+            ..Counts::default()
+        };
+        let oop = Counts {
+            faults: 3874.0,
+            calls_uncounted: true,
+            ..Counts::default()
+        };
+        let m = mechanism(base, oop, "system");
+        assert!(
+            m.contains("and memory syscalls not counted per iteration"),
+            "{m}"
+        );
+        assert!(!m.contains("no more memory syscalls"), "{m}");
+        let same = mechanism(base, base, "system");
+        assert!(same.contains("(memory syscalls not counted)"), "{same}");
+    }
 
     #[test]
     fn the_mechanism_names_the_trim() {

@@ -635,6 +635,7 @@ pub fn answer(rows: &[ExecRow]) -> Vec<crate::analysis::findings::Item> {
             r.allocator, base.allocator
         );
         let counts = |x: &ExecRow| Counts {
+            calls_uncounted: x.brk.is_none(),
             faults: x.minflt.unwrap_or(0.0),
             brk: x.brk.unwrap_or(0.0),
             mmap: x.mmap.unwrap_or(0.0),
@@ -658,7 +659,8 @@ pub fn answer(rows: &[ExecRow]) -> Vec<crate::analysis::findings::Item> {
                 ratio,
                 ratio_low: r.vs_baseline_ci_low,
                 ratio_high: r.vs_baseline_ci_high,
-                verdict: r.vs_baseline_verdict.clone(),
+                // As findings.json spells verdicts everywhere (`no-significant-difference`).
+                verdict: r.vs_baseline_verdict.as_ref().map(|v| v.replace(' ', "-")),
                 runs: r.runs,
                 against_runs: base.runs,
                 counts: counts_per_run(r),

@@ -218,6 +218,13 @@ pub fn run(args: &SweepArgs) -> Result<()> {
         for i in &items {
             text.push_str(&crate::fmt::wrap(&i.text, width, "  ", "    "));
         }
+    } else if !complete {
+        text.push_str(&crate::fmt::wrap(
+            "INCOMPLETE: the sweep stopped before every size was measured and every change bisected, so it states no cliff",
+            width,
+            "",
+            "  ",
+        ));
     } else if !args.no_cliffs {
         text.push_str(&crate::fmt::wrap(
             &format!(

@@ -225,7 +225,9 @@ pub fn answer_screen(record: &ExecRecord, rows: &[ExecRow], width: usize) -> Str
             continue;
         };
         if let (Some(a), Some(b)) = (r.sys_ms, base.sys_ms) {
-            let mut t = format!("system time {} vs {}", fmt_ns(a * 1e6), fmt_ns(b * 1e6));
+            // "kernel CPU time": "system time" beside an allocator named system reads as
+            // that allocator's.
+            let mut t = format!("kernel CPU time {} vs {}", fmt_ns(a * 1e6), fmt_ns(b * 1e6));
             if let (Some(a), Some(b)) = (r.peak_rss_mib, base.peak_rss_mib) {
                 t.push_str(&format!(
                     "; peak RSS {} vs {}",
@@ -531,7 +533,17 @@ struct ExecFindings {
     noise_threshold: f64,
     confidence: f64,
     answer: Vec<crate::analysis::findings::Item>,
+    /// Allocators whose runs failed (none of them is in the answer), with why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    failed: Vec<FailedAllocator>,
     findings: Vec<String>,
+}
+
+/// An allocator of an exec session whose runs failed.
+#[derive(serde::Serialize)]
+struct FailedAllocator {
+    allocator: String,
+    error: String,
 }
 
 /// Writes (atomically, file by file) the record and everything derived from it into
@@ -570,6 +582,14 @@ pub fn save(folder: &Folder, record: &ExecRecord) -> Result<(), String> {
         noise_threshold: record.noise_threshold,
         confidence: crate::analysis::stats::level(),
         answer: items.clone(),
+        failed: rows
+            .iter()
+            .filter(|r| !r.status.is_ok())
+            .map(|r| FailedAllocator {
+                allocator: r.allocator.clone(),
+                error: r.error.clone().unwrap_or_else(|| "unknown".into()),
+            })
+            .collect(),
         findings: findings_lines.clone(),
     };
     folder.json("findings.json", &findings).map_err(err)?;

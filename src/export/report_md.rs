@@ -62,6 +62,11 @@ impl Rebuilt {
                 "{} of {} runs ok, {} failed",
                 self.ok, self.planned, self.failed
             ),
+            // An unfinished run's cells need not have them all: the plan's figure.
+            r if !self.complete() => format!(
+                "{} of {} cells ok ({r} processes planned each), {} failed",
+                self.ok, self.planned, self.failed
+            ),
             r => format!(
                 "{} of {} cells ok ({r} processes each), {} failed",
                 self.ok, self.planned, self.failed

@@ -638,10 +638,19 @@ pub fn markdown(report: &TraceReport, written: &[String]) -> String {
     for item in answer(report) {
         let _ = writeln!(md, "* {}", item.text);
     }
-    for t in &report.allocators {
-        if let Some(c) = &t.sample_check {
-            let _ = writeln!(md, "  * {c}");
-        }
+    // The samples checked against each worker's own counts, named per allocator (after
+    // the answer, not as a part of its last item).
+    let checks: Vec<String> = report
+        .allocators
+        .iter()
+        .filter_map(|t| Some(format!("* {}: {}", t.label, t.sample_check.as_ref()?)))
+        .collect();
+    if !checks.is_empty() {
+        let _ = writeln!(
+            md,
+            "\n**The samples against the workers' own counts:**\n\n{}",
+            checks.join("\n")
+        );
     }
     let _ = writeln!(md, "\n## What tracing cost\n");
     for t in &report.allocators {
@@ -704,9 +713,16 @@ pub fn console(report: &TraceReport, out: &Path, written: &[String]) -> String {
         if let Some(item) = items.iter().find(|i| {
             matches!(&i.figures, Some(crate::analysis::findings::Figures::Trace(f)) if f.allocator == t.label)
         }) {
-            for (i, part) in item.text.split("; ").enumerate() {
+            // Each part keeps its "; ", so that the lines read back are the item's words.
+            let parts: Vec<&str> = item.text.split("; ").collect();
+            for (i, part) in parts.iter().enumerate() {
                 let (first, rest) = if i == 0 { ("", "    ") } else { ("  ", "    ") };
-                s.push_str(&wrap(part, width, first, rest));
+                let part = if i + 1 < parts.len() {
+                    format!("{part};")
+                } else {
+                    part.to_string()
+                };
+                s.push_str(&wrap(&part, width, first, rest));
             }
         }
         s.push_str(&wrap(&overhead_text(&t.overhead), width, "  ", "    "));

@@ -977,9 +977,16 @@ pub fn console(report: &CommandTraceReport, out: &Path, written: &[String]) -> S
         if let Some(item) = items.iter().find(|i| {
             matches!(&i.figures, Some(crate::analysis::findings::Figures::Trace(f)) if f.allocator == t.label)
         }) {
-            for (i, part) in item.text.split("; ").enumerate() {
+            // Each part keeps its "; ", so that the lines read back are the item's words.
+            let parts: Vec<&str> = item.text.split("; ").collect();
+            for (i, part) in parts.iter().enumerate() {
                 let (first, rest) = if i == 0 { ("", "    ") } else { ("  ", "    ") };
-                s.push_str(&wrap(part, width, first, rest));
+                let part = if i + 1 < parts.len() {
+                    format!("{part};")
+                } else {
+                    part.to_string()
+                };
+                s.push_str(&wrap(&part, width, first, rest));
             }
         }
         if t.failure.is_some() {
