@@ -433,6 +433,41 @@ fn drift_line(drift: &Drift, threshold: f64) -> String {
 }
 
 pub fn run(args: &DiffArgs) -> Result<()> {
+    let (base, new) = sides(args)?;
+    let Some(d) = diff(
+        &base.rows,
+        &new.rows,
+        args.noise_threshold,
+        !args.no_drift_allowance,
+        &crate::ui::interrupt::interrupted,
+    ) else {
+        return Err(Error::Interrupted(
+            "while comparing the cells; nothing printed".into(),
+        ));
+    };
+    if d.cells.is_empty() {
+        return Err(nothing_in_common(args, &base, &new));
+    }
+    let env = env_changes(&base, &new);
+    let notes = notes(args, &base, &new, &d, &env);
+    let tail = tail(&d, args.noise_threshold);
+    let summary = summary(&d, args.noise_threshold);
+    let text = render(args, &base, &new, &d, &env, &notes, &summary, &tail)?;
+    super::print_out(&text)?;
+    match d.regressions() {
+        0 => Ok(()),
+        n => Err(Error::RunFailed(format!(
+            "{n} cell(s) significantly slower in {} than in {} (beyond ±{} %)",
+            args.new.display(),
+            args.base.display(),
+            args.noise_threshold * 100.0
+        ))),
+    }
+}
+
+/// Both sides loaded and checked: finished (unless --allow-incomplete), --pair's cells
+/// renamed as one, every cell given once.
+fn sides(args: &DiffArgs) -> Result<(Side, Side)> {
     if let Some(why) = pair_given_twice(&args.pairs) {
         return Err(Error::BadInput(why));
     }
@@ -474,33 +509,29 @@ pub fn run(args: &DiffArgs) -> Result<()> {
             return Err(Error::BadInput(format!("{}: {why}", path.display())));
         }
     }
-    let Some(d) = diff(
-        &base.rows,
-        &new.rows,
-        args.noise_threshold,
-        !args.no_drift_allowance,
-        &crate::ui::interrupt::interrupted,
-    ) else {
-        return Err(Error::Interrupted(
-            "while comparing the cells; nothing printed".into(),
-        ));
+    Ok((base, new))
+}
+
+/// The error when the two sides share no cell, naming what each measured.
+fn nothing_in_common(args: &DiffArgs, base: &Side, new: &Side) -> Error {
+    let specs = |s: &Side| {
+        let mut v: Vec<&str> = s.rows.iter().map(|r| r.allocator_spec.as_str()).collect();
+        v.sort_unstable();
+        v.dedup();
+        v.join(", ")
     };
-    if d.cells.is_empty() {
-        let specs = |s: &Side| {
-            let mut v: Vec<&str> = s.rows.iter().map(|r| r.allocator_spec.as_str()).collect();
-            v.sort_unstable();
-            v.dedup();
-            v.join(", ")
-        };
-        return Err(Error::BadInput(format!(
-            "no cell is in both {} ({}) and {} ({}): they measured different workloads, sizes or allocators; to compare differently named allocators, give --pair BASE_SPEC=NEW_SPEC",
-            args.base.display(),
-            specs(&base),
-            args.new.display(),
-            specs(&new)
-        )));
-    }
-    let env = env_changes(&base, &new);
+    Error::BadInput(format!(
+        "no cell is in both {} ({}) and {} ({}): they measured different workloads, sizes or allocators; to compare differently named allocators, give --pair BASE_SPEC=NEW_SPEC",
+        args.base.display(),
+        specs(base),
+        args.new.display(),
+        specs(new)
+    ))
+}
+
+/// What is said before the cells: an incomplete side, a changed command, the
+/// environment and the allocator versions that changed.
+fn notes(args: &DiffArgs, base: &Side, new: &Side, d: &Diff, env: &[String]) -> Vec<String> {
     let mut notes: Vec<String> = Vec::new();
     // An incomplete side (--allow-incomplete) is the first thing to know.
     for (name, side, path) in [("BASE", &base, &args.base), ("NEW", &new, &args.new)] {
@@ -524,7 +555,13 @@ pub fn run(args: &DiffArgs) -> Result<()> {
             .iter()
             .map(|v| format!("allocator version: {v}")),
     );
-    let mut tail: Vec<String> = vec![drift_line(&d.drift, args.noise_threshold)];
+    notes
+}
+
+/// What is said after the cells: the drift between the runs, what to confirm, and the
+/// cells only one side has.
+fn tail(d: &Diff, threshold: f64) -> Vec<String> {
+    let mut tail: Vec<String> = vec![drift_line(&d.drift, threshold)];
     let called = d
         .cells
         .iter()
@@ -545,6 +582,12 @@ pub fn run(args: &DiffArgs) -> Result<()> {
     }
     tail.extend(d.only_in_base.iter().map(|k| format!("only in BASE: {k}")));
     tail.extend(d.only_in_new.iter().map(|k| format!("only in NEW: {k}")));
+    tail
+}
+
+/// One line of counts: slower, faster, undecided, within the band, inconclusive, and how
+/// the intervals were made.
+fn summary(d: &Diff, t: f64) -> String {
     let count = |v: crate::analysis::stats::Verdict| {
         d.cells.iter().filter(|c| c.verdict == Some(v)).count()
     };
@@ -563,7 +606,6 @@ pub fn run(args: &DiffArgs) -> Result<()> {
     }
     // "No significant difference" is two things: an interval inside the band (no change
     // beyond it) and one that reaches across an edge of it (inconclusive).
-    let t = args.noise_threshold;
     let no_difference = |c: &&CellChange| {
         c.verdict == Some(crate::analysis::stats::Verdict::NoSignificantDifference)
     };
@@ -577,7 +619,7 @@ pub fn run(args: &DiffArgs) -> Result<()> {
         })
         .count();
     let across = d.cells.iter().filter(no_difference).count() - within;
-    let summary = format!(
+    format!(
         "{} cells compared: {} slower, {} faster, {} undecided (interval below {}), {within} within ±{} %, {across} inconclusive (the interval reaches across ±{} %), the rest without an interval; intervals: {}",
         d.cells.len(),
         count(crate::analysis::stats::Verdict::Slower),
@@ -587,8 +629,22 @@ pub fn run(args: &DiffArgs) -> Result<()> {
         t * 100.0,
         t * 100.0,
         if methods.is_empty() { "none".to_string() } else { methods.join(", ") }
-    );
-    let text = match args.format {
+    )
+}
+
+/// The diff in the format asked for.
+#[allow(clippy::too_many_arguments)]
+fn render(
+    args: &DiffArgs,
+    base: &Side,
+    new: &Side,
+    d: &Diff,
+    env: &[String],
+    notes: &[String],
+    summary: &str,
+    tail: &[String],
+) -> Result<String> {
+    Ok(match args.format {
         Format::Json => {
             let value = serde_json::json!({
                 "base": args.base.display().to_string(),
@@ -604,51 +660,41 @@ pub fn run(args: &DiffArgs) -> Result<()> {
         }
         Format::Markdown => {
             let mut s = String::new();
-            for n in &notes {
+            for n in notes {
                 s.push_str(&format!("- {n}\n"));
             }
             if !notes.is_empty() {
                 s.push('\n');
             }
-            s.push_str(&render_markdown(&HEADERS, 1, &table_rows(&d)));
+            s.push_str(&render_markdown(&HEADERS, 1, &table_rows(d)));
             s.push_str(&format!("\n{summary}\n"));
-            for t in &tail {
+            for t in tail {
                 s.push_str(&format!("- {t}\n"));
             }
             s
         }
         Format::Table if !args.verbose => crate::export::diff_screen::answer_screen(
-            &d,
-            &notes,
-            &summary,
-            &tail,
+            d,
+            notes,
+            summary,
+            tail,
             crate::fmt::screen_width(),
         ),
         // clap offers no csv here, nor the CI services' formats (see `cli::formats`).
         Format::Table | Format::Csv | Format::Bmf | Format::GithubActionBenchmark => {
             let mut s = String::new();
-            for n in &notes {
+            for n in notes {
                 s.push_str(&format!("{n}\n"));
             }
             if !notes.is_empty() {
                 s.push('\n');
             }
-            s.push_str(&render_table(&HEADERS, 1, &table_rows(&d)));
+            s.push_str(&render_table(&HEADERS, 1, &table_rows(d)));
             s.push_str(&format!("\n{summary}\n"));
-            for t in &tail {
+            for t in tail {
                 s.push_str(&format!("{t}\n"));
             }
             s
         }
-    };
-    super::print_out(&text)?;
-    match d.regressions() {
-        0 => Ok(()),
-        n => Err(Error::RunFailed(format!(
-            "{n} cell(s) significantly slower in {} than in {} (beyond ±{} %)",
-            args.new.display(),
-            args.base.display(),
-            args.noise_threshold * 100.0
-        ))),
-    }
+    })
 }
