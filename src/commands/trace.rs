@@ -307,64 +307,15 @@ fn sample_check(
 /// session, shuffled rounds), then one run per allocator under `perf record`, read into a
 /// timeline over time, folded stacks and a mechanism line.
 fn run_command(args: &TraceArgs) -> Result<()> {
-    let allocators = crate::model::knobs::parse_spec_list(&args.allocators).map_err(Error::bad)?;
-    let settings = super::options::command_settings(
-        allocators,
-        &args.command,
-        super::options::CommandOptions {
-            runs: args.runs,
-            warmup: if args.runs > 0 { 1 } else { 0 },
-            show_output: args.show_output,
-            thp: args.thp,
-            timeout: Some(args.timeout),
-            counters: crate::counters::CounterMode::Auto,
-            noise_threshold: 2.0,
-            order_seed: args.order_seed,
-        },
-    )
-    .map_err(Error::BadInput)?;
+    let settings = command_settings(args)?;
     let max_records = crate::engine::python::max_records_from_env().map_err(Error::BadInput)?;
-    // perf gives the stacks, every fault and the RSS over time; without it the ptrace
-    // tracer still times every memory syscall (no privileges; not on every machine).
-    let sampling = match trace::perf_tool() {
-        Ok(perf) => Ok(trace::Sampling {
-            perf,
-            fault_period: args.fault_period,
-            stack_bytes: args.stack_bytes,
-        }),
-        Err(why) => match crate::counters::linux::ptrace::unsupported() {
-            None => Err(why),
-            Some(no) => {
-                return Err(Error::BadInput(format!(
-                    "tracing a command needs perf ({why}) or the ptrace tracer ({}); `alloclab exec --counters off` still measures the command's time and faults",
-                    no.0
-                )))
-            }
-        },
-    };
+    let sampling = sampling(args)?;
     let folder = super::exec::take_out_dir(&args.out, Kind::Trace, args.force_out)?;
     engine::begin();
-    let (extra, mut missing): (Vec<String>, Vec<String>) = match &sampling {
-        Ok(_) => {
-            let (ok, no): (Vec<_>, Vec<_>) =
-                trace::command_events().into_iter().partition(|r| r.is_ok());
-            (
-                ok.into_iter().flatten().collect(),
-                no.into_iter().filter_map(|r| r.err()).collect(),
-            )
-        }
-        Err(_) => (Vec::new(), Vec::new()),
-    };
-    if let Err(why) = &sampling {
-        missing.push(format!(
-            "call stacks, every fault over time and the RSS over time need perf events: {why}; the memory syscalls are timed by the ptrace tracer instead (from the launch; pid is the thread's id)"
-        ));
-    }
-    let faults_counted = extra.iter().any(|e| e.contains("page_fault_user"));
+    let (extra, missing) = perf_events(&sampling);
     // A CPython command: its lines too, where perf records and the interpreter has
     // sys.monitoring (said either way).
     let python = python_plan(args, &settings, sampling.is_ok());
-
     // The untraced runs: exec's session, saved as they finish.
     let record = if args.runs > 0 {
         let mut progress = super::exec::ExecProgress::session();
@@ -377,127 +328,18 @@ fn run_command(args: &TraceArgs) -> Result<()> {
     } else {
         None
     };
-
+    let tracing = Tracing::new(args, &settings, &sampling, &extra, &python, &folder);
     let mut progress = Progress::new(settings.allocators.len());
-    let opts = crate::engine::spawn::LaunchOptions {
-        show_output: args.show_output,
-        thp_never: args.thp == crate::model::spec::Thp::Never,
-        timeout: settings.timeout,
-        count_syscalls: false,
-        launcher_apart: false,
-        trace: None,
-        capture_stdout: false,
-        log_calls: false,
-    };
-    // Beside perf's recording, the lab's own tracepoint counters count the same run (perf
-    // and what it starts, less perf's own thread): an independent count that the recorded
-    // calls are checked against. None where they cannot be opened.
-    let beside: std::result::Result<(), String> =
-        crate::counters::linux::perf::SyscallCounters::open()
-            .map(drop)
-            .map_err(|why| why.0);
-    let recorded = crate::engine::spawn::LaunchOptions {
-        count_syscalls: sampling.is_ok() && beside.is_ok(),
-        launcher_apart: true,
-        ..opts
-    };
     let mut traces = Vec::new();
     for a in &settings.allocators {
         if interrupted() {
             break;
         }
-        let label = a.to_string();
-        let untraced = untraced_of(record.as_ref(), &label);
-        progress.start(&format!("{label}: traced run"));
-        let mut recorder = match &python {
-            PythonPlan::Lines(_) => Some(crate::engine::python::Recorder::new(
-                args.python_perf_frames,
-                max_records,
-            )),
-            _ => None,
-        };
-        let recorder_env = match &recorder {
-            Some(Ok(r)) => r.env(),
-            _ => Vec::new(),
-        };
-        let outcome = match &sampling {
-            Ok(s) => {
-                // perf's file: removed on every way out of here unless kept.
-                let data = folder
-                    .claim_for_writer(
-                        &format!("perf/{}.data", export::file_stem(&label)),
-                        args.keep_perf_data,
-                    )
-                    .map_err(Error::failed)?;
-                let wrapper = trace::record_argv(s, data.path(), &extra);
-                trace_one(&settings, a, Some(&wrapper), &recorded, &recorder_env).and_then(|run| {
-                    run.map(|r| {
-                        let counted = match &beside {
-                            Ok(()) => r.syscalls.map_err(|u| u.0),
-                            Err(why) => Err(why.clone()),
-                        };
-                        trace::read_script(s, data.path(), true)
-                            .map(|(script, lost)| (script, lost, counted))
-                            .map_err(|f| f.cause)
-                    })
-                    .transpose()
-                })
-            }
-            Err(_) => {
-                let traced = crate::engine::spawn::LaunchOptions {
-                    trace: Some(crate::counters::linux::ptrace::Scope::Tree),
-                    log_calls: true,
-                    ..opts
-                };
-                let t0 = crate::counters::linux::ptrace::monotonic_ns();
-                trace_one(&settings, a, None, &traced, &[]).map(|run| {
-                    run.map(|r| {
-                        let only = "the ptrace tracer's count is the only one of a run traced without perf";
-                        (ptrace_script(&settings, t0, &r), None, Err(only.to_string()))
-                    })
-                })
-            }
-        };
-        if interrupted() {
-            // Stopped before this allocator's trace was whole: it was not traced.
-            progress.finish_with("interrupted", true);
-            break;
+        let untraced = untraced_of(record.as_ref(), &a.to_string());
+        match tracing.allocator(a, untraced, max_records, &mut progress)? {
+            Some(t) => traces.push(t),
+            None => break,
         }
-        let t = match outcome {
-            Ok(None) => break,
-            Ok(Some((script, lost, counted))) => {
-                match analysis::run_timeline(&script, faults_counted, 200) {
-                    Some(tl) => {
-                        progress.finish_with("traced", false);
-                        let check = analysis::count_check(&tl.totals, counted);
-                        let py = match (&mut recorder, &python) {
-                            (Some(r), PythonPlan::Lines(i)) => {
-                                Some(python_view(r, &script, &tl, faults_counted, &i.stdlib))
-                            }
-                            _ => None,
-                        };
-                        let mut t =
-                            command_trace(&label, a.allocator, tl, &script, lost, untraced, check);
-                        t.python = py;
-                        t
-                    }
-                    None => {
-                        progress.finish_with("no exec seen", true);
-                        CommandTrace::failed(
-                            &label,
-                            a.allocator,
-                            "perf recorded no exec of the command".into(),
-                            untraced,
-                        )
-                    }
-                }
-            }
-            Err(why) => {
-                progress.finish_with(&why, true);
-                CommandTrace::failed(&label, a.allocator, why, untraced)
-            }
-        };
-        traces.push(t);
     }
     progress.clear();
     let complete = !interrupted()
@@ -529,6 +371,269 @@ fn run_command(args: &TraceArgs) -> Result<()> {
     let asked = settings.allocators.len();
     conclude(folder, complete, &console, failed, asked, &args.out)
 }
+
+/// The command as exec runs it (its untraced runs are exec's session).
+fn command_settings(args: &TraceArgs) -> Result<crate::engine::command::ExecSettings> {
+    let allocators = crate::model::knobs::parse_spec_list(&args.allocators).map_err(Error::bad)?;
+    super::options::command_settings(
+        allocators,
+        &args.command,
+        super::options::CommandOptions {
+            runs: args.runs,
+            warmup: if args.runs > 0 { 1 } else { 0 },
+            show_output: args.show_output,
+            thp: args.thp,
+            timeout: Some(args.timeout),
+            counters: crate::counters::CounterMode::Auto,
+            noise_threshold: 2.0,
+            order_seed: args.order_seed,
+        },
+    )
+    .map_err(Error::BadInput)
+}
+
+/// perf gives the stacks, every fault and the RSS over time; without it (Err: why) the
+/// ptrace tracer still times every memory syscall (no privileges; not on every machine);
+/// with neither the command cannot be traced.
+fn sampling(args: &TraceArgs) -> Result<std::result::Result<trace::Sampling, String>> {
+    match trace::perf_tool() {
+        Ok(perf) => Ok(Ok(trace::Sampling {
+            perf,
+            fault_period: args.fault_period,
+            stack_bytes: args.stack_bytes,
+        })),
+        Err(why) => match crate::counters::linux::ptrace::unsupported() {
+            None => Ok(Err(why)),
+            Some(no) => Err(Error::BadInput(format!(
+                "tracing a command needs perf ({why}) or the ptrace tracer ({}); `alloclab exec --counters off` still measures the command's time and faults",
+                no.0
+            ))),
+        },
+    }
+}
+
+/// The perf events a command's recording adds (the user page faults, the RSS), and what
+/// is not measured here and why.
+fn perf_events(
+    sampling: &std::result::Result<trace::Sampling, String>,
+) -> (Vec<String>, Vec<String>) {
+    let (extra, mut missing): (Vec<String>, Vec<String>) = match sampling {
+        Ok(_) => {
+            let (ok, no): (Vec<_>, Vec<_>) =
+                trace::command_events().into_iter().partition(|r| r.is_ok());
+            (
+                ok.into_iter().flatten().collect(),
+                no.into_iter().filter_map(|r| r.err()).collect(),
+            )
+        }
+        Err(_) => (Vec::new(), Vec::new()),
+    };
+    if let Err(why) = sampling {
+        missing.push(format!(
+            "call stacks, every fault over time and the RSS over time need perf events: {why}; the memory syscalls are timed by the ptrace tracer instead (from the launch; pid is the thread's id)"
+        ));
+    }
+    (extra, missing)
+}
+
+/// How each allocator's traced run is made: under perf (with the lab's own counters
+/// beside it, where they open) or under the ptrace tracer.
+struct Tracing<'a> {
+    args: &'a TraceArgs,
+    settings: &'a crate::engine::command::ExecSettings,
+    sampling: &'a std::result::Result<trace::Sampling, String>,
+    extra: &'a [String],
+    python: &'a PythonPlan,
+    folder: &'a crate::export::folder::Folder,
+    faults_counted: bool,
+    opts: crate::engine::spawn::LaunchOptions,
+    recorded: crate::engine::spawn::LaunchOptions,
+    /// Beside perf's recording, the lab's own tracepoint counters count the same run
+    /// (perf and what it starts, less perf's own thread): an independent count that the
+    /// recorded calls are checked against. Err where they cannot be opened.
+    beside: std::result::Result<(), String>,
+}
+
+impl<'a> Tracing<'a> {
+    fn new(
+        args: &'a TraceArgs,
+        settings: &'a crate::engine::command::ExecSettings,
+        sampling: &'a std::result::Result<trace::Sampling, String>,
+        extra: &'a [String],
+        python: &'a PythonPlan,
+        folder: &'a crate::export::folder::Folder,
+    ) -> Self {
+        let opts = crate::engine::spawn::LaunchOptions {
+            show_output: args.show_output,
+            thp_never: args.thp == crate::model::spec::Thp::Never,
+            timeout: settings.timeout,
+            count_syscalls: false,
+            launcher_apart: false,
+            trace: None,
+            capture_stdout: false,
+            log_calls: false,
+        };
+        let beside: std::result::Result<(), String> =
+            crate::counters::linux::perf::SyscallCounters::open()
+                .map(drop)
+                .map_err(|why| why.0);
+        let recorded = crate::engine::spawn::LaunchOptions {
+            count_syscalls: sampling.is_ok() && beside.is_ok(),
+            launcher_apart: true,
+            ..opts
+        };
+        Tracing {
+            args,
+            settings,
+            sampling,
+            extra,
+            python,
+            folder,
+            faults_counted: extra.iter().any(|e| e.contains("page_fault_user")),
+            opts,
+            recorded,
+            beside,
+        }
+    }
+
+    /// One allocator's traced run, read into its trace (a failed one says why); None when
+    /// Ctrl-C stopped it, so that it was not traced.
+    fn allocator(
+        &self,
+        a: &crate::model::knobs::AllocatorSpec,
+        untraced: Untraced,
+        max_records: Option<u64>,
+        progress: &mut Progress,
+    ) -> Result<Option<CommandTrace>> {
+        let label = a.to_string();
+        progress.start(&format!("{label}: traced run"));
+        let mut recorder = match self.python {
+            PythonPlan::Lines(_) => Some(crate::engine::python::Recorder::new(
+                self.args.python_perf_frames,
+                max_records,
+            )),
+            _ => None,
+        };
+        let recorder_env = match &recorder {
+            Some(Ok(r)) => r.env(),
+            _ => Vec::new(),
+        };
+        let outcome = match self.sampling {
+            Ok(s) => self.under_perf(s, a, &label, &recorder_env)?,
+            Err(_) => self.under_ptrace(a),
+        };
+        if interrupted() {
+            // Stopped before this allocator's trace was whole: it was not traced.
+            progress.finish_with("interrupted", true);
+            return Ok(None);
+        }
+        let t = match outcome {
+            Ok(None) => return Ok(None),
+            Ok(Some((script, lost, counted))) => {
+                match analysis::run_timeline(&script, self.faults_counted, 200) {
+                    Some(tl) => {
+                        progress.finish_with("traced", false);
+                        let check = analysis::count_check(&tl.totals, counted);
+                        let py = match (&mut recorder, self.python) {
+                            (Some(r), PythonPlan::Lines(i)) => {
+                                Some(python_view(r, &script, &tl, self.faults_counted, &i.stdlib))
+                            }
+                            _ => None,
+                        };
+                        let mut t =
+                            command_trace(&label, a.allocator, tl, &script, lost, untraced, check);
+                        t.python = py;
+                        t
+                    }
+                    None => {
+                        progress.finish_with("no exec seen", true);
+                        CommandTrace::failed(
+                            &label,
+                            a.allocator,
+                            "perf recorded no exec of the command".into(),
+                            untraced,
+                        )
+                    }
+                }
+            }
+            Err(why) => {
+                progress.finish_with(&why, true);
+                CommandTrace::failed(&label, a.allocator, why, untraced)
+            }
+        };
+        Ok(Some(t))
+    }
+
+    /// The traced run under perf record, read back with perf script, with the lab's own
+    /// count of the run beside it.
+    fn under_perf(
+        &self,
+        s: &trace::Sampling,
+        a: &crate::model::knobs::AllocatorSpec,
+        label: &str,
+        recorder_env: &[(std::ffi::OsString, std::ffi::OsString)],
+    ) -> Result<Traced> {
+        // perf's file: removed on every way out of here unless kept.
+        let data = self
+            .folder
+            .claim_for_writer(
+                &format!("perf/{}.data", export::file_stem(label)),
+                self.args.keep_perf_data,
+            )
+            .map_err(Error::failed)?;
+        let wrapper = trace::record_argv(s, data.path(), self.extra);
+        Ok(trace_one(
+            self.settings,
+            a,
+            Some(&wrapper),
+            &self.recorded,
+            recorder_env,
+        )
+        .and_then(|run| {
+            run.map(|r| {
+                let counted = match &self.beside {
+                    Ok(()) => r.syscalls.map_err(|u| u.0),
+                    Err(why) => Err(why.clone()),
+                };
+                trace::read_script(s, data.path(), true)
+                    .map(|(script, lost)| (script, lost, counted))
+                    .map_err(|f| f.cause)
+            })
+            .transpose()
+        }))
+    }
+
+    /// The traced run under the ptrace tracer: its logged calls as a script.
+    fn under_ptrace(&self, a: &crate::model::knobs::AllocatorSpec) -> Traced {
+        let traced = crate::engine::spawn::LaunchOptions {
+            trace: Some(crate::counters::linux::ptrace::Scope::Tree),
+            log_calls: true,
+            ..self.opts
+        };
+        let t0 = crate::counters::linux::ptrace::monotonic_ns();
+        trace_one(self.settings, a, None, &traced, &[]).map(|run| {
+            run.map(|r| {
+                let only = "the ptrace tracer's count is the only one of a run traced without perf";
+                (
+                    ptrace_script(self.settings, t0, &r),
+                    None,
+                    Err(only.to_string()),
+                )
+            })
+        })
+    }
+}
+
+/// A traced run read back: its script, perf's word on lost samples, and the independent
+/// count of its memory syscalls (Err: why there is none); Ok(None) when Ctrl-C stopped it.
+type Traced = std::result::Result<
+    Option<(
+        analysis::Script,
+        Option<String>,
+        std::result::Result<crate::model::counts::SyscallCounts, String>,
+    )>,
+    String,
+>;
 
 use crate::export::trace_command::{
     self as cmd_export, CommandTrace, CommandTraceReport, Untraced,
