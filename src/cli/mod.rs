@@ -533,7 +533,7 @@ pub enum RoundOrder {
     after_help = "Examples:\n  alloclab compare --size 1000000\n  alloclab compare --allocators system,mimalloc --variants in-place,out-of-place --size 1M\n  alloclab compare --allocators 'system;system:top_pad=64M' --variants out-of-place --format json"
 )]
 pub struct CompareArgs {
-    /// Elements in the input array (1000000, 1_000_000, 1,000,000, 1e6, 1M, 2^20).
+    /// Elements in the input array (1000000, 1_000_000, 1,000,000, 1e6, 1.5e6, 1M, 2^20).
     #[arg(long, default_value = "1000000", value_parser = spec::parse_size)]
     pub size: u64,
     /// The workload to run.

@@ -324,12 +324,26 @@ pub const MAX_SIZE_ELEMS: u64 = 1 << 50;
 /// A size in elements as users type it: `1000000`, `1_000_000`, `1e6`, `2^20`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SizeError {
-    #[error("invalid size '{0}': expected a whole number of elements of at least 1, e.g. 1000000, 1_000_000, 1,000,000, 1e6, 1M or 2^20")]
+    #[error("invalid size '{0}': expected a whole number of elements of at least 1, e.g. 1000000, 1_000_000, 1,000,000, 1e6, 1.5e6, 1M, 1.5M or 2^20")]
     NotANumber(String),
     #[error("invalid size '{0}': the size is a number of elements and must be at least 1")]
     Zero(String),
     #[error("invalid size '{given}': at most {max} elements are accepted")]
     TooLarge { given: String, max: u64 },
+}
+
+/// `number` (digits, with at most one decimal point: "1.5") times `factor`, where that
+/// is a whole number ("1.5" × 1,000,000); None for anything else ("1.5" × 1, "1.2.3").
+fn whole_times(number: &str, factor: u128) -> Option<u128> {
+    let (int, frac) = number.split_once('.').unwrap_or((number, ""));
+    let digits = |t: &str| t.bytes().all(|b| b.is_ascii_digit());
+    if int.is_empty() || !digits(int) || !digits(frac) || frac.len() > 30 {
+        return None;
+    }
+    let scale = 10u128.pow(frac.len() as u32);
+    let mantissa: u128 = format!("{int}{frac}").parse().ok()?;
+    let product = mantissa.checked_mul(factor)?;
+    (product % scale == 0).then_some(product / scale)
 }
 
 /// Parses a size in elements: `1000000`, `1_000_000`, `1,000,000` (commas between
@@ -363,13 +377,12 @@ pub fn parse_size(given: &str) -> Result<u64, SizeError> {
         let number = text
             .strip_suffix(suffix)
             .or_else(|| (suffix == "k").then(|| text.strip_suffix('K')).flatten());
-        if let Some(n) = number.filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())) {
-            let v: u128 = n.parse().map_err(|_| bad())?;
-            return checked_size(given, v.saturating_mul(factor));
+        if let Some(n) = number.filter(|n| !n.is_empty()) {
+            let v = whole_times(n, factor).ok_or_else(bad)?;
+            return checked_size(given, v);
         }
     }
     let value: u128 = if let Some((m, e)) = text.split_once(['e', 'E']) {
-        let m: u128 = m.parse().map_err(|_| bad())?;
         let e: u32 = e.parse().map_err(|_| bad())?;
         if e > 30 {
             return Err(SizeError::TooLarge {
@@ -377,7 +390,7 @@ pub fn parse_size(given: &str) -> Result<u64, SizeError> {
                 max: MAX_SIZE_ELEMS,
             });
         }
-        m * 10u128.pow(e)
+        whole_times(m, 10u128.pow(e)).ok_or_else(bad)?
     } else if let Some((b, e)) = text.split_once('^') {
         let b: u128 = b.parse().map_err(|_| bad())?;
         let e: u32 = e.parse().map_err(|_| bad())?;
@@ -465,7 +478,23 @@ mod tests {
         assert_eq!(parse_size("64K"), Ok(64_000));
         assert_eq!(parse_size("1Mi"), Ok(1 << 20));
         assert_eq!(parse_size("2G"), Ok(2_000_000_000));
-        for bad in ["1,5", "10,00", ",000", "1,000,00", "M", "1.5M", "1m", "1Mb"] {
+        // A decimal mantissa where the size comes out whole.
+        assert_eq!(parse_size("1.5M"), Ok(1_500_000));
+        assert_eq!(parse_size("1.6e5"), Ok(160_000));
+        assert_eq!(parse_size("2.5k"), Ok(2_500));
+        for bad in [
+            "1,5",
+            "10,00",
+            ",000",
+            "1,000,00",
+            "M",
+            "1.0000001M",
+            "1.5e0",
+            ".5M",
+            "1.2.3e4",
+            "1m",
+            "1Mb",
+        ] {
             assert!(
                 matches!(parse_size(bad), Err(SizeError::NotANumber(_))),
                 "{bad}"
