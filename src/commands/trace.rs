@@ -68,122 +68,27 @@ pub fn run(args: &TraceArgs) -> Result<()> {
         Vec::new()
     };
 
-    let budget = Budget::exactly(args.warmup_iters, args.iterations);
+    let cell = CellTracing {
+        args,
+        executor: &executor,
+        sampling: &sampling,
+        ptrace_ok,
+        folder: &folder,
+    };
     let mut traces: Vec<AllocatorTrace> = Vec::new();
     for spec in &specs {
         if interrupted() {
             break;
-        }
-        let label = spec.allocator_label();
-        // Under perf the worker counts its memory syscalls itself too (tracepoint
-        // counters, independent of perf's samples): the samples are checked against them.
-        let request = WorkerRequest {
-            spec: spec.clone(),
-            budget,
-            counters: match (&sampling, ptrace_ok) {
-                (Ok(_), _) => crate::counters::CounterMode::Perf,
-                (Err(_), true) => crate::counters::CounterMode::Ptrace,
-                (Err(_), false) => crate::counters::CounterMode::Off,
-            },
-            timeline: true,
-        };
-        progress.start(&format!(
-            "{label}: traced run of {} iterations",
-            args.iterations
-        ));
-        let outcome = match &sampling {
-            Ok(s) => {
-                // perf's file: removed on every way out of here unless kept.
-                let data = folder
-                    .claim_for_writer(
-                        &format!("perf/{}.data", export::file_stem(&label)),
-                        args.keep_perf_data,
-                    )
-                    .map_err(Error::failed)?;
-                trace::run(&executor, &request, s, data.path())
-            }
-            // Without perf events: the memory syscalls still get their times, from the
-            // ptrace tracer (no stacks).
-            Err(_) if ptrace_ok => {
-                executor
-                    .spawn_request_traced(&request)
-                    .map(|(record, calls)| trace::Traced {
-                        record,
-                        events: trace::events_of_calls(&calls),
-                        skipped_lines: 0,
-                        lost: None,
-                    })
-            }
-            Err(_) => executor
-                .spawn_request(&request, None)
-                .map(|record| trace::Traced {
-                    record,
-                    events: Vec::new(),
-                    skipped_lines: 0,
-                    lost: None,
-                }),
-        };
-        if interrupted() {
-            // Stopped before this allocator's trace was whole: it was not traced.
-            progress.finish_with("interrupted", true);
-            break;
-        }
-        match &outcome {
-            Ok(_) => progress.finish_with("traced", false),
-            Err(f) => progress.finish_with(&f.cause, true),
         }
         let untraced: Vec<f64> = cells
             .iter()
             .find(|c| c.spec == *spec)
             .map(|c| c.records().map(|(_, r)| r.p50_ns as f64).collect())
             .unwrap_or_default();
-        let t = match outcome {
-            Ok(traced) => {
-                let placed = analysis::place(&traced.record.timeline, &traced.events);
-                let timed = sampling.is_ok() || ptrace_ok;
-                let attributions = if timed {
-                    analysis::attribute(&placed, &traced.record.timeline)
-                } else {
-                    Vec::new()
-                };
-                let mechanism = timed
-                    .then(|| analysis::mechanism(&label, &attributions, &placed.per_iteration));
-                let check = sample_check(&traced.record, &placed);
-                // A mechanism drawn from samples that miss some calls says so.
-                let mechanism = match (mechanism, &check) {
-                    (Some(m), Some((c, true))) => Some(format!("{m} NOT ALL CALLS SAMPLED: {c}.")),
-                    (m, _) => m,
-                };
-                let check = check.map(|(c, _)| c);
-                let fold = |kinds: &[EventKind]| analysis::fold(&placed.inside, kinds);
-                let traced_ns: Vec<f64> = traced
-                    .record
-                    .timeline
-                    .iter()
-                    .map(|s| s.elapsed_ns as f64)
-                    .collect();
-                AllocatorTrace {
-                    label: label.clone(),
-                    allocator: spec.allocator,
-                    failure: None,
-                    mechanism,
-                    attributions,
-                    overhead: overhead(&traced_ns, &untraced),
-                    faults_folded: fold(&[EventKind::Fault]),
-                    syscalls_folded: fold(&EventKind::SYSCALLS),
-                    between: placed.between.clone(),
-                    per_iteration: placed.per_iteration,
-                    skipped_lines: traced.skipped_lines,
-                    lost: traced.lost,
-                    sample_check: check,
-                    record: Some(traced.record),
-                }
-            }
-            Err(f) => {
-                AllocatorTrace::failed(&label, spec.allocator, f.cause, overhead(&[], &untraced))
-            }
-        };
-        traces.push(t);
+        match cell.allocator(spec, &untraced, &mut progress)? {
+            Some(t) => traces.push(t),
+            None => break,
+        }
     }
     progress.clear();
     let complete = !interrupted() && traces.len() == specs.len();
@@ -212,6 +117,153 @@ pub fn run(args: &TraceArgs) -> Result<()> {
     let failed = report.allocators.iter().map(|t| t.failure.is_some());
     let console = export::console(&report, &args.out, &written);
     conclude(folder, complete, &console, failed, specs.len(), &args.out)
+}
+
+/// A worker's traced run, or why it failed.
+type TracedRun = std::result::Result<trace::Traced, crate::model::record::RunFailure>;
+
+/// How each allocator's worker is traced: under perf (its samples checked against the
+/// worker's own counts), or with the ptrace tracer timing the memory syscalls, or with
+/// neither (the timeline only).
+struct CellTracing<'a> {
+    args: &'a TraceArgs,
+    executor: &'a ProcessExecutor,
+    sampling: &'a std::result::Result<trace::Sampling, String>,
+    ptrace_ok: bool,
+    folder: &'a crate::export::folder::Folder,
+}
+
+impl CellTracing<'_> {
+    /// One allocator's traced worker, read into its trace (a failed one says why); None
+    /// when Ctrl-C stopped it, so that it was not traced.
+    fn allocator(
+        &self,
+        spec: &crate::model::run::RunSpec,
+        untraced: &[f64],
+        progress: &mut Progress,
+    ) -> Result<Option<AllocatorTrace>> {
+        let args = self.args;
+        let label = spec.allocator_label();
+        // Under perf the worker counts its memory syscalls itself too (tracepoint
+        // counters, independent of perf's samples): the samples are checked against them.
+        let request = WorkerRequest {
+            spec: spec.clone(),
+            budget: Budget::exactly(args.warmup_iters, args.iterations),
+            counters: match (self.sampling, self.ptrace_ok) {
+                (Ok(_), _) => crate::counters::CounterMode::Perf,
+                (Err(_), true) => crate::counters::CounterMode::Ptrace,
+                (Err(_), false) => crate::counters::CounterMode::Off,
+            },
+            timeline: true,
+        };
+        progress.start(&format!(
+            "{label}: traced run of {} iterations",
+            args.iterations
+        ));
+        let outcome = self.traced(&request, &label)?;
+        if interrupted() {
+            // Stopped before this allocator's trace was whole: it was not traced.
+            progress.finish_with("interrupted", true);
+            return Ok(None);
+        }
+        match &outcome {
+            Ok(_) => progress.finish_with("traced", false),
+            Err(f) => progress.finish_with(&f.cause, true),
+        }
+        Ok(Some(match outcome {
+            Ok(traced) => self.read(spec, &label, traced, untraced),
+            Err(f) => {
+                AllocatorTrace::failed(&label, spec.allocator, f.cause, overhead(&[], untraced))
+            }
+        }))
+    }
+
+    /// The worker's traced run: under perf record; without perf events, with the
+    /// memory syscalls timed by the ptrace tracer (no stacks); else untraced.
+    fn traced(&self, request: &WorkerRequest, label: &str) -> Result<TracedRun> {
+        Ok(match self.sampling {
+            Ok(s) => {
+                // perf's file: removed on every way out of here unless kept.
+                let data = self
+                    .folder
+                    .claim_for_writer(
+                        &format!("perf/{}.data", export::file_stem(label)),
+                        self.args.keep_perf_data,
+                    )
+                    .map_err(Error::failed)?;
+                trace::run(self.executor, request, s, data.path())
+            }
+            Err(_) if self.ptrace_ok => {
+                self.executor
+                    .spawn_request_traced(request)
+                    .map(|(record, calls)| trace::Traced {
+                        record,
+                        events: trace::events_of_calls(&calls),
+                        skipped_lines: 0,
+                        lost: None,
+                    })
+            }
+            Err(_) => self
+                .executor
+                .spawn_request(request, None)
+                .map(|record| trace::Traced {
+                    record,
+                    events: Vec::new(),
+                    skipped_lines: 0,
+                    lost: None,
+                }),
+        })
+    }
+
+    /// A traced run's events placed into its iterations, attributed, and said as the
+    /// mechanism (where they have times), checked against the worker's own counts.
+    fn read(
+        &self,
+        spec: &crate::model::run::RunSpec,
+        label: &str,
+        traced: trace::Traced,
+        untraced: &[f64],
+    ) -> AllocatorTrace {
+        let placed = analysis::place(&traced.record.timeline, &traced.events);
+        let timed = self.sampling.is_ok() || self.ptrace_ok;
+        let attributions = if timed {
+            analysis::attribute(&placed, &traced.record.timeline)
+        } else {
+            Vec::new()
+        };
+        let mechanism =
+            timed.then(|| analysis::mechanism(label, &attributions, &placed.per_iteration));
+        let check = sample_check(&traced.record, &placed);
+        // A mechanism drawn from samples that miss some calls says so.
+        let mechanism = match (mechanism, &check) {
+            (Some(m), Some((c, true))) => Some(format!("{m} NOT ALL CALLS SAMPLED: {c}.")),
+            (m, _) => m,
+        };
+        let check = check.map(|(c, _)| c);
+        let fold = |kinds: &[EventKind]| analysis::fold(&placed.inside, kinds);
+        let traced_ns: Vec<f64> = traced
+            .record
+            .timeline
+            .iter()
+            .map(|s| s.elapsed_ns as f64)
+            .collect();
+        AllocatorTrace {
+            label: label.to_string(),
+            allocator: spec.allocator,
+            failure: None,
+            mechanism,
+            attributions,
+            overhead: overhead(&traced_ns, untraced),
+            faults_folded: fold(&[EventKind::Fault]),
+            syscalls_folded: fold(&EventKind::SYSCALLS),
+            between: placed.between.clone(),
+            per_iteration: placed.per_iteration,
+            skipped_lines: traced.skipped_lines,
+            lost: traced.lost,
+            sample_check: check,
+            record: Some(traced.record),
+        }
+    }
 }
 
 /// The end of a trace: the folder marked complete or not, the console summary, and the
