@@ -87,52 +87,102 @@ pub fn run(args: &SweepArgs) -> Result<()> {
         },
     )
     .map_err(Error::BadInput)?;
-    let mut folder = super::exec::take_out_dir(&args.out, Kind::Sweep, args.force_out)?;
+    let folder = super::exec::take_out_dir(&args.out, Kind::Sweep, args.force_out)?;
     crate::engine::begin();
-    let arms = if matches!(per, Per::Difference(_)) {
-        2
-    } else {
-        1
+    let mut sweep = Sweep {
+        settings,
+        template,
+        per,
+        sizes,
+        folder,
+        rows: Vec::new(),
+        cliffs: Vec::new(),
+        records: Vec::new(),
     };
-    let planned =
-        sizes.len() * settings.allocators.len() * arms * (settings.runs + settings.warmup) as usize;
-    let mut progress = ExecProgress::planned(Progress::with_results(planned));
-    eprintln!("{}", per.describe());
-    let mut rows: Vec<PointRow> = Vec::new();
-    let mut cliffs: Vec<CommandCliff> = Vec::new();
-    let mut records: Vec<(u64, ExecRecord)> = Vec::new();
-    let out = &args.out;
-    for &size in &sizes {
-        let name = format!("points/n{size}.json");
-        let f = &folder;
-        let mut save = |r: &ExecRecord| f.json(&name, r).map_err(|e| e.to_string());
-        let (record, point) = program::measure(
-            &settings,
-            &template,
-            Some(size),
-            per,
-            &mut progress,
-            &mut save,
-        )?;
-        let complete = record.complete;
-        if complete {
-            rows.extend(point);
-            records.push((size, record));
-        }
-        write_folder(
-            &folder, &template, per, &sizes, false, &rows, &cliffs, &records,
-        )?;
-        if !complete {
-            progress.0.clear();
-            return Err(Error::Interrupted(format!(
-                "the sizes measured are kept in {}",
-                out.display()
-            )));
-        }
-    }
-    progress.0.finish();
+    sweep.measure_sizes(&args.out)?;
     if !args.no_cliffs {
-        for j in program::jumps(&rows, per) {
+        sweep.bisect(args)?;
+    }
+    let complete = !interrupted();
+    sweep.write(complete)?;
+    sweep
+        .folder
+        .finish(complete)
+        .map_err(|e| Error::RunFailed(format!("writing the results failed: {e}")))?;
+    super::print_out(&sweep.screen(args.no_cliffs, complete))?;
+    eprintln!("results in {}", args.out.display());
+    if interrupted() {
+        return Err(Error::Interrupted(
+            "the sizes measured are kept; the cliffs not bisected are missing".into(),
+        ));
+    }
+    let failed = sweep.rows.iter().filter(|r| !r.status.is_ok()).count();
+    super::failed_runs(failed, sweep.rows.len(), "sizes × allocators")
+}
+
+/// A sweep under way: what it runs, its folder, and what it has measured so far.
+struct Sweep {
+    settings: crate::engine::command::ExecSettings,
+    template: Template,
+    per: Per,
+    sizes: Vec<u64>,
+    folder: Folder,
+    rows: Vec<PointRow>,
+    cliffs: Vec<CommandCliff>,
+    records: Vec<(u64, ExecRecord)>,
+}
+
+impl Sweep {
+    /// Every size under every allocator, each size's record on disk as it runs and the
+    /// folder rewritten after it; an interrupt keeps the sizes measured.
+    fn measure_sizes(&mut self, out: &std::path::Path) -> Result<()> {
+        let arms = if matches!(self.per, Per::Difference(_)) {
+            2
+        } else {
+            1
+        };
+        let planned = self.sizes.len()
+            * self.settings.allocators.len()
+            * arms
+            * (self.settings.runs + self.settings.warmup) as usize;
+        let mut progress = ExecProgress::planned(Progress::with_results(planned));
+        eprintln!("{}", self.per.describe());
+        for size in self.sizes.clone() {
+            let name = format!("points/n{size}.json");
+            let f = &self.folder;
+            let mut save = |r: &ExecRecord| f.json(&name, r).map_err(|e| e.to_string());
+            let (record, point) = program::measure(
+                &self.settings,
+                &self.template,
+                Some(size),
+                self.per,
+                &mut progress,
+                &mut save,
+            )?;
+            let complete = record.complete;
+            if complete {
+                self.rows.extend(point);
+                self.records.push((size, record));
+            }
+            self.write(false)?;
+            if !complete {
+                progress.0.clear();
+                return Err(Error::Interrupted(format!(
+                    "the sizes measured are kept in {}",
+                    out.display()
+                )));
+            }
+        }
+        progress.0.finish();
+        Ok(())
+    }
+
+    /// Each change between neighbouring sizes bisected to its sizes (and, with
+    /// --bytes-per-element, matched to the allocator's thresholds and confirmed), each
+    /// on disk once found.
+    fn bisect(&mut self, args: &SweepArgs) -> Result<()> {
+        let per = self.per;
+        for j in program::jumps(&self.rows, per) {
             if interrupted() {
                 break;
             }
@@ -155,8 +205,8 @@ pub fn run(args: &SweepArgs) -> Result<()> {
                 )
             };
             let c = program::bisect(
-                &settings,
-                &template,
+                &self.settings,
+                &self.template,
                 per,
                 &j,
                 args.resolution,
@@ -169,16 +219,15 @@ pub fn run(args: &SweepArgs) -> Result<()> {
             if interrupted() {
                 break;
             }
-            cliffs.push(c);
-            write_folder(
-                &folder, &template, per, &sizes, false, &rows, &cliffs, &records,
-            )?;
-            let (Some(per_element), Some(c)) = (args.bytes_per_element, cliffs.last_mut()) else {
+            self.cliffs.push(c);
+            self.write(false)?;
+            let (Some(per_element), Some(c)) = (args.bytes_per_element, self.cliffs.last_mut())
+            else {
                 continue;
             };
             program::explain(
-                &settings,
-                &template,
+                &self.settings,
+                &self.template,
                 per,
                 c,
                 program::Buffers {
@@ -194,74 +243,64 @@ pub fn run(args: &SweepArgs) -> Result<()> {
             if let Some(conf) = &c.confirmation {
                 eprintln!("  {}", conf.describe());
             }
-            write_folder(
-                &folder, &template, per, &sizes, false, &rows, &cliffs, &records,
-            )?;
+            self.write(false)?;
         }
+        Ok(())
     }
-    let complete = !interrupted();
-    write_folder(
-        &folder, &template, per, &sizes, complete, &rows, &cliffs, &records,
-    )?;
-    folder
-        .finish(complete)
-        .map_err(|e| Error::RunFailed(format!("writing the results failed: {e}")))?;
-    // The answer first: where the counts change, then the table of every size.
-    let width = crate::fmt::screen_width();
-    let mut text = String::new();
-    let items = answer(&cliffs, per.unit());
-    if !items.is_empty() {
-        text.push_str(&format!(
-            "where faults or memory syscalls per {} change:\n",
-            per.unit()
-        ));
-        for i in &items {
-            text.push_str(&crate::fmt::wrap(&i.text, width, "  ", "    "));
-        }
-    } else if !complete {
-        text.push_str(&crate::fmt::wrap(
-            "INCOMPLETE: the sweep stopped before every size was measured and every change bisected, so it states no cliff",
-            width,
-            "",
-            "  ",
-        ));
-    } else if !args.no_cliffs {
-        text.push_str(&crate::fmt::wrap(
-            &format!(
-                "no allocator's faults or memory syscalls per {} cross their thresholds (1 and 0.5) between neighbouring sizes{}",
-                per.unit(),
-                if cliffs.is_empty() { "" } else { " and stay crossed when measured again" }
-            ),
-            width,
-            "",
-            "  ",
-        ));
-    }
-    if !text.is_empty() {
-        text.push('\n');
-    }
-    text.push_str(&table(&rows, false));
-    let unresolved: Vec<&CommandCliff> = cliffs.iter().filter(|c| c.unresolved.is_some()).collect();
-    if !unresolved.is_empty() {
-        text.push_str("\nseen in the sweep, not bisected:\n");
-        for c in unresolved {
+
+    /// The console: the answer first (where the counts change), the table of every size,
+    /// then the changes the sweep saw that did not hold when measured again.
+    fn screen(&self, no_cliffs: bool, complete: bool) -> String {
+        let (per, cliffs) = (self.per, &self.cliffs);
+        let width = crate::fmt::screen_width();
+        let mut text = String::new();
+        let items = answer(cliffs, per.unit());
+        if !items.is_empty() {
+            text.push_str(&format!(
+                "where faults or memory syscalls per {} change:\n",
+                per.unit()
+            ));
+            for i in &items {
+                text.push_str(&crate::fmt::wrap(&i.text, width, "  ", "    "));
+            }
+        } else if !complete {
             text.push_str(&crate::fmt::wrap(
-                &c.describe(per.unit()),
+                "INCOMPLETE: the sweep stopped before every size was measured and every change bisected, so it states no cliff",
                 width,
+                "",
                 "  ",
-                "    ",
+            ));
+        } else if !no_cliffs {
+            text.push_str(&crate::fmt::wrap(
+                &format!(
+                    "no allocator's faults or memory syscalls per {} cross their thresholds (1 and 0.5) between neighbouring sizes{}",
+                    per.unit(),
+                    if cliffs.is_empty() { "" } else { " and stay crossed when measured again" }
+                ),
+                width,
+                "",
+                "  ",
             ));
         }
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&table(&self.rows, false));
+        let unresolved: Vec<&CommandCliff> =
+            cliffs.iter().filter(|c| c.unresolved.is_some()).collect();
+        if !unresolved.is_empty() {
+            text.push_str("\nseen in the sweep, not bisected:\n");
+            for c in unresolved {
+                text.push_str(&crate::fmt::wrap(
+                    &c.describe(per.unit()),
+                    width,
+                    "  ",
+                    "    ",
+                ));
+            }
+        }
+        text
     }
-    super::print_out(&text)?;
-    eprintln!("results in {}", out.display());
-    if interrupted() {
-        return Err(Error::Interrupted(
-            "the sizes measured are kept; the cliffs not bisected are missing".into(),
-        ));
-    }
-    let failed = rows.iter().filter(|r| !r.status.is_ok()).count();
-    super::failed_runs(failed, rows.len(), "sizes × allocators")
 }
 
 fn time(r: &PointRow) -> String {
@@ -393,118 +432,172 @@ fn answer(cliffs: &[CommandCliff], unit: &str) -> Vec<Item> {
         .collect()
 }
 
-/// Rewrites the folder from what is measured so far (every file atomically); `complete`
-/// only once every size is measured and every change bisected.
-#[allow(clippy::too_many_arguments)]
-fn write_folder(
-    folder: &Folder,
-    template: &Template,
-    per: Per,
-    sizes: &[u64],
-    complete: bool,
-    rows: &[PointRow],
-    cliffs: &[CommandCliff],
-    records: &[(u64, ExecRecord)],
-) -> Result<()> {
-    let command: Vec<String> = template
-        .words
-        .iter()
-        .map(|w| w.to_string_lossy().into_owned())
-        .collect();
-    let unit = per.unit();
-    let err = |e: crate::export::results::ResultsError| {
-        Error::RunFailed(format!("writing the results failed: {e}"))
-    };
-    folder
-        .json(
-            "sweep.json",
-            &SweepFile {
-                schema: "alloclab.sweep/1",
-                command: command.clone(),
-                per: per.describe(),
-                sizes,
-                complete,
-                rows,
-                cliffs,
-            },
-        )
-        .map_err(err)?;
-    folder.json("cliffs.json", &cliffs).map_err(err)?;
-    folder
-        .text(
-            "summary.csv",
-            &crate::export::csv::csv_of(rows, &PointRow::default()),
-        )
-        .map_err(err)?;
-    // Run times of every size and allocator, in the lab's HdrHistogram files.
-    // With {calls}, the 2N-call runs of each allocator (its second row).
-    let step = if matches!(per, Per::Difference(_)) {
-        2
-    } else {
-        1
-    };
-    for (size, r) in records {
-        for pair in r.allocators.chunks(step) {
-            let (name, runs) = (&pair[0].allocator, &pair[pair.len() - 1]);
-            if let Some(h) = histogram(runs) {
-                let stem = format!("{}-n{size}", file_stem(name));
-                let of = if step == 2 {
-                    format!("the command at size {size}, its 2N-call runs")
-                } else {
-                    format!("the command at size {size}")
-                };
-                let log = interval_log(runs, &of);
-                folder.histogram(&stem, &h, &log).map_err(err)?;
+/// The folder's files, rewritten from what is measured so far (every file atomically).
+impl Sweep {
+    /// Every file of the folder; `complete` only once every size is measured and every
+    /// change bisected.
+    fn write(&self, complete: bool) -> Result<()> {
+        self.write_data(complete)?;
+        let (plots_md, drawings) = self.write_plots()?;
+        self.write_report(complete, &plots_md, drawings)
+    }
+
+    /// sweep.json, cliffs.json, summary.csv and every size's HdrHistogram files.
+    fn write_data(&self, complete: bool) -> Result<()> {
+        let (folder, template, per, sizes, rows, cliffs, records) = (
+            &self.folder,
+            &self.template,
+            self.per,
+            &self.sizes[..],
+            &self.rows[..],
+            &self.cliffs[..],
+            &self.records[..],
+        );
+        let command: Vec<String> = template
+            .words
+            .iter()
+            .map(|w| w.to_string_lossy().into_owned())
+            .collect();
+        let err = |e: crate::export::results::ResultsError| {
+            Error::RunFailed(format!("writing the results failed: {e}"))
+        };
+        folder
+            .json(
+                "sweep.json",
+                &SweepFile {
+                    schema: "alloclab.sweep/1",
+                    command: command.clone(),
+                    per: per.describe(),
+                    sizes,
+                    complete,
+                    rows,
+                    cliffs,
+                },
+            )
+            .map_err(err)?;
+        folder.json("cliffs.json", &cliffs).map_err(err)?;
+        folder
+            .text(
+                "summary.csv",
+                &crate::export::csv::csv_of(rows, &PointRow::default()),
+            )
+            .map_err(err)?;
+        // Run times of every size and allocator, in the lab's HdrHistogram files.
+        // With {calls}, the 2N-call runs of each allocator (its second row).
+        let step = if matches!(per, Per::Difference(_)) {
+            2
+        } else {
+            1
+        };
+        for (size, r) in records {
+            for pair in r.allocators.chunks(step) {
+                let (name, runs) = (&pair[0].allocator, &pair[pair.len() - 1]);
+                if let Some(h) = histogram(runs) {
+                    let stem = format!("{}-n{size}", file_stem(name));
+                    let of = if step == 2 {
+                        format!("the command at size {size}, its 2N-call runs")
+                    } else {
+                        format!("the command at size {size}")
+                    };
+                    let log = interval_log(runs, &of);
+                    folder.histogram(&stem, &h, &log).map_err(err)?;
+                }
             }
         }
+        Ok(())
     }
-    let plots = [
-        (
-            "faults-per-call",
-            format!("minor faults per {unit}"),
-            Scale::LogFloor(0.01),
-            (|r: &PointRow| r.minflt) as fn(&PointRow) -> Option<f64>,
-            (|v: f64| fmt_count(v)) as fn(f64) -> String,
-        ),
-        (
-            "memory-syscalls-per-call",
-            format!("memory syscalls per {unit}"),
-            Scale::LogFloor(0.01),
-            |r: &PointRow| r.memory_syscalls,
-            |v: f64| fmt_count(v),
-        ),
-        (
-            "time-per-call",
-            format!("wall time per {unit}"),
-            Scale::Log,
-            |r: &PointRow| r.time_ns,
-            |v: f64| fmt_ns(v),
-        ),
-        (
-            "peak-rss",
-            "peak RSS (MiB)".to_string(),
-            Scale::Log,
-            |r: &PointRow| r.peak_rss_mib,
-            |v: f64| fmt_count(v),
-        ),
-    ];
-    let mut md = format!(
-        "# alloclab sweep\n\n```\n{}\n```\n\n",
-        shell_words(&command)
-    );
-    if !complete {
-        let measured = rows
+
+    /// The plots against size; REPORT.md's lines for them and the drawings for the page.
+    fn write_plots(&self) -> Result<(String, Vec<(String, String)>)> {
+        let (folder, per, rows) = (&self.folder, self.per, &self.rows[..]);
+        let unit = per.unit();
+        let err = |e: crate::export::results::ResultsError| {
+            Error::RunFailed(format!("writing the results failed: {e}"))
+        };
+        let plots = [
+            (
+                "faults-per-call",
+                format!("minor faults per {unit}"),
+                Scale::LogFloor(0.01),
+                (|r: &PointRow| r.minflt) as fn(&PointRow) -> Option<f64>,
+                (|v: f64| fmt_count(v)) as fn(f64) -> String,
+            ),
+            (
+                "memory-syscalls-per-call",
+                format!("memory syscalls per {unit}"),
+                Scale::LogFloor(0.01),
+                |r: &PointRow| r.memory_syscalls,
+                |v: f64| fmt_count(v),
+            ),
+            (
+                "time-per-call",
+                format!("wall time per {unit}"),
+                Scale::Log,
+                |r: &PointRow| r.time_ns,
+                |v: f64| fmt_ns(v),
+            ),
+            (
+                "peak-rss",
+                "peak RSS (MiB)".to_string(),
+                Scale::Log,
+                |r: &PointRow| r.peak_rss_mib,
+                |v: f64| fmt_count(v),
+            ),
+        ];
+        let mut md = String::new();
+        let mut drawings = Vec::new();
+        for (name, y, scale, value, format) in plots {
+            let svg = plot(rows, &format!("{y} against size"), &y, scale, value, format);
+            folder
+                .text(&format!("plots/{name}.svg"), &svg)
+                .map_err(err)?;
+            md.push_str(&format!("![{y}](plots/{name}.svg)\n"));
+            drawings.push((format!("{y} against size (plots/{name}.svg)"), svg));
+        }
+        Ok((md, drawings))
+    }
+
+    /// findings.json, REPORT.md and report.html: the answer first.
+    fn write_report(
+        &self,
+        complete: bool,
+        plots_md: &str,
+        drawings: Vec<(String, String)>,
+    ) -> Result<()> {
+        let (folder, template, per, sizes, rows, cliffs) = (
+            &self.folder,
+            &self.template,
+            self.per,
+            &self.sizes[..],
+            &self.rows[..],
+            &self.cliffs[..],
+        );
+        let command: Vec<String> = template
+            .words
             .iter()
-            .map(|r| r.size)
-            .collect::<std::collections::BTreeSet<_>>()
-            .len();
-        md.push_str(&format!(
+            .map(|w| w.to_string_lossy().into_owned())
+            .collect();
+        let unit = per.unit();
+        let err = |e: crate::export::results::ResultsError| {
+            Error::RunFailed(format!("writing the results failed: {e}"))
+        };
+        let mut md = format!(
+            "# alloclab sweep\n\n```\n{}\n```\n\n",
+            shell_words(&command)
+        );
+        if !complete {
+            let measured = rows
+                .iter()
+                .map(|r| r.size)
+                .collect::<std::collections::BTreeSet<_>>()
+                .len();
+            md.push_str(&format!(
             "> **Incomplete:** {measured} of {} sizes measured{}; the sweep is still going, or was interrupted or killed. Only a finished sweep says `\"complete\": true` in sweep.json and folder.json.\n\n",
             sizes.len(),
             if measured == sizes.len() { " (the cliffs between them are not all bisected)" } else { "" }
         ));
-    }
-    md.push_str(&format!(
+        }
+        md.push_str(&format!(
         "Figures are {}; time is the median over the rounds with its {} interval. Sizes: {}.\n\n",
         per.describe(),
         crate::analysis::stats::level_text(),
@@ -514,75 +607,70 @@ fn write_folder(
             .collect::<Vec<_>>()
             .join(", ")
     ));
-    let items = answer(cliffs, unit);
-    folder
-        .json(
-            "findings.json",
-            &crate::analysis::findings::SweepFindings {
-                schema: crate::analysis::findings::SCHEMA,
-                command: command.clone(),
-                complete,
-                answer: items.clone(),
-            },
-        )
-        .map_err(err)?;
-    md.push_str("## Where behaviour changes\n\n");
-    if items.is_empty() {
-        md.push_str("No change bisected (none found between neighbouring sizes, or `--no-cliffs`, or not reached).\n\n");
-    }
-    for i in &items {
-        md.push_str(&format!("* {}\n", i.text));
-    }
-    let unresolved: Vec<&CommandCliff> = cliffs.iter().filter(|c| c.unresolved.is_some()).collect();
-    if !unresolved.is_empty() {
-        md.push_str("\n**Seen in the sweep, not bisected:**\n\n");
-        for c in unresolved {
-            md.push_str(&format!("* {}\n", c.describe(unit)));
-        }
-    }
-    md.push_str("\n## Plots\n\n");
-    let mut drawings = Vec::new();
-    for (name, y, scale, value, format) in plots {
-        let svg = plot(rows, &format!("{y} against size"), &y, scale, value, format);
+        let items = answer(cliffs, unit);
         folder
-            .text(&format!("plots/{name}.svg"), &svg)
+            .json(
+                "findings.json",
+                &crate::analysis::findings::SweepFindings {
+                    schema: crate::analysis::findings::SCHEMA,
+                    command: command.clone(),
+                    complete,
+                    answer: items.clone(),
+                },
+            )
             .map_err(err)?;
-        md.push_str(&format!("![{y}](plots/{name}.svg)\n"));
-        drawings.push((format!("{y} against size (plots/{name}.svg)"), svg));
+        md.push_str("## Where behaviour changes\n\n");
+        if items.is_empty() {
+            md.push_str("No change bisected (none found between neighbouring sizes, or `--no-cliffs`, or not reached).\n\n");
+        }
+        for i in &items {
+            md.push_str(&format!("* {}\n", i.text));
+        }
+        let unresolved: Vec<&CommandCliff> =
+            cliffs.iter().filter(|c| c.unresolved.is_some()).collect();
+        if !unresolved.is_empty() {
+            md.push_str("\n**Seen in the sweep, not bisected:**\n\n");
+            for c in unresolved {
+                md.push_str(&format!("* {}\n", c.describe(unit)));
+            }
+        }
+        md.push_str("\n## Plots\n\n");
+        md.push_str(plots_md);
+        md.push_str("\n## Summary\n\n");
+        md.push_str(&table(rows, true));
+        md.push_str("\nEvery run: `points/n<size>.json` (exec's record of that size). Run times: `histograms/<allocator>-n<size>.us.csv` (HdrHistogram, µs; with {calls}, the 2N-call runs). All rows: `summary.csv`; cliffs: `cliffs.json`.\n");
+        folder.text("REPORT.md", &md).map_err(err)?;
+        // An unfinished sweep says so in the page's title, as an unfinished run's page does.
+        let title = if complete {
+            "alloclab sweep".to_string()
+        } else {
+            format!(
+                "INCOMPLETE ({} of {} sizes): alloclab sweep",
+                group_thousands(
+                    rows.iter()
+                        .map(|r| r.size)
+                        .collect::<std::collections::BTreeSet<_>>()
+                        .len() as i64
+                ),
+                group_thousands(sizes.len() as i64)
+            )
+        };
+        let page = crate::export::html::folder_page(
+            &title,
+            &md,
+            drawings,
+            crate::export::headlines::Answer {
+                items,
+                more: 0,
+                incomplete: (!complete).then(|| {
+                    "INCOMPLETE: not every size was measured, or not every cliff bisected"
+                        .to_string()
+                }),
+            },
+        );
+        folder.text("report.html", &page).map_err(err)?;
+        Ok(())
     }
-    md.push_str("\n## Summary\n\n");
-    md.push_str(&table(rows, true));
-    md.push_str("\nEvery run: `points/n<size>.json` (exec's record of that size). Run times: `histograms/<allocator>-n<size>.us.csv` (HdrHistogram, µs; with {calls}, the 2N-call runs). All rows: `summary.csv`; cliffs: `cliffs.json`.\n");
-    folder.text("REPORT.md", &md).map_err(err)?;
-    // An unfinished sweep says so in the page's title, as an unfinished run's page does.
-    let title = if complete {
-        "alloclab sweep".to_string()
-    } else {
-        format!(
-            "INCOMPLETE ({} of {} sizes): alloclab sweep",
-            group_thousands(
-                rows.iter()
-                    .map(|r| r.size)
-                    .collect::<std::collections::BTreeSet<_>>()
-                    .len() as i64
-            ),
-            group_thousands(sizes.len() as i64)
-        )
-    };
-    let page = crate::export::html::folder_page(
-        &title,
-        &md,
-        drawings,
-        crate::export::headlines::Answer {
-            items,
-            more: 0,
-            incomplete: (!complete).then(|| {
-                "INCOMPLETE: not every size was measured, or not every cliff bisected".to_string()
-            }),
-        },
-    );
-    folder.text("report.html", &page).map_err(err)?;
-    Ok(())
 }
 
 #[cfg(test)]
