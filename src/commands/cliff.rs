@@ -84,28 +84,7 @@ pub fn run(args: &CliffArgs) -> Result<()> {
     if !args.program.command.is_empty() {
         return super::cliff_command::run(args);
     }
-    if args.bytes_per_element.is_some() {
-        return Err(Error::BadInput(
-            "--bytes-per-element is for your command after `--`: the built-in workload's buffers are f64 (8 bytes per element), and its cliffs are named without it".into(),
-        ));
-    }
-    let Some(variant) = args.variant else {
-        return Err(Error::BadInput(
-            "--variant is required for the built-in workload (in-place, out-of-place, reuse or fused); or give your own command after `--` with {size} in it".into(),
-        ));
-    };
-    let alloc: AllocatorSpec = args.allocator.parse().map_err(Error::bad)?;
-    let base = RunSpec {
-        allocator: alloc.allocator,
-        workload: args.workload,
-        variant,
-        size: args.to,
-        threads: 1,
-        seed: 42,
-        knobs: alloc.knobs,
-        thp: args.thp,
-        library: alloc.library,
-    };
+    let base = base_spec(args)?;
     let workers = preflight::check(std::slice::from_ref(&base)).map_err(Error::bad)?;
     let mut exec = ProcessExecutor::new(workers, args.counters, Duration::from_secs(300))
         .map_err(|why| Error::counters(args.counters, why))?;
@@ -149,43 +128,80 @@ pub fn run(args: &CliffArgs) -> Result<()> {
     progress.clear();
     let rows: Vec<SummaryRow> = cells.iter().map(cells::row).collect();
     let across = cells::compare(&cells[0], &cells[1], args.noise_threshold);
-    let latency = |r: &SummaryRow| match (r.p50_ns, r.p50_ci_low_ns, r.p50_ci_high_ns) {
-        (Some(p), Some(lo), Some(hi)) => format!(
-            "p50 {} [{}, {}] over {} processes",
-            fmt_ns(p as f64),
-            fmt_ns(lo as f64),
-            fmt_ns(hi as f64),
-            r.processes.unwrap_or(1)
-        ),
-        (Some(p), _, _) => format!(
-            "p50 {} from {} process(es), no interval",
-            fmt_ns(p as f64),
-            r.processes.unwrap_or(1)
-        ),
-        _ => format!("not measured: {}", r.error.as_deref().unwrap_or("failed")),
+    let found = Found {
+        base: &base,
+        metric,
+        cliff: &c,
+        rows: &rows,
+        across,
+        order_seed,
     };
-    let side = |p: &Probe| {
-        format!(
-            "{} elements ({} per f64 buffer): {} {} per iteration, p50 {}",
-            fmt_count(p.size as f64),
-            human_bytes(p.size * 8),
-            fmt_count(p.value),
-            metric.name(),
-            fmt_ns(p.record.p50_ns as f64)
+    super::print_out(&if args.format == Format::Json {
+        found.json()?
+    } else {
+        found.text()
+    })
+}
+
+/// The built-in cell bisected: its allocator, workload and variant at --to.
+fn base_spec(args: &CliffArgs) -> Result<RunSpec> {
+    if args.bytes_per_element.is_some() {
+        return Err(Error::BadInput(
+            "--bytes-per-element is for your command after `--`: the built-in workload's buffers are f64 (8 bytes per element), and its cliffs are named without it".into(),
+        ));
+    }
+    let Some(variant) = args.variant else {
+        return Err(Error::BadInput(
+            "--variant is required for the built-in workload (in-place, out-of-place, reuse or fused); or give your own command after `--` with {size} in it".into(),
+        ));
+    };
+    let alloc: AllocatorSpec = args.allocator.parse().map_err(Error::bad)?;
+    Ok(RunSpec {
+        allocator: alloc.allocator,
+        workload: args.workload,
+        variant,
+        size: args.to,
+        threads: 1,
+        seed: 42,
+        knobs: alloc.knobs,
+        thp: args.thp,
+        library: alloc.library,
+    })
+}
+
+/// A cliff found: the sizes either side, the latency there measured again, and the
+/// threshold behind it.
+struct Found<'a> {
+    base: &'a RunSpec,
+    metric: cliff::Metric,
+    cliff: &'a cliff::Cliff<crate::model::record::RunRecord>,
+    rows: &'a [SummaryRow],
+    across: Option<crate::analysis::stats::Comparison>,
+    order_seed: u64,
+}
+
+impl Found<'_> {
+    /// From nothing: the value crosses the metric's threshold; from a level (2 brk per
+    /// iteration to 0, or to 3), it changes by at least the margin.
+    fn rises_from_nothing(&self) -> bool {
+        self.cliff.below.value.abs() < self.metric.threshold()
+    }
+
+    /// The allocator's known threshold at the cliff, near it, or none, in a sentence.
+    fn behind_it(&self) -> String {
+        let (c, metric, base) = (self.cliff, self.metric, self.base);
+        crate::analysis::thresholds::cause(
+            &base.allocator_label(),
+            base.workload.live_buffers(base.variant),
+            crate::analysis::thresholds::is_onset(metric.threshold(), c.below.value, c.above.value),
+            c.below.size,
+            c.above.size,
         )
-    };
-    // From nothing: the value crosses the metric's threshold; from a level (2 brk per
-    // iteration to 0, or to 3), it changes by at least the margin.
-    let from_nothing = c.below.value.abs() < metric.threshold();
-    let behind_it = crate::analysis::thresholds::cause(
-        &base.allocator_label(),
-        base.workload.live_buffers(base.variant),
-        crate::analysis::thresholds::is_onset(metric.threshold(), c.below.value, c.above.value),
-        c.below.size,
-        c.above.size,
-    )
-    .sentence();
-    if args.format == Format::Json {
+        .sentence()
+    }
+
+    fn json(&self) -> Result<String> {
+        let (c, metric, base, rows) = (self.cliff, self.metric, self.base, self.rows);
         let side = |p: &Probe| CliffSide {
             size: p.size,
             value_per_iter: p.value,
@@ -208,36 +224,66 @@ pub fn run(args: &CliffArgs) -> Result<()> {
             variant: base.variant,
             metric: metric.name(),
             threshold: metric.threshold(),
-            change: if from_nothing { "cross" } else { "change by" },
+            change: if self.rises_from_nothing() {
+                "cross"
+            } else {
+                "change by"
+            },
             margin: c.margin,
             below: side(&c.below),
             above: side(&c.above),
             probes: c.probes,
             below_replicated: replicated(&rows[0]),
             above_replicated: replicated(&rows[1]),
-            above_vs_below: across.map(|a| Across {
+            above_vs_below: self.across.map(|a| Across {
                 ratio: a.ratio,
                 ci_low: a.interval.map(|i| i.low),
                 ci_high: a.interval.map(|i| i.high),
                 verdict: a.verdict.map(|v| v.words()),
             }),
-            order_seed,
-            behind_it,
+            order_seed: self.order_seed,
+            behind_it: self.behind_it(),
         };
-        return super::print_out(
-            &(serde_json::to_string_pretty(&value).map_err(Error::failed)? + "\n"),
-        );
+        Ok(serde_json::to_string_pretty(&value).map_err(Error::failed)? + "\n")
     }
-    let across = match across {
-        Some(a) => format!("above vs below: {}", describe(&a)),
-        None => "above vs below: no paired rounds (a side failed)".into(),
-    };
-    let how = if from_nothing {
-        format!("cross {}", metric.threshold())
-    } else {
-        format!("change by {} or more", crate::fmt::fmt_count(c.margin))
-    };
-    super::print_out(&format!(
+
+    fn text(&self) -> String {
+        let (c, metric, base, rows) = (self.cliff, self.metric, self.base, self.rows);
+        let latency = |r: &SummaryRow| match (r.p50_ns, r.p50_ci_low_ns, r.p50_ci_high_ns) {
+            (Some(p), Some(lo), Some(hi)) => format!(
+                "p50 {} [{}, {}] over {} processes",
+                fmt_ns(p as f64),
+                fmt_ns(lo as f64),
+                fmt_ns(hi as f64),
+                r.processes.unwrap_or(1)
+            ),
+            (Some(p), _, _) => format!(
+                "p50 {} from {} process(es), no interval",
+                fmt_ns(p as f64),
+                r.processes.unwrap_or(1)
+            ),
+            _ => format!("not measured: {}", r.error.as_deref().unwrap_or("failed")),
+        };
+        let side = |p: &Probe| {
+            format!(
+                "{} elements ({} per f64 buffer): {} {} per iteration, p50 {}",
+                fmt_count(p.size as f64),
+                human_bytes(p.size * 8),
+                fmt_count(p.value),
+                metric.name(),
+                fmt_ns(p.record.p50_ns as f64)
+            )
+        };
+        let across = match self.across {
+            Some(a) => format!("above vs below: {}", describe(&a)),
+            None => "above vs below: no paired rounds (a side failed)".into(),
+        };
+        let how = if self.rises_from_nothing() {
+            format!("cross {}", metric.threshold())
+        } else {
+            format!("change by {} or more", crate::fmt::fmt_count(c.margin))
+        };
+        format!(
         "{} {} {}: {} per iteration {how} between\n  below: {}\n  above: {}\n({} probes)\nbehind it: {behind_it}\nlatency, measured again in interleaved rounds (order seed {order_seed}):\n  below: {}\n  above: {}\n  {across}\n",
         base.allocator_label(),
         base.workload,
@@ -248,5 +294,8 @@ pub fn run(args: &CliffArgs) -> Result<()> {
         c.probes,
         latency(&rows[0]),
         latency(&rows[1]),
-    ))
+        behind_it = self.behind_it(),
+        order_seed = self.order_seed,
+    )
+    }
 }
