@@ -289,6 +289,37 @@ pub fn run_experiment(
     if let Some(c) = calibration {
         results.save_calibration(c)?;
     }
+    let (cells, skipped) = measure_cells(exp, &plan, results, resume, executor, progress)?;
+    let (cliffs, unfinished) = cliffs_of(exp, &cells, results, executor, progress)?;
+    let loaded = Loaded {
+        plan,
+        cells,
+        calibration: calibration.cloned(),
+        cliffs,
+        unfinished,
+    };
+    let rebuilt = report_md::rebuild(results.folder(), &loaded, false)?;
+    Ok(ExperimentOutcome {
+        dir,
+        rebuilt,
+        skipped,
+        interrupted: interrupted(),
+    })
+}
+
+/// Every cell's processes, one of every cell per round in the one schedule: the order
+/// within round r is shuffled from the experiment's seed + r, so that drift reaches every
+/// cell (and sizes alike, in a sweep, instead of the large ones all at the end). With
+/// `resume`, a process already on disk for exactly this spec and budget is kept, not run
+/// again. The cells that have a process, and how many were kept.
+fn measure_cells(
+    exp: &Experiment,
+    plan: &Plan,
+    results: &ResultsDir,
+    resume: bool,
+    executor: &mut dyn Executor,
+    progress: &mut Progress,
+) -> Result<(Vec<Cell>, usize), ResultsError> {
     let r = exp.processes.max(1);
     let cells: Vec<Cell> = plan
         .runs
@@ -298,71 +329,9 @@ pub fn run_experiment(
             runs: Vec::new(),
         })
         .collect();
-    // One process of every cell per round, in the one schedule: the order within round
-    // r is shuffled from the experiment's seed + r, so that drift reaches every cell (and
-    // sizes alike, in a sweep, instead of the large ones all at the end).
-    struct Runs<'a> {
-        exp: &'a Experiment,
-        plan: &'a Plan,
-        results: &'a ResultsDir,
-        resume: bool,
-        executor: &'a mut dyn Executor,
-        progress: &'a mut Progress,
-        cells: Vec<Cell>,
-        skipped: usize,
-        error: Option<ResultsError>,
-    }
-    impl Rounds for Runs<'_> {
-        fn more(&mut self, done: u32) -> bool {
-            done < self.exp.processes.max(1)
-        }
-        fn step(&mut self, i: usize, pass: Pass, _: usize) -> Next {
-            let Pass::Round(round) = pass else {
-                return Next::Keep;
-            };
-            let (exp, r) = (self.exp, self.exp.processes.max(1));
-            let run = &self.plan.runs[i];
-            let id = results::process_id(&run.id, round, r);
-            let key = eta_key(exp, &run.spec);
-            if self.resume {
-                if let Some(record) = self.results.completed(&id, &run.spec, exp) {
-                    self.skipped += 1;
-                    self.progress.skip_planned(&key);
-                    self.cells[i].runs.push((round, Ok(record)));
-                    return Next::Keep;
-                }
-            }
-            let what = if r > 1 {
-                format!("{}: {} (round {}/{r})", exp.name, run.spec, round + 1)
-            } else {
-                format!("{}: {}", exp.name, run.spec)
-            };
-            self.progress.start(&what);
-            let result = self.executor.execute(&run.spec, &exp.budget);
-            if interrupted() {
-                // The worker got the same Ctrl-C: its result is not a measurement.
-                return Next::Stop;
-            }
-            let saved = match &result {
-                Ok(record) => self.results.save_run(&id, record),
-                Err(failure) => {
-                    self.progress
-                        .say(&format!("{}: {id} FAILED: {}", exp.name, failure.cause));
-                    self.results.save_failure(&id, &run.spec, failure)
-                }
-            };
-            if let Err(e) = saved {
-                self.error = Some(e);
-                return Next::Stop;
-            }
-            self.progress.finish_planned(&key);
-            self.cells[i].runs.push((round, result));
-            Next::Keep
-        }
-    }
     let mut runs = Runs {
         exp,
-        plan: &plan,
+        plan,
         results,
         resume,
         executor,
@@ -382,8 +351,6 @@ pub fn run_experiment(
         mut cells,
         skipped,
         error,
-        executor,
-        progress,
         ..
     } = runs;
     if let Some(e) = error {
@@ -407,17 +374,29 @@ pub fn run_experiment(
         c.runs.sort_by_key(|(round, _)| *round);
     }
     cells.retain(|c| !c.runs.is_empty());
+    Ok((cells, skipped))
+}
+
+/// The exact cliffs (bisected and, where asked, confirmed; saved as found), or an
+/// earlier run's where none were looked for; and the steps an interrupt cut.
+fn cliffs_of(
+    exp: &Experiment,
+    cells: &[Cell],
+    results: &ResultsDir,
+    executor: &mut dyn Executor,
+    progress: &mut Progress,
+) -> Result<(Vec<crate::analysis::cliff::FoundCliff>, Vec<String>), ResultsError> {
     // The steps after the runs that an interrupt cut (said on every page of the folder).
     let mut unfinished = Vec::new();
     let cliffs = if exp.find_cliffs && !interrupted() {
         let budget = Budget::probe(exp.budget.max_iters);
-        let mut cliffs = find_cliffs(&cells, &budget, &exp.name, executor, progress);
+        let mut cliffs = find_cliffs(cells, &budget, &exp.name, executor, progress);
         // Saved as found, then again with what moving their thresholds showed.
         results.save_cliffs(&cliffs)?;
         if interrupted() {
             unfinished.push(BISECTION_CUT.to_string());
         } else if exp.confirm_cliffs {
-            confirm_cliffs(&mut cliffs, &cells, &budget, executor, progress);
+            confirm_cliffs(&mut cliffs, cells, &budget, executor, progress);
             results.save_cliffs(&cliffs)?;
             let open = unconfirmed(&cliffs);
             if interrupted() && open > 0 {
@@ -433,24 +412,71 @@ pub fn run_experiment(
             unfinished.push(BISECTION_CUT.to_string());
         }
         // Not looked for this time: the cliffs an earlier run found stay in the report.
-        results::load_cliffs(&dir)
+        results::load_cliffs(&results.root)
     };
-    let loaded = Loaded {
-        plan,
-        cells,
-        calibration: calibration.cloned(),
-        cliffs,
-        unfinished,
-    };
-    let rebuilt = report_md::rebuild(results.folder(), &loaded, false)?;
-    Ok(ExperimentOutcome {
-        dir,
-        rebuilt,
-        skipped,
-        interrupted: interrupted(),
-    })
+    Ok((cliffs, unfinished))
 }
 
+/// The processes of an experiment as the schedule runs them, each saved as it ends.
+struct Runs<'a> {
+    exp: &'a Experiment,
+    plan: &'a Plan,
+    results: &'a ResultsDir,
+    resume: bool,
+    executor: &'a mut dyn Executor,
+    progress: &'a mut Progress,
+    cells: Vec<Cell>,
+    skipped: usize,
+    error: Option<ResultsError>,
+}
+impl Rounds for Runs<'_> {
+    fn more(&mut self, done: u32) -> bool {
+        done < self.exp.processes.max(1)
+    }
+    fn step(&mut self, i: usize, pass: Pass, _: usize) -> Next {
+        let Pass::Round(round) = pass else {
+            return Next::Keep;
+        };
+        let (exp, r) = (self.exp, self.exp.processes.max(1));
+        let run = &self.plan.runs[i];
+        let id = results::process_id(&run.id, round, r);
+        let key = eta_key(exp, &run.spec);
+        if self.resume {
+            if let Some(record) = self.results.completed(&id, &run.spec, exp) {
+                self.skipped += 1;
+                self.progress.skip_planned(&key);
+                self.cells[i].runs.push((round, Ok(record)));
+                return Next::Keep;
+            }
+        }
+        let what = if r > 1 {
+            format!("{}: {} (round {}/{r})", exp.name, run.spec, round + 1)
+        } else {
+            format!("{}: {}", exp.name, run.spec)
+        };
+        self.progress.start(&what);
+        let result = self.executor.execute(&run.spec, &exp.budget);
+        if interrupted() {
+            // The worker got the same Ctrl-C: its result is not a measurement.
+            return Next::Stop;
+        }
+        let saved = match &result {
+            Ok(record) => self.results.save_run(&id, record),
+            Err(failure) => {
+                self.progress
+                    .say(&format!("{}: {id} FAILED: {}", exp.name, failure.cause));
+                self.results.save_failure(&id, &run.spec, failure)
+            }
+        };
+        if let Err(e) = saved {
+            self.error = Some(e);
+            return Next::Stop;
+        }
+        self.progress.finish_planned(&key);
+        self.cells[i].runs.push((round, result));
+        Next::Keep
+    }
+}
 /// What an interrupted run says of its cliffs' bisection.
 const BISECTION_CUT: &str =
     "the bisection of the exact cliffs (interrupted; `alloclab run --resume` measures it)";
