@@ -19,37 +19,8 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     if !args.program.command.is_empty() {
         return super::tune_command::run(args);
     }
-    let allocators = match &args.allocators {
-        Some(list) => crate::model::knobs::parse_spec_list(list).map_err(Error::bad)?,
-        None => Allocator::ALL
-            .iter()
-            .map(|&a| AllocatorSpec::plain(a))
-            .collect(),
-    };
-    if let Some(s) = allocators.iter().find(|s| !s.knobs.is_empty()) {
-        return Err(Error::BadInput(format!(
-            "--allocators {s}: tune tries its own knob sets; give allocator names (or installed libraries) without knobs"
-        )));
-    }
-    let specs: Vec<RunSpec> = allocators
-        .iter()
-        .flat_map(|a| match &a.library {
-            // An installed library: its defaults, beside the built-in allocators' sets.
-            Some(_) => vec![a.clone()],
-            None => tune::specs(a.allocator),
-        })
-        .map(|a| RunSpec {
-            allocator: a.allocator,
-            workload: args.workload,
-            variant: args.variant,
-            size: args.size,
-            threads: 1,
-            seed: 42,
-            knobs: a.knobs,
-            thp: Default::default(),
-            library: a.library,
-        })
-        .collect();
+    let allocators = allocators(args)?;
+    let specs = specs(args, &allocators);
     let workers = preflight::check(&specs).map_err(Error::bad)?;
     let mut exec = ProcessExecutor::new(workers, args.counters, Duration::from_secs(300))
         .map_err(|why| Error::counters(args.counters, why))?;
@@ -83,74 +54,8 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     let stopped_by = crate::ui::interrupt::interrupted()
         .then(|| crate::ui::interrupt::signal_name().unwrap_or("an interrupt"));
     let text = match args.format {
-        Format::Table => {
-            let mut t = match stopped_by {
-                Some(sig) => format!(
-                    "incomplete: interrupted by {sig}; the rows are from the finished processes (procs) of the {} planned per set\n",
-                    args.processes
-                ),
-                None => String::new(),
-            };
-            t += &format!(
-                "{} {} at {} elements; {} processes per set in interleaved rounds (order seed {order_seed}), medians with {} intervals, significant beyond ±{} %{}\n\n",
-                args.workload,
-                args.variant,
-                group_thousands(args.size as i64),
-                args.processes,
-                crate::analysis::stats::level_text(),
-                args.noise_threshold * 100.0,
-                crate::analysis::stats::too_few(args.processes as usize, "processes")
-                    .map_or(String::new(), |few| format!("; {few}"))
-            );
-            t.push_str(&table::to_table(&rows));
-            t.push('\n');
-            for line in tune::verdicts(&rows, &time) {
-                t.push_str(&line);
-                t.push('\n');
-            }
-            t.push_str("\nWhy each set was tried:\n");
-            for spec in &allocators {
-                if let Some(l) = &spec.library {
-                    t.push_str(&format!(
-                        "  {}: {} preloaded into the system worker, with its defaults (compared with system's defaults when those ran)\n",
-                        l.name,
-                        l.path.display()
-                    ));
-                    continue;
-                }
-                let a = &spec.allocator;
-                for (knobs, why) in tune::curated(*a) {
-                    let label = if knobs.is_empty() {
-                        a.to_string()
-                    } else {
-                        format!("{a}:{knobs}")
-                    };
-                    t.push_str(&format!("  {label}: {why}\n"));
-                }
-            }
-            t
-        }
-        format => {
-            // The CLI takes no CI format for tune (its rows are knob sets against their
-            // allocator's defaults: a search, not figures to keep a history of).
-            let format = format
-                .rows()
-                .ok_or_else(|| super::tune_command::not_for_tune(format))?;
-            let marked = super::compare::CompareRow::marked(
-                &rows,
-                stopped_by.is_none(),
-                stopped_by.map(str::to_string),
-                args.processes,
-            );
-            match (format, stopped_by) {
-                (RowFormat::Markdown, Some(sig)) => format!(
-                    "> **Incomplete:** interrupted by {sig}; the rows are from the finished processes (column processes) of the {} planned per set.\n\n{}",
-                    args.processes,
-                    export::render(format, &marked)
-                ),
-                _ => export::render(format, &marked),
-            }
-        }
+        Format::Table => screen(args, &allocators, &rows, &time, order_seed, stopped_by),
+        format => rows_as(args, format, &rows, stopped_by)?,
     };
     super::print_out(&text)?;
     if stopped_by.is_some() {
@@ -166,4 +71,131 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// The allocators to tune: --allocators (names or installed libraries, no knobs), or
+/// every built-in one.
+fn allocators(args: &TuneArgs) -> Result<Vec<AllocatorSpec>> {
+    let allocators = match &args.allocators {
+        Some(list) => crate::model::knobs::parse_spec_list(list).map_err(Error::bad)?,
+        None => Allocator::ALL
+            .iter()
+            .map(|&a| AllocatorSpec::plain(a))
+            .collect(),
+    };
+    if let Some(s) = allocators.iter().find(|s| !s.knobs.is_empty()) {
+        return Err(Error::BadInput(format!(
+            "--allocators {s}: tune tries its own knob sets; give allocator names (or installed libraries) without knobs"
+        )));
+    }
+    Ok(allocators)
+}
+
+/// Every knob set of every allocator (an installed library: its defaults) as a cell.
+fn specs(args: &TuneArgs, allocators: &[AllocatorSpec]) -> Vec<RunSpec> {
+    allocators
+        .iter()
+        .flat_map(|a| match &a.library {
+            // An installed library: its defaults, beside the built-in allocators' sets.
+            Some(_) => vec![a.clone()],
+            None => tune::specs(a.allocator),
+        })
+        .map(|a| RunSpec {
+            allocator: a.allocator,
+            workload: args.workload,
+            variant: args.variant,
+            size: args.size,
+            threads: 1,
+            seed: 42,
+            knobs: a.knobs,
+            thp: Default::default(),
+            library: a.library,
+        })
+        .collect()
+}
+
+/// The table, each set's verdict against its allocator's defaults, and why each set was
+/// tried.
+fn screen(
+    args: &TuneArgs,
+    allocators: &[AllocatorSpec],
+    rows: &[SummaryRow],
+    time: &[Option<crate::analysis::stats::Comparison>],
+    order_seed: u64,
+    stopped_by: Option<&str>,
+) -> String {
+    let mut t = match stopped_by {
+        Some(sig) => format!(
+            "incomplete: interrupted by {sig}; the rows are from the finished processes (procs) of the {} planned per set\n",
+            args.processes
+        ),
+        None => String::new(),
+    };
+    t += &format!(
+        "{} {} at {} elements; {} processes per set in interleaved rounds (order seed {order_seed}), medians with {} intervals, significant beyond ±{} %{}\n\n",
+        args.workload,
+        args.variant,
+        group_thousands(args.size as i64),
+        args.processes,
+        crate::analysis::stats::level_text(),
+        args.noise_threshold * 100.0,
+        crate::analysis::stats::too_few(args.processes as usize, "processes")
+            .map_or(String::new(), |few| format!("; {few}"))
+    );
+    t.push_str(&table::to_table(rows));
+    t.push('\n');
+    for line in tune::verdicts(rows, time) {
+        t.push_str(&line);
+        t.push('\n');
+    }
+    t.push_str("\nWhy each set was tried:\n");
+    for spec in allocators {
+        if let Some(l) = &spec.library {
+            t.push_str(&format!(
+                "  {}: {} preloaded into the system worker, with its defaults (compared with system's defaults when those ran)\n",
+                l.name,
+                l.path.display()
+            ));
+            continue;
+        }
+        let a = &spec.allocator;
+        for (knobs, why) in tune::curated(*a) {
+            let label = if knobs.is_empty() {
+                a.to_string()
+            } else {
+                format!("{a}:{knobs}")
+            };
+            t.push_str(&format!("  {label}: {why}\n"));
+        }
+    }
+    t
+}
+
+/// The rows as Markdown, CSV or JSON (no CI format: tune's rows are knob sets against
+/// their allocator's defaults, a search rather than figures to keep a history of).
+fn rows_as(
+    args: &TuneArgs,
+    format: Format,
+    rows: &[SummaryRow],
+    stopped_by: Option<&str>,
+) -> Result<String> {
+    // The CLI takes no CI format for tune (its rows are knob sets against their
+    // allocator's defaults: a search, not figures to keep a history of).
+    let format = format
+        .rows()
+        .ok_or_else(|| super::tune_command::not_for_tune(format))?;
+    let marked = super::compare::CompareRow::marked(
+        rows,
+        stopped_by.is_none(),
+        stopped_by.map(str::to_string),
+        args.processes,
+    );
+    Ok(match (format, stopped_by) {
+        (RowFormat::Markdown, Some(sig)) => format!(
+            "> **Incomplete:** interrupted by {sig}; the rows are from the finished processes (column processes) of the {} planned per set.\n\n{}",
+            args.processes,
+            export::render(format, &marked)
+        ),
+        _ => export::render(format, &marked),
+    })
 }
