@@ -39,28 +39,7 @@ pub fn run(args: &CliffArgs) -> Result<()> {
     let template = Template::new(p.command.clone());
     template.check(true, p.calls).map_err(Error::BadInput)?;
     let per = template.per(p.calls);
-    let allocators = crate::model::knobs::parse_spec_list(&args.allocator).map_err(Error::bad)?;
-    if allocators.len() != 1 {
-        return Err(Error::BadInput(format!(
-            "--allocator {}: cliff bisects under one allocator; give one (sweep runs several)",
-            args.allocator
-        )));
-    }
-    let settings = super::options::command_settings(
-        allocators,
-        &template.words,
-        super::options::CommandOptions {
-            runs: args.runs,
-            warmup: p.warmup,
-            show_output: p.show_output,
-            thp: args.thp,
-            timeout: p.timeout,
-            counters: args.counters,
-            noise_threshold: args.noise_threshold,
-            order_seed: p.order_seed,
-        },
-    )
-    .map_err(Error::BadInput)?;
+    let settings = settings(args, &template)?;
     crate::engine::begin();
     eprintln!("{}", per.describe());
     let metric = args.metric;
@@ -123,6 +102,45 @@ pub fn run(args: &CliffArgs) -> Result<()> {
             &(serde_json::to_string_pretty(&value).map_err(Error::failed)? + "\n"),
         );
     }
+    super::print_out(&text(args, per, &label, &c, behind_it))
+}
+
+/// The command under the one allocator --allocator names.
+fn settings(args: &CliffArgs, template: &Template) -> Result<crate::engine::command::ExecSettings> {
+    let p = &args.program;
+    let allocators = crate::model::knobs::parse_spec_list(&args.allocator).map_err(Error::bad)?;
+    if allocators.len() != 1 {
+        return Err(Error::BadInput(format!(
+            "--allocator {}: cliff bisects under one allocator; give one (sweep runs several)",
+            args.allocator
+        )));
+    }
+    super::options::command_settings(
+        allocators,
+        &template.words,
+        super::options::CommandOptions {
+            runs: args.runs,
+            warmup: p.warmup,
+            show_output: p.show_output,
+            thp: args.thp,
+            timeout: p.timeout,
+            counters: args.counters,
+            noise_threshold: args.noise_threshold,
+            order_seed: p.order_seed,
+        },
+    )
+    .map_err(Error::BadInput)
+}
+
+/// The cliff in words: its sizes either side, with every figure there.
+fn text(
+    args: &CliffArgs,
+    per: program::Per,
+    label: &str,
+    c: &cliff::Cliff<program::PointRow>,
+    behind_it: Option<String>,
+) -> String {
+    let metric = args.metric;
     let side = |p: &Probe<program::PointRow>| {
         let r = &p.record;
         format!(
@@ -137,7 +155,7 @@ pub fn run(args: &CliffArgs) -> Result<()> {
             unit = per.unit(),
         )
     };
-    super::print_out(&format!(
+    format!(
         "{label}: the onset of {} per {}: the first size that leaves the level of --from ({}) by {} or more (the threshold, or twice the spread of a size's rounds where larger)\n  below: {}\n  above: {}\n({} probes, {} each){}\n",
         metric.name(),
         per.unit(),
@@ -154,5 +172,5 @@ pub fn run(args: &CliffArgs) -> Result<()> {
         behind_it
             .map(|b| format!("\nbehind it: {b}"))
             .unwrap_or_default(),
-    ))
+    )
 }
