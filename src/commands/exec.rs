@@ -107,9 +107,19 @@ pub fn run(args: &ExecArgs) -> Result<()> {
         f.finish(record.complete).map_err(Error::failed)?;
     }
     let rows = output::rows(&record);
-    let text = match args.format {
+    super::print_out(&render(args, &record, &rows)?)?;
+    if let Some(dir) = &args.out {
+        eprintln!("results in {}", dir.display());
+    }
+    conclude(&record, &rows)
+}
+
+/// The session in the format asked for: the answer-first screen (or the full one with
+/// --verbose), Markdown, CSV, JSON or a CI format.
+fn render(args: &ExecArgs, record: &ExecRecord, rows: &[output::ExecRow]) -> Result<String> {
+    Ok(match args.format {
         Format::Table if !args.verbose => {
-            let mut s = output::answer_screen(&record, &rows, crate::fmt::screen_width());
+            let mut s = output::answer_screen(record, rows, crate::fmt::screen_width());
             if !record.complete {
                 s = format!(
                     "{}{s}",
@@ -128,11 +138,11 @@ pub fn run(args: &ExecArgs) -> Result<()> {
             s
         }
         Format::Table => {
-            let mut s = output::header(&record);
+            let mut s = output::header(record);
             s.push('\n');
-            s.push_str(&output::to_table(&rows));
-            let mut lines = output::explanations(&rows);
-            lines.extend(output::order_line(&record));
+            s.push_str(&output::to_table(rows));
+            let mut lines = output::explanations(rows);
+            lines.extend(output::order_line(record));
             if !lines.is_empty() {
                 s.push('\n');
                 for l in lines {
@@ -148,19 +158,20 @@ pub fn run(args: &ExecArgs) -> Result<()> {
             "> **Incomplete:** interrupted by {} before every round ran; the rows are from the finished runs (column runs) of the {} planned per allocator.\n\n{}",
             crate::ui::interrupt::signal_name().unwrap_or("an interrupt"),
             record.runs_requested,
-            export::render(RowFormat::Markdown, &rows)
+            export::render(RowFormat::Markdown, rows)
         ),
-        Format::Markdown => export::render(RowFormat::Markdown, &rows),
-        Format::Csv => export::render(RowFormat::Csv, &rows),
-        Format::Json => export::render(RowFormat::Json, &rows),
+        Format::Markdown => export::render(RowFormat::Markdown, rows),
+        Format::Csv => export::render(RowFormat::Csv, rows),
+        Format::Json => export::render(RowFormat::Json, rows),
         format @ (Format::Bmf | Format::GithubActionBenchmark) => {
-            ci_text(format, &rows, &record)?
+            ci_text(format, rows, record)?
         }
-    };
-    super::print_out(&text)?;
-    if let Some(dir) = &args.out {
-        eprintln!("results in {}", dir.display());
-    }
+    })
+}
+
+/// How the session ends: interrupted, failed runs, or (several commands) a significant
+/// slow-down of one against the first, which fails it for CI.
+fn conclude(record: &ExecRecord, rows: &[output::ExecRow]) -> Result<()> {
     if !record.complete {
         return Err(Error::Interrupted("the finished runs are kept".into()));
     }
@@ -168,7 +179,7 @@ pub fn run(args: &ExecArgs) -> Result<()> {
     super::failed_runs(failed, rows.len(), "allocators")?;
     // Several commands: a significant slow-down of one against the first is a failure
     // (exit 1), for CI.
-    let slower = crate::analysis::command::regressions(&record, &rows);
+    let slower = crate::analysis::command::regressions(record, rows);
     if !slower.is_empty() {
         let said: Vec<String> = slower
             .iter()
