@@ -33,23 +33,7 @@ pub fn run(args: &TraceArgs) -> Result<()> {
     executor.timeout_hint = "raise --timeout or lower --iterations/--size";
     let folder = super::exec::take_out_dir(&args.out, Kind::Trace, args.force_out)?;
     engine::begin();
-    let sampling = trace::perf_tool().map(|perf| trace::Sampling {
-        perf,
-        fault_period: args.fault_period,
-        stack_bytes: args.stack_bytes,
-    });
-    // Without perf, the ptrace tracer times the memory syscalls (not on every machine).
-    let ptrace_ok = crate::counters::linux::ptrace::unsupported().is_none();
-    if let Err(why) = &sampling {
-        eprintln!(
-            "note: no call stacks: {why}; the timeline is measured without them{}",
-            if ptrace_ok {
-                " (memory syscalls timed by the ptrace tracer)"
-            } else {
-                ""
-            }
-        );
-    }
+    let (sampling, ptrace_ok) = cell_sampling(args);
     let order_seed = args.order_seed.unwrap_or_else(engine::clock_seed);
 
     // The untraced reference: compare's budget, interleaved rounds.
@@ -92,18 +76,56 @@ pub fn run(args: &TraceArgs) -> Result<()> {
     }
     progress.clear();
     let complete = !interrupted() && traces.len() == specs.len();
-    let report = TraceReport {
+    let report = cell_report(args, &sampling, ptrace_ok, order_seed, complete, traces);
+    let written = export::save(&folder, &report).map_err(Error::failed)?;
+    let failed = report.allocators.iter().map(|t| t.failure.is_some());
+    let console = export::console(&report, &args.out, &written);
+    conclude(folder, complete, &console, failed, specs.len(), &args.out)
+}
+
+/// perf's sampling of a built-in cell (Err: why not, said), and whether the ptrace
+/// tracer can time the memory syscalls without it (not on every machine).
+fn cell_sampling(args: &TraceArgs) -> (std::result::Result<trace::Sampling, String>, bool) {
+    let sampling = trace::perf_tool().map(|perf| trace::Sampling {
+        perf,
+        fault_period: args.fault_period,
+        stack_bytes: args.stack_bytes,
+    });
+    let ptrace_ok = crate::counters::linux::ptrace::unsupported().is_none();
+    if let Err(why) = &sampling {
+        eprintln!(
+            "note: no call stacks: {why}; the timeline is measured without them{}",
+            if ptrace_ok {
+                " (memory syscalls timed by the ptrace tracer)"
+            } else {
+                ""
+            }
+        );
+    }
+    (sampling, ptrace_ok)
+}
+
+/// The trace of a built-in cell as trace.json keeps it.
+fn cell_report(
+    args: &TraceArgs,
+    sampling: &std::result::Result<trace::Sampling, String>,
+    ptrace_ok: bool,
+    order_seed: u64,
+    complete: bool,
+    traces: Vec<AllocatorTrace>,
+) -> TraceReport {
+    TraceReport {
         schema: export::SCHEMA.into(),
         workload: args.workload,
         variant: args.variant,
         size: args.size,
         iterations: args.iterations,
         fault_period: args.fault_period,
-        attribution: match &sampling {
+        attribution: match sampling {
             Ok(_) => None,
             Err(why) => Some(why.clone()),
         },
-        syscalls_timed_by: match (&sampling, ptrace_ok) {
+        syscalls_timed_by: match (sampling, ptrace_ok) {
             (Ok(_), _) => Some("perf".into()),
             (Err(_), true) => Some("ptrace".into()),
             (Err(_), false) => None,
@@ -112,11 +134,7 @@ pub fn run(args: &TraceArgs) -> Result<()> {
         order_seed,
         complete,
         allocators: traces,
-    };
-    let written = export::save(&folder, &report).map_err(Error::failed)?;
-    let failed = report.allocators.iter().map(|t| t.failure.is_some());
-    let console = export::console(&report, &args.out, &written);
-    conclude(folder, complete, &console, failed, specs.len(), &args.out)
+    }
 }
 
 /// A worker's traced run, or why it failed.
