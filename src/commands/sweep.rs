@@ -444,20 +444,15 @@ impl Sweep {
 
     /// sweep.json, cliffs.json, summary.csv and every size's HdrHistogram files.
     fn write_data(&self, complete: bool) -> Result<()> {
-        let (folder, template, per, sizes, rows, cliffs, records) = (
+        let (folder, per, sizes, rows, cliffs, records) = (
             &self.folder,
-            &self.template,
             self.per,
             &self.sizes[..],
             &self.rows[..],
             &self.cliffs[..],
             &self.records[..],
         );
-        let command: Vec<String> = template
-            .words
-            .iter()
-            .map(|w| w.to_string_lossy().into_owned())
-            .collect();
+        let command = self.command();
         let err = |e: crate::export::results::ResultsError| {
             Error::RunFailed(format!("writing the results failed: {e}"))
         };
@@ -564,82 +559,24 @@ impl Sweep {
         plots_md: &str,
         drawings: Vec<(String, String)>,
     ) -> Result<()> {
-        let (folder, template, per, sizes, rows, cliffs) = (
-            &self.folder,
-            &self.template,
-            self.per,
-            &self.sizes[..],
-            &self.rows[..],
-            &self.cliffs[..],
-        );
-        let command: Vec<String> = template
-            .words
-            .iter()
-            .map(|w| w.to_string_lossy().into_owned())
-            .collect();
-        let unit = per.unit();
         let err = |e: crate::export::results::ResultsError| {
             Error::RunFailed(format!("writing the results failed: {e}"))
         };
-        let mut md = format!(
-            "# alloclab sweep\n\n```\n{}\n```\n\n",
-            shell_words(&command)
-        );
-        if !complete {
-            let measured = rows
-                .iter()
-                .map(|r| r.size)
-                .collect::<std::collections::BTreeSet<_>>()
-                .len();
-            md.push_str(&format!(
-            "> **Incomplete:** {measured} of {} sizes measured{}; the sweep is still going, or was interrupted or killed. Only a finished sweep says `\"complete\": true` in sweep.json and folder.json.\n\n",
-            sizes.len(),
-            if measured == sizes.len() { " (the cliffs between them are not all bisected)" } else { "" }
-        ));
-        }
-        md.push_str(&format!(
-        "Figures are {}; time is the median over the rounds with its {} interval. Sizes: {}.\n\n",
-        per.describe(),
-        crate::analysis::stats::level_text(),
-        sizes
-            .iter()
-            .map(|s| group_thousands(*s as i64))
-            .collect::<Vec<_>>()
-            .join(", ")
-    ));
-        let items = answer(cliffs, unit);
-        folder
+        let items = answer(&self.cliffs, self.per.unit());
+        self.folder
             .json(
                 "findings.json",
                 &crate::analysis::findings::SweepFindings {
                     schema: crate::analysis::findings::SCHEMA,
-                    command: command.clone(),
+                    command: self.command(),
                     complete,
                     answer: items.clone(),
                 },
             )
             .map_err(err)?;
-        md.push_str("## Where behaviour changes\n\n");
-        if items.is_empty() {
-            md.push_str("No change bisected (none found between neighbouring sizes, or `--no-cliffs`, or not reached).\n\n");
-        }
-        for i in &items {
-            md.push_str(&format!("* {}\n", i.text));
-        }
-        let unresolved: Vec<&CommandCliff> =
-            cliffs.iter().filter(|c| c.unresolved.is_some()).collect();
-        if !unresolved.is_empty() {
-            md.push_str("\n**Seen in the sweep, not bisected:**\n\n");
-            for c in unresolved {
-                md.push_str(&format!("* {}\n", c.describe(unit)));
-            }
-        }
-        md.push_str("\n## Plots\n\n");
-        md.push_str(plots_md);
-        md.push_str("\n## Summary\n\n");
-        md.push_str(&table(rows, true));
-        md.push_str("\nEvery run: `points/n<size>.json` (exec's record of that size). Run times: `histograms/<allocator>-n<size>.us.csv` (HdrHistogram, µs; with {calls}, the 2N-call runs). All rows: `summary.csv`; cliffs: `cliffs.json`.\n");
-        folder.text("REPORT.md", &md).map_err(err)?;
+        let md = self.markdown(complete, &items, plots_md);
+        self.folder.text("REPORT.md", &md).map_err(err)?;
+        let (rows, sizes) = (&self.rows, &self.sizes);
         // An unfinished sweep says so in the page's title, as an unfinished run's page does.
         let title = if complete {
             "alloclab sweep".to_string()
@@ -668,8 +605,71 @@ impl Sweep {
                 }),
             },
         );
-        folder.text("report.html", &page).map_err(err)?;
+        self.folder.text("report.html", &page).map_err(err)?;
         Ok(())
+    }
+
+    /// The command as its words.
+    fn command(&self) -> Vec<String> {
+        self.template
+            .words
+            .iter()
+            .map(|w| w.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    /// REPORT.md: the command, the answer (and the changes not bisected), the plots and
+    /// the table.
+    fn markdown(&self, complete: bool, items: &[Item], plots_md: &str) -> String {
+        let (per, sizes, rows, cliffs) = (self.per, &self.sizes, &self.rows, &self.cliffs);
+        let unit = per.unit();
+        let mut md = format!(
+            "# alloclab sweep\n\n```\n{}\n```\n\n",
+            shell_words(&self.command())
+        );
+        if !complete {
+            let measured = rows
+                .iter()
+                .map(|r| r.size)
+                .collect::<std::collections::BTreeSet<_>>()
+                .len();
+            md.push_str(&format!(
+            "> **Incomplete:** {measured} of {} sizes measured{}; the sweep is still going, or was interrupted or killed. Only a finished sweep says `\"complete\": true` in sweep.json and folder.json.\n\n",
+            sizes.len(),
+            if measured == sizes.len() { " (the cliffs between them are not all bisected)" } else { "" }
+        ));
+        }
+        md.push_str(&format!(
+        "Figures are {}; time is the median over the rounds with its {} interval. Sizes: {}.\n\n",
+        per.describe(),
+        crate::analysis::stats::level_text(),
+        sizes
+            .iter()
+            .map(|s| group_thousands(*s as i64))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+        md.push_str("## Where behaviour changes\n\n");
+        if items.is_empty() {
+            md.push_str("No change bisected (none found between neighbouring sizes, or `--no-cliffs`, or not reached).\n\n");
+        }
+        for i in items {
+            md.push_str(&format!("* {}\n", i.text));
+        }
+        let unresolved: Vec<&CommandCliff> =
+            cliffs.iter().filter(|c| c.unresolved.is_some()).collect();
+        if !unresolved.is_empty() {
+            md.push_str("\n**Seen in the sweep, not bisected:**\n\n");
+            for c in unresolved {
+                md.push_str(&format!("* {}\n", c.describe(unit)));
+            }
+        }
+        md.push_str("\n## Plots\n\n");
+        md.push_str(plots_md);
+        md.push_str("\n## Summary\n\n");
+        md.push_str(&table(rows, true));
+        md.push_str("\nEvery run: `points/n<size>.json` (exec's record of that size). Run times: `histograms/<allocator>-n<size>.us.csv` (HdrHistogram, µs; with {calls}, the 2N-call runs). All rows: `summary.csv`; cliffs: `cliffs.json`.\n");
+        md
     }
 }
 
