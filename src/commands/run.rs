@@ -52,39 +52,7 @@ fn check_run_count(experiments: &[Experiment], max_runs: u64) -> Result<()> {
 
 pub fn run(args: RunArgs) -> Result<()> {
     let experiments = args.experiments().map_err(Error::bad)?;
-    // Everything that can be refused is refused before any worker starts: the size of
-    // the run set, memory, the worker binaries, the counting method, the folders.
-    check_run_count(&experiments, args.max_runs)?;
-    for exp in &experiments {
-        preflight::check_memory_here(&exp.runs())
-            .map_err(|e| Error::BadInput(format!("{}: {e}", exp.path.display())))?;
-    }
-    let specs: Vec<RunSpec> = experiments.iter().flat_map(Experiment::runs).collect();
-    let workers = preflight::check(&specs).map_err(Error::bad)?;
-    let mut executor = ProcessExecutor::new(
-        workers.clone(),
-        args.counters,
-        Duration::from_secs_f64(args.timeout),
-    )
-    .map_err(|why| Error::counters(args.counters, why))?;
-    executor.timeout_hint =
-        "raise --timeout, or lower the experiment file's budget.min_time or sizes";
-    // Without --resume a run replaces what the folder held: one measurement per folder.
-    let mut folders = experiments
-        .iter()
-        .map(|e| {
-            let claim = if args.force_out {
-                crate::export::folder::Claim::Force
-            } else {
-                crate::export::folder::Claim::Own
-            };
-            ResultsDir::open(&args.out.join(&e.name), claim)
-        })
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(Error::bad)?;
-    for f in &mut folders {
-        f.start(!args.resume).map_err(Error::failed)?;
-    }
+    let (workers, mut executor, mut folders) = prepare(&args, &experiments)?;
     crate::engine::begin();
     // What observing costs on this machine now, recorded with every experiment (unless
     // asked not to: the reports then say it was not measured).
@@ -123,37 +91,7 @@ pub fn run(args: RunArgs) -> Result<()> {
             .finish_missing(o.rebuilt.missing.clone())
             .map_err(Error::failed)?;
         failed += o.rebuilt.failed;
-        // The experiment's result and its answer (the lines REPORT.md and report.html
-        // lead with) on stdout, where `run … > out.txt` keeps them; progress stays on
-        // stderr.
-        let mut said = format!(
-            "{}: {}{}; {}; report in {}\n",
-            exp.name,
-            o.rebuilt.counts(),
-            if o.skipped > 0 {
-                format!(", {} kept from before (--resume)", o.skipped)
-            } else {
-                String::new()
-            },
-            crate::fmt::counted(o.rebuilt.plots, "plot", "plots"),
-            o.dir.join("REPORT.md").display()
-        );
-        if args.quick {
-            said.push_str(&crate::fmt::wrap(
-                crate::export::report_md::QUICK_NOTE,
-                crate::fmt::screen_width(),
-                "  note: ",
-                "    ",
-            ));
-        }
-        let width = crate::fmt::screen_width();
-        for a in o.rebuilt.answer.lines() {
-            said.push_str(&crate::fmt::wrap(a, width, "  ", "    "));
-        }
-        if let Some(more) = o.rebuilt.answer.more_line() {
-            said.push_str(&crate::fmt::wrap(&more, width, "  ", "    "));
-        }
-        progress.suspend(|| super::print_out(&said))?;
+        progress.suspend(|| super::print_out(&said(&args, exp, &o)))?;
         if o.interrupted {
             progress.clear();
             return Err(Error::Interrupted(
@@ -168,6 +106,80 @@ pub fn run(args: RunArgs) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// Everything that can be refused is refused before any worker starts: the size of the
+/// run set, memory, the worker binaries, the counting method, the folders (claimed, and
+/// without --resume emptied of the measurement they held: one per folder).
+fn prepare(
+    args: &RunArgs,
+    experiments: &[Experiment],
+) -> Result<(std::path::PathBuf, ProcessExecutor, Vec<ResultsDir>)> {
+    check_run_count(experiments, args.max_runs)?;
+    for exp in experiments {
+        preflight::check_memory_here(&exp.runs())
+            .map_err(|e| Error::BadInput(format!("{}: {e}", exp.path.display())))?;
+    }
+    let specs: Vec<RunSpec> = experiments.iter().flat_map(Experiment::runs).collect();
+    let workers = preflight::check(&specs).map_err(Error::bad)?;
+    let mut executor = ProcessExecutor::new(
+        workers.clone(),
+        args.counters,
+        Duration::from_secs_f64(args.timeout),
+    )
+    .map_err(|why| Error::counters(args.counters, why))?;
+    executor.timeout_hint =
+        "raise --timeout, or lower the experiment file's budget.min_time or sizes";
+    // Without --resume a run replaces what the folder held: one measurement per folder.
+    let mut folders = experiments
+        .iter()
+        .map(|e| {
+            let claim = if args.force_out {
+                crate::export::folder::Claim::Force
+            } else {
+                crate::export::folder::Claim::Own
+            };
+            ResultsDir::open(&args.out.join(&e.name), claim)
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(Error::bad)?;
+    for f in &mut folders {
+        f.start(!args.resume).map_err(Error::failed)?;
+    }
+    Ok((workers, executor, folders))
+}
+
+/// An experiment's result and its answer (the lines REPORT.md and report.html lead
+/// with), for stdout, where `run … > out.txt` keeps them; progress stays on stderr.
+fn said(args: &RunArgs, exp: &Experiment, o: &ExperimentOutcome) -> String {
+    let mut said = format!(
+        "{}: {}{}; {}; report in {}\n",
+        exp.name,
+        o.rebuilt.counts(),
+        if o.skipped > 0 {
+            format!(", {} kept from before (--resume)", o.skipped)
+        } else {
+            String::new()
+        },
+        crate::fmt::counted(o.rebuilt.plots, "plot", "plots"),
+        o.dir.join("REPORT.md").display()
+    );
+    if args.quick {
+        said.push_str(&crate::fmt::wrap(
+            crate::export::report_md::QUICK_NOTE,
+            crate::fmt::screen_width(),
+            "  note: ",
+            "    ",
+        ));
+    }
+    let width = crate::fmt::screen_width();
+    for a in o.rebuilt.answer.lines() {
+        said.push_str(&crate::fmt::wrap(a, width, "  ", "    "));
+    }
+    if let Some(more) = o.rebuilt.answer.more_line() {
+        said.push_str(&crate::fmt::wrap(&more, width, "  ", "    "));
+    }
+    said
 }
 
 /// What observing costs on this machine now (the founding case under glibc at 1,000,000
