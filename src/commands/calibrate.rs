@@ -47,64 +47,14 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
 /// `--noise`: long processes of one cell, every iteration kept, then the noise within,
 /// between and over them, and the budget that buys the narrowest ratio interval.
 fn noise(args: &CalibrateArgs, spec: RunSpec) -> Result<()> {
-    use crate::analysis::noise::{analyse, budgets, check_settings, Series};
+    use crate::analysis::noise::{analyse, budgets, check_settings};
     use crate::analysis::stats::level;
-    use crate::model::run::WorkerRequest;
-    use crate::ui::interrupt::{count, interrupted, signal_name};
-    use crate::worker::measure::Budget;
+    use crate::ui::interrupt::{count, signal_name};
 
     // Settings that would measure nothing are refused before any process runs.
     check_settings(args.process_time, args.budget_warmup).map_err(Error::BadInput)?;
     let signal = || signal_name().unwrap_or("an interrupt");
-    let workers = preflight::check(std::slice::from_ref(&spec)).map_err(Error::bad)?;
-    let executor = crate::engine::ProcessExecutor::new(
-        workers,
-        crate::counters::CounterMode::Off,
-        std::time::Duration::from_secs_f64(args.process_time * 10.0 + 60.0),
-    )
-    .map_err(|why| Error::RunFailed(why.0))?;
-    crate::engine::begin();
-    let request = WorkerRequest {
-        spec: spec.clone(),
-        // No warm-up: every iteration from the first is kept, and the warm-up a
-        // process needs is read from them.
-        budget: Budget {
-            warmup_time_ns: 0,
-            warmup_iters: 0,
-            min_time_ns: (args.process_time * 1e9) as u64,
-            min_iters: 10,
-            max_iters: 1_000_000,
-        },
-        counters: crate::counters::CounterMode::Off,
-        timeline: true,
-    };
-    let mut progress = crate::ui::progress::Progress::new(args.processes as usize);
-    let mut series = Vec::new();
-    for i in 0..args.processes {
-        if interrupted() {
-            break;
-        }
-        progress.start(&format!("{spec} (process {})", i + 1));
-        let started = std::time::Instant::now();
-        let record = executor.spawn_request(&request, None);
-        let wall = started.elapsed().as_nanos() as u64;
-        progress.finish_one();
-        if interrupted() {
-            break;
-        }
-        let record = record
-            .map_err(|f| Error::RunFailed(format!("process {} failed: {}", i + 1, f.cause)))?;
-        let t0 = record.timeline.first().map_or(0, |x| x.start_ns);
-        series.push(Series {
-            samples: record
-                .timeline
-                .iter()
-                .map(|x| (x.start_ns - t0, x.elapsed_ns))
-                .collect(),
-            outside_ns: wall.saturating_sub(record.measured_wall_ns),
-        });
-    }
-    progress.clear();
+    let series = noise_series(args, &spec)?;
     if series.len() < 4 {
         return Err(Error::Interrupted(format!(
             "after {} of {} processes; the noise needs at least 4, nothing printed",
@@ -157,4 +107,66 @@ fn noise(args: &CalibrateArgs, spec: RunSpec) -> Result<()> {
         Some(note) => Err(Error::Interrupted(note)),
         None => Ok(()),
     }
+}
+
+/// Each process's every iteration, timed from its first (no warm-up: the warm-up a
+/// process needs is read from them), and its time outside the measured window.
+fn noise_series(
+    args: &CalibrateArgs,
+    spec: &RunSpec,
+) -> Result<Vec<crate::analysis::noise::Series>> {
+    use crate::analysis::noise::Series;
+    use crate::model::run::WorkerRequest;
+    use crate::ui::interrupt::interrupted;
+    use crate::worker::measure::Budget;
+    let workers = preflight::check(std::slice::from_ref(spec)).map_err(Error::bad)?;
+    let executor = crate::engine::ProcessExecutor::new(
+        workers,
+        crate::counters::CounterMode::Off,
+        std::time::Duration::from_secs_f64(args.process_time * 10.0 + 60.0),
+    )
+    .map_err(|why| Error::RunFailed(why.0))?;
+    crate::engine::begin();
+    let request = WorkerRequest {
+        spec: spec.clone(),
+        // No warm-up: every iteration from the first is kept, and the warm-up a
+        // process needs is read from them.
+        budget: Budget {
+            warmup_time_ns: 0,
+            warmup_iters: 0,
+            min_time_ns: (args.process_time * 1e9) as u64,
+            min_iters: 10,
+            max_iters: 1_000_000,
+        },
+        counters: crate::counters::CounterMode::Off,
+        timeline: true,
+    };
+    let mut progress = crate::ui::progress::Progress::new(args.processes as usize);
+    let mut series = Vec::new();
+    for i in 0..args.processes {
+        if interrupted() {
+            break;
+        }
+        progress.start(&format!("{spec} (process {})", i + 1));
+        let started = std::time::Instant::now();
+        let record = executor.spawn_request(&request, None);
+        let wall = started.elapsed().as_nanos() as u64;
+        progress.finish_one();
+        if interrupted() {
+            break;
+        }
+        let record = record
+            .map_err(|f| Error::RunFailed(format!("process {} failed: {}", i + 1, f.cause)))?;
+        let t0 = record.timeline.first().map_or(0, |x| x.start_ns);
+        series.push(Series {
+            samples: record
+                .timeline
+                .iter()
+                .map(|x| (x.start_ns - t0, x.elapsed_ns))
+                .collect(),
+            outside_ns: wall.saturating_sub(record.measured_wall_ns),
+        });
+    }
+    progress.clear();
+    Ok(series)
 }
