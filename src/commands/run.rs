@@ -570,7 +570,6 @@ fn confirm_cliffs(
         else {
             continue;
         };
-        let metric = Metric::of_name(&c.metric);
         let mut conf = Confirmation::of(moved, threshold);
         let knobs = match moved.parse::<crate::model::knobs::AllocatorSpec>() {
             Ok(s) if s.allocator == base.allocator => s.knobs,
@@ -587,46 +586,71 @@ fn confirm_cliffs(
             continue;
         };
         conf.predict(&rule);
-        // From below both the old cliff and the prediction to beyond both: the onset
-        // found is where the change now starts, moved up or down, or not at all.
-        let (from, to) = cliff::confirm_range(c.below_size, c.above_size, &rule);
-        progress.say(&format!(
-            "confirming: {} {} {} at {}: bisecting under {} between {} and {} elements (predicted {})",
-            c.allocator,
-            c.variant,
-            metric.name(),
-            threshold.name,
-            spec.allocator_label(),
-            crate::fmt::group_thousands(from as i64),
-            crate::fmt::group_thousands(to as i64),
-            rule.predicted_text()
-        ));
-        let mut measure = |size| engine::probe(executor, &spec, budget, size, metric);
-        let found = cliff::find(
-            &mut measure,
-            from,
-            to,
-            metric,
-            metric.trend(),
-            cliff::auto_resolution(from),
-            &mut |_| {},
-        );
-        if interrupted() {
+        let at = matches!(cause, thresholds::Cause::At { .. });
+        let Some(conf) = measure_confirmation(
+            &c, &spec, threshold, &rule, at, conf, budget, executor, progress,
+        ) else {
             // A bisection cut short proves nothing: no verdict is made of it.
             return;
-        }
-        conf.judge(
-            matches!(cause, thresholds::Cause::At { .. }),
-            &rule,
-            (c.below_size, c.above_size),
-            (from, to),
-            metric,
-            &found,
-        );
-        progress.say(&format!("  {}", conf.describe()));
+        };
         done.push((c.allocator.clone(), key.clone(), conf.clone()));
         slot.confirmation = Some(conf);
     }
+}
+
+/// A confirmation measured: the cliff bisected again under `spec` (its threshold moved)
+/// from below both the old cliff and the prediction to beyond both, and judged; None when
+/// an interrupt cut the bisection short.
+#[allow(clippy::too_many_arguments)]
+fn measure_confirmation(
+    c: &FoundCliff,
+    spec: &crate::model::run::RunSpec,
+    threshold: &crate::analysis::thresholds::Threshold,
+    rule: &crate::analysis::thresholds::Threshold,
+    at: bool,
+    mut conf: crate::analysis::cliff::Confirmation,
+    budget: &Budget,
+    executor: &mut dyn Executor,
+    progress: &mut Progress,
+) -> Option<crate::analysis::cliff::Confirmation> {
+    let metric = Metric::of_name(&c.metric);
+    // From below both the old cliff and the prediction to beyond both: the onset
+    // found is where the change now starts, moved up or down, or not at all.
+    let (from, to) = cliff::confirm_range(c.below_size, c.above_size, rule);
+    progress.say(&format!(
+        "confirming: {} {} {} at {}: bisecting under {} between {} and {} elements (predicted {})",
+        c.allocator,
+        c.variant,
+        metric.name(),
+        threshold.name,
+        spec.allocator_label(),
+        crate::fmt::group_thousands(from as i64),
+        crate::fmt::group_thousands(to as i64),
+        rule.predicted_text()
+    ));
+    let mut measure = |size| engine::probe(executor, spec, budget, size, metric);
+    let found = cliff::find(
+        &mut measure,
+        from,
+        to,
+        metric,
+        metric.trend(),
+        cliff::auto_resolution(from),
+        &mut |_| {},
+    );
+    if interrupted() {
+        return None;
+    }
+    conf.judge(
+        at,
+        rule,
+        (c.below_size, c.above_size),
+        (from, to),
+        metric,
+        &found,
+    );
+    progress.say(&format!("  {}", conf.describe()));
+    Some(conf)
 }
 
 /// Bisects every change between neighbouring sizes of a finished experiment to the exact
