@@ -113,22 +113,7 @@ fn load_object(path: &Path, text: &str) -> Result<Side> {
 /// another command's is named and refused.
 fn load_folder(path: &Path) -> Result<Side> {
     let bad = |why: String| Error::BadInput(format!("{}: {why}", path.display()));
-    // folder.json: what the folder holds and whether its plan finished.
-    let status: Option<serde_json::Value> = path
-        .join(crate::export::folder::STATUS_FILE)
-        .is_file()
-        .then(|| read_bounded(&path.join(crate::export::folder::STATUS_FILE)))
-        .and_then(|t| t.ok())
-        .and_then(|t| serde_json::from_str(&t).ok());
-    let kind = status
-        .as_ref()
-        .and_then(|s| s.get("kind"))
-        .and_then(|k| k.as_str())
-        .map(str::to_string);
-    let complete = status
-        .as_ref()
-        .and_then(|s| s.get("complete"))
-        .and_then(|c| c.as_bool());
+    let (kind, complete) = folder_status(path);
     let marker = |f: &str| path.join(f).exists();
     let other = match kind.as_deref() {
         Some("sweep") => Some("sweep"),
@@ -185,24 +170,7 @@ fn load_folder(path: &Path) -> Result<Side> {
         });
     let rows = from_csv(&text).map_err(|e| bad(format!("summary.csv: {e}")))?;
     let incomplete = match complete {
-        Some(false) => {
-            let planned = read_bounded(&path.join("plan.json"))
-                .ok()
-                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-                .and_then(|v| v.get("runs").and_then(|r| r.as_array()).map(Vec::len));
-            let ok = rows.iter().filter(|r| r.status == "ok").count();
-            Some(format!(
-                "folder.json says \"complete\": false (its plan did not finish: interrupted, killed or still running); {}",
-                match planned {
-                    Some(p) => format!(
-                        "summary.csv holds {} of the plan's {} runs, {ok} ok",
-                        rows.len(),
-                        p
-                    ),
-                    None => format!("summary.csv holds {} runs, {ok} ok", rows.len()),
-                }
-            ))
-        }
+        Some(false) => Some(unfinished(path, &rows)),
         _ => rows_incomplete(&rows),
     };
     Ok(Side {
@@ -210,6 +178,48 @@ fn load_folder(path: &Path) -> Result<Side> {
         env,
         incomplete,
     })
+}
+
+/// folder.json's word on a folder: what kind of results it holds and whether its plan
+/// finished (None where it does not say).
+fn folder_status(path: &Path) -> (Option<String>, Option<bool>) {
+    // folder.json: what the folder holds and whether its plan finished.
+    let status: Option<serde_json::Value> = path
+        .join(crate::export::folder::STATUS_FILE)
+        .is_file()
+        .then(|| read_bounded(&path.join(crate::export::folder::STATUS_FILE)))
+        .and_then(|t| t.ok())
+        .and_then(|t| serde_json::from_str(&t).ok());
+    let kind = status
+        .as_ref()
+        .and_then(|s| s.get("kind"))
+        .and_then(|k| k.as_str())
+        .map(str::to_string);
+    let complete = status
+        .as_ref()
+        .and_then(|s| s.get("complete"))
+        .and_then(|c| c.as_bool());
+    (kind, complete)
+}
+
+/// What an unfinished run folder holds against its plan.
+fn unfinished(path: &Path, rows: &[DiffInput]) -> String {
+    let planned = read_bounded(&path.join("plan.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| v.get("runs").and_then(|r| r.as_array()).map(Vec::len));
+    let ok = rows.iter().filter(|r| r.status == "ok").count();
+    format!(
+        "folder.json says \"complete\": false (its plan did not finish: interrupted, killed or still running); {}",
+        match planned {
+            Some(p) => format!(
+                "summary.csv holds {} of the plan's {} runs, {ok} ok",
+                rows.len(),
+                p
+            ),
+            None => format!("summary.csv holds {} runs, {ok} ok", rows.len()),
+        }
+    )
 }
 
 /// An `alloclab exec` record (exec.json, given as its folder or as the file): one row
