@@ -15,7 +15,6 @@ use crate::model::budget::Budget;
 use crate::model::run::WorkerRequest;
 use crate::ui::interrupt::interrupted;
 use crate::ui::progress::Progress;
-use std::fmt::Write as _;
 use std::time::Duration;
 
 pub fn run(args: &TraceArgs) -> Result<()> {
@@ -842,56 +841,11 @@ fn command_trace(
 ) -> CommandTrace {
     let attributions = analysis::attribute_among(&tl.inside, 1.0, tl.faults.map(|f| f as f64));
     let mut mechanism = analysis::run_mechanism(label, &attributions, &tl.totals);
-    // perf unwinds poorly in a process that exec'd several programs in turn (a wrapper
-    // script first): said, with what would help.
-    let syscalls: Vec<&&analysis::Event> =
-        tl.inside.iter().filter(|e| e.kind.is_syscall()).collect();
-    let not_unwound = syscalls
-        .iter()
-        .filter(|e| analysis::cause(e).starts_with('['))
-        .count();
-    let a_kind_lost = attributions.iter().any(|a| {
-        a.kind.is_syscall()
-            && a.causes
-                .first()
-                .is_some_and(|c| c.chain.starts_with("[not unwound"))
-    });
-    if tl.programs.len() > 1 && a_kind_lost {
-        let _ = write!(
-            mechanism,
-            " NOT UNWOUND: {not_unwound} of {} memory syscalls have no stack past the call; the command's process ran {} programs in turn ({}), and perf does not unwind well across repeated execs of one process: trace the last program directly (by its full path: for pyenv, `$(pyenv which {})`).",
-            syscalls.len(),
-            tl.programs.len(),
-            if tl.programs.len() > 4 {
-                format!(
-                    "{} → {} → … → {}",
-                    tl.programs[0],
-                    tl.programs[1],
-                    tl.programs[tl.programs.len() - 1]
-                )
-            } else {
-                tl.programs.join(" → ")
-            },
-            tl.programs.last().map_or("", String::as_str)
-        );
+    if let Some(note) = not_unwound(&tl, &attributions) {
+        mechanism.push_str(&note);
     }
     let duration = tl.end_ns.saturating_sub(tl.start_ns);
-    let syscall_rows = tl
-        .inside
-        .iter()
-        .filter(|e| e.kind.is_syscall())
-        .map(|e| {
-            format!(
-                "{:.6},{},{},{},{},{}",
-                (e.time_ns - tl.start_ns) as f64 / 1e6,
-                e.pid,
-                e.kind.name(),
-                e.arg.map_or(String::new(), |v| v.to_string()),
-                e.advice.map_or(String::new(), |v| v.to_string()),
-                crate::export::csv::field(&analysis::cause(e))
-            )
-        })
-        .collect();
+    let syscall_rows = syscall_rows(&tl);
     let ratio = untraced.wall_median_ns.map(|m| duration as f64 / m);
     let ratio_range = untraced
         .wall_ci_ns
@@ -922,6 +876,64 @@ fn command_trace(
         syscall_rows,
         attributions,
     }
+}
+
+/// Where perf unwound poorly (a process that exec'd several programs in turn, a wrapper
+/// script first) and a kind of call lost its stacks: said, with what would help.
+fn not_unwound(
+    tl: &analysis::RunTimeline<'_>,
+    attributions: &[analysis::Attribution],
+) -> Option<String> {
+    let syscalls: Vec<&&analysis::Event> =
+        tl.inside.iter().filter(|e| e.kind.is_syscall()).collect();
+    let not_unwound = syscalls
+        .iter()
+        .filter(|e| analysis::cause(e).starts_with('['))
+        .count();
+    let a_kind_lost = attributions.iter().any(|a| {
+        a.kind.is_syscall()
+            && a.causes
+                .first()
+                .is_some_and(|c| c.chain.starts_with("[not unwound"))
+    });
+    (tl.programs.len() > 1 && a_kind_lost).then(|| {
+        format!(
+            " NOT UNWOUND: {not_unwound} of {} memory syscalls have no stack past the call; the command's process ran {} programs in turn ({}), and perf does not unwind well across repeated execs of one process: trace the last program directly (by its full path: for pyenv, `$(pyenv which {})`).",
+            syscalls.len(),
+            tl.programs.len(),
+            if tl.programs.len() > 4 {
+                format!(
+                    "{} → {} → … → {}",
+                    tl.programs[0],
+                    tl.programs[1],
+                    tl.programs[tl.programs.len() - 1]
+                )
+            } else {
+                tl.programs.join(" → ")
+            },
+            tl.programs.last().map_or("", String::as_str)
+        )
+    })
+}
+
+/// The command's memory syscalls as events/<allocator>.csv rows (time from its start in
+/// ms, pid, call, bytes, advice, cause).
+fn syscall_rows(tl: &analysis::RunTimeline<'_>) -> Vec<String> {
+    tl.inside
+        .iter()
+        .filter(|e| e.kind.is_syscall())
+        .map(|e| {
+            format!(
+                "{:.6},{},{},{},{},{}",
+                (e.time_ns - tl.start_ns) as f64 / 1e6,
+                e.pid,
+                e.kind.name(),
+                e.arg.map_or(String::new(), |v| v.to_string()),
+                e.advice.map_or(String::new(), |v| v.to_string()),
+                crate::export::csv::field(&analysis::cause(e))
+            )
+        })
+        .collect()
 }
 
 /// What a traced command gets of the Python view.
