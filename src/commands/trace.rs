@@ -136,6 +136,18 @@ fn cell_report(
     }
 }
 
+/// perf's file of `label`'s traced run in the folder: removed on every way out of here
+/// unless `keep` (--keep-perf-data).
+fn perf_data<'f>(
+    folder: &'f crate::export::folder::Folder,
+    label: &str,
+    keep: bool,
+) -> Result<crate::export::folder::Claimed<'f>> {
+    folder
+        .claim_for_writer(&format!("perf/{}.data", export::file_stem(label)), keep)
+        .map_err(Error::failed)
+}
+
 /// A worker's traced run, or why it failed.
 type TracedRun = std::result::Result<trace::Traced, crate::model::record::RunFailure>;
 
@@ -200,14 +212,7 @@ impl CellTracing<'_> {
     fn traced(&self, request: &WorkerRequest, label: &str) -> Result<TracedRun> {
         Ok(match self.sampling {
             Ok(s) => {
-                // perf's file: removed on every way out of here unless kept.
-                let data = self
-                    .folder
-                    .claim_for_writer(
-                        &format!("perf/{}.data", export::file_stem(label)),
-                        self.args.keep_perf_data,
-                    )
-                    .map_err(Error::failed)?;
+                let data = perf_data(self.folder, label, self.args.keep_perf_data)?;
                 trace::run(self.executor, request, s, data.path())
             }
             Err(_) if self.ptrace_ok => {
@@ -642,14 +647,7 @@ impl<'a> Tracing<'a> {
         label: &str,
         recorder_env: &[(std::ffi::OsString, std::ffi::OsString)],
     ) -> Result<Traced> {
-        // perf's file: removed on every way out of here unless kept.
-        let data = self
-            .folder
-            .claim_for_writer(
-                &format!("perf/{}.data", export::file_stem(label)),
-                self.args.keep_perf_data,
-            )
-            .map_err(Error::failed)?;
+        let data = perf_data(self.folder, label, self.args.keep_perf_data)?;
         let wrapper = trace::record_argv(s, data.path(), self.extra);
         Ok(trace_one(
             self.settings,

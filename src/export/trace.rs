@@ -321,6 +321,31 @@ pub fn answer(report: &TraceReport) -> Vec<crate::analysis::findings::Item> {
         .collect()
 }
 
+/// The console's lines of `label`'s answer item: one per kind of event (the paragraph's
+/// parts, each wrapped and keeping its "; ", so that the lines read back are the item's
+/// words); none where the allocator has no item.
+pub fn item_lines(items: &[crate::analysis::findings::Item], label: &str, width: usize) -> String {
+    use crate::analysis::findings::Figures;
+    let Some(item) = items
+        .iter()
+        .find(|i| matches!(&i.figures, Some(Figures::Trace(f)) if f.allocator == label))
+    else {
+        return String::new();
+    };
+    let parts: Vec<&str> = item.text.split("; ").collect();
+    let mut s = String::new();
+    for (i, part) in parts.iter().enumerate() {
+        let first = if i == 0 { "" } else { "  " };
+        let part = if i + 1 < parts.len() {
+            format!("{part};")
+        } else {
+            part.to_string()
+        };
+        s.push_str(&wrap(&part, width, first, "    "));
+    }
+    s
+}
+
 /// Writes every file of the trace into `folder`; returns the names written, in order
 /// (REPORT.md and the console name only these).
 pub fn save(folder: &Folder, report: &TraceReport) -> Result<Vec<String>, ResultsError> {
@@ -708,23 +733,7 @@ pub fn console(report: &TraceReport, out: &Path, written: &[String]) -> String {
     }
     let items = answer(report);
     for t in &report.allocators {
-        // The allocator's answer item, one line per kind of event (the paragraph's
-        // parts, each wrapped).
-        if let Some(item) = items.iter().find(|i| {
-            matches!(&i.figures, Some(crate::analysis::findings::Figures::Trace(f)) if f.allocator == t.label)
-        }) {
-            // Each part keeps its "; ", so that the lines read back are the item's words.
-            let parts: Vec<&str> = item.text.split("; ").collect();
-            for (i, part) in parts.iter().enumerate() {
-                let (first, rest) = if i == 0 { ("", "    ") } else { ("  ", "    ") };
-                let part = if i + 1 < parts.len() {
-                    format!("{part};")
-                } else {
-                    part.to_string()
-                };
-                s.push_str(&wrap(&part, width, first, rest));
-            }
-        }
+        s.push_str(&item_lines(&items, &t.label, width));
         s.push_str(&wrap(&overhead_text(&t.overhead), width, "  ", "    "));
         if let Some(l) = &t.lost {
             s.push_str(&wrap(&format!("perf: {l}"), width, "  ", "    "));

@@ -972,23 +972,8 @@ pub fn console(report: &CommandTraceReport, out: &Path, written: &[String]) -> S
     }
     let items = answer(report);
     for t in &report.allocators {
-        // The allocator's answer item, one line per kind of event (the paragraph's
-        // parts, each wrapped); a failed one has nothing more to say.
-        if let Some(item) = items.iter().find(|i| {
-            matches!(&i.figures, Some(crate::analysis::findings::Figures::Trace(f)) if f.allocator == t.label)
-        }) {
-            // Each part keeps its "; ", so that the lines read back are the item's words.
-            let parts: Vec<&str> = item.text.split("; ").collect();
-            for (i, part) in parts.iter().enumerate() {
-                let (first, rest) = if i == 0 { ("", "    ") } else { ("  ", "    ") };
-                let part = if i + 1 < parts.len() {
-                    format!("{part};")
-                } else {
-                    part.to_string()
-                };
-                s.push_str(&wrap(&part, width, first, rest));
-            }
-        }
+        // The allocator's answer item; a failed one has nothing more to say.
+        s.push_str(&super::trace::item_lines(&items, &t.label, width));
         if t.failure.is_some() {
             continue;
         }

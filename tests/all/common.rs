@@ -203,3 +203,13 @@ pub fn table_rows<'a>(text: &'a str, allocators: &[&str]) -> Vec<&'a str> {
         })
         .collect()
 }
+
+/// The texts of a findings.json's answer items, in order.
+pub fn answer_texts(findings: &serde_json::Value) -> Vec<&str> {
+    findings["answer"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["text"].as_str().unwrap())
+        .collect()
+}

@@ -222,12 +222,7 @@ fn exec_and_run_folders_get_a_report_html() {
     // bullets, the page's list (its markup taken off) and the console's last lines.
     let findings = json(&std::fs::read(folder.join("findings.json")).unwrap());
     assert_eq!(findings["schema"], "alloclab-findings/1");
-    let items: Vec<&str> = findings["answer"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["text"].as_str().unwrap())
-        .collect();
+    let items = answer_texts(&findings);
     assert_eq!(items, answer, "findings.json against REPORT.md");
     let page_items: Vec<String> = listed
         .split("<li>")

@@ -121,12 +121,7 @@ fn check_answer(dir: &Path, report: &str) {
         .take_while(|l| l.starts_with("* "))
         .map(|l| &l[2..])
         .collect();
-    let items: Vec<&str> = findings["answer"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["text"].as_str().unwrap())
-        .collect();
+    let items = answer_texts(&findings);
     assert_eq!(items, mechanism, "{findings}");
     for i in findings["answer"].as_array().unwrap() {
         let f = &i["figures"];
