@@ -577,6 +577,29 @@ pub fn memory(r: &ExecRow) -> Option<f64> {
     Some(r.brk? + r.mmap? + r.munmap? + r.madvise? + r.mremap?)
 }
 
+/// Each row that ran with the row it was compared with: its baseline (in a session of
+/// several commands, its allocator's first command), else the first row that ran.
+pub fn against_baseline(rows: &[ExecRow]) -> Vec<(&ExecRow, &ExecRow)> {
+    let ok: Vec<&ExecRow> = rows
+        .iter()
+        .filter(|r| r.status.is_ok() && r.runs > 0)
+        .collect();
+    let Some(&first) = ok.first() else {
+        return Vec::new();
+    };
+    ok.iter()
+        .map(|&r| {
+            let base = r
+                .baseline
+                .as_deref()
+                .and_then(|b| ok.iter().copied().find(|x| x.allocator == b))
+                .unwrap_or(first);
+            (r, base)
+        })
+        .filter(|(r, base)| r.allocator != base.allocator)
+        .collect()
+}
+
 /// A row's counts per run, keyed as findings.json keys them.
 fn counts_per_run(r: &ExecRow) -> std::collections::BTreeMap<&'static str, Option<f64>> {
     [
@@ -600,23 +623,8 @@ fn counts_per_run(r: &ExecRow) -> std::collections::BTreeMap<&'static str, Optio
 pub fn answer(rows: &[ExecRow]) -> Vec<crate::analysis::findings::Item> {
     use crate::analysis::answer::{run_difference, Counts};
     use crate::analysis::findings::{CommandFigures, Figures, Item};
-    let ok: Vec<&ExecRow> = rows
-        .iter()
-        .filter(|r| r.status.is_ok() && r.runs > 0)
-        .collect();
-    let Some(first) = ok.first() else {
-        return Vec::new();
-    };
     let mut items = Vec::new();
-    for r in &ok {
-        let base = r
-            .baseline
-            .as_deref()
-            .and_then(|b| ok.iter().find(|x| x.allocator == b))
-            .unwrap_or(first);
-        if r.allocator == base.allocator {
-            continue;
-        }
+    for (r, base) in against_baseline(rows) {
         let Some(ratio) = r.vs_baseline else { continue };
         let verdict = match (r.vs_baseline_ci_low, r.vs_baseline_ci_high) {
             (Some(lo), Some(hi)) => {

@@ -300,21 +300,10 @@ pub fn explanations(rows: &[ExecRow]) -> Vec<String> {
         ("madvise", |r| r.madvise),
         ("mremap", |r| r.mremap),
     ];
-    let Some(first) = rows.iter().find(|r| r.status.is_ok() && r.runs > 0) else {
-        return Vec::new();
-    };
     let mut lines = Vec::new();
-    for r in rows.iter().filter(|r| r.status.is_ok() && r.runs > 0) {
-        // Each row against the row it was compared with (in a session of several
-        // commands, a command against its allocator's first command).
-        let base = r
-            .baseline
-            .as_deref()
-            .and_then(|b| rows.iter().find(|x| x.allocator == b))
-            .unwrap_or(first);
-        if r.allocator == base.allocator {
-            continue;
-        }
+    // Each row against the row it was compared with (in a session of several commands, a
+    // command against its allocator's first command).
+    for (r, base) in crate::analysis::command::against_baseline(rows) {
         let (Some(ratio), Some(sys), Some(bsys)) = (r.vs_baseline, r.sys_ms, base.sys_ms) else {
             continue;
         };

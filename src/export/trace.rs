@@ -346,6 +346,30 @@ pub fn item_lines(items: &[crate::analysis::findings::Item], label: &str, width:
     s
 }
 
+/// A trace folder's page: its answer first (an incomplete trace says so), then
+/// REPORT.md's other findings and the plots.
+pub fn page(
+    title: &str,
+    md: &str,
+    drawings: Vec<(String, String)>,
+    items: Vec<crate::analysis::findings::Item>,
+    complete: bool,
+) -> String {
+    super::html::folder_page(
+        title,
+        md,
+        drawings,
+        super::headlines::Answer {
+            items,
+            more: 0,
+            incomplete: (!complete).then(|| {
+                "INCOMPLETE: not every allocator asked for was traced (interrupted, or a run failed)"
+                    .to_string()
+            }),
+        },
+    )
+}
+
 /// Writes every file of the trace into `folder`; returns the names written, in order
 /// (REPORT.md and the console name only these).
 pub fn save(folder: &Folder, report: &TraceReport) -> Result<Vec<String>, ResultsError> {
@@ -413,18 +437,7 @@ pub fn save(folder: &Folder, report: &TraceReport) -> Result<Vec<String>, Result
     folder.text("REPORT.md", &md)?;
     folder.text(
         "report.html",
-        &super::html::folder_page(
-            "alloclab trace",
-            &md,
-            drawings,
-            super::headlines::Answer {
-                items,
-                more: 0,
-                incomplete: (!report.complete).then(|| {
-                    "INCOMPLETE: not every allocator asked for was traced (interrupted, or a run failed)".to_string()
-                }),
-            },
-        ),
+        &page("alloclab trace", &md, drawings, items, report.complete),
     )?;
     written.extend(["REPORT.md".into(), "report.html".into()]);
     Ok(written)

@@ -384,17 +384,12 @@ pub fn save(folder: &Folder, report: &CommandTraceReport) -> Result<Vec<String>,
     folder.text("REPORT.md", &md)?;
     folder.text(
         "report.html",
-        &super::html::folder_page(
+        &super::trace::page(
             "alloclab trace -- command",
             &md,
             drawings,
-            super::headlines::Answer {
-                items,
-                more: 0,
-                incomplete: (!report.complete).then(|| {
-                    "INCOMPLETE: not every allocator asked for was traced (interrupted, or a run failed)".to_string()
-                }),
-            },
+            items,
+            report.complete,
         ),
     )?;
     written.extend(["REPORT.md".into(), "report.html".into()]);
