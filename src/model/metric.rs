@@ -75,10 +75,15 @@ const fn syscall(
     }
 }
 
+/// brk: the heap top moved (glibc's main arena grows and trims with it).
 pub const BRK: Metric = syscall("brk_per_iter", "brk", |r| r.brk_per_iter);
+/// mmap: memory mapped (a large block, or an allocator's new region).
 pub const MMAP: Metric = syscall("mmap_per_iter", "mmap", |r| r.mmap_per_iter);
+/// munmap: memory unmapped.
 pub const MUNMAP: Metric = syscall("munmap_per_iter", "munmap", |r| r.munmap_per_iter);
+/// madvise: pages given back to the kernel while staying mapped (a purge).
 pub const MADVISE: Metric = syscall("madvise_per_iter", "madvise", |r| r.madvise_per_iter);
+/// mremap: a mapping moved or resized.
 pub const MREMAP: Metric = syscall("mremap_per_iter", "mremap", |r| r.mremap_per_iter);
 
 /// The counts a cause is read from, in the order they are named.
