@@ -71,7 +71,8 @@ pub fn run(args: &ReportArgs) -> Result<()> {
         rebuilt.counts(),
         crate::fmt::counted(rebuilt.plots, "plot", "plots")
     );
-    Ok(())
+    // The folder's answer on stdout, as `alloclab run` printed it.
+    super::print_out(&rebuilt.answer.console(crate::fmt::screen_width()))
 }
 
 /// Rebuilds one run folder's summary, histograms, plots, REPORT.md and page from its runs.

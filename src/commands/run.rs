@@ -172,13 +172,7 @@ fn said(args: &RunArgs, exp: &Experiment, o: &ExperimentOutcome) -> String {
             "    ",
         ));
     }
-    let width = crate::fmt::screen_width();
-    for a in o.rebuilt.answer.lines() {
-        said.push_str(&crate::fmt::wrap(a, width, "  ", "    "));
-    }
-    if let Some(more) = o.rebuilt.answer.more_line() {
-        said.push_str(&crate::fmt::wrap(&more, width, "  ", "    "));
-    }
+    said.push_str(&o.rebuilt.answer.console(crate::fmt::screen_width()));
     said
 }
 

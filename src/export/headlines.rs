@@ -428,6 +428,19 @@ impl Answer {
         self.items.iter().map(|i| i.text.as_str())
     }
 
+    /// The answer as the console shows it in `width` columns: each headline wrapped
+    /// under two spaces, then the count of the rest.
+    pub fn console(&self, width: usize) -> String {
+        let mut s = String::new();
+        for a in self.lines() {
+            s.push_str(&crate::fmt::wrap(a, width, "  ", "    "));
+        }
+        if let Some(more) = self.more_line() {
+            s.push_str(&crate::fmt::wrap(&more, width, "  ", "    "));
+        }
+        s
+    }
+
     /// Where some are left out, a sentence that says how many (not a finding itself, so
     /// no renderer lists it among the headlines).
     pub fn more_line(&self) -> Option<String> {

@@ -77,7 +77,7 @@ impl Rebuilt {
 
 /// What a quick run's pages and console say first: it is a smoke test, and what the full
 /// run adds.
-pub const QUICK_NOTE: &str = "a quick run (--quick) is a smoke test: a reduced matrix on short budgets and mostly one process per cell, so its time ratios carry no interval and no verdict, and only differences in exact counts (faults, syscalls) are findings here. The full run (without --quick) measures every size and thread count of the experiment, in the processes its intervals and verdicts need.";
+pub const QUICK_NOTE: &str = "a quick run (--quick) is a smoke test: a reduced matrix on short budgets and one or two processes per cell, so its time ratios carry no verdict (one process gives no interval, two only a 50 % one), and only differences in exact counts (faults, syscalls) are findings here. The full run (without --quick) measures every size and thread count of the experiment, in the processes its intervals and verdicts need.";
 
 /// What an unfinished folder's pages say first: what has no result, and that nothing
 /// resting on it is stated.

@@ -252,6 +252,13 @@ fn exec_and_run_folders_get_a_report_html() {
     for a in &answer {
         assert!(console.contains(a), "the console lacks {a:?}:\n{console}");
     }
+    // `report` rebuilds the folder and says the same answer on its console.
+    let again = lab(&["report", folder.to_str().unwrap()]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    let again = unwrapped(&stdout(&again));
+    for a in &answer {
+        assert!(again.contains(a), "report's console lacks {a:?}:\n{again}");
+    }
     // Each item's figures are what its words say: a difference "slower" has a ratio above
     // 1 and "more page faults" more faults per iteration than its base.
     for item in findings["answer"].as_array().unwrap() {
