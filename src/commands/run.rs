@@ -152,8 +152,8 @@ fn prepare(
 /// An experiment's result and its answer (the lines REPORT.md and report.html lead
 /// with), for stdout, where `run … > out.txt` keeps them; progress stays on stderr.
 fn said(args: &RunArgs, exp: &Experiment, o: &ExperimentOutcome) -> String {
-    let mut said = format!(
-        "{}: {}{}; {}; report in {}\n",
+    let status = format!(
+        "{}: {}{}; {}; report in {}",
         exp.name,
         o.rebuilt.counts(),
         if o.skipped > 0 {
@@ -164,6 +164,8 @@ fn said(args: &RunArgs, exp: &Experiment, o: &ExperimentOutcome) -> String {
         crate::fmt::counted(o.rebuilt.plots, "plot", "plots"),
         o.dir.join("REPORT.md").display()
     );
+    // In the reader's width, as the answer below it.
+    let mut said = crate::fmt::wrap(&status, crate::fmt::screen_width(), "", "  ");
     if args.quick {
         said.push_str(&crate::fmt::wrap(
             crate::export::report_md::QUICK_NOTE,

@@ -160,7 +160,7 @@ fn run_writes_every_file_and_they_parse_back() {
     );
     assert!(o.status.success());
     assert!(
-        String::from_utf8_lossy(&o.stdout).contains("8 kept from before"),
+        unwrapped(&String::from_utf8_lossy(&o.stdout)).contains("8 kept from before"),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
@@ -432,7 +432,7 @@ fn an_interrupted_run_keeps_what_it_finished() {
         kept.len()
     );
     // The console line (on stdout, with the answer) and folder.json say so too.
-    let said = String::from_utf8_lossy(&o.stdout);
+    let said = unwrapped(&String::from_utf8_lossy(&o.stdout));
     assert!(
         said.contains("INCOMPLETE: 3 of 8 planned processes ran; missing: 5 of the 8 planned worker processes"),
         "{said}"
@@ -727,7 +727,7 @@ fn replicated_processes_merge_into_cells_with_intervals() {
 
     // Resume keeps all twelve processes; report rebuilds the same summary.
     let o = run(&driver_path(), &[&args[..], &["--resume"]].concat());
-    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stdout = unwrapped(&String::from_utf8_lossy(&o.stdout));
     assert!(stdout.contains("12 kept from before"), "{stdout}");
     assert_eq!(text(&res.join("summary.csv")), summary);
     let o = run(&driver_path(), &["report", res.to_str().unwrap()]);
