@@ -118,16 +118,13 @@ fn settings(args: &CliffArgs, template: &Template) -> Result<crate::engine::comm
     super::options::command_settings(
         allocators,
         &template.words,
-        super::options::CommandOptions {
-            runs: args.runs,
-            warmup: p.warmup,
-            show_output: p.show_output,
-            thp: args.thp,
-            timeout: p.timeout,
-            counters: args.counters,
-            noise_threshold: args.noise_threshold,
-            order_seed: p.order_seed,
-        },
+        super::options::CommandOptions::of_program(
+            p,
+            args.runs,
+            args.thp,
+            args.counters,
+            args.noise_threshold,
+        ),
     )
     .map_err(Error::BadInput)
 }

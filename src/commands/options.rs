@@ -109,6 +109,30 @@ pub struct CommandOptions {
     pub order_seed: Option<u64>,
 }
 
+impl CommandOptions {
+    /// The options tune, sweep and cliff take for a command of your own
+    /// ([`crate::cli::ProgramArgs`]), with the command's own runs, THP mode, counters
+    /// and noise band.
+    pub fn of_program(
+        p: &crate::cli::ProgramArgs,
+        runs: u32,
+        thp: crate::model::spec::Thp,
+        counters: CounterMode,
+        noise_threshold: f64,
+    ) -> Self {
+        CommandOptions {
+            runs,
+            warmup: p.warmup,
+            show_output: p.show_output,
+            thp,
+            timeout: p.timeout,
+            counters,
+            noise_threshold,
+            order_seed: p.order_seed,
+        }
+    }
+}
+
 /// Validates a user's command (exec, tune, sweep, cliff): its program must be there.
 pub fn command_settings(
     allocators: Vec<crate::model::knobs::AllocatorSpec>,

@@ -75,16 +75,13 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     let settings = command_settings(
         crate::model::knobs::parse_spec_list(&args.allocators).map_err(Error::bad)?,
         &template.words,
-        CommandOptions {
-            runs: args.runs,
-            warmup: p.warmup,
-            show_output: p.show_output,
-            thp: args.thp,
-            timeout: p.timeout,
-            counters: args.counters,
-            noise_threshold: 0.02,
-            order_seed: p.order_seed,
-        },
+        CommandOptions::of_program(
+            p,
+            args.runs,
+            args.thp,
+            args.counters,
+            crate::model::metric::NOISE_THRESHOLD,
+        ),
     )
     .map_err(Error::BadInput)?;
     let folder = super::exec::take_out_dir(&args.out, Kind::Sweep, args.force_out)?;

@@ -59,16 +59,13 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     let settings = super::options::command_settings(
         command_sets(args)?,
         &words,
-        super::options::CommandOptions {
-            runs: args.processes,
-            warmup: p.warmup,
-            show_output: p.show_output,
-            thp: Default::default(),
-            timeout: p.timeout,
-            counters: args.counters,
-            noise_threshold: args.noise_threshold,
-            order_seed: p.order_seed,
-        },
+        super::options::CommandOptions::of_program(
+            p,
+            args.processes,
+            Default::default(),
+            args.counters,
+            args.noise_threshold,
+        ),
     )
     .map_err(Error::BadInput)?;
     crate::engine::begin();
