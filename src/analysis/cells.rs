@@ -6,6 +6,16 @@ use crate::model::record::{Cell, Outcome, RunFailure, RunRecord};
 use crate::model::summary::SummaryRow;
 use std::collections::BTreeMap;
 
+/// The p50 of the processes' samples pooled into one histogram (None when a histogram
+/// does not decode or merge).
+fn pooled_p50(records: &[&RunRecord]) -> Option<u64> {
+    let mut pooled = records.first()?.histogram.decode().ok()?;
+    for r in &records[1..] {
+        pooled.add(r.histogram.decode().ok()?).ok()?;
+    }
+    Some(crate::model::percentiles::value_at(&pooled, 50.0))
+}
+
 /// The row of a cell measured in several processes: medians over the processes, with
 /// the interval of the p50 and p99 medians and the min–max of the counts. A cell with a
 /// failed process is a failed row that says how many failed and why.
@@ -59,6 +69,7 @@ pub fn row(cell: &Cell) -> SummaryRow {
     let p50s = values(&|r| Some(r.p50_ns as f64));
     let p99s = values(&|r| Some(r.p99_ns as f64));
     row.processes = Some(records.len() as u32);
+    row.pooled_p50_ns = pooled_p50(&records);
     row.process_p50_ns = Some(records.iter().map(|r| r.p50_ns).collect());
     row.iterations = Some(records.iter().map(|r| r.iterations).sum());
     row.min_ns = records.iter().map(|r| r.min_ns).min();
@@ -154,6 +165,30 @@ pub fn compare(base: &Cell, other: &Cell, threshold: f64) -> Option<Comparison> 
         .filter_map(|(round, r)| Some((*base_by_round.get(&round)?, r.p50_ns as f64)))
         .collect();
     compare_paired(&pairs, threshold)
+}
+
+/// Fills each row's ratio to its allocator's in-place row, from paired rounds (`cells`
+/// and `rows` in the same order): the ratio wherever one pair was measured, its interval
+/// from two, its verdict words (`undecided` below the confidence level).
+pub fn set_in_place_ratios(cells: &[&Cell], rows: &mut [SummaryRow], threshold: f64) {
+    for i in 0..rows.len() {
+        let base = (0..rows.len()).find(|&j| {
+            rows[j].variant == crate::model::spec::Variant::InPlace
+                && rows[j].allocator_spec == rows[i].allocator_spec
+                && rows[j].size == rows[i].size
+                && rows[j].status.is_ok()
+        });
+        let Some(base) = base.filter(|&j| j != i && rows[i].status.is_ok()) else {
+            continue;
+        };
+        if let Some(c) = compare(cells[base], cells[i], threshold) {
+            let r = &mut rows[i];
+            r.vs_in_place = Some(c.ratio);
+            r.vs_in_place_ci_low = c.interval.map(|ci| ci.low);
+            r.vs_in_place_ci_high = c.interval.map(|ci| ci.high);
+            r.vs_in_place_verdict = c.verdict.map(|v| v.words().to_string());
+        }
+    }
 }
 
 /// Whether a comparison still wants rounds: no interval at the level yet, an interval

@@ -35,8 +35,8 @@ pub struct DiffInput {
     pub memory_syscalls_per_iter: Option<f64>,
     pub rss_end_bytes: Option<f64>,
     pub allocator_version: Option<String>,
-    /// Each process's p50 (ns): a JSON array in compare's JSON, the same array as text
-    /// in a summary CSV, the runs' wall times for exec results; empty where the input
+    /// Each process's p50 (ns): a JSON array in compare's JSON, the numbers separated by
+    /// spaces in a summary CSV (a JSON array's text in older ones), the runs' wall times for exec results; empty where the input
     /// predates the column.
     #[serde(default, deserialize_with = "numbers")]
     pub process_p50_ns: Vec<f64>,
@@ -71,11 +71,23 @@ fn numbers<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error>
         None => Ok(Vec::new()),
         Some(Numbers::List(v)) => Ok(v),
         Some(Numbers::Text(t)) if t.trim().is_empty() => Ok(Vec::new()),
-        Some(Numbers::Text(t)) => serde_json::from_str(&t).map_err(|e| {
-            serde::de::Error::custom(format!(
-                "process_p50_ns {t:?} is not a list of numbers: {e}"
-            ))
-        }),
+        // A JSON array in summary CSVs written before 2026-11-28.
+        Some(Numbers::Text(t)) if t.trim_start().starts_with('[') => serde_json::from_str(&t)
+            .map_err(|e| {
+                serde::de::Error::custom(format!(
+                    "process_p50_ns {t:?} is not a list of numbers: {e}"
+                ))
+            }),
+        Some(Numbers::Text(t)) => t
+            .split_whitespace()
+            .map(|n| {
+                n.parse::<f64>().map_err(|e| {
+                    serde::de::Error::custom(format!(
+                        "process_p50_ns {t:?} is not numbers separated by spaces: {n:?}: {e}"
+                    ))
+                })
+            })
+            .collect(),
     }
 }
 

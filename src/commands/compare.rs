@@ -11,7 +11,6 @@ use crate::engine::{self, preflight, ProcessExecutor};
 use crate::error::{Error, Result};
 use crate::export::{self, ci, table, Format, RowFormat};
 use crate::model::record::{Cell, Outcome};
-use crate::model::spec::Variant;
 use crate::model::summary::SummaryRow;
 use crate::ui::interrupt::interrupted;
 use crate::ui::progress::Progress;
@@ -303,7 +302,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
         return Err(Error::RunFailed(conflicts.join("\nerror: ")));
     }
     let mut rows: Vec<SummaryRow> = cells.iter().map(|c| cells::row(c)).collect();
-    set_in_place_ratios(&cells, &mut rows, args.noise_threshold);
+    cells::set_in_place_ratios(&cells, &mut rows, args.noise_threshold);
     let mut ran = m.ran.clone();
     ran.procs_column = rows.iter().any(|r| r.processes.unwrap_or(1) > 1);
     let incomplete = ran.note();
@@ -854,28 +853,6 @@ fn coverage_note(rows: &[SummaryRow]) -> String {
             )
         }
         _ => String::new(),
-    }
-}
-
-/// Fills each row's ratio to its allocator's in-place row, from paired rounds.
-fn set_in_place_ratios(cells: &[&Cell], rows: &mut [SummaryRow], threshold: f64) {
-    for i in 0..rows.len() {
-        let base = (0..rows.len()).find(|&j| {
-            rows[j].variant == Variant::InPlace
-                && rows[j].allocator_spec == rows[i].allocator_spec
-                && rows[j].size == rows[i].size
-                && rows[j].status.is_ok()
-        });
-        let Some(base) = base.filter(|&j| j != i && rows[i].status.is_ok()) else {
-            continue;
-        };
-        if let Some(c) = cells::compare(cells[base], cells[i], threshold) {
-            let r = &mut rows[i];
-            r.vs_in_place = Some(c.ratio);
-            r.vs_in_place_ci_low = c.interval.map(|ci| ci.low);
-            r.vs_in_place_ci_high = c.interval.map(|ci| ci.high);
-            r.vs_in_place_verdict = c.verdict.map(|v| v.words().to_string());
-        }
     }
 }
 

@@ -20,16 +20,58 @@ pub fn field(s: &str) -> String {
     }
 }
 
+/// A value as one CSV cell: a list of numbers as the numbers separated by spaces (no
+/// JSON in a cell); anything else as its text.
 fn cell(v: &serde_json::Value) -> String {
     match v {
         serde_json::Value::Null => String::new(),
         serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Array(items) if items.iter().all(|i| i.is_number()) => items
+            .iter()
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(" "),
         other => other.to_string(),
     }
 }
 
+/// The behaviours of a row's figures in words ("2 behaviours of minor faults: 0 in 3
+/// processes, 3,874 in 3"), of runs (exec) or processes.
+fn behaviours(v: &serde_json::Value, of_runs: bool) -> String {
+    let Ok(list) = serde_json::from_value::<Vec<crate::model::behaviours::Behaviours>>(v.clone())
+    else {
+        return cell(v);
+    };
+    let of = if of_runs { "runs" } else { "processes" };
+    list.iter()
+        .map(|b| crate::analysis::modes::describe(b, of))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// exec's `traced_differs` in words: "minflt: traced 5200, untraced 4100 to 4150; …".
+fn deviations(v: &serde_json::Value) -> String {
+    let Ok(list) =
+        serde_json::from_value::<Vec<crate::analysis::command::TracedDeviation>>(v.clone())
+    else {
+        return cell(v);
+    };
+    list.iter()
+        .map(|d| {
+            format!(
+                "{}: traced {}, untraced {} to {}",
+                d.figure, d.traced, d.untraced_min, d.untraced_max
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// CSV of serializable rows: the header is `empty`'s field names (so that it is the same
-/// whatever the rows hold), the cells the rows' values, empty where JSON has null.
+/// whatever the rows hold), the cells the rows' values, empty where JSON has null. No
+/// JSON in a cell: a list of numbers (`process_p50_ns`) is its numbers separated by
+/// spaces, `behaviours` (and exec's `traced_differs`) each item in words separated by
+/// `; ` (as data they are in the JSON forms).
 pub fn csv_of<T: Serialize>(rows: &[T], empty: &T) -> String {
     let header: Vec<String> = match serde_json::to_value(empty) {
         Ok(serde_json::Value::Object(m)) => m.keys().cloned().collect(),
@@ -46,7 +88,11 @@ pub fn csv_of<T: Serialize>(rows: &[T], empty: &T) -> String {
         };
         let cells: Vec<String> = header
             .iter()
-            .map(|k| obj.get(k).map_or(String::new(), cell))
+            .map(|k| match (k.as_str(), obj.get(k)) {
+                ("behaviours", Some(v)) => behaviours(v, obj.contains_key("runs")),
+                ("traced_differs", Some(v)) => deviations(v),
+                (_, v) => v.map_or(String::new(), cell),
+            })
             .collect();
         let _ = w.write_record(&cells);
     }

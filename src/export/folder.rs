@@ -35,6 +35,9 @@ pub const SCHEMA: &str = "alloclab.folder/2";
 /// The status file of every results folder.
 pub const STATUS_FILE: &str = "folder.json";
 
+/// Every results folder's guide to its files and columns ([`super::guide`]).
+pub const GUIDE_FILE: &str = "README.md";
+
 /// What a folder holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -753,7 +756,12 @@ impl Folder {
         self.status.schema = SCHEMA.into();
         self.status.command_line = crate::counters::envinfo::command_line();
         self.remove_stale_temporaries();
-        self.finish(false)
+        // Not finished, and nothing written yet to guide a reader to: the guide comes
+        // with the first account of how far the measurement got.
+        self.status.complete = false;
+        self.status.finished = None;
+        self.status.missing = Vec::new();
+        self.save_status()
     }
 
     /// Removes what a killed write left: the lab's own temporary files
@@ -988,7 +996,29 @@ impl Folder {
         self.status.complete = complete;
         self.status.finished = complete.then(|| rfc3339(unix_now()));
         self.status.missing = if complete { Vec::new() } else { missing };
+        self.write_guide()?;
         self.save_status()
+    }
+
+    /// Writes [`GUIDE_FILE`], the folder's guide to its files and columns, from the
+    /// manifest — unless a file of that name is there that this measurement did not
+    /// write (a person's own, in a folder given with `--force-out`): that one is left.
+    fn write_guide(&self) -> Result<(), ResultsError> {
+        let path = self.path(GUIDE_FILE);
+        if !self.holds(GUIDE_FILE) && fs::symlink_metadata(&path).is_ok() {
+            return Ok(());
+        }
+        let mut files: Vec<String> = {
+            let m = self.manifest.lock().unwrap_or_else(|e| e.into_inner());
+            m.files.iter().cloned().collect()
+        };
+        files.push(STATUS_FILE.into());
+        files.sort();
+        files.dedup();
+        match super::guide::readme(self.status.kind.name(), &files) {
+            Some(text) => self.text(GUIDE_FILE, &text),
+            None => Ok(()),
+        }
     }
 
     pub fn path(&self, rel: &str) -> PathBuf {
@@ -1496,7 +1526,41 @@ mod tests {
         assert!(!d.join("perf").exists());
         f.text("trace.json", "{}").unwrap();
         f.finish(true).unwrap();
-        assert_eq!(status(d).unwrap().unwrap().files.unwrap(), ["trace.json"]);
+        // What this measurement wrote, and the folder's guide to it.
+        assert_eq!(
+            status(d).unwrap().unwrap().files.unwrap(),
+            [GUIDE_FILE, "trace.json"]
+        );
+        let guide = fs::read_to_string(d.join(GUIDE_FILE)).unwrap();
+        assert!(guide.contains("| `trace.json` |"), "{guide}");
+        assert!(!guide.contains("untraced.json"), "{guide}");
+    }
+
+    #[test]
+    fn a_readme_the_lab_did_not_write_is_left_and_the_labs_guide_is_rewritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        fs::write(d.join(GUIDE_FILE), "my notes").unwrap();
+        let mut f = Folder::open(d, Kind::Exec, Claim::Force).unwrap();
+        f.start(true).unwrap();
+        f.text("exec.json", "{}").unwrap();
+        f.finish(true).unwrap();
+        assert_eq!(fs::read_to_string(d.join(GUIDE_FILE)).unwrap(), "my notes");
+        assert!(!f.holds(GUIDE_FILE));
+        // In a folder of its own the guide follows what the folder holds.
+        let other = tempfile::tempdir().unwrap();
+        let d = other.path().join("own");
+        let mut f = Folder::open(&d, Kind::Exec, Claim::Own).unwrap();
+        f.start(true).unwrap();
+        f.text("exec.json", "{}").unwrap();
+        f.finish(false).unwrap();
+        let first = fs::read_to_string(d.join(GUIDE_FILE)).unwrap();
+        assert!(first.contains("| `exec.json` |") && !first.contains("summary.csv"));
+        f.text("summary.csv", "allocator\n").unwrap();
+        f.finish(true).unwrap();
+        let second = fs::read_to_string(d.join(GUIDE_FILE)).unwrap();
+        assert!(second.contains("| `summary.csv` |"), "{second}");
+        assert!(second.contains("## Columns of `summary.csv`"), "{second}");
     }
 
     #[test]

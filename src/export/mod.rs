@@ -8,6 +8,7 @@ pub mod csv;
 pub mod diff_screen;
 pub mod exec;
 pub mod folder;
+pub mod guide;
 pub mod hdr;
 pub mod headlines;
 pub mod hlog;

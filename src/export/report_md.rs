@@ -177,7 +177,10 @@ pub fn rebuild(
     rewrite_histograms: bool,
 ) -> Result<Rebuilt, ResultsError> {
     // One row per cell: medians over its processes, with intervals when there are several.
-    let rows: Vec<SummaryRow> = loaded.cells.iter().map(cells::row).collect();
+    let mut rows: Vec<SummaryRow> = loaded.cells.iter().map(cells::row).collect();
+    // Each variant against its in-place cell, as the answer states it.
+    let cell_refs: Vec<&crate::model::record::Cell> = loaded.cells.iter().collect();
+    cells::set_in_place_ratios(&cell_refs, &mut rows, REPORT_NOISE_THRESHOLD);
     let records: Vec<&RunRecord> = loaded
         .cells
         .iter()

@@ -94,14 +94,17 @@ pub struct SummaryRow {
     pub vs_in_place_ci_high: Option<f64>,
     pub vs_in_place_verdict: Option<String>,
     /// Each process's p50 (ns), in round order: what `diff` compares two cells by (in
-    /// summary.csv a JSON array in one cell; the last column, so that the others keep
-    /// their places).
+    /// CSV the numbers separated by spaces in one cell).
     pub process_p50_ns: Option<Vec<u64>>,
     /// The per-process figures that fall into two or more groups (p50, faults and
     /// memory syscalls per iteration): their medians above describe no process. Empty
     /// with fewer than 4 processes.
     #[serde(default)]
     pub behaviours: Vec<crate::model::behaviours::Behaviours>,
+    /// The p50 of every process's samples pooled into one histogram (what the cell's
+    /// histogram files show), beside `p50_ns`, the median of the processes' p50s (what
+    /// the intervals and verdicts are of). The same with one process.
+    pub pooled_p50_ns: Option<u64>,
 }
 
 impl SummaryRow {
@@ -196,6 +199,7 @@ impl SummaryRow {
             vs_in_place_verdict: None,
             process_p50_ns: r.map(|r| vec![r.p50_ns]),
             behaviours: Vec::new(),
+            pooled_p50_ns: u(|r| Some(r.p50_ns)),
         }
     }
 }

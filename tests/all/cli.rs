@@ -199,8 +199,18 @@ fn json_and_csv_carry_every_run_with_the_documented_fields() {
     for r in &records {
         assert_eq!(r.len(), header.len(), "{r:?}");
         assert!(r[col("p50_ns")].parse::<u64>().unwrap() > 0);
-        // Each process's p50, as a JSON array in one cell; their median is the row's.
-        let p: Vec<u64> = serde_json::from_str(&r[col("process_p50_ns")]).unwrap();
+        // Each process's p50, the numbers separated by spaces in one cell (no JSON);
+        // their median is the row's.
+        let p: Vec<u64> = r[col("process_p50_ns")]
+            .split(' ')
+            .map(|n| n.parse().unwrap())
+            .collect();
+        // The p50 of the pooled iterations lies between the processes' own p50s.
+        let pooled: u64 = r[col("pooled_p50_ns")].parse().unwrap();
+        assert!(
+            (*p.iter().min().unwrap()..=*p.iter().max().unwrap()).contains(&pooled),
+            "{r:?}"
+        );
         assert_eq!(p.len().to_string(), r[col("processes")], "{r:?}");
         let mut s = p.clone();
         s.sort_unstable();

@@ -213,3 +213,51 @@ pub fn answer_texts(findings: &serde_json::Value) -> Vec<&str> {
         .map(|i| i["text"].as_str().unwrap())
         .collect()
 }
+
+/// A results folder reads without the lab's manual: its README.md (the lab's guide)
+/// describes every file of its manifest and names every column of every CSV file it
+/// holds (histograms/*.us.csv by HdrHistogram's own names), and no CSV cell holds JSON.
+pub fn assert_guided(folder: &std::path::Path) {
+    let guide = std::fs::read_to_string(folder.join("README.md"))
+        .unwrap_or_else(|e| panic!("{}: no README.md: {e}", folder.display()));
+    assert!(guide.starts_with("# What this folder holds"), "{guide}");
+    assert!(!guide.contains("not described here"), "{guide}");
+    let status = json(&std::fs::read(folder.join("folder.json")).unwrap());
+    let files: Vec<&str> = status["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    assert!(files.contains(&"README.md"), "{files:?}");
+    for f in &files {
+        // Each file's family: its folder (runs/, histograms/, …) or its own name.
+        let family = match f.split_once('/') {
+            Some((dir, _)) => format!("`{dir}/"),
+            None => format!("`{f}`"),
+        };
+        assert!(
+            guide.contains(&family),
+            "{f} ({family}) not in the guide:\n{guide}"
+        );
+        if !f.ends_with(".csv") {
+            continue;
+        }
+        let text = std::fs::read_to_string(folder.join(f)).unwrap();
+        let mut r = csv::Reader::from_reader(text.as_bytes());
+        for column in r.headers().unwrap().iter() {
+            assert!(
+                guide.contains(&format!("`{column}`")),
+                "{f}'s column {column} not in the guide:\n{guide}"
+            );
+        }
+        for row in r.records() {
+            for cell in row.unwrap().iter() {
+                assert!(
+                    !cell.starts_with('[') && !cell.starts_with('{'),
+                    "{f}: JSON in a cell: {cell}"
+                );
+            }
+        }
+    }
+}

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common::*;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -123,6 +124,7 @@ fn exec_and_run_folders_get_a_report_html() {
     assert!(o.status.success(), "{}", stderr(&o));
     let html = assert_self_contained(&exec_dir.join("report.html"));
     assert!(html.contains("alloclab exec:"));
+    assert_guided(&exec_dir);
     // exec's answer: the same items in findings.json, REPORT.md and the console.
     let findings = json(&std::fs::read(exec_dir.join("findings.json")).unwrap());
     let md = std::fs::read_to_string(exec_dir.join("REPORT.md")).unwrap();
@@ -224,6 +226,34 @@ fn exec_and_run_folders_get_a_report_html() {
     assert_eq!(findings["schema"], "alloclab-findings/1");
     let items = answer_texts(&findings);
     assert_eq!(items, answer, "findings.json against REPORT.md");
+    // summary.csv carries the figures the answer states: each difference against in
+    // place is the row's vs_in_place, to the digit; the folder says what its files are.
+    assert_guided(&folder);
+    let text = std::fs::read_to_string(folder.join("summary.csv")).unwrap();
+    let rows: Vec<BTreeMap<String, String>> = csv::Reader::from_reader(text.as_bytes())
+        .deserialize()
+        .map(|r| r.unwrap())
+        .collect();
+    let mut checked = 0;
+    for item in findings["answer"].as_array().unwrap() {
+        let f = &item["figures"];
+        if f["kind"] != "difference" || f["against_variant"] != "in-place" {
+            continue;
+        }
+        let row = rows
+            .iter()
+            .find(|r| {
+                r["allocator"] == f["allocator"].as_str().unwrap()
+                    && r["variant"] == f["variant"].as_str().unwrap()
+                    && r["size"].parse::<u64>().ok() == f["size"].as_u64()
+                    && r["threads"].parse::<u64>().ok() == f["threads"].as_u64()
+            })
+            .unwrap_or_else(|| panic!("no row for {f}"));
+        let ratio: f64 = row["vs_in_place"].parse().unwrap();
+        assert_eq!(ratio, f["comparison"]["ratio"].as_f64().unwrap(), "{f}");
+        checked += 1;
+    }
+    assert!(checked > 0, "{findings}");
     let page_items: Vec<String> = listed
         .split("<li>")
         .skip(1)

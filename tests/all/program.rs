@@ -195,7 +195,8 @@ fn the_sweep_finds_the_fault_cliff_where_the_builtin_cliff_finder_does() {
         above.abs_diff(builtin) <= 8,
         "the program's cliff {above} vs the built-in workload's {builtin}"
     );
-    // Every file parses back.
+    // Every file parses back, and the folder says what each file and column is.
+    assert_guided(&out);
     let csv = read(&out.join("summary.csv"));
     assert_eq!(csv.lines().count(), 1 + 5);
     let report = read(&out.join("REPORT.md"));

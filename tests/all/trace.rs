@@ -111,6 +111,7 @@ fn check_timeline(dir: &Path) {
 /// findings.json's answer is REPORT.md's Mechanism, item for item and word for word, one
 /// item per traced allocator, each with its attributions (or why it failed).
 fn check_answer(dir: &Path, report: &str) {
+    assert_guided(dir);
     let findings = json(&dir.join("findings.json"));
     assert_eq!(findings["schema"], "alloclab-findings/1");
     let mechanism: Vec<&str> = report

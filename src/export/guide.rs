@@ -1,0 +1,398 @@
+//! `README.md` of every results folder: what each of its files is and what each column of
+//! its CSV files means, with units, so that a script's author reads the folder without
+//! the lab's manual. Written from the folder's manifest (only the files it holds), beside
+//! `folder.json`, each time the folder says how far it got.
+
+use std::fmt::Write as _;
+
+/// A file (or a family of files) of a folder kind: how the guide names it, how its path
+/// begins and ends, and what it is.
+struct File {
+    name: &'static str,
+    prefix: &'static str,
+    suffix: &'static str,
+    what: &'static str,
+}
+
+const fn file(
+    name: &'static str,
+    prefix: &'static str,
+    suffix: &'static str,
+    what: &'static str,
+) -> File {
+    File {
+        name,
+        prefix,
+        suffix,
+        what,
+    }
+}
+
+/// The files every kind may hold (after the kind's own, which come first).
+const COMMON: &[File] = &[
+    file("REPORT.md", "REPORT.md", "", "the answer first, then the findings, method, environment and tables, in Markdown"),
+    file("report.html", "report.html", "", "the same as one self-contained page (nothing loaded from elsewhere), with charts"),
+    file("findings.json", "findings.json", "", "the answer as data (schema alloclab-findings/1): each item's sentence and the figures it rests on"),
+    file("env.json", "env.json", "", "machine, kernel, glibc, THP mode, CPU, allocator versions, codegen, command line"),
+    file("folder.json", "folder.json", "", "what this folder holds and whether the measurement finished (`complete`); `files` lists every file of it"),
+    file("README.md", "README.md", "", "this guide"),
+    file("plots/*.svg", "plots/", ".svg", "the charts of REPORT.md as SVG"),
+];
+
+/// HdrHistogram's files, named per cell (run), allocator (exec) or allocator and size
+/// (sweep).
+const HISTOGRAMS: &[File] = &[
+    file("histograms/<name>.us.csv", "histograms/", ".us.csv", "latency percentile distribution in HdrHistogram's CSV form, values in microseconds (µs); columns below"),
+    file("histograms/<name>.us.hgrm", "histograms/", ".us.hgrm", "the same distribution in HdrHistogram's text form (as its HistogramLogProcessor prints it), values in µs"),
+    file("histograms/<name>.ns.hlog", "histograms/", ".ns.hlog", "HdrHistogram interval log, values in nanoseconds: one interval per process (or run) at the time it ran"),
+];
+
+const RUN: &[File] = &[
+    file("plan.json", "plan.json", "", "the experiment as run: its matrix, budget, run ids and command line"),
+    file("calibration.json", "calibration.json", "", "the observer's costs and its effect on the median"),
+    file("cliffs.json", "cliffs.json", "", "the cliffs found by bisection, to the element, with the changes that could not be bisected"),
+    file("summary.csv", "summary.csv", "", "one row per cell (workload, variant, allocator, size, threads): medians over its processes; columns below"),
+    file("runs/<run-id>.p<k>.json", "runs/", ".json", "each worker process's full record (schema alloclab.run/1); `.failed.json` a process that failed, with why"),
+];
+
+const EXEC: &[File] = &[
+    file("exec.json", "exec.json", "", "every run of every allocator (schema alloclab.exec/1): wall time, rusage, syscall counts, what the probe found, failures"),
+    file("summary.csv", "summary.csv", "", "one row per allocator: medians over its runs; columns below"),
+];
+
+const SWEEP: &[File] = &[
+    file("sweep.json", "sweep.json", "", "schema alloclab.sweep/1: the command, the sizes, every row, the cliffs, whether it finished"),
+    file("cliffs.json", "cliffs.json", "", "every change between neighbouring sizes, bisected to its sizes where it held"),
+    file("summary.csv", "summary.csv", "", "one row per size and allocator; columns below"),
+    file("points/n<size>.json", "points/", ".json", "exec's record of that size (every run)"),
+];
+
+const TRACE: &[File] = &[
+    file("trace.json", "trace.json", "", "schema alloclab.trace/1: what was traced, and per allocator the mechanism and the call paths behind the faults and syscalls, with their shares"),
+    file("untraced.json", "untraced.json", "", "the runs without the tracer: what the tracer's overhead is measured against"),
+    file("runs/<allocator>.json", "runs/", ".json", "the traced worker's record with every iteration's timeline"),
+    file("timeline/<allocator>.csv", "timeline/", ".csv", "the run over time (one row per iteration, or per bin of time for a command); columns below"),
+    file("events/<allocator>.csv", "events/", ".csv", "every memory syscall with its time, process, size and cause; columns below"),
+    file("stacks/*.folded", "stacks/", ".folded", "the sampled call stacks in folded form (one stack and its count per line), for flame graph tools"),
+    file("flamegraphs/*.svg", "flamegraphs/", ".svg", "the same stacks drawn as flame graphs"),
+    file("perf/*.data", "perf/", ".data", "perf's own recording, kept with --keep-perf-data"),
+];
+
+/// A CSV file's columns: the names (several sharing one meaning) and the meaning.
+type Columns = &'static [(&'static [&'static str], &'static str)];
+
+/// summary.csv of `alloclab run` (and `compare --format csv`).
+pub const SUMMARY_COLUMNS: Columns = &[
+    (&["run_id"], "`<workload>-<variant>-<allocator>-n<size>-t<threads>`: names the cell's files (runs/, histograms/)"),
+    (&["allocator", "workload", "variant", "size", "threads", "seed"], "the cell; size in elements"),
+    (&["allocator_spec"], "the allocator with its knobs and THP mode, e.g. `system:top_pad=64M thp=never`"),
+    (&["status", "error"], "`ok` or `failed`, and why it failed"),
+    (&["iterations"], "measured iterations, summed over the processes"),
+    (&["min_ns", "max_ns"], "the fastest and slowest iteration of all processes, ns"),
+    (&["p50_ns", "p90_ns", "p99_ns", "p999_ns", "mean_ns"], "latency of one iteration, ns: with several processes the median over the processes of each one's figure (what intervals and verdicts are of)"),
+    (&["pooled_p50_ns"], "the p50 of all processes' iterations pooled into one histogram, ns: what histograms/*.us.csv shows (the same as p50_ns with one process)"),
+    (&["process_p50_ns"], "each process's p50 in round order, ns, separated by spaces: what `alloclab diff` pairs"),
+    (&["throughput_gb_per_s"], "inputs read plus result written per iteration (× threads) over p50_ns, GB/s"),
+    (&["minflt_per_iter", "majflt_per_iter"], "minor / major page faults per measured iteration"),
+    (&["nvcsw_per_iter", "nivcsw_per_iter"], "voluntary / involuntary context switches per iteration"),
+    (&["utime_ns_per_iter", "stime_ns_per_iter"], "user / kernel CPU time per iteration, ns"),
+    (&["brk_per_iter", "mmap_per_iter", "munmap_per_iter", "madvise_per_iter", "mremap_per_iter"], "those syscalls per iteration (empty where they could not be counted)"),
+    (&["syscalls_per_iter"], "syscalls of any kind per iteration (perf only)"),
+    (&["memory_syscalls_per_iter"], "brk + mmap + munmap + madvise + mremap per iteration"),
+    (&["syscall_counter"], "which method counted the syscalls: `perf` or `ptrace`"),
+    (&["allocs_per_iter", "alloc_bytes_per_iter"], "allocation calls and requested bytes per iteration"),
+    (&["rss_start_bytes", "rss_end_bytes"], "resident memory at the start / end of the measured phase, bytes"),
+    (&["rss_peak_bytes"], "peak resident memory of the process (ru_maxrss), bytes"),
+    (&["checksum"], "FNV-1a 64 of the output, 16 hex digits: equal across allocators when they computed the same"),
+    (&["timer_overhead_ns"], "median cost of a pair of clock reads, ns"),
+    (&["harness_overhead_ns_per_sample"], "cost of the loop around an empty iteration, ns"),
+    (&["allocator_version"], "e.g. `glibc 2.36`, `jemalloc 5.3.1-…`, `mimalloc 3.3.2`"),
+    (&["processes"], "worker processes behind the row"),
+    (&["p50_ci_low_ns", "p50_ci_high_ns", "p99_ci_low_ns", "p99_ci_high_ns"], "the interval of the median p50 / p99 over processes, ns"),
+    (&["ci_coverage"], "the coverage those intervals have (0.95 asked; fewer processes give less, e.g. 0.5 with two)"),
+    (&["minflt_per_iter_min", "minflt_per_iter_max", "memory_syscalls_per_iter_min", "memory_syscalls_per_iter_max"], "the lowest and highest of those counts over the processes"),
+    (&["vs_in_place"], "p50 against the same allocator's in-place cell: the median of the per-round ratios (2.0: twice as slow)"),
+    (&["vs_in_place_ci_low", "vs_in_place_ci_high"], "that ratio's interval (from two processes; its coverage is about ci_coverage)"),
+    (&["vs_in_place_verdict"], "`faster`, `slower`, `no significant difference`, or `undecided` (an interval below the confidence level asked)"),
+    (&["behaviours"], "figures whose processes fall into two or more groups, in words (`2 behaviours of minor faults: …`); their medians describe no process"),
+    (&["complete", "stopped_by", "processes_planned"], "`compare` only: whether every cell got its processes, what stopped it early, and the processes planned"),
+];
+
+/// summary.csv of `alloclab exec`.
+pub const EXEC_COLUMNS: Columns = &[
+    (&["allocator"], "the allocator the command ran under"),
+    (&["status", "error"], "`ok` or `failed`, and why"),
+    (&["runs", "runs_planned"], "runs that finished, and runs planned"),
+    (&["wall_median_ms", "wall_min_ms", "wall_max_ms"], "the command's wall time over the runs (median, lowest, highest), ms"),
+    (&["wall_mad_pct"], "median absolute deviation of the wall time, % of the median"),
+    (&["wall_ci_low_ms", "wall_ci_high_ms", "wall_ci_coverage"], "the interval of the median wall time, ms, and its coverage"),
+    (&["baseline"], "the allocator the others are compared with (the first given)"),
+    (&["vs_baseline", "vs_baseline_ci_low", "vs_baseline_ci_high"], "wall time against the baseline's: the median of the per-round ratios and its interval (2.0: twice as slow)"),
+    (&["vs_baseline_verdict"], "`faster`, `slower`, `no significant difference` or `undecided`"),
+    (&["user_ms", "sys_ms"], "user / kernel CPU time per run (median), ms"),
+    (&["minflt", "majflt"], "minor / major page faults per run (median)"),
+    (&["voluntary_csw", "involuntary_csw"], "context switches per run (median)"),
+    (&["peak_rss_mib"], "peak resident memory per run (median), MiB"),
+    (&["brk", "mmap", "munmap", "madvise", "mremap", "syscalls"], "those syscalls per run (median); `syscalls` all kinds"),
+    (&["syscall_counter"], "how syscalls were counted (`perf`, `ptrace`), or why they were not"),
+    (&["allocator_version", "preload", "malloc_from"], "the allocator's version, the library preloaded, and where the command's malloc resolved"),
+    (&["command"], "the command as a shell would take it"),
+    (&["run_wall_ms"], "each run's wall time in round order, ms, separated by spaces: what `alloclab diff` pairs"),
+    (&["complete", "stopped_by"], "whether every planned run ran, and the signal that stopped it"),
+    (&["behaviours"], "figures whose runs fall into two or more groups, in words"),
+    (&["traced_differs"], "with --counters ptrace: the traced run's figures the untraced runs do not reach"),
+];
+
+/// summary.csv of `alloclab sweep`.
+pub const SWEEP_COLUMNS: Columns = &[
+    (&["size", "allocator"], "the size given to the command, and the allocator"),
+    (&["status", "error"], "`ok` or `failed`, and why"),
+    (&["runs"], "rounds measured"),
+    (&["per"], "`call` (figures per call of the command's work, from runs of N and 2N calls) or `run` (per whole run)"),
+    (&["time_ns", "time_ci_low_ns", "time_ci_high_ns", "ci_coverage"], "wall time per call (or run): median over the rounds, its interval and coverage, ns"),
+    (&["minflt", "memory_syscalls", "brk", "mmap", "munmap", "madvise"], "page faults and memory syscalls per call (or run); memory_syscalls = brk + mmap + munmap + madvise + mremap"),
+    (&["minflt_noise", "memory_syscalls_noise"], "their spread (max − min) over the rounds: what a change must exceed"),
+    (&["peak_rss_mib"], "peak resident memory of the (longer) run, median, MiB"),
+    (&["run_wall_ms"], "median wall time of a whole (longer) run, ms"),
+    (&["syscall_counter"], "how syscalls were counted, or why they were not"),
+];
+
+/// HdrHistogram's CSV (`histograms/*.us.csv`).
+const HISTOGRAM_COLUMNS: Columns = &[
+    (
+        &["Value"],
+        "latency, µs (HdrHistogram's column name; the unit is the file's `.us`)",
+    ),
+    (
+        &["Percentile"],
+        "the share of samples at or below it (0 to 1)",
+    ),
+    (&["TotalCount"], "samples at or below it"),
+    (&["1/(1-Percentile)"], "for plotting the tail on a log axis"),
+];
+
+/// timeline/<allocator>.csv of a built-in cell's trace.
+pub const TRACE_TIMELINE_COLUMNS: Columns = &[
+    (&["iteration"], "a built-in cell's trace: the iteration (one row each); a command's rows are bins of time instead"),
+    (&["start_ms", "elapsed_ns"], "when it began (ms from the first) and how long it took (ns)"),
+    (&["minflt", "faults"], "page faults in it"),
+    (&["brk", "mmap", "munmap", "madvise", "mremap"], "those syscalls in it (empty without a syscall counter)"),
+    (&["brk_delta_bytes", "mmap_bytes", "munmap_bytes", "madvise_bytes"], "bytes the heap top moved, and bytes mapped, unmapped and advised"),
+    (&["rss_bytes"], "resident memory at its end, bytes"),
+    (&["heap_top_offset_bytes"], "the heap's top (brk) above where it began, bytes"),
+    (&["python_line"], "for a Python command: the script line most of the bin's events were at"),
+];
+
+/// events/<allocator>.csv of a trace.
+pub const TRACE_EVENTS_COLUMNS: Columns = &[
+    (&["time_ms"], "when the call was made, ms from the start"),
+    (&["pid"], "the process that made it"),
+    (&["call"], "brk, mmap, munmap, madvise or mremap"),
+    (&["bytes"], "its size in bytes (brk: how far the top moved)"),
+    (&["advice"], "madvise's advice (e.g. DONTNEED, FREE)"),
+    (&["cause"], "the call path that made it, outermost first"),
+];
+
+fn files(kind: &str) -> Vec<&'static File> {
+    let own: &[File] = match kind {
+        "run" => RUN,
+        "exec" => EXEC,
+        "sweep" => SWEEP,
+        "trace" => TRACE,
+        _ => return Vec::new(),
+    };
+    let histograms: &[File] = match kind {
+        "run" | "exec" | "sweep" => HISTOGRAMS,
+        _ => &[],
+    };
+    own.iter().chain(histograms).chain(COMMON).collect()
+}
+
+/// The columns of the CSV files a kind writes, by the guide's name of the file.
+fn csv_files(kind: &str) -> Vec<(&'static str, Columns)> {
+    match kind {
+        "run" => vec![
+            ("summary.csv", SUMMARY_COLUMNS),
+            ("histograms/<name>.us.csv", HISTOGRAM_COLUMNS),
+        ],
+        "exec" => vec![
+            ("summary.csv", EXEC_COLUMNS),
+            ("histograms/<name>.us.csv", HISTOGRAM_COLUMNS),
+        ],
+        "sweep" => vec![
+            ("summary.csv", SWEEP_COLUMNS),
+            ("histograms/<name>.us.csv", HISTOGRAM_COLUMNS),
+        ],
+        "trace" => vec![
+            ("timeline/<allocator>.csv", TRACE_TIMELINE_COLUMNS),
+            ("events/<allocator>.csv", TRACE_EVENTS_COLUMNS),
+        ],
+        _ => Vec::new(),
+    }
+}
+
+fn matches(f: &File, path: &str) -> bool {
+    if f.suffix.is_empty() {
+        path == f.prefix
+    } else {
+        path.starts_with(f.prefix) && path.ends_with(f.suffix)
+    }
+}
+
+/// The guide of a folder of `kind` (`run`, `exec`, `sweep`, `trace`: folder.json's
+/// `kind`) holding `manifest` (paths relative to it), or None for a kind with nothing to
+/// guide (generate's).
+pub fn readme(kind: &str, manifest: &[String]) -> Option<String> {
+    let known = files(kind);
+    if known.is_empty() {
+        return None;
+    }
+    let mut md = format!(
+        "# What this folder holds\n\nWritten by `alloclab {}`; the lab's manual says more \
+         (docs/output.md in its repository). Files are rewritten whole (never half-written); \
+         `folder.json` says whether the measurement finished.\n\n## Files\n\n| file | what it is |\n|---|---|\n",
+        kind
+    );
+    let mut shown_csv = Vec::new();
+    for f in &known {
+        let n = manifest
+            .iter()
+            .filter(|p| matches(f, p) && !earlier_match(&known, f, p))
+            .count();
+        let is_self = f.prefix == "README.md";
+        if n == 0 && !is_self {
+            continue;
+        }
+        let count = if n > 1 {
+            format!(" ({n} files)")
+        } else {
+            String::new()
+        };
+        let _ = writeln!(md, "| `{}`{count} | {} |", f.name, f.what);
+        shown_csv.push(f.name);
+    }
+    let unknown: Vec<&String> = manifest
+        .iter()
+        .filter(|p| !known.iter().any(|f| matches(f, p)))
+        .collect();
+    for p in unknown {
+        let _ = writeln!(md, "| `{p}` | (not described here: see the lab's manual) |");
+    }
+    for (name, columns) in csv_files(kind) {
+        if !shown_csv.contains(&name) {
+            continue;
+        }
+        let _ = write!(
+            md,
+            "\n## Columns of `{name}`\n\nEmpty cells are values that could not be read or do not apply (never 0 for unknown).\n\n| column | meaning |\n|---|---|\n"
+        );
+        for (names, meaning) in columns {
+            let names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+            let _ = writeln!(md, "| {} | {meaning} |", names.join(", "));
+        }
+    }
+    Some(md)
+}
+
+/// Whether a file listed before `f` already describes `path` (so that `runs/*.json` of a
+/// trace is not also counted as something later in the list).
+fn earlier_match(known: &[&File], f: &File, path: &str) -> bool {
+    known
+        .iter()
+        .take_while(|k| !std::ptr::eq(**k, f))
+        .any(|k| matches(k, path))
+}
+
+/// Every column a kind's CSV files name, in the guide's order (for tests).
+#[cfg(test)]
+fn named(columns: Columns) -> Vec<&'static str> {
+    columns
+        .iter()
+        .flat_map(|(n, _)| n.iter().copied())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    fn header_of(csv: &str) -> BTreeSet<String> {
+        csv.lines()
+            .next()
+            .unwrap()
+            .split(',')
+            .map(|s| s.trim_matches('"').to_string())
+            .collect()
+    }
+
+    fn guide_of(columns: Columns) -> BTreeSet<String> {
+        named(columns).into_iter().map(String::from).collect()
+    }
+
+    /// The guide names exactly the columns the lab writes: a column added without a
+    /// meaning, or a meaning left for a column removed, fails here.
+    #[test]
+    fn every_written_column_has_a_meaning_and_every_meaning_a_column() {
+        use crate::model::summary::SummaryRow;
+        let summary = header_of(&crate::export::csv::to_csv(&[]));
+        let mut guide = guide_of(SUMMARY_COLUMNS);
+        // compare's extra columns (its rows add them to the summary's).
+        for extra in ["complete", "stopped_by", "processes_planned"] {
+            assert!(guide.remove(extra), "{extra}");
+        }
+        assert_eq!(guide, summary);
+        let _ = SummaryRow::empty();
+        let exec = header_of(&crate::export::csv::csv_of(
+            &[],
+            &crate::analysis::command::ExecRow::default(),
+        ));
+        assert_eq!(guide_of(EXEC_COLUMNS), exec);
+        let sweep = header_of(&crate::export::csv::csv_of(
+            &[],
+            &crate::engine::program::PointRow::default(),
+        ));
+        assert_eq!(guide_of(SWEEP_COLUMNS), sweep);
+        let timeline: BTreeSet<String> = crate::export::trace::TIMELINE_HEADER
+            .split(',')
+            .chain(crate::export::trace_command::TIMELINE_HEADER.split(','))
+            .map(String::from)
+            .collect();
+        assert_eq!(guide_of(TRACE_TIMELINE_COLUMNS), timeline);
+        let events: BTreeSet<String> = crate::export::trace_command::EVENTS_HEADER
+            .split(',')
+            .map(String::from)
+            .collect();
+        assert_eq!(guide_of(TRACE_EVENTS_COLUMNS), events);
+    }
+
+    #[test]
+    fn the_guide_lists_the_files_held_with_their_counts_and_only_those() {
+        let manifest: Vec<String> = [
+            "summary.csv",
+            "runs/a.p1.json",
+            "runs/a.p2.json",
+            "histograms/a.us.csv",
+            "REPORT.md",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let md = readme("run", &manifest).unwrap();
+        assert!(
+            md.contains("| `runs/<run-id>.p<k>.json` (2 files) |"),
+            "{md}"
+        );
+        assert!(md.contains("| `summary.csv` |"), "{md}");
+        assert!(md.contains("| `README.md` | this guide |"), "{md}");
+        assert!(!md.contains("cliffs.json"), "{md}");
+        assert!(!md.contains("report.html"), "{md}");
+        assert!(md.contains("## Columns of `summary.csv`"), "{md}");
+        assert!(md.contains("| `pooled_p50_ns` |"), "{md}");
+        assert!(
+            md.contains("## Columns of `histograms/<name>.us.csv`"),
+            "{md}"
+        );
+        assert!(readme("generate", &manifest).is_none());
+    }
+}
