@@ -350,6 +350,10 @@ pub struct TuneArgs {
     /// defaults lies beyond this band around 1 (percent).
     #[arg(long, default_value = "2", value_parser = parse_percent)]
     pub noise_threshold: f64,
+    /// The full table (p99, iterations, each syscall, allocations) instead of the one
+    /// that fits the screen (table format).
+    #[arg(long, visible_alias = "wide")]
+    pub verbose: bool,
     #[command(flatten)]
     pub program: ProgramArgs,
 }

@@ -124,38 +124,59 @@ fn screen(
     order_seed: u64,
     stopped_by: Option<&str>,
 ) -> String {
+    let width = crate::fmt::screen_width();
+    let wrap = |text: &str, first: &str, rest: &str| crate::fmt::wrap(text, width, first, rest);
     let mut t = match stopped_by {
-        Some(sig) => format!(
-            "incomplete: interrupted by {sig}; the rows are from the finished processes (procs) of the {} planned per set\n",
-            args.processes
+        Some(sig) => wrap(
+            &format!(
+                "incomplete: interrupted by {sig}; the rows are from the finished processes (procs) of the {} planned per set",
+                args.processes
+            ),
+            "",
+            "  ",
         ),
         None => String::new(),
     };
-    t += &format!(
-        "{} {} at {} elements; {} processes per set in interleaved rounds (order seed {order_seed}), medians with {} intervals, significant beyond ±{} %{}\n\n",
-        args.workload,
-        args.variant,
-        group_thousands(args.size as i64),
-        args.processes,
-        crate::analysis::stats::level_text(),
-        args.noise_threshold * 100.0,
-        crate::analysis::stats::too_few(args.processes as usize, "processes")
-            .map_or(String::new(), |few| format!("; {few}"))
+    // The answer first: what each knob set does against its allocator's defaults.
+    t += &wrap(
+        &format!(
+            "{} {} at {} elements, each knob set against its allocator's defaults:",
+            args.workload,
+            args.variant,
+            group_thousands(args.size as i64)
+        ),
+        "",
+        "  ",
     );
-    t.push_str(&table::to_table(rows));
-    t.push('\n');
     for line in tune::verdicts(rows, time) {
-        t.push_str(&line);
-        t.push('\n');
+        t += &wrap(&line, "", "    ");
     }
+    t.push('\n');
+    t.push_str(&table::to_sets_table(&set_names(rows), args.verbose));
+    t += &wrap(
+        &format!(
+            "{} processes per set in interleaved rounds (order seed {order_seed}), medians with {} intervals, significant beyond ±{} %{}",
+            args.processes,
+            crate::analysis::stats::level_text(),
+            args.noise_threshold * 100.0,
+            crate::analysis::stats::too_few(args.processes as usize, "processes")
+                .map_or(String::new(), |few| format!("; {few}"))
+        ),
+        "",
+        "  ",
+    );
     t.push_str("\nWhy each set was tried:\n");
     for spec in allocators {
         if let Some(l) = &spec.library {
-            t.push_str(&format!(
-                "  {}: {} preloaded into the system worker, with its defaults (compared with system's defaults when those ran)\n",
-                l.name,
-                l.path.display()
-            ));
+            t += &wrap(
+                &format!(
+                    "{}: {} preloaded into the system worker, with its defaults (compared with system's defaults when those ran)",
+                    l.name,
+                    l.path.display()
+                ),
+                "  ",
+                "      ",
+            );
             continue;
         }
         let a = &spec.allocator;
@@ -165,10 +186,22 @@ fn screen(
             } else {
                 format!("{a}:{knobs}")
             };
-            t.push_str(&format!("  {label}: {why}\n"));
+            t += &wrap(&format!("{label}: {why}"), "  ", "      ");
         }
     }
     t
+}
+
+/// The rows with each set named as the table shows it
+/// ([`super::tune_command::set_name`]: knob sets indented under their allocator).
+fn set_names(rows: &[SummaryRow]) -> Vec<SummaryRow> {
+    rows.iter()
+        .map(|r| {
+            let mut r = r.clone();
+            r.allocator_spec = super::tune_command::set_name(&r.allocator_spec);
+            r
+        })
+        .collect()
 }
 
 /// The rows as Markdown, CSV or JSON (no CI format: tune's rows are knob sets against

@@ -86,20 +86,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
             };
             serde_json::to_string_pretty(&v).map_err(Error::failed)? + "\n"
         }
-        Format::Table => {
-            let mut t = crate::export::exec::header(&record);
-            t.push('\n');
-            t.push_str(&crate::export::exec::to_table(&rows));
-            t.push('\n');
-            for v in &verdicts {
-                t.push_str(&v.line);
-                t.push('\n');
-            }
-            t.push('\n');
-            t.push_str(&advice);
-            t.push('\n');
-            t
-        }
+        Format::Table => screen(args, &record, &rows, &verdicts, &advice),
         format => export::render(format.rows().ok_or_else(|| not_for_tune(format))?, &rows),
     };
     super::print_out(&text)?;
@@ -111,6 +98,59 @@ pub fn run(args: &TuneArgs) -> Result<()> {
 }
 
 /// `--format bmf` or `github-action-benchmark` given to tune.
+/// tune's first screen for a command, in the reader's width: the command, the
+/// recommendation and each set's verdict against its allocator's defaults; then the table
+/// (the one that fits, or every column with --verbose), its sets named under their
+/// allocator; then how it ran.
+fn screen(
+    args: &TuneArgs,
+    record: &crate::model::command::ExecRecord,
+    rows: &[ExecRow],
+    verdicts: &[SetVerdict],
+    advice: &str,
+) -> String {
+    let width = crate::fmt::screen_width();
+    let wrap = |text: &str, rest: &str| crate::fmt::wrap(text, width, "", rest);
+    let header = crate::export::exec::header(record);
+    let mut lines = header.lines();
+    let mut t = String::new();
+    if let Some(command) = lines.next() {
+        t += &wrap(command, "  ");
+    }
+    t += &wrap(advice, "  ");
+    for v in verdicts {
+        t += &wrap(&v.line, "    ");
+    }
+    t.push('\n');
+    let named: Vec<_> = rows
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            r.allocator = set_name(&r.allocator);
+            r
+        })
+        .collect();
+    t.push_str(&if args.verbose {
+        crate::export::exec::to_table(&named)
+    } else {
+        crate::export::exec::to_sets_table(&named)
+    });
+    t.push('\n');
+    for l in lines {
+        t += &wrap(l, "  ");
+    }
+    t
+}
+
+/// A set as the table names it: an allocator's defaults as "<name> (defaults)", a knob
+/// set by its knobs, indented under its allocator.
+pub(crate) fn set_name(spec: &str) -> String {
+    match spec.split_once(':') {
+        Some((_, knobs)) => format!("  {knobs}"),
+        None => format!("{spec} (defaults)"),
+    }
+}
+
 pub(crate) fn not_for_tune(format: Format) -> Error {
     Error::BadInput(format!(
         "--format {}: tune prints table, markdown, csv or json; its rows are knob sets against their allocator's defaults, a search rather than figures to keep a history of. Put the knobs it finds into `alloclab compare --allocators` or `alloclab exec --allocators`, which give {}",

@@ -185,6 +185,27 @@ pub fn to_compact_table(rows: &[ExecRow]) -> String {
     render_table(&h, 1, &table_rows(rows, &cols))
 }
 
+/// tune's table of a command's knob sets: the columns that fit a screen but the ratio to
+/// the first allocator (tune's verdicts give each set against its own allocator's
+/// defaults), the first column named "set".
+pub fn to_sets_table(rows: &[ExecRow]) -> String {
+    let (headers, cols) = compact_columns(&baseline(rows));
+    let keep: Vec<bool> = cols.iter().map(|(h, _)| *h != "vs base").collect();
+    let h: Vec<&str> = headers
+        .iter()
+        .zip(&keep)
+        .filter(|(_, k)| **k)
+        .map(|(h, _)| if h == "allocator" { "set" } else { h.as_str() })
+        .collect();
+    let cols: Vec<Column> = cols
+        .into_iter()
+        .zip(&keep)
+        .filter(|(_, k)| **k)
+        .map(|(c, _)| c)
+        .collect();
+    render_table(&h, 1, &table_rows(rows, &cols))
+}
+
 /// exec's first screen in `width` columns: the command, then per allocator its wall time
 /// against the baseline with the interval and verdict, the cause in words where the
 /// counts differ and the system times; the table that fits; the notes; how it ran.

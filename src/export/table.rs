@@ -214,6 +214,23 @@ fn table_of(rows: &[SummaryRow], wide: bool) -> String {
     )
 }
 
+/// tune's table: one row per knob set (`rows`' allocator_spec as the set's name), the
+/// columns that fit a screen, or all of them when `wide`; no variant column (tune
+/// measures one).
+pub fn to_sets_table(rows: &[SummaryRow], wide: bool) -> String {
+    let mut cols = display_columns(rows, wide);
+    cols.retain(|(h, _)| *h != "variant");
+    let names = cols
+        .iter()
+        .position(|(h, _)| *h == "allocator")
+        .map_or(0, |i| i + 1);
+    let headers: Vec<&str> = cols
+        .iter()
+        .map(|(h, _)| if *h == "allocator" { "set" } else { *h })
+        .collect();
+    render_table(&headers, names, &summary_table_rows(rows, &cols))
+}
+
 /// GitHub-flavoured Markdown table with the same columns as [`to_table`].
 pub fn to_markdown(rows: &[SummaryRow]) -> String {
     let cols = display_columns(rows, true);

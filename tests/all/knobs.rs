@@ -310,14 +310,37 @@ fn tune_reports_which_knob_sets_remove_the_storm() {
         .unwrap();
     assert!(padded["minflt_per_iter"].as_f64().unwrap() < 10.0);
     let o = Command::new(driver_path())
+        .env("COLUMNS", "100")
         .args(["tune", "--allocators", "system", "--min-time", "0.02"])
         .output()
         .unwrap();
     let text = String::from_utf8(o.stdout).unwrap();
+    // The answer first, in the reader's width: each set's verdict, then the table of sets
+    // named under their allocator, then how it ran and why each set was tried.
+    for l in text.lines() {
+        assert!(
+            l.chars().count() <= 100,
+            "{} columns: {l}",
+            l.chars().count()
+        );
+    }
     assert!(
-        text.contains("system:top_pad=64M: removes the faults and the memory syscalls; helps: "),
+        text.starts_with("scale out-of-place at 1,000,000 elements, each knob set against its allocator's defaults:\n"),
         "{text}"
     );
+    assert!(
+        unwrapped(&text)
+            .contains("system:top_pad=64M: removes the faults and the memory syscalls; helps: "),
+        "{text}"
+    );
+    let at = |needle: &str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("{needle}:\n{text}"))
+    };
+    assert!(at("\nsystem:top_pad=64M: removes the faults") < at("\nset "));
+    assert!(at("\nset ") < at("\nsystem (defaults) "));
+    assert!(at("\nsystem (defaults) ") < at("\n  top_pad=64M "));
+    assert!(at("\n  top_pad=64M ") < at("Why each set was tried:"));
 }
 
 #[test]

@@ -116,6 +116,33 @@ fn tune_finds_glibcs_fix_for_the_founding_case_program() {
         advice.starts_with("recommended: system:") && advice.contains("peak RSS"),
         "{advice}"
     );
+    // The table screen: the command, the recommendation, each set's verdict, then the
+    // table of sets, every line within the reader's width.
+    let o = std::process::Command::new(driver_path())
+        .env("COLUMNS", "100")
+        .args(["tune", "--allocators", "system", "--processes", "2", "--"])
+        .arg(&t)
+        .args(["--iterations", "20"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    for l in text.lines() {
+        assert!(
+            l.chars().count() <= 100,
+            "{} columns: {l}",
+            l.chars().count()
+        );
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("command: "), "{text}");
+    assert!(lines[1].starts_with("recommended: "), "{text}");
+    let at = |needle: &str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("{needle}:\n{text}"))
+    };
+    assert!(at("\nsystem:top_pad=64M: ") < at("\nset "), "{text}");
+    assert!(at("\nset ") < at("\n  top_pad=64M "), "{text}");
 }
 
 /// glibc with fixed thresholds: buffers of 128 KiB and more are mmap'd (and fault on
