@@ -58,6 +58,7 @@ pub enum Command {
     /// interval, verdict; exit 1 when a cell got significantly slower.
     Diff(DiffArgs),
     /// List the allocators (with versions and knobs, and the allocator libraries installed here), workloads and variants.
+    #[command(after_help = "Examples:\n  alloclab list")]
     List,
     /// Write the man pages (one per command) or the shell completions, generated from
     /// these very definitions, into a folder (`make man` does both).

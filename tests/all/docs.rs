@@ -149,3 +149,45 @@ fn man_pages_and_completions_generate_for_every_command() {
         assert!(comp.join(f).is_file(), "{f} missing");
     }
 }
+
+/// Every command's help (-h and --help) ends with an example of it, and every option's
+/// text ends as a sentence does, never cut off mid-way.
+#[test]
+fn every_commands_help_has_an_example_and_no_text_cut_off() {
+    let top = stdout(&lab(&["--help"]));
+    let commands: Vec<&str> = top
+        .split("Commands:\n")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .collect();
+    assert!(commands.len() >= 12, "{commands:?}");
+    for c in commands {
+        for flag in ["-h", "--help"] {
+            let help = stdout(&lab(&[c, flag]));
+            assert!(
+                help.contains(&format!("Examples:\n  alloclab {c}")),
+                "alloclab {c} {flag} has no example:\n{help}"
+            );
+            // Clap's "[default: …]" and "[possible values: …]" follow a sentence; a
+            // text that stops on a word of its own was cut.
+            for l in help.lines().filter(|l| l.trim_start().starts_with("--")) {
+                let text = l.split("  ").filter(|p| !p.is_empty()).nth(1);
+                if let Some(t) = text.filter(|_| flag == "-h") {
+                    let t = t.split(" [").next().unwrap().trim_end();
+                    assert!(
+                        !t.ends_with(',')
+                            && !t.ends_with(" a")
+                            && !t.ends_with(" the")
+                            && !t.ends_with(" of")
+                            && !t.ends_with(" cell's"),
+                        "alloclab {c} -h cuts a text: {l}"
+                    );
+                }
+            }
+        }
+    }
+}
