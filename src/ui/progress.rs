@@ -1,5 +1,8 @@
 //! The one progress display of every command that runs many workers or programs: an
-//! indicatif bar with ETA on a terminal, one line per run otherwise (logs, CI).
+//! indicatif bar with ETA on a terminal; otherwise (logs, CI) a line at every tenth of the
+//! runs (every run of a session of 20 or fewer), and every failure.
+//! `ALLOCLAB_PROGRESS=runs` gives a line per run there, `ALLOCLAB_PROGRESS=none` none
+//! but the failures.
 
 use crate::fmt::fmt_duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -36,6 +39,40 @@ pub struct Progress {
     estimate: Option<Box<dyn Estimate>>,
     /// When the current run or item of work started.
     item_started: Instant,
+    /// Without a bar: which runs get a line.
+    lines: Lines,
+}
+
+/// Which runs get a line when there is no bar.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lines {
+    /// Every run (`ALLOCLAB_PROGRESS=runs`).
+    Every,
+    /// The first, the last and one at every tenth of the session (the default).
+    Tenths,
+    /// None but the failures (`ALLOCLAB_PROGRESS=none`).
+    Failures,
+}
+
+impl Lines {
+    fn from_env() -> Self {
+        match std::env::var("ALLOCLAB_PROGRESS").as_deref() {
+            Ok("runs") => Lines::Every,
+            Ok("none") => Lines::Failures,
+            _ => Lines::Tenths,
+        }
+    }
+
+    /// Whether run `n` (from 1) of `total` gets its line.
+    fn shows(self, n: usize, total: usize) -> bool {
+        match self {
+            Lines::Every => true,
+            Lines::Failures => false,
+            Lines::Tenths => {
+                total <= 20 || n <= 1 || n >= total || n * 10 / total != (n - 1) * 10 / total
+            }
+        }
+    }
 }
 
 impl Progress {
@@ -61,6 +98,7 @@ impl Progress {
             current: String::new(),
             estimate: None,
             item_started: Instant::now(),
+            lines: Lines::from_env(),
         }
     }
 
@@ -154,7 +192,7 @@ impl Progress {
         self.show_eta();
         match &self.bar {
             Some(bar) => bar.set_message(what.to_string()),
-            None if self.lines_at_end => {}
+            None if self.lines_at_end || !self.lines.shows(self.done + 1, self.total) => {}
             None => eprintln!("[{}/{}] {what} ({})", self.done + 1, self.total, self.eta()),
         }
     }
@@ -165,6 +203,7 @@ impl Progress {
         match &self.bar {
             Some(_) if failed => self.say(&format!("{}: {result}", self.current)),
             Some(_) => {}
+            None if !failed && !self.lines.shows(self.done + 1, self.total) => {}
             None => eprintln!(
                 "[{}/{}] {}: {result}",
                 self.done + 1,
@@ -229,6 +268,21 @@ impl Progress {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn without_a_terminal_a_long_session_says_a_line_per_tenth_and_a_short_one_every_run() {
+        let shown = |lines: Lines, total: usize| -> Vec<usize> {
+            (1..=total).filter(|&n| lines.shows(n, total)).collect()
+        };
+        assert_eq!(shown(Lines::Tenths, 12), (1..=12).collect::<Vec<_>>());
+        let long = shown(Lines::Tenths, 144);
+        assert_eq!(long.first(), Some(&1));
+        assert_eq!(long.last(), Some(&144));
+        assert_eq!(long.len(), 11, "{long:?}");
+        assert_eq!(shown(Lines::Tenths, 24_000).len(), 11);
+        assert_eq!(shown(Lines::Every, 144).len(), 144);
+        assert!(shown(Lines::Failures, 144).is_empty());
+    }
 
     #[test]
     fn planned_progress_counts_skips_towards_the_position_not_the_rate() {

@@ -523,6 +523,8 @@ fn interrupted_compare(format: &str, extra: &[&str]) -> Output {
             format,
         ])
         .args(extra)
+        // A line per run on stderr (not a terminal here), to press Ctrl-C after 5 runs.
+        .env("ALLOCLAB_PROGRESS", "runs")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .process_group(0)

@@ -270,26 +270,31 @@ fn ctrl_c_during_a_command_cliff_exits_130() {
 /// progress lines, one per run, in the order the runs happened.
 #[test]
 fn a_blocked_compare_runs_each_allocators_cells_together_and_reverses_them_every_second_round() {
-    let o = lab(&[
-        "compare",
-        "--order",
-        "blocked",
-        "--allocators",
-        "system,jemalloc,mimalloc",
-        "--variants",
-        "in-place,out-of-place,reuse",
-        "--processes",
-        "4",
-        "--max-time",
-        "1000",
-        "--no-adaptive",
-        "--size",
-        "100000",
-        "--counters",
-        "off",
-        "--order-seed",
-        "7",
-    ]);
+    // A line per run on stderr (not a terminal here): the order the runs happened in.
+    let o = std::process::Command::new(driver_path())
+        .env("ALLOCLAB_PROGRESS", "runs")
+        .args([
+            "compare",
+            "--order",
+            "blocked",
+            "--allocators",
+            "system,jemalloc,mimalloc",
+            "--variants",
+            "in-place,out-of-place,reuse",
+            "--processes",
+            "4",
+            "--max-time",
+            "1000",
+            "--no-adaptive",
+            "--size",
+            "100000",
+            "--counters",
+            "off",
+            "--order-seed",
+            "7",
+        ])
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let stdout = unwrapped(&String::from_utf8_lossy(&o.stdout));
     assert!(
