@@ -209,6 +209,20 @@ pub fn counted(n: usize, one: &str, many: &str) -> String {
     }
 }
 
+/// Every line of `text` wrapped to `width` ([`wrap`]), keeping its indentation and
+/// indenting its continuations two spaces further; empty lines stay.
+pub fn wrap_lines(text: &str, width: usize) -> String {
+    text.lines()
+        .map(|l| {
+            if l.trim().is_empty() {
+                return "\n".to_string();
+            }
+            let indent = &l[..l.len() - l.trim_start().len()];
+            wrap(l.trim_start(), width, indent, &format!("{indent}  "))
+        })
+        .collect()
+}
+
 /// `text` wrapped at spaces into lines of at most `width` characters, the first line
 /// starting with `first` and the others with `rest` (a word longer than a line stands
 /// alone on its line). Every line ends with a newline.

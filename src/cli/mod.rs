@@ -254,7 +254,7 @@ pub struct SweepArgs {
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  alloclab cliff --variant out-of-place\n\nYour own program: put it after `--` with {size} where it takes its input size:\n  alloclab cliff --allocator system --from 30000 --to 60000 --calls 50 -- python3 experiments/numpy_temporaries.py --size {size} --calls {calls} --only func2"
+    after_help = "Examples:\n  alloclab cliff --allocator system --variant out-of-place --from 1000 --to 100000\n\nYour own program: put it after `--` with {size} where it takes its input size:\n  alloclab cliff --allocator system --from 30000 --to 60000 --calls 50 -- python3 experiments/numpy_temporaries.py --size {size} --calls {calls} --only func2"
 )]
 pub struct CliffArgs {
     /// The allocator, with knobs if wanted: system, "jemalloc:dirty_decay_ms=-1", or an

@@ -139,7 +139,7 @@ pub fn run(args: &CliffArgs) -> Result<()> {
     super::print_out(&if args.format == Format::Json {
         found.json()?
     } else {
-        found.text()
+        crate::fmt::wrap_lines(&found.text(), crate::fmt::screen_width())
     })
 }
 

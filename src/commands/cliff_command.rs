@@ -102,7 +102,10 @@ pub fn run(args: &CliffArgs) -> Result<()> {
             &(serde_json::to_string_pretty(&value).map_err(Error::failed)? + "\n"),
         );
     }
-    super::print_out(&text(args, per, &label, &c, behind_it))
+    super::print_out(&crate::fmt::wrap_lines(
+        &text(args, per, &label, &c, behind_it),
+        crate::fmt::screen_width(),
+    ))
 }
 
 /// The command under the one allocator --allocator names.

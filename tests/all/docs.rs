@@ -172,6 +172,20 @@ fn every_commands_help_has_an_example_and_no_text_cut_off() {
                 help.contains(&format!("Examples:\n  alloclab {c}")),
                 "alloclab {c} {flag} has no example:\n{help}"
             );
+            // Each example is a command line the lab takes: its options parse (required
+            // ones given, values of the right kind).
+            for example in help
+                .lines()
+                .filter_map(|l| l.trim_start().strip_prefix("alloclab "))
+                .filter(|l| !l.contains('\''))
+            {
+                let words = std::iter::once("alloclab").chain(example.split_whitespace());
+                if let Err(e) = <alloclab::cli::Cli as clap::Parser>::try_parse_from(words) {
+                    panic!(
+                        "alloclab {c} {flag}: the example `alloclab {example}` does not parse: {e}"
+                    );
+                }
+            }
             // Clap's "[default: …]" and "[possible values: …]" follow a sentence; a
             // text that stops on a word of its own was cut.
             for l in help.lines().filter(|l| l.trim_start().starts_with("--")) {
