@@ -117,8 +117,10 @@ pub(crate) fn answer_screen(
             "base p50",
             "new p50",
             "new/base [interval]",
-            "Δ faults/it",
-            "Δ mem calls/it",
+            // Per iteration, like every count of the screen; short enough that a
+            // cell's row fits 100 columns.
+            "Δ faults",
+            "Δ mem calls",
         ],
         1,
         &rows,
