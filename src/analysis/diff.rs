@@ -65,11 +65,14 @@ fn numbers<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error>
     #[serde(untagged)]
     enum Numbers {
         List(Vec<f64>),
+        /// One process's p50: a CSV cell of one number reads as a number.
+        One(f64),
         Text(String),
     }
     match Option::<Numbers>::deserialize(d)? {
         None => Ok(Vec::new()),
         Some(Numbers::List(v)) => Ok(v),
+        Some(Numbers::One(v)) => Ok(vec![v]),
         Some(Numbers::Text(t)) if t.trim().is_empty() => Ok(Vec::new()),
         // A JSON array in summary CSVs written before 2026-11-28.
         Some(Numbers::Text(t)) if t.trim_start().starts_with('[') => serde_json::from_str(&t)

@@ -708,3 +708,31 @@ fn render(
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// summary.csv as the lab writes it reads back with each process's p50, from one
+    /// process as from several, and old files' JSON arrays read as they did.
+    #[test]
+    fn the_lab_reads_back_the_process_p50s_it_wrote_in_either_form() {
+        let mut one = crate::model::summary::sample("system", "in-place", 17_279, 0.0, None);
+        one.process_p50_ns = Some(vec![17_279]);
+        let mut two = crate::model::summary::sample("system", "out-of-place", 9_000, 1.0, None);
+        two.process_p50_ns = Some(vec![9_000, 9_100]);
+        let text = crate::export::csv::to_csv(&[one, two]);
+        let rows = from_csv(&text).unwrap();
+        assert_eq!(rows[0].process_p50_ns, [17_279.0]);
+        assert_eq!(rows[1].process_p50_ns, [9_000.0, 9_100.0]);
+        let old = text.replace("9000 9100", "\"[9000,9100]\"");
+        assert_ne!(old, text);
+        assert_eq!(
+            from_csv(&old).unwrap()[1].process_p50_ns,
+            [9_000.0, 9_100.0]
+        );
+        let bad = text.replace("9000 9100", "12 abc");
+        let e = from_csv(&bad).unwrap_err();
+        assert!(e.contains("process_p50_ns") && e.contains("abc"), "{e}");
+    }
+}

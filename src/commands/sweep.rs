@@ -593,6 +593,7 @@ impl Sweep {
             &title,
             &md,
             drawings,
+            String::new(),
             crate::export::headlines::Answer {
                 items,
                 more: 0,

@@ -184,7 +184,19 @@ fn screen(
             let label = if knobs.is_empty() {
                 a.to_string()
             } else {
-                format!("{a}:{knobs}")
+                // As the verdicts and the table name the set (its knobs in their order).
+                let sorted = |k: &str| {
+                    let mut v: Vec<String> = k.split(',').map(str::to_string).collect();
+                    v.sort();
+                    v
+                };
+                rows.iter()
+                    .filter(|r| r.allocator == *a)
+                    .find_map(|r| {
+                        let (_, k) = r.allocator_spec.split_once(':')?;
+                        (sorted(k) == sorted(knobs)).then(|| r.allocator_spec.clone())
+                    })
+                    .unwrap_or_else(|| format!("{a}:{knobs}"))
             };
             t += &wrap(&format!("{label}: {why}"), "  ", "      ");
         }

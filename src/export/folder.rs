@@ -38,6 +38,9 @@ pub const STATUS_FILE: &str = "folder.json";
 /// Every results folder's guide to its files and columns ([`super::guide`]).
 pub const GUIDE_FILE: &str = "README.md";
 
+/// How the lab's guide opens: a README.md that does not is not the lab's.
+pub const GUIDE_HEAD: &str = "# What this folder holds\n";
+
 /// What a folder holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -631,6 +634,8 @@ pub struct Folder {
     /// folder.json): only then are its hidden temporary files the lab's to remove.
     was_ours: bool,
     manifest: Mutex<Manifest>,
+    /// Whether this measurement's guide (README.md) has been written yet.
+    guide_started: std::sync::atomic::AtomicBool,
     /// Held open for the lock's lifetime.
     _lock: File,
 }
@@ -736,6 +741,7 @@ impl Folder {
                 files,
                 journal: None,
             }),
+            guide_started: std::sync::atomic::AtomicBool::new(false),
             _lock: lock,
         })
     }
@@ -1004,8 +1010,25 @@ impl Folder {
     /// manifest — unless a file of that name is there that this measurement did not
     /// write (a person's own, in a folder given with `--force-out`): that one is left.
     fn write_guide(&self) -> Result<(), ResultsError> {
+        self.guide_started
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         let path = self.path(GUIDE_FILE);
-        if !self.holds(GUIDE_FILE) && fs::symlink_metadata(&path).is_ok() {
+        // Only over the lab's own guide: a file a person wrote there (or put under that
+        // name as a link, a folder, anything but a file that opens as the guide does)
+        // stays, and is not this measurement's.
+        let ours = match fs::symlink_metadata(&path) {
+            Err(_) => true,
+            Ok(m) if m.file_type().is_file() => {
+                let mut head = vec![0u8; GUIDE_HEAD.len()];
+                File::open(&path)
+                    .and_then(|mut f| f.read_exact(&mut head))
+                    .is_ok_and(|()| head == GUIDE_HEAD.as_bytes())
+            }
+            Ok(_) => false,
+        };
+        if !ours {
+            let mut m = self.manifest.lock().unwrap_or_else(|e| e.into_inner());
+            m.files.remove(GUIDE_FILE);
             return Ok(());
         }
         let mut files: Vec<String> = {
@@ -1015,8 +1038,22 @@ impl Folder {
         files.push(STATUS_FILE.into());
         files.sort();
         files.dedup();
-        match super::guide::readme(self.status.kind.name(), &files) {
-            Some(text) => self.text(GUIDE_FILE, &text),
+        // The first line of a CSV file of this measurement (its columns).
+        let header = |rel: &str| -> Option<String> {
+            let p = self.root.join(rel);
+            if !fs::symlink_metadata(&p).ok()?.file_type().is_file() {
+                return None;
+            }
+            let mut text = String::new();
+            File::open(&p)
+                .ok()?
+                .take(64 * 1024)
+                .read_to_string(&mut text)
+                .ok()?;
+            text.lines().next().map(str::to_string)
+        };
+        match super::guide::readme(self.status.kind.name(), &files, &header) {
+            Some(text) => self.bytes(GUIDE_FILE, text.as_bytes()),
             None => Ok(()),
         }
     }
@@ -1033,7 +1070,16 @@ impl Folder {
     /// Writes `rel` (a path inside the folder) atomically, listed in the manifest first.
     pub fn bytes(&self, rel: &str, bytes: &[u8]) -> Result<(), ResultsError> {
         let path = self.register(rel)?;
-        write_atomic(&path, bytes)
+        write_atomic(&path, bytes)?;
+        // With the measurement's first file, its guide (rewritten as the folder says how
+        // far it got): a measurement killed before that still has one.
+        if !self
+            .guide_started
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            self.write_guide()?;
+        }
+        Ok(())
     }
 
     /// Writes `value` as pretty JSON to `rel`, atomically.
@@ -1561,6 +1607,45 @@ mod tests {
         let second = fs::read_to_string(d.join(GUIDE_FILE)).unwrap();
         assert!(second.contains("| `summary.csv` |"), "{second}");
         assert!(second.contains("## Columns of `summary.csv`"), "{second}");
+    }
+
+    #[test]
+    fn a_guide_a_person_replaced_or_rewrote_is_left_and_the_measurement_still_finishes() {
+        let outer = tempfile::tempdir().unwrap();
+        let victim = outer.path().join("notes.md");
+        fs::write(&victim, "mine").unwrap();
+        let d = outer.path().join("r");
+        let mut f = Folder::open(&d, Kind::Exec, Claim::Own).unwrap();
+        f.start(true).unwrap();
+        // The guide comes with the first file, before any finish: a killed measurement
+        // has one too.
+        f.text("exec.json", "{}").unwrap();
+        assert!(fs::read_to_string(d.join(GUIDE_FILE))
+            .unwrap()
+            .starts_with(GUIDE_HEAD));
+        // A link in its place: left, not followed, not this measurement's.
+        fs::remove_file(d.join(GUIDE_FILE)).unwrap();
+        std::os::unix::fs::symlink(&victim, d.join(GUIDE_FILE)).unwrap();
+        f.finish(true).unwrap();
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "mine");
+        assert!(fs::symlink_metadata(d.join(GUIDE_FILE))
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert!(!status(&d)
+            .unwrap()
+            .unwrap()
+            .files
+            .unwrap()
+            .contains(&GUIDE_FILE.to_string()));
+        // A guide a person rewrote: left as they wrote it.
+        fs::remove_file(d.join(GUIDE_FILE)).unwrap();
+        fs::write(d.join(GUIDE_FILE), "# My notes on this run\n").unwrap();
+        f.finish(true).unwrap();
+        assert_eq!(
+            fs::read_to_string(d.join(GUIDE_FILE)).unwrap(),
+            "# My notes on this run\n"
+        );
     }
 
     #[test]

@@ -115,7 +115,11 @@ pub const SUMMARY_COLUMNS: Columns = &[
     (&["vs_in_place_ci_low", "vs_in_place_ci_high"], "that ratio's interval (from two processes; its coverage is about ci_coverage)"),
     (&["vs_in_place_verdict"], "`faster`, `slower`, `no significant difference`, or `undecided` (an interval below the confidence level asked)"),
     (&["behaviours"], "figures whose processes fall into two or more groups, in words (`2 behaviours of minor faults: …`); their medians describe no process"),
-    (&["complete", "stopped_by", "processes_planned"], "`compare` only: whether every cell got its processes, what stopped it early, and the processes planned"),
+];
+
+/// The columns `compare --format csv` adds to the summary's.
+pub const COMPARE_COLUMNS: Columns = &[
+    (&["complete", "stopped_by", "processes_planned"], "whether every cell got its processes, what stopped the session early, and the processes planned"),
 ];
 
 /// summary.csv of `alloclab exec`.
@@ -188,8 +192,8 @@ pub const TRACE_EVENTS_COLUMNS: Columns = &[
     (&["time_ms"], "when the call was made, ms from the start"),
     (&["pid"], "the process that made it"),
     (&["call"], "brk, mmap, munmap, madvise or mremap"),
-    (&["bytes"], "its size in bytes (brk: how far the top moved)"),
-    (&["advice"], "madvise's advice (e.g. DONTNEED, FREE)"),
+    (&["bytes"], "the call's size argument in bytes (mmap, munmap, madvise, mremap); for brk the break address asked for (0: a query)"),
+    (&["advice"], "madvise's advice as its number (4: MADV_DONTNEED, 8: MADV_FREE, 14: MADV_HUGEPAGE)"),
     (&["cause"], "the call path that made it, outermost first"),
 ];
 
@@ -242,7 +246,11 @@ fn matches(f: &File, path: &str) -> bool {
 /// The guide of a folder of `kind` (`run`, `exec`, `sweep`, `trace`: folder.json's
 /// `kind`) holding `manifest` (paths relative to it), or None for a kind with nothing to
 /// guide (generate's).
-pub fn readme(kind: &str, manifest: &[String]) -> Option<String> {
+pub fn readme(
+    kind: &str,
+    manifest: &[String],
+    header: &dyn Fn(&str) -> Option<String>,
+) -> Option<String> {
     let known = files(kind);
     if known.is_empty() {
         return None;
@@ -282,13 +290,32 @@ pub fn readme(kind: &str, manifest: &[String]) -> Option<String> {
         if !shown_csv.contains(&name) {
             continue;
         }
+        // The columns of this folder's own file (a command's trace and a built-in
+        // cell's have different timelines), where it can be read.
+        let file = known
+            .iter()
+            .find(|f| f.name == name)
+            .and_then(|f| manifest.iter().find(|p| matches(f, p)));
+        let written: Option<Vec<String>> = file.and_then(|p| header(p)).map(|h| {
+            h.trim_end()
+                .split(',')
+                .map(|c| c.trim_matches('"').to_string())
+                .collect()
+        });
+        let has = |n: &str| written.as_ref().is_none_or(|w| w.iter().any(|c| c == n));
         let _ = write!(
             md,
             "\n## Columns of `{name}`\n\nEmpty cells are values that could not be read or do not apply (never 0 for unknown).\n\n| column | meaning |\n|---|---|\n"
         );
-        for (names, meaning) in columns {
-            let names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
-            let _ = writeln!(md, "| {} | {meaning} |", names.join(", "));
+        for (names, meaning) in columns.iter() {
+            let names: Vec<String> = names
+                .iter()
+                .filter(|n| has(n))
+                .map(|n| format!("`{n}`"))
+                .collect();
+            if !names.is_empty() {
+                let _ = writeln!(md, "| {} | {meaning} |", names.join(", "));
+            }
         }
     }
     Some(md)
@@ -336,12 +363,14 @@ mod tests {
     fn every_written_column_has_a_meaning_and_every_meaning_a_column() {
         use crate::model::summary::SummaryRow;
         let summary = header_of(&crate::export::csv::to_csv(&[]));
-        let mut guide = guide_of(SUMMARY_COLUMNS);
-        // compare's extra columns (its rows add them to the summary's).
-        for extra in ["complete", "stopped_by", "processes_planned"] {
-            assert!(guide.remove(extra), "{extra}");
-        }
-        assert_eq!(guide, summary);
+        assert_eq!(guide_of(SUMMARY_COLUMNS), summary);
+        let compare = header_of(&crate::export::render(
+            crate::export::RowFormat::Csv,
+            &[] as &[crate::commands::compare::CompareRow],
+        ));
+        let mut both = guide_of(SUMMARY_COLUMNS);
+        both.extend(guide_of(COMPARE_COLUMNS));
+        assert_eq!(both, compare);
         let _ = SummaryRow::empty();
         let exec = header_of(&crate::export::csv::csv_of(
             &[],
@@ -378,7 +407,7 @@ mod tests {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        let md = readme("run", &manifest).unwrap();
+        let md = readme("run", &manifest, &|_| None).unwrap();
         assert!(
             md.contains("| `runs/<run-id>.p<k>.json` (2 files) |"),
             "{md}"
@@ -393,6 +422,18 @@ mod tests {
             md.contains("## Columns of `histograms/<name>.us.csv`"),
             "{md}"
         );
-        assert!(readme("generate", &manifest).is_none());
+        assert!(readme("generate", &manifest, &|_| None).is_none());
+        // A trace's timeline: only the columns its file has.
+        let trace = vec!["timeline/system.csv".to_string()];
+        let md = readme("trace", &trace, &|p| {
+            (p == "timeline/system.csv").then(|| "start_ms,faults,python_line\n".to_string())
+        })
+        .unwrap();
+        assert!(md.contains("| `python_line` |"), "{md}");
+        assert!(md.contains("| `start_ms` |"), "{md}");
+        assert!(
+            !md.contains("`iteration`") && !md.contains("`minflt`"),
+            "{md}"
+        );
     }
 }

@@ -79,6 +79,7 @@ const STYLE: &str = r#"
 body{font-family:DejaVu Sans,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1200px;color:#222;padding:0 16px}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd}.heat{border-collapse:collapse;margin:6px 0}.heat td,.heat th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top;font-size:14px}.heat td.slower{background:#fdd9b5}.heat td.faster{background:#c6dbef}.heat td.same{background:#eee}.heat td.open{background:#fff7bc}details.findings>summary{font-size:17px;font-weight:bold;margin:28px 0 8px;cursor:pointer;border-bottom:1px solid #ddd}
 .env{color:#555;font-size:13px}.env div{margin:2px 0}
+.listing{border-collapse:collapse;font-size:12px;margin:6px 0}.listing td,.listing th{padding:1px 6px;text-align:right;white-space:nowrap;border-bottom:1px solid #eee}.listing th:last-child,.listing td:last-child{text-align:left;white-space:pre}.listing tr.hot{background:#fff3e0}h3{font-size:15px;margin:16px 0 4px}
 ul.findings{padding-left:18px}ul.findings li{margin:4px 0;font-size:14px;line-height:1.4}
 b.slower{color:#b03a2e}b.faster{color:#1e8449}b.same{color:#555;font-weight:normal}b.open{color:#9a7d0a}
 .toggles{position:sticky;top:0;background:#fafafa;border:1px solid #ddd;padding:8px 10px;font-size:13px;z-index:2}
@@ -929,6 +930,7 @@ pub fn folder_page(
     title: &str,
     md: &str,
     drawings: Vec<(String, String)>,
+    section: String,
     answer: super::headlines::Answer,
 ) -> String {
     // The answer leads the page; the findings below are REPORT.md's other bullets.
@@ -949,6 +951,11 @@ pub fn folder_page(
             .filter(|f| !answered.contains(f))
             .collect(),
         answer,
+        sections: if section.is_empty() {
+            Vec::new()
+        } else {
+            vec![section]
+        },
         drawings,
         text: vec![("REPORT.md".into(), md.to_string())],
         ..Page::default()

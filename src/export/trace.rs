@@ -354,11 +354,13 @@ pub fn page(
     drawings: Vec<(String, String)>,
     items: Vec<crate::analysis::findings::Item>,
     complete: bool,
+    section: String,
 ) -> String {
     super::html::folder_page(
         title,
         md,
         drawings,
+        section,
         super::headlines::Answer {
             items,
             more: 0,
@@ -437,7 +439,14 @@ pub fn save(folder: &Folder, report: &TraceReport) -> Result<Vec<String>, Result
     folder.text("REPORT.md", &md)?;
     folder.text(
         "report.html",
-        &page("alloclab trace", &md, drawings, items, report.complete),
+        &page(
+            "alloclab trace",
+            &md,
+            drawings,
+            items,
+            report.complete,
+            String::new(),
+        ),
     )?;
     written.extend(["REPORT.md".into(), "report.html".into()]);
     Ok(written)

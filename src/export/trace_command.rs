@@ -390,6 +390,10 @@ pub fn save(folder: &Folder, report: &CommandTraceReport) -> Result<Vec<String>,
             drawings,
             items,
             report.complete,
+            {
+                let (labels, views) = python_views(report);
+                super::python_listing::html(&labels, &super::python_listing::lines(&views))
+            },
         ),
     )?;
     written.extend(["REPORT.md".into(), "report.html".into()]);
@@ -943,6 +947,19 @@ pub fn markdown(report: &CommandTraceReport, written: &[String]) -> String {
     md
 }
 
+/// The traced allocators with a Python view, and their views.
+fn python_views(report: &CommandTraceReport) -> (Vec<&str>, Vec<&PythonView>) {
+    report
+        .allocators
+        .iter()
+        .filter(|t| t.traced())
+        .filter_map(|t| match &t.python {
+            Some(Ok(v)) => Some((t.label.as_str(), v)),
+            _ => None,
+        })
+        .unzip()
+}
+
 pub fn console(report: &CommandTraceReport, out: &Path, written: &[String]) -> String {
     let width = crate::fmt::screen_width();
     let mut s = wrap(
@@ -965,6 +982,13 @@ pub fn console(report: &CommandTraceReport, out: &Path, written: &[String]) -> S
             "  ",
         ));
     }
+    // A Python command's own lines first, as a line profiler shows them.
+    let (labels, views) = python_views(report);
+    let (listed, elsewhere) =
+        super::python_listing::own(super::python_listing::lines(&views), &report.command);
+    s.push_str(&super::python_listing::console(
+        &labels, &listed, elsewhere, width, 8, 3,
+    ));
     let items = answer(report);
     for t in &report.allocators {
         // The allocator's answer item; a failed one has nothing more to say.
@@ -974,9 +998,8 @@ pub fn console(report: &CommandTraceReport, out: &Path, written: &[String]) -> S
         }
         match &t.python {
             Some(Ok(v)) => {
-                s.push_str(&wrap("by Python line:", width, "  ", "    "));
-                for l in python_summary(v, 4) {
-                    s.push_str(&wrap(&l, width, "    ", "      "));
+                for l in python_summary(v, 0) {
+                    s.push_str(&wrap(&l, width, "  ", "    "));
                 }
             }
             Some(Err(why)) => {

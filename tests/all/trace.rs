@@ -1042,8 +1042,48 @@ fn a_python_commands_calls_are_put_at_the_script_lines_that_made_them() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let console = unwrapped(&String::from_utf8_lossy(&o.stdout));
-    assert!(console.contains("by Python line:"), "{console}");
+    // The console opens with the script's own lines, as a line profiler lists them: per
+    // line its runs and, per allocator, faults and memory syscalls per execution; the
+    // buffer's line ran once per round with one mmap each time. Then the mechanism.
+    let console = String::from_utf8_lossy(&o.stdout).into_owned();
+    let at = |needle: &str| {
+        console
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle}:\n{console}"))
+    };
+    assert!(
+        at("\nby line of python_lines.py, per execution") < at("\nsystem: "),
+        "{console}"
+    );
+    let main_mmap = line_of("MAIN-MMAP").0;
+    let row: Vec<&str> = console
+        .lines()
+        .find(|l| l.starts_with(&format!("{main_mmap} ")))
+        .unwrap_or_else(|| panic!("no row of line {main_mmap}:\n{console}"))
+        .split_whitespace()
+        .collect();
+    assert_eq!(row[1], rounds.to_string(), "{console}");
+    assert_eq!(
+        row[3], "1.00",
+        "one memory syscall per execution:\n{console}"
+    );
+    assert!(row.join(" ").ends_with("# MAIN-MMAP"), "{console}");
+    for l in console.lines() {
+        assert!(l.chars().count() <= 100, "{l}");
+    }
+    // The page lists the whole script, the buffer's line marked with its runs.
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        page.contains(&format!(
+            "<tr class=\"hot\"><td>{main_mmap}</td><td>{rounds}</td>"
+        )),
+        "{page}"
+    );
+    let last = source.lines().count();
+    assert!(
+        page.contains(&format!("<tr><td>{last}</td><td></td>")),
+        "every line listed"
+    );
     let trace = json(&out.join("trace.json"));
     assert!(
         trace["python"].as_str().unwrap().starts_with("CPython 3."),

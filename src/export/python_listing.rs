@@ -1,0 +1,505 @@
+//! A traced Python command's lines as Python users know them from line_profiler and
+//! Scalene: the script's own lines, each with — per allocator — the page faults and
+//! memory syscalls per execution of the line and the native path behind them. The
+//! console shows the hottest lines first; the page lists every line of the file.
+
+use crate::analysis::python::PythonView;
+use crate::fmt::group_thousands;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// What one allocator's run did at one line.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Events {
+    /// How many times the line started.
+    pub executions: u64,
+    pub faults: u64,
+    /// brk + mmap + munmap + madvise + mremap.
+    pub calls: u64,
+    /// (kind, events, the native path most of them came through), in the lab's order of
+    /// kinds.
+    pub paths: Vec<(String, u64, Option<String>)>,
+}
+
+impl Events {
+    fn per_execution(&self, n: u64) -> Option<f64> {
+        (self.executions > 0).then(|| n as f64 / self.executions as f64)
+    }
+}
+
+/// One line of the traced program with its events under each allocator.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Line {
+    pub file: String,
+    pub line: u32,
+    pub function: String,
+    pub source: Option<String>,
+    /// Per allocator, in the order given to [`lines`]: None where its run made no event
+    /// at this line.
+    pub per: Vec<Option<Events>>,
+}
+
+impl Line {
+    /// Every event at the line, under every allocator.
+    fn events(&self) -> u64 {
+        self.per.iter().flatten().map(|e| e.faults + e.calls).sum()
+    }
+}
+
+const KINDS: [&str; 6] = ["fault", "brk", "mmap", "munmap", "madvise", "mremap"];
+
+/// The lines at which any allocator's run made an event, the most events (faults and
+/// memory syscalls, over all allocators) first.
+pub fn lines(views: &[&PythonView]) -> Vec<Line> {
+    let mut out: Vec<Line> = Vec::new();
+    for (i, v) in views.iter().enumerate() {
+        for kind in KINDS {
+            for r in v.lines.iter().filter(|r| r.kind == kind) {
+                let at = match out
+                    .iter()
+                    .position(|l| l.file == r.file && l.line == r.line)
+                {
+                    Some(at) => at,
+                    None => {
+                        out.push(Line {
+                            file: r.file.clone(),
+                            line: r.line,
+                            function: r.function.clone(),
+                            source: r.source.clone(),
+                            per: vec![None; views.len()],
+                        });
+                        out.len() - 1
+                    }
+                };
+                let e = out[at].per[i].get_or_insert_with(Events::default);
+                e.executions = e.executions.max(r.executions);
+                if kind == "fault" {
+                    e.faults += r.count;
+                } else {
+                    e.calls += r.count;
+                }
+                e.paths.push((kind.to_string(), r.count, r.cause.clone()));
+            }
+        }
+    }
+    out.sort_by(|a, b| {
+        b.events()
+            .cmp(&a.events())
+            .then(a.file.cmp(&b.file))
+            .then(a.line.cmp(&b.line))
+    });
+    out
+}
+
+/// The lines of the program's own script: those in a file the command names (its
+/// script, as an argument), else those in any real file (not a frozen module's
+/// `<frozen …>`); and how many lines with events are elsewhere.
+pub fn own(lines: Vec<Line>, command: &[String]) -> (Vec<Line>, usize) {
+    let named: Vec<std::path::PathBuf> = command
+        .iter()
+        .filter_map(|a| std::fs::canonicalize(a).ok())
+        .filter(|p| p.is_file())
+        .collect();
+    let in_named = |l: &Line| std::fs::canonicalize(&l.file).is_ok_and(|p| named.contains(&p));
+    let total = lines.len();
+    let mine: Vec<Line> = if lines.iter().any(in_named) {
+        lines.into_iter().filter(in_named).collect()
+    } else {
+        lines
+            .into_iter()
+            .filter(|l| !l.file.starts_with('<'))
+            .collect()
+    };
+    let elsewhere = total - mine.len();
+    (mine, elsewhere)
+}
+
+/// A count per execution as a person reads it: whole from 100, one decimal from 10, two
+/// below; "–" where the line did not run.
+fn per(v: Option<f64>) -> String {
+    match v {
+        None => "–".into(),
+        Some(v) if v >= 100.0 => group_thousands(v.round() as i64),
+        Some(v) if v >= 10.0 => format!("{v:.1}"),
+        Some(v) if v == 0.0 => "0".into(),
+        Some(v) => format!("{v:.2}"),
+    }
+}
+
+fn file_name(file: &str) -> String {
+    Path::new(file)
+        .file_name()
+        .map_or(file.to_string(), |f| f.to_string_lossy().into_owned())
+}
+
+/// Where a line is, as the table's first column: its number, with the file's name when
+/// the lines are in more than one file.
+fn place(l: &Line, one_file: bool) -> String {
+    if one_file {
+        l.line.to_string()
+    } else {
+        format!("{}:{}", file_name(&l.file), l.line)
+    }
+}
+
+/// The console's listing in `width` columns: a heading, a table of the `top` hottest
+/// lines (per allocator faults and memory syscalls per execution, then the line's text,
+/// cut to fit), and under each of the first `paths` of them the native path behind its
+/// events, per allocator.
+pub fn console(
+    labels: &[&str],
+    lines: &[Line],
+    elsewhere: usize,
+    width: usize,
+    top: usize,
+    paths: usize,
+) -> String {
+    if lines.is_empty() {
+        return String::new();
+    }
+    let one_file = lines.iter().all(|l| l.file == lines[0].file);
+    let mut s = crate::fmt::wrap(
+        &format!(
+            "by line{}, per execution (most events first; all lines in report.html):",
+            if one_file {
+                format!(" of {}", file_name(&lines[0].file))
+            } else {
+                String::new()
+            }
+        ),
+        width,
+        "",
+        "  ",
+    );
+    let shown = &lines[..lines.len().min(top)];
+    let line_w = shown
+        .iter()
+        .map(|l| place(l, one_file).chars().count())
+        .chain([4])
+        .max()
+        .unwrap_or(4);
+    let runs = |l: &Line| {
+        l.per
+            .iter()
+            .flatten()
+            .map(|e| e.executions)
+            .max()
+            .unwrap_or(0)
+    };
+    let runs_w = shown
+        .iter()
+        .map(|l| group_thousands(runs(l) as i64).len())
+        .chain([4])
+        .max()
+        .unwrap_or(4);
+    // Per allocator two columns, faults and memory calls, under its name.
+    // No event recorded at the line under an allocator: 0 of each.
+    let cell = |l: &Line, i: usize, calls: bool| match &l.per[i] {
+        Some(e) => per(e.per_execution(if calls { e.calls } else { e.faults })),
+        None => "0".into(),
+    };
+    let widths: Vec<(usize, usize)> = labels
+        .iter()
+        .enumerate()
+        .map(|(i, label)| {
+            let f = shown
+                .iter()
+                .map(|l| cell(l, i, false).chars().count())
+                .chain([6])
+                .max()
+                .unwrap_or(6);
+            let c = shown
+                .iter()
+                .map(|l| cell(l, i, true).chars().count())
+                .chain([9])
+                .max()
+                .unwrap_or(9);
+            // The group is at least as wide as the allocator's name.
+            let extra = label.chars().count().saturating_sub(f + 2 + c);
+            (f + extra, c)
+        })
+        .collect();
+    let mut head = format!("{:line_w$}  {:runs_w$}", "", "");
+    let mut sub = format!("{:<line_w$}  {:>runs_w$}", "line", "runs");
+    for ((f, c), label) in widths.iter().zip(labels) {
+        let _ = write!(head, "  {:<w$}", label, w = f + 2 + c);
+        let _ = write!(sub, "  {:>f$}  {:>c$}", "faults", "mem calls");
+    }
+    let used = sub.chars().count();
+    let room = width.saturating_sub(used + 2);
+    let with_source = room >= 12;
+    if with_source {
+        sub.push_str("  source");
+    }
+    s.push_str(head.trim_end());
+    s.push('\n');
+    s.push_str(&sub);
+    s.push('\n');
+    for (k, l) in shown.iter().enumerate() {
+        let mut row = format!(
+            "{:<line_w$}  {:>runs_w$}",
+            place(l, one_file),
+            group_thousands(runs(l) as i64)
+        );
+        for (i, (f, c)) in widths.iter().enumerate() {
+            let _ = write!(row, "  {:>f$}  {:>c$}", cell(l, i, false), cell(l, i, true));
+        }
+        if with_source {
+            let src = l.source.as_deref().unwrap_or("").trim();
+            let cut: String = if src.chars().count() > room {
+                src.chars().take(room - 1).chain(['…']).collect()
+            } else {
+                src.to_string()
+            };
+            let _ = write!(row, "  {cut}");
+        }
+        s.push_str(row.trim_end());
+        s.push('\n');
+        if k >= paths {
+            continue;
+        }
+        for (i, label) in labels.iter().enumerate() {
+            let Some(e) = &l.per[i] else { continue };
+            let said: Vec<String> = e
+                .paths
+                .iter()
+                .filter(|(_, n, _)| *n > 0)
+                .map(|(kind, n, path)| {
+                    let what = if kind == "fault" { "faults" } else { kind };
+                    let each = per(e.per_execution(*n));
+                    match path {
+                        Some(p) => format!("{each} {what} via {p}"),
+                        None => format!("{each} {what}"),
+                    }
+                })
+                .collect();
+            if !said.is_empty() {
+                s.push_str(&crate::fmt::wrap(
+                    &format!("{label}: {}", said.join("; ")),
+                    width,
+                    "    ",
+                    "      ",
+                ));
+            }
+        }
+    }
+    let more = lines.len() - shown.len();
+    if more + elsewhere > 0 {
+        let mut said = Vec::new();
+        if more > 0 {
+            said.push(format!("{more} more lines with events"));
+        }
+        if elsewhere > 0 {
+            said.push(format!(
+                "{elsewhere} lines in other files (the standard library's, an import's)"
+            ));
+        }
+        s.push_str(&crate::fmt::wrap(
+            &format!("… and {}: report.html lists them", said.join(", and ")),
+            width,
+            "",
+            "  ",
+        ));
+    }
+    s
+}
+
+/// The largest script file the page lists whole; a larger one is listed by its lines
+/// with events only.
+const LISTED_BYTES: u64 = 1 << 20;
+
+/// The page's section: every file with events listed whole (line numbers, per allocator
+/// faults and memory syscalls per execution, the native paths as each cell's hover
+/// text), the lines with events marked; a file that cannot be read (or is larger than
+/// 1 MiB) by its lines with events.
+pub fn html(labels: &[&str], lines: &[Line]) -> String {
+    use super::escape_markup as esc;
+    if lines.is_empty() {
+        return String::new();
+    }
+    let mut files: Vec<&str> = lines.iter().map(|l| l.file.as_str()).collect();
+    files.sort_unstable();
+    files.dedup();
+    let mut h = String::from(
+        "<h2 id=\"lines\">By line of the script</h2>\n<p class=\"env\">Per execution of the line, per allocator: page faults and memory syscalls (brk, mmap, munmap, madvise, mremap); hover a figure for the native path behind it. Lines with events are marked.</p>\n",
+    );
+    for file in files {
+        let at: Vec<&Line> = lines.iter().filter(|l| l.file == file).collect();
+        let text = std::fs::metadata(file)
+            .ok()
+            .filter(|m| m.is_file() && m.len() <= LISTED_BYTES)
+            .and_then(|_| std::fs::read_to_string(file).ok());
+        let _ = write!(
+            h,
+            "<h3>{}</h3>\n<table class=\"listing\"><tr><th>line</th><th>runs</th>",
+            esc(file)
+        );
+        for label in labels {
+            let _ = write!(
+                h,
+                "<th>{} faults</th><th>{} mem calls</th>",
+                esc(label),
+                esc(label)
+            );
+        }
+        h.push_str("<th>source</th></tr>\n");
+        let row = |h: &mut String, number: u32, source: &str| {
+            let l = at.iter().find(|l| l.line == number);
+            let runs = l
+                .map(|l| {
+                    l.per
+                        .iter()
+                        .flatten()
+                        .map(|e| e.executions)
+                        .max()
+                        .unwrap_or(0)
+                })
+                .map_or(String::new(), |n| group_thousands(n as i64));
+            let _ = write!(
+                h,
+                "<tr{}><td>{number}</td><td>{runs}</td>",
+                if l.is_some() { " class=\"hot\"" } else { "" }
+            );
+            for i in 0..labels.len() {
+                let e = l.and_then(|l| l.per[i].as_ref());
+                for calls in [false, true] {
+                    let Some(e) = e else {
+                        // A line with events under another allocator had none here.
+                        h.push_str(if l.is_some() {
+                            "<td>0</td>"
+                        } else {
+                            "<td></td>"
+                        });
+                        continue;
+                    };
+                    let n = if calls { e.calls } else { e.faults };
+                    let paths: Vec<String> = e
+                        .paths
+                        .iter()
+                        .filter(|(kind, n, _)| (kind != "fault") == calls && *n > 0)
+                        .map(|(kind, n, p)| {
+                            format!(
+                                "{} {kind}{}",
+                                group_thousands(*n as i64),
+                                p.as_ref().map_or(String::new(), |p| format!(" via {p}"))
+                            )
+                        })
+                        .collect();
+                    let _ = write!(
+                        h,
+                        "<td title=\"{}\">{}</td>",
+                        esc(&paths.join("; ")),
+                        per(e.per_execution(n))
+                    );
+                }
+            }
+            let _ = writeln!(h, "<td><code>{}</code></td></tr>", esc(source));
+        };
+        match &text {
+            Some(text) => {
+                for (i, source) in text.lines().enumerate() {
+                    row(&mut h, i as u32 + 1, source);
+                }
+            }
+            None => {
+                let mut numbered: Vec<&&Line> = at.iter().collect();
+                numbered.sort_by_key(|l| l.line);
+                for l in numbered {
+                    row(&mut h, l.line, l.source.as_deref().unwrap_or(""));
+                }
+            }
+        }
+        h.push_str("</table>\n");
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::python::LineRow;
+
+    fn row(kind: &str, line: u32, count: u64, executions: u64, cause: &str) -> LineRow {
+        LineRow {
+            kind: kind.into(),
+            function: "churn".into(),
+            file: "/nonexistent/x.py".into(),
+            line,
+            source: Some(format!("statement_{line}()")),
+            count,
+            share: 0.5,
+            executions,
+            per_execution: Some(count as f64 / executions as f64),
+            cause: Some(cause.into()),
+            via: None,
+        }
+    }
+
+    fn view(lines: Vec<LineRow>) -> PythonView {
+        PythonView {
+            lines,
+            ..PythonView::default()
+        }
+    }
+
+    #[test]
+    fn each_line_gathers_its_kinds_per_allocator_and_the_hottest_comes_first() {
+        let system = view(vec![
+            row("fault", 13, 12_000, 12, "memset"),
+            row("brk", 13, 24, 12, "sysmalloc"),
+            row("munmap", 14, 12, 12, "free"),
+        ]);
+        let mimalloc = view(vec![row("fault", 13, 24, 12, "memset")]);
+        let l = lines(&[&system, &mimalloc]);
+        assert_eq!(l.len(), 2);
+        assert_eq!(l[0].line, 13);
+        let s = l[0].per[0].as_ref().unwrap();
+        assert_eq!((s.executions, s.faults, s.calls), (12, 12_000, 24));
+        assert_eq!(l[0].per[1].as_ref().unwrap().faults, 24);
+        assert_eq!(l[1].line, 14);
+        assert!(l[1].per[1].is_none());
+
+        let text = console(&["system", "mimalloc"], &l, 0, 100, 10, 1);
+        for t in text.lines() {
+            assert!(t.chars().count() <= 100, "{t}");
+        }
+        let rows: Vec<&str> = text.lines().collect();
+        assert!(
+            rows[0].starts_with("by line of x.py, per execution "),
+            "{text}"
+        );
+        assert!(
+            rows[1].contains("system") && rows[1].contains("mimalloc"),
+            "{text}"
+        );
+        assert!(rows[2].starts_with("line  runs  "), "{text}");
+        // Line 13: 1,000 faults and 2.00 brk per execution under system, 2.00 faults
+        // under mimalloc; its text last.
+        let r13: Vec<&str> = rows[3].split_whitespace().collect();
+        assert_eq!(
+            &r13[..6],
+            ["13", "12", "1,000", "2.00", "2.00", "0"],
+            "{text}"
+        );
+        assert!(rows[3].ends_with("statement_13()"), "{text}");
+        assert!(
+            rows[4].contains("system: 1,000 faults via memset; 2.00 brk via sysmalloc"),
+            "{text}"
+        );
+        // Only the first line gets its paths.
+        assert!(!text.contains("via free"), "{text}");
+        // The page lists the lines of a file it cannot read by their events.
+        let page = html(&["system", "mimalloc"], &l);
+        assert!(
+            page.contains("<tr class=\"hot\"><td>13</td><td>12</td>"),
+            "{page}"
+        );
+        assert!(
+            page.contains("title=\"12,000 fault via memset\">1,000</td>"),
+            "{page}"
+        );
+        // Narrow: the source gives way, never the figures.
+        let narrow = console(&["system", "mimalloc"], &l, 0, 50, 10, 0);
+        assert!(!narrow.contains("statement_13"), "{narrow}");
+    }
+}
