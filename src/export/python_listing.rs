@@ -121,7 +121,7 @@ fn per(v: Option<f64>) -> String {
         None => "–".into(),
         Some(v) if v >= 100.0 => group_thousands(v.round() as i64),
         Some(v) if v >= 10.0 => format!("{v:.1}"),
-        Some(v) if v == 0.0 => "0".into(),
+        Some(0.0) => "0".into(),
         Some(v) => format!("{v:.2}"),
     }
 }
