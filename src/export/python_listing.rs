@@ -40,6 +40,16 @@ pub struct Line {
 }
 
 impl Line {
+    /// How many times the line started (the most under any allocator).
+    fn runs(&self) -> u64 {
+        self.per
+            .iter()
+            .flatten()
+            .map(|e| e.executions)
+            .max()
+            .unwrap_or(0)
+    }
+
     /// Every event at the line, under every allocator.
     fn events(&self) -> u64 {
         self.per.iter().flatten().map(|e| e.faults + e.calls).sum()
@@ -48,8 +58,9 @@ impl Line {
 
 const KINDS: [&str; 6] = ["fault", "brk", "mmap", "munmap", "madvise", "mremap"];
 
-/// The lines at which any allocator's run made an event, the most events (faults and
-/// memory syscalls, over all allocators) first.
+/// The lines at which any allocator's run made an event: those that ran more than once
+/// first, each group the most events (faults and memory syscalls, over all allocators)
+/// first.
 pub fn lines(views: &[&PythonView]) -> Vec<Line> {
     let mut out: Vec<Line> = Vec::new();
     for (i, v) in views.iter().enumerate() {
@@ -82,9 +93,12 @@ pub fn lines(views: &[&PythonView]) -> Vec<Line> {
             }
         }
     }
+    // A line that ran more than once (a loop's, a called function's) before one that ran
+    // once (an import, the set-up), each the most events first.
     out.sort_by(|a, b| {
-        b.events()
-            .cmp(&a.events())
+        (b.runs() > 1)
+            .cmp(&(a.runs() > 1))
+            .then(b.events().cmp(&a.events()))
             .then(a.file.cmp(&b.file))
             .then(a.line.cmp(&b.line))
     });
@@ -160,7 +174,7 @@ pub fn console(
     let one_file = lines.iter().all(|l| l.file == lines[0].file);
     let mut s = crate::fmt::wrap(
         &format!(
-            "by line{}, per execution (most events first; all lines in report.html):",
+            "by line{}, per execution (repeated lines first; every line in report.html):",
             if one_file {
                 format!(" of {}", file_name(&lines[0].file))
             } else {
@@ -266,10 +280,16 @@ pub fn console(
                 .filter(|(_, n, _)| *n > 0)
                 .map(|(kind, n, path)| {
                     let what = if kind == "fault" { "faults" } else { kind };
-                    let each = per(e.per_execution(*n));
+                    // Fewer than one in ten executions: the count, not a rate of 0.0x.
+                    let each = match e.per_execution(*n) {
+                        Some(r) if r < 0.1 => {
+                            format!("{} {what} in all", group_thousands(*n as i64))
+                        }
+                        r => format!("{} {what}", per(r)),
+                    };
                     match path {
-                        Some(p) => format!("{each} {what} via {p}"),
-                        None => format!("{each} {what}"),
+                        Some(p) => format!("{each} via {p}"),
+                        None => each,
                     }
                 })
                 .collect();
