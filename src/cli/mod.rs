@@ -96,9 +96,19 @@ pub struct ExecArgs {
     pub allocators: String,
     /// Measured runs per allocator, in rounds: every allocator once per round, in an
     /// order shuffled in every round (6, the default, is the fewest whose intervals reach
-    /// 95 %: with fewer every comparison is undecided).
+    /// 95 %: with fewer every comparison is undecided). After them, adaptive rounds while
+    /// an allocator's comparison with the first is still open, until --max-time (not
+    /// after fewer runs than that: a quick look keeps to its runs).
     #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub runs: u32,
+    /// Only the --runs rounds, no adaptive rounds after them: a fixed budget (an open
+    /// comparison stays undecided).
+    #[arg(long)]
+    pub no_adaptive: bool,
+    /// Start no adaptive round that would end after this many seconds of measuring, the
+    /// --runs rounds included (those always run); at most 60 rounds in all.
+    #[arg(long, default_value_t = 60.0, value_parser = crate::model::budget::parse_timeout)]
+    pub max_time: f64,
     /// Runs per allocator before the measured ones, not counted.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=1000))]
     pub warmup: u32,

@@ -92,6 +92,12 @@ impl ExecArgs {
             "give the -c commands --name values that stay apart as file names (letters a-z and A-Z, digits, '-', '_', '.' and '=' are kept; anything else becomes '_')",
         )?;
         settings.versions = versions;
+        // Adaptive rounds follow a budget that can decide (--runs at least the rounds an
+        // interval at the confidence level needs); fewer runs are a quick look, kept to.
+        let can_decide = self.runs
+            >= crate::analysis::stats::rounds_needed(crate::analysis::stats::level()) as u32;
+        settings.adaptive_until =
+            (!self.no_adaptive && can_decide).then(|| Duration::from_secs_f64(self.max_time));
         Ok(settings)
     }
 }
@@ -161,5 +167,6 @@ pub fn command_settings(
         order_seed: o.order_seed.unwrap_or_else(clock_seed),
         second: None,
         versions: Vec::new(),
+        adaptive_until: None,
     })
 }

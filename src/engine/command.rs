@@ -113,6 +113,33 @@ pub struct ExecSettings {
     /// Several commands in one session (`exec -c … -c …`): each under each allocator, a
     /// row of its own labelled `allocator [name]`; the first is `command`. Empty for one.
     pub versions: Vec<Version>,
+    /// After the `runs` rounds, more rounds while a comparison with the first allocator is
+    /// still open (no verdict yet, or an interval across an edge of the noise band), none
+    /// of them starting when it would end after this long from the first measured run;
+    /// None: the `runs` rounds only.
+    pub adaptive_until: Option<Duration>,
+}
+
+/// Rounds an exec session makes at most, adaptive ones included.
+pub const MAX_ROUNDS: u32 = 60;
+
+/// Whether a row's comparison with its baseline still wants rounds: it has none yet, no
+/// verdict at the confidence level, or an interval reaching across an edge of the ±band.
+fn open(r: &crate::analysis::command::ExecRow, band: f64) -> bool {
+    if !r.status.is_ok() || r.baseline.is_none() {
+        return false;
+    }
+    match (
+        r.vs_baseline_ci_low,
+        r.vs_baseline_ci_high,
+        r.vs_baseline_verdict.as_deref(),
+    ) {
+        (Some(lo), Some(hi), Some(v)) if v != "undecided" => {
+            let across = |edge: f64| lo < edge && hi > edge;
+            across(1.0 + band) || across(1.0 - band)
+        }
+        _ => true,
+    }
 }
 
 /// One of several commands of a session: its name, arguments and program.
@@ -414,6 +441,7 @@ pub fn run_session(
         noise_threshold: settings.noise_threshold,
         trap_cost_ns: None,
         stopped_by: None,
+        adaptive_rounds: 0,
         commands: settings
             .versions
             .iter()
@@ -439,8 +467,8 @@ pub fn run_session(
     } else {
         0
     };
-    observer
-        .session_started(alive.len() * (settings.warmup + settings.runs) as usize + traced_runs);
+    let planned = alive.len() * (settings.warmup + settings.runs) as usize + traced_runs;
+    observer.session_started(planned);
     struct Session<'a> {
         settings: &'a ExecSettings,
         opts: LaunchOptions,
@@ -450,10 +478,43 @@ pub fn run_session(
         observer: &'a mut dyn Observer,
         save: &'a mut dyn FnMut(&ExecRecord) -> Result<(), String>,
         error: Option<SessionError>,
+        /// When the first measured round began (the adaptive rounds' clock).
+        measuring_since: Option<std::time::Instant>,
+        /// The runs the progress counts, adaptive rounds added as they start.
+        planned: usize,
     }
     impl Rounds for Session<'_> {
         fn more(&mut self, done: u32) -> bool {
-            done < self.settings.runs
+            if done == 0 {
+                self.measuring_since = Some(std::time::Instant::now());
+            }
+            if done < self.settings.runs {
+                return true;
+            }
+            let (Some(until), Some(since)) = (self.settings.adaptive_until, self.measuring_since)
+            else {
+                return false;
+            };
+            // Another round only while a comparison is open and the round, as long as the
+            // rounds so far took on average, ends in time.
+            let elapsed = since.elapsed();
+            let per_round = elapsed / done.max(1);
+            if done >= MAX_ROUNDS
+                || crate::ui::interrupt::interrupted()
+                || elapsed + per_round > until
+            {
+                return false;
+            }
+            let rows = crate::analysis::command::rows(self.record);
+            let band = self.settings.noise_threshold;
+            if !rows.iter().any(|r| open(r, band)) {
+                return false;
+            }
+            self.record.adaptive_rounds += 1;
+            let alive = self.prepared.iter().filter(|p| p.is_some()).count();
+            self.planned += alive;
+            self.observer.session_started(self.planned);
+            true
         }
         fn step(&mut self, subject: usize, pass: Pass, position: usize) -> Next {
             let i = self.alive[subject];
@@ -464,7 +525,8 @@ pub fn run_session(
             let label = self.record.allocators[i].allocator.clone();
             let what = match pass {
                 Pass::Warmup(w) => format!("warm-up {}/{}", w + 1, settings.warmup),
-                Pass::Round(r) => format!("run {}/{}", r + 1, settings.runs),
+                Pass::Round(r) if r < settings.runs => format!("run {}/{}", r + 1, settings.runs),
+                Pass::Round(r) => format!("run {} (adaptive)", r + 1),
             };
             self.observer.run_started(&label, &what);
             let outcome = launch::run(c, &self.opts).map_err(|e| e.to_string());
@@ -529,6 +591,8 @@ pub fn run_session(
         observer: &mut *observer,
         save: &mut *save,
         error: None,
+        measuring_since: None,
+        planned,
     };
     Schedule {
         subjects: session.alive.len(),

@@ -424,20 +424,29 @@ pub fn header(record: &ExecRecord) -> String {
         }
         s
     };
+    let rounds = record.runs_requested + record.adaptive_rounds;
     s.push_str(&format!(
-        "{} run(s) per allocator after {} warm-up(s), {} (ratios: median of the per-round ratios, {} interval, significant beyond ±{} %); THP {}{}; {} · {}\n",
-        record.runs_requested,
+        "{} run(s) per allocator{} after {} warm-up(s), {} (ratios: median of the per-round ratios, {} interval, significant beyond ±{} %); THP {}{}; {} · {}\n",
+        rounds,
+        if record.adaptive_rounds > 0 {
+            format!(
+                " ({} and {} adaptive, while a comparison with the first was open)",
+                record.runs_requested, record.adaptive_rounds
+            )
+        } else {
+            String::new()
+        },
         record.warmup,
         match record.order_seed {
             Some(seed) => format!("every allocator once per round in a shuffled order (order seed {seed})"),
             None => "allocators alternating in a fixed order".to_string(),
         },
-        match coverage(record.runs_requested as usize, level()) {
+        match coverage(rounds as usize, level()) {
             Some(c) if c >= level() => level_text(),
             Some(c) => format!(
                 "{:.1} % (all {} runs can give; no verdict below {}: {} runs give it)",
                 c * 100.0,
-                record.runs_requested,
+                rounds,
                 level_text(),
                 crate::analysis::stats::rounds_needed(level())
             ),

@@ -107,6 +107,10 @@ pub struct ExecRecord {
     /// was known when the record was written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped_by: Option<String>,
+    /// Rounds run after the `runs_requested` ones because a comparison with the first
+    /// allocator was still open (`exec`'s adaptive rounds; 0 without).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub adaptive_rounds: u32,
 }
 
 /// One of several commands of a session.
@@ -121,3 +125,7 @@ fn default_noise_threshold() -> f64 {
 }
 
 pub const SCHEMA: &str = "alloclab.exec/1";
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}

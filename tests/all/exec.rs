@@ -909,3 +909,85 @@ fn the_defaults_decide_and_the_first_screen_is_the_answer() {
     );
     assert!(!text.contains("ivcsw"), "{text}");
 }
+
+/// After its --runs rounds exec adds rounds while a comparison with the first allocator
+/// is open, and says so: every allocator gets each adaptive round (the rounds stay
+/// paired), the record counts them, none starts after --max-time, at most 60 in all;
+/// and a session whose comparisons are decided after its --runs, or --no-adaptive, keeps
+/// to them.
+#[test]
+fn adaptive_rounds_run_while_a_comparison_is_open_and_are_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two spellings of glibc's defaults on a program that does nothing: a ratio near 1
+    // under process noise, usually open after 6 rounds.
+    let out = dir.path().join("a");
+    let o = exec(
+        &[
+            "--allocators",
+            "system,system:top_pad=128K",
+            "--warmup",
+            "0",
+            "--max-time",
+            "1.5",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &["true"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let record = read_record(&out);
+    assert_eq!(record.runs_requested, 6);
+    let rounds = 6 + record.adaptive_rounds as usize;
+    assert!(rounds <= alloclab::engine::command::MAX_ROUNDS as usize);
+    for a in &record.allocators {
+        assert_eq!(
+            a.runs.len(),
+            rounds,
+            "{}: every round, adaptive ones too",
+            a.allocator
+        );
+        let numbered: Vec<u32> = a.runs.iter().map(|r| r.round).collect();
+        assert_eq!(numbered, (1..=rounds as u32).collect::<Vec<_>>());
+    }
+    let rows = alloclab::export::exec::rows(&record);
+    let other = &rows[1];
+    if record.adaptive_rounds == 0 {
+        // Decided within the 6 rounds: a verdict, its interval clear of the band's edges.
+        let (lo, hi) = (
+            other.vs_baseline_ci_low.unwrap(),
+            other.vs_baseline_ci_high.unwrap(),
+        );
+        assert_ne!(other.vs_baseline_verdict.as_deref(), Some("undecided"));
+        assert!(
+            !(lo < 1.02 && hi > 1.02) && !(lo < 0.98 && hi > 0.98),
+            "{other:?}"
+        );
+    } else {
+        let screen = unwrapped(&stdout(&o));
+        assert!(
+            screen.contains(&format!(
+                "{rounds} run(s) per allocator (6 and {} adaptive, while a comparison with the first was open)",
+                record.adaptive_rounds
+            )),
+            "{screen}"
+        );
+    }
+    // The same with --no-adaptive: its 6 rounds only.
+    let fixed = dir.path().join("f");
+    let o = exec(
+        &[
+            "--allocators",
+            "system,system:top_pad=128K",
+            "--warmup",
+            "0",
+            "--no-adaptive",
+            "--out",
+            fixed.to_str().unwrap(),
+        ],
+        &["true"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let record = read_record(&fixed);
+    assert_eq!(record.adaptive_rounds, 0);
+    assert!(record.allocators.iter().all(|a| a.runs.len() == 6));
+}
