@@ -679,6 +679,25 @@ pub fn answer(rows: &[ExecRow]) -> Vec<crate::analysis::findings::Item> {
     items
 }
 
+/// Whether a row's comparison with its baseline still wants rounds: it has none yet, no
+/// verdict at the confidence level, or an interval reaching across an edge of the ±band.
+pub fn still_open(r: &ExecRow, band: f64) -> bool {
+    if !r.status.is_ok() || r.baseline.is_none() {
+        return false;
+    }
+    match (
+        r.vs_baseline_ci_low,
+        r.vs_baseline_ci_high,
+        r.vs_baseline_verdict.as_deref(),
+    ) {
+        (Some(lo), Some(hi), Some(v)) if v != "undecided" => {
+            let across = |edge: f64| lo < edge && hi > edge;
+            across(1.0 + band) || across(1.0 - band)
+        }
+        _ => true,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -107,7 +107,7 @@ pub struct ExecArgs {
     pub no_adaptive: bool,
     /// Start no adaptive round that would end after this many seconds of measuring, the
     /// --runs rounds included (those always run); at most 60 rounds in all.
-    #[arg(long, default_value_t = 60.0, value_parser = crate::model::budget::parse_timeout)]
+    #[arg(long, default_value_t = 30.0, value_parser = crate::model::budget::parse_timeout)]
     pub max_time: f64,
     /// Runs per allocator before the measured ones, not counted.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=1000))]

@@ -123,25 +123,6 @@ pub struct ExecSettings {
 /// Rounds an exec session makes at most, adaptive ones included.
 pub const MAX_ROUNDS: u32 = 60;
 
-/// Whether a row's comparison with its baseline still wants rounds: it has none yet, no
-/// verdict at the confidence level, or an interval reaching across an edge of the ±band.
-fn open(r: &crate::analysis::command::ExecRow, band: f64) -> bool {
-    if !r.status.is_ok() || r.baseline.is_none() {
-        return false;
-    }
-    match (
-        r.vs_baseline_ci_low,
-        r.vs_baseline_ci_high,
-        r.vs_baseline_verdict.as_deref(),
-    ) {
-        (Some(lo), Some(hi), Some(v)) if v != "undecided" => {
-            let across = |edge: f64| lo < edge && hi > edge;
-            across(1.0 + band) || across(1.0 - band)
-        }
-        _ => true,
-    }
-}
-
 /// One of several commands of a session: its name, arguments and program.
 #[derive(Clone, Debug)]
 pub struct Version {
@@ -507,7 +488,10 @@ pub fn run_session(
             }
             let rows = crate::analysis::command::rows(self.record);
             let band = self.settings.noise_threshold;
-            if !rows.iter().any(|r| open(r, band)) {
+            if !rows
+                .iter()
+                .any(|r| crate::analysis::command::still_open(r, band))
+            {
                 return false;
             }
             self.record.adaptive_rounds += 1;

@@ -429,9 +429,22 @@ pub fn header(record: &ExecRecord) -> String {
         "{} run(s) per allocator{} after {} warm-up(s), {} (ratios: median of the per-round ratios, {} interval, significant beyond ±{} %); THP {}{}; {} · {}\n",
         rounds,
         if record.adaptive_rounds > 0 {
+            let rows = crate::analysis::command::rows(record);
+            let open = rows
+                .iter()
+                .filter(|r| crate::analysis::command::still_open(r, record.noise_threshold))
+                .count();
             format!(
-                " ({} and {} adaptive, while a comparison with the first was open)",
-                record.runs_requested, record.adaptive_rounds
+                " ({} and {} adaptive, while a comparison with the first was open{})",
+                record.runs_requested,
+                record.adaptive_rounds,
+                match open {
+                    0 => String::new(),
+                    n => format!(
+                        "; {} still open when --max-time or the 60 rounds ended them",
+                        crate::fmt::counted(n, "was", "were")
+                    ),
+                }
             )
         } else {
             String::new()
