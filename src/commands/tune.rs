@@ -166,6 +166,15 @@ fn screen(
         "  ",
     );
     t.push_str("\nWhy each set was tried:\n");
+    t += &why_tried(allocators, rows, width);
+    t
+}
+
+/// Why each set was tried, one wrapped line per set, named as the verdicts and the table
+/// name it.
+fn why_tried(allocators: &[AllocatorSpec], rows: &[SummaryRow], width: usize) -> String {
+    let wrap = |text: &str, first: &str, rest: &str| crate::fmt::wrap(text, width, first, rest);
+    let mut t = String::new();
     for spec in allocators {
         if let Some(l) = &spec.library {
             t += &wrap(

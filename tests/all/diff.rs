@@ -296,6 +296,7 @@ fn diff_compares_exec_folders_allocator_by_allocator() {
         .args([
             "exec",
             "--runs=6",
+            "--no-adaptive",
             "--warmup=0",
             "--allocators=system,mimalloc",
         ])

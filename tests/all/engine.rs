@@ -25,6 +25,8 @@ fn exec_orders(seed: &str) -> Vec<Vec<String>> {
         "system,jemalloc,mimalloc",
         "--runs",
         "6",
+        // Six rounds exactly: the orders compared are of a fixed session.
+        "--no-adaptive",
         "--warmup",
         "0",
         "--counters",

@@ -835,7 +835,8 @@ fn versions_that_cannot_work_are_refused_before_anything_runs() {
 
 /// exec's defaults decide a difference the size of the founding case's: with no option
 /// but the allocators, glibc against mimalloc on the temporaries gets a verdict (the
-/// default runs reach the 95 % interval; five did not).
+/// default runs reach the 95 % interval, five did not; adaptive rounds follow while it
+/// is open).
 #[test]
 fn the_defaults_decide_the_founding_difference() {
     let t = temporaries();
@@ -846,7 +847,8 @@ fn the_defaults_decide_the_founding_difference() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let rows = rows(&o);
     let m = row(&rows, "mimalloc");
-    assert_eq!(m["runs"], 6, "{m}");
+    // Six rounds, and adaptive ones where those left it open.
+    assert!(m["runs"].as_u64().unwrap() >= 6, "{m}");
     assert_eq!(m["vs_baseline_verdict"], "faster", "{m}");
     assert!(m["wall_ci_coverage"].as_f64().unwrap() >= 0.95, "{m}");
 }
