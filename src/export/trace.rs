@@ -449,6 +449,10 @@ pub fn save(folder: &Folder, report: &TraceReport) -> Result<Vec<String>, Result
         ),
     )?;
     written.extend(["REPORT.md".into(), "report.html".into()]);
+    // The folder's guide to its files and columns, where the lab wrote it.
+    if folder.holds(super::folder::GUIDE_FILE) {
+        written.push(super::folder::GUIDE_FILE.into());
+    }
     Ok(written)
 }
 

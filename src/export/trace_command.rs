@@ -397,6 +397,10 @@ pub fn save(folder: &Folder, report: &CommandTraceReport) -> Result<Vec<String>,
         ),
     )?;
     written.extend(["REPORT.md".into(), "report.html".into()]);
+    // The folder's guide to its files and columns, where the lab wrote it.
+    if folder.holds(super::folder::GUIDE_FILE) {
+        written.push(super::folder::GUIDE_FILE.into());
+    }
     Ok(written)
 }
 
