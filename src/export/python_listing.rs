@@ -107,7 +107,8 @@ pub fn lines(views: &[&PythonView]) -> Vec<Line> {
 
 /// The lines of the program's own script: those in a file the command names (its
 /// script, as an argument), else those in any real file (not a frozen module's
-/// `<frozen …>`); and how many lines with events are elsewhere.
+/// `<frozen …>`), else all (`python3 -c`'s `<string>`); and how many lines with events
+/// are elsewhere.
 pub fn own(lines: Vec<Line>, command: &[String]) -> (Vec<Line>, usize) {
     let named: Vec<std::path::PathBuf> = command
         .iter()
@@ -118,10 +119,29 @@ pub fn own(lines: Vec<Line>, command: &[String]) -> (Vec<Line>, usize) {
     let total = lines.len();
     let mine: Vec<Line> = if lines.iter().any(in_named) {
         lines.into_iter().filter(in_named).collect()
-    } else {
+    } else if lines.iter().any(|l| !l.file.starts_with('<')) {
         lines
             .into_iter()
             .filter(|l| !l.file.starts_with('<'))
+            .collect()
+    } else {
+        // Only code without a file: `python3 -c CODE`'s `<string>` is the program's (its
+        // text from CODE), a frozen module's is not.
+        let code = command
+            .iter()
+            .position(|a| a == "-c")
+            .and_then(|i| command.get(i + 1));
+        lines
+            .into_iter()
+            .filter(|l| !l.file.starts_with("<frozen"))
+            .map(|mut l| {
+                if l.file == "<string>" && l.source.is_none() {
+                    l.source = code
+                        .and_then(|c| c.lines().nth(l.line.saturating_sub(1) as usize))
+                        .map(str::to_string);
+                }
+                l
+            })
             .collect()
     };
     let elsewhere = total - mine.len();
@@ -460,6 +480,42 @@ mod tests {
             lines,
             ..PythonView::default()
         }
+    }
+
+    #[test]
+    fn the_programs_own_lines_are_its_scripts_or_its_dash_c_codes() {
+        let at = |file: &str, line: u32| Line {
+            file: file.into(),
+            line,
+            function: "<module>".into(),
+            source: None,
+            per: vec![Some(Events {
+                executions: 5,
+                faults: 50,
+                ..Events::default()
+            })],
+        };
+        let command: Vec<String> = [
+            "python3",
+            "-c",
+            "\nfor i in range(5):\n    b = bytearray(9)",
+        ]
+        .map(String::from)
+        .to_vec();
+        let (mine, elsewhere) = own(
+            vec![at("<string>", 3), at("<frozen importlib._bootstrap>", 7)],
+            &command,
+        );
+        assert_eq!(elsewhere, 1);
+        assert_eq!(mine.len(), 1);
+        assert_eq!(mine[0].source.as_deref(), Some("    b = bytearray(9)"));
+        // A real file beside frozen ones: the real one.
+        let (mine, elsewhere) = own(
+            vec![at("/nonexistent/x.py", 3), at("<frozen zipimport>", 7)],
+            &["python3".to_string()],
+        );
+        assert_eq!((mine.len(), elsewhere), (1, 1));
+        assert_eq!(mine[0].file, "/nonexistent/x.py");
     }
 
     #[test]
