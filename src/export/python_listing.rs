@@ -253,73 +253,65 @@ pub fn console(
             (f + extra, c)
         })
         .collect();
-    let mut head = format!("{:line_w$}  {:runs_w$}", "", "");
-    let mut sub = format!("{:<line_w$}  {:>runs_w$}", "line", "runs");
-    for ((f, c), label) in widths.iter().zip(labels) {
-        let _ = write!(head, "  {:<w$}", label, w = f + 2 + c);
-        let _ = write!(sub, "  {:>f$}  {:>c$}", "faults", "mem calls");
-    }
-    let used = sub.chars().count();
-    let room = width.saturating_sub(used + 2);
-    let with_source = room >= 12;
-    if with_source {
-        sub.push_str("  source");
-    }
-    s.push_str(head.trim_end());
-    s.push('\n');
-    s.push_str(&sub);
-    s.push('\n');
-    for (k, l) in shown.iter().enumerate() {
-        let mut row = format!(
-            "{:<line_w$}  {:>runs_w$}",
-            place(l, one_file),
-            group_thousands(runs(l) as i64)
-        );
-        for (i, (f, c)) in widths.iter().enumerate() {
-            let _ = write!(row, "  {:>f$}  {:>c$}", cell(l, i, false), cell(l, i, true));
+    // As many allocators per table as the width takes (one at least); the first table
+    // carries the source and, under its first rows, the native paths of every allocator.
+    let fixed = line_w + 2 + runs_w;
+    let mut chunks: Vec<Vec<usize>> = vec![Vec::new()];
+    let mut used = fixed;
+    for (i, (f, c)) in widths.iter().enumerate() {
+        let w = 2 + f + 2 + c;
+        let last = chunks.last_mut().expect("one chunk at least");
+        if !last.is_empty() && used + w > width {
+            chunks.push(vec![i]);
+            used = fixed + w;
+        } else {
+            last.push(i);
+            used += w;
         }
+    }
+    for (n, chunk) in chunks.iter().enumerate() {
+        if n > 0 {
+            s.push('\n');
+        }
+        let mut head = format!("{:line_w$}  {:runs_w$}", "", "");
+        let mut sub = format!("{:<line_w$}  {:>runs_w$}", "line", "runs");
+        for &i in chunk {
+            let (f, c) = widths[i];
+            let _ = write!(head, "  {:<w$}", labels[i], w = f + 2 + c);
+            let _ = write!(sub, "  {:>f$}  {:>c$}", "faults", "mem calls");
+        }
+        let room = width.saturating_sub(sub.chars().count() + 2);
+        let with_source = n == 0 && room >= 12;
         if with_source {
-            let src = l.source.as_deref().unwrap_or("").trim();
-            let cut: String = if src.chars().count() > room {
-                src.chars().take(room - 1).chain(['…']).collect()
-            } else {
-                src.to_string()
-            };
-            let _ = write!(row, "  {cut}");
+            sub.push_str("  source");
         }
-        s.push_str(row.trim_end());
+        s.push_str(head.trim_end());
         s.push('\n');
-        if k >= paths {
-            continue;
-        }
-        for (i, label) in labels.iter().enumerate() {
-            let Some(e) = &l.per[i] else { continue };
-            let said: Vec<String> = e
-                .paths
-                .iter()
-                .filter(|(_, n, _)| *n > 0)
-                .map(|(kind, n, path)| {
-                    let what = if kind == "fault" { "faults" } else { kind };
-                    // Fewer than one in ten executions: the count, not a rate of 0.0x.
-                    let each = match e.per_execution(*n) {
-                        Some(r) if r < 0.1 => {
-                            format!("{} {what} in all", group_thousands(*n as i64))
-                        }
-                        r => format!("{} {what}", per(r)),
-                    };
-                    match path {
-                        Some(p) => format!("{each} via {p}"),
-                        None => each,
-                    }
-                })
-                .collect();
-            if !said.is_empty() {
-                s.push_str(&crate::fmt::wrap(
-                    &format!("{label}: {}", said.join("; ")),
-                    width,
-                    "    ",
-                    "      ",
-                ));
+        s.push_str(&sub);
+        s.push('\n');
+        for (k, l) in shown.iter().enumerate() {
+            let mut row = format!(
+                "{:<line_w$}  {:>runs_w$}",
+                place(l, one_file),
+                group_thousands(runs(l) as i64)
+            );
+            for &i in chunk {
+                let (f, c) = widths[i];
+                let _ = write!(row, "  {:>f$}  {:>c$}", cell(l, i, false), cell(l, i, true));
+            }
+            if with_source {
+                let src = l.source.as_deref().unwrap_or("").trim();
+                let cut: String = if src.chars().count() > room {
+                    src.chars().take(room - 1).chain(['…']).collect()
+                } else {
+                    src.to_string()
+                };
+                let _ = write!(row, "  {cut}");
+            }
+            s.push_str(row.trim_end());
+            s.push('\n');
+            if n == 0 && k < paths {
+                s.push_str(&path_lines(labels, l, width));
             }
         }
     }
@@ -340,6 +332,40 @@ pub fn console(
             "",
             "  ",
         ));
+    }
+    s
+}
+
+/// Under a line of the console's table: per allocator, the native path behind each kind
+/// of its events there (a kind made less than once in ten executions as a count in all).
+fn path_lines(labels: &[&str], l: &Line, width: usize) -> String {
+    let mut s = String::new();
+    for (i, label) in labels.iter().enumerate() {
+        let Some(e) = &l.per[i] else { continue };
+        let said: Vec<String> = e
+            .paths
+            .iter()
+            .filter(|(_, n, _)| *n > 0)
+            .map(|(kind, n, path)| {
+                let what = if kind == "fault" { "faults" } else { kind };
+                let each = match e.per_execution(*n) {
+                    Some(r) if r < 0.1 => format!("{} {what} in all", group_thousands(*n as i64)),
+                    r => format!("{} {what}", per(r)),
+                };
+                match path {
+                    Some(p) => format!("{each} via {p}"),
+                    None => each,
+                }
+            })
+            .collect();
+        if !said.is_empty() {
+            s.push_str(&crate::fmt::wrap(
+                &format!("{label}: {}", said.join("; ")),
+                width,
+                "    ",
+                "      ",
+            ));
+        }
     }
     s
 }
@@ -574,6 +600,21 @@ mod tests {
             page.contains("title=\"12,000 fault via memset\">1,000</td>"),
             "{page}"
         );
+        // Six allocators in 100 columns: tables side by side would not fit, so the
+        // allocators go into as many tables as the width needs.
+        let six: Vec<PythonView> = (0..6)
+            .map(|_| view(vec![row("fault", 13, 12, 12, "memset")]))
+            .collect();
+        let refs: Vec<&PythonView> = six.iter().collect();
+        let labels = [
+            "system", "jemalloc", "mimalloc", "tcmalloc", "snmalloc", "rpmalloc",
+        ];
+        let wide = console(&labels, &lines(&refs), 0, 100, 10, 1);
+        for t in wide.lines() {
+            assert!(t.chars().count() <= 100, "{t}\n{wide}");
+        }
+        assert_eq!(wide.matches("\nline  runs").count(), 2, "{wide}");
+        assert_eq!(wide.matches("rpmalloc").count(), 2, "{wide}");
         // Narrow: the source gives way, never the figures.
         let narrow = console(&["system", "mimalloc"], &l, 0, 50, 10, 0);
         assert!(!narrow.contains("statement_13"), "{narrow}");
