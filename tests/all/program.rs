@@ -120,7 +120,7 @@ fn tune_finds_glibcs_fix_for_the_founding_case_program() {
     // table of sets, every line within the reader's width.
     let o = std::process::Command::new(driver_path())
         .env("COLUMNS", "100")
-        .args(["tune", "--allocators", "system", "--processes", "2", "--"])
+        .args(["tune", "--allocators", "system", "--processes", "1", "--"])
         .arg(&t)
         .args(["--iterations", "20"])
         .output()
