@@ -39,6 +39,11 @@ fn main() -> ExitCode {
             };
         }
     };
+    // A mistyped option would otherwise be taken for the command to run.
+    if let Some(why) = cli.command.mistyped_option() {
+        eprintln!("error: {why}");
+        return ExitCode::from(2);
+    }
     alloclab::analysis::stats::set_level(cli.confidence);
     match alloclab::commands::dispatch(cli.command) {
         Ok(()) => ExitCode::SUCCESS,

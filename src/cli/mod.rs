@@ -29,6 +29,46 @@ pub struct Cli {
     pub command: Command,
 }
 
+impl Command {
+    /// A mistyped option taken for the user's command: the commands that run a program
+    /// of yours take everything from the first word clap does not know as that program,
+    /// so `alloclab exec --max-tme 3 -- prog` would try to run `--max-tme`. No program's
+    /// name starts with `-`: such a first word is an option this command does not have,
+    /// said with the closest one it has.
+    pub fn mistyped_option(&self) -> Option<String> {
+        let (name, command) = match self {
+            Command::Exec(a) => ("exec", &a.command),
+            Command::Trace(a) => ("trace", &a.command),
+            Command::Tune(a) => ("tune", &a.program.command),
+            Command::Sweep(a) => ("sweep", &a.program.command),
+            Command::Cliff(a) => ("cliff", &a.program.command),
+            _ => return None,
+        };
+        let first = command.first()?.to_string_lossy().into_owned();
+        if !first.starts_with('-') {
+            return None;
+        }
+        let given = first.split('=').next().unwrap_or(&first).to_string();
+        let cli = <Cli as clap::CommandFactory>::command();
+        let longs: Vec<String> = cli
+            .find_subcommand(name)
+            .into_iter()
+            .flat_map(|c| c.get_arguments())
+            .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+            .collect();
+        let closest = longs
+            .iter()
+            .map(|l| (crate::model::spec::edit_distance(&given, l), l))
+            .filter(|(d, _)| *d <= 2)
+            .min_by_key(|(d, _)| *d)
+            .map(|(_, l)| format!(" (did you mean '{l}'?)"))
+            .unwrap_or_default();
+        Some(format!(
+            "unknown option '{given}' for alloclab {name}{closest}: its options go before `--` and your command after it; `alloclab {name} --help` lists them"
+        ))
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run one workload under several allocators and variants and compare them.

@@ -68,7 +68,7 @@ fn closest<T: Choice>(given: &str) -> Option<T> {
 }
 
 /// Levenshtein distance between two short names.
-fn edit_distance(a: &str, b: &str) -> usize {
+pub fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {

@@ -748,3 +748,45 @@ fn names_and_sizes_are_read_as_people_type_them() {
     );
     assert_refused(&["compare", "--size", "1,00"], "1,000,000");
 }
+
+/// A mistyped option of a command that runs your program is not taken for the program:
+/// it is named, with the option meant, before anything runs (exit 2).
+#[test]
+fn a_mistyped_option_is_named_not_run_as_the_command() {
+    for (args, said) in [
+        (
+            &["exec", "--max-tme", "3", "--", "true"][..],
+            "unknown option '--max-tme' for alloclab exec (did you mean '--max-time'?)",
+        ),
+        (
+            &[
+                "sweep",
+                "--sizes",
+                "1000,2000",
+                "--max-time",
+                "3",
+                "--",
+                "true",
+                "{size}",
+            ][..],
+            "unknown option '--max-time' for alloclab sweep: its options go before `--`",
+        ),
+        (
+            &[
+                "tune",
+                "--allocator",
+                "system",
+                "--procesess=2",
+                "--",
+                "true",
+            ][..],
+            "unknown option '--procesess' for alloclab tune (did you mean '--processes'?)",
+        ),
+    ] {
+        let o = lab(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(said), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("[1/"), "{args:?} started runs");
+        assert!(o.stdout.is_empty());
+    }
+}
