@@ -212,14 +212,7 @@ pub fn console(
         .chain([4])
         .max()
         .unwrap_or(4);
-    let runs = |l: &Line| {
-        l.per
-            .iter()
-            .flatten()
-            .map(|e| e.executions)
-            .max()
-            .unwrap_or(0)
-    };
+    let runs = Line::runs;
     let runs_w = shown
         .iter()
         .map(|l| group_thousands(runs(l) as i64).len())
@@ -411,16 +404,7 @@ pub fn html(labels: &[&str], lines: &[Line]) -> String {
         h.push_str("<th>source</th></tr>\n");
         let row = |h: &mut String, number: u32, source: &str| {
             let l = at.iter().find(|l| l.line == number);
-            let runs = l
-                .map(|l| {
-                    l.per
-                        .iter()
-                        .flatten()
-                        .map(|e| e.executions)
-                        .max()
-                        .unwrap_or(0)
-                })
-                .map_or(String::new(), |n| group_thousands(n as i64));
+            let runs = l.map_or(String::new(), |l| group_thousands(l.runs() as i64));
             let _ = write!(
                 h,
                 "<tr{}><td>{number}</td><td>{runs}</td>",
