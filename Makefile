@@ -50,7 +50,7 @@ bench-compare: build
 
 ## lint: formatting and clippy, as CI checks them
 lint:
-	$(CARGO) fmt --check
+	$(CARGO) fmt --all --check
 	$(CARGO) clippy --release --all-targets -- -D warnings
 
 ## numpy: NumPy's func1/func2 timed by themselves (needs: pip install numpy)

@@ -5,22 +5,54 @@
 use alloclab::model::record::RunRecord;
 use alloclab::model::spec::Allocator;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// The release build's folder (`target/release`): this test binary is in its `deps/`.
+/// The lab's binaries and examples there are built by `cargo test --release` at the
+/// top of the workspace (the lab's package has a test of its own, so cargo builds them).
+pub fn build_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    exe.parent()
+        .and_then(|deps| deps.parent())
+        .expect("the test binary is in target/<profile>/deps")
+        .to_path_buf()
+}
+
+/// One of the lab's binaries, which must be built.
+fn built(name: &str) -> PathBuf {
+    let p = build_dir().join(name);
+    assert!(
+        p.is_file(),
+        "{} is not built: run `cargo test --release` (or `make test`) at the top of the repository",
+        p.display()
+    );
+    p
+}
+
+/// The repository's top folder (its `src/`, `tests/data/`, README.md).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ is in the repository")
+        .to_path_buf()
+}
+
+/// `experiments/<file>` of the repository, as an argument.
+pub fn experiment_file(file: &str) -> String {
+    repo_root()
+        .join("experiments")
+        .join(file)
+        .display()
+        .to_string()
+}
+
 pub fn worker_path(a: Allocator) -> PathBuf {
-    PathBuf::from(match a {
-        Allocator::System => env!("CARGO_BIN_EXE_alloclab-system"),
-        Allocator::Jemalloc => env!("CARGO_BIN_EXE_alloclab-jemalloc"),
-        Allocator::Mimalloc => env!("CARGO_BIN_EXE_alloclab-mimalloc"),
-        Allocator::Tcmalloc => env!("CARGO_BIN_EXE_alloclab-tcmalloc"),
-        Allocator::Snmalloc => env!("CARGO_BIN_EXE_alloclab-snmalloc"),
-        Allocator::Rpmalloc => env!("CARGO_BIN_EXE_alloclab-rpmalloc"),
-    })
+    built(a.worker_binary())
 }
 
 pub fn driver_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_alloclab"))
+    built("alloclab")
 }
 
 /// `examples/temporaries` (built by `cargo test`): the founding case's out-of-place

@@ -7,7 +7,7 @@ use crate::common::*;
 use std::path::{Path, PathBuf};
 
 fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    crate::common::repo_root()
 }
 
 /// GitHub's anchor of a heading: lower case, punctuation but '-' and '_' dropped,

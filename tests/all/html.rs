@@ -152,7 +152,7 @@ fn exec_and_run_folders_get_a_report_html() {
         "--quick",
         "--out",
         run_dir.to_str().unwrap(),
-        "experiments/size-sweep.toml",
+        &experiment_file("size-sweep.toml"),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let folder = std::fs::read_dir(&run_dir)
@@ -382,7 +382,7 @@ fn a_page_of_many_knob_sets_fits_the_windows_width_toggles_and_all() {
         "--quick",
         "--out",
         out.to_str().unwrap(),
-        "experiments/tunables.toml",
+        &experiment_file("tunables.toml"),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let page = out.join("tunables").join("report.html");

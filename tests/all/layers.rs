@@ -42,7 +42,7 @@ fn sources() -> BTreeMap<String, String> {
             }
         }
     }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let root = crate::common::repo_root().join("src");
     let mut out = BTreeMap::new();
     walk(&root, &root, &mut out);
     out

@@ -118,7 +118,7 @@ fn a_folder_of_the_users_own_files_is_refused_by_every_command_and_left_as_it_wa
         "--quick",
         "--out",
         parent.to_str().unwrap(),
-        "experiments/numpy-temporaries.toml",
+        &experiment_file("numpy-temporaries.toml"),
     ]);
     assert_refused(&o, "--force-out");
     assert_users_folder_untouched(&d);

@@ -1017,7 +1017,7 @@ fn a_python_commands_calls_are_put_at_the_script_lines_that_made_them() {
     let (Some(python), _) = cpythons((3, 12)) else {
         panic!("no CPython 3.12 or newer here (pyenv install 3.13)");
     };
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/python_lines.py");
+    let script = crate::common::repo_root().join("tests/data/python_lines.py");
     let source = std::fs::read_to_string(&script).unwrap();
     let line_of = |marker: &str| -> (u64, String) {
         let (i, l) = source
@@ -1158,7 +1158,7 @@ fn a_python_commands_calls_are_put_at_the_script_lines_that_made_them() {
 
     // Threads that switch often, inside the recorder's callbacks too: the buffer's line
     // ran exactly 4 times per thread, with one mmap each.
-    let busy = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/python_threads.py");
+    let busy = crate::common::repo_root().join("tests/data/python_threads.py");
     let text = std::fs::read_to_string(&busy).unwrap();
     let line = text
         .lines()
@@ -1277,7 +1277,7 @@ fn executions_of(rec: &alloclab::analysis::python::Recording, script: &Path, mar
 #[ignore = "needs CPython 3.12 or newer (pyenv install 3.12); .ci/run runs it with --ignored"]
 fn the_recorder_never_writes_into_a_descriptor_the_program_reused() {
     let python = cpython_with_lines();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/python_daemon.py");
+    let script = crate::common::repo_root().join("tests/data/python_daemon.py");
     let dir = tempfile::tempdir().unwrap();
     let (plain_log, traced_log) = (dir.path().join("plain.log"), dir.path().join("traced.log"));
     let untraced = timed(&python)
@@ -1336,7 +1336,7 @@ fn the_recorder_never_writes_into_a_descriptor_the_program_reused() {
 #[ignore = "needs CPython 3.12 or newer (pyenv install 3.12); .ci/run runs it with --ignored"]
 fn a_program_that_uses_every_monitoring_tool_id_runs_as_it_does_untraced() {
     let python = cpython_with_lines();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/python_tools.py");
+    let script = crate::common::repo_root().join("tests/data/python_tools.py");
     let (untraced, traced, rec) = recorded(&python, &script, &["take".as_ref()]);
     assert!(traced.status.success(), "{}", stderr(&traced));
     assert_eq!(stdout(&untraced), stdout(&traced));
@@ -1449,7 +1449,7 @@ fn a_timed_out_trace_names_its_own_options() {
 #[ignore = "needs CPython 3.12 or newer (pyenv install 3.12); .ci/run runs it with --ignored"]
 fn a_hostile_program_runs_traced_as_untraced() {
     let python = cpython_with_lines();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/python_hostile.py");
+    let script = crate::common::repo_root().join("tests/data/python_hostile.py");
     let dir = tempfile::tempdir().unwrap();
     for mode in ["dup2", "numbers"] {
         let (plain, ours) = (
