@@ -42,6 +42,9 @@ pub struct Calibration {
     /// Methods that could not be measured here, and why.
     pub unavailable: Vec<String>,
     pub rounds: u32,
+    /// Each process's measured time, in seconds (absent in calibrations from before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_time_s: Option<f64>,
     /// The seed of the rounds' shuffled orders (absent in calibrations from before).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub order_seed: Option<u64>,

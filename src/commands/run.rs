@@ -57,6 +57,10 @@ pub fn run(args: RunArgs) -> Result<()> {
     // What observing costs on this machine now, recorded with every experiment (unless
     // asked not to: the reports then say it was not measured).
     let (min_time, rounds) = if args.quick { (0.02, 1) } else { (0.15, 6) };
+    // ALLOCLAB_CALIBRATION_MIN_TIME: each calibration process's time, in seconds (the
+    // tests' budget: they check the calibration's files, not its precision); recorded in
+    // calibration.json and said in REPORT.md.
+    let min_time = calibration_min_time().unwrap_or(min_time);
     if !args.no_calibration {
         eprintln!("calibrating the observer ({rounds} round(s))…");
     }
@@ -176,6 +180,18 @@ fn said(args: &RunArgs, exp: &Experiment, o: &ExperimentOutcome) -> String {
     }
     said.push_str(&o.rebuilt.answer.console(crate::fmt::screen_width()));
     said
+}
+
+/// ALLOCLAB_CALIBRATION_MIN_TIME, where set to a number of seconds above 0.
+fn calibration_min_time() -> Option<f64> {
+    let s = std::env::var("ALLOCLAB_CALIBRATION_MIN_TIME").ok()?;
+    match s.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Some(v),
+        _ => {
+            eprintln!("warning: ALLOCLAB_CALIBRATION_MIN_TIME={s} is not a number of seconds above 0; ignored");
+            None
+        }
+    }
 }
 
 /// What observing costs on this machine now (the founding case under glibc at 1,000,000

@@ -158,6 +158,7 @@ pub fn calibrate(
         effects,
         unavailable,
         rounds,
+        min_time_s: Some(min_time_s),
         order_seed: Some(order_seed),
     })
 }

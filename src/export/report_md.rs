@@ -617,7 +617,11 @@ fn report_markdown(
     let mut observer = String::new();
     if let Some(c) = &loaded.calibration {
         let _ = writeln!(observer, "\n### Observer\n");
-        let _ = writeln!(observer, "Measured before the runs (`alloclab calibrate`, {} round(s)); the goal is an observer that moves the median by under 2 %.\n", c.rounds);
+        let each = c
+            .min_time_s
+            .map(|s| format!(" of {s} s a process"))
+            .unwrap_or_default();
+        let _ = writeln!(observer, "Measured before the runs (`alloclab calibrate`, {} round(s){each}); the goal is an observer that moves the median by under 2 %.\n", c.rounds);
         for line in c.describe() {
             let _ = writeln!(observer, "- {line}");
         }

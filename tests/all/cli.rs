@@ -437,6 +437,10 @@ fn runs_that_disagree_on_the_output_are_not_compared() {
             "0",
             "--allocators",
             "system,jemalloc",
+            // Two processes a cell show the mismatch; no adaptive rounds.
+            "--processes",
+            "2",
+            "--no-adaptive",
         ],
     );
     assert_eq!(o.status.code(), Some(1));
