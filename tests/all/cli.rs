@@ -504,60 +504,27 @@ fn compare_refuses_a_plan_over_max_runs_before_anything_runs() {
 /// group (as Ctrl-C at a terminal does) once its fifth run — the second round — has
 /// started, so that every cell has a process; returns its output.
 fn interrupted_compare(format: &str, extra: &[&str]) -> Output {
-    use std::io::{BufRead, Read};
-    use std::os::unix::process::CommandExt;
-    let mut child = Command::new(driver_path())
-        .args([
-            "compare",
-            "--size",
-            "5000",
-            "--min-time",
-            "0.02",
-            "--warmup-time",
-            "0",
-            "--processes",
-            "1000",
-            "--max-time",
-            "3600",
-            "--allocators",
-            "system,jemalloc",
-            "--variants",
-            "in-place,out-of-place",
-            "--format",
-            format,
-        ])
-        .args(extra)
-        // A line per run on stderr (not a terminal here), to press Ctrl-C after 5 runs.
-        .env("ALLOCLAB_PROGRESS", "runs")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .unwrap();
-    let mut stdout = child.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        stdout.read_to_end(&mut v).unwrap();
-        v
-    });
-    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut text = String::new();
-    let mut progress = 0;
-    while progress < 5 {
-        let mut line = String::new();
-        assert!(err.read_line(&mut line).unwrap() > 0, "ended early: {text}");
-        progress += usize::from(line.starts_with('['));
-        text.push_str(&line);
-    }
-    // SAFETY: kill takes plain integers; the group is the driver's own.
-    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
-    err.read_to_string(&mut text).unwrap();
-    let status = child.wait().unwrap();
-    Output {
-        status,
-        stdout: reader.join().unwrap(),
-        stderr: text.into_bytes(),
-    }
+    let mut args = vec![
+        "compare",
+        "--size",
+        "5000",
+        "--min-time",
+        "0.02",
+        "--warmup-time",
+        "0",
+        "--processes",
+        "1000",
+        "--max-time",
+        "3600",
+        "--allocators",
+        "system,jemalloc",
+        "--variants",
+        "in-place,out-of-place",
+        "--format",
+        format,
+    ];
+    args.extend_from_slice(extra);
+    interrupted_after_runs(&args, 5)
 }
 
 /// After Ctrl-C every format says the session is incomplete, how it stopped and how

@@ -293,3 +293,43 @@ pub fn assert_guided(folder: &std::path::Path) {
         }
     }
 }
+
+/// The driver with `args`, interrupted (SIGINT to its process group, as Ctrl-C) once
+/// `runs` progress lines are on its stderr (a line per run: ALLOCLAB_PROGRESS=runs), so
+/// that the interrupt comes after runs ended and before the planned ones did; its output.
+pub fn interrupted_after_runs(args: &[&str], runs: usize) -> Output {
+    use std::io::{BufRead, Read};
+    use std::os::unix::process::CommandExt;
+    let mut child = Command::new(driver_path())
+        .args(args)
+        .env("ALLOCLAB_PROGRESS", "runs")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        stdout.read_to_end(&mut v).unwrap();
+        v
+    });
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut text = String::new();
+    let mut progress = 0;
+    while progress < runs {
+        let mut line = String::new();
+        assert!(err.read_line(&mut line).unwrap() > 0, "ended early: {text}");
+        progress += usize::from(line.starts_with('['));
+        text.push_str(&line);
+    }
+    // SAFETY: kill takes plain integers; the group is the driver's own.
+    assert_eq!(unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) }, 0);
+    err.read_to_string(&mut text).unwrap();
+    let status = child.wait().unwrap();
+    Output {
+        status,
+        stdout: reader.join().unwrap(),
+        stderr: text.into_bytes(),
+    }
+}
