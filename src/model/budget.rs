@@ -56,6 +56,7 @@ impl Default for Budget {
 
 /// compare's per-process budget by default (its `--min-time` and `--warmup-time`).
 pub const COMPARE_MIN_TIME_S: f64 = 0.02;
+/// compare's per-process warm-up by default, in seconds (its `--warmup-time`).
 pub const COMPARE_WARMUP_TIME_S: f64 = 0.01;
 
 impl Budget {
@@ -109,6 +110,8 @@ impl Budget {
         iters >= self.max_iters || (iters >= self.min_iters && elapsed_ns >= self.min_time_ns)
     }
 
+    /// True when a warm-up that has run `iters` iterations over `elapsed_ns` may stop: at least
+    /// `warmup_iters` (one at least, `max_iters` at most) and `warmup_time_ns`, or `max_iters`.
     #[inline(always)]
     pub fn warmup_done(&self, iters: u64, elapsed_ns: u64) -> bool {
         iters >= self.max_iters.min(self.warmup_iters.max(1)) && elapsed_ns >= self.warmup_time_ns
@@ -144,6 +147,7 @@ pub struct BudgetArgs {
 }
 
 impl BudgetArgs {
+    /// The budget these flags ask for (their seconds as whole ns).
     pub fn budget(&self) -> Budget {
         Budget {
             warmup_time_ns: secs_to_ns(self.warmup_time),
@@ -167,6 +171,7 @@ pub fn parse_timeout(s: &str) -> Result<f64, String> {
     }
 }
 
+/// Parses a duration in seconds: finite, not negative, at most a day (86,400 s).
 pub fn parse_seconds(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && (0.0..=86_400.0).contains(&v) => Ok(v),

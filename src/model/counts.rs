@@ -6,11 +6,17 @@ use serde::{Deserialize, Serialize};
 /// One getrusage (or wait4) reading of a process.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Rusage {
+    /// Minor page faults (ru_minflt): pages mapped in without reading from disk.
     pub minflt: u64,
+    /// Major page faults (ru_majflt): faults that had to read from disk.
     pub majflt: u64,
+    /// Voluntary context switches (ru_nvcsw): the process blocked or yielded.
     pub nvcsw: u64,
+    /// Involuntary context switches (ru_nivcsw): the process was preempted.
     pub nivcsw: u64,
+    /// CPU time in user mode (ru_utime), in ns.
     pub utime_ns: u64,
+    /// CPU time in the kernel (ru_stime), in ns.
     pub stime_ns: u64,
     /// Peak resident set of the process so far (ru_maxrss), in bytes.
     pub maxrss_bytes: u64,
@@ -19,10 +25,15 @@ pub struct Rusage {
 /// Counts over one enabled window.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SyscallCounts {
+    /// Calls to brk in the window (the heap's end moved).
     pub brk: u64,
+    /// Calls to mmap in the window (memory mapped).
     pub mmap: u64,
+    /// Calls to munmap in the window (memory unmapped).
     pub munmap: u64,
+    /// Calls to madvise in the window (e.g. pages handed back with MADV_DONTNEED).
     pub madvise: u64,
+    /// Calls to mremap in the window (a mapping resized or moved).
     pub mremap: u64,
     /// All syscalls of any kind (None where the method cannot see them all).
     pub all: Option<u64>,
@@ -63,6 +74,7 @@ pub enum CounterMode {
 }
 
 impl CounterMode {
+    /// The mode's name as `--counters` takes it and records keep it.
     pub fn name(self) -> &'static str {
         match self {
             CounterMode::Auto => "auto",
