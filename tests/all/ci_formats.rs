@@ -202,53 +202,58 @@ fn check_with_python(schema: &Value, doc: &Value) {
     }
 }
 
+/// `check` and Python's validator (where installed, all documents in one process)
+/// accept `good` and refuse each of `bad`.
+fn both_checkers_agree(
+    schema: &Value,
+    check: fn(&Value) -> Result<(), String>,
+    good: Value,
+    bad: &[Value],
+) {
+    assert!(check(&good).is_ok());
+    for doc in bad {
+        assert!(check(doc).is_err(), "accepted {doc}");
+    }
+    let docs: Vec<Value> = std::iter::once(good).chain(bad.iter().cloned()).collect();
+    if let Some(said) = python_validate_all(schema, &docs) {
+        said[0].clone().unwrap();
+        for (doc, r) in bad.iter().zip(&said[1..]) {
+            assert!(r.is_err(), "jsonschema accepted {doc}");
+        }
+    }
+}
+
 /// The checkers refuse what the schemas refuse: a test that cannot fail checks nothing.
 #[test]
 fn the_schema_checks_refuse_documents_outside_the_schemas() {
-    let good = json!({"b": {"latency": {"value": 1.0, "lower_value": 0.5}}});
-    assert!(check_bmf(&good).is_ok());
-    let bad = [
-        json!([]),
-        json!({"b": 1}),
-        json!({"b": {"latency": 2}}),
-        json!({"b": {"latency": {"lower_value": 1.0}}}),
-        json!({"b": {"latency": {"value": "1"}}}),
-        json!({"b": {"latency": {"value": 1, "upper_value": null}}}),
-    ];
-    for doc in &bad {
-        assert!(check_bmf(doc).is_err(), "accepted {doc}");
-    }
-    // Python's validator, all documents in one process: the good one passes, each bad
-    // one is refused.
-    let docs: Vec<Value> = std::iter::once(good.clone()).chain(bad.clone()).collect();
-    if let Some(said) = python_validate_all(&bmf_schema(), &docs) {
-        said[0].clone().unwrap();
-        for (doc, r) in bad.iter().zip(&said[1..]) {
-            assert!(r.is_err(), "jsonschema accepted {doc}");
-        }
-    }
-    let good = json!([{"name": "n", "unit": "ns", "value": 3, "range": "r", "extra": "e"}]);
-    assert!(check_gab(&good).is_ok());
-    let bad = [
-        json!([]),
-        json!({}),
-        json!([{"unit": "ns", "value": 3}]),
-        json!([{"name": "n", "value": 3}]),
-        json!([{"name": "n", "unit": "ns"}]),
-        json!([{"name": "n", "unit": "ns", "value": "3"}]),
-        json!([{"name": "n", "unit": "ns", "value": 3, "range": 2}]),
-        json!([{"name": "n", "unit": "ns", "value": 3, "extra": {"a": 1}}]),
-    ];
-    for doc in &bad {
-        assert!(check_gab(doc).is_err(), "accepted {doc}");
-    }
-    let docs: Vec<Value> = std::iter::once(good.clone()).chain(bad.clone()).collect();
-    if let Some(said) = python_validate_all(&gab_schema(), &docs) {
-        said[0].clone().unwrap();
-        for (doc, r) in bad.iter().zip(&said[1..]) {
-            assert!(r.is_err(), "jsonschema accepted {doc}");
-        }
-    }
+    both_checkers_agree(
+        &bmf_schema(),
+        check_bmf,
+        json!({"b": {"latency": {"value": 1.0, "lower_value": 0.5}}}),
+        &[
+            json!([]),
+            json!({"b": 1}),
+            json!({"b": {"latency": 2}}),
+            json!({"b": {"latency": {"lower_value": 1.0}}}),
+            json!({"b": {"latency": {"value": "1"}}}),
+            json!({"b": {"latency": {"value": 1, "upper_value": null}}}),
+        ],
+    );
+    both_checkers_agree(
+        &gab_schema(),
+        check_gab,
+        json!([{"name": "n", "unit": "ns", "value": 3, "range": "r", "extra": "e"}]),
+        &[
+            json!([]),
+            json!({}),
+            json!([{"unit": "ns", "value": 3}]),
+            json!([{"name": "n", "value": 3}]),
+            json!([{"name": "n", "unit": "ns"}]),
+            json!([{"name": "n", "unit": "ns", "value": "3"}]),
+            json!([{"name": "n", "unit": "ns", "value": 3, "range": 2}]),
+            json!([{"name": "n", "unit": "ns", "value": 3, "extra": {"a": 1}}]),
+        ],
+    );
 }
 
 /// This machine's testbed, as the lab fingerprints it.
