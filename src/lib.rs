@@ -8,10 +8,12 @@ pub mod analysis;
 pub mod cli;
 pub mod commands;
 pub mod counters;
+#[warn(missing_docs)]
 pub mod engine;
 pub mod error;
 pub mod export;
 pub mod fmt;
+#[warn(missing_docs)]
 pub mod model;
 pub mod ui;
 pub mod worker;

@@ -90,17 +90,27 @@ fn last_lines(text: &str) -> String {
 /// What `alloclab exec` was asked to do, validated.
 #[derive(Clone, Debug)]
 pub struct ExecSettings {
+    /// The allocators to run the command under, in the order given (the rows' order).
     pub allocators: Vec<AllocatorSpec>,
     /// The command and its arguments, as given.
     pub command: Vec<OsString>,
     /// The command's executable, found as execvp would.
     pub program: PathBuf,
+    /// Measured rounds (`--runs`): every row (allocator, or allocator and command) runs once
+    /// per round.
     pub runs: u32,
+    /// Warm-up rounds before the measured ones; their runs are not kept.
     pub warmup: u32,
+    /// Let the command's output through to the terminal, instead of discarding its stdout and
+    /// keeping the tail of its stderr for the row.
     pub show_output: bool,
+    /// Transparent huge pages for the command (`never` disables them for it).
     pub thp: Thp,
+    /// How long one run may take before it is killed; None: no limit.
     pub timeout: Option<Duration>,
+    /// How syscalls are counted.
     pub counters: CounterMode,
+    /// Where the project's preload libraries for the built-in allocators are.
     pub preload_dir: PathBuf,
     /// The band around 1 within which a ratio is no significant difference.
     pub noise_threshold: f64,
@@ -126,8 +136,11 @@ pub const MAX_ROUNDS: u32 = 60;
 /// One of several commands of a session: its name, arguments and program.
 #[derive(Clone, Debug)]
 pub struct Version {
+    /// The name its rows are labelled with (`allocator [name]`).
     pub name: String,
+    /// The command and its arguments, as given.
     pub command: Vec<OsString>,
+    /// Its executable, found as execvp would.
     pub program: PathBuf,
 }
 
@@ -317,7 +330,9 @@ pub enum SessionError {
     /// The counters asked for cannot be read on this machine; nothing ran.
     #[error("--counters {}: {why}", .mode.name())]
     Counters {
+        /// The counter mode asked for (`--counters`).
         mode: CounterMode,
+        /// Why it cannot be used here.
         why: crate::counters::Unavailable,
     },
     /// Saving the results failed (exit status 1).
@@ -329,8 +344,12 @@ pub enum SessionError {
 pub trait Observer {
     /// How many runs the session will make (warm-ups and traced runs included).
     fn session_started(&mut self, total_runs: usize);
+    /// A run of the row `label` begins; `what` says which ("warm-up 1/3", "run 2/10", "traced
+    /// run (syscall counts)").
     fn run_started(&mut self, label: &str, what: &str);
+    /// That run ended: how (`Ok`), or why it could not be started (`Err`).
     fn run_finished(&mut self, label: &str, run: Result<&launch::ChildRun, &str>);
+    /// A one-line note or warning for the user.
     fn say(&mut self, msg: &str);
 }
 

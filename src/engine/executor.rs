@@ -20,13 +20,18 @@ use std::time::Duration;
 
 /// Runs one spec and returns its record; a real one spawns a worker, tests use mocks.
 pub trait Executor {
+    /// Measures `spec` under `budget`: its record, or why the run produced none.
     fn execute(&mut self, spec: &RunSpec, budget: &Budget) -> Result<RunRecord, RunFailure>;
 }
 
 /// Spawns `alloclab-<allocator>` from a directory, one process per run.
 pub struct ProcessExecutor {
+    /// The directory that holds the worker binaries (`alloclab-<allocator>`).
     pub dir: PathBuf,
+    /// How the workers' syscalls are counted, as [`ProcessExecutor::new`] resolved it (ptrace:
+    /// a second, traced pass of every run).
     pub counters: CounterMode,
+    /// How long one worker process may take before it is killed.
     pub timeout: Duration,
     /// What a timed-out run's row tells the user to change, in the options of the
     /// command that runs it ("raise --timeout or lower --min-time/--size").
@@ -64,6 +69,7 @@ impl ProcessExecutor {
     }
 }
 
+/// The name of a common fatal signal ("SIGSEGV", …), or "signal" for any other number.
 pub fn signal_name(sig: i32) -> &'static str {
     match sig {
         libc::SIGABRT => "SIGABRT",
@@ -384,7 +390,9 @@ pub type MoreRounds<'a> = &'a mut dyn FnMut(u32, &[Cell], &mut Progress) -> Opti
 /// What [`run_rounds_while`] measured: the cells, and every run in the order it ran as
 /// (cell, round) — the run before each one, for order effects.
 pub struct Session {
+    /// One cell per spec, in the specs' order, each with the rounds it finished.
     pub cells: Vec<Cell>,
+    /// Every run in the order it ran, as (cell index, 0-based round).
     pub sequence: Vec<(usize, u32)>,
 }
 

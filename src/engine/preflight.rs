@@ -10,24 +10,42 @@ use std::path::{Path, PathBuf};
 /// Problems found before anything runs.
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
+    /// The largest run would not fit in the memory available now.
     #[error("{what} needs about {} per run (input plus live temporaries of every thread), but only {} is available (MemAvailable); choose a smaller size or fewer threads", human_bytes(*.needed), human_bytes(*.available))]
     NotEnoughMemory {
+        /// The run, in words: workload, variant, size and threads.
         what: String,
+        /// Bytes it holds at its peak, every thread's together.
         needed: u64,
+        /// MemAvailable, in bytes.
         available: u64,
     },
+    /// A glibc `top_pad` larger than the memory available now.
     #[error("{knob}={} asks glibc to grow the heap by that much each time, more than the {} available (MemAvailable): every run would fail to allocate; choose a smaller {knob}", human_bytes(*.value), human_bytes(*.available))]
     PaddingTooLarge {
+        /// The knob's name.
         knob: String,
+        /// Its value, in bytes.
         value: u64,
+        /// MemAvailable, in bytes.
         available: u64,
     },
+    /// The available memory could not be read (/proc/meminfo).
     #[error("cannot read available memory: {0}")]
     MemInfo(std::io::Error),
+    /// A worker binary the runs need is not there.
     #[error("worker binary {} not found (looked in {}); build every binary with `make build` (cargo build --release)", .binary, .dir.display())]
-    MissingWorker { binary: String, dir: PathBuf },
+    MissingWorker {
+        /// The binary's file name (`alloclab-<allocator>`).
+        binary: String,
+        /// The directory it was looked for in.
+        dir: PathBuf,
+    },
+    /// An installed library a run preloads cannot be found (why, from
+    /// [`crate::model::library::Library::resolve`]).
     #[error("allocator library {0}")]
     Library(String),
+    /// This executable's path is unknown, so the worker binaries beside it cannot be found.
     #[error("cannot locate this executable to find the worker binaries beside it: {0}")]
     NoExe(std::io::Error),
 }

@@ -18,16 +18,20 @@ use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
+/// The placeholder replaced with the size, in elements.
 pub const SIZE: &str = "{size}";
+/// The placeholder replaced with the number of calls a run makes.
 pub const CALLS: &str = "{calls}";
 
 /// A command whose arguments may hold `{size}` and `{calls}`.
 #[derive(Clone, Debug)]
 pub struct Template {
+    /// The command and its arguments, placeholders not yet replaced.
     pub words: Vec<OsString>,
 }
 
 impl Template {
+    /// A template of `words`, as given.
     pub fn new(words: Vec<OsString>) -> Self {
         Template { words }
     }
@@ -111,6 +115,7 @@ pub enum Per {
 }
 
 impl Per {
+    /// What the figures are per: "call" or "run".
     pub fn unit(self) -> &'static str {
         match self {
             Per::Run => "run",
@@ -159,9 +164,13 @@ const TWICE: &str = " (2N calls)";
 /// One allocator at one size, per call (or per run).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PointRow {
+    /// The size `{size}` was replaced with, in elements (0 without one).
     pub size: u64,
+    /// The allocator's label, as its spec was given.
     pub allocator: String,
+    /// Failed where the allocator's row failed (either row, with N and with 2N calls).
     pub status: RunStatus,
+    /// Why it failed; None when it did not.
     pub error: Option<String>,
     /// Rounds measured.
     pub runs: usize,
@@ -169,28 +178,39 @@ pub struct PointRow {
     pub per: String,
     /// Wall time per call: median over the rounds, its 95 % interval and coverage.
     pub time_ns: Option<f64>,
+    /// Lower end of that interval, in ns.
     pub time_ci_low_ns: Option<f64>,
+    /// Upper end of that interval, in ns.
     pub time_ci_high_ns: Option<f64>,
+    /// The coverage that interval reaches with this many rounds (a fraction).
     pub ci_coverage: Option<f64>,
+    /// Minor page faults per call (or run), median over the rounds.
     pub minflt: Option<f64>,
     /// brk + mmap + munmap + madvise + mremap.
     pub memory_syscalls: Option<f64>,
+    /// brk calls per call (or run), from the runs' medians; None where not counted.
     pub brk: Option<f64>,
+    /// mmap calls per call (or run), from the runs' medians; None where not counted.
     pub mmap: Option<f64>,
+    /// munmap calls per call (or run), from the runs' medians; None where not counted.
     pub munmap: Option<f64>,
+    /// madvise calls per call (or run), from the runs' medians; None where not counted.
     pub madvise: Option<f64>,
     /// The spread (max − min) over the rounds of the faults and of the memory syscalls
     /// per call: the noise a change must exceed to be one.
     pub minflt_noise: Option<f64>,
+    /// The same spread of the memory syscalls per call; None where a round was not counted.
     pub memory_syscalls_noise: Option<f64>,
     /// Peak RSS of the (longer) run, median over rounds.
     pub peak_rss_mib: Option<f64>,
     /// Median wall time of a whole (longer) run.
     pub run_wall_ms: Option<f64>,
+    /// How syscalls were counted ("perf", "ptrace"), or why they were not.
     pub syscall_counter: String,
 }
 
 impl PointRow {
+    /// Its figure of `m` per call (or run): minor faults or memory syscalls; None where unknown.
     pub fn value(&self, m: Metric) -> Option<f64> {
         match m {
             Metric::Faults => self.minflt,
@@ -374,11 +394,17 @@ pub fn probe(
 /// rows `from` and `to` of one allocator.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Jump {
+    /// The allocator's label.
     pub allocator: String,
+    /// What changes: minor faults or memory syscalls.
     pub metric: Metric,
+    /// The smaller of the two sizes, in elements.
     pub from_size: u64,
+    /// `metric` per call (or run) at `from_size`.
     pub from_value: f64,
+    /// The larger of the two sizes, in elements.
     pub to_size: u64,
+    /// `metric` per call (or run) at `to_size`.
     pub to_value: f64,
 }
 
@@ -427,19 +453,29 @@ pub fn jumps(rows: &[PointRow], per: Per) -> Vec<Jump> {
 /// A change bisected to the exact size, or why it could not be.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CommandCliff {
+    /// The allocator's label.
     pub allocator: String,
+    /// What changes: "minor faults" or "memory syscalls".
     pub metric: String,
+    /// The smallest change of `metric` per call (or run) that counts.
     pub threshold: f64,
     /// The neighbouring sizes of the sweep the change lies between, and their values.
     pub sweep_from: u64,
+    /// `metric` per call (or run) at `sweep_from`.
     pub sweep_from_value: f64,
+    /// The larger of the two sweep sizes, in elements.
     pub sweep_to: u64,
+    /// `metric` per call (or run) at `sweep_to`.
     pub sweep_to_value: f64,
     /// The exact sizes either side (one element apart, or the resolution asked for).
     pub below_size: Option<u64>,
+    /// `metric` per call (or run) at `below_size`.
     pub below_value: Option<f64>,
+    /// The larger of the two exact sizes, in elements (None where not bisected).
     pub above_size: Option<u64>,
+    /// `metric` per call (or run) at `above_size`.
     pub above_value: Option<f64>,
+    /// How many sizes the bisection measured (None where it found no exact size).
     pub probes: Option<usize>,
     /// How far from the low side's level a value had to be to count as past the onset
     /// (the threshold, or the measured noise where larger).
@@ -457,6 +493,8 @@ pub struct CommandCliff {
 }
 
 impl CommandCliff {
+    /// One line for people: the exact sizes and values (or why there are none), what is behind
+    /// the change and its confirmation; `unit` is what the values are per ("call" or "run").
     pub fn describe(&self, unit: &str) -> String {
         let mut line = self.describe_sizes(unit);
         if let Some(b) = &self.behind_it {
@@ -498,7 +536,9 @@ impl CommandCliff {
 /// and how many of them one call holds at once (where known).
 #[derive(Clone, Copy, Debug)]
 pub struct Buffers {
+    /// Bytes per element of `{size}` in the program's buffers (`--bytes-per-element`).
     pub per_element: u64,
+    /// How many such buffers one call holds at once (`--buffers`); None where not given.
     pub live: Option<u64>,
 }
 

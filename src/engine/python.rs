@@ -32,7 +32,9 @@ use std::path::{Path, PathBuf};
 /// A CPython interpreter found behind a command.
 #[derive(Clone, Debug)]
 pub struct Interpreter {
+    /// The interpreter's executable (what the command or its `#!` line runs).
     pub path: PathBuf,
+    /// Its version, major.minor.patch ("3.12.1").
     pub version: String,
     /// The folders of its standard library (`sysconfig`'s stdlib and platstdlib).
     pub stdlib: Vec<String>,

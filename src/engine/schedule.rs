@@ -69,9 +69,13 @@ impl Order {
 /// round is ordered.
 #[derive(Clone, Debug)]
 pub struct Schedule {
+    /// How many subjects the plan has; they are numbered from 0.
     pub subjects: usize,
+    /// Warm-up rounds before the measured ones (their runs are not kept).
     pub warmup: u32,
+    /// The seed every round's order comes from.
     pub seed: u64,
+    /// How each round orders its subjects.
     pub order: Order,
 }
 
@@ -184,6 +188,8 @@ impl Schedule {
 /// What a command's plan does with the schedule: whether another measured round is
 /// wanted (after `done` of them), and one subject's run.
 pub trait Rounds {
+    /// Whether another measured round is wanted, `done` rounds having run (asked before
+    /// every round, the first time with 0).
     fn more(&mut self, done: u32) -> bool;
     /// Whether `subject` runs in the measured round that [`Rounds::more`] has just
     /// allowed (adaptive rounds spend further rounds only where a verdict is still

@@ -36,10 +36,19 @@ pub struct Prepared {
 /// Why a command could not be prepared or started.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LaunchError {
+    /// An argument, the program's path or an environment entry holds a NUL byte (the value,
+    /// quoted).
     #[error("{0} contains a NUL byte")]
     Nul(String),
+    /// execve of the program failed.
     #[error("cannot start {program}: {error}")]
-    Exec { program: String, error: String },
+    Exec {
+        /// The program's path.
+        program: String,
+        /// The error execve returned.
+        error: String,
+    },
+    /// Setting up the run failed (a pipe, fork, the counters, the tracer): what, and why.
     #[error("{0}")]
     Setup(String),
 }
@@ -175,11 +184,16 @@ pub fn preload_obstacle(program: &Path) -> Option<String> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
 pub enum Termination {
+    /// The command exited by itself.
     Exited {
+        /// Its exit status.
         code: i32,
     },
+    /// A signal killed it (not the lab's kill after a timeout or Ctrl-C).
     Signaled {
+        /// The signal's number.
         signal: i32,
+        /// Whether it dumped core.
         core_dumped: bool,
     },
     /// Killed by alloclab after the timeout.
@@ -189,10 +203,13 @@ pub enum Termination {
 }
 
 impl Termination {
+    /// Whether the run exited with status 0.
     pub fn success(&self) -> bool {
         *self == Termination::Exited { code: 0 }
     }
 
+    /// How the run ended, as the end of a sentence about it ("exited with status 1"); `timeout`
+    /// is the limit that was in force, for a timed-out run.
     pub fn describe(&self, timeout: Option<Duration>) -> String {
         match *self {
             Termination::Exited { code } => format!("exited with status {code}"),
@@ -220,9 +237,11 @@ pub struct ChildRun {
     pub wall_ns: u64,
     /// When that span began, on the wall clock (ns since the Unix epoch).
     pub start_unix_ns: Option<u64>,
+    /// How it ended.
     pub termination: Termination,
     /// `wait4`'s rusage of this child (and of the descendants it waited for).
     pub usage: Rusage,
+    /// Its syscall counts, or why there are none (counting off, or the counters failed).
     pub syscalls: Result<SyscallCounts, Unavailable>,
     /// The end of what the command wrote to stderr (None with `--show-output`, where it
     /// went to the terminal).
@@ -238,8 +257,12 @@ pub struct ChildRun {
 /// What a run does besides executing the command.
 #[derive(Clone, Copy, Debug)]
 pub struct LaunchOptions {
+    /// Leave the child's stdout and stderr on the terminal; otherwise its stdout is discarded
+    /// (unless captured) and the tail of its stderr kept ([`ChildRun::stderr_tail`]).
     pub show_output: bool,
+    /// Disable transparent huge pages for the child (PR_SET_THP_DISABLE, kept across exec).
     pub thp_never: bool,
+    /// Kill the child's process group after this long; None: no limit.
     pub timeout: Option<Duration>,
     /// Attach syscall counters (perf tracepoints) to the child.
     pub count_syscalls: bool,

@@ -49,7 +49,10 @@ pub fn perf_tool() -> Result<PathBuf, String> {
 
 /// What one traced run gave.
 pub struct Traced {
+    /// The worker's own record, with the timeline its request asked for.
     pub record: RunRecord,
+    /// The events seen: under perf, every memory syscall and the sampled page faults with
+    /// their user stacks; under the ptrace tracer, the memory syscalls without stacks.
     pub events: Vec<Event>,
     /// Lines of `perf script` that were not understood.
     pub skipped_lines: usize,

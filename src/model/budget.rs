@@ -159,7 +159,6 @@ impl BudgetArgs {
     }
 }
 
-/// A duration in seconds: finite, not negative, at most a day.
 /// A timeout in seconds: more than 0 (a zero timeout would kill every run at once), at
 /// most a day.
 pub fn parse_timeout(s: &str) -> Result<f64, String> {

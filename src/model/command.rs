@@ -15,6 +15,7 @@ pub struct ExecRun {
     /// before rounds were shuffled).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub position: Option<u32>,
+    /// From just before the command was released to exec until `wait4` reaped it, in ns.
     pub wall_ns: u64,
     /// When the run began (the start of `wall_ns`), on the wall clock in ns since the Unix
     /// epoch: its interval in `histograms/<allocator>.ns.hlog`. Absent in records written
@@ -30,6 +31,8 @@ pub struct ExecRun {
 /// Everything about one allocator's runs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AllocatorRuns {
+    /// The row's label: the allocator spec as given (knobs included), plus the command's
+    /// name or suffix where the session runs more than one command.
     pub allocator: String,
     /// The preloaded library (absolute path), or None for glibc.
     pub preload: Option<String>,
@@ -37,12 +40,15 @@ pub struct AllocatorRuns {
     pub env: BTreeMap<String, String>,
     /// Where the probe found `malloc` defined under this environment.
     pub malloc_from: Option<String>,
+    /// The allocator's version as the probe read it from the library; None where it was not read.
     pub version: Option<String>,
     /// Knobs as the allocator reports them.
     pub knobs_effective: BTreeMap<String, String>,
     /// Why this allocator's row failed (its remaining runs were skipped).
     pub failure: Option<String>,
+    /// How many warm-up runs completed (their measurements are not kept).
     pub warmup_runs: u32,
+    /// The measured runs, in the order they ran.
     pub runs: Vec<ExecRun>,
     /// With `--counters ptrace`: the memory-syscall counts of the extra traced run.
     #[serde(default)]
@@ -64,6 +70,8 @@ pub struct AllocatorRuns {
 /// What the extra traced run measured besides its counts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TracedRun {
+    /// From just before the command was released to exec until `wait4` reaped it, in ns (slowed
+    /// by the tracer, so not a measurement of the command).
     pub wall_ns: u64,
     /// From `wait4`, as an untraced run's.
     pub usage: Rusage,
@@ -72,20 +80,31 @@ pub struct TracedRun {
 /// The whole `exec` result, as `--out DIR` stores it (`exec.json`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ExecRecord {
+    /// The record format, [`SCHEMA`].
     pub schema: String,
+    /// The command and its arguments as given (the first command in a session of several).
     pub command: Vec<String>,
+    /// When the session began, RFC 3339 in UTC to the second.
     pub started: String,
     /// False while running and after an interruption: later rounds are missing.
     pub complete: bool,
+    /// Measured rounds asked for (`--runs`); adaptive rounds come on top.
     pub runs_requested: u32,
+    /// Warm-up rounds run before the measured ones (`--warmup`).
     pub warmup: u32,
+    /// Transparent huge pages for the command: `never` (disabled for it) or `system` (as the
+    /// machine sets them).
     pub thp: Thp,
+    /// The per-run timeout in seconds, or None without one.
     pub timeout_s: Option<f64>,
     /// "perf" (tracepoint counters inherited by the process tree, every run), "ptrace"
     /// (one extra traced run per allocator, memory syscalls only) or why syscalls were
     /// not counted.
     pub syscall_counter: String,
+    /// The machine and software the session ran on, as the driver sees it.
     pub environment: crate::model::environment::Environment,
+    /// One row per allocator (per allocator and command in a session of several), in the order
+    /// given.
     pub allocators: Vec<AllocatorRuns>,
     /// The seed of every round's order (rounds are shuffled; absent in records written
     /// when allocators alternated in a fixed order).
@@ -116,7 +135,9 @@ pub struct ExecRecord {
 /// One of several commands of a session.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NamedCommand {
+    /// The name the command's rows are labelled with.
     pub name: String,
+    /// The command and its arguments as given.
     pub command: Vec<String>,
 }
 
@@ -124,6 +145,7 @@ fn default_noise_threshold() -> f64 {
     crate::model::metric::NOISE_THRESHOLD
 }
 
+/// The format name every `exec.json` record carries in [`ExecRecord::schema`].
 pub const SCHEMA: &str = "alloclab.exec/1";
 
 fn is_zero(n: &u32) -> bool {

@@ -6,13 +6,18 @@ use serde::{Deserialize, Serialize};
 /// How the binaries were compiled.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Codegen {
+    /// The target triple the binaries were built for (e.g. `x86_64-unknown-linux-gnu`).
     pub target: String,
+    /// The `-C target-cpu` they were built with, or "default".
     pub target_cpu: String,
+    /// The target features enabled at build time, comma-separated (`sse2,sse4.2,avx2,…`).
     pub target_features: String,
+    /// "release" or "debug" (whether debug assertions were on).
     pub profile: String,
 }
 
 impl Codegen {
+    /// How this binary was compiled, from what the build script recorded.
     pub fn of_this_build() -> Self {
         Codegen {
             target: env!("ALLOCLAB_TARGET").to_string(),
@@ -46,10 +51,16 @@ impl Codegen {
 /// The machine and software a run happened on.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Environment {
+    /// The allocator library's own version (glibc's, jemalloc's, …); a note instead where the
+    /// driver captured the environment (it runs no workload of its own).
     pub allocator_version: String,
+    /// The Rust crates that bring the allocator in, with their versions (empty for system).
     pub allocator_crates: String,
+    /// The version of the glibc the process runs with, or "unknown".
     pub glibc_version: String,
+    /// The kernel, from uname: system, release and machine ("Linux 6.1.0-18-amd64 x86_64").
     pub kernel: String,
+    /// The CPU's model name from /proc/cpuinfo, or "unknown".
     pub cpu_model: String,
     /// None where the count cannot be read.
     pub cpus_online: Option<u64>,
@@ -59,14 +70,18 @@ pub struct Environment {
     pub thp_defrag: String,
     /// None where the page size cannot be read.
     pub page_size: Option<u64>,
+    /// How the binaries were compiled.
     pub codegen: Codegen,
+    /// The git commit the binaries were built from ("-dirty" appended when the work tree had
+    /// uncommitted changes; "unknown" outside git).
     pub commit: String,
+    /// The process's command line, argv[0] first (bytes that are not UTF-8 shown as U+FFFD).
     pub command_line: Vec<String>,
 }
 
 /// How busy the machine is (read by [`crate::counters::load`]): the load average, the
-/// processes running now and the CPU frequency governor.
-/// One look at the machine; None where a figure cannot be read here.
+/// processes running now and the CPU frequency governor, in one look at the machine;
+/// None where a figure cannot be read here.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Load {
     /// 1-minute load average (/proc/loadavg).

@@ -17,6 +17,7 @@ use toml::Spanned;
 pub struct ExperimentError {
     /// `path:line:column`, or just the path.
     pub location: String,
+    /// What is wrong and what is allowed instead.
     pub message: String,
 }
 
@@ -71,16 +72,24 @@ struct ExperimentFile {
 pub struct Experiment {
     /// The file's stem: `experiments/size-sweep.toml` → `size-sweep`.
     pub name: String,
+    /// The experiment file, as given.
     pub path: PathBuf,
+    /// The file's `description`, free text for people.
     pub description: String,
+    /// Workloads to run, in the file's order.
     pub workloads: Vec<Workload>,
+    /// Variants to run (default: every variant).
     pub variants: Vec<Variant>,
+    /// Allocators to run, with their knobs or libraries (default: every built-in allocator, plain).
     pub allocators: Vec<AllocatorSpec>,
     /// THP modes to run each spec under (default: the system's).
     #[serde(default = "default_thp")]
     pub thp: Vec<Thp>,
+    /// Sizes in elements, ascending and without duplicates (`[quick] sizes` in quick mode).
     pub sizes: Vec<u64>,
+    /// Thread counts, ascending and without duplicates (default: 1).
     pub threads: Vec<u32>,
+    /// The seed of every run's input data (default 42).
     pub seed: u64,
     /// After the runs, bisect every change between neighbouring sizes to its exact size
     /// (not in quick mode).
@@ -90,7 +99,10 @@ pub struct Experiment {
     /// where the threshold's rule then puts it (`alloclab run --confirm` turns it on).
     #[serde(default)]
     pub confirm_cliffs: bool,
+    /// The measurement budget of every process (`[budget]`, with `[quick] budget` over it in
+    /// quick mode).
     pub budget: Budget,
+    /// Whether it was loaded in quick mode: its `[quick]` overrides applied, no cliff finding.
     pub quick: bool,
     /// Worker processes per cell (`[budget] processes`), one per round, rounds
     /// interleaved: medians over processes with 95 % intervals when there are several.
@@ -272,6 +284,8 @@ impl Experiment {
         Self::parse(path, &text, quick)
     }
 
+    /// Validates the text of an experiment file read from `path` (which names it and its errors);
+    /// `quick` applies its `[quick]` overrides.
     pub fn parse(path: &Path, text: &str, quick: bool) -> Result<Self, ExperimentError> {
         let src = Source { path, text };
         let file: ExperimentFile = toml::from_str(text)
@@ -372,7 +386,6 @@ impl Experiment {
         })
     }
 
-    /// Every run, size by size, so that a partial result covers whole sizes.
     /// How many runs [`Experiment::runs`] would give, without building them.
     pub fn run_count(&self) -> u64 {
         [
@@ -398,6 +411,9 @@ impl Experiment {
         self.process_count() as f64 * per_run
     }
 
+    /// Every run of the matrix, one per cell: for each workload, thread count and size (in that
+    /// order), every allocator, THP mode and variant — size by size, so that a partial
+    /// result covers whole sizes.
     pub fn runs(&self) -> Vec<RunSpec> {
         let mut out = Vec::new();
         for &workload in &self.workloads {

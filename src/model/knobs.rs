@@ -10,12 +10,16 @@ use crate::model::spec::{parse_choice, Allocator, Choice, UnknownChoice};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+/// The type of a knob's value: what it accepts and how it is written canonically.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     /// Bytes; accepts 65536, 64K, 64M, 1G.
     Size,
     /// A whole number at least `min`.
-    Int { min: i64 },
+    Int {
+        /// The smallest value accepted.
+        min: i64,
+    },
     /// true/false (also 1/0).
     Bool,
     /// One of the listed words.
@@ -25,8 +29,11 @@ pub enum Kind {
 /// One knob an allocator has.
 #[derive(Clone, Copy, Debug)]
 pub struct KnobDef {
+    /// The knob's name as users write it and the allocator knows it (`top_pad`).
     pub name: &'static str,
+    /// The type of its value, which a given value is checked against.
     pub kind: Kind,
+    /// What it does, in a phrase, with its unit and special values.
     pub doc: &'static str,
 }
 
@@ -100,14 +107,18 @@ pub fn no_knobs_reason(allocator: Allocator) -> Option<&'static str> {
 /// A knob set to a value; the value is canonical (sizes in bytes, booleans true/false).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Knob {
+    /// The knob's name, as in its [`KnobDef`].
     pub name: String,
+    /// The value, canonical: sizes in bytes, booleans `true`/`false`.
     pub value: String,
 }
 
 /// An allocator with knobs, as users write it: `jemalloc:dirty_decay_ms=-1`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct AllocatorSpec {
+    /// The allocator (`system` for an installed library).
     pub allocator: Allocator,
+    /// Its knobs, sorted by name, each at most once.
     #[serde(default)]
     pub knobs: Vec<Knob>,
     /// An installed library run by the system worker with the library preloaded
@@ -116,8 +127,10 @@ pub struct AllocatorSpec {
     pub library: Option<Library>,
 }
 
+/// Why an allocator spec or a list of them is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KnobError {
+    /// Not a built-in allocator's name nor a library spec.
     #[error("{0}, or an installed library as name=/path/to/lib.so (e.g. gperftools=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4; `alloclab list` shows those found here)")]
     Allocator(#[from] UnknownChoice),
     /// The same allocator spec twice in one list.
@@ -132,27 +145,46 @@ pub enum KnobError {
     /// A `name=/path/lib.so` spec that is not well formed.
     #[error("{0}")]
     Library(String),
+    /// A knob name the allocator does not have.
     #[error("unknown knob '{name}' for {allocator}: {}", if .valid.is_empty() { no_knobs_reason(*.allocator).unwrap_or("it has no knobs").to_string() } else { format!("valid knobs are {}", .valid) })]
     UnknownKnob {
+        /// The allocator the knob was given for.
         allocator: Allocator,
+        /// The knob as given.
         name: String,
+        /// Its valid knobs, comma-separated; empty when it has none.
         valid: String,
     },
+    /// A knob without `=value`.
     #[error("knob '{item}' for {allocator}: expected name=value, e.g. {example}")]
     NoValue {
+        /// The allocator the knob was given for.
         allocator: Allocator,
+        /// The item as given.
         item: String,
+        /// A `name=…` example with one of its knobs.
         example: String,
     },
+    /// A value the knob's type does not accept.
     #[error("{allocator}:{name}={value}: {why}")]
     BadValue {
+        /// The allocator the knob was given for.
         allocator: Allocator,
+        /// The knob's name.
         name: String,
+        /// The value as given.
         value: String,
+        /// What the knob expects instead.
         why: String,
     },
+    /// The same knob twice in one spec.
     #[error("{allocator}:{name} is given twice")]
-    Twice { allocator: Allocator, name: String },
+    Twice {
+        /// The allocator the knob was given for.
+        allocator: Allocator,
+        /// The knob's name.
+        name: String,
+    },
 }
 
 /// Bytes from 65536, 64K, 64M, 1G (binary multiples; a trailing B or iB is allowed).
@@ -202,6 +234,7 @@ fn canonical(def: &KnobDef, value: &str) -> Result<String, String> {
 }
 
 impl AllocatorSpec {
+    /// The allocator alone: no knobs, no library.
     pub fn plain(allocator: Allocator) -> Self {
         AllocatorSpec {
             allocator,

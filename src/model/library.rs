@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 /// A preloaded allocator library: the name it has in reports and the file as given.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Library {
+    /// The name it has in reports and labels (`gperftools`; the file's stem when none is given).
     pub name: String,
+    /// The file as given: a path, or a bare file name looked up by [`Library::resolve`].
     pub path: PathBuf,
 }
 

@@ -15,7 +15,9 @@ use std::collections::BTreeMap;
 
 /// Lowest and highest latency the histogram tracks, in ns, and its precision.
 pub const HIST_LOWEST_NS: u64 = 1;
+/// Highest latency the histogram tracks, in ns (one hour); longer samples are clamped to it.
 pub const HIST_HIGHEST_NS: u64 = 3_600_000_000_000;
+/// Significant decimal digits the histogram keeps (a resolution of 0.1 %).
 pub const HIST_SIGFIG: u8 = 3;
 
 /// A latency histogram in nanoseconds with the lab's fixed bounds (never resizes, so
@@ -35,12 +37,16 @@ pub const HISTOGRAM_ENCODING: &str = "hdrhistogram-v2-deflate-base64";
 /// form HdrHistogram interval logs use, readable by every HdrHistogram implementation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EncodedHistogram {
+    /// The unit of the recorded values: always "ns".
     pub unit: String,
+    /// How `data` is encoded: [`HISTOGRAM_ENCODING`].
     pub encoding: String,
+    /// The serialized histogram, base64 (standard alphabet, padded).
     pub data: String,
 }
 
 impl EncodedHistogram {
+    /// Encodes `h` in HdrHistogram's V2 format, deflate-compressed, as base64.
     pub fn encode(h: &Histogram<u64>) -> Self {
         let mut bytes = Vec::new();
         V2DeflateSerializer::new()
@@ -53,6 +59,8 @@ impl EncodedHistogram {
         }
     }
 
+    /// The histogram back, exactly as encoded; Err where the encoding is not
+    /// [`HISTOGRAM_ENCODING`] or the data does not decode.
     pub fn decode(&self) -> Result<Histogram<u64>, String> {
         if self.encoding != HISTOGRAM_ENCODING {
             return Err(format!("unknown histogram encoding '{}'", self.encoding));
@@ -69,18 +77,29 @@ impl EncodedHistogram {
 /// Totals over the measured phase (the `*_per_iter` fields are these / iterations).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Totals {
+    /// Minor page faults of the whole process (every thread).
     pub minflt: u64,
+    /// Major page faults of the whole process.
     pub majflt: u64,
+    /// Voluntary context switches of the whole process.
     pub nvcsw: u64,
+    /// Involuntary context switches of the whole process.
     pub nivcsw: u64,
+    /// CPU time in user mode of every thread, in ns.
     pub utime_ns: u64,
+    /// CPU time in the kernel of every thread, in ns.
     pub stime_ns: u64,
+    /// Memory-syscall counts (and all syscalls, where seen); None where they were not counted.
     pub syscalls: Option<SyscallCounts>,
+    /// Allocation calls (alloc, alloc_zeroed, realloc) through [`crate::CountingAlloc`]; None
+    /// where the global allocator is not wrapped in it.
     pub allocs: Option<u64>,
+    /// Bytes those allocation calls asked for; None as for `allocs`.
     pub alloc_bytes: Option<u64>,
 }
 
-/// One run's result.
+/// The default of a record's `batch` where a record from before had none: one
+/// iteration a sample.
 fn one_iteration() -> u64 {
     1
 }
@@ -91,22 +110,34 @@ fn one_iteration() -> u64 {
 /// heap top (the program break, `sbrk(0)`) right after it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct IterationSample {
+    /// When the iteration began, on CLOCK_MONOTONIC, in ns.
     pub start_ns: u64,
+    /// How long it took, in ns.
     pub elapsed_ns: u64,
+    /// Minor page faults of the whole process during it.
     pub minflt: u64,
     /// None where /proc/self/statm could not be read.
     pub rss_bytes: Option<u64>,
+    /// The program break right after it (`sbrk(0)`), as an address.
     pub heap_top: u64,
 }
 
+/// One run's result: what its worker measured, with the spec it ran and how it counted.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
+    /// The record layout, [`SCHEMA`].
     pub schema: String,
+    /// The allocator the worker is linked with (`system` for an installed library).
     pub allocator: Allocator,
+    /// The workload it ran.
     pub workload: Workload,
+    /// How the workload treated its temporaries.
     pub variant: Variant,
+    /// Elements in the input array.
     pub size: u64,
+    /// Threads that ran the workload, the main thread included.
     pub threads: u32,
+    /// Seed of the input data.
     pub seed: u64,
     /// Allocator knobs requested (canonical values).
     #[serde(default)]
@@ -114,6 +145,7 @@ pub struct RunRecord {
     /// Each requested knob as the allocator reports it back (or why it cannot).
     #[serde(default)]
     pub knobs_effective: BTreeMap<String, String>,
+    /// The THP mode the run asked for (`thp_disabled` says what the worker got).
     #[serde(default)]
     pub thp: crate::model::spec::Thp,
     /// The installed allocator library the system worker ran with preloaded.
@@ -126,7 +158,9 @@ pub struct RunRecord {
     /// (jemalloc stats.*, mimalloc process info, glibc mallinfo2).
     #[serde(default)]
     pub allocator_stats: BTreeMap<String, u64>,
+    /// The measurement budget the worker ran under.
     pub budget: Budget,
+    /// Measured iterations of every thread together; the `*_per_iter` figures divide by it.
     pub iterations: u64,
     /// Iterations per latency sample: 1 when each iteration is timed alone; more when
     /// an iteration is shorter than 100 clock-read pairs, each sample then being a
@@ -136,6 +170,7 @@ pub struct RunRecord {
     /// Latency samples in the histogram (records before batching: `iterations`).
     #[serde(default)]
     pub samples: u64,
+    /// Warm-up iterations of the main thread before the measured phase.
     pub warmup_iterations: u64,
     /// Wall time of the measured loop, harness included.
     pub measured_wall_ns: u64,
@@ -145,38 +180,63 @@ pub struct RunRecord {
     /// before the lab kept it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured_start_unix_ns: Option<u64>,
+    /// The smallest latency sample, in ns (with `batch` above 1, a batch's time per iteration).
     pub min_ns: u64,
+    /// The median latency sample, in ns (percentiles as [`crate::model::percentiles`] defines
+    /// them).
     pub p50_ns: u64,
+    /// The 90th percentile of the latency samples, in ns.
     pub p90_ns: u64,
+    /// The 99th percentile of the latency samples, in ns.
     pub p99_ns: u64,
+    /// The 99.9th percentile of the latency samples, in ns.
     pub p999_ns: u64,
+    /// The largest latency sample, in ns.
     pub max_ns: u64,
+    /// The mean of the latency samples, in ns.
     pub mean_ns: f64,
+    /// The standard deviation of the latency samples, in ns.
     pub stdev_ns: f64,
+    /// Minor page faults per iteration (whole process, measured phase).
     pub minflt_per_iter: f64,
+    /// Major page faults per iteration.
     pub majflt_per_iter: f64,
+    /// Voluntary context switches per iteration.
     pub nvcsw_per_iter: f64,
+    /// Involuntary context switches per iteration.
     pub nivcsw_per_iter: f64,
+    /// CPU time in user mode per iteration, in ns (every thread's).
     pub utime_ns_per_iter: f64,
+    /// CPU time in the kernel per iteration, in ns (every thread's).
     pub stime_ns_per_iter: f64,
+    /// brk calls per iteration; None where syscalls were not counted.
     pub brk_per_iter: Option<f64>,
+    /// mmap calls per iteration; None where syscalls were not counted.
     pub mmap_per_iter: Option<f64>,
+    /// munmap calls per iteration; None where syscalls were not counted.
     pub munmap_per_iter: Option<f64>,
+    /// madvise calls per iteration; None where syscalls were not counted.
     pub madvise_per_iter: Option<f64>,
+    /// mremap calls per iteration; None where syscalls were not counted.
     pub mremap_per_iter: Option<f64>,
     /// Syscalls of every kind.
     pub syscalls_per_iter: Option<f64>,
+    /// Allocation calls per iteration (alloc, alloc_zeroed, realloc); None where not counted.
     pub allocs_per_iter: Option<f64>,
+    /// Bytes those allocation calls asked for, per iteration; None where not counted.
     pub alloc_bytes_per_iter: Option<f64>,
     /// Resident set when the measured phase began and ended.
     pub rss_start_bytes: Option<u64>,
+    /// Resident set when the measured phase ended, in bytes (None where it could not be read).
     pub rss_end_bytes: Option<u64>,
     /// Peak resident set of the whole process (ru_maxrss), warm-up included.
     pub rss_peak_bytes: u64,
     /// FNV-1a 64 of the output's bit patterns, as 16 hex digits.
     pub checksum: String,
+    /// What observing cost in this worker (its fields sit at the record's top level).
     #[serde(flatten)]
     pub overhead: Overhead,
+    /// The counts behind the per-iteration figures, over the measured phase.
     pub totals: Totals,
     /// Which method counted the syscalls: "perf" or "ptrace"; null when none did.
     #[serde(default)]
@@ -185,7 +245,9 @@ pub struct RunRecord {
     pub counter_sources: BTreeMap<String, String>,
     /// Counter group → why it has no value. Absent groups were measured.
     pub unavailable: BTreeMap<String, String>,
+    /// Every latency sample of the measured phase, of every thread, in ns.
     pub histogram: EncodedHistogram,
+    /// The machine and software the worker ran on.
     pub env: Environment,
     /// Every measured iteration of the main thread, in order, when the request asked for
     /// a timeline (each iteration then timed alone); empty otherwise.
@@ -235,6 +297,7 @@ impl RunRecord {
         )
     }
 
+    /// The run this record is of, rebuilt from its fields.
     pub fn spec(&self) -> RunSpec {
         RunSpec {
             allocator: self.allocator,
@@ -289,13 +352,16 @@ pub struct RunFailure {
 /// One run's spec and what came of it.
 #[derive(Clone, Debug)]
 pub struct Outcome {
+    /// The run.
     pub spec: RunSpec,
+    /// Its record, or why it produced none.
     pub result: Result<RunRecord, RunFailure>,
 }
 
 /// One spec measured in several worker processes, one per round of interleaved rounds.
 #[derive(Clone, Debug)]
 pub struct Cell {
+    /// The run every process of the cell measured.
     pub spec: RunSpec,
     /// (round, what came of that round's process), in round order.
     pub runs: Vec<(u32, Result<RunRecord, RunFailure>)>,

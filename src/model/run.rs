@@ -11,8 +11,11 @@ use std::fmt;
 /// Everything that identifies one run; one run is one worker process.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunSpec {
+    /// The allocator whose worker binary runs it (`system` for an installed library).
     pub allocator: Allocator,
+    /// The workload the worker runs.
     pub workload: Workload,
+    /// How the workload treats its temporaries.
     pub variant: Variant,
     /// Elements in the input array.
     pub size: u64,
@@ -23,6 +26,7 @@ pub struct RunSpec {
     /// Allocator knobs (canonical, sorted by name); empty for the allocator's defaults.
     #[serde(default)]
     pub knobs: Vec<Knob>,
+    /// Transparent huge pages for the worker (default: as the system sets them).
     #[serde(default)]
     pub thp: Thp,
     /// An installed allocator library the system worker runs with preloaded.
@@ -71,8 +75,11 @@ impl fmt::Display for RunSpec {
 /// counted. The worker's flags say the same for a person at a shell.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WorkerRequest {
+    /// The run to measure.
     pub spec: RunSpec,
+    /// How long to measure it.
     pub budget: Budget,
+    /// How to count its syscalls.
     pub counters: CounterMode,
     /// Record every measured iteration of the main thread ([`IterationSample`]): each
     /// timed alone, at most `budget.max_iters` of them.

@@ -23,8 +23,11 @@ pub trait Choice: Copy + Eq + 'static {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown {kind} '{given}'{suggestion}: valid {kind}s are {valid}")]
 pub struct UnknownChoice {
+    /// What kind of name was expected ("allocator", "variant", …).
     pub kind: &'static str,
+    /// The name (or list of names) as given.
     pub given: String,
+    /// The valid names, comma-separated.
     pub valid: String,
     /// " (did you mean 'jemalloc'?)" where a valid name is close to the given one.
     pub suggestion: String,
@@ -324,12 +327,20 @@ pub const MAX_SIZE_ELEMS: u64 = 1 << 50;
 /// A size in elements as users type it: `1000000`, `1_000_000`, `1e6`, `2^20`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SizeError {
+    /// Not a size in any accepted form (the text as given).
     #[error("invalid size '{0}': expected a whole number of elements of at least 1, e.g. 1000000, 1_000_000, 1,000,000, 1e6, 1.5e6, 1M, 1.5M or 2^20")]
     NotANumber(String),
+    /// A size of 0 (the text as given).
     #[error("invalid size '{0}': the size is a number of elements and must be at least 1")]
     Zero(String),
+    /// A size above [`MAX_SIZE_ELEMS`].
     #[error("invalid size '{given}': at most {max} elements are accepted")]
-    TooLarge { given: String, max: u64 },
+    TooLarge {
+        /// The text as given.
+        given: String,
+        /// The largest size accepted, [`MAX_SIZE_ELEMS`].
+        max: u64,
+    },
 }
 
 /// `number` (digits, with at most one decimal point: "1.5") times `factor`, where that

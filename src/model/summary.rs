@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RunStatus {
+    /// The run produced a record.
     Ok,
     /// No record: the run failed (or, in an empty row, has not run).
     #[default]
@@ -16,6 +17,7 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
+    /// Whether the run produced a record.
     pub fn is_ok(self) -> bool {
         self == RunStatus::Ok
     }
@@ -27,71 +29,123 @@ impl RunStatus {
 pub struct SummaryRow {
     /// Identifies the run's files in a results folder (`runs/<run_id>.json`, …).
     pub run_id: String,
+    /// The allocator the worker is linked with (`system` for an installed library).
     pub allocator: Allocator,
     /// The allocator with its knobs and THP mode, e.g. `system:top_pad=64M thp=never`.
     pub allocator_spec: String,
+    /// The workload the run measured.
     pub workload: Workload,
+    /// How the workload treated its temporaries.
     pub variant: Variant,
+    /// Elements in the input array.
     pub size: u64,
+    /// Threads that ran the workload, the main thread included.
     pub threads: u32,
+    /// Seed of the input data.
     pub seed: u64,
+    /// Whether the run produced a record.
     pub status: RunStatus,
+    /// Why the run produced no record; None when it did.
     pub error: Option<String>,
+    /// Measured iterations of every thread (summed over processes).
     pub iterations: Option<u64>,
+    /// The smallest latency sample, in ns (over every process).
     pub min_ns: Option<u64>,
+    /// The median latency, in ns (the median of the processes' p50s where there are several).
     pub p50_ns: Option<u64>,
+    /// The 90th-percentile latency, in ns (the median over processes where there are several).
     pub p90_ns: Option<u64>,
+    /// The 99th-percentile latency, in ns (the median over processes where there are several).
     pub p99_ns: Option<u64>,
+    /// The 99.9th-percentile latency, in ns (the median over processes where there are several).
     pub p999_ns: Option<u64>,
+    /// The largest latency sample, in ns (over every process).
     pub max_ns: Option<u64>,
+    /// The mean latency, in ns (the median of the processes' means where there are several).
     pub mean_ns: Option<f64>,
     /// Inputs read plus result written per iteration, over the p50 time (bytes/ns).
     pub throughput_gb_per_s: Option<f64>,
+    /// Minor page faults per iteration.
     pub minflt_per_iter: Option<f64>,
+    /// Major page faults per iteration.
     pub majflt_per_iter: Option<f64>,
+    /// Voluntary context switches per iteration.
     pub nvcsw_per_iter: Option<f64>,
+    /// Involuntary context switches per iteration.
     pub nivcsw_per_iter: Option<f64>,
+    /// CPU time in user mode per iteration, in ns.
     pub utime_ns_per_iter: Option<f64>,
+    /// CPU time in the kernel per iteration, in ns.
     pub stime_ns_per_iter: Option<f64>,
+    /// brk calls per iteration; None where syscalls were not counted.
     pub brk_per_iter: Option<f64>,
+    /// mmap calls per iteration; None where syscalls were not counted.
     pub mmap_per_iter: Option<f64>,
+    /// munmap calls per iteration; None where syscalls were not counted.
     pub munmap_per_iter: Option<f64>,
+    /// madvise calls per iteration; None where syscalls were not counted.
     pub madvise_per_iter: Option<f64>,
+    /// mremap calls per iteration; None where syscalls were not counted.
     pub mremap_per_iter: Option<f64>,
+    /// Syscalls of every kind per iteration; None where not counted, or where the counter
+    /// cannot see them all (ptrace).
     pub syscalls_per_iter: Option<f64>,
     /// brk + mmap + munmap + madvise + mremap per iteration.
     pub memory_syscalls_per_iter: Option<f64>,
     /// Which method counted the syscalls: `perf` or `ptrace`.
     pub syscall_counter: Option<String>,
+    /// Allocation calls per iteration (alloc, alloc_zeroed, realloc); None where not counted.
     pub allocs_per_iter: Option<f64>,
+    /// Bytes those allocation calls asked for, per iteration; None where not counted.
     pub alloc_bytes_per_iter: Option<f64>,
+    /// Resident set when the measured phase began, in bytes (None where it was not read).
     pub rss_start_bytes: Option<u64>,
+    /// Resident set when the measured phase ended, in bytes (None where it was not read).
     pub rss_end_bytes: Option<u64>,
+    /// Peak resident set of the worker process (ru_maxrss), warm-up included, in bytes.
     pub rss_peak_bytes: Option<u64>,
+    /// FNV-1a 64 of the output's bit patterns, as 16 hex digits (the first process's).
     pub checksum: Option<String>,
+    /// Median back-to-back clock-read pair of the (first) process, in ns: the floor of every
+    /// latency.
     pub timer_overhead_ns: Option<f64>,
+    /// Mean cost per sample of the measuring harness of the (first) process, in ns.
     pub harness_overhead_ns_per_sample: Option<f64>,
+    /// The allocator's own version, as the (first) worker read it.
     pub allocator_version: Option<String>,
     /// Worker processes behind the row's figures (one per round); with more than one,
     /// `p50_ns`, `p99_ns` and the per-iteration counts are medians over the processes.
     pub processes: Option<u32>,
-    /// 95 % interval of the median p50 over processes (order statistics; see
+    /// Lower end of the interval of the median p50 over processes, at the confidence
+    /// level (95 % unless `--confidence` says otherwise; order statistics; see
     /// `ci_coverage` for the coverage the process count allows).
     pub p50_ci_low_ns: Option<u64>,
+    /// Upper end of the p50 interval.
     pub p50_ci_high_ns: Option<u64>,
+    /// Lower end of the interval of the median p99 over processes (as for p50).
     pub p99_ci_low_ns: Option<u64>,
+    /// Upper end of the p99 interval.
     pub p99_ci_high_ns: Option<u64>,
+    /// The coverage the intervals reach with this many processes (a fraction; below the level
+    /// asked for with few processes, where the interval is the processes' whole range).
     pub ci_coverage: Option<f64>,
     /// The spread of the per-process counts: min and max over processes.
     pub minflt_per_iter_min: Option<f64>,
+    /// The most minor faults per iteration of any process.
     pub minflt_per_iter_max: Option<f64>,
+    /// The fewest memory syscalls per iteration of any process.
     pub memory_syscalls_per_iter_min: Option<f64>,
+    /// The most memory syscalls per iteration of any process.
     pub memory_syscalls_per_iter_max: Option<f64>,
     /// p50 relative to the same allocator's in-place row, from paired rounds: the median
     /// ratio, its 95 % interval and the verdict against the noise threshold.
     pub vs_in_place: Option<f64>,
+    /// Lower end of the `vs_in_place` ratio's interval.
     pub vs_in_place_ci_low: Option<f64>,
+    /// Upper end of the `vs_in_place` ratio's interval.
     pub vs_in_place_ci_high: Option<f64>,
+    /// The verdict on `vs_in_place`: "faster", "slower", "no significant difference" or
+    /// "undecided".
     pub vs_in_place_verdict: Option<String>,
     /// Each process's p50 (ns), in round order: what `diff` compares two cells by (in
     /// CSV the numbers separated by spaces in one cell).
@@ -128,6 +182,8 @@ impl SummaryRow {
         })
     }
 
+    /// The row of one run (a single process): its figures where it produced a record, nulls
+    /// and the failure's cause where it did not.
     pub fn from_outcome(o: &Outcome) -> Self {
         let s = &o.spec;
         let r = o.result.as_ref().ok();
