@@ -695,6 +695,15 @@ fn diff_names_a_run_folder_still_being_written() {
         stderr(&o)
     );
     drop(f);
+    // The lock goes with the last descriptor of it: a child that another test thread has
+    // just forked shares it until it execs (a busy host can pause it there), so wait
+    // for that to pass before asking (the property is the message, not the timing).
+    let since = std::time::Instant::now();
+    while alloclab::export::folder::writer_of(&running).is_some()
+        && since.elapsed() < std::time::Duration::from_secs(10)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     let o = diff_of(&other, &running, &[]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
