@@ -614,6 +614,11 @@ fn keep_tail(mut from: impl std::io::Read, keep: usize) -> String {
     crate::fmt::printable(&String::from_utf8_lossy(tail.make_contiguous()))
 }
 
+/// The longest a wait for a process goes without looking at the Ctrl-C flag, in ms: how
+/// late at most Ctrl-C stops a run (20 wake-ups a second of the driver, which sleeps
+/// beside the measured process).
+const FLAG_CHECK_MS: i32 = 50;
+
 /// Waits until `pid` has exited (without reaping it), killing its process group on
 /// timeout or Ctrl-C; says which of those happened. Uses a pidfd so that the wait can
 /// time out and be interrupted; where pidfds are missing (Linux < 5.3) it blocks in
@@ -647,11 +652,18 @@ fn wait_for_exit(pid: libc::pid_t, timeout: Option<Duration>) -> Option<Terminat
     let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd as i32) };
     let deadline = timeout.map(|t| Instant::now() + t);
     loop {
+        // The flag is looked at before each wait, and no wait is longer than
+        // FLAG_CHECK_MS: Ctrl-C may come before the poll starts, or be handled by another
+        // of the driver's threads (a pipe reader), and then wakes no poll here.
+        if crate::ui::interrupt::interrupted() {
+            kill_group(pid);
+            return Some(Termination::Interrupted);
+        }
         let wait_ms = match deadline {
-            None => -1,
+            None => FLAG_CHECK_MS,
             Some(d) => {
                 let left = d.saturating_duration_since(Instant::now());
-                left.as_millis().min(i32::MAX as u128) as i32
+                left.as_millis().min(FLAG_CHECK_MS as u128) as i32
             }
         };
         let mut pfd = libc::pollfd {
@@ -660,14 +672,10 @@ fn wait_for_exit(pid: libc::pid_t, timeout: Option<Duration>) -> Option<Terminat
             revents: 0,
         };
         // SAFETY: one valid pollfd. poll is never restarted after a signal handler, so
-        // Ctrl-C wakes it up.
+        // Ctrl-C handled by this thread wakes it up at once.
         let r = unsafe { libc::poll(&mut pfd, 1, wait_ms) };
         if r > 0 {
             return None;
-        }
-        if crate::ui::interrupt::interrupted() {
-            kill_group(pid);
-            return Some(Termination::Interrupted);
         }
         if r == 0 && deadline.is_some_and(|d| Instant::now() >= d) {
             kill_group(pid);
