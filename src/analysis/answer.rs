@@ -8,7 +8,7 @@ use crate::analysis::cells;
 use crate::analysis::explain::describe;
 use crate::analysis::stats::{Comparison, Verdict};
 use crate::fmt::{fmt_count, human_bytes};
-use crate::model::metric::{BRK, MADVISE, MINOR_FAULTS, MUNMAP};
+use crate::model::metric::{BRK, MADVISE, MINOR_FAULTS, MMAP, MUNMAP};
 use crate::model::record::Cell;
 use crate::model::spec::{Choice, Variant};
 use crate::model::summary::SummaryRow;
@@ -29,12 +29,12 @@ pub struct Counts {
 impl Counts {
     pub(crate) fn of(r: &SummaryRow) -> Self {
         Counts {
-            calls_uncounted: r.brk_per_iter.is_none(),
-            faults: r.minflt_per_iter.unwrap_or(0.0),
-            brk: r.brk_per_iter.unwrap_or(0.0),
-            mmap: r.mmap_per_iter.unwrap_or(0.0),
-            munmap: r.munmap_per_iter.unwrap_or(0.0),
-            madvise: r.madvise_per_iter.unwrap_or(0.0),
+            calls_uncounted: r.per_iter[BRK].is_none(),
+            faults: r.per_iter[MINOR_FAULTS].unwrap_or(0.0),
+            brk: r.per_iter[BRK].unwrap_or(0.0),
+            mmap: r.per_iter[MMAP].unwrap_or(0.0),
+            munmap: r.per_iter[MUNMAP].unwrap_or(0.0),
+            madvise: r.per_iter[MADVISE].unwrap_or(0.0),
         }
     }
 }
@@ -77,7 +77,7 @@ pub(crate) fn mechanism_against(
             ("madvise", other.madvise - base.madvise),
         ]
         .iter()
-        .filter(|(_, v)| sign * v >= BRK.named_from)
+        .filter(|(_, v)| sign * v >= BRK.named_from())
         .map(|(n, v)| format!("{} {n}", fmt_count(v.abs())))
         .collect()
     };
@@ -96,7 +96,7 @@ pub(crate) fn mechanism_against(
             c.join(", ")
         }
     };
-    if faults >= MINOR_FAULTS.named_from {
+    if faults >= MINOR_FAULTS.named_from() {
         return format!(
             "{} more page faults ({} faulted in again) and {} per iteration: {}",
             fmt_count(faults),
@@ -105,7 +105,7 @@ pub(crate) fn mechanism_against(
             how(other, allocator).unwrap_or("the pages are faulted in again")
         );
     }
-    if faults <= -MINOR_FAULTS.named_from {
+    if faults <= -MINOR_FAULTS.named_from() {
         return format!(
             "{} fewer page faults ({} not faulted in again) and {} per iteration: {against}, {}",
             fmt_count(-faults),
@@ -491,7 +491,7 @@ pub fn of_cells(cells: &[&Cell], rows: &[SummaryRow], threshold: f64) -> Answer 
                         "{} ({v} {}, {} faults/it)",
                         rows[j].allocator_spec,
                         describe(&c),
-                        fmt_count(rows[j].minflt_per_iter.unwrap_or(0.0))
+                        fmt_count(Counts::of(&rows[j]).faults)
                     ));
                 }
                 if *v != Variant::Reuse {

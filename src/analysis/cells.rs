@@ -2,6 +2,9 @@
 //! processes, intervals, count ranges) and the paired comparisons between cells.
 
 use crate::analysis::stats::{compare_paired, level, median, median_ci, Comparison};
+#[cfg(test)]
+use crate::model::metric::MINOR_FAULTS;
+use crate::model::metric::{Figures, COUNTS, MEMORY_SYSCALLS, METRICS};
 use crate::model::record::{Cell, Outcome, RunFailure, RunRecord};
 use crate::model::summary::SummaryRow;
 use std::collections::BTreeMap;
@@ -92,26 +95,11 @@ pub fn row(cell: &Cell) -> SummaryRow {
         row.p99_ci_low_ns = round(Some(ci.low));
         row.p99_ci_high_ns = round(Some(ci.high));
     }
-    row.minflt_per_iter = med(&|r| Some(r.minflt_per_iter));
-    (row.minflt_per_iter_min, row.minflt_per_iter_max) = range(&|r| Some(r.minflt_per_iter));
-    row.majflt_per_iter = med(&|r| Some(r.majflt_per_iter));
-    row.nvcsw_per_iter = med(&|r| Some(r.nvcsw_per_iter));
-    row.nivcsw_per_iter = med(&|r| Some(r.nivcsw_per_iter));
-    row.utime_ns_per_iter = med(&|r| Some(r.utime_ns_per_iter));
-    row.stime_ns_per_iter = med(&|r| Some(r.stime_ns_per_iter));
-    row.brk_per_iter = med(&|r| r.brk_per_iter);
-    row.mmap_per_iter = med(&|r| r.mmap_per_iter);
-    row.munmap_per_iter = med(&|r| r.munmap_per_iter);
-    row.madvise_per_iter = med(&|r| r.madvise_per_iter);
-    row.mremap_per_iter = med(&|r| r.mremap_per_iter);
-    row.syscalls_per_iter = med(&|r| r.syscalls_per_iter);
-    row.memory_syscalls_per_iter = med(&|r| r.memory_syscalls_per_iter());
-    (
-        row.memory_syscalls_per_iter_min,
-        row.memory_syscalls_per_iter_max,
-    ) = range(&|r| r.memory_syscalls_per_iter());
-    row.allocs_per_iter = med(&|r| r.allocs_per_iter);
-    row.alloc_bytes_per_iter = med(&|r| r.alloc_bytes_per_iter);
+    let counter = row.per_iter.syscall_counter.take();
+    row.per_iter = Figures::each(|m| med(&|r| r.per_iter[m])).counted_by(counter);
+    for m in METRICS.iter().filter(|m| m.spread) {
+        (row.spread.min[*m], row.spread.max[*m]) = range(&|r| r.per_iter[*m]);
+    }
     row.rss_start_bytes = round(med(&|r| r.rss_start_bytes.map(|v| v as f64)));
     row.rss_end_bytes = round(med(&|r| r.rss_end_bytes.map(|v| v as f64)));
     row.rss_peak_bytes = round(med(&|r| Some(r.rss_peak_bytes as f64)));
@@ -125,31 +113,12 @@ pub fn row(cell: &Cell) -> SummaryRow {
             Vec::new()
         }
     };
-    row.behaviours = behaviours(&[
-        ("p50", Unit::Ns, p50s.clone()),
-        (
-            "minor faults per iteration",
-            Unit::Count,
-            all(&|r| Some(r.minflt_per_iter)),
-        ),
-        ("brk per iteration", Unit::Count, all(&|r| r.brk_per_iter)),
-        ("mmap per iteration", Unit::Count, all(&|r| r.mmap_per_iter)),
-        (
-            "munmap per iteration",
-            Unit::Count,
-            all(&|r| r.munmap_per_iter),
-        ),
-        (
-            "madvise per iteration",
-            Unit::Count,
-            all(&|r| r.madvise_per_iter),
-        ),
-        (
-            "mremap per iteration",
-            Unit::Count,
-            all(&|r| r.mremap_per_iter),
-        ),
-    ]);
+    let labels = COUNTS.map(|m| m.per_label());
+    let mut figures = vec![("p50", Unit::Ns, p50s.clone())];
+    for (m, label) in COUNTS.iter().zip(&labels) {
+        figures.push((label, Unit::Count, all(&|r| r.per_iter[*m])));
+    }
+    row.behaviours = behaviours(&figures);
     row
 }
 
@@ -232,7 +201,10 @@ pub fn open_comparisons(
 pub fn disagreements(rows: &[SummaryRow]) -> Vec<String> {
     rows.iter()
         .filter_map(|r| {
-            let (lo, hi) = (r.memory_syscalls_per_iter_min?, r.memory_syscalls_per_iter_max?);
+            let (lo, hi) = (
+                r.spread.min[MEMORY_SYSCALLS]?,
+                r.spread.max[MEMORY_SYSCALLS]?,
+            );
             (hi - lo > 1.0).then(|| {
                 format!(
                     "{} {}: its processes disagree on memory syscalls per iteration ({lo:.2} to {hi:.2}); the placement or timing of a process changes what the allocator does",
@@ -314,7 +286,7 @@ pub(crate) fn test_cell(allocator: &str, figures: &[(u64, f64)]) -> Cell {
         .enumerate()
         .map(|(i, &(p50, minflt))| {
             let mut r = record.clone();
-            (r.p50_ns, r.minflt_per_iter) = (p50, minflt);
+            (r.p50_ns, r.per_iter[MINOR_FAULTS]) = (p50, Some(minflt));
             (i as u32, Ok(r))
         })
         .collect();

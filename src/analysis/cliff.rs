@@ -33,24 +33,20 @@ impl Metric {
         }
     }
 
-    pub fn value(self, r: &RunRecord) -> Option<f64> {
+    /// Its entry in the lab's registry.
+    pub fn registry(self) -> crate::model::metric::Metric {
         match self {
-            Metric::Faults => Some(r.minflt_per_iter),
-            Metric::Syscalls => Some(
-                r.brk_per_iter?
-                    + r.mmap_per_iter?
-                    + r.munmap_per_iter?
-                    + r.madvise_per_iter?
-                    + r.mremap_per_iter?,
-            ),
+            Metric::Faults => crate::model::metric::MINOR_FAULTS,
+            Metric::Syscalls => crate::model::metric::MEMORY_SYSCALLS,
         }
     }
 
+    pub fn value(self, r: &RunRecord) -> Option<f64> {
+        r.per_iter[self.registry()]
+    }
+
     pub fn threshold(self) -> f64 {
-        match self {
-            Metric::Faults => 1.0,
-            Metric::Syscalls => 0.5,
-        }
+        self.registry().named_from()
     }
 
     /// How a worker's value per iteration goes along the sizes where nothing changes:
@@ -66,10 +62,7 @@ impl Metric {
     }
 
     pub fn name(self) -> &'static str {
-        match self {
-            Metric::Faults => "minor faults",
-            Metric::Syscalls => "memory syscalls",
-        }
+        self.registry().label
     }
 }
 
@@ -556,6 +549,7 @@ pub fn find<R>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::metric::{BRK, MADVISE, MINOR_FAULTS, MMAP, MREMAP, MUNMAP};
 
     /// Under the moved knobs, a pair of sizes whose values differ by less than half the
     /// margin is noise, not the moved cliff, and a storm's onset rule is proved only by a
@@ -643,11 +637,11 @@ mod tests {
     fn step(record: &RunRecord, size: u64) -> Result<Probe, CliffError> {
         let mut r = record.clone();
         r.size = size;
-        r.minflt_per_iter = if size >= 12_345 {
+        r.per_iter[MINOR_FAULTS] = Some(if size >= 12_345 {
             size as f64 / 512.0
         } else {
             0.0
-        };
+        });
         Ok(Probe {
             size,
             value: Metric::Faults.value(&r).unwrap_or(0.0),
@@ -671,11 +665,11 @@ mod tests {
         let constant = |size: u64| {
             let mut r = template.clone();
             r.size = size;
-            r.brk_per_iter = Some(2.0);
-            r.mmap_per_iter = Some(0.0);
-            r.munmap_per_iter = Some(0.0);
-            r.madvise_per_iter = Some(0.0);
-            r.mremap_per_iter = Some(0.0);
+            for m in [BRK, MMAP, MUNMAP, MADVISE, MREMAP] {
+                r.per_iter[m] = Some(0.0);
+            }
+            r.per_iter[BRK] = Some(2.0);
+            r.per_iter.derive();
             Ok(Probe {
                 size,
                 value: Metric::Syscalls.value(&r).unwrap(),
@@ -728,10 +722,10 @@ mod tests {
             let mut exec = |size: u64| {
                 let mut r = template.clone();
                 r.size = size;
-                r.minflt_per_iter = faults(size);
+                r.per_iter[MINOR_FAULTS] = Some(faults(size));
                 Ok(Probe {
                     size,
-                    value: r.minflt_per_iter,
+                    value: faults(size),
                     noise: 0.0,
                     record: r,
                 })

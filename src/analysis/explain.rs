@@ -18,7 +18,7 @@ fn counter_diffs(row: &SummaryRow, base: &SummaryRow) -> Vec<String> {
     COUNTS
         .iter()
         .filter_map(|m| {
-            let d = (m.of)(row)? - (m.of)(base)?;
+            let d = row.per_iter[*m]? - base.per_iter[*m]?;
             m.named(d).then(|| format!("{} {}", signed(d), m.label))
         })
         .collect()

@@ -2,6 +2,7 @@
 //! syscalls jump or drop (the starting points for exact cliffs). One rule
 //! ([`changes`]) for built-in cells and commands, per iteration, per call and per run.
 
+use crate::model::metric::{MEMORY_SYSCALLS, MINOR_FAULTS};
 use crate::model::spec::{Variant, Workload};
 use crate::model::summary::SummaryRow;
 use std::collections::BTreeMap;
@@ -136,12 +137,12 @@ pub fn jumps(
 
 /// Jumps in minor faults per iteration (by at least 10).
 pub fn fault_jumps(rows: &[SummaryRow]) -> Vec<Jump> {
-    jumps(rows, |r| r.minflt_per_iter, 10.0)
+    jumps(rows, |r| r.per_iter[MINOR_FAULTS], 10.0)
 }
 
 /// Jumps in memory syscalls per iteration (by at least 0.5).
 pub fn syscall_jumps(rows: &[SummaryRow]) -> Vec<Jump> {
-    jumps(rows, |r| r.memory_syscalls_per_iter, 0.5)
+    jumps(rows, |r| r.per_iter[MEMORY_SYSCALLS], 0.5)
 }
 
 #[cfg(test)]
@@ -169,7 +170,7 @@ pub(crate) mod tests {
             }),
         });
         r.status = crate::model::summary::RunStatus::Ok;
-        r.minflt_per_iter = Some(minflt);
+        r.per_iter[MINOR_FAULTS] = Some(minflt);
         r
     }
 

@@ -6,6 +6,7 @@ use crate::analysis::explain::describe;
 use crate::analysis::stats::{Comparison, Verdict};
 use crate::fmt::{fmt_count, fmt_ns, human_bytes};
 use crate::model::knobs::AllocatorSpec;
+use crate::model::metric::{MEMORY_SYSCALLS, MINOR_FAULTS};
 use crate::model::spec::{Allocator, Choice};
 use crate::model::summary::SummaryRow;
 
@@ -78,13 +79,14 @@ pub fn verdicts(rows: &[SummaryRow], time: &[Option<Comparison>]) -> Vec<String>
                 continue;
             }
             let (bf, rf) = (
-                base.minflt_per_iter.unwrap_or(0.0),
-                r.minflt_per_iter.unwrap_or(0.0),
+                base.per_iter[MINOR_FAULTS].unwrap_or(0.0),
+                r.per_iter[MINOR_FAULTS].unwrap_or(0.0),
             );
-            let what = match (base.memory_syscalls_per_iter, r.memory_syscalls_per_iter) {
+            let what = match (base.per_iter[MEMORY_SYSCALLS], r.per_iter[MEMORY_SYSCALLS]) {
                 (Some(bs), Some(rs)) => {
-                    let faults_gone = bf >= 1.0 && rf < 1.0;
-                    let calls_gone = bs >= 0.5 && rs < 0.5;
+                    let (ft, st) = (MINOR_FAULTS.named_from(), MEMORY_SYSCALLS.named_from());
+                    let faults_gone = bf >= ft && rf < ft;
+                    let calls_gone = bs >= st && rs < st;
                     match (faults_gone, calls_gone) {
                         (true, true) => "removes the faults and the memory syscalls".to_string(),
                         (true, false) => "removes the faults".to_string(),

@@ -11,6 +11,7 @@ use crate::export::Format;
 use crate::fmt::{fmt_count, fmt_ns, human_bytes};
 use crate::model::budget::Budget;
 use crate::model::knobs::AllocatorSpec;
+use crate::model::metric::{MEMORY_SYSCALLS, MINOR_FAULTS};
 use crate::model::run::RunSpec;
 use crate::model::spec::{Variant, Workload};
 use crate::model::summary::SummaryRow;
@@ -50,7 +51,7 @@ struct CliffSide {
     value_per_iter: f64,
     p50_ns: u64,
     p99_ns: u64,
-    minflt_per_iter: f64,
+    minflt_per_iter: Option<f64>,
     memory_syscalls_per_iter: Option<f64>,
 }
 
@@ -207,8 +208,8 @@ impl Found<'_> {
             value_per_iter: p.value,
             p50_ns: p.record.p50_ns,
             p99_ns: p.record.p99_ns,
-            minflt_per_iter: p.record.minflt_per_iter,
-            memory_syscalls_per_iter: p.record.memory_syscalls_per_iter(),
+            minflt_per_iter: p.record.per_iter[MINOR_FAULTS],
+            memory_syscalls_per_iter: p.record.per_iter[MEMORY_SYSCALLS],
         };
         let replicated = |r: &SummaryRow| Replicated {
             processes: r.processes.unwrap_or(1),

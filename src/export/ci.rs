@@ -24,6 +24,7 @@
 use crate::analysis::command::ExecRow;
 use crate::analysis::stats::{level, level_text};
 use crate::model::environment::Environment;
+use crate::model::metric::{MEMORY_SYSCALLS, MINOR_FAULTS};
 use crate::model::spec::file_stem;
 use crate::model::summary::SummaryRow;
 use serde_json::{json, Map, Value};
@@ -292,18 +293,18 @@ pub fn cell_benchmarks(
                     "minor-faults-per-iter",
                     "faults/iter",
                     "minor page faults per iteration, the median over processes",
-                    r.minflt_per_iter,
-                    Some((r.minflt_per_iter_min, r.minflt_per_iter_max)),
+                    r.per_iter[MINOR_FAULTS],
+                    Some((r.spread.min[MINOR_FAULTS], r.spread.max[MINOR_FAULTS])),
                     spread,
                 ),
                 figure(
                     "memory-syscalls-per-iter",
                     "syscalls/iter",
                     "brk + mmap + munmap + madvise + mremap calls per iteration, the median over processes",
-                    r.memory_syscalls_per_iter,
+                    r.per_iter[MEMORY_SYSCALLS],
                     Some((
-                        r.memory_syscalls_per_iter_min,
-                        r.memory_syscalls_per_iter_max,
+                        r.spread.min[MEMORY_SYSCALLS],
+                        r.spread.max[MEMORY_SYSCALLS],
                     )),
                     spread,
                 ),
@@ -658,11 +659,11 @@ mod tests {
         one.ci_coverage = Some(0.96875);
         one.p99_ci_low_ns = Some(9_000);
         one.p99_ci_high_ns = Some(11_000);
-        one.minflt_per_iter_min = Some(2.5);
-        one.minflt_per_iter_max = Some(3.5);
-        one.memory_syscalls_per_iter = Some(2.0);
-        one.memory_syscalls_per_iter_min = Some(2.0);
-        one.memory_syscalls_per_iter_max = Some(2.0);
+        one.spread.min[MINOR_FAULTS] = Some(2.5);
+        one.spread.max[MINOR_FAULTS] = Some(3.5);
+        one.per_iter[MEMORY_SYSCALLS] = Some(2.0);
+        one.spread.min[MEMORY_SYSCALLS] = Some(2.0);
+        one.spread.max[MEMORY_SYSCALLS] = Some(2.0);
         one.rss_peak_bytes = Some(9_000_000);
         one.rss_end_bytes = None;
         one.allocator_version = Some("glibc 2.36".into());

@@ -13,6 +13,7 @@
 use super::plots::{color, dash};
 use super::svg::{render_with, Axis, Chart, Extras, Scale, Series, SeriesMeta};
 use crate::fmt::{fmt_ns, group_thousands};
+use crate::model::metric::{MEMORY_SYSCALLS, MINOR_FAULTS};
 use crate::model::spec::{Allocator, Choice, Variant};
 use crate::model::summary::SummaryRow;
 use std::fmt::Write as _;
@@ -533,8 +534,8 @@ pub fn cell_figures(rows: &[SummaryRow]) -> Vec<Figure> {
             count,
             |r| {
                 Some((
-                    r.minflt_per_iter?,
-                    r.minflt_per_iter_min.zip(r.minflt_per_iter_max),
+                    r.per_iter[MINOR_FAULTS]?,
+                    r.spread.min[MINOR_FAULTS].zip(r.spread.max[MINOR_FAULTS]),
                 ))
             },
             "Median over processes; the whisker is the range over processes. A fault storm (thousands per iteration) is the founding case's out-of-place glibc cell.",
@@ -545,9 +546,9 @@ pub fn cell_figures(rows: &[SummaryRow]) -> Vec<Figure> {
             count,
             |r| {
                 Some((
-                    r.memory_syscalls_per_iter?,
-                    r.memory_syscalls_per_iter_min
-                        .zip(r.memory_syscalls_per_iter_max),
+                    r.per_iter[MEMORY_SYSCALLS]?,
+                    r.spread.min[MEMORY_SYSCALLS]
+                        .zip(r.spread.max[MEMORY_SYSCALLS]),
                 ))
             },
             "brk + mmap + munmap + madvise + mremap: the median over processes; the whisker is the range over processes.",
@@ -674,13 +675,13 @@ pub fn sweep_figures(rows: &[SummaryRow], cliffs: &[(f64, String)]) -> Vec<Figur
             "Minor page faults per iteration against size",
             "minor faults / iteration",
             count,
-            |r| r.minflt_per_iter,
+            |r| r.per_iter[MINOR_FAULTS],
         ),
         (
             "Memory syscalls per iteration against size",
             "memory syscalls / iteration",
             count,
-            |r| r.memory_syscalls_per_iter,
+            |r| r.per_iter[MEMORY_SYSCALLS],
         ),
     ];
     let mut figures = Vec::new();

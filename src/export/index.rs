@@ -16,6 +16,7 @@ use crate::export::escape_markup as esc;
 use crate::export::folder::{self, Kind};
 use crate::export::results::{self, Loaded};
 use crate::fmt::{fmt_count, group_thousands, human_bytes};
+use crate::model::metric::MINOR_FAULTS;
 use crate::model::record::Cell;
 use crate::model::spec::{Variant, Workload};
 use crate::model::summary::SummaryRow;
@@ -382,8 +383,7 @@ pub(crate) fn heat_table_of(
                 continue;
             };
             let row = cells::row(c);
-            let faults = row
-                .minflt_per_iter
+            let faults = row.per_iter[MINOR_FAULTS]
                 .map(|f| format!("{} faults", fmt_count(f)))
                 .unwrap_or_else(|| "faults n/a".into());
             if *v == Variant::InPlace {
@@ -443,7 +443,7 @@ fn remedies(entries: &[Entry], html: &mut String) {
         .filter(|c| c.spec.knobs.is_empty() && c.spec.variant == Variant::OutOfPlace)
     {
         let base_row = cells::row(base);
-        let base_faults = base_row.minflt_per_iter.unwrap_or(0.0);
+        let base_faults = base_row.per_iter[MINOR_FAULTS].unwrap_or(0.0);
         let mut worse: Vec<String> = Vec::new();
         for c in loaded.cells.iter().filter(|c| {
             c.spec.allocator == base.spec.allocator
@@ -453,7 +453,7 @@ fn remedies(entries: &[Entry], html: &mut String) {
                 && c.spec.size == base.spec.size
         }) {
             let row = cells::row(c);
-            let faults = row.minflt_per_iter.unwrap_or(0.0);
+            let faults = row.per_iter[MINOR_FAULTS].unwrap_or(0.0);
             compared += 1;
             if (faults - base_faults).abs() < 0.1 * base_faults.max(10.0) {
                 continue;

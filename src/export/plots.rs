@@ -6,6 +6,7 @@ use crate::export::hdr;
 use crate::export::svg::{render, Axis, Chart, Scale, Series};
 use crate::fmt::fmt_ns;
 use crate::fmt::{fmt_elems, fmt_plain, human_bytes, trim_float};
+use crate::model::metric::{MEMORY_SYSCALLS, MINOR_FAULTS};
 use crate::model::record::Outcome;
 use crate::model::spec::{Allocator, Choice, Variant, Workload};
 use crate::model::summary::SummaryRow;
@@ -368,7 +369,7 @@ fn versus(
                 scale: Scale::LogFloor(FLOOR_PER_ITER),
                 format: fmt_plain,
             },
-            |r| r.minflt_per_iter,
+            |r| r.per_iter[MINOR_FAULTS],
         ),
         (
             "syscalls",
@@ -378,7 +379,7 @@ fn versus(
                 scale: Scale::LogFloor(FLOOR_PER_ITER),
                 format: fmt_plain,
             },
-            |r| r.memory_syscalls_per_iter,
+            |r| r.per_iter[MEMORY_SYSCALLS],
         ),
     ];
     specs

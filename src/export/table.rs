@@ -3,6 +3,7 @@
 
 use crate::analysis::explain;
 use crate::fmt::{fmt_count, fmt_ns, group_thousands, human_bytes};
+use crate::model::metric::{ALLOCS, COUNTS, MEMORY_SYSCALLS, MINOR_FAULTS};
 use crate::model::record::Outcome;
 use crate::model::summary::SummaryRow;
 use std::fmt::Write as _;
@@ -11,7 +12,12 @@ const NA: &str = "n/a";
 
 /// The columns of the human table and the Markdown table.
 /// A column: header and how to render a row's cell.
-type Column = (&'static str, fn(&SummaryRow) -> String);
+type Column = (String, Box<dyn Fn(&SummaryRow) -> String>);
+
+/// A column of `head` whose cells `cell` renders.
+fn col(head: impl Into<String>, cell: impl Fn(&SummaryRow) -> String + 'static) -> Column {
+    (head.into(), Box::new(cell))
+}
 
 /// The columns shown for `rows`: workload, size and threads only where they vary; all
 /// the counters when `wide`, else the faults and the memory syscalls as one sum.
@@ -25,34 +31,36 @@ fn display_columns(rows: &[SummaryRow], wide: bool) -> Vec<Column> {
     }
     let mut cols: Vec<Column> = Vec::new();
     if varies(rows, |r| r.workload) {
-        cols.push(("workload", |r| r.workload.to_string()));
+        cols.push(col("workload", |r| r.workload.to_string()));
     }
     if varies(rows, |r| r.size) {
-        cols.push(("size", |r| group_thousands(r.size as i64)));
+        cols.push(col("size", |r| group_thousands(r.size as i64)));
     }
     if varies(rows, |r| r.threads) {
-        cols.push(("threads", |r| r.threads.to_string()));
+        cols.push(col("threads", |r| r.threads.to_string()));
     }
-    cols.extend::<[Column; 2]>([
-        ("allocator", |r| r.allocator_spec.clone()),
-        ("variant", |r| r.variant.to_string()),
+    cols.extend([
+        col("allocator", |r| r.allocator_spec.clone()),
+        col("variant", |r| r.variant.to_string()),
     ]);
     let replicated = rows.iter().any(|r| r.processes.unwrap_or(1) > 1);
     if replicated {
-        cols.push(("procs", |r| {
+        cols.push(col("procs", |r| {
             r.processes.map_or(NA.into(), |n| n.to_string())
         }));
     }
     if wide {
-        cols.push(("iters", |r| {
+        cols.push(col("iters", |r| {
             r.iterations
                 .map_or(NA.into(), |n| group_thousands(n as i64))
         }));
     }
-    cols.push(("p50", |r| r.p50_ns.map_or(NA.into(), |v| fmt_ns(v as f64))));
+    cols.push(col("p50", |r| {
+        r.p50_ns.map_or(NA.into(), |v| fmt_ns(v as f64))
+    }));
     if replicated {
         // The 95 % interval of the median over processes, as ± the larger side.
-        cols.push(("±p50", |r| {
+        cols.push(col("±p50", |r| {
             match (r.p50_ns, r.p50_ci_low_ns, r.p50_ci_high_ns) {
                 (Some(c), Some(lo), Some(hi)) if c > 0 => {
                     let half = hi.saturating_sub(c).max(c.saturating_sub(lo));
@@ -63,38 +71,26 @@ fn display_columns(rows: &[SummaryRow], wide: bool) -> Vec<Column> {
         }));
     }
     if !wide {
-        cols.extend::<[Column; 3]>([
-            ("faults/it", |r| opt_count(r.minflt_per_iter)),
-            ("mem calls/it", |r| {
-                let calls = [
-                    r.brk_per_iter,
-                    r.mmap_per_iter,
-                    r.munmap_per_iter,
-                    r.madvise_per_iter,
-                    r.mremap_per_iter,
-                ];
-                // Unavailable when any of them is: a partial sum would be a false one.
-                opt_count(calls.iter().copied().sum::<Option<f64>>())
-            }),
-            ("rss_end", |r| {
+        cols.extend([
+            col("faults/it", |r| opt_count(r.per_iter[MINOR_FAULTS])),
+            // Unavailable when any of the five is: a partial sum would be a false one.
+            col("mem calls/it", |r| opt_count(r.per_iter[MEMORY_SYSCALLS])),
+            col("rss_end", |r| {
                 r.rss_end_bytes.map_or(NA.into(), human_bytes)
             }),
         ]);
         return cols;
     }
-    cols.extend::<[Column; 9]>([
-        ("p99", |r| r.p99_ns.map_or(NA.into(), |v| fmt_ns(v as f64))),
-        ("minflt/it", |r| opt_count(r.minflt_per_iter)),
-        ("majflt/it", |r| opt_count(r.majflt_per_iter)),
-        ("brk/it", |r| opt_count(r.brk_per_iter)),
-        ("mmap/it", |r| opt_count(r.mmap_per_iter)),
-        ("munmap/it", |r| opt_count(r.munmap_per_iter)),
-        ("madvise/it", |r| opt_count(r.madvise_per_iter)),
-        ("allocs/it", |r| opt_count(r.allocs_per_iter)),
-        ("rss_end", |r| {
-            r.rss_end_bytes.map_or(NA.into(), human_bytes)
-        }),
-    ]);
+    cols.push(col("p99", |r| {
+        r.p99_ns.map_or(NA.into(), |v| fmt_ns(v as f64))
+    }));
+    for m in COUNTS.into_iter().chain([ALLOCS]) {
+        let head = format!("{}/it", m.key.trim_end_matches("_per_iter"));
+        cols.push(col(head, move |r| opt_count(r.per_iter[m])));
+    }
+    cols.push(col("rss_end", |r| {
+        r.rss_end_bytes.map_or(NA.into(), human_bytes)
+    }));
     cols
 }
 
@@ -206,7 +202,7 @@ pub fn to_compact_table(rows: &[SummaryRow]) -> String {
 
 fn table_of(rows: &[SummaryRow], wide: bool) -> String {
     let cols = display_columns(rows, wide);
-    let headers: Vec<&str> = cols.iter().map(|(h, _)| *h).collect();
+    let headers: Vec<&str> = cols.iter().map(|(h, _)| h.as_str()).collect();
     render_table(
         &headers,
         name_columns(&cols),
@@ -219,14 +215,14 @@ fn table_of(rows: &[SummaryRow], wide: bool) -> String {
 /// measures one).
 pub fn to_sets_table(rows: &[SummaryRow], wide: bool) -> String {
     let mut cols = display_columns(rows, wide);
-    cols.retain(|(h, _)| *h != "variant");
+    cols.retain(|(h, _)| h != "variant");
     let names = cols
         .iter()
-        .position(|(h, _)| *h == "allocator")
+        .position(|(h, _)| h == "allocator")
         .map_or(0, |i| i + 1);
     let headers: Vec<&str> = cols
         .iter()
-        .map(|(h, _)| if *h == "allocator" { "set" } else { *h })
+        .map(|(h, _)| if h == "allocator" { "set" } else { h.as_str() })
         .collect();
     render_table(&headers, names, &summary_table_rows(rows, &cols))
 }
@@ -234,7 +230,7 @@ pub fn to_sets_table(rows: &[SummaryRow], wide: bool) -> String {
 /// GitHub-flavoured Markdown table with the same columns as [`to_table`].
 pub fn to_markdown(rows: &[SummaryRow]) -> String {
     let cols = display_columns(rows, true);
-    let headers: Vec<&str> = cols.iter().map(|(h, _)| *h).collect();
+    let headers: Vec<&str> = cols.iter().map(|(h, _)| h.as_str()).collect();
     render_markdown(
         &headers,
         name_columns(&cols),

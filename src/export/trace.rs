@@ -9,6 +9,7 @@ use super::results::ResultsError;
 use super::svg::{self, Axis, Chart, Scale, Series};
 use crate::analysis::trace::{Attribution, EventKind, IterationEvents};
 use crate::fmt::{fmt_ns, group_thousands, wrap};
+use crate::model::metric::MINOR_FAULTS;
 use crate::model::record::RunRecord;
 use crate::model::spec::{Allocator, Variant, Workload};
 use serde::Serialize;
@@ -304,7 +305,11 @@ pub fn answer(report: &TraceReport) -> Vec<crate::analysis::findings::Item> {
         .allocators
         .iter()
         .filter_map(|t| {
-            let faults = t.record.as_ref().map_or(0.0, |r| r.minflt_per_iter);
+            let faults = t
+                .record
+                .as_ref()
+                .and_then(|r| r.per_iter[MINOR_FAULTS])
+                .unwrap_or(0.0);
             crate::analysis::findings::trace_item(
                 &t.label,
                 t.failure.as_deref(),

@@ -4,6 +4,7 @@
 use crate::model::budget::Budget;
 use crate::model::counts::SyscallCounts;
 use crate::model::environment::Environment;
+use crate::model::metric::{Figures, Source, SourceTotals};
 use crate::model::overhead::Overhead;
 use crate::model::run::RunSpec;
 use crate::model::spec::{Allocator, Variant, Workload};
@@ -96,6 +97,24 @@ pub struct Totals {
     pub allocs: Option<u64>,
     /// Bytes those allocation calls asked for; None as for `allocs`.
     pub alloc_bytes: Option<u64>,
+}
+
+impl Totals {
+    /// These totals by source, as the registry's entries read them.
+    pub fn sources(&self) -> SourceTotals {
+        SourceTotals {
+            rusage: Some([
+                self.minflt,
+                self.majflt,
+                self.nvcsw,
+                self.nivcsw,
+                self.utime_ns,
+                self.stime_ns,
+            ]),
+            syscalls: self.syscalls,
+            allocations: self.allocs.zip(self.alloc_bytes),
+        }
+    }
 }
 
 /// The default of a record's `batch` where a record from before had none: one
@@ -197,34 +216,11 @@ pub struct RunRecord {
     pub mean_ns: f64,
     /// The standard deviation of the latency samples, in ns.
     pub stdev_ns: f64,
-    /// Minor page faults per iteration (whole process, measured phase).
-    pub minflt_per_iter: f64,
-    /// Major page faults per iteration.
-    pub majflt_per_iter: f64,
-    /// Voluntary context switches per iteration.
-    pub nvcsw_per_iter: f64,
-    /// Involuntary context switches per iteration.
-    pub nivcsw_per_iter: f64,
-    /// CPU time in user mode per iteration, in ns (every thread's).
-    pub utime_ns_per_iter: f64,
-    /// CPU time in the kernel per iteration, in ns (every thread's).
-    pub stime_ns_per_iter: f64,
-    /// brk calls per iteration; None where syscalls were not counted.
-    pub brk_per_iter: Option<f64>,
-    /// mmap calls per iteration; None where syscalls were not counted.
-    pub mmap_per_iter: Option<f64>,
-    /// munmap calls per iteration; None where syscalls were not counted.
-    pub munmap_per_iter: Option<f64>,
-    /// madvise calls per iteration; None where syscalls were not counted.
-    pub madvise_per_iter: Option<f64>,
-    /// mremap calls per iteration; None where syscalls were not counted.
-    pub mremap_per_iter: Option<f64>,
-    /// Syscalls of every kind.
-    pub syscalls_per_iter: Option<f64>,
-    /// Allocation calls per iteration (alloc, alloc_zeroed, realloc); None where not counted.
-    pub allocs_per_iter: Option<f64>,
-    /// Bytes those allocation calls asked for, per iteration; None where not counted.
-    pub alloc_bytes_per_iter: Option<f64>,
+    /// Every count of the registry per iteration ([`crate::model::metric::METRICS`]:
+    /// faults, context switches, CPU time, syscalls, allocations; whole process,
+    /// measured phase), null where not read, and which method counted the syscalls.
+    #[serde(flatten)]
+    pub per_iter: Figures,
     /// Resident set when the measured phase began and ended.
     pub rss_start_bytes: Option<u64>,
     /// Resident set when the measured phase ended, in bytes (None where it could not be read).
@@ -238,9 +234,6 @@ pub struct RunRecord {
     pub overhead: Overhead,
     /// The counts behind the per-iteration figures, over the measured phase.
     pub totals: Totals,
-    /// Which method counted the syscalls: "perf" or "ptrace"; null when none did.
-    #[serde(default)]
-    pub syscall_counter: Option<String>,
     /// Where each counter comes from.
     pub counter_sources: BTreeMap<String, String>,
     /// Counter group → why it has no value. Absent groups were measured.
@@ -255,24 +248,21 @@ pub struct RunRecord {
     pub timeline: Vec<IterationSample>,
 }
 
-/// A total per iteration (a run of no iterations divides by one).
-pub(crate) fn per_iter(total: u64, iters: u64) -> f64 {
-    total as f64 / iters.max(1) as f64
-}
-
 impl RunRecord {
     /// Puts in the memory-syscall counts of a separate ptrace-traced pass of the same
     /// run (`iterations` measured iterations); everything else stays this pass's.
     pub fn set_traced_syscalls(&mut self, counts: &SyscallCounts, iterations: u64) {
-        let per = |v: u64| Some(per_iter(v, iterations));
-        self.brk_per_iter = per(counts.brk);
-        self.mmap_per_iter = per(counts.mmap);
-        self.munmap_per_iter = per(counts.munmap);
-        self.madvise_per_iter = per(counts.madvise);
-        self.mremap_per_iter = per(counts.mremap);
-        self.syscalls_per_iter = None;
+        let traced = SourceTotals {
+            syscalls: Some(SyscallCounts {
+                all: None,
+                ..*counts
+            }),
+            ..SourceTotals::default()
+        };
+        self.per_iter
+            .replace_source(Source::Syscalls, &traced, iterations);
         self.totals.syscalls = Some(*counts);
-        self.syscall_counter = Some("ptrace".into());
+        self.per_iter.syscall_counter = Some("ptrace".into());
         self.unavailable.remove("syscalls");
         self.unavailable.insert(
             "syscalls_all".into(),
@@ -284,17 +274,6 @@ impl RunRecord {
                 "ptrace with a seccomp filter (only brk, mmap, munmap, madvise, mremap stop the worker), counted between the worker's phase markers in a separate traced pass of {iterations} iterations; latency and faults come from the untraced pass"
             ),
         );
-    }
-
-    /// brk + mmap + munmap + madvise + mremap per iteration, where counted.
-    pub fn memory_syscalls_per_iter(&self) -> Option<f64> {
-        Some(
-            self.brk_per_iter?
-                + self.mmap_per_iter?
-                + self.munmap_per_iter?
-                + self.madvise_per_iter?
-                + self.mremap_per_iter?,
-        )
     }
 
     /// The run this record is of, rebuilt from its fields.

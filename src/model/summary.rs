@@ -1,6 +1,9 @@
 //! One flat summary row per run, with units in the field names: what summary.csv, the
 //! JSON output and every table are made from.
 
+use crate::model::metric::{Figures, Spread};
+#[cfg(test)]
+use crate::model::metric::{BRK, MINOR_FAULTS};
 use crate::model::record::{Outcome, RunFailure, RunRecord};
 use crate::model::spec::{Allocator, Variant, Workload};
 use serde::{Deserialize, Serialize};
@@ -65,39 +68,11 @@ pub struct SummaryRow {
     pub mean_ns: Option<f64>,
     /// Inputs read plus result written per iteration, over the p50 time (bytes/ns).
     pub throughput_gb_per_s: Option<f64>,
-    /// Minor page faults per iteration.
-    pub minflt_per_iter: Option<f64>,
-    /// Major page faults per iteration.
-    pub majflt_per_iter: Option<f64>,
-    /// Voluntary context switches per iteration.
-    pub nvcsw_per_iter: Option<f64>,
-    /// Involuntary context switches per iteration.
-    pub nivcsw_per_iter: Option<f64>,
-    /// CPU time in user mode per iteration, in ns.
-    pub utime_ns_per_iter: Option<f64>,
-    /// CPU time in the kernel per iteration, in ns.
-    pub stime_ns_per_iter: Option<f64>,
-    /// brk calls per iteration; None where syscalls were not counted.
-    pub brk_per_iter: Option<f64>,
-    /// mmap calls per iteration; None where syscalls were not counted.
-    pub mmap_per_iter: Option<f64>,
-    /// munmap calls per iteration; None where syscalls were not counted.
-    pub munmap_per_iter: Option<f64>,
-    /// madvise calls per iteration; None where syscalls were not counted.
-    pub madvise_per_iter: Option<f64>,
-    /// mremap calls per iteration; None where syscalls were not counted.
-    pub mremap_per_iter: Option<f64>,
-    /// Syscalls of every kind per iteration; None where not counted, or where the counter
-    /// cannot see them all (ptrace).
-    pub syscalls_per_iter: Option<f64>,
-    /// brk + mmap + munmap + madvise + mremap per iteration.
-    pub memory_syscalls_per_iter: Option<f64>,
-    /// Which method counted the syscalls: `perf` or `ptrace`.
-    pub syscall_counter: Option<String>,
-    /// Allocation calls per iteration (alloc, alloc_zeroed, realloc); None where not counted.
-    pub allocs_per_iter: Option<f64>,
-    /// Bytes those allocation calls asked for, per iteration; None where not counted.
-    pub alloc_bytes_per_iter: Option<f64>,
+    /// Every count of the registry per iteration ([`crate::model::metric::METRICS`]),
+    /// null where not read (or where syscalls were not counted), with the method that
+    /// counted the syscalls (`syscall_counter`: `perf` or `ptrace`).
+    #[serde(flatten)]
+    pub per_iter: Figures,
     /// Resident set when the measured phase began, in bytes (None where it was not read).
     pub rss_start_bytes: Option<u64>,
     /// Resident set when the measured phase ended, in bytes (None where it was not read).
@@ -129,14 +104,10 @@ pub struct SummaryRow {
     /// The coverage the intervals reach with this many processes (a fraction; below the level
     /// asked for with few processes, where the interval is the processes' whole range).
     pub ci_coverage: Option<f64>,
-    /// The spread of the per-process counts: min and max over processes.
-    pub minflt_per_iter_min: Option<f64>,
-    /// The most minor faults per iteration of any process.
-    pub minflt_per_iter_max: Option<f64>,
-    /// The fewest memory syscalls per iteration of any process.
-    pub memory_syscalls_per_iter_min: Option<f64>,
-    /// The most memory syscalls per iteration of any process.
-    pub memory_syscalls_per_iter_max: Option<f64>,
+    /// The spread of the per-process counts with a `spread` in the registry (minor
+    /// faults, memory syscalls): `<key>_min` and `<key>_max` over processes.
+    #[serde(flatten)]
+    pub spread: Spread,
     /// p50 relative to the same allocator's in-place row, from paired rounds: the median
     /// ratio, its 95 % interval and the verdict against the noise threshold.
     pub vs_in_place: Option<f64>,
@@ -216,22 +187,7 @@ impl SummaryRow {
                 r.workload.useful_bytes(r.size) as f64 * f64::from(r.threads)
                     / r.p50_ns.max(1) as f64
             }),
-            minflt_per_iter: f(|r| Some(r.minflt_per_iter)),
-            majflt_per_iter: f(|r| Some(r.majflt_per_iter)),
-            nvcsw_per_iter: f(|r| Some(r.nvcsw_per_iter)),
-            nivcsw_per_iter: f(|r| Some(r.nivcsw_per_iter)),
-            utime_ns_per_iter: f(|r| Some(r.utime_ns_per_iter)),
-            stime_ns_per_iter: f(|r| Some(r.stime_ns_per_iter)),
-            brk_per_iter: f(|r| r.brk_per_iter),
-            mmap_per_iter: f(|r| r.mmap_per_iter),
-            munmap_per_iter: f(|r| r.munmap_per_iter),
-            madvise_per_iter: f(|r| r.madvise_per_iter),
-            mremap_per_iter: f(|r| r.mremap_per_iter),
-            syscalls_per_iter: f(|r| r.syscalls_per_iter),
-            memory_syscalls_per_iter: f(|r| r.memory_syscalls_per_iter()),
-            syscall_counter: r.and_then(|r| r.syscall_counter.clone()),
-            allocs_per_iter: f(|r| r.allocs_per_iter),
-            alloc_bytes_per_iter: f(|r| r.alloc_bytes_per_iter),
+            per_iter: r.map(|r| r.per_iter.clone()).unwrap_or_default(),
             rss_start_bytes: u(|r| r.rss_start_bytes),
             rss_end_bytes: u(|r| r.rss_end_bytes),
             rss_peak_bytes: u(|r| Some(r.rss_peak_bytes)),
@@ -245,10 +201,7 @@ impl SummaryRow {
             p99_ci_low_ns: None,
             p99_ci_high_ns: None,
             ci_coverage: None,
-            minflt_per_iter_min: None,
-            minflt_per_iter_max: None,
-            memory_syscalls_per_iter_min: None,
-            memory_syscalls_per_iter_max: None,
+            spread: Spread::default(),
             vs_in_place: None,
             vs_in_place_ci_low: None,
             vs_in_place_ci_high: None,
@@ -283,7 +236,7 @@ pub fn sample(alloc: &str, variant: &str, p50: u64, minflt: f64, brk: Option<f64
     r.iterations = Some(100);
     r.p50_ns = Some(p50);
     r.p99_ns = Some(p50 * 2);
-    r.minflt_per_iter = Some(minflt);
-    r.brk_per_iter = brk;
+    r.per_iter[MINOR_FAULTS] = Some(minflt);
+    r.per_iter[BRK] = brk;
     r
 }

@@ -1,9 +1,9 @@
 //! The worker's side of the run record: building it from a measurement.
 
 use crate::counters::envinfo::Environment;
-use crate::counters::linux::perf::SyscallCounts;
 use crate::model::budget::Budget;
-use crate::model::record::{per_iter, EncodedHistogram, RunRecord, Totals, SCHEMA};
+use crate::model::metric::Figures;
+use crate::model::record::{EncodedHistogram, RunRecord, Totals, SCHEMA};
 use crate::model::run::RunSpec;
 use crate::worker::measure::{Measurement, Overhead};
 use std::collections::BTreeMap;
@@ -22,7 +22,6 @@ impl RunRecord {
         let h = &m.latency_ns;
         let ru = &m.rusage;
         let sc = m.syscalls.as_ref().ok();
-        let sc_per = |f: fn(&SyscallCounts) -> u64| sc.map(|c| per_iter(f(c), n));
         let allocs = m.allocs.as_ref().ok();
         let mut unavailable = BTreeMap::new();
         let mut sources = BTreeMap::new();
@@ -53,6 +52,17 @@ impl RunRecord {
                 }
             }
         }
+        let totals = Totals {
+            minflt: ru.minflt,
+            majflt: ru.majflt,
+            nvcsw: ru.nvcsw,
+            nivcsw: ru.nivcsw,
+            utime_ns: ru.utime_ns,
+            stime_ns: ru.stime_ns,
+            syscalls: sc.copied(),
+            allocs: allocs.map(|a| a.allocs),
+            alloc_bytes: allocs.map(|a| a.bytes),
+        };
         RunRecord {
             schema: SCHEMA.into(),
             allocator: spec.allocator,
@@ -83,37 +93,14 @@ impl RunRecord {
             max_ns: h.max(),
             mean_ns: h.mean(),
             stdev_ns: h.stdev(),
-            minflt_per_iter: per_iter(ru.minflt, n),
-            majflt_per_iter: per_iter(ru.majflt, n),
-            nvcsw_per_iter: per_iter(ru.nvcsw, n),
-            nivcsw_per_iter: per_iter(ru.nivcsw, n),
-            utime_ns_per_iter: per_iter(ru.utime_ns, n),
-            stime_ns_per_iter: per_iter(ru.stime_ns, n),
-            brk_per_iter: sc_per(|c| c.brk),
-            mmap_per_iter: sc_per(|c| c.mmap),
-            munmap_per_iter: sc_per(|c| c.munmap),
-            madvise_per_iter: sc_per(|c| c.madvise),
-            mremap_per_iter: sc_per(|c| c.mremap),
-            syscalls_per_iter: sc.and_then(|c| c.all).map(|v| per_iter(v, n)),
-            allocs_per_iter: allocs.map(|a| per_iter(a.allocs, n)),
-            alloc_bytes_per_iter: allocs.map(|a| per_iter(a.bytes, n)),
+            per_iter: Figures::per_iteration(&totals.sources(), n)
+                .counted_by(sc.map(|_| "perf".to_string())),
             rss_start_bytes: m.rss_start_bytes.as_ref().ok().copied(),
             rss_end_bytes: m.rss_end_bytes.as_ref().ok().copied(),
             rss_peak_bytes: ru.maxrss_bytes,
             checksum: format!("{checksum:016x}"),
             overhead,
-            totals: Totals {
-                minflt: ru.minflt,
-                majflt: ru.majflt,
-                nvcsw: ru.nvcsw,
-                nivcsw: ru.nivcsw,
-                utime_ns: ru.utime_ns,
-                stime_ns: ru.stime_ns,
-                syscalls: sc.copied(),
-                allocs: allocs.map(|a| a.allocs),
-                alloc_bytes: allocs.map(|a| a.bytes),
-            },
-            syscall_counter: sc.map(|_| "perf".to_string()),
+            totals,
             counter_sources: sources,
             unavailable,
             histogram: EncodedHistogram::encode(h),

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common::*;
+use alloclab::model::metric::{BRK, MINOR_FAULTS};
 use alloclab::model::spec::Allocator;
 use std::process::Command;
 
@@ -57,11 +58,15 @@ fn every_knob_is_read_back_from_the_allocator() {
 fn top_pad_removes_the_glibc_fault_storm() {
     let plain = with_knobs(Allocator::System, "out-of-place", 1_000_000, "");
     let padded = with_knobs(Allocator::System, "out-of-place", 1_000_000, "top_pad=64M");
-    assert!(plain.minflt_per_iter >= 1000.0, "{}", plain.minflt_per_iter);
     assert!(
-        padded.minflt_per_iter < 10.0,
+        plain.per_iter[MINOR_FAULTS].unwrap() >= 1000.0,
+        "{}",
+        plain.per_iter[MINOR_FAULTS].unwrap()
+    );
+    assert!(
+        padded.per_iter[MINOR_FAULTS].unwrap() < 10.0,
         "top_pad=64M still faults: {}",
-        padded.minflt_per_iter
+        padded.per_iter[MINOR_FAULTS].unwrap()
     );
     assert_eq!(plain.checksum, padded.checksum);
 }
@@ -71,7 +76,7 @@ fn top_pad_removes_the_glibc_fault_storm() {
 fn top_pad_removes_the_brk_calls_too() {
     let plain = with_knobs(Allocator::System, "out-of-place", 1_000_000, "");
     let padded = with_knobs(Allocator::System, "out-of-place", 1_000_000, "top_pad=64M");
-    let (Some(pb), Some(qb)) = (plain.brk_per_iter, padded.brk_per_iter) else {
+    let (Some(pb), Some(qb)) = (plain.per_iter[BRK], padded.per_iter[BRK]) else {
         panic!(
             "syscall counts unavailable: {:?}",
             plain.unavailable.get("syscalls")

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common::*;
+use alloclab::model::metric::{ALLOCS, ALLOC_BYTES, BRK, MINOR_FAULTS};
 use alloclab::model::spec::{Allocator, Choice, Variant};
 use alloclab::worker::workload::{checksum_f64, input_bytes};
 
@@ -41,11 +42,11 @@ fn every_worker_prints_a_consistent_record_with_identical_checksums() {
                 Variant::OutOfPlace => 2.0,
                 Variant::Reuse => 0.0,
             };
-            assert_eq!(r.allocs_per_iter, Some(want), "{a} {v}");
-            assert_eq!(r.alloc_bytes_per_iter, Some(want * 8.0 * size as f64));
+            assert_eq!(r.per_iter[ALLOCS], Some(want), "{a} {v}");
+            assert_eq!(r.per_iter[ALLOC_BYTES], Some(want * 8.0 * size as f64));
             // Syscall counts are either measured or explained, never silently missing.
             assert_eq!(
-                r.brk_per_iter.is_some(),
+                r.per_iter[BRK].is_some(),
                 !r.unavailable.contains_key("syscalls")
             );
         }
@@ -58,14 +59,14 @@ fn glibc_out_of_place_faults_and_trims_in_place_does_not() {
     let out = run_worker(Allocator::System, "out-of-place", size, 30);
     let inp = run_worker(Allocator::System, "in-place", size, 30);
     assert!(
-        out.minflt_per_iter >= 1000.0,
+        out.per_iter[MINOR_FAULTS].unwrap() >= 1000.0,
         "out-of-place should re-fault its pages every iteration: {} faults/iter",
-        out.minflt_per_iter
+        out.per_iter[MINOR_FAULTS].unwrap()
     );
     assert!(
-        inp.minflt_per_iter < 10.0,
+        inp.per_iter[MINOR_FAULTS].unwrap() < 10.0,
         "in-place should reuse its pages: {} faults/iter",
-        inp.minflt_per_iter
+        inp.per_iter[MINOR_FAULTS].unwrap()
     );
 }
 
@@ -82,14 +83,14 @@ fn the_observers_memory_does_not_move_glibcs_thresholds() {
     let out = run_worker(Allocator::System, "out-of-place", size, 30);
     let inp = run_worker(Allocator::System, "in-place", size, 30);
     assert!(
-        out.minflt_per_iter >= 20.0,
+        out.per_iter[MINOR_FAULTS].unwrap() >= 20.0,
         "out-of-place at {size} should be trimmed and re-faulted every iteration: {} faults/iter",
-        out.minflt_per_iter
+        out.per_iter[MINOR_FAULTS].unwrap()
     );
     assert!(
-        inp.minflt_per_iter < 1.0,
+        inp.per_iter[MINOR_FAULTS].unwrap() < 1.0,
         "in-place at {size} reuses its pages: {} faults/iter",
-        inp.minflt_per_iter
+        inp.per_iter[MINOR_FAULTS].unwrap()
     );
 }
 
@@ -99,7 +100,7 @@ fn glibc_out_of_place_trims_with_brk_and_in_place_does_not() {
     let size = 1_000_000;
     let out = run_worker(Allocator::System, "out-of-place", size, 30);
     let inp = run_worker(Allocator::System, "in-place", size, 30);
-    let (Some(ob), Some(ib)) = (out.brk_per_iter, inp.brk_per_iter) else {
+    let (Some(ob), Some(ib)) = (out.per_iter[BRK], inp.per_iter[BRK]) else {
         panic!(
             "syscall counts unavailable: {:?}",
             out.unavailable.get("syscalls")
