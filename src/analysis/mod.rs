@@ -2,6 +2,7 @@
 
 pub mod answer;
 pub mod calibration;
+pub mod causes;
 pub mod cells;
 pub mod cliff;
 pub mod command;

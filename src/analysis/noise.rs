@@ -174,6 +174,10 @@ pub struct Noise {
     pub first_seconds_pct: Vec<(f64, f64)>,
     /// The seconds the ratio figures assume.
     pub per_seconds: f64,
+    /// What explains the spread between processes: each candidate cause tested against
+    /// the processes' p50s (None where the processes' conditions were not read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub causes: Option<crate::analysis::causes::Causes>,
 }
 
 /// The `q` quantile of sorted values (nearest rank).
@@ -459,6 +463,7 @@ pub fn analyse(
         warmup_s,
         first_seconds_pct: first_seconds,
         per_seconds,
+        causes: None,
     })
 }
 
@@ -552,6 +557,9 @@ impl Noise {
             out.push(format!(
                 "drift: the later half of the processes vs the earlier half {d:+.1} %"
             ));
+        }
+        if let Some(c) = &self.causes {
+            out.extend(c.describe());
         }
         if !self.first_seconds_pct.is_empty() {
             let parts: Vec<String> = self

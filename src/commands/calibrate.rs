@@ -54,7 +54,7 @@ fn noise(args: &CalibrateArgs, spec: RunSpec) -> Result<()> {
     // Settings that would measure nothing are refused before any process runs.
     check_settings(args.process_time, args.budget_warmup).map_err(Error::BadInput)?;
     let signal = || signal_name().unwrap_or("an interrupt");
-    let series = noise_series(args, &spec)?;
+    let (series, mut processes) = noise_series(args, &spec)?;
     if series.len() < 4 {
         return Err(Error::Interrupted(format!(
             "after {} of {} processes; the noise needs at least 4, nothing printed",
@@ -84,6 +84,10 @@ fn noise(args: &CalibrateArgs, spec: RunSpec) -> Result<()> {
         ))
     })?;
     // What ran, in every output: an interrupt during the last process stops the plan.
+    for (p, p50) in processes.iter_mut().zip(&n.process_p50_ns) {
+        p.p50_ns = *p50;
+    }
+    n.causes = Some(crate::analysis::causes::explain(&processes, 42));
     n.processes_planned = args.processes as usize;
     n.complete = series.len() == n.processes_planned;
     n.stopped_by = (!n.complete).then(|| signal().to_string());
@@ -114,7 +118,10 @@ fn noise(args: &CalibrateArgs, spec: RunSpec) -> Result<()> {
 fn noise_series(
     args: &CalibrateArgs,
     spec: &RunSpec,
-) -> Result<Vec<crate::analysis::noise::Series>> {
+) -> Result<(
+    Vec<crate::analysis::noise::Series>,
+    Vec<crate::analysis::causes::Process>,
+)> {
     use crate::analysis::noise::Series;
     use crate::model::run::WorkerRequest;
     use crate::ui::interrupt::interrupted;
@@ -143,6 +150,7 @@ fn noise_series(
     };
     let mut progress = crate::ui::progress::Progress::new(args.processes as usize);
     let mut series = Vec::new();
+    let mut processes = Vec::new();
     for i in 0..args.processes {
         if interrupted() {
             break;
@@ -157,6 +165,11 @@ fn noise_series(
         }
         let record = record
             .map_err(|f| Error::RunFailed(format!("process {} failed: {}", i + 1, f.cause)))?;
+        processes.push(crate::analysis::causes::Process {
+            p50_ns: record.p50_ns as f64,
+            conditions: record.conditions.clone(),
+            involuntary_switches: Some(record.totals.nivcsw),
+        });
         let t0 = record.timeline.first().map_or(0, |x| x.start_ns);
         series.push(Series {
             samples: record
@@ -168,5 +181,5 @@ fn noise_series(
         });
     }
     progress.clear();
-    Ok(series)
+    Ok((series, processes))
 }

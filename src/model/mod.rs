@@ -5,6 +5,7 @@
 pub mod behaviours;
 pub mod budget;
 pub mod command;
+pub mod conditions;
 pub mod counts;
 pub mod environment;
 pub mod experiment;

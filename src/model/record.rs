@@ -242,6 +242,11 @@ pub struct RunRecord {
     pub histogram: EncodedHistogram,
     /// The machine and software the worker ran on.
     pub env: Environment,
+    /// What could move this process's time against another's over its measured phase
+    /// (the CPU, migrations, run delay, steal, CPU pressure, huge pages); None in
+    /// records written before the lab read them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<crate::model::conditions::Conditions>,
     /// Every measured iteration of the main thread, in order, when the request asked for
     /// a timeline (each iteration then timed alone); empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -279,6 +279,8 @@ pub struct Measurement {
     pub allocs: Result<AllocSnapshot, Unavailable>,
     pub rss_start_bytes: Result<u64, Unavailable>,
     pub rss_end_bytes: Result<u64, Unavailable>,
+    /// What could move this process's time against another's, over the phase.
+    pub conditions: crate::model::conditions::Conditions,
     /// The main thread's iterations, when a timeline was asked for.
     pub timeline: Vec<crate::model::record::IterationSample>,
 }
@@ -344,6 +346,7 @@ pub fn measure(
         // Published before the second meeting point, which orders it for the helpers.
         shared_batch.store(batch, std::sync::atomic::Ordering::Relaxed);
         meet.wait();
+        let conditions_before = crate::counters::conditions::Snapshot::now();
         let rss_start = memory::rss_bytes().map_err(unavailable("reading /proc/self/statm"));
         let allocs_before = alloc_count::snapshot();
         let ru_before = rusage::read_self()?;
@@ -360,6 +363,7 @@ pub fn measure(
         let ru_after = rusage::read_self()?;
         let allocs_after = alloc_count::snapshot();
         let rss_end = memory::rss_bytes().map_err(unavailable("reading /proc/self/statm"));
+        let conditions = conditions_before.until(&crate::counters::conditions::Snapshot::now());
         for helper in helpers {
             let (s, h) = helper
                 .join()
@@ -393,6 +397,7 @@ pub fn measure(
             allocs,
             rss_start_bytes: rss_start,
             rss_end_bytes: rss_end,
+            conditions,
             timeline: samples,
         })
     })

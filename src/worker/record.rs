@@ -105,6 +105,7 @@ impl RunRecord {
             unavailable,
             histogram: EncodedHistogram::encode(h),
             env,
+            conditions: Some(m.conditions.clone()),
             timeline: Vec::new(),
         }
     }

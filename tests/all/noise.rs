@@ -56,6 +56,41 @@ fn calibrate_noise_reads_back_with_one_p50_per_process_and_consistent_budgets() 
     assert_eq!(v["aa_min_processes"], 12);
     // The warm-up profile covers the first seconds of every process without warm-up.
     assert!(!v["first_seconds_pct"].as_array().unwrap().is_empty());
+    // Every candidate cause is judged: tested with ρ or a CPU difference and a p-value,
+    // or untested with the reason; a cause explains only below the threshold.
+    let causes = &v["causes"];
+    assert_eq!(causes["processes"], 4);
+    let list = causes["causes"].as_array().unwrap();
+    let mut names: Vec<&str> = list.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "CPU",
+            "CPU pressure",
+            "huge-page coverage",
+            "involuntary switches",
+            "migrations",
+            "run delay",
+            "steal"
+        ]
+    );
+    let threshold = causes["threshold"].as_f64().unwrap();
+    assert!(threshold > 0.0 && threshold <= 0.05);
+    for c in list {
+        match c["p"].as_f64() {
+            Some(p) => {
+                assert!(p > 0.0 && p <= 1.0, "{c}");
+                assert_eq!(c["explains"], p < threshold, "{c}");
+                assert!(c["rho"].is_f64() || c["difference_pct"].is_f64(), "{c}");
+            }
+            None => {
+                assert!(c["untested"].is_string(), "{c}");
+                assert_eq!(c["explains"], false, "{c}");
+            }
+        }
+        assert!(c["processes"].as_u64().unwrap() <= 4, "{c}");
+    }
 }
 
 #[test]

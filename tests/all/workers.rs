@@ -7,6 +7,7 @@ use crate::common::*;
 use alloclab::model::metric::{ALLOCS, ALLOC_BYTES, BRK, MINOR_FAULTS};
 use alloclab::model::spec::{Allocator, Choice, Variant};
 use alloclab::worker::workload::{checksum_f64, input_bytes};
+use std::process::Command;
 
 #[test]
 fn every_worker_prints_a_consistent_record_with_identical_checksums() {
@@ -177,4 +178,53 @@ fn the_labs_serialized_request_runs_exactly_that_run() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("--request"), "{err}");
     }
+}
+
+/// A worker pinned to one CPU (taskset, an independent tool) reads that CPU at both
+/// ends of its phase and no migration; beside a busy loop pinned to the same CPU it
+/// waits on the run queue for a large part of its phase (the kernel shares the CPU:
+/// about half of it on this VM) and is preempted.
+#[test]
+fn a_pinned_worker_reads_its_cpu_and_waits_for_it_beside_a_busy_loop() {
+    let cpu = "0";
+    let pinned = || {
+        let mut c = Command::new("taskset");
+        let w = worker_cmd(Allocator::System, "in-place", 1_000_000, 400);
+        c.args(["-c", cpu]).arg(w.get_program()).args(w.get_args());
+        parse_record(&c.output().expect("taskset runs"))
+    };
+    let alone = pinned();
+    let c = alone
+        .conditions
+        .clone()
+        .expect("the worker reads its conditions");
+    assert_eq!((c.cpu_start, c.cpu_end), (Some(0), Some(0)), "{c:?}");
+    if let Some(m) = c.migrations {
+        assert_eq!(m, 0, "a pinned thread cannot move: {c:?}");
+    } else {
+        assert!(c.unavailable.contains_key("migrations"), "{c:?}");
+    }
+    let mut hog = Command::new("taskset")
+        .args(["-c", cpu, "sh", "-c", "while :; do :; done"])
+        .spawn()
+        .expect("a busy loop starts");
+    let shared = pinned();
+    hog.kill().ok();
+    hog.wait().ok();
+    let (Some(a), Some(s)) = (
+        c.run_delay_ns,
+        shared.conditions.as_ref().and_then(|c| c.run_delay_ns),
+    ) else {
+        panic!("no run delay read: {c:?}");
+    };
+    let phase = shared.measured_wall_ns;
+    assert!(
+        s as f64 >= 0.2 * phase as f64,
+        "sharing its CPU with a busy loop, the worker waited {s} ns of a {phase} ns phase"
+    );
+    assert!(
+        a <= alone.measured_wall_ns + 50_000_000,
+        "alone: {a} ns waited"
+    );
+    assert!(shared.totals.nivcsw > 0, "the busy loop preempts it");
 }
