@@ -342,6 +342,7 @@ mod tests {
         Process {
             p50_ns: p50,
             conditions: Some(Conditions {
+                pinned: None,
                 cpu_start: Some(cpu),
                 cpu_end: Some(cpu),
                 migrations: Some(0),

@@ -462,6 +462,10 @@ pub struct CalibrateArgs {
     /// --process-time each, so --rounds and --min-time do not apply.
     #[arg(long, conflicts_with_all = ["rounds", "min_time"])]
     pub noise: bool,
+    /// With --noise: keep every worker on this CPU (sched_setaffinity), e.g. 0: whether
+    /// that narrows the spread between processes.
+    #[arg(long, requires = "noise")]
+    pub cpu: Option<u32>,
     /// With --noise: the variant of the cell.
     #[arg(long, alias = "variants", default_value = "in-place", requires = "noise", value_parser = spec::parse_choice::<Variant>)]
     pub variant: Variant,
@@ -657,6 +661,11 @@ pub struct CompareArgs {
     /// same number of runs every time (undecided comparisons stay undecided).
     #[arg(long, conflicts_with = "precision")]
     pub no_adaptive: bool,
+    /// Keep every worker on this CPU (its threads too; sched_setaffinity), e.g. 0: the
+    /// processes of a cell then share the CPU's speed, which `calibrate --noise` may
+    /// name as a cause of their spread. The driver stays where the kernel puts it.
+    #[arg(long)]
+    pub cpu: Option<u32>,
     /// Start no round that would end after this many seconds of measuring, the
     /// --processes rounds included (the first round always runs) [default: 18, with
     /// --precision 60].

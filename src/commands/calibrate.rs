@@ -53,6 +53,10 @@ fn noise(args: &CalibrateArgs, spec: RunSpec) -> Result<()> {
 
     // Settings that would measure nothing are refused before any process runs.
     check_settings(args.process_time, args.budget_warmup).map_err(Error::BadInput)?;
+    if let Some(cpu) = args.cpu {
+        crate::counters::conditions::check_cpu(cpu)
+            .map_err(|why| Error::BadInput(format!("--cpu {cpu}: {why}")))?;
+    }
     let signal = || signal_name().unwrap_or("an interrupt");
     let (series, mut processes) = noise_series(args, &spec)?;
     if series.len() < 4 {
@@ -147,6 +151,7 @@ fn noise_series(
         },
         counters: crate::counters::CounterMode::Off,
         timeline: true,
+        cpu: args.cpu,
     };
     let mut progress = crate::ui::progress::Progress::new(args.processes as usize);
     let mut series = Vec::new();

@@ -351,13 +351,19 @@ fn prepare(args: &CompareArgs, specs: &[crate::model::run::RunSpec]) -> Result<P
         &args.budget.budget(),
         args.max_runs,
     )?;
+    if let Some(cpu) = args.cpu {
+        crate::counters::conditions::check_cpu(cpu)
+            .map_err(|why| Error::BadInput(format!("--cpu {cpu}: {why}")))?;
+    }
     let workers = preflight::check(specs).map_err(Error::bad)?;
-    ProcessExecutor::new(
+    let mut executor = ProcessExecutor::new(
         workers,
         args.counters,
         Duration::from_secs_f64(args.timeout),
     )
-    .map_err(|why| Error::counters(args.counters, why))
+    .map_err(|why| Error::counters(args.counters, why))?;
+    executor.cpu = args.cpu;
+    Ok(executor)
 }
 
 /// What a session measured: every cell, how its rounds went, and the machine around it.
@@ -538,8 +544,10 @@ struct Said {
 fn said(args: &CompareArgs, m: &Measured, ran: &Ran, cells: &[&Cell], rows: &[SummaryRow]) -> Said {
     let lvl = level_text();
     let method = format!(
-        "{} in interleaved rounds ({}, order seed {}); p50 and counts are medians over processes, ±p50 its {lvl} interval{}; a ratio is significant when its whole interval of at least {lvl} lies beyond ±{} %",
+        "{}{} in interleaved rounds ({}, order seed {}); p50 and counts are medians over processes, ±p50 its {lvl} interval{}; a ratio is significant when its whole interval of at least {lvl} lies beyond ±{} %",
         ran.processes_clause(),
+        args.cpu
+            .map_or(String::new(), |c| format!(", every worker kept on CPU {c} (--cpu)")),
         m.order_words,
         m.order_seed,
         coverage_note(rows),

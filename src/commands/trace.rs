@@ -184,6 +184,7 @@ impl CellTracing<'_> {
                 (Err(_), false) => crate::counters::CounterMode::Off,
             },
             timeline: true,
+            cpu: None,
         };
         progress.start(&format!(
             "{label}: traced run of {} iterations",

@@ -145,6 +145,7 @@ impl Snapshot {
             .map_err(|e| why("anon_huge_bytes", &e))
             .ok();
         Conditions {
+            pinned: None,
             cpu_start,
             cpu_end,
             migrations,
@@ -156,6 +157,71 @@ impl Snapshot {
             unavailable: c.unavailable,
         }
     }
+}
+
+/// The CPUs this thread may run on (sched_getaffinity), in order.
+pub fn allowed_cpus() -> std::io::Result<Vec<u32>> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: sched_getaffinity writes at most the size it is given into `set`.
+    let r = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok((0..libc::CPU_SETSIZE as u32)
+        // SAFETY: the index is below CPU_SETSIZE.
+        .filter(|&c| unsafe { libc::CPU_ISSET(c as usize, &set) })
+        .collect())
+}
+
+/// The CPUs as a person writes them: "0-3,6".
+pub fn cpu_list(cpus: &[u32]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j {
+            cpus[i].to_string()
+        } else {
+            format!("{}-{}", cpus[i], cpus[j])
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
+/// Whether `cpu` is one this process may run on; Err names the ones it may.
+pub fn check_cpu(cpu: u32) -> Result<(), String> {
+    let allowed = allowed_cpus().map_err(|e| format!("sched_getaffinity: {e}"))?;
+    if allowed.contains(&cpu) {
+        Ok(())
+    } else {
+        Err(format!(
+            "CPU {cpu} is not one this process may run on; give one of {}",
+            cpu_list(&allowed)
+        ))
+    }
+}
+
+/// Keeps the calling thread (and the threads it starts) on `cpu`.
+pub fn pin_to(cpu: u32) -> Result<(), String> {
+    check_cpu(cpu)?;
+    // SAFETY: a zeroed cpu_set_t is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: the index is below CPU_SETSIZE (check_cpu found it in the allowed set).
+    unsafe { libc::CPU_SET(cpu as usize, &mut set) };
+    // SAFETY: sched_setaffinity reads the size it is given from `set`.
+    let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if r != 0 {
+        return Err(format!(
+            "sched_setaffinity: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -175,6 +241,7 @@ mod tests {
         assert_eq!(parse_rollup(rollup, "Anonymous"), Some(112 * 1024));
         assert_eq!(parse_rollup(rollup, "AnonHugePages"), Some(2048 * 1024));
         assert_eq!(parse_rollup(rollup, "Anon"), None);
+        assert_eq!(cpu_list(&[0, 1, 2, 3, 6, 8, 9]), "0-3,6,8-9");
     }
 
     /// The figures agree with an independent reading: a thread that sleeps moves its

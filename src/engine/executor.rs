@@ -41,6 +41,9 @@ pub struct ProcessExecutor {
     /// here — only when its last event closes; while the driver holds one, a worker's exit
     /// does not pay that (≈ 0.2 s per run). They count nothing: they are never enabled.
     _keepalive: Option<SyscallCounters>,
+    /// The CPU every worker keeps its threads on (`--cpu`); None lets the kernel place
+    /// them.
+    pub cpu: Option<u32>,
 }
 
 impl ProcessExecutor {
@@ -65,6 +68,7 @@ impl ProcessExecutor {
             counters,
             timeout,
             _keepalive: keepalive,
+            cpu: None,
         })
     }
 }
@@ -149,6 +153,7 @@ impl ProcessExecutor {
             budget: *budget,
             counters,
             timeline: false,
+            cpu: self.cpu,
         };
         // Serializing these plain types cannot fail.
         let json = serde_json::to_string(&request).unwrap_or_default();

@@ -11,6 +11,9 @@ use std::collections::BTreeMap;
 /// read (`unavailable` says why), never a stand-in 0.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Conditions {
+    /// The CPU the run was asked to stay on (`--cpu`); None where the kernel placed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned: Option<u32>,
     /// The CPU the main thread was on when the measured phase began (sched_getcpu).
     pub cpu_start: Option<u32>,
     /// The CPU the main thread was on when it ended.

@@ -87,4 +87,8 @@ pub struct WorkerRequest {
     /// [`IterationSample`]: crate::model::record::IterationSample
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub timeline: bool,
+    /// The CPU the worker keeps every thread on (sched_setaffinity before it prepares
+    /// anything), where one was asked for (`--cpu`); None lets the kernel place it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<u32>,
 }

@@ -60,6 +60,9 @@ pub struct WorkerArgs {
     /// most 1,000,000.
     #[arg(long)]
     pub timeline: bool,
+    /// Keep every thread of the run on this CPU (sched_setaffinity), e.g. 0.
+    #[arg(long)]
+    pub cpu: Option<u32>,
     /// Indent the JSON.
     #[arg(long)]
     pub pretty: bool,
@@ -115,6 +118,7 @@ pub fn request(args: &WorkerArgs, allocator: Allocator) -> anyhow::Result<Worker
         budget: args.budget.budget(),
         counters: args.counters,
         timeline: args.timeline,
+        cpu: args.cpu,
     })
 }
 
@@ -130,6 +134,10 @@ pub fn run(
         anyhow::bail!("--threads 0: a run needs at least 1 thread (the main thread)");
     }
     let size = usize::try_from(spec.size)?;
+    if let Some(cpu) = request.cpu {
+        crate::counters::conditions::pin_to(cpu)
+            .map_err(|e| anyhow::anyhow!("--cpu {cpu}: {e}"))?;
+    }
     let library = spec.library.as_ref().zip(preload);
     let budget = request.budget;
     // Kept to the end of the run: freed now, it would move glibc's thresholds.
@@ -187,6 +195,9 @@ pub fn run(
     }
     let mut record = RunRecord::new(spec, budget, &m, overhead, checksum, env);
     record.timeline = std::mem::take(&mut m.timeline);
+    if let Some(c) = record.conditions.as_mut() {
+        c.pinned = request.cpu;
+    }
     for k in &spec.knobs {
         let effective = match (info.read_knob)(&k.name) {
             Ok(v) if v == k.value => v,

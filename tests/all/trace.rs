@@ -706,6 +706,7 @@ fn under_ptrace_glibc_grows_its_heap_as_much_as_it_trims_it() {
         budget: alloclab::model::budget::Budget::exactly(3, 20),
         counters: CounterMode::Ptrace,
         timeline: true,
+        cpu: None,
     };
     let (record, calls) = executor.spawn_request_traced(&request).unwrap();
     let events = alloclab::engine::trace::events_of_calls(&calls);

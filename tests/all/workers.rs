@@ -156,6 +156,7 @@ fn the_labs_serialized_request_runs_exactly_that_run() {
         },
         counters: CounterMode::Off,
         timeline: false,
+        cpu: None,
     };
     let json = serde_json::to_string(&request).unwrap();
     let out = std::process::Command::new(worker_path(Allocator::Jemalloc))
@@ -227,4 +228,44 @@ fn a_pinned_worker_reads_its_cpu_and_waits_for_it_beside_a_busy_loop() {
         "alone: {a} ns waited"
     );
     assert!(shared.totals.nivcsw > 0, "the busy loop preempts it");
+}
+
+/// `--cpu` keeps a worker and its threads on that CPU: the record says so and its
+/// conditions read it at both ends; a CPU the process may not use is refused by the
+/// worker, and by compare and calibrate --noise before anything runs (exit 2, naming
+/// the CPUs it may use).
+#[test]
+fn cpu_pins_the_worker_and_a_cpu_not_allowed_is_refused() {
+    // Alternating CPUs: an unpinned worker would land where asked only by chance.
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    for cpu in [0, 1, 0, 1, 0, 1].map(|c| c % cpus) {
+        let mut w = worker_cmd(Allocator::System, "in-place", 100_000, 200);
+        w.args(["--threads", "2", "--cpu", &cpu.to_string()]);
+        let r = parse_record(&w.output().unwrap());
+        let c = r.conditions.expect("conditions read");
+        assert_eq!(c.pinned, Some(cpu));
+        assert_eq!((c.cpu_start, c.cpu_end), (Some(cpu), Some(cpu)), "{c:?}");
+        assert!(c.migrations.is_none_or(|m| m == 0), "{c:?}");
+    }
+    let mut bad = worker_cmd(Allocator::System, "in-place", 1000, 10);
+    bad.args(["--cpu", "100000"]);
+    let o = bad.output().unwrap();
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--cpu 100000"), "{}", stderr(&o));
+    for args in [
+        &["compare", "--size", "1000", "--cpu", "100000"][..],
+        &["calibrate", "--noise", "--cpu", "100000"][..],
+    ] {
+        let o = lab(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(
+            e.contains("--cpu 100000") && e.contains("give one of 0"),
+            "{args:?}: {e}"
+        );
+        assert!(
+            o.stdout.is_empty() && !e.contains("[1/"),
+            "nothing ran: {e}"
+        );
+    }
 }
