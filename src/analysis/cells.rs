@@ -262,6 +262,32 @@ pub fn noise_notes(
     notes
 }
 
+/// Processes whose measured phase was disturbed in a way their records show: a move to
+/// another CPU (a migration, or a different CPU at its end), or time the hypervisor
+/// stole from the machine. They are kept, and said: "3 of 96 processes …". None when no
+/// process was, or no record read its conditions.
+pub fn disturbed(cells: &[&Cell]) -> Option<String> {
+    let conditions: Vec<&crate::model::conditions::Conditions> = cells
+        .iter()
+        .flat_map(|c| c.records().map(|(_, r)| r))
+        .filter_map(|r| r.conditions.as_ref())
+        .collect();
+    let moved = conditions
+        .iter()
+        .filter(|c| c.migrations.is_some_and(|m| m > 0) || c.cpu_start != c.cpu_end)
+        .count();
+    let stolen = conditions
+        .iter()
+        .filter(|c| c.steal_ns.is_some_and(|s| s > 0))
+        .count();
+    (moved + stolen > 0).then(|| {
+        format!(
+            "of {} processes, {moved} moved to another CPU during their measured phase and {stolen} ran while the hypervisor stole time from the machine; all are kept (alloclab calibrate --noise tests whether either moves a p50 here)",
+            conditions.len()
+        )
+    })
+}
+
 /// For tests: a cell of the founding case (scale, out-of-place, the stored record's size)
 /// under `allocator` (a spec, with knobs), one process per figure with its p50 and
 /// faults per iteration set.
@@ -351,6 +377,29 @@ mod tests {
             governor: None,
         };
         let notes = noise_notes(&busy, &quiet, Some(2), std::slice::from_ref(&row));
+        // Disturbed processes are counted from their records' conditions.
+        let mut cell = test_cell("system", &[(100, 0.0), (100, 0.0), (100, 0.0)]);
+        assert_eq!(
+            disturbed(&[&cell]),
+            None,
+            "the stored record has no conditions"
+        );
+        for (i, (_, r)) in cell.runs.iter_mut().enumerate() {
+            let r = r.as_mut().unwrap();
+            r.conditions = Some(crate::model::conditions::Conditions {
+                cpu_start: Some(0),
+                cpu_end: Some(if i == 1 { 1 } else { 0 }),
+                migrations: Some(0),
+                steal_ns: Some(if i == 2 { 10_000_000 } else { 0 }),
+                ..Default::default()
+            });
+        }
+        let said = disturbed(&[&cell]).unwrap();
+        assert!(
+            said.starts_with("of 3 processes, 1 moved to another CPU")
+                && said.contains(" and 1 ran while"),
+            "{said}"
+        );
         assert_eq!(notes.len(), 2, "{notes:?}");
         assert!(
             notes[0].contains("1 at the start, 0 at the end"),

@@ -577,6 +577,7 @@ fn said(args: &CompareArgs, m: &Measured, ran: &Ran, cells: &[&Cell], rows: &[Su
     lines.extend(
         cells::noise_notes(&m.load_start, &m.load_end, cpus, rows)
             .into_iter()
+            .chain(cells::disturbed(cells))
             .map(|n| format!("noisy: {n}")),
     );
     Said {
