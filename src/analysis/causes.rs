@@ -94,18 +94,37 @@ fn pearson(x: &[f64], y: &[f64]) -> Option<f64> {
     (sxx > 0.0 && syy > 0.0).then(|| sxy / (sxx * syy).sqrt())
 }
 
-/// Spearman's ρ of `x` against `y` and its two-sided permutation p-value.
-fn spearman(x: &[f64], y: &[f64], rng: &mut SplitMix) -> Option<(f64, f64)> {
-    let (rx, mut ry) = (ranks(x), ranks(y));
-    let rho = pearson(&rx, &ry)?;
-    let mut as_far = 0;
+/// How a candidate is tested.
+#[derive(Clone, Copy, PartialEq)]
+enum Side {
+    /// A disturbance: more of it can only slow a process, so only ρ > 0 counts.
+    Slower,
+    /// Either way (huge pages can speed a process or slow it).
+    Both,
+}
+
+/// The permutation p-value of `stat` among the statistics of `SHUFFLES` shuffles of
+/// `labels` (`stat_of` gives a labelling's statistic; larger is more extreme), and the
+/// least p any arrangement could give: that of `extreme`.
+fn permutation_p<T: Clone>(
+    labels: &[T],
+    extreme: &[T],
+    stat_of: &dyn Fn(&[T]) -> Option<f64>,
+    rng: &mut SplitMix,
+) -> Option<(f64, f64)> {
+    let observed = stat_of(labels)?;
+    let most = stat_of(extreme).unwrap_or(observed).max(observed);
+    let mut shuffled = labels.to_vec();
+    let (mut as_far, mut as_far_as_most) = (0usize, 0usize);
     for _ in 0..SHUFFLES {
-        rng.shuffle(&mut ry);
-        if pearson(&rx, &ry).is_some_and(|r| r.abs() >= rho.abs() - 1e-12) {
-            as_far += 1;
+        rng.shuffle(&mut shuffled);
+        if let Some(s) = stat_of(&shuffled) {
+            as_far += usize::from(s >= observed - 1e-12);
+            as_far_as_most += usize::from(s >= most - 1e-12);
         }
     }
-    Some((rho, (as_far + 1) as f64 / (SHUFFLES + 1) as f64))
+    let p = |k: usize| (k + 1) as f64 / (SHUFFLES + 1) as f64;
+    Some((p(as_far), p(as_far_as_most)))
 }
 
 /// The largest difference between groups' median p50s, in % of the lowest median, over
@@ -141,60 +160,135 @@ fn fmt_value(v: f64, unit: &str) -> String {
     }
 }
 
-/// Judges every candidate against the processes' p50s (`seed` fixes the shuffles).
-pub fn explain(processes: &[Process], seed: u64) -> Causes {
-    let mut rng = SplitMix(seed);
-    type Get = fn(&Process) -> Option<f64>;
-    let counts: [(&'static str, &'static str, Get); 6] = [
-        ("run delay", "ns", |p| {
-            Some(p.conditions.as_ref()?.run_delay_ns? as f64)
-        }),
-        ("involuntary switches", "", |p| {
-            Some(p.involuntary_switches? as f64)
-        }),
-        ("migrations", "", |p| {
-            Some(p.conditions.as_ref()?.migrations? as f64)
-        }),
-        ("steal", "ns", |p| {
-            Some(p.conditions.as_ref()?.steal_ns? as f64)
-        }),
-        ("CPU pressure", "µs", |p| {
-            Some(p.conditions.as_ref()?.cpu_pressure_us? as f64)
-        }),
-        ("huge-page coverage", "%", |p| {
-            p.conditions.as_ref()?.huge_page_coverage()
-        }),
-    ];
-    let mut causes = Vec::new();
-    for (name, unit, get) in counts {
-        let pairs: Vec<(f64, f64)> = processes
-            .iter()
-            .filter_map(|p| Some((get(p)?, p.p50_ns)))
-            .collect();
-        let (x, y): (Vec<f64>, Vec<f64>) = pairs.iter().copied().unzip();
-        let lo = x.iter().copied().reduce(f64::min);
-        let hi = x.iter().copied().reduce(f64::max);
-        let values = match (lo, hi) {
-            (Some(l), Some(h)) if l == h => format!("{} in every process", fmt_value(l, unit)),
+/// A p-value with the digits that tell it from a threshold: 0.41, 0.0167, 0.00714.
+pub fn fmt_p(p: f64) -> String {
+    if p >= 0.1 {
+        format!("{p:.2}")
+    } else if p >= 0.01 {
+        format!("{p:.4}")
+    } else if p >= 0.001 {
+        format!("{p:.5}")
+    } else {
+        format!("{p:.6}")
+    }
+}
+
+/// A candidate before the verdict: its figures, or why it is not tested.
+struct Judged {
+    cause: Cause,
+    /// The least p any arrangement of its values could give.
+    least_p: Option<f64>,
+}
+
+type Get = fn(&Process) -> Option<f64>;
+
+/// The disturbances and huge pages: name, unit, side, the smallest difference that is
+/// not the same (a figure varying by less is the same in every process), how a process
+/// gives it.
+const CANDIDATES: [(&str, &str, Side, f64, Get); 6] = [
+    ("run delay", "ns", Side::Slower, 0.0, |p| {
+        Some(p.conditions.as_ref()?.run_delay_ns? as f64)
+    }),
+    ("involuntary switches", "", Side::Slower, 0.0, |p| {
+        Some(p.involuntary_switches? as f64)
+    }),
+    ("migrations", "", Side::Slower, 0.0, |p| {
+        Some(p.conditions.as_ref()?.migrations? as f64)
+    }),
+    ("steal", "ns", Side::Slower, 0.0, |p| {
+        Some(p.conditions.as_ref()?.steal_ns? as f64)
+    }),
+    ("CPU pressure", "µs", Side::Slower, 0.0, |p| {
+        Some(p.conditions.as_ref()?.cpu_pressure_us? as f64)
+    }),
+    ("huge-page coverage", "%", Side::Both, 0.01, |p| {
+        p.conditions.as_ref()?.huge_page_coverage()
+    }),
+];
+
+fn judge_count(
+    (name, unit, side, resolution, get): (&'static str, &str, Side, f64, Get),
+    processes: &[Process],
+    rng: &mut SplitMix,
+) -> Judged {
+    let pairs: Vec<(f64, f64)> = processes
+        .iter()
+        .filter_map(|p| Some((get(p)?, p.p50_ns)))
+        .collect();
+    let (x, y): (Vec<f64>, Vec<f64>) = pairs.iter().copied().unzip();
+    let lo = x.iter().copied().reduce(f64::min);
+    let hi = x.iter().copied().reduce(f64::max);
+    let mut cause = Cause {
+        name,
+        processes: x.len(),
+        values: match (lo, hi) {
+            (Some(l), Some(h)) if h - l <= resolution => {
+                format!("{} in every process", fmt_value(l, unit))
+            }
             (Some(l), Some(h)) => format!("{} to {}", fmt_value(l, unit), fmt_value(h, unit)),
             _ => "not read".to_string(),
+        },
+        rho: None,
+        difference_pct: None,
+        p: None,
+        explains: false,
+        untested: None,
+    };
+    let varies = matches!((lo, hi), (Some(l), Some(h)) if h - l > resolution);
+    if x.len() < 4 {
+        cause.untested = Some(format!("read in {} processes; a test needs 4", x.len()));
+        return Judged {
+            cause,
+            least_p: None,
         };
-        let tested = if x.len() < 4 {
-            Err(format!("{} processes with a value; it needs 4", x.len()))
-        } else {
-            spearman(&x, &y, &mut rng).ok_or_else(|| "explains nothing here".to_string())
-        };
-        causes.push(Cause {
-            name,
-            processes: x.len(),
-            values,
-            rho: tested.as_ref().ok().map(|t| t.0),
-            difference_pct: None,
-            p: tested.as_ref().ok().map(|t| t.1),
-            explains: false,
-            untested: tested.err(),
-        });
     }
+    if !varies {
+        cause.untested = Some(if resolution > 0.0 {
+            "within 1 % in every process: nothing to test".to_string()
+        } else {
+            "the same in every process: nothing to test".to_string()
+        });
+        return Judged {
+            cause,
+            least_p: None,
+        };
+    }
+    let ry = ranks(&y);
+    let rx = ranks(&x);
+    // The most extreme arrangement: the largest figure with the slowest process.
+    let mut extreme = rx.clone();
+    extreme.sort_by(f64::total_cmp);
+    let mut order: Vec<usize> = (0..ry.len()).collect();
+    order.sort_by(|&a, &b| ry[a].total_cmp(&ry[b]));
+    let mut most = vec![0.0; rx.len()];
+    for (k, &i) in order.iter().enumerate() {
+        most[i] = extreme[k];
+    }
+    let rho = pearson(&rx, &ry);
+    let stat = |labels: &[f64]| {
+        let r = pearson(labels, &ry)?;
+        Some(if side == Side::Slower { r } else { r.abs() })
+    };
+    cause.rho = rho;
+    match permutation_p(&rx, &most, &stat, rng) {
+        Some((p, least)) => {
+            cause.p = Some(p);
+            Judged {
+                cause,
+                least_p: Some(least),
+            }
+        }
+        None => {
+            cause.untested = Some("the same in every process: nothing to test".to_string());
+            Judged {
+                cause,
+                least_p: None,
+            }
+        }
+    }
+}
+
+fn judge_cpu(processes: &[Process], rng: &mut SplitMix) -> Judged {
     // The CPU, where the process stayed on one for its whole phase.
     let on_cpu: Vec<(u32, f64)> = processes
         .iter()
@@ -207,14 +301,17 @@ pub fn explain(processes: &[Process], seed: u64) -> Causes {
     let mut cpus: Vec<u32> = labels.clone();
     cpus.sort_unstable();
     cpus.dedup();
+    let of = |c: u32| -> Vec<f64> {
+        on_cpu
+            .iter()
+            .filter(|(l, _)| *l == c)
+            .map(|(_, p)| *p)
+            .collect()
+    };
     let values = cpus
         .iter()
-        .map(|c| {
-            let v: Vec<f64> = on_cpu
-                .iter()
-                .filter(|(l, _)| l == c)
-                .map(|(_, p)| *p)
-                .collect();
+        .map(|&c| {
+            let v = of(c);
             format!(
                 "cpu{c} {} ({})",
                 median(&v).map_or("-".into(), crate::fmt::fmt_ns),
@@ -224,44 +321,98 @@ pub fn explain(processes: &[Process], seed: u64) -> Causes {
         .collect::<Vec<_>>()
         .join(", ");
     let moved = processes.len() - on_cpu.len();
-    let values = if moved > 0 {
-        format!("{values}; {moved} moved or unread")
-    } else {
-        values
-    };
-    let tested = match group_spread(&labels, &p50s) {
-        None => Err("fewer than two CPUs with two processes that stayed on them".to_string()),
-        Some(d) => {
-            let mut shuffled = labels.clone();
-            let mut as_far = 0;
-            for _ in 0..SHUFFLES {
-                rng.shuffle(&mut shuffled);
-                if group_spread(&shuffled, &p50s).is_some_and(|s| s >= d - 1e-12) {
-                    as_far += 1;
-                }
-            }
-            Ok((d, (as_far + 1) as f64 / (SHUFFLES + 1) as f64))
-        }
-    };
-    causes.push(Cause {
+    let mut cause = Cause {
         name: "CPU",
         processes: on_cpu.len(),
-        values,
+        values: if moved > 0 {
+            format!("{values}; {moved} moved or unread")
+        } else {
+            values
+        },
         rho: None,
-        difference_pct: tested.as_ref().ok().map(|t| t.0),
-        p: tested.as_ref().ok().map(|t| t.1),
+        difference_pct: group_spread(&labels, &p50s),
+        p: None,
         explains: false,
-        untested: tested.err(),
-    });
-    let n_tested = causes.iter().filter(|c| c.p.is_some()).count().max(1);
-    let threshold = ALPHA / n_tested as f64;
-    for c in &mut causes {
-        c.explains = c.p.is_some_and(|p| p < threshold);
+        untested: None,
+    };
+    if cause.difference_pct.is_none() {
+        cause.untested =
+            Some("fewer than two CPUs with two processes that stayed on them".to_string());
+        return Judged {
+            cause,
+            least_p: None,
+        };
     }
-    // The explaining ones first, then by p.
+    // The most extreme arrangement: the fastest processes on one CPU, the slowest on
+    // another, each CPU keeping its number of processes.
+    let mut order: Vec<usize> = (0..p50s.len()).collect();
+    order.sort_by(|&a, &b| p50s[a].total_cmp(&p50s[b]));
+    let mut sorted_labels = labels.clone();
+    sorted_labels.sort_unstable();
+    let mut most = vec![0; labels.len()];
+    for (k, &i) in order.iter().enumerate() {
+        most[i] = sorted_labels[k];
+    }
+    let stat = |l: &[u32]| group_spread(l, &p50s);
+    if let Some((p, least)) = permutation_p(&labels, &most, &stat, rng) {
+        cause.p = Some(p);
+        return Judged {
+            cause,
+            least_p: Some(least),
+        };
+    }
+    Judged {
+        cause,
+        least_p: None,
+    }
+}
+
+/// Judges every candidate against the processes' p50s (`seed` fixes the shuffles).
+/// The family the threshold divides 0.05 by is the candidates that could reach 0.05 at
+/// all; one whose values could not reach the threshold in any arrangement is not tested.
+/// `pinned`: the CPU every process was kept on (`--cpu`), which leaves no CPUs to compare.
+pub fn explain(processes: &[Process], seed: u64, pinned: Option<u32>) -> Causes {
+    let mut rng = SplitMix(seed);
+    let mut judged: Vec<Judged> = CANDIDATES
+        .iter()
+        .map(|c| judge_count(*c, processes, &mut rng))
+        .collect();
+    let mut cpu = judge_cpu(processes, &mut rng);
+    if let Some(c) = pinned {
+        cpu.cause.untested = Some(format!(
+            "every process kept on CPU {c} (--cpu): no CPUs to compare"
+        ));
+        cpu.least_p = None;
+        cpu.cause.p = None;
+    }
+    judged.push(cpu);
+    let family = judged
+        .iter()
+        .filter(|j| j.least_p.is_some_and(|p| p < ALPHA))
+        .count()
+        .max(1);
+    let threshold = ALPHA / family as f64;
+    let mut causes: Vec<Cause> = judged
+        .into_iter()
+        .map(|j| {
+            let mut c = j.cause;
+            if let Some(least) = j.least_p.filter(|&l| l >= threshold) {
+                c.untested = Some(format!(
+                    "cannot be shown from {} processes: no arrangement of these values gives p below {} (the least is {}); more --processes",
+                    c.processes,
+                    fmt_p(threshold),
+                    fmt_p(least)
+                ));
+            }
+            c.explains = c.untested.is_none() && c.p.is_some_and(|p| p < threshold);
+            c
+        })
+        .collect();
+    // The explaining ones first, then the tested by p, then the rest.
     causes.sort_by(|a, b| {
-        b.explains
-            .cmp(&a.explains)
+        let key = |c: &Cause| (!c.explains, c.untested.is_some());
+        key(a)
+            .cmp(&key(b))
             .then(a.p.unwrap_or(2.0).total_cmp(&b.p.unwrap_or(2.0)))
     });
     Causes {
@@ -280,57 +431,60 @@ impl Causes {
             .filter(|c| c.explains)
             .map(|c| c.name)
             .collect();
-        let mut out = vec![if found.is_empty() {
+        let tested = self.causes.iter().filter(|c| c.untested.is_none()).count();
+        let mut out = vec![if !found.is_empty() {
             format!(
-                "what moves a process's p50 here: none of the {} candidates explains the spread of these {} processes (each tested at p < {})",
+                "what moves a process's p50 here: {} (p below {}; {tested} of {} candidates tested over {} processes)",
+                found.join(", "),
+                fmt_p(self.threshold),
                 self.causes.len(),
+                self.processes
+            )
+        } else if tested == 0 {
+            format!(
+                "what moves a process's p50 here: nothing could be tested from these {} processes (each candidate is unread, the same in every process, or needs more processes to reach p below {}): more --processes",
                 self.processes,
-                trim_p(self.threshold)
+                fmt_p(self.threshold)
             )
         } else {
             format!(
-                "what moves a process's p50 here: {} (p < {} over {} processes)",
-                found.join(", "),
-                trim_p(self.threshold),
-                self.processes
+                "what moves a process's p50 here: none of the {tested} candidates tested (of {}) explains the spread of these {} processes (p below {} needed)",
+                self.causes.len(),
+                self.processes,
+                fmt_p(self.threshold)
             )
         }];
         for c in &self.causes {
-            let stat = match (c.rho, c.difference_pct) {
-                (Some(r), _) => format!("ρ {r:+.2}"),
-                (None, Some(d)) => format!("{d:+.1} %"),
-                _ => String::new(),
-            };
-            let sep = if c.untested.is_some() && c.values.ends_with("in every process") {
-                ":"
-            } else {
-                ";"
-            };
             let judged = match (&c.untested, c.p) {
                 (Some(why), _) => why.clone(),
-                (None, Some(p)) => format!(
-                    "{stat}, p {}: {}",
-                    trim_p(p),
-                    if c.explains {
+                (None, Some(p)) => {
+                    let stat = match (c.rho, c.difference_pct) {
+                        (Some(r), _) => format!("ρ {r:+.2}"),
+                        (None, Some(d)) => format!("{d:+.1} %"),
+                        _ => String::new(),
+                    };
+                    let verdict = if c.explains {
                         "explains it"
+                    } else if c.rho.is_some_and(|r| r < 0.0) && c.name != "huge-page coverage" {
+                        "no effect shown (more of it went with faster processes)"
                     } else {
                         "no effect shown"
-                    }
-                ),
+                    };
+                    format!("{stat}, p {}: {verdict}", fmt_p(p))
+                }
                 _ => String::new(),
             };
-            out.push(format!("  {:<21} {}{sep} {judged}", c.name, c.values));
+            // "0 in every process: nothing to test", not the sameness twice.
+            let line = match judged.split_once(": nothing to test") {
+                Some(_) if c.values.ends_with("in every process") => {
+                    format!("{}: nothing to test", c.values)
+                }
+                _ => format!("{}; {judged}", c.values),
+            };
+            out.push(format!("  {:<21} {line}", c.name));
         }
-        out.push("ρ: Spearman's rank correlation with the processes' p50s; CPU: the largest difference of the CPUs' median p50s among processes that stayed on one; p: a permutation test's".to_string());
+        out.push("ρ: Spearman's rank correlation with the processes' p50s; CPU: the largest difference of the CPUs' median p50s among processes that stayed on one; p: a permutation test's p-value, one-sided for the disturbances (more of them can only slow a process), two-sided for huge pages and the CPU".to_string());
         out
-    }
-}
-
-fn trim_p(p: f64) -> String {
-    if p >= 0.01 {
-        format!("{p:.2}")
-    } else {
-        format!("{p:.4}")
     }
 }
 
@@ -374,7 +528,7 @@ mod tests {
                 process(p50, cpu, delays[i] * 1000, 0)
             })
             .collect();
-        let c = explain(&ps, 1);
+        let c = explain(&ps, 1, None);
         let by = |n: &str| c.causes.iter().find(|x| x.name == n).unwrap().clone();
         assert!(by("CPU").explains, "{c:?}");
         assert!(by("CPU").difference_pct.unwrap() > 5.0);
@@ -385,7 +539,7 @@ mod tests {
         assert!((c.threshold - 0.05 / 3.0).abs() < 1e-12, "{}", c.threshold);
         assert_eq!(c.causes[0].name, "CPU", "explaining causes first");
         assert!(
-            c.describe()[0].contains(": CPU (p < 0.02"),
+            c.describe()[0].contains(": CPU (p below 0.0167; 3 of 7 candidates tested"),
             "{:?}",
             c.describe()
         );
@@ -398,15 +552,55 @@ mod tests {
         let ps: Vec<Process> = (0..12u64)
             .map(|i| process(200_000.0 + i as f64 * 1000.0, 0, i * 50_000, 0))
             .collect();
-        let c = explain(&ps, 7);
+        let c = explain(&ps, 7, None);
         let delay = c.causes.iter().find(|x| x.name == "run delay").unwrap();
         assert!(delay.explains && (delay.rho.unwrap() - 1.0).abs() < 1e-12);
         assert!(delay.p.unwrap() <= 2.0 / (SHUFFLES + 1) as f64);
         let cpu = c.causes.iter().find(|x| x.name == "CPU").unwrap();
         assert!(cpu.untested.is_some(), "one CPU: nothing to compare");
         // Few processes: not tested rather than guessed.
-        let few = explain(&ps[..3], 7);
+        let few = explain(&ps[..3], 7, None);
         assert!(few.causes.iter().all(|x| x.p.is_none()), "{few:?}");
-        assert!(few.describe()[0].contains("none of the 7 candidates"));
+        assert!(few.describe()[0].contains("nothing could be tested from these 3 processes"));
+        // Four in perfect order: no arrangement of four reaches the threshold (the least
+        // one-sided p is 1/24), so it cannot be shown rather than "no effect".
+        let four = explain(&ps[..4], 7, None);
+        let delay = four.causes.iter().find(|x| x.name == "run delay").unwrap();
+        assert!(!delay.explains, "{four:?}");
+        assert!(
+            delay
+                .untested
+                .as_deref()
+                .is_some_and(|u| u.starts_with("cannot be shown from 4 processes")),
+            "{delay:?}"
+        );
+    }
+
+    /// A disturbance is tested one-sided: more run delay with faster processes is no
+    /// cause, however strong the (negative) correlation.
+    #[test]
+    fn a_disturbance_that_goes_with_faster_processes_is_not_a_cause() {
+        let ps: Vec<Process> = (0..12u64)
+            .map(|i| process(200_000.0 + i as f64 * 1000.0, 0, (12 - i) * 50_000, 0))
+            .collect();
+        let c = explain(&ps, 3, None);
+        let delay = c.causes.iter().find(|x| x.name == "run delay").unwrap();
+        assert!(delay.rho.unwrap() < -0.99 && !delay.explains, "{delay:?}");
+        assert!(delay.p.unwrap() > 0.9, "{delay:?}");
+        assert!(c
+            .describe()
+            .iter()
+            .any(|l| l.contains("went with faster processes")));
+        // Huge pages are two-sided: more coverage with faster processes is named.
+        let ps: Vec<Process> = (0..12u64)
+            .map(|i| process(200_000.0 + i as f64 * 1000.0, 0, 0, (12 - i) << 19))
+            .collect();
+        let c = explain(&ps, 3, None);
+        let huge = c
+            .causes
+            .iter()
+            .find(|x| x.name == "huge-page coverage")
+            .unwrap();
+        assert!(huge.explains, "{huge:?}");
     }
 }

@@ -146,6 +146,10 @@ pub struct Modes {
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Noise {
+    /// The cell measured ("system scale in-place size=1000000"); set by the command.
+    pub cell: String,
+    /// The CPU every process was kept on (`--cpu`); None where the kernel placed them.
+    pub cpu: Option<u32>,
     /// Whether every process planned ran (false after Ctrl-C or SIGTERM).
     pub complete: bool,
     /// The processes that ran and that every figure is from.
@@ -451,6 +455,8 @@ pub fn analyse(
     // Two modes count only when their gap is wider than a long window's own noise.
     let long_noise = at.iter().rev().find_map(|a| a.within_pct).unwrap_or(1.0) / 100.0;
     Ok(Noise {
+        cell: String::new(),
+        cpu: None,
         complete: true,
         processes: series.len(),
         processes_planned: series.len(),
@@ -497,12 +503,15 @@ impl Noise {
                 self.stopped_by.as_deref().unwrap_or("a signal")
             )
         };
+        let pinned = self.cpu.map_or(String::new(), |c| {
+            format!(", every process kept on CPU {c} (--cpu)")
+        });
         let mut out = vec![format!(
-            "noise of {cell}: {ran}, every iteration kept; a budget is the first seconds of a process's measuring after a warm-up of {} s",
+            "noise of {cell}: {ran}{pinned}, every iteration kept; a budget is the first seconds of a process's measuring after a warm-up of {} s",
             self.warmup_s
         )];
         out.push(format!(
-            "{:>8}  {:>8}  {:>14}  {:>15}  {:>10}  {:>6}  {:>14}",
+            "{:>7}  {:>8}  {:>14}  {:>17}  {:>11}  {:>6}  {:>14}",
             "budget",
             "windows",
             "within ±% p95",

@@ -91,16 +91,26 @@ fn noise(args: &CalibrateArgs, spec: RunSpec) -> Result<()> {
     for (p, p50) in processes.iter_mut().zip(&n.process_p50_ns) {
         p.p50_ns = *p50;
     }
-    n.causes = Some(crate::analysis::causes::explain(&processes, 42));
+    n.causes = Some(crate::analysis::causes::explain(&processes, 42, args.cpu));
+    n.cell = spec.to_string();
+    n.cpu = args.cpu;
     n.processes_planned = args.processes as usize;
     n.complete = series.len() == n.processes_planned;
     n.stopped_by = (!n.complete).then(|| signal().to_string());
     let text = if args.json {
         serde_json::to_string_pretty(&n).map_err(Error::failed)? + "\n"
     } else {
+        let width = crate::fmt::screen_width();
         n.describe(&spec.to_string())
             .iter()
-            .map(|l| format!("{l}\n"))
+            .map(|l| {
+                // Table rows fit; only prose is wrapped (wrapping joins spaces).
+                if l.chars().count() > width {
+                    crate::fmt::wrap_lines(l, width)
+                } else {
+                    format!("{l}\n")
+                }
+            })
             .collect()
     };
     let incomplete = (!n.complete).then(|| {

@@ -544,12 +544,12 @@ struct Said {
 fn said(args: &CompareArgs, m: &Measured, ran: &Ran, cells: &[&Cell], rows: &[SummaryRow]) -> Said {
     let lvl = level_text();
     let method = format!(
-        "{}{} in interleaved rounds ({}, order seed {}); p50 and counts are medians over processes, ±p50 its {lvl} interval{}; a ratio is significant when its whole interval of at least {lvl} lies beyond ±{} %",
+        "{} in interleaved rounds ({}, order seed {}){}; p50 and counts are medians over processes, ±p50 its {lvl} interval{}; a ratio is significant when its whole interval of at least {lvl} lies beyond ±{} %",
         ran.processes_clause(),
-        args.cpu
-            .map_or(String::new(), |c| format!(", every worker kept on CPU {c} (--cpu)")),
         m.order_words,
         m.order_seed,
+        args.cpu
+            .map_or(String::new(), |c| format!(", every worker kept on CPU {c} (--cpu)")),
         coverage_note(rows),
         args.noise_threshold * 100.0
     );

@@ -37,6 +37,20 @@ fn parse_migrations(text: &str) -> Option<u64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
+/// The run delay of /proc/thread-self/schedstat ("run_ns delay_ns slices"). A thread
+/// that is reading it has run, so a run time of 0 means the kernel keeps no scheduler
+/// statistics (it then prints zeros): unread, not 0.
+fn parse_schedstat(text: &str) -> Result<u64, String> {
+    let mut f = text.split_whitespace().map(|v| v.parse::<u64>().ok());
+    match (f.next().flatten(), f.next().flatten()) {
+        (Some(0), _) => {
+            Err("reads a run time of 0: this kernel keeps no scheduler statistics".into())
+        }
+        (Some(_), Some(delay)) => Ok(delay),
+        _ => Err("has no run delay".into()),
+    }
+}
+
 /// The steal field (8th number) of /proc/stat's `cpu ` line.
 fn parse_steal(text: &str) -> Option<u64> {
     let line = text.lines().find(|l| l.starts_with("cpu "))?;
@@ -73,10 +87,7 @@ impl Snapshot {
             })
         });
         let run_delay_ns = read_into("/proc/thread-self/schedstat", &mut buf).and_then(|t| {
-            t.split_whitespace()
-                .nth(1)
-                .and_then(|v| v.parse().ok())
-                .ok_or_else(|| "/proc/thread-self/schedstat has no run delay".to_string())
+            parse_schedstat(t).map_err(|e| format!("/proc/thread-self/schedstat {e}"))
         });
         let steal_ticks = read_into("/proc/stat", &mut buf[..1024]).and_then(|t| {
             parse_steal(t).ok_or_else(|| "/proc/stat's cpu line has no steal field".to_string())
@@ -232,6 +243,10 @@ mod tests {
     fn each_file_is_parsed_as_the_kernel_writes_it() {
         let sched = "bash (1, #threads: 1)\n---------\nse.exec_start    :  52286299.193897\nse.nr_migrations                             :                    7\nnr_switches : 3\n";
         assert_eq!(parse_migrations(sched), Some(7));
+        assert_eq!(parse_schedstat("173813 5739 2\n"), Ok(5739));
+        assert!(parse_schedstat("0 0 0\n")
+            .unwrap_err()
+            .contains("no scheduler statistics"));
         let stat =
             "cpu  4747119 211 1316686 4325129 23416 0 6072 2149 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n";
         assert_eq!(parse_steal(stat), Some(2149));

@@ -356,6 +356,10 @@ pub fn main(allocator: Allocator, info: AllocatorInfo) -> ExitCode {
             Some(l) => Some(l.resolve().map_err(anyhow::Error::msg)?),
             None => None,
         };
+        if let Some(cpu) = r.cpu {
+            crate::counters::conditions::check_cpu(cpu)
+                .map_err(|e| anyhow::anyhow!("--cpu {cpu}: {e}"))?;
+        }
         restart_configured(&r.spec.allocator_spec(), r.spec.thp, preload.as_deref())?;
         if let (Some(l), Some(p)) = (&r.spec.library, &preload) {
             check_takeover(l, p)?;

@@ -247,10 +247,42 @@ fn cpu_pins_the_worker_and_a_cpu_not_allowed_is_refused() {
         assert_eq!((c.cpu_start, c.cpu_end), (Some(cpu), Some(cpu)), "{c:?}");
         assert!(c.migrations.is_none_or(|m| m == 0), "{c:?}");
     }
+    // calibrate --noise says the processes were kept there, in its JSON and its CPU line.
+    let o = lab(&[
+        "calibrate",
+        "--noise",
+        "--cpu",
+        "0",
+        "--processes",
+        "4",
+        "--process-time",
+        "0.05",
+        "--size",
+        "100000",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json(&o.stdout);
+    assert_eq!(v["cpu"], 0);
+    assert_eq!(v["cell"], "system scale in-place size=100000");
+    let cpu_cause = v["causes"]["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "CPU")
+        .unwrap();
+    assert!(cpu_cause["untested"]
+        .as_str()
+        .unwrap()
+        .contains("kept on CPU 0 (--cpu)"));
     let mut bad = worker_cmd(Allocator::System, "in-place", 1000, 10);
     bad.args(["--cpu", "100000"]);
     let o = bad.output().unwrap();
-    assert!(!o.status.success());
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "bad input, like the worker's other options"
+    );
     assert!(stderr(&o).contains("--cpu 100000"), "{}", stderr(&o));
     for args in [
         &["compare", "--size", "1000", "--cpu", "100000"][..],
