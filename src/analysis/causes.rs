@@ -17,7 +17,7 @@ const SHUFFLES: usize = 9_999;
 const ALPHA: f64 = 0.05;
 
 /// One process: its p50 and what its measured phase went through.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Process {
     /// The process's p50 over its measured phase, in ns.
     pub p50_ns: f64,
@@ -59,6 +59,8 @@ pub struct Causes {
     /// tested).
     pub threshold: f64,
     pub causes: Vec<Cause>,
+    /// Each process's p50 and figures, in the order they ran: what the tests read.
+    pub per_process: Vec<Process>,
 }
 
 /// Average ranks (ties share the mean of their places), 1-based.
@@ -419,6 +421,7 @@ pub fn explain(processes: &[Process], seed: u64, pinned: Option<u32>) -> Causes 
         processes: processes.len(),
         threshold,
         causes,
+        per_process: processes.to_vec(),
     }
 }
 

@@ -91,6 +91,13 @@ fn calibrate_noise_reads_back_with_one_p50_per_process_and_consistent_budgets() 
         }
         assert!(c["processes"].as_u64().unwrap() <= 4, "{c}");
     }
+    // The figures behind the tests, one entry per process, with the same p50s.
+    let per = causes["per_process"].as_array().unwrap();
+    assert_eq!(per.len(), 4);
+    for (p, p50) in per.iter().zip(v["process_p50_ns"].as_array().unwrap()) {
+        assert_eq!(p["p50_ns"], *p50);
+        assert!(p["conditions"]["cpu_start"].is_u64(), "{p}");
+    }
 }
 
 #[test]
