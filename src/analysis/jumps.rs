@@ -64,10 +64,12 @@ pub struct Point {
 
 /// The one rule for changes along a series (built-in cells and commands alike): between
 /// neighbouring sizes, the value moves by at least `min_delta` and by more than the noise
-/// of either point, and its rate per element above the series' level changes by a factor
-/// of 4 or more — so that growth along the series' own [`Trend`] is not a change of
-/// behaviour, and a step or the start of a ramp is. `points` sorted by size; returns the
-/// index of each change's lower point.
+/// of either point; and, for a series that grows with the size (proportional or level),
+/// its rate per element above the series' level changes by a factor of 4 or more — so
+/// that growth along the series' own [`Trend`] is not a change of behaviour, and a step or
+/// the start of a ramp is. A flat series (calls, not pages) has no growth to tell apart:
+/// any such move is a change. `points` sorted by size; returns the index of each change's
+/// lower point.
 pub fn changes(points: &[Point], trend: Trend, min_delta: f64) -> Vec<usize> {
     // The level a start-up adds is the first point's (a level series); a proportional
     // one has none.
@@ -82,7 +84,8 @@ pub fn changes(points: &[Point], trend: Trend, min_delta: f64) -> Vec<usize> {
         let margin = min_delta.max(a.noise).max(b.noise);
         let (r1, r2) = (rate(a), rate(b));
         let (lo, hi) = (r1.min(r2), r1.max(r2));
-        if (b.value - a.value).abs() >= margin && hi >= 4.0 * lo && hi > 0.0 {
+        let rate_changed = trend == Trend::Flat || (hi >= 4.0 * lo && hi > 0.0);
+        if (b.value - a.value).abs() >= margin && rate_changed {
             out.push(i);
         }
     }
@@ -90,12 +93,13 @@ pub fn changes(points: &[Point], trend: Trend, min_delta: f64) -> Vec<usize> {
 }
 
 /// Neighbouring sizes where `get` jumps up or drops: by at least `min_delta` per
-/// iteration, and by a factor of 4 or more per element (faults that merely grow with
-/// the size are not a change of behaviour) — [`changes`] with a proportional trend.
+/// iteration and beyond what `trend` expects ([`changes`]: faults that merely grow with
+/// the size are not a change of behaviour).
 pub fn jumps(
     rows: &[SummaryRow],
     get: fn(&SummaryRow) -> Option<f64>,
     min_delta: f64,
+    trend: Trend,
 ) -> Vec<Jump> {
     let mut series: BTreeMap<LineKey, Vec<(Point, usize)>> = BTreeMap::new();
     for (i, r) in rows.iter().enumerate().filter(|(_, r)| r.status.is_ok()) {
@@ -117,7 +121,7 @@ pub fn jumps(
     for ((workload, threads, allocator, variant), mut pts) in series {
         pts.sort_by_key(|p| p.0.size);
         let points: Vec<Point> = pts.iter().map(|p| p.0).collect();
-        for i in changes(&points, Trend::Proportional, min_delta) {
+        for i in changes(&points, trend, min_delta) {
             let ((a, row), (b, _)) = (pts[i], pts[i + 1]);
             out.push(Jump {
                 workload,
@@ -135,14 +139,20 @@ pub fn jumps(
     out
 }
 
-/// Jumps in minor faults per iteration (by at least 10).
+/// Jumps in minor faults per iteration (by at least 10), which grow with the size.
 pub fn fault_jumps(rows: &[SummaryRow]) -> Vec<Jump> {
-    jumps(rows, |r| r.per_iter[MINOR_FAULTS], 10.0)
+    jumps(
+        rows,
+        |r| r.per_iter[MINOR_FAULTS],
+        10.0,
+        Trend::Proportional,
+    )
 }
 
-/// Jumps in memory syscalls per iteration (by at least 0.5).
+/// Jumps in memory syscalls per iteration (by at least 0.5): calls, as many at any size
+/// where behaviour does not change (the trend bisection gives them too).
 pub fn syscall_jumps(rows: &[SummaryRow]) -> Vec<Jump> {
-    jumps(rows, |r| r.per_iter[MEMORY_SYSCALLS], 0.5)
+    jumps(rows, |r| r.per_iter[MEMORY_SYSCALLS], 0.5, Trend::Flat)
 }
 
 #[cfg(test)]
@@ -219,5 +229,18 @@ pub(crate) mod tests {
         let mut noisy = s.clone();
         noisy[3].noise = 20_000.0;
         assert!(changes(&noisy, Trend::Level, 1.0).is_empty());
+    }
+
+    #[test]
+    fn a_flat_series_changes_where_it_moves_by_the_threshold_whatever_its_rate() {
+        // glibc's memory syscalls per call of examples/temporaries with two 8-byte
+        // buffers: 2 below its mmap threshold, 3 above. The rate per element barely
+        // moves (2/12,000 against 3/20,000), so only a flat reading sees the change.
+        let s = pts(&[(12_000, 2.0), (20_000, 3.0), (28_000, 3.2)], 0.0);
+        assert_eq!(changes(&s, Trend::Flat, 0.5), vec![0]);
+        assert!(changes(&s, Trend::Proportional, 0.5).is_empty());
+        // A move under the threshold, or within the noise, is none.
+        assert!(changes(&s, Trend::Flat, 1.5).is_empty());
+        assert!(changes(&pts(&[(12_000, 2.0), (20_000, 3.0)], 1.5), Trend::Flat, 0.5).is_empty());
     }
 }

@@ -59,7 +59,7 @@ pub fn run(args: &CliffArgs) -> Result<()> {
         args.from,
         args.to,
         metric,
-        per.trend(),
+        per.trend(metric),
         1,
         &mut show,
     )
@@ -159,7 +159,7 @@ fn text(
         "{label}: the onset of {} per {}: the first size that leaves the level of --from ({}) by {} or more (the threshold, or twice the spread of a size's rounds where larger)\n  below: {}\n  above: {}\n({} probes, {} each){}\n",
         metric.name(),
         per.unit(),
-        match per.trend() {
+        match per.trend(metric) {
             cliff::Trend::Proportional => "in proportion to the size",
             cliff::Trend::Level => "plus the slope measured at half of it",
             cliff::Trend::Flat => "the same at every size",

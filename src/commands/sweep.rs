@@ -270,9 +270,9 @@ impl Sweep {
         } else if !no_cliffs {
             text.push_str(&crate::fmt::wrap(
                 &format!(
-                    "no allocator's faults or memory syscalls per {} cross their thresholds (1 and 0.5) between neighbouring sizes{}",
+                    "no change between neighbouring sizes: no allocator's faults per {0} move by 1 or more beyond their noise other than by growing with the size, nor its memory syscalls per {0} by 0.5 or more beyond theirs{1}",
                     per.unit(),
-                    if cliffs.is_empty() { "" } else { " and stay crossed when measured again" }
+                    if cliffs.is_empty() { "" } else { " (the changes the sweep saw did not hold when measured again)" }
                 ),
                 width,
                 "",

@@ -140,13 +140,15 @@ impl Per {
         }
     }
 
-    /// What the figures do along the sizes where behaviour does not change: a
-    /// difference per call grows with what a call touches; a run's figures carry the
-    /// start-up's level.
-    pub fn trend(self) -> Trend {
-        match self {
-            Per::Difference(_) => Trend::Proportional,
-            Per::Divide(_) | Per::Run => Trend::Level,
+    /// What `metric`'s figures do along the sizes where behaviour does not change: faults
+    /// as a difference per call grow with what a call touches, and a run's faults carry
+    /// the start-up's level; memory syscalls are calls, as many at any size (start-up's
+    /// included), as for the built-in workload ([`Metric::trend`]).
+    pub fn trend(self, metric: Metric) -> Trend {
+        match (metric, self) {
+            (Metric::Syscalls, _) => Trend::Flat,
+            (Metric::Faults, Per::Difference(_)) => Trend::Proportional,
+            (Metric::Faults, Per::Divide(_) | Per::Run) => Trend::Level,
         }
     }
 
@@ -434,7 +436,7 @@ pub fn jumps(rows: &[PointRow], per: Per) -> Vec<Jump> {
                 })
                 .collect();
             mine.sort_by_key(|p| p.size);
-            for i in changes(&mine, per.trend(), metric.threshold()) {
+            for i in changes(&mine, per.trend(metric), metric.threshold()) {
                 let (a, b) = (mine[i], mine[i + 1]);
                 out.push(Jump {
                     allocator: name.to_string(),
@@ -667,7 +669,7 @@ pub fn explain(
         from,
         to,
         metric,
-        per.trend(),
+        per.trend(metric),
         resolution,
         show,
     );
@@ -730,7 +732,7 @@ pub fn bisect(
         jump.from_size,
         jump.to_size,
         jump.metric,
-        per.trend(),
+        per.trend(jump.metric),
         resolution,
         show,
     ) {
@@ -831,5 +833,18 @@ mod tests {
             (j[0].allocator.as_str(), j[0].from_size, j[0].to_size),
             ("system", 200, 400)
         );
+        // Memory syscalls are calls, flat along the sizes: 2 then 3 per call is a
+        // change although the rate per element hardly moves.
+        let calls = |size, n: f64| PointRow {
+            size,
+            allocator: "system".into(),
+            status: RunStatus::Ok,
+            minflt: Some(0.0),
+            memory_syscalls: Some(n),
+            ..Default::default()
+        };
+        let j = jumps(&[calls(12_000, 2.0), calls(20_000, 3.0)], Per::Difference(10));
+        assert_eq!(j.len(), 1, "{j:?}");
+        assert_eq!((j[0].metric, j[0].from_size), (Metric::Syscalls, 12_000));
     }
 }

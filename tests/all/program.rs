@@ -293,6 +293,63 @@ fn the_sweep_finds_the_fault_cliff_where_the_builtin_cliff_finder_does() {
     assert!(direct.abs_diff(above) <= 2, "{direct} vs {above}");
 }
 
+/// Memory syscalls are calls, as many at any size where behaviour holds: a move of one
+/// call per call is a change even where the rate per element hardly moves. glibc with two
+/// f64 buffers makes 2 memory syscalls per call at 12,000 elements and 3 at 20,000
+/// (past its mmap threshold); the sweep once saw no change there, reading the calls as
+/// growing with the size.
+#[test]
+fn the_sweep_bisects_a_change_of_memory_syscalls_that_the_size_does_not_explain() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep");
+    let t = temporaries();
+    let o = lab(&[
+        "sweep",
+        "--allocators",
+        "system",
+        "--sizes",
+        "12000,20000",
+        "--runs",
+        "2",
+        "--resolution",
+        "100",
+        "--calls",
+        "10",
+        "--out",
+        out.to_str().unwrap(),
+        "--",
+        t.to_str().unwrap(),
+        "--elements",
+        "{size}",
+        "--iterations",
+        "{calls}",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let sweep = json(read(&out.join("sweep.json")).as_bytes());
+    let calls: Vec<f64> = sweep["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["memory_syscalls"].as_f64().unwrap())
+        .collect();
+    assert!(calls[1] - calls[0] >= 0.5, "{calls:?}");
+    let cliffs = json(read(&out.join("cliffs.json")).as_bytes());
+    let c = cliffs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["metric"] == "memory syscalls")
+        .unwrap_or_else(|| panic!("no memory-syscall cliff: {cliffs}"));
+    let (below, above) = (
+        c["below_size"].as_u64().unwrap(),
+        c["above_size"].as_u64().unwrap(),
+    );
+    assert!(12_000 <= below && below < above && above <= 20_000, "{c}");
+    assert!(above - below <= 100, "bisected to the resolution: {c}");
+    let step = c["above_value"].as_f64().unwrap() - c["below_value"].as_f64().unwrap();
+    assert!(step.abs() >= 0.5, "{c}");
+}
+
 /// With the buffers' size per element, the sweep names the threshold behind each cliff of
 /// a program it did not write, and with --confirm moves it: glibc's out-of-place storm
 /// starts inside M_TOP_PAD's window (8,192 to 8,448 elements for two f64 buffers) and,
