@@ -666,6 +666,12 @@ pub struct CompareArgs {
     /// name as a cause of their spread. The driver stays where the kernel puts it.
     #[arg(long)]
     pub cpu: Option<u32>,
+    /// Run N workers at once, each kept on a CPU of its own (the first N this process may
+    /// use), a round's cells N at a time: more rounds in --max-time, but the workers share
+    /// memory bandwidth and caches, which moves absolute times and can move ratios
+    /// (docs/compare.md measures it) [default: 1].
+    #[arg(long, default_value_t = 1, conflicts_with = "cpu", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub jobs: u32,
     /// Start no round that would end after this many seconds of measuring, the
     /// --processes rounds included (the first round always runs) [default: 18, with
     /// --precision 60].

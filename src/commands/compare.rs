@@ -363,7 +363,29 @@ fn prepare(args: &CompareArgs, specs: &[crate::model::run::RunSpec]) -> Result<P
     )
     .map_err(|why| Error::counters(args.counters, why))?;
     executor.cpu = args.cpu;
+    executor.jobs = job_cpus(args.jobs)?;
     Ok(executor)
+}
+
+/// The CPUs of `--jobs N`'s workers: the first N this process may use; none for one job.
+fn job_cpus(jobs: u32) -> Result<Vec<u32>> {
+    if jobs <= 1 {
+        return Ok(Vec::new());
+    }
+    let allowed = crate::counters::conditions::allowed_cpus().map_err(|e| {
+        Error::BadInput(format!(
+            "--jobs {jobs}: cannot read which CPUs this process may use: {e}"
+        ))
+    })?;
+    if allowed.len() < jobs as usize {
+        return Err(Error::BadInput(format!(
+            "--jobs {jobs}: this process may use {} CPU(s) ({}), and each job needs one of its own: give --jobs {} or less",
+            allowed.len(),
+            crate::counters::conditions::cpu_list(&allowed),
+            allowed.len()
+        )));
+    }
+    Ok(allowed[..jobs as usize].to_vec())
 }
 
 /// What a session measured: every cell, how its rounds went, and the machine around it.
@@ -548,8 +570,13 @@ fn said(args: &CompareArgs, m: &Measured, ran: &Ran, cells: &[&Cell], rows: &[Su
         ran.processes_clause(),
         m.order_words,
         m.order_seed,
-        args.cpu
-            .map_or(String::new(), |c| format!(", every worker kept on CPU {c} (--cpu)")),
+        match (args.cpu, args.jobs) {
+            (Some(c), _) => format!(", every worker kept on CPU {c} (--cpu)"),
+            (None, j) if j > 1 => format!(
+                ", {j} workers at once, each kept on a CPU of its own (--jobs {j}: absolute times include what they share)"
+            ),
+            _ => String::new(),
+        },
         coverage_note(rows),
         args.noise_threshold * 100.0
     );
@@ -571,6 +598,12 @@ fn said(args: &CompareArgs, m: &Measured, ran: &Ran, cells: &[&Cell], rows: &[Su
         m.seconds,
     ));
     lines.extend(m.order.as_ref().and_then(|e| e.describe(level(), "runs")));
+    if args.jobs > 1 {
+        lines.push(format!(
+            "note: --jobs {0}: {0} workers ran at once, each on a CPU of its own, and shared the memory bandwidth and caches: absolute times include that, and ratios can move beyond their intervals (docs/compare.md measures it); confirm a ratio you act on with --jobs 1",
+            args.jobs
+        ));
+    }
     let cpus = std::thread::available_parallelism()
         .ok()
         .map(|n| n.get() as u64);

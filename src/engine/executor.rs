@@ -22,6 +22,21 @@ use std::time::Duration;
 pub trait Executor {
     /// Measures `spec` under `budget`: its record, or why the run produced none.
     fn execute(&mut self, spec: &RunSpec, budget: &Budget) -> Result<RunRecord, RunFailure>;
+
+    /// How many runs [`Executor::execute_together`] runs at once (`--jobs`); 1 by default.
+    fn jobs(&self) -> usize {
+        1
+    }
+
+    /// Measures up to [`Executor::jobs`] specs at once, their results in their order; one
+    /// after another by default.
+    fn execute_together(
+        &mut self,
+        specs: &[&RunSpec],
+        budget: &Budget,
+    ) -> Vec<Result<RunRecord, RunFailure>> {
+        specs.iter().map(|s| self.execute(s, budget)).collect()
+    }
 }
 
 /// Spawns `alloclab-<allocator>` from a directory, one process per run.
@@ -44,6 +59,9 @@ pub struct ProcessExecutor {
     /// The CPU every worker keeps its threads on (`--cpu`); None lets the kernel place
     /// them.
     pub cpu: Option<u32>,
+    /// With `--jobs N` (N > 1): the CPUs of the N workers that run at once, one each;
+    /// empty runs one worker at a time.
+    pub jobs: Vec<u32>,
 }
 
 impl ProcessExecutor {
@@ -69,6 +87,7 @@ impl ProcessExecutor {
             timeout,
             _keepalive: keepalive,
             cpu: None,
+            jobs: Vec::new(),
         })
     }
 }
@@ -146,6 +165,7 @@ impl ProcessExecutor {
         spec: &RunSpec,
         budget: &Budget,
         counters: CounterMode,
+        cpu: Option<u32>,
     ) -> (PathBuf, Vec<OsString>) {
         let program = self.dir.join(spec.allocator.worker_binary());
         let request = WorkerRequest {
@@ -153,7 +173,7 @@ impl ProcessExecutor {
             budget: *budget,
             counters,
             timeline: false,
-            cpu: self.cpu,
+            cpu,
         };
         // Serializing these plain types cannot fail.
         let json = serde_json::to_string(&request).unwrap_or_default();
@@ -180,8 +200,9 @@ impl ProcessExecutor {
         budget: &Budget,
         counters: CounterMode,
         trace: Option<ptrace::Scope>,
+        cpu: Option<u32>,
     ) -> Result<spawn::ChildRun, RunFailure> {
-        let (program, argv) = self.argv(spec, budget, counters);
+        let (program, argv) = self.argv(spec, budget, counters, cpu);
         self.launch_argv(spec, program, argv, trace)
     }
 
@@ -286,7 +307,18 @@ impl ProcessExecutor {
         budget: &Budget,
         counters: CounterMode,
     ) -> Result<RunRecord, RunFailure> {
-        let run = self.launch(spec, budget, counters, None)?;
+        self.spawn_worker_on(spec, budget, counters, self.cpu)
+    }
+
+    /// [`Self::spawn_worker`] kept on `cpu`.
+    fn spawn_worker_on(
+        &self,
+        spec: &RunSpec,
+        budget: &Budget,
+        counters: CounterMode,
+        cpu: Option<u32>,
+    ) -> Result<RunRecord, RunFailure> {
+        let run = self.launch(spec, budget, counters, None, cpu)?;
         interpret(
             run.termination,
             run.stdout.as_deref().unwrap_or(""),
@@ -301,11 +333,22 @@ impl ProcessExecutor {
         spec: &RunSpec,
         budget: &Budget,
     ) -> Result<(RunRecord, Result<SyscallCounts, Unavailable>), RunFailure> {
+        self.traced_pass_on(spec, budget, self.cpu)
+    }
+
+    /// [`Self::traced_pass`] kept on `cpu`.
+    fn traced_pass_on(
+        &self,
+        spec: &RunSpec,
+        budget: &Budget,
+        cpu: Option<u32>,
+    ) -> Result<(RunRecord, Result<SyscallCounts, Unavailable>), RunFailure> {
         let run = self.launch(
             spec,
             budget,
             CounterMode::Ptrace,
             Some(ptrace::Scope::Worker),
+            cpu,
         )?;
         let record = interpret(
             run.termination,
@@ -326,9 +369,14 @@ impl ProcessExecutor {
 
     /// The ptrace method: latency and faults from an untraced pass, memory-syscall counts
     /// from a second, traced pass of the same run.
-    fn ptrace_passes(&self, spec: &RunSpec, budget: &Budget) -> Result<RunRecord, RunFailure> {
-        let mut record = self.spawn_worker(spec, budget, CounterMode::Off)?;
-        let (counted, counts) = self.traced_pass(spec, budget)?;
+    fn ptrace_passes(
+        &self,
+        spec: &RunSpec,
+        budget: &Budget,
+        cpu: Option<u32>,
+    ) -> Result<RunRecord, RunFailure> {
+        let mut record = self.spawn_worker_on(spec, budget, CounterMode::Off, cpu)?;
+        let (counted, counts) = self.traced_pass_on(spec, budget, cpu)?;
         if counted.checksum != record.checksum {
             return Err(RunFailure {
                 cause: format!(
@@ -347,12 +395,58 @@ impl ProcessExecutor {
     }
 }
 
+impl ProcessExecutor {
+    /// One run of `spec` kept on `cpu`: one worker, or the ptrace method's two passes.
+    fn run_on(
+        &self,
+        spec: &RunSpec,
+        budget: &Budget,
+        cpu: Option<u32>,
+    ) -> Result<RunRecord, RunFailure> {
+        match self.counters {
+            CounterMode::Ptrace => self.ptrace_passes(spec, budget, cpu),
+            mode => self.spawn_worker_on(spec, budget, mode, cpu),
+        }
+    }
+}
+
 impl Executor for ProcessExecutor {
     fn execute(&mut self, spec: &RunSpec, budget: &Budget) -> Result<RunRecord, RunFailure> {
-        match self.counters {
-            CounterMode::Ptrace => self.ptrace_passes(spec, budget),
-            mode => self.spawn_worker(spec, budget, mode),
+        self.run_on(spec, budget, self.cpu)
+    }
+
+    fn jobs(&self) -> usize {
+        self.jobs.len().max(1)
+    }
+
+    /// Each spec in a worker of its own, all at once, the k-th kept on the k-th of
+    /// [`ProcessExecutor::jobs`]' CPUs; each is killed on timeout or Ctrl-C as alone.
+    fn execute_together(
+        &mut self,
+        specs: &[&RunSpec],
+        budget: &Budget,
+    ) -> Vec<Result<RunRecord, RunFailure>> {
+        if specs.len() <= 1 || self.jobs.len() < specs.len() {
+            return specs.iter().map(|s| self.execute(s, budget)).collect();
         }
+        let me = &*self;
+        std::thread::scope(|scope| {
+            let running: Vec<_> = specs
+                .iter()
+                .zip(&me.jobs)
+                .map(|(spec, &cpu)| scope.spawn(move || me.run_on(spec, budget, Some(cpu))))
+                .collect();
+            running
+                .into_iter()
+                .map(|t| {
+                    t.join().unwrap_or_else(|_| {
+                        Err(RunFailure {
+                            cause: "the driver's thread for this run panicked".into(),
+                        })
+                    })
+                })
+                .collect()
+        })
     }
 }
 
@@ -423,6 +517,36 @@ pub fn run_rounds_while(
         taking_part: Vec<bool>,
         cells: Vec<Cell>,
         sequence: Vec<(usize, u32)>,
+        /// With several jobs: the runs of this round waiting to start together.
+        pending: Vec<usize>,
+    }
+    impl Cells<'_> {
+        /// Runs the pending runs of `round` at once (--jobs); Stop after Ctrl-C.
+        fn flush(&mut self, round: u32) -> Next {
+            let batch = std::mem::take(&mut self.pending);
+            if batch.is_empty() {
+                return Next::Keep;
+            }
+            let names: Vec<String> = batch.iter().map(|&i| self.specs[i].to_string()).collect();
+            self.progress.start(&format!(
+                "{} (round {}, at once)",
+                names.join(" + "),
+                round + 1
+            ));
+            let specs: Vec<&RunSpec> = batch.iter().map(|&i| &self.specs[i]).collect();
+            let results = self.executor.execute_together(&specs, self.budget);
+            for _ in &batch {
+                self.progress.finish_one();
+            }
+            if interrupted() {
+                return Next::Stop;
+            }
+            for (i, result) in batch.into_iter().zip(results) {
+                self.cells[i].runs.push((round, result));
+                self.sequence.push((i, round));
+            }
+            Next::Keep
+        }
     }
     impl Rounds for Cells<'_> {
         fn more(&mut self, done: u32) -> bool {
@@ -441,6 +565,13 @@ pub fn run_rounds_while(
             let Pass::Round(round) = pass else {
                 return Next::Keep;
             };
+            if self.executor.jobs() > 1 {
+                self.pending.push(i);
+                if self.pending.len() < self.executor.jobs() {
+                    return Next::Keep;
+                }
+                return self.flush(round);
+            }
             let spec = &self.specs[i];
             self.progress
                 .start(&format!("{spec} (round {})", round + 1));
@@ -454,6 +585,12 @@ pub fn run_rounds_while(
             self.sequence.push((i, round));
             Next::Keep
         }
+        fn end_round(&mut self, pass: Pass) -> Next {
+            match pass {
+                Pass::Round(round) => self.flush(round),
+                Pass::Warmup(_) => Next::Keep,
+            }
+        }
     }
     let mut plan = Cells {
         specs,
@@ -463,6 +600,7 @@ pub fn run_rounds_while(
         more,
         taking_part: Vec::new(),
         sequence: Vec::new(),
+        pending: Vec::new(),
         cells: specs
             .iter()
             .map(|spec| Cell {
@@ -610,6 +748,63 @@ mod tests {
         }
         assert_eq!(run(9).1, order, "the same seed gives the same order");
         assert_ne!(run(10).1, order);
+    }
+
+    /// Runs `jobs` specs at once: remembers each batch.
+    struct Batches(usize, Vec<Vec<String>>);
+    impl Executor for Batches {
+        fn execute(&mut self, spec: &RunSpec, _: &Budget) -> Result<RunRecord, RunFailure> {
+            Err(RunFailure {
+                cause: spec.to_string(),
+            })
+        }
+        fn jobs(&self) -> usize {
+            self.0
+        }
+        fn execute_together(
+            &mut self,
+            specs: &[&RunSpec],
+            budget: &Budget,
+        ) -> Vec<Result<RunRecord, RunFailure>> {
+            self.1.push(specs.iter().map(|s| s.to_string()).collect());
+            specs.iter().map(|s| self.execute(s, budget)).collect()
+        }
+    }
+
+    #[test]
+    fn with_jobs_a_round_runs_in_batches_of_that_many_in_its_order_and_no_batch_spans_rounds() {
+        let specs = specs(5);
+        let mut batches = Batches(2, Vec::new());
+        let mut progress = Progress::new(15);
+        let cells = run_rounds(
+            &specs,
+            &Budget::default(),
+            3,
+            9,
+            &mut batches,
+            &mut progress,
+        );
+        let sizes: Vec<usize> = batches.1.iter().map(Vec::len).collect();
+        assert_eq!(sizes, vec![2, 2, 1, 2, 2, 1, 2, 2, 1], "{:?}", batches.1);
+        // The same order as one at a time, cut into batches.
+        let mut one = Recorder(Vec::new());
+        run_rounds(
+            &specs,
+            &Budget::default(),
+            3,
+            9,
+            &mut one,
+            &mut Progress::new(15),
+        );
+        assert_eq!(batches.1.concat(), one.0);
+        for (cell, spec) in cells.iter().zip(&specs) {
+            let rounds: Vec<u32> = cell.runs.iter().map(|(r, _)| *r).collect();
+            assert_eq!(rounds, vec![0, 1, 2]);
+            assert!(cell
+                .runs
+                .iter()
+                .all(|(_, r)| r.as_ref().unwrap_err().cause == spec.to_string()));
+        }
     }
 
     #[test]

@@ -64,19 +64,60 @@ fn children() -> Vec<libc::pid_t> {
         .collect()
 }
 
-/// Kills and reaps every child of this process, and the children they leave behind in
-/// turn (a subreaper inherits them), until none is left. Returns how many were killed.
-/// Call it only when no child of this process should be alive. Does nothing unless this
-/// process is a subreaper (the lab's commands are, through [`crate::engine::begin`]): a
-/// library user — a test harness running several runs at once — keeps its own children.
+/// The children the one spawn path is running now (several at once with `--jobs`): a
+/// sweep after one run spares the others'.
+static LIVE: std::sync::Mutex<Vec<libc::pid_t>> = std::sync::Mutex::new(Vec::new());
+
+fn live() -> std::sync::MutexGuard<'static, Vec<libc::pid_t>> {
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A running child of the spawn path: registered while it lives, so that
+/// [`kill_leftovers`] after another run does not take it; unregistered when dropped
+/// (after it has been reaped).
+pub struct LiveChild(libc::pid_t);
+
+/// Forks through `fork` with the registry held, so that no sweep in another thread sees
+/// the new child before it is registered; `fork` returns the child's pid (0 in the child,
+/// which must not return from it). A failed fork (a negative pid) registers nothing.
+pub fn fork_registered(fork: impl FnOnce() -> libc::pid_t) -> (libc::pid_t, Option<LiveChild>) {
+    let mut live = live();
+    let pid = fork();
+    if pid <= 0 {
+        return (pid, None);
+    }
+    live.push(pid);
+    (pid, Some(LiveChild(pid)))
+}
+
+impl Drop for LiveChild {
+    fn drop(&mut self) {
+        let mut live = live();
+        if let Some(i) = live.iter().position(|&p| p == self.0) {
+            live.swap_remove(i);
+        }
+    }
+}
+
+/// Kills and reaps every child of this process but those the spawn path is still running
+/// ([`LiveChild`]), and the children they leave behind in turn (a subreaper inherits
+/// them), until none is left. Returns how many were killed. Call it when a run has ended
+/// and been reaped. Does nothing unless this process is a subreaper (the lab's commands
+/// are, through [`crate::engine::begin`]): a library user — a test harness running
+/// several runs at once — keeps its own children.
 pub fn kill_leftovers() -> usize {
     if !SUBREAPER.load(std::sync::atomic::Ordering::SeqCst) {
         return 0;
     }
+    // Held throughout: no run starts or ends while its siblings' leftovers are swept.
+    let live = live();
     let mut killed = 0;
     // Each round kills one generation; a bound guards against a fork bomb racing us.
     for _ in 0..64 {
-        let left = children();
+        let left: Vec<libc::pid_t> = children()
+            .into_iter()
+            .filter(|p| !live.contains(p))
+            .collect();
         if left.is_empty() {
             break;
         }

@@ -843,7 +843,10 @@ mod tests {
             memory_syscalls: Some(n),
             ..Default::default()
         };
-        let j = jumps(&[calls(12_000, 2.0), calls(20_000, 3.0)], Per::Difference(10));
+        let j = jumps(
+            &[calls(12_000, 2.0), calls(20_000, 3.0)],
+            Per::Difference(10),
+        );
         assert_eq!(j.len(), 1, "{j:?}");
         assert_eq!((j[0].metric, j[0].from_size), (Metric::Syscalls, 12_000));
     }

@@ -167,6 +167,9 @@ impl Schedule {
             }
             position += 1;
         }
+        if matches!(plan.end_round(pass), Next::Stop) {
+            return false;
+        }
         !interrupted()
     }
 
@@ -200,6 +203,11 @@ pub trait Rounds {
     /// Runs `subject` in `pass` at `position` (its place in that round's order, 0-based)
     /// and says what happens to it next.
     fn step(&mut self, subject: usize, pass: Pass, position: usize) -> Next;
+    /// Called when every subject of `pass` has had its step: a plan that runs several
+    /// subjects at once runs those it still holds (Stop ends the schedule).
+    fn end_round(&mut self, _pass: Pass) -> Next {
+        Next::Keep
+    }
 }
 
 #[cfg(test)]

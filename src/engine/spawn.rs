@@ -372,7 +372,7 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
     // SAFETY: the child below only makes async-signal-safe calls (setpgid, signal,
     // sigprocmask, prctl, getppid, read, dup2, getrusage, execve, write, _exit) on data
     // prepared before the fork (or on its own stack), and never returns.
-    let pid = unsafe { libc::fork() };
+    let (pid, _live) = crate::engine::lifetime::fork_registered(|| unsafe { libc::fork() });
     if pid < 0 {
         return Err(setup("fork", std::io::Error::last_os_error()));
     }

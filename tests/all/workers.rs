@@ -301,3 +301,69 @@ fn cpu_pins_the_worker_and_a_cpu_not_allowed_is_refused() {
         );
     }
 }
+
+/// `compare --jobs 2` runs two workers at once, each kept on a CPU of its own: every run
+/// completes (a run's sweep of leftover children once killed its sibling), each cell gets
+/// its processes, and the counts are those of one worker at a time. More jobs than CPUs
+/// is refused before anything runs.
+#[test]
+fn jobs_run_workers_at_once_and_count_what_one_at_a_time_counts() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let too_many = (cpus + 1).to_string();
+    let o = lab(&["compare", "--size", "1000", "--jobs", &too_many]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains(&format!("--jobs {too_many}")) && e.contains("each job needs one of its own"),
+        "{e}"
+    );
+    assert!(
+        o.stdout.is_empty() && !e.contains("[1/"),
+        "nothing ran: {e}"
+    );
+    if cpus < 2 {
+        return;
+    }
+    let faults = |jobs: &str| -> Vec<(String, f64)> {
+        let o = lab(&[
+            "compare",
+            "--size",
+            "200000",
+            "--allocators",
+            "system",
+            "--variants",
+            "in-place,out-of-place",
+            "--processes",
+            "4",
+            "--no-adaptive",
+            "--jobs",
+            jobs,
+            "--format",
+            "json",
+        ]);
+        assert!(o.status.success(), "--jobs {jobs}: {}", stderr(&o));
+        json(&o.stdout)
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                assert_eq!(r["status"], "ok", "--jobs {jobs}: {r}");
+                assert_eq!(r["processes"], 4, "--jobs {jobs}: {r}");
+                let cell = format!("{} {}", r["allocator"], r["variant"]);
+                (cell, r["minflt_per_iter"].as_f64().unwrap())
+            })
+            .collect()
+    };
+    let (alone, together) = (faults("1"), faults("2"));
+    assert_eq!(alone.len(), 2);
+    for ((cell, a), (_, t)) in alone.iter().zip(&together) {
+        assert!(
+            (a - t).abs() <= 0.01 * a.max(1.0),
+            "{cell}: {a} alone, {t} at once"
+        );
+    }
+    assert!(
+        alone[1].1 > 100.0,
+        "glibc's out-of-place case faults: {alone:?}"
+    );
+}
