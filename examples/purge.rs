@@ -7,7 +7,8 @@
 //!
 //! Defaults: one 32 MiB block, 24 blocks of 1 MiB, then 3,000 ms of a 64 KiB malloc and
 //! free every millisecond (large enough that jemalloc's arena sees it, not only its
-//! thread cache).
+//! thread cache) — and at least one per millisecond of it, however long a busy host
+//! makes that take.
 
 fn arg(name: &str, default: usize) -> usize {
     let args: Vec<String> = std::env::args().collect();
@@ -56,8 +57,13 @@ fn main() {
             libc::free(p.cast());
         }
     }
+    // At least one allocation per millisecond of the idle time even when the host is too
+    // busy to wake this loop every millisecond: jemalloc's decay advances on its
+    // allocation ticks, so a starved loop would see no decay purge at all.
     let start = std::time::Instant::now();
-    while start.elapsed().as_millis() < idle as u128 {
+    let mut ticks = 0;
+    while start.elapsed().as_millis() < idle as u128 || ticks < idle {
+        ticks += 1;
         let p = touched(trickle);
         // SAFETY: as above.
         unsafe {
