@@ -56,6 +56,10 @@ pub struct DiffInput {
     pub processes: Option<u32>,
     #[serde(default)]
     pub processes_planned: Option<u32>,
+    /// Allocation calls per iteration of the measured loop: a cell with none on both
+    /// sides is a [`HostReference`] (absent in exec rows and older files).
+    #[serde(default)]
+    pub allocs_per_iter: Option<f64>,
 }
 
 /// A list of numbers given as a list (JSON) or as the text of one (a CSV cell), or
@@ -199,6 +203,7 @@ impl DiffInput {
             stopped_by: r.stopped_by.clone(),
             processes: Some(r.run_wall_ms.len() as u32),
             processes_planned: r.runs_planned,
+            allocs_per_iter: None,
         }
     }
 
@@ -269,6 +274,131 @@ pub struct Diff {
     /// The drift between the two runs as the cells' shifts show it, and what the
     /// intervals were widened by for it.
     pub drift: Drift,
+    /// The host's own shift between the runs, from the cells whose loop calls no
+    /// allocator, and whether every ratio was read against it.
+    pub host: HostReference,
+}
+
+/// The host's speed between two runs, read from the cells whose measured loop makes no
+/// allocation call on either side (compare's `reuse` cells: one buffer, reused): no
+/// allocator change can reach their loop but through where the buffer was placed, so
+/// what moves them alike is the machine — measured here, a whole run 4–5 % faster than
+/// the next on a quiet host, which called 12.5 % of the cells of identical runs changed.
+/// Their median log shift is the host's; every cell's ratio is divided by it and its
+/// interval widened by the shift's own uncertainty. Needs [`HOST_MIN_CELLS`] such cells
+/// with intervals; fewer are said and nothing is read against them.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct HostReference {
+    /// The reference cells: those with no allocation call per iteration on both sides
+    /// and an interval.
+    pub cells: Vec<String>,
+    /// Their median ratio (new / base): the host's shift.
+    pub ratio: Option<f64>,
+    /// The standard error of its logarithm (the spread of the reference cells' shifts,
+    /// or their own intervals, over the square root of their number).
+    pub log_se: Option<f64>,
+    /// Whether every ratio was divided by it.
+    pub applied: bool,
+    /// Why not: too few reference cells, or --no-host-reference.
+    pub not_applied: Option<String>,
+}
+
+/// The fewest reference cells from which [`HostReference`] is read.
+pub const HOST_MIN_CELLS: usize = 3;
+
+/// Reads `cells` against the host's shift between the runs (see [`HostReference`]):
+/// `reference[i]` says whether cell i is a reference cell. When `apply`, every ratio,
+/// interval and within-run interval is divided by the host's ratio, the intervals widened
+/// by its uncertainty, and the verdicts given again against `threshold`.
+pub fn read_against_host(
+    cells: &mut [CellChange],
+    reference: &[bool],
+    threshold: f64,
+    apply: bool,
+) -> HostReference {
+    use crate::analysis::stats::normal_quantile;
+    let usable = |c: &CellChange| {
+        c.ratio.is_some_and(|r| r > 0.0)
+            && c.ratio_ci_low.is_some_and(|l| l > 0.0)
+            && c.ratio_ci_high.is_some()
+            && c.ratio_ci_coverage.is_some_and(|v| v > 0.0 && v < 1.0)
+    };
+    let refs: Vec<&CellChange> = cells
+        .iter()
+        .zip(reference)
+        .filter(|(c, r)| **r && usable(c))
+        .map(|(c, _)| c)
+        .collect();
+    let mut host = HostReference {
+        cells: refs.iter().map(|c| c.cell.clone()).collect(),
+        ..HostReference::default()
+    };
+    if refs.len() < HOST_MIN_CELLS {
+        host.not_applied = Some(format!(
+            "{} cell(s) without allocation calls in their loop on both sides; the host's shift needs at least {HOST_MIN_CELLS}",
+            refs.len()
+        ));
+        return host;
+    }
+    let se_of = |c: &CellChange| {
+        let half = 0.5 * (c.ratio_ci_high.unwrap_or(1.0).ln() - c.ratio_ci_low.unwrap_or(1.0).ln());
+        half.max(MIN_HALF_WIDTH) / normal_quantile(0.5 + 0.5 * c.ratio_ci_coverage.unwrap_or(0.95))
+    };
+    let logs: Vec<f64> = refs.iter().map(|c| c.ratio.unwrap_or(1.0).ln()).collect();
+    let (Some(shift), Some(own)) = (
+        median(&logs),
+        median(&refs.iter().map(|c| se_of(c)).collect::<Vec<_>>()),
+    ) else {
+        return host;
+    };
+    let mad = median(&logs.iter().map(|x| (x - shift).abs()).collect::<Vec<_>>()).unwrap_or(0.0);
+    // The standard error of a median: 1.2533 σ / √n, σ from the MAD; at least what the
+    // cells' own intervals allow.
+    let n = (refs.len() as f64).sqrt();
+    let se = (1.2533 * 1.4826 * mad / n).max(own / n);
+    host.ratio = Some(shift.exp());
+    host.log_se = Some(se);
+    if !apply {
+        host.not_applied = Some("--no-host-reference".into());
+        return host;
+    }
+    host.applied = true;
+    let h = shift.exp();
+    for c in cells.iter_mut() {
+        let Some(r) = c.ratio else { continue };
+        c.ratio = Some(r / h);
+        let z = normal_quantile(0.5 + 0.5 * c.ratio_ci_coverage.unwrap_or(0.95));
+        let widen = |end: f64, up: bool| {
+            let d = (end.ln() - r.ln()).abs();
+            let w = (d * d + (z * se) * (z * se)).sqrt();
+            (r.ln() - shift + if up { w } else { -w }).exp()
+        };
+        for (low, high) in [
+            (&mut c.ratio_ci_low, &mut c.ratio_ci_high),
+            (&mut c.within_run_ci_low, &mut c.within_run_ci_high),
+        ] {
+            if let (Some(lo), Some(hi)) = (*low, *high) {
+                if lo > 0.0 && hi > 0.0 {
+                    (*low, *high) = (Some(widen(lo, false)), Some(widen(hi, true)));
+                }
+            }
+        }
+        if let (Some(low), Some(high), Some(coverage)) =
+            (c.ratio_ci_low, c.ratio_ci_high, c.ratio_ci_coverage)
+        {
+            if c.verdict.is_some() {
+                c.verdict = Some(verdict(
+                    Interval {
+                        low,
+                        high,
+                        coverage,
+                    },
+                    threshold,
+                ));
+            }
+        }
+    }
+    host
 }
 
 /// Between-run drift. Two separate runs differ by more than each run's own noise: the
@@ -416,6 +546,7 @@ pub fn diff(
     new: &[DiffInput],
     threshold: f64,
     drift_allowance: bool,
+    host_reference: bool,
     stop: &dyn Fn() -> bool,
 ) -> Option<Diff> {
     use std::collections::{HashMap, HashSet};
@@ -429,6 +560,7 @@ pub fn diff(
     }
     let base_set: HashSet<&str> = base_keys.iter().map(String::as_str).collect();
     let mut cells = Vec::new();
+    let mut reference = Vec::new();
     let mut version_changes = Vec::new();
     for (b, key) in base.iter().zip(&base_keys) {
         if stop() {
@@ -446,15 +578,18 @@ pub fn diff(
             ));
         }
         cells.push(cell_change(key, b, n, threshold));
+        reference.push(b.allocs_per_iter == Some(0.0) && n.allocs_per_iter == Some(0.0));
     }
     let command = |rows: &[DiffInput]| rows.iter().find_map(|r| r.command.clone());
     let command_change = match (command(base), command(new)) {
         (Some(b), Some(n)) if b != n => Some(format!("{b} → {n}")),
         _ => None,
     };
+    let host = read_against_host(&mut cells, &reference, threshold, host_reference);
     let drift = allow_for_drift(&mut cells, threshold, drift_allowance);
     Some(Diff {
         drift,
+        host,
         cells,
         only_in_base: base_keys
             .iter()
@@ -569,6 +704,79 @@ mod tests {
     }
 
     #[test]
+    fn ratios_are_read_against_the_host_shift_of_the_cells_that_call_no_allocator() {
+        // The NEW run's machine is 5 % faster: every cell's p50 × 0.95. Three reuse cells
+        // (no allocation call in their loop) show it; one allocating cell is 10 % slower
+        // besides.
+        let cell = |alloc: &str, variant: &str, p50: f64, allocs: f64| DiffInput {
+            allocs_per_iter: Some(allocs),
+            ..row(alloc, variant, p50, p50 * 0.005, 0.0)
+        };
+        let allocators = ["system", "jemalloc", "mimalloc"];
+        let side = |f: &dyn Fn(&str, bool) -> f64| -> Vec<DiffInput> {
+            allocators
+                .iter()
+                .flat_map(|a| {
+                    [
+                        cell(a, "reuse", 1000.0 * f(a, false), 0.0),
+                        cell(a, "in-place", 2000.0 * f(a, true), 1.0),
+                    ]
+                })
+                .collect()
+        };
+        let base = side(&|_, _| 1.0);
+        let new = side(&|a, allocating| {
+            0.95 * if allocating && a == "jemalloc" {
+                1.1
+            } else {
+                1.0
+            }
+        });
+        let verdicts = |d: &Diff| -> Vec<(String, Option<Verdict>)> {
+            d.cells
+                .iter()
+                .map(|c| (c.cell.clone(), c.verdict))
+                .collect()
+        };
+        let raw = diff(&base, &new, 0.02, false, false, &|| false).unwrap();
+        assert!(
+            raw.cells
+                .iter()
+                .filter(|c| c.verdict == Some(Verdict::Faster))
+                .count()
+                >= 5,
+            "as measured, the host's 5 % reads as faster cells: {:?}",
+            verdicts(&raw)
+        );
+        assert_eq!(raw.host.not_applied.as_deref(), Some("--no-host-reference"));
+        let d = diff(&base, &new, 0.02, false, true, &|| false).unwrap();
+        assert!(d.host.applied, "{:?}", d.host);
+        assert_eq!(d.host.cells.len(), 3);
+        assert!((d.host.ratio.unwrap() - 0.95).abs() < 1e-3, "{:?}", d.host);
+        for c in &d.cells {
+            let want = if c.cell.contains("jemalloc in-place") {
+                Verdict::Slower
+            } else {
+                Verdict::NoSignificantDifference
+            };
+            assert_eq!(c.verdict, Some(want), "{:?}", verdicts(&d));
+            assert!(
+                c.ratio_ci_low.unwrap() <= c.ratio.unwrap()
+                    && c.ratio.unwrap() <= c.ratio_ci_high.unwrap()
+            );
+        }
+        let jem = d
+            .cells
+            .iter()
+            .find(|c| c.cell.contains("jemalloc in-place"))
+            .unwrap();
+        assert!((jem.ratio.unwrap() - 1.1).abs() < 0.01, "{jem:?}");
+        // Too few reference cells: said, nothing read against them.
+        let d = diff(&base[..4], &new[..4], 0.02, false, true, &|| false).unwrap();
+        assert!(!d.host.applied && d.host.not_applied.unwrap().contains("at least 3"));
+    }
+
+    #[test]
     fn improvement_regression_no_change_and_unmatched_cells() {
         let base = vec![
             row("system", "in-place", 1000.0, 10.0, 0.0),
@@ -583,7 +791,7 @@ mod tests {
             row("tcmalloc", "in-place", 600.0, 6.0, 0.0),
         ];
         new[0].allocator_version = Some("glibc 2.41".into());
-        let d = diff(&base, &new, 0.02, true, &|| false).unwrap();
+        let d = diff(&base, &new, 0.02, true, true, &|| false).unwrap();
         assert_eq!(d.cells.len(), 3);
         let v = |i: usize| d.cells[i].verdict;
         assert_eq!(v(0), Some(Verdict::NoSignificantDifference));
@@ -610,7 +818,7 @@ mod tests {
                 })
                 .collect::<Vec<_>>()
         };
-        let rows_only = diff(&strip(&base), &strip(&new), 0.02, true, &|| false).unwrap();
+        let rows_only = diff(&strip(&base), &strip(&new), 0.02, true, true, &|| false).unwrap();
         assert_eq!(rows_only.cells[2].verdict, Some(Verdict::Undecided));
         assert!((rows_only.cells[2].ratio_ci_coverage.unwrap() - 60.0 / 64.0).abs() < 1e-12);
         assert_eq!(rows_only.regressions(), 0);
@@ -628,13 +836,13 @@ mod tests {
         let mut failed = base.clone();
         failed[0].status = "failed".into();
         failed[0].p50_ns = None;
-        let d = diff(&base, &failed, 0.02, true, &|| false).unwrap();
+        let d = diff(&base, &failed, 0.02, true, true, &|| false).unwrap();
         assert_eq!(d.cells[0].verdict, None);
         assert_eq!(d.cells[0].note.as_deref(), Some("failed in NEW"));
         let mut single = base.clone();
         single[0].p50_ci_low_ns = None;
         single[0].process_p50_ns.truncate(1);
-        let d = diff(&base, &single, 0.02, true, &|| false).unwrap();
+        let d = diff(&base, &single, 0.02, true, true, &|| false).unwrap();
         assert_eq!((d.cells[0].ratio, d.cells[0].verdict), (Some(1.0), None));
         assert_eq!(d.regressions(), 0);
     }
@@ -658,7 +866,7 @@ mod tests {
             // Half the cells on both sides, a quarter on one side only, each way.
             let (base, new) = (cells(n, 0), cells(n, n / 2));
             KEYS_MADE.with(|k| k.set(0));
-            let d = diff(&base, &new, 0.02, true, &|| false).unwrap();
+            let d = diff(&base, &new, 0.02, true, true, &|| false).unwrap();
             assert_eq!(KEYS_MADE.with(|k| k.get()), 2 * n, "{n} cells a side");
             assert_eq!(d.cells.len(), n / 2);
             assert_eq!((d.only_in_base.len(), d.only_in_new.len()), (n / 2, n / 2));
@@ -707,7 +915,7 @@ mod tests {
                 })
                 .collect()
         };
-        let d = diff(&flat(&base), &flat(&new), 0.02, true, &|| false).unwrap();
+        let d = diff(&flat(&base), &flat(&new), 0.02, true, true, &|| false).unwrap();
         let k = d.drift.widened_by.unwrap();
         assert!(k > 1.0, "{:?}", d.drift);
         for c in &d.cells {
@@ -766,8 +974,8 @@ mod tests {
         let (mut with, mut without, mut cells) = (0, 0, 0);
         for seed in 0..40 {
             let (base, new) = two_runs(seed, 1.0, (0, 1.0));
-            let d = diff(&base, &new, 0.02, true, &|| false).unwrap();
-            let raw = diff(&base, &new, 0.02, false, &|| false).unwrap();
+            let d = diff(&base, &new, 0.02, true, true, &|| false).unwrap();
+            let raw = diff(&base, &new, 0.02, false, true, &|| false).unwrap();
             with += called(&d);
             without += called(&raw);
             cells += d.cells.len();
@@ -793,14 +1001,14 @@ mod tests {
         for seed in 0..40 {
             let (base, new) = two_runs(seed, 1.0, (0, 1.0));
             let (_, up) = two_runs(seed, 1.2, (0, 1.0));
-            let same = diff(&base, &new, 0.02, true, &|| false).unwrap();
-            let d = diff(&base, &up, 0.02, true, &|| false).unwrap();
+            let same = diff(&base, &new, 0.02, true, true, &|| false).unwrap();
+            let d = diff(&base, &up, 0.02, true, true, &|| false).unwrap();
             let (a, b) = (same.drift.spread.unwrap(), d.drift.spread.unwrap());
             assert!((a - b).abs() < 1e-9 * a.max(1.0), "{a} vs {b}");
             slower += d.regressions();
             cells += d.cells.len();
             let (base, three) = two_runs(seed, 1.0, (3, 1.5));
-            let d = diff(&base, &three, 0.02, true, &|| false).unwrap();
+            let d = diff(&base, &three, 0.02, true, true, &|| false).unwrap();
             assert!(
                 d.cells[..3]
                     .iter()
@@ -815,7 +1023,7 @@ mod tests {
         assert!(slower * 100 >= cells * 80, "+20 %: {slower} of {cells}");
         // Too few cells to estimate a spread: said, nothing widened.
         let (base, new) = two_runs(1, 1.0, (0, 1.0));
-        let d = diff(&base[..5], &new[..5], 0.02, true, &|| false).unwrap();
+        let d = diff(&base[..5], &new[..5], 0.02, true, true, &|| false).unwrap();
         assert_eq!(d.drift.widened_by, None);
         assert!(d
             .drift

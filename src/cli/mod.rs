@@ -829,6 +829,11 @@ pub struct DiffArgs {
     /// drift between the two runs that the cells' shifts show (see docs/diff.md).
     #[arg(long)]
     pub no_drift_allowance: bool,
+    /// Leave every ratio as measured: do not read it against the host's shift between
+    /// the runs, which the cells whose loop calls no allocator show (compare's reuse
+    /// cells; see docs/diff.md).
+    #[arg(long)]
+    pub no_host_reference: bool,
     /// The full screen instead of the answer first: every note and environment change
     /// first, the table with each cell's whole name and every column (table format).
     #[arg(long, visible_alias = "wide")]

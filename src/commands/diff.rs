@@ -410,6 +410,25 @@ fn pair_given_twice(pairs: &[(String, String)]) -> Option<String> {
 }
 
 /// What the between-run drift was and what was done about it, in one line.
+/// The host's shift between the runs, and whether the ratios above were read against
+/// it; nothing where no cell could tell it (exec results, a single cell).
+fn host_line(host: &crate::analysis::diff::HostReference) -> Option<String> {
+    let n = host.cells.len();
+    match (host.ratio, host.applied, &host.not_applied) {
+        (Some(r), true, _) => Some(format!(
+            "host: the {n} cells whose loop calls no allocator moved by {:+.1} % alike (±{:.1} %): the machine, not an allocator; every ratio above is read against it (--no-host-reference: as measured)",
+            100.0 * (r - 1.0),
+            100.0 * 1.96 * host.log_se.unwrap_or(0.0)
+        )),
+        (Some(r), false, Some(why)) => Some(format!(
+            "host: the {n} cells whose loop calls no allocator moved by {:+.1} % alike; not read against ({why})",
+            100.0 * (r - 1.0)
+        )),
+        (None, _, Some(why)) if n > 0 => Some(format!("host: not estimated ({why})")),
+        _ => None,
+    }
+}
+
 fn drift_line(drift: &Drift, threshold: f64) -> String {
     let common = drift
         .common_ratio
@@ -449,6 +468,7 @@ pub fn run(args: &DiffArgs) -> Result<()> {
         &new.rows,
         args.noise_threshold,
         !args.no_drift_allowance,
+        !args.no_host_reference,
         &crate::ui::interrupt::interrupted,
     ) else {
         return Err(Error::Interrupted(
@@ -571,7 +591,8 @@ fn notes(args: &DiffArgs, base: &Side, new: &Side, d: &Diff, env: &[String]) -> 
 /// What is said after the cells: the drift between the runs, what to confirm, and the
 /// cells only one side has.
 fn tail(d: &Diff, threshold: f64) -> Vec<String> {
-    let mut tail: Vec<String> = vec![drift_line(&d.drift, threshold)];
+    let mut tail: Vec<String> = host_line(&d.host).into_iter().collect();
+    tail.push(drift_line(&d.drift, threshold));
     let called = d
         .cells
         .iter()
