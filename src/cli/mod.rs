@@ -669,8 +669,9 @@ pub struct CompareArgs {
     /// Run N workers at once, each kept on a CPU of its own (the first N this process may
     /// use), a round's cells N at a time: more rounds in --max-time, but the workers share
     /// memory bandwidth and caches, which moves absolute times and can move ratios
-    /// (docs/compare.md measures it) [default: 1].
-    #[arg(long, default_value_t = 1, conflicts_with = "cpu", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    /// (docs/compare.md measures it). Not with --cpu, nor with --order blocked (whose
+    /// rounds would run the same cells side by side every time).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub jobs: u32,
     /// Start no round that would end after this many seconds of measuring, the
     /// --processes rounds included (the first round always runs) [default: 18, with

@@ -363,14 +363,25 @@ fn prepare(args: &CompareArgs, specs: &[crate::model::run::RunSpec]) -> Result<P
     )
     .map_err(|why| Error::counters(args.counters, why))?;
     executor.cpu = args.cpu;
-    executor.jobs = job_cpus(args.jobs)?;
+    executor.jobs = job_cpus(args)?;
     Ok(executor)
 }
 
 /// The CPUs of `--jobs N`'s workers: the first N this process may use; none for one job.
-fn job_cpus(jobs: u32) -> Result<Vec<u32>> {
+fn job_cpus(args: &CompareArgs) -> Result<Vec<u32>> {
+    let jobs = args.jobs;
     if jobs <= 1 {
         return Ok(Vec::new());
+    }
+    if args.cpu.is_some() {
+        return Err(Error::BadInput(format!(
+            "--jobs {jobs} keeps each worker on a CPU of its own, --cpu every worker on one: give one of them"
+        )));
+    }
+    if matches!(args.order, crate::cli::RoundOrder::Blocked) {
+        return Err(Error::BadInput(format!(
+            "--jobs {jobs} with --order blocked would run the same cells side by side in every round, a fixed partner in every ratio: use --order shuffled (the default) with --jobs"
+        )));
     }
     let allowed = crate::counters::conditions::allowed_cpus().map_err(|e| {
         Error::BadInput(format!(
@@ -573,7 +584,7 @@ fn said(args: &CompareArgs, m: &Measured, ran: &Ran, cells: &[&Cell], rows: &[Su
         match (args.cpu, args.jobs) {
             (Some(c), _) => format!(", every worker kept on CPU {c} (--cpu)"),
             (None, j) if j > 1 => format!(
-                ", {j} workers at once, each kept on a CPU of its own (--jobs {j}: absolute times include what they share)"
+                ", up to {j} workers at once, each kept on a CPU of its own (--jobs {j}: absolute times include what they share)"
             ),
             _ => String::new(),
         },

@@ -217,20 +217,33 @@ pub fn check_cpu(cpu: u32) -> Result<(), String> {
     }
 }
 
-/// Keeps the calling thread (and the threads it starts) on `cpu`.
+/// Keeps every thread of this process on `cpu` — the calling one and those already
+/// running (an allocator's own, started before main: jemalloc's background thread) — and
+/// so the threads they start.
 pub fn pin_to(cpu: u32) -> Result<(), String> {
     check_cpu(cpu)?;
     // SAFETY: a zeroed cpu_set_t is a valid empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: the index is below CPU_SETSIZE (check_cpu found it in the allowed set).
     unsafe { libc::CPU_SET(cpu as usize, &mut set) };
-    // SAFETY: sched_setaffinity reads the size it is given from `set`.
-    let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-    if r != 0 {
-        return Err(format!(
-            "sched_setaffinity: {}",
-            std::io::Error::last_os_error()
-        ));
+    let pin = |tid: libc::pid_t| {
+        // SAFETY: sched_setaffinity reads the size it is given from `set`.
+        let r =
+            unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+        (r == 0)
+            .then_some(())
+            .ok_or_else(std::io::Error::last_os_error)
+    };
+    pin(0).map_err(|e| format!("sched_setaffinity: {e}"))?;
+    let tasks =
+        std::fs::read_dir("/proc/self/task").map_err(|e| format!("/proc/self/task: {e}"))?;
+    for tid in tasks.filter_map(|t| t.ok()?.file_name().to_str()?.parse::<libc::pid_t>().ok()) {
+        match pin(tid) {
+            // A thread that has ended since the listing has nothing left to pin.
+            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+            Err(e) => return Err(format!("sched_setaffinity of thread {tid}: {e}")),
+            Ok(()) => {}
+        }
     }
     Ok(())
 }

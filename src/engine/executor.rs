@@ -426,25 +426,37 @@ impl Executor for ProcessExecutor {
         specs: &[&RunSpec],
         budget: &Budget,
     ) -> Vec<Result<RunRecord, RunFailure>> {
-        if specs.len() <= 1 || self.jobs.len() < specs.len() {
+        if self.jobs.len() < specs.len() {
             return specs.iter().map(|s| self.execute(s, budget)).collect();
         }
         let me = &*self;
         std::thread::scope(|scope| {
-            let running: Vec<_> = specs
+            // The first run on this thread, each other one on a thread of its own; a
+            // thread that cannot be started (a process limit) fails its run, saying so.
+            let others: Vec<_> = specs
                 .iter()
                 .zip(&me.jobs)
-                .map(|(spec, &cpu)| scope.spawn(move || me.run_on(spec, budget, Some(cpu))))
+                .skip(1)
+                .map(|(spec, &cpu)| {
+                    std::thread::Builder::new()
+                        .spawn_scoped(scope, move || me.run_on(spec, budget, Some(cpu)))
+                        .map_err(|e| RunFailure {
+                            cause: format!("cannot start a driver thread for this run: {e}"),
+                        })
+                })
                 .collect();
-            running
+            let first = specs
+                .first()
+                .map(|spec| me.run_on(spec, budget, me.jobs.first().copied()));
+            first
                 .into_iter()
-                .map(|t| {
-                    t.join().unwrap_or_else(|_| {
+                .chain(others.into_iter().map(|t| {
+                    t?.join().unwrap_or_else(|_| {
                         Err(RunFailure {
                             cause: "the driver's thread for this run panicked".into(),
                         })
                     })
-                })
+                }))
                 .collect()
         })
     }
@@ -528,8 +540,9 @@ pub fn run_rounds_while(
                 return Next::Keep;
             }
             let names: Vec<String> = batch.iter().map(|&i| self.specs[i].to_string()).collect();
+            let together = if batch.len() > 1 { ", at once" } else { "" };
             self.progress.start(&format!(
-                "{} (round {}, at once)",
+                "{} (round {}{together})",
                 names.join(" + "),
                 round + 1
             ));
@@ -538,12 +551,18 @@ pub fn run_rounds_while(
             for _ in &batch {
                 self.progress.finish_one();
             }
-            if interrupted() {
-                return Next::Stop;
-            }
+            // After Ctrl-C the runs killed by it are no measurements; a run of the batch
+            // that had finished is one, and is kept.
+            let stopped = interrupted();
             for (i, result) in batch.into_iter().zip(results) {
+                if stopped && result.is_err() {
+                    continue;
+                }
                 self.cells[i].runs.push((round, result));
                 self.sequence.push((i, round));
+            }
+            if stopped {
+                return Next::Stop;
             }
             Next::Keep
         }

@@ -432,28 +432,44 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
     drop(go_r);
     drop(err_w);
     drop(pre_w);
-    let stderr_tail = stderr_pipe.map(|(r, w)| {
-        drop(w);
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = tx.send(keep_tail(std::fs::File::from(r), STDERR_TAIL_BYTES));
-        });
-        rx
-    });
-    let stdout = stdout_pipe.map(|(r, w)| {
-        drop(w);
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = std::io::Read::read_to_string(&mut std::fs::File::from(r), &mut text);
-            let _ = tx.send(text);
-        });
-        rx
-    });
-    drop(devnull);
-    // Both sides set the group, so it exists whichever runs first.
+    // Both sides set the group, so it exists whichever runs first (and kill_group reaches
+    // the child from here on).
     // SAFETY: plain integers.
     unsafe { libc::setpgid(pid, pid) };
+    // The pipes' readers: a thread each. One that cannot be started (a process limit)
+    // fails the launch, and the child, still waiting to be released, goes.
+    let reader = |f: Box<dyn FnOnce() + Send>| std::thread::Builder::new().spawn(f).map(drop);
+    let stderr_tail = stderr_pipe
+        .map(|(r, w)| {
+            drop(w);
+            let (tx, rx) = std::sync::mpsc::channel();
+            reader(Box::new(move || {
+                let _ = tx.send(keep_tail(std::fs::File::from(r), STDERR_TAIL_BYTES));
+            }))
+            .map(|()| rx)
+        })
+        .transpose();
+    let stdout = stdout_pipe
+        .map(|(r, w)| {
+            drop(w);
+            let (tx, rx) = std::sync::mpsc::channel();
+            reader(Box::new(move || {
+                let mut text = String::new();
+                let _ = std::io::Read::read_to_string(&mut std::fs::File::from(r), &mut text);
+                let _ = tx.send(text);
+            }))
+            .map(|()| rx)
+        })
+        .transpose();
+    let (stderr_tail, stdout) = match (stderr_tail, stdout) {
+        (Ok(e), Ok(o)) => (e, o),
+        (Err(e), _) | (_, Err(e)) => {
+            kill_group(pid);
+            let _ = wait4(pid);
+            return Err(setup("starting a thread to read the child's output", e));
+        }
+    };
+    drop(devnull);
 
     let counters = if opts.count_syscalls && opts.trace.is_none() {
         let launcher = || {
