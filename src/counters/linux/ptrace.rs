@@ -432,12 +432,15 @@ pub fn trace(
             }
         })
     };
-    let mut options =
-        Options::PTRACE_O_TRACESECCOMP | Options::PTRACE_O_TRACECLONE | Options::PTRACE_O_EXITKILL;
+    // Exec events in every scope: a worker with a knob or a preloaded library restarts
+    // itself (execve) before it measures, and without the option that exec stops it with a
+    // plain SIGTRAP, which passed on would kill it.
+    let mut options = Options::PTRACE_O_TRACESECCOMP
+        | Options::PTRACE_O_TRACECLONE
+        | Options::PTRACE_O_EXITKILL
+        | Options::PTRACE_O_TRACEEXEC;
     if scope == Scope::Tree {
-        options |= Options::PTRACE_O_TRACEFORK
-            | Options::PTRACE_O_TRACEVFORK
-            | Options::PTRACE_O_TRACEEXEC;
+        options |= Options::PTRACE_O_TRACEFORK | Options::PTRACE_O_TRACEVFORK;
     }
     let mut counts = SyscallCounts {
         all: None,
