@@ -103,6 +103,10 @@ pub fn signal_name(sig: i32) -> &'static str {
         libc::SIGKILL => "SIGKILL",
         libc::SIGSEGV => "SIGSEGV",
         libc::SIGTERM => "SIGTERM",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGXCPU => "SIGXCPU",
         _ => "signal",
     }
 }
