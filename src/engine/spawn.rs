@@ -371,7 +371,9 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
     let parent = std::process::id() as libc::pid_t;
     // SAFETY: the child below only makes async-signal-safe calls (setpgid, signal,
     // sigprocmask, prctl, getppid, read, dup2, getrusage, execve, write, _exit) on data
-    // prepared before the fork (or on its own stack), and never returns.
+    // prepared before the fork (or on its own stack), and never returns. Before them it
+    // only releases its copy of the live-children registry's lock (an atomic store and
+    // at most a futex wake: no allocation), which the parent held across the fork.
     let (pid, _live) = crate::engine::lifetime::fork_registered(|| unsafe { libc::fork() });
     if pid < 0 {
         return Err(setup("fork", std::io::Error::last_os_error()));
