@@ -416,7 +416,7 @@ fn host_line(host: &crate::analysis::diff::HostReference) -> Option<String> {
     let n = host.cells.len();
     match (host.ratio, host.applied, &host.not_applied) {
         (Some(r), true, _) => Some(format!(
-            "host: the {n} cells whose loop calls no allocator moved by {:+.1} % alike (±{:.1} %): the machine, not an allocator; every ratio above is read against it (--no-host-reference: as measured)",
+            "host: the {n} cells whose loop calls no allocator moved by {:+.1} % alike (±{:.1} %), taken as the machine's speed between the runs; every ratio above is read against it (--no-host-reference: as measured)",
             100.0 * (r - 1.0),
             100.0 * 1.96 * host.log_se.unwrap_or(0.0)
         )),
