@@ -60,6 +60,11 @@ pub struct DiffInput {
     /// sides is a [`HostReference`] (absent in exec rows and older files).
     #[serde(default)]
     pub allocs_per_iter: Option<f64>,
+    /// compare's --jobs and --cpu (absent in other rows and older files).
+    #[serde(default)]
+    pub jobs: Option<u32>,
+    #[serde(default)]
+    pub cpu: Option<u32>,
 }
 
 /// A list of numbers given as a list (JSON) or as the text of one (a CSV cell), or
@@ -204,6 +209,8 @@ impl DiffInput {
             processes: Some(r.run_wall_ms.len() as u32),
             processes_planned: r.runs_planned,
             allocs_per_iter: None,
+            jobs: None,
+            cpu: None,
         }
     }
 
@@ -277,6 +284,9 @@ pub struct Diff {
     /// The host's own shift between the runs, from the cells whose loop calls no
     /// allocator, and whether every ratio was read against it.
     pub host: HostReference,
+    /// How the two sides' workers ran, where they ran differently (compare's --jobs or
+    /// --cpu): every time differs by that too.
+    pub placement_change: Option<String>,
 }
 
 /// The host's speed between two runs, read from the cells whose measured loop makes no
@@ -586,10 +596,15 @@ pub fn diff(
         _ => None,
     };
     let host = read_against_host(&mut cells, &reference, threshold, host_reference);
+    let placement_change = placement(base)
+        .zip(placement(new))
+        .filter(|(b, n)| b != n)
+        .map(|(b, n)| format!("{b} in BASE, {n} in NEW"));
     let drift = allow_for_drift(&mut cells, threshold, drift_allowance);
     Some(Diff {
         drift,
         host,
+        placement_change,
         cells,
         only_in_base: base_keys
             .iter()
@@ -603,6 +618,16 @@ pub fn diff(
             .collect(),
         version_changes,
         command_change,
+    })
+}
+
+/// How a side's workers ran, from compare's rows (None for rows that do not say).
+fn placement(rows: &[DiffInput]) -> Option<String> {
+    let r = rows.iter().find(|r| r.jobs.is_some())?;
+    Some(match (r.jobs.unwrap_or(1), r.cpu) {
+        (_, Some(c)) => format!("every worker on CPU {c} (--cpu {c})"),
+        (1, None) => "one worker at a time".into(),
+        (j, None) => format!("{j} workers at once (--jobs {j})"),
     })
 }
 

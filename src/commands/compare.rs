@@ -225,11 +225,19 @@ pub(crate) struct CompareRow {
     /// The processes (--processes rounds) every cell was to get; `processes` says how
     /// many it got.
     processes_planned: u32,
+    /// How many workers ran at once (--jobs), and the CPU every worker was kept on
+    /// (--cpu): what `diff` checks two sides were measured alike by.
+    jobs: u32,
+    cpu: Option<u32>,
 }
 
 impl CompareRow {
-    fn rows(rows: &[SummaryRow], ran: &Ran) -> Vec<CompareRow> {
-        Self::marked(rows, ran.complete(), ran.stopped_by(), ran.planned)
+    fn rows(rows: &[SummaryRow], ran: &Ran, args: &CompareArgs) -> Vec<CompareRow> {
+        let mut out = Self::marked(rows, ran.complete(), ran.stopped_by(), ran.planned);
+        for r in &mut out {
+            (r.jobs, r.cpu) = (args.jobs, args.cpu);
+        }
+        out
     }
 
     /// Rows of a session of cells (compare's, tune's) with what ran of its plan.
@@ -245,6 +253,8 @@ impl CompareRow {
                 complete,
                 stopped_by: stopped_by.clone(),
                 processes_planned,
+                jobs: 1,
+                cpu: None,
             })
             .collect()
     }
@@ -257,6 +267,8 @@ impl export::Rows for CompareRow {
             complete: false,
             stopped_by: None,
             processes_planned: 0,
+            jobs: 1,
+            cpu: None,
         }
     }
     fn table(rows: &[Self]) -> String {
@@ -642,7 +654,7 @@ fn render(
     said: &Said,
     incomplete: Option<&str>,
 ) -> Result<String> {
-    let out = CompareRow::rows(rows, ran);
+    let out = CompareRow::rows(rows, ran, args);
     Ok(match args.format {
         Format::Table if args.verbose => {
             let screen = table::compare_screen(outcomes, rows, &said.method, &said.lines, true);
@@ -950,7 +962,12 @@ mod tests {
             "interrupted by SIGINT during the 1000 planned: 18 cells have 2 processes, 6 have 1; no adaptive rounds"
         );
         // Every row carries the mark, in JSON and CSV alike.
-        let rows = CompareRow::rows(&[SummaryRow::empty()], &r);
+        let rows = CompareRow::marked(
+            &[SummaryRow::empty()],
+            r.complete(),
+            r.stopped_by(),
+            r.planned,
+        );
         let json: serde_json::Value =
             serde_json::from_str(&export::render(RowFormat::Json, &rows)).unwrap();
         assert_eq!(json[0]["complete"], false);

@@ -585,6 +585,10 @@ fn notes(args: &DiffArgs, base: &Side, new: &Side, d: &Diff, env: &[String]) -> 
             .iter()
             .map(|v| format!("allocator version: {v}")),
     );
+    // Workers placed differently move every time: said before the cells.
+    notes.extend(d.placement_change.iter().map(|p| {
+        format!("MEASURED DIFFERENTLY: {p}: every ratio below carries that too; measure both sides alike")
+    }));
     notes
 }
 

@@ -120,6 +120,7 @@ pub const SUMMARY_COLUMNS: Columns = &[
 /// The columns `compare --format csv` adds to the summary's.
 pub const COMPARE_COLUMNS: Columns = &[
     (&["complete", "stopped_by", "processes_planned"], "whether every cell got its processes, what stopped the session early, and the processes planned"),
+    (&["jobs", "cpu"], "how many workers ran at once (--jobs) and the CPU every worker was kept on (--cpu; empty: none)"),
 ];
 
 /// summary.csv of `alloclab exec`.

@@ -366,4 +366,45 @@ fn jobs_run_workers_at_once_and_count_what_one_at_a_time_counts() {
         alone[1].1 > 100.0,
         "glibc's out-of-place case faults: {alone:?}"
     );
+    // Every row says how its workers ran, and diff says when two sides ran differently.
+    let dir = tempfile::tempdir().unwrap();
+    let mut sides = Vec::new();
+    for jobs in ["1", "2"] {
+        let o = lab(&[
+            "compare",
+            "--size",
+            "1000",
+            "--allocators",
+            "system",
+            "--processes",
+            "2",
+            "--no-adaptive",
+            "--jobs",
+            jobs,
+            "--format",
+            "json",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(json(&o.stdout).as_array().unwrap().iter().all(|r| r["jobs"]
+            .as_u64()
+            .map(|j| j.to_string())
+            .as_deref()
+            == Some(jobs)
+            && r["cpu"].is_null()));
+        let path = dir.path().join(format!("jobs{jobs}.json"));
+        std::fs::write(&path, &o.stdout).unwrap();
+        sides.push(path.to_str().unwrap().to_string());
+    }
+    let o = lab(&["diff", &sides[0], &sides[1]]);
+    let out = unwrapped(&stdout(&o));
+    assert!(
+        out.contains("MEASURED DIFFERENTLY: one worker at a time in BASE, 2 workers at once (--jobs 2) in NEW"),
+        "{out}"
+    );
+    let o = lab(&["diff", &sides[1], &sides[1]]);
+    assert!(
+        !stdout(&o).contains("MEASURED DIFFERENTLY"),
+        "{}",
+        stdout(&o)
+    );
 }
