@@ -200,6 +200,13 @@ impl std::fmt::Display for Threads {
     }
 }
 
+/// `text` with its first letter upper-case: a label as a title ("Minor faults").
+pub fn capitalized(text: &str) -> String {
+    let mut c = text.chars();
+    c.next()
+        .map_or(String::new(), |f| f.to_uppercase().chain(c).collect())
+}
+
 /// A count with its noun, singular or plural: `counted(1, "plot", "plots")` is "1 plot".
 pub fn counted(n: usize, one: &str, many: &str) -> String {
     if n == 1 {

@@ -8,7 +8,10 @@ use crate::analysis::cells;
 use crate::analysis::explain::describe;
 use crate::analysis::stats::{Comparison, Verdict};
 use crate::fmt::{fmt_count, human_bytes};
-use crate::model::metric::{BRK, MADVISE, MINOR_FAULTS, MMAP, MUNMAP};
+use crate::model::metric::{
+    RunFigures, BRK, MADVISE, MINOR_FAULTS, MMAP, MUNMAP, RUN_BRK, RUN_MADVISE, RUN_MINOR_FAULTS,
+    RUN_MMAP, RUN_MUNMAP,
+};
 use crate::model::record::Cell;
 use crate::model::spec::{Choice, Variant};
 use crate::model::summary::SummaryRow;
@@ -35,6 +38,18 @@ impl Counts {
             mmap: r.per_iter[MMAP].unwrap_or(0.0),
             munmap: r.per_iter[MUNMAP].unwrap_or(0.0),
             madvise: r.per_iter[MADVISE].unwrap_or(0.0),
+        }
+    }
+
+    /// A user's command's counts per run (medians over its runs), read as a cell's.
+    pub(crate) fn of_run(f: &RunFigures) -> Self {
+        Counts {
+            calls_uncounted: f[RUN_BRK].is_none(),
+            faults: f[RUN_MINOR_FAULTS].unwrap_or(0.0),
+            brk: f[RUN_BRK].unwrap_or(0.0),
+            mmap: f[RUN_MMAP].unwrap_or(0.0),
+            munmap: f[RUN_MUNMAP].unwrap_or(0.0),
+            madvise: f[RUN_MADVISE].unwrap_or(0.0),
         }
     }
 }

@@ -5,6 +5,10 @@ use crate::analysis::modes::{self, Behaviours, Unit};
 use crate::analysis::stats::{compare_paired, level, median, median_ci, Comparison, Verdict};
 use crate::model::command::{AllocatorRuns, ExecRecord, ExecRun, TracedRun};
 use crate::model::counts::SyscallCounts;
+use crate::model::metric::{
+    Metric, RunFigures, Source, SourceTotals, Unit as MetricUnit, RUN_COUNTS, RUN_METRICS,
+    RUN_MINOR_FAULTS,
+};
 use crate::model::summary::RunStatus;
 use serde::{Deserialize, Serialize};
 
@@ -34,19 +38,12 @@ pub struct ExecRow {
     pub vs_baseline_ci_high: Option<f64>,
     pub vs_baseline_verdict: Option<String>,
     pub baseline: Option<String>,
-    pub user_ms: Option<f64>,
-    pub sys_ms: Option<f64>,
-    pub minflt: Option<f64>,
-    pub majflt: Option<f64>,
-    pub voluntary_csw: Option<f64>,
-    pub involuntary_csw: Option<f64>,
-    pub peak_rss_mib: Option<f64>,
-    pub brk: Option<f64>,
-    pub mmap: Option<f64>,
-    pub munmap: Option<f64>,
-    pub madvise: Option<f64>,
-    pub mremap: Option<f64>,
-    pub syscalls: Option<f64>,
+    /// The per-run figures ([`crate::model::metric::RUN_METRICS`]: CPU times, faults,
+    /// context switches, peak RSS, memory syscalls), medians over the runs; the memory
+    /// syscalls the traced run's where it counted them. In CSV and JSON one column each,
+    /// under the registry's keys.
+    #[serde(flatten)]
+    pub per_run: RunFigures,
     /// How syscalls were counted ("perf"), or why they were not.
     pub syscall_counter: String,
     pub allocator_version: Option<String>,
@@ -94,79 +91,76 @@ pub struct TracedDeviation {
     pub untraced_median: f64,
 }
 
-/// A figure: its key (the row's field it is compared with), its words, how an untraced
-/// run and the traced run give it, the least margin that counts, how a value is written.
-struct Figure {
-    key: &'static str,
-    words: &'static str,
-    of_run: fn(&ExecRun) -> Option<f64>,
-    of_traced: fn(&TracedRun, Option<&SyscallCounts>) -> Option<f64>,
-    least: f64,
-    show: fn(f64) -> String,
+/// A figure a traced run is compared on: its wall time, each per-run registry entry
+/// with a margin (`cause_from`: user time, minor faults, peak RSS; not system time nor
+/// context switches, which every trapped call moves whatever the program does), and the
+/// memory syscalls' sum (only where the untraced runs were counted too).
+#[derive(Clone, Copy)]
+enum Compared {
+    Wall,
+    Entry(Metric),
+    MemoryCalls,
 }
 
-fn show_ms(v: f64) -> String {
-    crate::fmt::fmt_ns(v * 1e6)
-}
+impl Compared {
+    fn all() -> impl Iterator<Item = Compared> {
+        std::iter::once(Compared::Wall)
+            .chain(
+                RUN_METRICS
+                    .iter()
+                    .filter(|m| m.cause_from.is_some())
+                    .map(|m| Compared::Entry(*m)),
+            )
+            .chain(std::iter::once(Compared::MemoryCalls))
+    }
 
-fn show_count(v: f64) -> String {
-    crate::fmt::fmt_count(v.round())
-}
+    /// The row's field it is compared with.
+    fn key(self) -> &'static str {
+        match self {
+            Compared::Wall => "wall_ms",
+            Compared::Entry(m) => m.key,
+            Compared::MemoryCalls => "memory_syscalls",
+        }
+    }
 
-fn show_mib(v: f64) -> String {
-    crate::fmt::human_bytes((v * (1 << 20) as f64) as u64)
+    fn words(self) -> &'static str {
+        match self {
+            Compared::Wall => "wall time",
+            Compared::Entry(m) => m.label,
+            Compared::MemoryCalls => "memory syscalls",
+        }
+    }
+
+    /// The least margin that counts as a difference.
+    fn least(self) -> f64 {
+        match self {
+            Compared::Wall => 1.0,
+            Compared::Entry(m) => m.named_from(),
+            Compared::MemoryCalls => 2.0,
+        }
+    }
+
+    /// Its figure of a run that took `wall_ns` with `figures`.
+    fn of(self, wall_ns: u64, figures: &RunFigures) -> Option<f64> {
+        match self {
+            Compared::Wall => Some(wall_ns as f64 / 1e6),
+            Compared::Entry(m) => figures[m],
+            Compared::MemoryCalls => figures.memory_calls(),
+        }
+    }
+
+    fn show(self, v: f64) -> String {
+        match self {
+            Compared::Wall => crate::fmt::fmt_ns(v * 1e6),
+            Compared::Entry(m) => m.show(v),
+            Compared::MemoryCalls => crate::fmt::fmt_count(v.round()),
+        }
+    }
 }
 
 fn memory_calls(s: &SyscallCounts) -> f64 {
     (s.brk + s.mmap + s.munmap + s.madvise + s.mremap) as f64
 }
-
-/// What a traced run is compared on, with the least margin that counts as a difference.
-/// Not system time nor context switches: every trapped call is one more voluntary switch
-/// and more time in the kernel, whatever the program does.
-const FIGURES: [Figure; 5] = [
-    Figure {
-        key: "wall_ms",
-        words: "wall time",
-        of_run: |r| Some(r.wall_ns as f64 / 1e6),
-        of_traced: |t, _| Some(t.wall_ns as f64 / 1e6),
-        least: 1.0,
-        show: show_ms,
-    },
-    Figure {
-        key: "user_ms",
-        words: "user time",
-        of_run: |r| Some(r.usage.utime_ns as f64 / 1e6),
-        of_traced: |t, _| Some(t.usage.utime_ns as f64 / 1e6),
-        least: 1.0,
-        show: show_ms,
-    },
-    Figure {
-        key: "minflt",
-        words: "minor faults",
-        of_run: |r| Some(r.usage.minflt as f64),
-        of_traced: |t, _| Some(t.usage.minflt as f64),
-        least: 2.0,
-        show: show_count,
-    },
-    Figure {
-        key: "peak_rss_mib",
-        words: "peak RSS",
-        of_run: |r| Some(r.usage.maxrss_bytes as f64 / (1 << 20) as f64),
-        of_traced: |t, _| Some(t.usage.maxrss_bytes as f64 / (1 << 20) as f64),
-        least: 0.25,
-        show: show_mib,
-    },
-    // Only where the untraced runs were counted too.
-    Figure {
-        key: "memory_syscalls",
-        words: "memory syscalls",
-        of_run: |r| r.syscalls.as_ref().map(memory_calls),
-        of_traced: |_, c| c.map(memory_calls),
-        least: 2.0,
-        show: show_count,
-    },
-];
 
 /// Whether `traced` lies outside the range of `untraced` by more than the range's width,
 /// and by more than `floor` × their median and `least` (so that untraced runs that agree
@@ -195,16 +189,22 @@ pub fn traced_deviations(
         return None;
     }
     let mut out = Vec::new();
-    for f in &FIGURES {
-        let v: Vec<f64> = runs.iter().filter_map(f.of_run).collect();
-        let Some(t) = (f.of_traced)(traced, counts) else {
+    let traced_figures = traced.figures(counts.copied());
+    let figures: Vec<RunFigures> = runs.iter().map(ExecRun::figures).collect();
+    for f in Compared::all() {
+        let v: Vec<f64> = runs
+            .iter()
+            .zip(&figures)
+            .filter_map(|(r, x)| f.of(r.wall_ns, x))
+            .collect();
+        let Some(t) = f.of(traced.wall_ns, &traced_figures) else {
             continue;
         };
-        if v.len() != runs.len() || beyond_spread(&v, t, floor, f.least) != Some(true) {
+        if v.len() != runs.len() || beyond_spread(&v, t, floor, f.least()) != Some(true) {
             continue;
         }
         out.push(TracedDeviation {
-            figure: f.key.to_string(),
+            figure: f.key().to_string(),
             traced: t,
             untraced_min: v.iter().copied().fold(f64::INFINITY, f64::min),
             untraced_max: v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
@@ -300,7 +300,7 @@ fn traced_text(runs: &[ExecRun], t: &TracedRun, differs: Option<&[TracedDeviatio
             let parts: Vec<String> = d
                 .iter()
                 .filter_map(|x| {
-                    let f = FIGURES.iter().find(|f| f.key == x.figure)?;
+                    let f = Compared::all().find(|f| f.key() == x.figure)?;
                     let ratio = if x.untraced_median != 0.0 {
                         format!(", {:.2}x their median", x.traced / x.untraced_median)
                     } else {
@@ -308,10 +308,10 @@ fn traced_text(runs: &[ExecRun], t: &TracedRun, differs: Option<&[TracedDeviatio
                     };
                     Some(format!(
                         "{} {} against {}–{}{ratio}",
-                        f.words,
-                        (f.show)(x.traced),
-                        (f.show)(x.untraced_min),
-                        (f.show)(x.untraced_max)
+                        f.words(),
+                        f.show(x.traced),
+                        f.show(x.untraced_min),
+                        f.show(x.untraced_max)
                     ))
                 })
                 .collect();
@@ -331,10 +331,10 @@ fn traced_text(runs: &[ExecRun], t: &TracedRun, differs: Option<&[TracedDeviatio
     s
 }
 
-fn med(runs: &[ExecRun], f: impl Fn(&ExecRun) -> Option<f64>) -> Option<f64> {
-    let v: Vec<f64> = runs.iter().filter_map(f).collect();
-    // A value only where every run has it.
-    (v.len() == runs.len()).then(|| median(&v)).flatten()
+/// The median of entry `m` over the runs' figures: a value only where every run has it.
+fn med_of(figures: &[RunFigures], m: Metric) -> Option<f64> {
+    let v: Vec<f64> = figures.iter().filter_map(|f| f[m]).collect();
+    (v.len() == figures.len()).then(|| median(&v)).flatten()
 }
 
 fn row_of(
@@ -369,16 +369,17 @@ fn row_of(
         ));
         Some(d)
     });
-    let sc = |f: fn(&crate::model::counts::SyscallCounts) -> Option<u64>| {
-        if traced {
-            // One traced run per allocator: its counts, if it has them.
-            a.traced_syscalls.as_ref().and_then(f).map(|v| v as f64)
-        } else {
-            med(runs, move |r| {
-                r.syscalls.as_ref().and_then(f).map(|v| v as f64)
-            })
-        }
-    };
+    let figures: Vec<RunFigures> = runs.iter().map(ExecRun::figures).collect();
+    // One traced run per allocator: its memory syscalls, if it counted them.
+    let traced_counts = a
+        .traced_syscalls
+        .filter(|_| traced)
+        .map(|s| RunFigures::of_run(&SourceTotals::of_run(&Default::default(), Some(s))));
+    let per_run = RunFigures::each(|m| match (&traced_counts, m.source) {
+        (Some(t), Source::Syscalls) => t[m],
+        (None, Source::Syscalls) if traced => None,
+        _ => med_of(&figures, m),
+    });
     ExecRow {
         behaviours: run_behaviours(runs),
         complete: None,
@@ -406,21 +407,7 @@ fn row_of(
         vs_baseline_ci_high: None,
         vs_baseline_verdict: None,
         baseline: None,
-        user_ms: med(runs, |r| Some(ms(r.usage.utime_ns))),
-        sys_ms: med(runs, |r| Some(ms(r.usage.stime_ns))),
-        minflt: med(runs, |r| Some(r.usage.minflt as f64)),
-        majflt: med(runs, |r| Some(r.usage.majflt as f64)),
-        voluntary_csw: med(runs, |r| Some(r.usage.nvcsw as f64)),
-        involuntary_csw: med(runs, |r| Some(r.usage.nivcsw as f64)),
-        peak_rss_mib: med(runs, |r| {
-            Some(r.usage.maxrss_bytes as f64 / (1 << 20) as f64)
-        }),
-        brk: sc(|s| Some(s.brk)),
-        mmap: sc(|s| Some(s.mmap)),
-        munmap: sc(|s| Some(s.munmap)),
-        madvise: sc(|s| Some(s.madvise)),
-        mremap: sc(|s| Some(s.mremap)),
-        syscalls: sc(|s| s.all),
+        per_run,
         syscall_counter: match (&a.traced_run, &a.traced_note, traced) {
             (Some(t), _, true) => format!("ptrace: {}", traced_text(runs, t, differs.as_deref())),
             (None, Some(note), true) => format!("ptrace: {note}"),
@@ -433,38 +420,29 @@ fn row_of(
     }
 }
 
-/// The per-run figures of `runs` that show two or more behaviours: wall time, minor
-/// faults, peak RSS and each memory syscall (where every run counted them).
+/// The per-run figures of `runs` that show two or more behaviours: wall time and each
+/// registry entry searched for them (minor faults, peak RSS, each memory syscall), where
+/// every run has it.
 fn run_behaviours(runs: &[ExecRun]) -> Vec<Behaviours> {
-    let of = |f: &dyn Fn(&ExecRun) -> f64| runs.iter().map(f).collect::<Vec<f64>>();
-    let mut figures = vec![
-        ("wall time", Unit::Ns, of(&|r| r.wall_ns as f64)),
-        ("minor faults", Unit::Count, of(&|r| r.usage.minflt as f64)),
-        (
-            "peak RSS",
-            Unit::Bytes,
-            of(&|r| r.usage.maxrss_bytes as f64),
-        ),
-    ];
-    let counted: Vec<_> = runs.iter().filter_map(|r| r.syscalls.as_ref()).collect();
-    if counted.len() == runs.len() {
-        type Get = fn(&crate::model::counts::SyscallCounts) -> u64;
-        let kinds: [(&str, Get); 5] = [
-            ("brk calls", |c| c.brk),
-            ("mmap calls", |c| c.mmap),
-            ("munmap calls", |c| c.munmap),
-            ("madvise calls", |c| c.madvise),
-            ("mremap calls", |c| c.mremap),
-        ];
-        for (name, get) in kinds {
-            figures.push((
-                name,
-                Unit::Count,
-                counted.iter().map(|c| get(c) as f64).collect(),
-            ));
+    let figures: Vec<RunFigures> = runs.iter().map(ExecRun::figures).collect();
+    let mut out = vec![(
+        "wall time",
+        Unit::Ns,
+        runs.iter().map(|r| r.wall_ns as f64).collect::<Vec<f64>>(),
+    )];
+    for m in RUN_METRICS.iter().filter(|m| m.spread) {
+        let v: Vec<f64> = figures.iter().filter_map(|f| f[*m]).collect();
+        if v.len() == runs.len() {
+            let unit = match m.unit {
+                MetricUnit::Mib | MetricUnit::Bytes => Unit::Bytes,
+                MetricUnit::Ms | MetricUnit::Ns => Unit::Ns,
+                MetricUnit::Count => Unit::Count,
+            };
+            // In the unit's base (bytes, ns), as the behaviours are written.
+            out.push((m.label, unit, v.iter().map(|x| x * m.scale).collect()));
         }
     }
-    modes::behaviours(&figures)
+    modes::behaviours(&out)
 }
 
 /// `runs` against `base`, paired by round: the per-round wall-time ratios, a verdict
@@ -574,7 +552,7 @@ pub fn regressions(record: &ExecRecord, rows: &[ExecRow]) -> Vec<(String, String
 
 /// brk + mmap + munmap + madvise + mremap of an exec row.
 pub fn memory(r: &ExecRow) -> Option<f64> {
-    Some(r.brk? + r.mmap? + r.munmap? + r.madvise? + r.mremap?)
+    r.per_run.memory_calls()
 }
 
 /// Each row that ran with the row it was compared with: its baseline (in a session of
@@ -600,19 +578,12 @@ pub fn against_baseline(rows: &[ExecRow]) -> Vec<(&ExecRow, &ExecRow)> {
         .collect()
 }
 
-/// A row's counts per run, keyed as findings.json keys them.
-fn counts_per_run(r: &ExecRow) -> std::collections::BTreeMap<&'static str, Option<f64>> {
-    [
-        ("minflt_per_run", r.minflt),
-        ("majflt_per_run", r.majflt),
-        ("brk_per_run", r.brk),
-        ("mmap_per_run", r.mmap),
-        ("munmap_per_run", r.munmap),
-        ("madvise_per_run", r.madvise),
-        ("mremap_per_run", r.mremap),
-    ]
-    .into_iter()
-    .collect()
+/// A row's counts per run, keyed as findings.json keys them (`<key>_per_run`).
+fn counts_per_run(r: &ExecRow) -> std::collections::BTreeMap<String, Option<f64>> {
+    RUN_COUNTS
+        .iter()
+        .map(|m| (format!("{}_per_run", m.key), r.per_run[*m]))
+        .collect()
 }
 
 /// exec's answer, one item per allocator against its baseline (the first allocator, or
@@ -642,15 +613,8 @@ pub fn answer(rows: &[ExecRow]) -> Vec<crate::analysis::findings::Item> {
             "{}: {ratio:.2}x {}'s wall time{verdict}",
             r.allocator, base.allocator
         );
-        let counts = |x: &ExecRow| Counts {
-            calls_uncounted: x.brk.is_none(),
-            faults: x.minflt.unwrap_or(0.0),
-            brk: x.brk.unwrap_or(0.0),
-            mmap: x.mmap.unwrap_or(0.0),
-            munmap: x.munmap.unwrap_or(0.0),
-            madvise: x.madvise.unwrap_or(0.0),
-        };
-        if r.minflt.is_some() && base.minflt.is_some() {
+        let counts = |x: &ExecRow| Counts::of_run(&x.per_run);
+        if r.per_run[RUN_MINOR_FAULTS].is_some() && base.per_run[RUN_MINOR_FAULTS].is_some() {
             if let Some(why) =
                 run_difference(counts(base), counts(r), &r.allocator, &base.allocator)
             {
@@ -829,7 +793,7 @@ mod tests {
         );
         let row = row_of(&a, "ptrace", 0.02, None);
         assert_eq!(row.traced_differs, Some(d));
-        assert_eq!(row.madvise, Some(2931.0));
+        assert_eq!(row.per_run[crate::model::metric::RUN_MADVISE], Some(2931.0));
         let text = &row.syscall_counter;
         assert!(
             text.starts_with("ptrace: counted in one traced run, 1.00x the untraced runs' median wall time; it behaved otherwise than the untraced runs (minor faults 8,600 against 6,130–7,300, 1.20x their median"),

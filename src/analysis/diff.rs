@@ -12,6 +12,7 @@
 //! undecided. Cells without an interval (one process) get the ratio only.
 
 use crate::analysis::stats::{level, median, shift_ratio, verdict, Interval, Verdict};
+use crate::model::metric::{RUN_MINOR_FAULTS, RUN_PEAK_RSS};
 use serde::{Deserialize, Serialize};
 
 /// The fields of a summary row that a diff reads (from summary.csv or compare's JSON);
@@ -184,9 +185,6 @@ impl DiffInput {
     /// syscalls and peak RSS per run.
     pub fn from_exec(r: &crate::analysis::command::ExecRow) -> Self {
         let ms = |v: Option<f64>| v.map(|m| m * 1e6);
-        let memory = [r.brk, r.mmap, r.munmap, r.madvise, r.mremap]
-            .iter()
-            .try_fold(0.0, |sum, v| v.map(|v| sum + v));
         DiffInput {
             workload: EXEC_WORKLOAD.into(),
             variant: "per run".into(),
@@ -198,9 +196,9 @@ impl DiffInput {
             p50_ci_low_ns: ms(r.wall_ci_low_ms),
             p50_ci_high_ns: ms(r.wall_ci_high_ms),
             ci_coverage: r.wall_ci_coverage,
-            minflt_per_iter: r.minflt,
-            memory_syscalls_per_iter: memory,
-            rss_end_bytes: r.peak_rss_mib.map(|m| m * 1024.0 * 1024.0),
+            minflt_per_iter: r.per_run[RUN_MINOR_FAULTS],
+            memory_syscalls_per_iter: r.per_run.memory_calls(),
+            rss_end_bytes: r.per_run[RUN_PEAK_RSS].map(|m| m * RUN_PEAK_RSS.scale),
             allocator_version: r.allocator_version.clone(),
             process_p50_ns: r.run_wall_ms.iter().map(|m| m * 1e6).collect(),
             command: (!r.command.is_empty()).then(|| r.command.clone()),

@@ -123,8 +123,8 @@ pub struct CommandFigures {
     pub verdict: Option<String>,
     pub runs: usize,
     pub against_runs: usize,
-    pub counts: BTreeMap<&'static str, Option<f64>>,
-    pub against_counts: BTreeMap<&'static str, Option<f64>>,
+    pub counts: BTreeMap<String, Option<f64>>,
+    pub against_counts: BTreeMap<String, Option<f64>>,
 }
 
 /// A cliff: where it is, what changes there, the threshold behind it and whether moving

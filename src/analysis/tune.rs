@@ -6,7 +6,7 @@ use crate::analysis::explain::describe;
 use crate::analysis::stats::{Comparison, Verdict};
 use crate::fmt::{fmt_count, fmt_ns, human_bytes};
 use crate::model::knobs::AllocatorSpec;
-use crate::model::metric::{MEMORY_SYSCALLS, MINOR_FAULTS};
+use crate::model::metric::{MEMORY_SYSCALLS, MINOR_FAULTS, RUN_MINOR_FAULTS, RUN_PEAK_RSS};
 use crate::model::spec::{Allocator, Choice};
 use crate::model::summary::SummaryRow;
 
@@ -199,12 +199,12 @@ pub fn set_verdicts(record: &crate::model::command::ExecRecord) -> Vec<SetVerdic
             ci_low: c.and_then(|c| c.interval.map(|i| i.low)),
             ci_high: c.and_then(|c| c.interval.map(|i| i.high)),
             verdict: c.and_then(|c| c.verdict.map(|v| v.words().to_string())),
-            minflt: r.minflt,
-            minflt_defaults: base.minflt,
+            minflt: r.per_run[RUN_MINOR_FAULTS],
+            minflt_defaults: base.per_run[RUN_MINOR_FAULTS],
             memory_syscalls: command::memory(r),
             memory_syscalls_defaults: command::memory(base),
-            peak_rss_mib: r.peak_rss_mib,
-            peak_rss_mib_defaults: base.peak_rss_mib,
+            peak_rss_mib: r.per_run[RUN_PEAK_RSS],
+            peak_rss_mib_defaults: base.per_run[RUN_PEAK_RSS],
             wall_ms: r.wall_median_ms,
             line: String::new(),
         };

@@ -13,6 +13,7 @@ use crate::analysis::command::{self as output, memory, ExecRow};
 use crate::analysis::jumps::{changes, Point};
 use crate::analysis::stats::{level, median, median_ci};
 use crate::fmt::{fmt_count, group_thousands};
+use crate::model::metric::{RUN_BRK, RUN_MADVISE, RUN_MMAP, RUN_MUNMAP, RUN_PEAK_RSS};
 use crate::model::summary::RunStatus;
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
@@ -316,11 +317,11 @@ pub fn point_rows(record: &ExecRecord, size: u64, per: Per) -> Vec<PointRow> {
                 }
             };
             p.memory_syscalls = diff(memory);
-            p.brk = diff(|r| r.brk);
-            p.mmap = diff(|r| r.mmap);
-            p.munmap = diff(|r| r.munmap);
-            p.madvise = diff(|r| r.madvise);
-            p.peak_rss_mib = long.peak_rss_mib;
+            p.brk = diff(|r| r.per_run[RUN_BRK]);
+            p.mmap = diff(|r| r.per_run[RUN_MMAP]);
+            p.munmap = diff(|r| r.per_run[RUN_MUNMAP]);
+            p.madvise = diff(|r| r.per_run[RUN_MADVISE]);
+            p.peak_rss_mib = long.per_run[RUN_PEAK_RSS];
             p.run_wall_ms = long.wall_median_ms;
         }
         out.push(p);

@@ -24,7 +24,7 @@
 use crate::analysis::command::ExecRow;
 use crate::analysis::stats::{level, level_text};
 use crate::model::environment::Environment;
-use crate::model::metric::{MEMORY_SYSCALLS, MINOR_FAULTS};
+use crate::model::metric::{MEMORY_SYSCALLS, MINOR_FAULTS, RUN_METRICS};
 use crate::model::spec::file_stem;
 use crate::model::summary::SummaryRow;
 use serde_json::{json, Map, Value};
@@ -141,7 +141,7 @@ pub struct Figure {
     /// runs), "min–max".
     pub range_label: Option<String>,
     /// What the value is, in words.
-    pub value_is: &'static str,
+    pub value_is: String,
 }
 
 /// One benchmark: a cell or an allocator, with the figures it has.
@@ -158,7 +158,7 @@ pub struct Benchmark {
 fn figure(
     measure: &'static str,
     unit: &'static str,
-    value_is: &'static str,
+    value_is: impl Into<String>,
     value: Option<f64>,
     bounds: Option<(Option<f64>, Option<f64>)>,
     bounds_are: impl FnOnce() -> Bounds,
@@ -182,7 +182,7 @@ fn figure(
         bounds,
         bounds_are,
         range_label,
-        value_is,
+        value_is: value_is.into(),
     })
 }
 
@@ -379,43 +379,28 @@ pub fn exec_benchmarks(rows: &[ExecRow], session: &Session, testbed: &Testbed) -
         .filter(|r| r.status.is_ok())
         .map(|r| {
             let ns = |v: Option<f64>| v.map(ms_to_ns);
-            let calls = |measure: &'static str, value_is: &'static str, v: Option<f64>| {
-                figure(measure, "calls", value_is, v, None, no_bounds)
-            };
-            let figures = [
+            let latency = figure(
+                "latency",
+                "ns",
+                "the median over runs of the command's wall time",
+                ns(r.wall_median_ms),
+                Some((ns(r.wall_ci_low_ms), ns(r.wall_ci_high_ms))),
+                || interval(Some(r.runs as u32), "runs", r.wall_ci_coverage),
+            );
+            // Each per-run registry entry CI is given, in its unit's base (a peak RSS
+            // in bytes).
+            let counts = RUN_METRICS.iter().filter_map(|m| {
+                let (measure, unit) = m.ci?;
                 figure(
-                    "latency",
-                    "ns",
-                    "the median over runs of the command's wall time",
-                    ns(r.wall_median_ms),
-                    Some((ns(r.wall_ci_low_ms), ns(r.wall_ci_high_ms))),
-                    || interval(Some(r.runs as u32), "runs", r.wall_ci_coverage),
-                ),
-                figure(
-                    "minor-faults",
-                    "faults",
-                    "minor page faults of one run (the command and its children), the median over runs",
-                    r.minflt,
+                    measure,
+                    unit,
+                    format!("{}, the median over runs", m.meaning),
+                    r.per_run[*m].map(|v| v * m.scale),
                     None,
                     no_bounds,
-                ),
-                calls("brk-calls", "brk calls of one run, the median over runs", r.brk),
-                calls("mmap-calls", "mmap calls of one run, the median over runs", r.mmap),
-                calls("munmap-calls", "munmap calls of one run, the median over runs", r.munmap),
-                calls("madvise-calls", "madvise calls of one run, the median over runs", r.madvise),
-                calls("mremap-calls", "mremap calls of one run, the median over runs", r.mremap),
-                figure(
-                    "peak-rss",
-                    "bytes",
-                    "the peak resident set of one run (getrusage's ru_maxrss), the median over runs",
-                    r.peak_rss_mib.map(|m| m * (1u64 << 20) as f64),
-                    None,
-                    no_bounds,
-                ),
-            ]
-            .into_iter()
-            .flatten()
-            .collect();
+                )
+            });
+            let figures = latency.into_iter().chain(counts).collect();
             Benchmark {
                 name: exec_name(&id, &r.command, &r.allocator),
                 figures,
@@ -749,12 +734,13 @@ mod tests {
             wall_ci_low_ms: Some(12.0),
             wall_ci_high_ms: Some(13.5),
             wall_ci_coverage: Some(0.9375),
-            minflt: Some(4_100.0),
-            brk: Some(0.0),
-            mmap: None,
-            peak_rss_mib: Some(10.5),
             ..ExecRow::default()
         };
+        let mut row = row;
+        use crate::model::metric::{RUN_BRK, RUN_MINOR_FAULTS, RUN_PEAK_RSS};
+        row.per_run[RUN_MINOR_FAULTS] = Some(4_100.0);
+        row.per_run[RUN_BRK] = Some(0.0);
+        row.per_run[RUN_PEAK_RSS] = Some(10.5);
         let mut s = session();
         s.command = "exec";
         let benches = exec_benchmarks(&[row], &s, &testbed());
@@ -803,7 +789,7 @@ mod tests {
                 bounds: None,
                 bounds_are: None,
                 range_label: None,
-                value_is: "",
+                value_is: String::new(),
             }],
             notes: Vec::new(),
         };

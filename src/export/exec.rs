@@ -7,8 +7,9 @@ pub use crate::analysis::command::{paired, rows, ExecRow};
 use crate::analysis::stats::{coverage, level, level_text};
 use crate::export::folder::Folder;
 use crate::export::table::{render_markdown, render_table, TableRow};
-use crate::fmt::{fmt_count, fmt_ns, group_thousands, human_bytes};
+use crate::fmt::{fmt_count, fmt_ns, group_thousands};
 use crate::model::command::{AllocatorRuns, ExecRecord};
+use crate::model::metric::{Metric, Unit, RUN_COUNTS, RUN_METRICS, RUN_PEAK_RSS, RUN_SYS_TIME};
 use hdrhistogram::Histogram;
 
 /// Allocators whose runs spread widely (max − min more than a fifth of the median over
@@ -48,7 +49,24 @@ pub fn behaviour_notes(rows: &[ExecRow]) -> Vec<String> {
 
 const NA: &str = "n/a";
 
-type Column = (&'static str, fn(&ExecRow) -> String);
+type Column = (String, Box<dyn Fn(&ExecRow) -> String>);
+
+/// A column of its own: its header and how a row's cell is written.
+fn column(h: &str, f: fn(&ExecRow) -> String) -> Column {
+    (h.to_string(), Box::new(f))
+}
+
+/// The column of a per-run registry entry: its short name, and its median in the entry's
+/// unit (a count as [`count`] writes it).
+fn entry(m: Metric) -> Column {
+    (
+        m.short.to_string(),
+        Box::new(move |r: &ExecRow| match (m.unit, r.per_run[m]) {
+            (Unit::Count, v) => count(v),
+            (_, v) => v.map_or(NA.into(), |v| m.show(v)),
+        }),
+    )
+}
 
 /// A median count: whole numbers as such ("3", "15,342"), halves as "2.5".
 fn count(v: Option<f64>) -> String {
@@ -66,36 +84,45 @@ fn count(v: Option<f64>) -> String {
     }
 }
 
-/// The columns that fit a screen: the wall time, its spread and ratio, the faults, the
-/// peak RSS and the memory syscalls as one sum (the others: `--verbose`).
-fn compact_columns(baseline: &str) -> (Vec<String>, Vec<Column>) {
-    let cols: Vec<Column> = vec![
-        ("allocator", |r| r.allocator.clone()),
-        ("runs", |r| r.runs.to_string()),
-        ("wall p50", |r| {
+/// The columns of the wall time: its median, spread, range (`wide`) and ratio.
+fn wall_columns(wide: bool) -> Vec<Column> {
+    let mut cols = vec![
+        column("allocator", |r| r.allocator.clone()),
+        column("runs", |r| r.runs.to_string()),
+        column("wall p50", |r| {
             r.wall_median_ms.map_or(NA.into(), |v| fmt_ns(v * 1e6))
         }),
-        ("±MAD", |r| {
+        column("±MAD", |r| {
             r.wall_mad_pct.map_or(NA.into(), |v| format!("{v:.1}%"))
         }),
-        ("vs base", |r| {
-            r.vs_baseline.map_or(NA.into(), |v| format!("{v:.2}x"))
-        }),
-        ("minflt", |r| count(r.minflt)),
-        ("peak RSS", |r| {
-            r.peak_rss_mib
-                .map_or(NA.into(), |v| human_bytes((v * (1 << 20) as f64) as u64))
-        }),
-        ("mem calls", |r| {
-            // Unavailable when any of them is: a partial sum would be a false one.
-            count(
-                [r.brk, r.mmap, r.munmap, r.madvise, r.mremap]
-                    .iter()
-                    .copied()
-                    .sum(),
-            )
-        }),
     ];
+    if wide {
+        cols.push(column("min", |r| {
+            r.wall_min_ms.map_or(NA.into(), |v| fmt_ns(v * 1e6))
+        }));
+        cols.push(column("max", |r| {
+            r.wall_max_ms.map_or(NA.into(), |v| fmt_ns(v * 1e6))
+        }));
+    }
+    cols.push(column("vs base", |r| {
+        r.vs_baseline.map_or(NA.into(), |v| format!("{v:.2}x"))
+    }));
+    cols
+}
+
+/// The columns that fit a screen: the wall time, its spread and ratio, the figures whose
+/// runs are searched for behaviours but the memory syscalls (faults, peak RSS), and the
+/// memory syscalls as one sum (the others: `--verbose`).
+fn compact_columns(baseline: &str) -> (Vec<String>, Vec<Column>) {
+    let mut cols = wall_columns(false);
+    cols.extend(
+        RUN_METRICS
+            .iter()
+            .filter(|m| m.spread && !m.syscall)
+            .map(|m| entry(*m)),
+    );
+    // Unavailable when any of them is: a partial sum would be a false one.
+    cols.push(column("mem calls", |r| count(r.per_run.memory_calls())));
     named_headers(cols, baseline)
 }
 
@@ -113,41 +140,10 @@ fn named_headers(cols: Vec<Column>, baseline: &str) -> (Vec<String>, Vec<Column>
     (headers, cols)
 }
 
+/// Every column: the wall time's, then each per-run registry entry's.
 fn columns(baseline: &str) -> (Vec<String>, Vec<Column>) {
-    let cols: Vec<Column> = vec![
-        ("allocator", |r| r.allocator.clone()),
-        ("runs", |r| r.runs.to_string()),
-        ("wall p50", |r| {
-            r.wall_median_ms.map_or(NA.into(), |v| fmt_ns(v * 1e6))
-        }),
-        ("±MAD", |r| {
-            r.wall_mad_pct.map_or(NA.into(), |v| format!("{v:.1}%"))
-        }),
-        ("min", |r| {
-            r.wall_min_ms.map_or(NA.into(), |v| fmt_ns(v * 1e6))
-        }),
-        ("max", |r| {
-            r.wall_max_ms.map_or(NA.into(), |v| fmt_ns(v * 1e6))
-        }),
-        ("vs base", |r| {
-            r.vs_baseline.map_or(NA.into(), |v| format!("{v:.2}x"))
-        }),
-        ("user", |r| r.user_ms.map_or(NA.into(), |v| fmt_ns(v * 1e6))),
-        ("sys", |r| r.sys_ms.map_or(NA.into(), |v| fmt_ns(v * 1e6))),
-        ("minflt", |r| count(r.minflt)),
-        ("majflt", |r| count(r.majflt)),
-        ("vcsw", |r| count(r.voluntary_csw)),
-        ("ivcsw", |r| count(r.involuntary_csw)),
-        ("peak RSS", |r| {
-            r.peak_rss_mib
-                .map_or(NA.into(), |v| human_bytes((v * (1 << 20) as f64) as u64))
-        }),
-        ("brk", |r| count(r.brk)),
-        ("mmap", |r| count(r.mmap)),
-        ("munmap", |r| count(r.munmap)),
-        ("madvise", |r| count(r.madvise)),
-        ("syscalls", |r| count(r.syscalls)),
-    ];
+    let mut cols = wall_columns(true);
+    cols.extend(RUN_METRICS.iter().map(|m| entry(*m)));
     named_headers(cols, baseline)
 }
 
@@ -245,17 +241,18 @@ pub fn answer_screen(record: &ExecRecord, rows: &[ExecRow], width: usize) -> Str
         let (Some(r), Some(base)) = (row(&f.allocator), row(&f.against_allocator)) else {
             continue;
         };
-        if let (Some(a), Some(b)) = (r.sys_ms, base.sys_ms) {
-            // "kernel CPU time": "system time" beside an allocator named system reads as
-            // that allocator's.
-            let mut t = format!("kernel CPU time {} vs {}", fmt_ns(a * 1e6), fmt_ns(b * 1e6));
-            if let (Some(a), Some(b)) = (r.peak_rss_mib, base.peak_rss_mib) {
-                t.push_str(&format!(
-                    "; peak RSS {} vs {}",
-                    human_bytes((a * (1 << 20) as f64) as u64),
-                    human_bytes((b * (1 << 20) as f64) as u64)
-                ));
-            }
+        // "kernel CPU time": "system time" beside an allocator named system reads as
+        // that allocator's.
+        let price: Vec<String> = [RUN_SYS_TIME, RUN_PEAK_RSS]
+            .iter()
+            .filter_map(|m| {
+                let (a, b) = (r.per_run[*m]?, base.per_run[*m]?);
+                Some(format!("{} {} vs {}", m.label, m.show(a), m.show(b)))
+            })
+            .collect();
+        // Only beside the system times (the peak RSS alone is in the table).
+        if r.per_run[RUN_SYS_TIME].is_some() && base.per_run[RUN_SYS_TIME].is_some() {
+            let t = price.join("; ");
             s.push_str(&wrap(&t, width, "    ", "      "));
         }
     }
@@ -311,21 +308,15 @@ impl crate::export::Rows for ExecRow {
 /// One line per allocator against the baseline: the time ratio and the counters that
 /// differ (by at least 2 and 10 %), as medians per run.
 pub fn explanations(rows: &[ExecRow]) -> Vec<String> {
-    type Field = (&'static str, fn(&ExecRow) -> Option<f64>);
-    const FIELDS: [Field; 7] = [
-        ("minor faults", |r| r.minflt),
-        ("major faults", |r| r.majflt),
-        ("brk", |r| r.brk),
-        ("mmap", |r| r.mmap),
-        ("munmap", |r| r.munmap),
-        ("madvise", |r| r.madvise),
-        ("mremap", |r| r.mremap),
-    ];
     let mut lines = Vec::new();
     // Each row against the row it was compared with (in a session of several commands, a
     // command against its allocator's first command).
     for (r, base) in crate::analysis::command::against_baseline(rows) {
-        let (Some(ratio), Some(sys), Some(bsys)) = (r.vs_baseline, r.sys_ms, base.sys_ms) else {
+        let (Some(ratio), Some(sys), Some(bsys)) = (
+            r.vs_baseline,
+            r.per_run[RUN_SYS_TIME],
+            base.per_run[RUN_SYS_TIME],
+        ) else {
             continue;
         };
         let verdict = match (r.vs_baseline_ci_low, r.vs_baseline_ci_high) {
@@ -349,16 +340,16 @@ pub fn explanations(rows: &[ExecRow]) -> Vec<String> {
             _ => " (one run: no interval)".to_string(),
         };
         let mut diffs = Vec::new();
-        for (name, f) in FIELDS {
-            if let (Some(a), Some(b)) = (f(r), f(base)) {
+        for m in RUN_COUNTS {
+            if let (Some(a), Some(b)) = (r.per_run[m], base.per_run[m]) {
                 let d = a - b;
                 if d.abs() >= 2.0 && d.abs() >= 0.1 * a.abs().max(b.abs()) {
                     let sign = if d > 0.0 { "+" } else { "−" };
-                    diffs.push(format!("{sign}{} {name}", count(Some(d.abs()))));
+                    diffs.push(format!("{sign}{} {}", count(Some(d.abs())), m.label));
                 }
             }
         }
-        if let (Some(a), Some(b)) = (r.peak_rss_mib, base.peak_rss_mib) {
+        if let (Some(a), Some(b)) = (r.per_run[RUN_PEAK_RSS], base.per_run[RUN_PEAK_RSS]) {
             let d = a - b;
             if d.abs() >= 0.1 * a.abs().max(b.abs()) {
                 let sign = if d > 0.0 { "+" } else { "−" };

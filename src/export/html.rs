@@ -12,8 +12,9 @@
 
 use super::plots::{color, dash};
 use super::svg::{render_with, Axis, Chart, Extras, Scale, Series, SeriesMeta};
+use crate::analysis::command::ExecRow;
 use crate::fmt::{fmt_ns, group_thousands};
-use crate::model::metric::{MEMORY_SYSCALLS, MINOR_FAULTS};
+use crate::model::metric::{Unit, MEMORY_SYSCALLS, MINOR_FAULTS, RUN_METRICS};
 use crate::model::spec::{Allocator, Choice, Variant};
 use crate::model::summary::SummaryRow;
 use std::fmt::Write as _;
@@ -840,44 +841,49 @@ pub fn environment_lines(env: &serde_json::Value) -> Vec<String> {
         .collect()
 }
 
-/// The charts of an exec session: each allocator's wall time with its interval, faults,
-/// memory syscalls and peak RSS per run (or per call).
-pub fn exec_figures(rows: &[crate::analysis::command::ExecRow]) -> Vec<Figure> {
-    let charts: [Dot<crate::analysis::command::ExecRow>; 4] = [
-        (
-            "Wall time per run, with its interval",
-            "wall time (ms)",
-            |v| fmt_ns(v * 1e6),
-            |r| Some((r.wall_median_ms?, r.wall_ci_low_ms.zip(r.wall_ci_high_ms))),
-            "Median over the runs, with the interval of the median (whisker).",
-        ),
-        (
-            "Minor page faults per run",
-            "minor faults",
-            count,
-            |r| Some((r.minflt?, None)),
-            "Median over the runs (wait4's rusage of the whole process tree).",
-        ),
-        (
-            "Memory syscalls per run (brk + mmap + munmap + madvise + mremap)",
-            "memory syscalls",
-            count,
-            |r| {
-                let v = [r.brk, r.mmap, r.munmap, r.madvise, r.mremap];
-                v.iter()
-                    .any(|x| x.is_some())
-                    .then(|| (v.iter().flatten().sum(), None))
-            },
-            "Median over the runs.",
-        ),
-        (
-            "Peak resident memory",
-            "peak RSS (MiB)",
-            mib,
-            |r| Some((r.peak_rss_mib?, None)),
-            "Median over the runs.",
-        ),
-    ];
+/// A chart of exec's rows: title, y label, value format, the value with its interval
+/// (None: the row has no such value), caption.
+type ExecChart = (
+    String,
+    String,
+    fn(f64) -> String,
+    Box<dyn Fn(&ExecRow) -> Option<(f64, Option<(f64, f64)>)>>,
+    String,
+);
+
+/// The charts of an exec session: each allocator's wall time with its interval, each
+/// per-run registry entry whose runs are searched for behaviours but the memory
+/// syscalls (faults, peak RSS), and the memory syscalls' sum, per run (or per call).
+pub fn exec_figures(rows: &[ExecRow]) -> Vec<Figure> {
+    let mut charts: Vec<ExecChart> = vec![(
+        "Wall time per run, with its interval".into(),
+        "wall time (ms)".into(),
+        |v| fmt_ns(v * 1e6),
+        Box::new(|r| Some((r.wall_median_ms?, r.wall_ci_low_ms.zip(r.wall_ci_high_ms)))),
+        "Median over the runs, with the interval of the median (whisker).".into(),
+    )];
+    for m in RUN_METRICS.iter().filter(|m| m.spread && !m.syscall) {
+        let (format, unit): (fn(f64) -> String, &str) = match m.unit {
+            Unit::Mib => (mib, " (MiB)"),
+            Unit::Ms => (|v| fmt_ns(v * 1e6), " (ms)"),
+            _ => (count, ""),
+        };
+        let m = *m;
+        charts.push((
+            format!("{} per run", crate::fmt::capitalized(m.label)),
+            format!("{}{unit}", m.label),
+            format,
+            Box::new(move |r| Some((r.per_run[m]?, None))),
+            format!("Median over the runs: {}.", m.meaning),
+        ));
+    }
+    charts.push((
+        "Memory syscalls per run (brk + mmap + munmap + madvise + mremap)".into(),
+        "memory syscalls".into(),
+        count,
+        Box::new(|r| Some((r.per_run.memory_calls()?, None))),
+        "Median over the runs.".into(),
+    ));
     let ok: Vec<_> = rows.iter().filter(|r| r.status.is_ok()).collect();
     let mut figures = Vec::new();
     let x_labels: Vec<(f64, String)> = ok
@@ -885,7 +891,8 @@ pub fn exec_figures(rows: &[crate::analysis::command::ExecRow]) -> Vec<Figure> {
         .enumerate()
         .map(|(i, r)| (i as f64 + 1.0, r.allocator.clone()))
         .collect();
-    for (title, ylabel, format, get, caption) in charts {
+    for (title, ylabel, format, get, caption) in &charts {
+        let format = *format;
         let dots = ok
             .iter()
             .enumerate()

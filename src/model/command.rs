@@ -2,6 +2,7 @@
 //! keeps them (written by [`crate::engine::command`], read by analysis and export).
 
 use crate::model::counts::{Rusage, SyscallCounts};
+use crate::model::metric::{RunFigures, SourceTotals};
 use crate::model::spec::Thp;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -26,6 +27,13 @@ pub struct ExecRun {
     pub usage: Rusage,
     /// brk/mmap/munmap/madvise/mremap and all syscalls of the whole process tree.
     pub syscalls: Option<SyscallCounts>,
+}
+
+impl ExecRun {
+    /// This run's figures, by the per-run registry.
+    pub fn figures(&self) -> RunFigures {
+        RunFigures::of_run(&SourceTotals::of_run(&self.usage, self.syscalls))
+    }
 }
 
 /// Everything about one allocator's runs.
@@ -75,6 +83,13 @@ pub struct TracedRun {
     pub wall_ns: u64,
     /// From `wait4`, as an untraced run's.
     pub usage: Rusage,
+}
+
+impl TracedRun {
+    /// The traced run's figures with `syscalls` its counts.
+    pub fn figures(&self, syscalls: Option<SyscallCounts>) -> RunFigures {
+        RunFigures::of_run(&SourceTotals::of_run(&self.usage, syscalls))
+    }
 }
 
 /// The whole `exec` result, as `--out DIR` stores it (`exec.json`).

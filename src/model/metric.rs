@@ -5,7 +5,7 @@
 //! table, a chart, a guide or a finding lists them by walking the registry, and adding a
 //! count is its source's total plus one entry here.
 
-use crate::model::counts::SyscallCounts;
+use crate::model::counts::{Rusage, SyscallCounts};
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
@@ -34,6 +34,10 @@ pub enum Unit {
     Ns,
     /// Bytes.
     Bytes,
+    /// Milliseconds (a run's CPU times).
+    Ms,
+    /// Mebibytes (a run's peak resident set).
+    Mib,
 }
 
 /// Where a count is read.
@@ -58,6 +62,23 @@ pub struct SourceTotals {
     pub syscalls: Option<SyscallCounts>,
     /// Allocation calls and the bytes they asked for.
     pub allocations: Option<(u64, u64)>,
+    /// The peak resident set in bytes (getrusage's ru_maxrss): a run's, not a phase's.
+    pub peak_rss: Option<u64>,
+}
+
+impl SourceTotals {
+    /// The totals of one run of a user's command: its rusage (from wait4) and, where
+    /// counted, its memory syscalls.
+    pub fn of_run(u: &Rusage, syscalls: Option<SyscallCounts>) -> Self {
+        SourceTotals {
+            rusage: Some([
+                u.minflt, u.majflt, u.nvcsw, u.nivcsw, u.utime_ns, u.stime_ns,
+            ]),
+            syscalls,
+            allocations: None,
+            peak_rss: Some(u.maxrss_bytes),
+        }
+    }
 }
 
 /// One count the lab measures.
@@ -78,16 +99,28 @@ pub struct Metric {
     /// Where it is read.
     pub source: Source,
     /// The smallest change per iteration worth naming as a cause (below it two cells
-    /// count the same); None for a count never named as a cause.
+    /// count the same); None for a count never named as a cause. Per run: the least
+    /// margin by which a traced run's figure must leave the untraced runs' range to be
+    /// a different behaviour; None for a figure the tracer itself moves (system time,
+    /// context switches) or that is not compared.
     pub cause_from: Option<f64>,
     /// Whether it is a memory syscall (brk, mmap, munmap, madvise, mremap).
     pub syscall: bool,
     /// Whether a cell's summary also gives its lowest and highest process
-    /// (`<key>_min`, `<key>_max`).
+    /// (`<key>_min`, `<key>_max`); per run, whether its runs are searched for two or
+    /// more behaviours.
     pub spread: bool,
     /// Its total over a measured phase, from the sources' totals; None for a count
     /// derived from others (memory syscalls) or a source not read.
     pub total: fn(&SourceTotals) -> Option<u64>,
+    /// What a total is divided by to give the figure in its unit besides the iterations
+    /// (a run's CPU time in ms: 1e6; its peak RSS in MiB: 2^20); 1 for most.
+    pub scale: f64,
+    /// Its column in the console's tables ("minflt", "vcsw", "peak RSS").
+    pub short: &'static str,
+    /// Its measure in the CI formats ("minor-faults") and that measure's unit
+    /// ("faults"), for the per-run figures CI reads; None where CI is not given it.
+    pub ci: Option<(&'static str, &'static str)>,
 }
 
 /// No total of its own: a derived count.
@@ -116,6 +149,9 @@ const fn rusage(
         syscall: false,
         spread: false,
         total,
+        scale: 1.0,
+        short: label,
+        ci: None,
     }
 }
 
@@ -140,6 +176,9 @@ const fn syscall(
         syscall: true,
         spread: false,
         total,
+        scale: 1.0,
+        short: label,
+        ci: None,
     }
 }
 
@@ -225,6 +264,9 @@ pub const MEMORY_SYSCALLS: Metric = Metric {
     syscall: false,
     spread: true,
     total: derived,
+    scale: 1.0,
+    short: "mem calls",
+    ci: None,
 };
 
 /// Allocation calls through the worker's counting allocator.
@@ -240,6 +282,9 @@ pub const ALLOCS: Metric = Metric {
     syscall: false,
     spread: false,
     total: |t| t.allocations.map(|a| a.0),
+    scale: 1.0,
+    short: "allocs",
+    ci: None,
 };
 
 /// The bytes those allocation calls asked for.
@@ -255,6 +300,9 @@ pub const ALLOC_BYTES: Metric = Metric {
     syscall: false,
     spread: false,
     total: |t| t.allocations.map(|a| a.1),
+    scale: 1.0,
+    short: "alloc bytes",
+    ci: None,
 };
 
 /// Every count the lab measures per iteration, in the order of summary.csv's columns.
@@ -349,6 +397,19 @@ impl Metric {
         format!("{}_max", self.key)
     }
 
+    /// A figure of this entry in words, in its unit: "1.2 ms", "4,100", "27.6 MiB" (a
+    /// count rounded to a whole one).
+    pub fn show(&self, v: f64) -> String {
+        use crate::fmt::{fmt_count, fmt_ns, human_bytes};
+        match self.unit {
+            Unit::Count => fmt_count(v.round()),
+            Unit::Ns => fmt_ns(v),
+            Unit::Ms => fmt_ns(v * 1e6),
+            Unit::Bytes => human_bytes(v.max(0.0) as u64),
+            Unit::Mib => human_bytes((v * self.scale).max(0.0) as u64),
+        }
+    }
+
     /// Its label with what it is counted per: "minor faults per iteration".
     pub fn per_label(&self) -> String {
         match self.per {
@@ -358,40 +419,316 @@ impl Metric {
     }
 }
 
-/// One figure per registry entry (None where it was not read): what a run record and a
-/// summary row carry per iteration. Serialised flat, one field per entry under its key
-/// (`null` where None), with the syscall counter's name (`syscall_counter`) after the
-/// syscall counts, as summary.csv has always had its columns.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Figures {
-    values: [Option<f64>; METRICS.len()],
-    /// Which method counted the syscalls: "perf" or "ptrace"; None when none did.
-    pub syscall_counter: Option<String>,
+/// A figure of one run of a user's command (exec, tune, sweep, cliff): its total over the
+/// run in the entry's unit.
+#[allow(clippy::too_many_arguments)]
+const fn per_run(
+    index: usize,
+    key: &'static str,
+    label: &'static str,
+    short: &'static str,
+    meaning: &'static str,
+    source: Source,
+    total: fn(&SourceTotals) -> Option<u64>,
+    ci: Option<(&'static str, &'static str)>,
+) -> Metric {
+    Metric {
+        index,
+        key,
+        label,
+        meaning,
+        unit: Unit::Count,
+        per: Per::Run,
+        source,
+        cause_from: None,
+        syscall: matches!(source, Source::Syscalls),
+        spread: matches!(source, Source::Syscalls),
+        total,
+        scale: 1.0,
+        short,
+        ci,
+    }
 }
 
-impl std::ops::Index<Metric> for Figures {
+/// A memory syscall's count of one run, labelled "<key> calls", under CI's `<key>-calls`.
+const fn run_calls(
+    index: usize,
+    key: &'static str,
+    label: &'static str,
+    meaning: &'static str,
+    ci: &'static str,
+    total: fn(&SourceTotals) -> Option<u64>,
+) -> Metric {
+    per_run(
+        index,
+        key,
+        label,
+        key,
+        meaning,
+        Source::Syscalls,
+        total,
+        Some((ci, "calls")),
+    )
+}
+
+/// Every figure the lab gives per run of a user's command, medians over the runs, in the
+/// order of exec.csv's columns (`user_ms` … `syscalls`). An entry's `index` is its place
+/// here.
+pub const RUN_METRICS: [Metric; 13] = [
+    Metric {
+        unit: Unit::Ms,
+        scale: 1e6,
+        cause_from: Some(1.0),
+        ..per_run(
+            0,
+            "user_ms",
+            "user CPU time",
+            "user",
+            "CPU time in user mode of one run, in ms (the command and its children)",
+            Source::Rusage,
+            |t| t.rusage.map(|r| r[4]),
+            None,
+        )
+    },
+    Metric {
+        unit: Unit::Ms,
+        scale: 1e6,
+        ..per_run(
+            1,
+            "sys_ms",
+            "kernel CPU time",
+            "sys",
+            "CPU time in the kernel of one run, in ms (the command and its children)",
+            Source::Rusage,
+            |t| t.rusage.map(|r| r[5]),
+            None,
+        )
+    },
+    Metric {
+        cause_from: Some(2.0),
+        spread: true,
+        ..per_run(
+            2,
+            "minflt",
+            "minor faults",
+            "minflt",
+            "minor page faults of one run (the command and its children)",
+            Source::Rusage,
+            |t| t.rusage.map(|r| r[0]),
+            Some(("minor-faults", "faults")),
+        )
+    },
+    per_run(
+        3,
+        "majflt",
+        "major faults",
+        "majflt",
+        "major page faults of one run (pages read from disk)",
+        Source::Rusage,
+        |t| t.rusage.map(|r| r[1]),
+        None,
+    ),
+    per_run(
+        4,
+        "voluntary_csw",
+        "voluntary context switches",
+        "vcsw",
+        "voluntary context switches of one run (the program waited)",
+        Source::Rusage,
+        |t| t.rusage.map(|r| r[2]),
+        None,
+    ),
+    per_run(
+        5,
+        "involuntary_csw",
+        "involuntary context switches",
+        "ivcsw",
+        "involuntary context switches of one run (the program was preempted)",
+        Source::Rusage,
+        |t| t.rusage.map(|r| r[3]),
+        None,
+    ),
+    Metric {
+        unit: Unit::Mib,
+        scale: (1u64 << 20) as f64,
+        cause_from: Some(0.25),
+        spread: true,
+        ..per_run(
+            6,
+            "peak_rss_mib",
+            "peak RSS",
+            "peak RSS",
+            "the peak resident set of one run (getrusage's ru_maxrss)",
+            Source::Rusage,
+            |t| t.peak_rss,
+            Some(("peak-rss", "bytes")),
+        )
+    },
+    run_calls(
+        7,
+        "brk",
+        "brk calls",
+        "brk calls of one run",
+        "brk-calls",
+        |t| t.syscalls.map(|s| s.brk),
+    ),
+    run_calls(
+        8,
+        "mmap",
+        "mmap calls",
+        "mmap calls of one run",
+        "mmap-calls",
+        |t| t.syscalls.map(|s| s.mmap),
+    ),
+    run_calls(
+        9,
+        "munmap",
+        "munmap calls",
+        "munmap calls of one run",
+        "munmap-calls",
+        |t| t.syscalls.map(|s| s.munmap),
+    ),
+    run_calls(
+        10,
+        "madvise",
+        "madvise calls",
+        "madvise calls of one run",
+        "madvise-calls",
+        |t| t.syscalls.map(|s| s.madvise),
+    ),
+    run_calls(
+        11,
+        "mremap",
+        "mremap calls",
+        "mremap calls of one run",
+        "mremap-calls",
+        |t| t.syscalls.map(|s| s.mremap),
+    ),
+    Metric {
+        syscall: false,
+        spread: false,
+        ..per_run(
+            12,
+            "syscalls",
+            "syscalls",
+            "syscalls",
+            "syscalls of every kind in one run (empty where the counter cannot see them all: ptrace)",
+            Source::Syscalls,
+            |t| t.syscalls.and_then(|s| s.all),
+            None,
+        )
+    },
+];
+
+/// A run's CPU time in the kernel, in ms.
+pub const RUN_SYS_TIME: Metric = RUN_METRICS[1];
+/// A run's minor faults.
+pub const RUN_MINOR_FAULTS: Metric = RUN_METRICS[2];
+/// A run's peak resident set, in MiB.
+pub const RUN_PEAK_RSS: Metric = RUN_METRICS[6];
+/// A run's brk calls.
+pub const RUN_BRK: Metric = RUN_METRICS[7];
+/// A run's mmap calls.
+pub const RUN_MMAP: Metric = RUN_METRICS[8];
+/// A run's munmap calls.
+pub const RUN_MUNMAP: Metric = RUN_METRICS[9];
+/// A run's madvise calls.
+pub const RUN_MADVISE: Metric = RUN_METRICS[10];
+
+/// The per-run entries a run-against-run difference is read from: faults and the memory
+/// syscalls, keyed `<key>_per_run` in findings.json.
+pub const RUN_COUNTS: [Metric; 7] = [
+    RUN_METRICS[2],
+    RUN_METRICS[3],
+    RUN_METRICS[7],
+    RUN_METRICS[8],
+    RUN_METRICS[9],
+    RUN_METRICS[10],
+    RUN_METRICS[11],
+];
+
+/// The most entries a registry holds (the room a [`Figures`] has).
+const ROOM: usize = 16;
+
+/// A list of entries that figures are kept by: per iteration ([`METRICS`]) or per run
+/// ([`RUN_METRICS`]).
+pub trait Registry: Clone + Copy + fmt::Debug + Default + PartialEq {
+    /// Its entries, each at its `index`.
+    const LIST: &'static [Metric];
+    /// What its entries are counted per (an entry of another list is refused).
+    const PER: Per;
+    /// The entry after which the syscall counter's name is serialised, where it is.
+    const COUNTER_AFTER: Option<usize>;
+    /// The entry that is the sum of the memory syscalls, where there is one.
+    const SUM: Option<usize>;
+}
+
+/// The per-iteration registry, [`METRICS`]: a run record's and a cell summary's figures.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PerIteration;
+
+impl Registry for PerIteration {
+    const LIST: &'static [Metric] = &METRICS;
+    const PER: Per = Per::Iteration;
+    const COUNTER_AFTER: Option<usize> = Some(MEMORY_SYSCALLS.index);
+    const SUM: Option<usize> = Some(MEMORY_SYSCALLS.index);
+}
+
+/// The per-run registry, [`RUN_METRICS`]: a user's command's figures.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PerRun;
+
+impl Registry for PerRun {
+    const LIST: &'static [Metric] = &RUN_METRICS;
+    const PER: Per = Per::Run;
+    const COUNTER_AFTER: Option<usize> = None;
+    const SUM: Option<usize> = None;
+}
+
+/// One figure per entry of a registry (None where it was not read): per iteration, what
+/// a run record and a summary row carry; per run ([`RunFigures`]), what an exec row and a
+/// sweep point carry. Serialised flat, one field per entry under its key (`null` where
+/// None), per iteration with the syscall counter's name (`syscall_counter`) after the
+/// syscall counts, as summary.csv has always had its columns.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Figures<R: Registry = PerIteration> {
+    values: [Option<f64>; ROOM],
+    /// Which method counted the syscalls: "perf" or "ptrace"; None when none did.
+    pub syscall_counter: Option<String>,
+    registry: std::marker::PhantomData<R>,
+}
+
+/// The figures of one run of a user's command (or their medians over runs).
+pub type RunFigures = Figures<PerRun>;
+
+impl<R: Registry> std::ops::Index<Metric> for Figures<R> {
     type Output = Option<f64>;
     fn index(&self, m: Metric) -> &Option<f64> {
+        assert!(
+            m.per == R::PER,
+            "{} is not an entry of this registry",
+            m.key
+        );
         &self.values[m.index]
     }
 }
 
-impl std::ops::IndexMut<Metric> for Figures {
+impl<R: Registry> std::ops::IndexMut<Metric> for Figures<R> {
     fn index_mut(&mut self, m: Metric) -> &mut Option<f64> {
+        assert!(
+            m.per == R::PER,
+            "{} is not an entry of this registry",
+            m.key
+        );
         &mut self.values[m.index]
     }
 }
 
-impl Figures {
+impl Figures<PerIteration> {
     /// Each figure of `totals` over `iterations` (a phase of no iterations divides by
     /// one); memory syscalls derived from the five.
     pub fn per_iteration(totals: &SourceTotals, iterations: u64) -> Self {
-        let mut f = Figures::default();
-        for m in METRICS {
-            f.values[m.index] = (m.total)(totals).map(|v| v as f64 / iterations.max(1) as f64);
-        }
-        f.derive();
-        f
+        Figures::over(totals, iterations.max(1) as f64)
     }
 
     /// Replaces the figures of one source with those of `totals` over `iterations`
@@ -403,15 +740,43 @@ impl Figures {
         }
         self.derive();
     }
+}
+
+impl Figures<PerRun> {
+    /// The figures of one run's `totals`, each in its entry's unit.
+    pub fn of_run(totals: &SourceTotals) -> Self {
+        Figures::over(totals, 1.0)
+    }
+}
+
+impl<R: Registry> Figures<R> {
+    /// Each entry's total in `totals` over `divisor` and the entry's scale; the sum
+    /// derived.
+    fn over(totals: &SourceTotals, divisor: f64) -> Self {
+        let mut f = Figures::default();
+        for m in R::LIST {
+            f.values[m.index] = (m.total)(totals).map(|v| v as f64 / m.scale / divisor);
+        }
+        f.derive();
+        f
+    }
+
+    /// The memory syscalls' sum (brk + mmap + munmap + madvise + mremap) where all five
+    /// were counted.
+    pub fn memory_calls(&self) -> Option<f64> {
+        R::LIST
+            .iter()
+            .filter(|m| m.syscall)
+            .map(|m| self.values[m.index])
+            .sum()
+    }
 
     /// Sets the derived figures from the others: memory syscalls are the sum of the five
     /// where all five were counted.
     pub fn derive(&mut self) {
-        self.values[MEMORY_SYSCALLS.index] = METRICS
-            .iter()
-            .filter(|m| m.syscall)
-            .map(|m| self.values[m.index])
-            .sum();
+        if let Some(i) = R::SUM {
+            self.values[i] = self.memory_calls();
+        }
     }
 
     /// These figures with `counter` as the method that counted the syscalls.
@@ -426,19 +791,24 @@ impl Figures {
     /// counter named.
     pub fn each(f: impl Fn(Metric) -> Option<f64>) -> Self {
         let mut out = Figures::default();
-        for m in METRICS {
-            out.values[m.index] = f(m);
+        for m in R::LIST {
+            out.values[m.index] = f(*m);
         }
         out
     }
+
+    /// Each entry with its figure, in the registry's order.
+    pub fn iter(&self) -> impl Iterator<Item = (Metric, Option<f64>)> + '_ {
+        R::LIST.iter().map(|m| (*m, self.values[m.index]))
+    }
 }
 
-impl Serialize for Figures {
+impl<R: Registry> Serialize for Figures<R> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(METRICS.len() + 1))?;
-        for m in METRICS {
+        let mut map = s.serialize_map(None)?;
+        for m in R::LIST {
             map.serialize_entry(m.key, &self.values[m.index])?;
-            if m.index == MEMORY_SYSCALLS.index {
+            if R::COUNTER_AFTER == Some(m.index) {
                 map.serialize_entry("syscall_counter", &self.syscall_counter)?;
             }
         }
@@ -446,33 +816,33 @@ impl Serialize for Figures {
     }
 }
 
-impl<'de> Deserialize<'de> for Figures {
+impl<'de, R: Registry> Deserialize<'de> for Figures<R> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Figures;
+        struct V<R>(std::marker::PhantomData<R>);
+        impl<'de, R: Registry> Visitor<'de> for V<R> {
+            type Value = Figures<R>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("the per-iteration figures")
+                f.write_str("the figures of a registry")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Figures, A::Error> {
+            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Figures<R>, A::Error> {
                 let mut f = Figures::default();
                 while let Some(k) = a.next_key::<String>()? {
-                    if k == "syscall_counter" {
+                    if k == "syscall_counter" && R::COUNTER_AFTER.is_some() {
                         f.syscall_counter = a.next_value()?;
-                    } else if let Some(m) = METRICS.iter().find(|m| m.key == k) {
+                    } else if let Some(m) = R::LIST.iter().find(|m| m.key == k) {
                         f.values[m.index] = a.next_value()?;
                     } else {
                         a.next_value::<IgnoredAny>()?;
                     }
                 }
                 // Records from before the registry kept no memory-syscall figure.
-                if f.values[MEMORY_SYSCALLS.index].is_none() {
+                if R::SUM.is_some_and(|i| f.values[i].is_none()) {
                     f.derive();
                 }
                 Ok(f)
             }
         }
-        d.deserialize_map(V)
+        d.deserialize_map(V(std::marker::PhantomData))
     }
 }
 
@@ -545,6 +915,7 @@ mod tests {
                 all: None,
             }),
             allocations: None,
+            peak_rss: None,
         };
         let f = Figures::per_iteration(&totals, 4);
         assert_eq!(f[MINOR_FAULTS], Some(100.0));

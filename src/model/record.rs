@@ -113,6 +113,7 @@ impl Totals {
             ]),
             syscalls: self.syscalls,
             allocations: self.allocs.zip(self.alloc_bytes),
+            peak_rss: None,
         }
     }
 }

@@ -15,6 +15,7 @@ mod docs;
 mod engine;
 mod exec;
 mod faults;
+mod headers;
 mod hlog;
 mod html;
 mod knobs;
