@@ -310,9 +310,9 @@ pub(crate) fn test_cell(allocator: &str, figures: &[(u64, f64)]) -> Cell {
     let runs = figures
         .iter()
         .enumerate()
-        .map(|(i, &(p50, minflt))| {
+        .map(|(i, &(p50, faults))| {
             let mut r = record.clone();
-            (r.p50_ns, r.per_iter[MINOR_FAULTS]) = (p50, Some(minflt));
+            (r.p50_ns, r.per_iter[MINOR_FAULTS]) = (p50, Some(faults));
             (i as u32, Ok(r))
         })
         .collect();

@@ -12,7 +12,10 @@
 //! undecided. Cells without an interval (one process) get the ratio only.
 
 use crate::analysis::stats::{level, median, shift_ratio, verdict, Interval, Verdict};
-use crate::model::metric::{RUN_MINOR_FAULTS, RUN_PEAK_RSS};
+use crate::model::metric::{
+    Changes, Figures, RunFigures, BRK, MADVISE, MINOR_FAULTS, MMAP, MREMAP, MUNMAP, RUN_BRK,
+    RUN_MADVISE, RUN_MINOR_FAULTS, RUN_MMAP, RUN_MREMAP, RUN_MUNMAP, RUN_PEAK_RSS,
+};
 use serde::{Deserialize, Serialize};
 
 /// The fields of a summary row that a diff reads (from summary.csv or compare's JSON);
@@ -32,8 +35,10 @@ pub struct DiffInput {
     pub p50_ci_high_ns: Option<f64>,
     #[serde(default)]
     pub ci_coverage: Option<f64>,
-    pub minflt_per_iter: Option<f64>,
-    pub memory_syscalls_per_iter: Option<f64>,
+    /// The per-iteration figures the row gives (faults, memory syscalls, …), keyed by
+    /// the registry; an exec row's per-run figures in the same places.
+    #[serde(flatten)]
+    pub per_iter: Figures,
     pub rss_end_bytes: Option<f64>,
     pub allocator_version: Option<String>,
     /// Each process's p50 (ns): a JSON array in compare's JSON, the numbers separated by
@@ -162,10 +167,7 @@ pub fn invalid(rows: &[DiffInput]) -> Option<String> {
             }
             // Counts per iteration and bytes: finite and below 1e15 (a petabyte).
             let plausible = |v: Option<f64>| v.is_none_or(|v| v.is_finite() && v.abs() <= 1e15);
-            if !plausible(r.minflt_per_iter)
-                || !plausible(r.memory_syscalls_per_iter)
-                || !plausible(r.rss_end_bytes)
-            {
+            if !r.per_iter.iter().all(|(_, v)| plausible(v)) || !plausible(r.rss_end_bytes) {
                 return Some(format!(
                     "row {} ({key}): a count or RSS is not a finite number below 1e15",
                     i + 1
@@ -174,6 +176,24 @@ pub fn invalid(rows: &[DiffInput]) -> Option<String> {
         }
     }
     None
+}
+
+/// An exec row's per-run figures in the per-iteration entries a diff reads (one run of
+/// the command is its iteration): faults and each memory syscall, their sum derived.
+fn exec_figures(run: &RunFigures) -> Figures {
+    let mut f = Figures::default();
+    f[MINOR_FAULTS] = run[RUN_MINOR_FAULTS];
+    for (to, from) in [
+        (BRK, RUN_BRK),
+        (MMAP, RUN_MMAP),
+        (MUNMAP, RUN_MUNMAP),
+        (MADVISE, RUN_MADVISE),
+        (MREMAP, RUN_MREMAP),
+    ] {
+        f[to] = run[from];
+    }
+    f.derive();
+    f
 }
 
 /// The `workload` of rows made from `alloclab exec` results: a whole command per run.
@@ -196,8 +216,7 @@ impl DiffInput {
             p50_ci_low_ns: ms(r.wall_ci_low_ms),
             p50_ci_high_ns: ms(r.wall_ci_high_ms),
             ci_coverage: r.wall_ci_coverage,
-            minflt_per_iter: r.per_run[RUN_MINOR_FAULTS],
-            memory_syscalls_per_iter: r.per_run.memory_calls(),
+            per_iter: exec_figures(&r.per_run),
             rss_end_bytes: r.per_run[RUN_PEAK_RSS].map(|m| m * RUN_PEAK_RSS.scale),
             allocator_version: r.allocator_version.clone(),
             process_p50_ns: r.run_wall_ms.iter().map(|m| m * 1e6).collect(),
@@ -258,8 +277,10 @@ pub struct CellChange {
     /// widened.
     pub within_run_ci_low: Option<f64>,
     pub within_run_ci_high: Option<f64>,
-    pub minflt_per_iter_change: Option<f64>,
-    pub memory_syscalls_per_iter_change: Option<f64>,
+    /// new − base of the faults and memory syscalls per iteration
+    /// (`minflt_per_iter_change`, `memory_syscalls_per_iter_change`).
+    #[serde(flatten)]
+    pub changes: Changes,
     pub rss_end_bytes_change: Option<f64>,
     /// Why the cell could not be compared (a failed side).
     pub note: Option<String>,
@@ -649,8 +670,7 @@ fn cell_change(key: &str, b: &DiffInput, n: &DiffInput, threshold: f64) -> CellC
         within_run_ci_low: None,
         within_run_ci_high: None,
         ratio_method: None,
-        minflt_per_iter_change: change(|r| r.minflt_per_iter),
-        memory_syscalls_per_iter_change: change(|r| r.memory_syscalls_per_iter),
+        changes: Changes::between(&b.per_iter, &n.per_iter),
         rss_end_bytes_change: change(|r| r.rss_end_bytes),
         note: (!failed.is_empty()).then(|| format!("failed in {}", failed.join(" and "))),
     };
@@ -701,7 +721,15 @@ mod tests {
         pub(super) static KEYS_MADE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
     }
 
-    fn row(alloc: &str, variant: &str, p50: f64, half: f64, minflt: f64) -> DiffInput {
+    fn row(alloc: &str, variant: &str, p50: f64, half: f64, faults: f64) -> DiffInput {
+        let mut per_iter = Figures::default();
+        per_iter[MINOR_FAULTS] = Some(faults);
+        per_iter[BRK] = Some(0.0);
+        per_iter[MMAP] = Some(0.0);
+        per_iter[MUNMAP] = Some(0.0);
+        per_iter[MADVISE] = Some(0.0);
+        per_iter[MREMAP] = Some(0.0);
+        per_iter.derive();
         DiffInput {
             workload: "scale".into(),
             variant: variant.into(),
@@ -713,8 +741,7 @@ mod tests {
             p50_ci_low_ns: Some(p50 - half),
             p50_ci_high_ns: Some(p50 + half),
             ci_coverage: Some(62.0 / 64.0),
-            minflt_per_iter: Some(minflt),
-            memory_syscalls_per_iter: Some(0.0),
+            per_iter,
             rss_end_bytes: Some(1e6),
             allocator_version: Some("glibc 2.36".into()),
             // Six processes spread evenly over the interval.
@@ -821,7 +848,7 @@ mod tests {
         assert_eq!(v(1), Some(Verdict::Faster));
         assert_eq!(v(2), Some(Verdict::Slower));
         assert_eq!(d.regressions(), 1);
-        assert_eq!(d.cells[1].minflt_per_iter_change, Some(-3874.0));
+        assert_eq!(d.cells[1].changes.0[MINOR_FAULTS], Some(-3874.0));
         let ci = (
             d.cells[2].ratio_ci_low.unwrap(),
             d.cells[2].ratio_ci_high.unwrap(),
@@ -919,7 +946,7 @@ mod tests {
             assert!(invalid(&[r]).is_some(), "{bad}");
         }
         let mut r = ok.clone();
-        r.minflt_per_iter = Some(1e308);
+        r.per_iter[MINOR_FAULTS] = Some(1e308);
         assert!(invalid(&[r]).unwrap().contains("below 1e15"));
     }
 

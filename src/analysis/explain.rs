@@ -321,8 +321,8 @@ mod tests {
 
     #[test]
     fn knob_sets_are_compared_with_the_defaults_in_every_variant() {
-        let knobbed = |variant, p50, minflt| {
-            let mut r = row("system", variant, p50, minflt, Some(0.0));
+        let knobbed = |variant, p50, faults| {
+            let mut r = row("system", variant, p50, faults, Some(0.0));
             r.allocator_spec = "system:trim_threshold=1G".into();
             r
         };

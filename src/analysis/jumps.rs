@@ -162,7 +162,7 @@ pub(crate) mod tests {
     use crate::model::run::RunSpec;
     use crate::model::spec::Allocator;
 
-    pub fn row(size: u64, minflt: f64) -> SummaryRow {
+    pub fn row(size: u64, faults: f64) -> SummaryRow {
         let mut r = SummaryRow::from_outcome(&Outcome {
             spec: RunSpec {
                 allocator: Allocator::System,
@@ -180,7 +180,7 @@ pub(crate) mod tests {
             }),
         });
         r.status = crate::model::summary::RunStatus::Ok;
-        r.per_iter[MINOR_FAULTS] = Some(minflt);
+        r.per_iter[MINOR_FAULTS] = Some(faults);
         r
     }
 

@@ -10,6 +10,7 @@ use crate::export::diff_screen::change_words;
 use crate::export::table::{render_markdown, render_table, TableRow};
 use crate::export::Format;
 use crate::fmt::{fmt_ns, human_bytes, signed};
+use crate::model::metric::Changes;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -361,27 +362,33 @@ fn table_rows(d: &Diff) -> Vec<TableRow> {
                 ns(c.base_p50_ns),
                 ns(c.new_p50_ns),
                 change_words(c),
-                delta(c.minflt_per_iter_change),
-                delta(c.memory_syscalls_per_iter_change),
-                c.rss_end_bytes_change.map_or("n/a".into(), |v| {
-                    let sign = if v < 0.0 { "-" } else { "+" };
-                    format!("{sign}{}", human_bytes(v.abs() as u64))
-                }),
-            ],
+            ]
+            .into_iter()
+            .chain(c.changes.iter().map(|(_, v)| delta(v)))
+            .chain([c.rss_end_bytes_change.map_or("n/a".into(), |v| {
+                let sign = if v < 0.0 { "-" } else { "+" };
+                format!("{sign}{}", human_bytes(v.abs() as u64))
+            })])
+            .collect(),
             failure: None,
         })
         .collect()
 }
 
-const HEADERS: [&str; 7] = [
-    "cell",
-    "base p50",
-    "new p50",
-    "new vs base (interval)",
-    "Δ minflt/it",
-    "Δ mem syscalls/it",
-    "Δ rss_end",
-];
+/// The table's columns: the cell, its times and change, then the change of each count
+/// a diff gives per iteration ("Δ minflt/it") and of the end RSS.
+fn headers() -> Vec<String> {
+    ["cell", "base p50", "new p50", "new vs base (interval)"]
+        .into_iter()
+        .map(String::from)
+        .chain(
+            Changes::default()
+                .iter()
+                .map(|(m, _)| format!("Δ {}/it", m.short)),
+        )
+        .chain(["Δ rss_end".to_string()])
+        .collect()
+}
 
 /// A spec in two `--pair`s of one side: which one and where.
 fn pair_given_twice(pairs: &[(String, String)]) -> Option<String> {
@@ -701,7 +708,9 @@ fn render(
             if !notes.is_empty() {
                 s.push('\n');
             }
-            s.push_str(&render_markdown(&HEADERS, 1, &table_rows(d)));
+            let h = headers();
+            let h: Vec<&str> = h.iter().map(String::as_str).collect();
+            s.push_str(&render_markdown(&h, 1, &table_rows(d)));
             s.push_str(&format!("\n{summary}\n"));
             for t in tail {
                 s.push_str(&format!("- {t}\n"));
@@ -724,7 +733,9 @@ fn render(
             if !notes.is_empty() {
                 s.push('\n');
             }
-            s.push_str(&render_table(&HEADERS, 1, &table_rows(d)));
+            let h = headers();
+            let h: Vec<&str> = h.iter().map(String::as_str).collect();
+            s.push_str(&render_table(&h, 1, &table_rows(d)));
             s.push_str(&format!("\n{summary}\n"));
             for t in tail {
                 s.push_str(&format!("{t}\n"));

@@ -49,7 +49,7 @@ fn behaviours(v: &serde_json::Value, of_runs: bool) -> String {
         .join("; ")
 }
 
-/// exec's `traced_differs` in words: "minflt: traced 5200, untraced 4100 to 4150; …".
+/// exec's `traced_differs` in words: "user_ms: traced 52, untraced 41 to 42; …".
 fn deviations(v: &serde_json::Value) -> String {
     let Ok(list) =
         serde_json::from_value::<Vec<crate::analysis::command::TracedDeviation>>(v.clone())

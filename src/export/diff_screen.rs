@@ -7,6 +7,7 @@ use crate::analysis::explain::describe;
 use crate::analysis::stats::{Comparison, Interval, Verdict};
 use crate::export::table::{render_table, TableRow};
 use crate::fmt::{fmt_ns, signed};
+use crate::model::metric::Changes;
 
 /// A cell's change in words: "1.09x slower [1.04x, 1.14x]", or its note without a ratio.
 pub(crate) fn change_words(c: &CellChange) -> String {
@@ -105,26 +106,26 @@ pub(crate) fn answer_screen(
                 ns(c.base_p50_ns),
                 ns(c.new_p50_ns),
                 compact_change(c),
-                delta(c.minflt_per_iter_change),
-                delta(c.memory_syscalls_per_iter_change),
-            ],
+            ]
+            .into_iter()
+            .chain(c.changes.iter().map(|(_, v)| delta(v)))
+            .collect(),
             failure: None,
         })
         .collect();
-    s.push_str(&render_table(
-        &[
-            "cell",
-            "base p50",
-            "new p50",
-            "new/base [interval]",
-            // Per iteration, like every count of the screen; short enough that a
-            // cell's row fits 100 columns.
-            "Δ faults",
-            "Δ mem calls",
-        ],
-        1,
-        &rows,
-    ));
+    // The counts per iteration, like every count of the screen; short enough that a
+    // cell's row fits 100 columns.
+    let headers: Vec<String> = ["cell", "base p50", "new p50", "new/base [interval]"]
+        .into_iter()
+        .map(String::from)
+        .chain(
+            Changes::default()
+                .iter()
+                .map(|(m, _)| format!("Δ {}", m.short)),
+        )
+        .collect();
+    let h: Vec<&str> = headers.iter().map(String::as_str).collect();
+    s.push_str(&render_table(&h, 1, &rows));
     if !env.is_empty() {
         s.push('\n');
     }

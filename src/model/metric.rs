@@ -186,6 +186,7 @@ const fn syscall(
 pub const MINOR_FAULTS: Metric = Metric {
     cause_from: Some(1.0),
     spread: true,
+    short: "minflt",
     ..rusage(
         0,
         "minflt_per_iter",
@@ -635,6 +636,9 @@ pub const RUN_MUNMAP: Metric = RUN_METRICS[9];
 /// A run's madvise calls.
 pub const RUN_MADVISE: Metric = RUN_METRICS[10];
 
+/// A run's mremap calls.
+pub const RUN_MREMAP: Metric = RUN_METRICS[11];
+
 /// The per-run entries a run-against-run difference is read from: faults and the memory
 /// syscalls, keyed `<key>_per_run` in findings.json.
 pub const RUN_COUNTS: [Metric; 7] = [
@@ -830,7 +834,7 @@ impl<'de, R: Registry> Deserialize<'de> for Figures<R> {
                     if k == "syscall_counter" && R::COUNTER_AFTER.is_some() {
                         f.syscall_counter = a.next_value()?;
                     } else if let Some(m) = R::LIST.iter().find(|m| m.key == k) {
-                        f.values[m.index] = a.next_value()?;
+                        f.values[m.index] = a.next_value::<Lenient>()?.0;
                     } else {
                         a.next_value::<IgnoredAny>()?;
                     }
@@ -843,6 +847,82 @@ impl<'de, R: Registry> Deserialize<'de> for Figures<R> {
             }
         }
         d.deserialize_map(V(std::marker::PhantomData))
+    }
+}
+
+/// A figure as a row file gives it: a number, null, or (a CSV cell read through a
+/// flattened row) the number's text, empty for none.
+struct Lenient(Option<f64>);
+
+impl<'de> Deserialize<'de> for Lenient {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Lenient;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a number, null or empty")
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Lenient, E> {
+                Ok(Lenient(Some(v)))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Lenient, E> {
+                Ok(Lenient(Some(v as f64)))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Lenient, E> {
+                Ok(Lenient(Some(v as f64)))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Lenient, E> {
+                let v = v.trim();
+                if v.is_empty() {
+                    return Ok(Lenient(None));
+                }
+                v.parse()
+                    .map(|x| Lenient(Some(x)))
+                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Str(v), &self))
+            }
+            fn visit_none<E: serde::de::Error>(self) -> Result<Lenient, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Lenient, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Lenient, D::Error> {
+                d.deserialize_any(V)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The change of each registry entry with a `spread` between two sides (new − base),
+/// serialised flat as `<key>_change`: what a diff says moved besides the time.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Changes(pub Figures);
+
+impl Changes {
+    /// `new` − `base` for each entry with a `spread`, where both have it.
+    pub fn between(base: &Figures, new: &Figures) -> Self {
+        Changes(Figures::each(|m| {
+            m.spread.then_some(()).and(Some(new[m]? - base[m]?))
+        }))
+    }
+
+    /// The entries it gives, with their changes.
+    pub fn iter(&self) -> impl Iterator<Item = (Metric, Option<f64>)> + '_ {
+        METRICS
+            .iter()
+            .filter(|m| m.spread)
+            .map(|m| (*m, self.0[*m]))
+    }
+}
+
+impl Serialize for Changes {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        for (m, v) in self.iter() {
+            map.serialize_entry(&format!("{}_change", m.key), &v)?;
+        }
+        map.end()
     }
 }
 

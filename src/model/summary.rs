@@ -215,7 +215,7 @@ impl SummaryRow {
 
 /// A successful scale row at 1,000 elements with the given figures, for tests.
 #[cfg(test)]
-pub fn sample(alloc: &str, variant: &str, p50: u64, minflt: f64, brk: Option<f64>) -> SummaryRow {
+pub fn sample(alloc: &str, variant: &str, p50: u64, faults: f64, brk: Option<f64>) -> SummaryRow {
     let o = Outcome {
         spec: crate::model::run::RunSpec {
             allocator: alloc.parse().unwrap(),
@@ -236,7 +236,7 @@ pub fn sample(alloc: &str, variant: &str, p50: u64, minflt: f64, brk: Option<f64
     r.iterations = Some(100);
     r.p50_ns = Some(p50);
     r.p99_ns = Some(p50 * 2);
-    r.per_iter[MINOR_FAULTS] = Some(minflt);
+    r.per_iter[MINOR_FAULTS] = Some(faults);
     r.per_iter[BRK] = brk;
     r
 }
