@@ -6,7 +6,9 @@ use crate::analysis::explain::describe;
 use crate::analysis::stats::{Comparison, Verdict};
 use crate::fmt::{fmt_count, fmt_ns, human_bytes};
 use crate::model::knobs::AllocatorSpec;
-use crate::model::metric::{MEMORY_SYSCALLS, MINOR_FAULTS, RUN_MINOR_FAULTS, RUN_PEAK_RSS};
+use crate::model::metric::{
+    RunFigures, MEMORY_SYSCALLS, MINOR_FAULTS, RUN_METRICS, RUN_MINOR_FAULTS, RUN_PEAK_RSS,
+};
 use crate::model::spec::{Allocator, Choice};
 use crate::model::summary::SummaryRow;
 
@@ -153,15 +155,35 @@ pub struct SetVerdict {
     pub ci_low: Option<f64>,
     pub ci_high: Option<f64>,
     pub verdict: Option<String>,
-    pub minflt: Option<f64>,
-    pub minflt_defaults: Option<f64>,
-    pub memory_syscalls: Option<f64>,
-    pub memory_syscalls_defaults: Option<f64>,
-    pub peak_rss_mib: Option<f64>,
-    pub peak_rss_mib_defaults: Option<f64>,
+    /// Its per-run figures and its defaults' (medians over their runs).
+    #[serde(flatten)]
+    pub figures: AgainstDefaults,
     /// Median wall time of a run with this set.
     pub wall_ms: Option<f64>,
     pub line: String,
+}
+
+/// A set's per-run figures beside its allocator's defaults': in tune's JSON `<key>` and
+/// `<key>_defaults` for each registry entry tune shows (those whose runs are searched for
+/// behaviours, but the syscalls: faults, peak RSS), then the memory syscalls' sum.
+#[derive(Clone, Debug, Default)]
+pub struct AgainstDefaults {
+    pub set: RunFigures,
+    pub defaults: RunFigures,
+}
+
+impl serde::Serialize for AgainstDefaults {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(None)?;
+        for m in RUN_METRICS.iter().filter(|m| m.spread && !m.syscall) {
+            map.serialize_entry(m.key, &self.set[*m])?;
+            map.serialize_entry(&format!("{}_defaults", m.key), &self.defaults[*m])?;
+        }
+        map.serialize_entry("memory_syscalls", &self.set.memory_calls())?;
+        map.serialize_entry("memory_syscalls_defaults", &self.defaults.memory_calls())?;
+        map.end()
+    }
 }
 
 /// Every set against its allocator's defaults (an installed library against glibc's),
@@ -199,16 +221,15 @@ pub fn set_verdicts(record: &crate::model::command::ExecRecord) -> Vec<SetVerdic
             ci_low: c.and_then(|c| c.interval.map(|i| i.low)),
             ci_high: c.and_then(|c| c.interval.map(|i| i.high)),
             verdict: c.and_then(|c| c.verdict.map(|v| v.words().to_string())),
-            minflt: r.per_run[RUN_MINOR_FAULTS],
-            minflt_defaults: base.per_run[RUN_MINOR_FAULTS],
-            memory_syscalls: command::memory(r),
-            memory_syscalls_defaults: command::memory(base),
-            peak_rss_mib: r.per_run[RUN_PEAK_RSS],
-            peak_rss_mib_defaults: base.per_run[RUN_PEAK_RSS],
+            figures: AgainstDefaults {
+                set: r.per_run.clone(),
+                defaults: base.per_run.clone(),
+            },
             wall_ms: r.wall_median_ms,
             line: String::new(),
         };
         let count = |x: Option<f64>| x.map_or("n/a".to_string(), fmt_count);
+        let mib = |x: Option<f64>| x.map_or("n/a".to_string(), |m| format!("{m:.1} MiB"));
         v.line = match (failed, c) {
             (Some(e), _) => format!("{}: failed: {e}", r.allocator),
             (None, None) => format!("{}: no paired rounds with {defaults}", r.allocator),
@@ -227,12 +248,12 @@ pub fn set_verdicts(record: &crate::model::command::ExecRecord) -> Vec<SetVerdic
                     "{}: {instead}{call}{} against {defaults}'s defaults, per run; {} faults and {} memory syscalls per run (defaults: {} and {}); peak RSS {} vs {}",
                     r.allocator,
                     crate::analysis::explain::describe(&c),
-                    count(v.minflt),
-                    count(v.memory_syscalls),
-                    count(v.minflt_defaults),
-                    count(v.memory_syscalls_defaults),
-                    v.peak_rss_mib.map_or("n/a".into(), |m| format!("{m:.1} MiB")),
-                    v.peak_rss_mib_defaults.map_or("n/a".into(), |m| format!("{m:.1} MiB")),
+                    count(v.figures.set[RUN_MINOR_FAULTS]),
+                    count(v.figures.set.memory_calls()),
+                    count(v.figures.defaults[RUN_MINOR_FAULTS]),
+                    count(v.figures.defaults.memory_calls()),
+                    mib(v.figures.set[RUN_PEAK_RSS]),
+                    mib(v.figures.defaults[RUN_PEAK_RSS]),
                 )
             }
         };
@@ -252,7 +273,10 @@ pub fn recommendation(verdicts: &[SetVerdict], threshold: f64) -> String {
         .min_by(|a, b| a.2.total_cmp(&b.2));
     match best {
         Some((v, ratio, wall)) => {
-            let rss = match (v.peak_rss_mib, v.peak_rss_mib_defaults) {
+            let rss = match (
+                v.figures.set[RUN_PEAK_RSS],
+                v.figures.defaults[RUN_PEAK_RSS],
+            ) {
                 (Some(x), Some(b)) if (x - b).abs() < 0.05 => {
                     format!("peak RSS {x:.1} MiB, as with the defaults")
                 }
@@ -307,12 +331,12 @@ mod tests {
             ci_low: Some(ratio * 0.9),
             ci_high: Some(ratio * 1.1),
             verdict: Some(verdict.into()),
-            minflt: None,
-            minflt_defaults: None,
-            memory_syscalls: None,
-            memory_syscalls_defaults: None,
-            peak_rss_mib: Some(70.0),
-            peak_rss_mib_defaults: Some(60.0),
+            figures: {
+                let mut f = AgainstDefaults::default();
+                f.set[RUN_PEAK_RSS] = Some(70.0);
+                f.defaults[RUN_PEAK_RSS] = Some(60.0);
+                f
+            },
             wall_ms: Some(wall_ms),
             line: String::new(),
         }
