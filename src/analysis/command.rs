@@ -6,8 +6,8 @@ use crate::analysis::stats::{compare_paired, level, median, median_ci, Compariso
 use crate::model::command::{AllocatorRuns, ExecRecord, ExecRun, TracedRun};
 use crate::model::counts::SyscallCounts;
 use crate::model::metric::{
-    Metric, RunFigures, Source, SourceTotals, Unit as MetricUnit, RUN_COUNTS, RUN_METRICS,
-    RUN_MINOR_FAULTS,
+    Figures, Metric, Registry, RunFigures, Source, SourceTotals, Unit as MetricUnit, RUN_COUNTS,
+    RUN_METRICS, RUN_MINOR_FAULTS,
 };
 use crate::model::summary::RunStatus;
 use serde::{Deserialize, Serialize};
@@ -331,8 +331,32 @@ fn traced_text(runs: &[ExecRun], t: &TracedRun, differs: Option<&[TracedDeviatio
     s
 }
 
+/// The medians of `a`'s runs' figures by registry `R` (each in its unit, per run): an
+/// entry's median only where every run has it; the memory syscalls those of the one
+/// traced run where `traced` (none where it counted none); sums derived from the medians.
+pub fn medians<R: Registry>(a: &AllocatorRuns, traced: bool) -> Figures<R> {
+    let figures: Vec<Figures<R>> = a
+        .runs
+        .iter()
+        .map(|r| Figures::of_totals(&SourceTotals::of_run(&r.usage, r.syscalls)))
+        .collect();
+    let traced_counts: Option<Figures<R>> = a.traced_syscalls.filter(|_| traced).map(|s| {
+        Figures::of_totals(&SourceTotals {
+            syscalls: Some(s),
+            ..Default::default()
+        })
+    });
+    let mut f = Figures::each(|m| match (&traced_counts, m.source) {
+        (Some(t), Source::Syscalls) => t[m],
+        (None, Source::Syscalls) if traced => None,
+        _ => med_of(&figures, m),
+    });
+    f.derive();
+    f
+}
+
 /// The median of entry `m` over the runs' figures: a value only where every run has it.
-fn med_of(figures: &[RunFigures], m: Metric) -> Option<f64> {
+fn med_of<R: Registry>(figures: &[Figures<R>], m: Metric) -> Option<f64> {
     let v: Vec<f64> = figures.iter().filter_map(|f| f[m]).collect();
     (v.len() == figures.len()).then(|| median(&v)).flatten()
 }
@@ -369,17 +393,7 @@ fn row_of(
         ));
         Some(d)
     });
-    let figures: Vec<RunFigures> = runs.iter().map(ExecRun::figures).collect();
-    // One traced run per allocator: its memory syscalls, if it counted them.
-    let traced_counts = a
-        .traced_syscalls
-        .filter(|_| traced)
-        .map(|s| RunFigures::of_run(&SourceTotals::of_run(&Default::default(), Some(s))));
-    let per_run = RunFigures::each(|m| match (&traced_counts, m.source) {
-        (Some(t), Source::Syscalls) => t[m],
-        (None, Source::Syscalls) if traced => None,
-        _ => med_of(&figures, m),
-    });
+    let per_run = medians(a, traced);
     ExecRow {
         behaviours: run_behaviours(runs),
         complete: None,

@@ -144,14 +144,23 @@ fn text(
     let side = |p: &Probe<program::PointRow>| {
         let r = &p.record;
         format!(
-            "{} elements: {} {} per {unit}; {} faults, {} memory syscalls, {} per {unit}; peak RSS {}",
+            "{} elements: {} {} per {unit}; {}, {} per {unit}; peak RSS {}",
             fmt_count(p.size as f64),
             fmt_count(p.value),
             metric.name(),
-            r.minflt.map_or("n/a".into(), fmt_count),
-            r.memory_syscalls.map_or("n/a".into(), fmt_count),
+            crate::model::metric::PER_CALL
+                .iter()
+                .filter(|m| m.spread)
+                .map(|m| format!(
+                    "{} {}",
+                    r.per_call.value[*m].map_or("n/a".into(), fmt_count),
+                    m.label
+                ))
+                .collect::<Vec<_>>()
+                .join(", "),
             r.time_ns.map_or("n/a".into(), fmt_ns),
-            r.peak_rss_mib.map_or("n/a".into(), |m| format!("{m:.1} MiB")),
+            r.peak_rss_mib
+                .map_or("n/a".into(), |m| format!("{m:.1} MiB")),
             unit = per.unit(),
         )
     };

@@ -308,6 +308,14 @@ fn time(r: &PointRow) -> String {
     }
 }
 
+/// The per-call figures the table shows: those with a spread over the rounds (faults,
+/// memory syscalls).
+fn shown() -> impl Iterator<Item = crate::model::metric::Metric> {
+    crate::model::metric::PER_CALL
+        .into_iter()
+        .filter(|m| m.spread)
+}
+
 /// The rows as a plain-text or Markdown table.
 fn table(rows: &[PointRow], markdown: bool) -> String {
     let unit = rows.first().map_or("call", |r| r.per.as_str());
@@ -315,26 +323,25 @@ fn table(rows: &[PointRow], markdown: bool) -> String {
         "size".to_string(),
         "allocator".to_string(),
         format!("time/{unit} [{} CI]", crate::analysis::stats::level_text()),
-        format!("faults/{unit}"),
-        format!("mem syscalls/{unit}"),
-        "peak RSS".to_string(),
-        "runs".to_string(),
-    ];
+    ]
+    .into_iter()
+    .chain(shown().map(|m| format!("{}/{unit}", m.short)))
+    .chain(["peak RSS".to_string(), "runs".to_string()])
+    .collect::<Vec<_>>();
     let h: Vec<&str> = headers.iter().map(String::as_str).collect();
     let count = |v: Option<f64>| v.map_or("n/a".to_string(), fmt_count);
     let t: Vec<TableRow> = rows
         .iter()
         .map(|r| TableRow {
-            cells: vec![
-                group_thousands(r.size as i64),
-                r.allocator.clone(),
-                time(r),
-                count(r.minflt),
-                count(r.memory_syscalls),
-                r.peak_rss_mib
-                    .map_or("n/a".into(), |m| format!("{m:.1} MiB")),
-                r.runs.to_string(),
-            ],
+            cells: [group_thousands(r.size as i64), r.allocator.clone(), time(r)]
+                .into_iter()
+                .chain(shown().map(|m| count(r.per_call.value[m])))
+                .chain([
+                    r.peak_rss_mib
+                        .map_or("n/a".into(), |m| format!("{m:.1} MiB")),
+                    r.runs.to_string(),
+                ])
+                .collect(),
             // The table writes "FAILED: " before it.
             failure: r.error.clone(),
         })
@@ -511,14 +518,15 @@ impl Sweep {
                 "faults-per-call",
                 format!("minor faults per {unit}"),
                 Scale::LogFloor(0.01),
-                (|r: &PointRow| r.minflt) as fn(&PointRow) -> Option<f64>,
+                (|r: &PointRow| r.value(crate::analysis::cliff::Metric::Faults))
+                    as fn(&PointRow) -> Option<f64>,
                 (|v: f64| fmt_count(v)) as fn(f64) -> String,
             ),
             (
                 "memory-syscalls-per-call",
                 format!("memory syscalls per {unit}"),
                 Scale::LogFloor(0.01),
-                |r: &PointRow| r.memory_syscalls,
+                |r: &PointRow| r.value(crate::analysis::cliff::Metric::Syscalls),
                 |v: f64| fmt_count(v),
             ),
             (

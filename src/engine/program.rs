@@ -9,11 +9,14 @@
 
 use super::command::{run_session, ExecRecord, ExecSettings, Observer, SessionError};
 use crate::analysis::cliff::{Metric, Probe, Trend};
-use crate::analysis::command::{self as output, memory, ExecRow};
+use crate::analysis::command::{self as output, medians};
 use crate::analysis::jumps::{changes, Point};
 use crate::analysis::stats::{level, median, median_ci};
 use crate::fmt::{fmt_count, group_thousands};
-use crate::model::metric::{RUN_BRK, RUN_MADVISE, RUN_MMAP, RUN_MUNMAP, RUN_PEAK_RSS};
+use crate::model::command::ExecRun;
+use crate::model::metric::{
+    CallFigures, Figures, Metric as MetricEntry, PerIteration, Source, SourceTotals, RUN_PEAK_RSS,
+};
 use crate::model::summary::RunStatus;
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
@@ -187,23 +190,13 @@ pub struct PointRow {
     pub time_ci_high_ns: Option<f64>,
     /// The coverage that interval reaches with this many rounds (a fraction).
     pub ci_coverage: Option<f64>,
-    /// Minor page faults per call (or run), median over the rounds.
-    pub minflt: Option<f64>,
-    /// brk + mmap + munmap + madvise + mremap.
-    pub memory_syscalls: Option<f64>,
-    /// brk calls per call (or run), from the runs' medians; None where not counted.
-    pub brk: Option<f64>,
-    /// mmap calls per call (or run), from the runs' medians; None where not counted.
-    pub mmap: Option<f64>,
-    /// munmap calls per call (or run), from the runs' medians; None where not counted.
-    pub munmap: Option<f64>,
-    /// madvise calls per call (or run), from the runs' medians; None where not counted.
-    pub madvise: Option<f64>,
-    /// The spread (max − min) over the rounds of the faults and of the memory syscalls
-    /// per call: the noise a change must exceed to be one.
-    pub minflt_noise: Option<f64>,
-    /// The same spread of the memory syscalls per call; None where a round was not counted.
-    pub memory_syscalls_noise: Option<f64>,
+    /// Faults and memory syscalls per call (or run): the faults the median over the
+    /// rounds of each round's figure, the syscalls from the runs' medians (the traced
+    /// run's with ptrace); their spread over the rounds. In CSV and JSON one column each
+    /// ([`crate::model::metric::PER_CALL`]: `minflt`, `memory_syscalls`, `brk`, …,
+    /// `minflt_noise`, `memory_syscalls_noise`).
+    #[serde(flatten)]
+    pub per_call: CallFigures,
     /// Peak RSS of the (longer) run, median over rounds.
     pub peak_rss_mib: Option<f64>,
     /// Median wall time of a whole (longer) run.
@@ -215,19 +208,12 @@ pub struct PointRow {
 impl PointRow {
     /// Its figure of `m` per call (or run): minor faults or memory syscalls; None where unknown.
     pub fn value(&self, m: Metric) -> Option<f64> {
-        match m {
-            Metric::Faults => self.minflt,
-            Metric::Syscalls => self.memory_syscalls,
-        }
+        self.per_call.value[m.registry()]
     }
 
     /// The spread of `m` over the rounds (0 where unknown).
     pub fn noise(&self, m: Metric) -> f64 {
-        match m {
-            Metric::Faults => self.minflt_noise,
-            Metric::Syscalls => self.memory_syscalls_noise,
-        }
-        .unwrap_or(0.0)
+        self.per_call.noise[m.registry()].unwrap_or(0.0)
     }
 }
 
@@ -265,62 +251,52 @@ pub fn point_rows(record: &ExecRecord, size: u64, per: Per) -> Vec<PointRow> {
             syscall_counter: base.syscall_counter.clone(),
             ..Default::default()
         };
-        // Per round: the longer run minus the shorter one (or the run itself).
-        let pairs: Vec<(f64, f64)> = la
+        // Per round: the longer run minus the shorter one (or the run itself), each
+        // figure per call.
+        let of = |r: &ExecRun| Figures::of_totals(&SourceTotals::of_run(&r.usage, r.syscalls));
+        let rounds: Vec<(f64, Figures)> = la
             .runs
             .iter()
             .filter_map(|l| {
                 if step == 1 {
-                    return Some((l.wall_ns as f64, l.usage.minflt as f64));
+                    return Some((l.wall_ns as f64 / d, of(l).divided(d)));
                 }
                 let b = ra.runs.iter().find(|b| b.round == l.round)?;
                 Some((
-                    l.wall_ns as f64 - b.wall_ns as f64,
-                    l.usage.minflt as f64 - b.usage.minflt as f64,
+                    (l.wall_ns as f64 - b.wall_ns as f64) / d,
+                    of(l).zip(&of(b), |x, y| Some((x - y) / d)),
                 ))
             })
             .collect();
-        p.runs = pairs.len();
-        if !pairs.is_empty() {
-            let t: Vec<f64> = pairs.iter().map(|x| x.0 / d).collect();
-            let f: Vec<f64> = pairs.iter().map(|x| x.1 / d).collect();
+        p.runs = rounds.len();
+        if !rounds.is_empty() {
+            let t: Vec<f64> = rounds.iter().map(|x| x.0).collect();
             p.time_ns = median(&t);
             if let Some(ci) = median_ci(&t, level()) {
                 p.time_ci_low_ns = Some(ci.low);
                 p.time_ci_high_ns = Some(ci.high);
                 p.ci_coverage = Some(ci.coverage);
             }
-            p.minflt = median(&f);
-            p.minflt_noise = spread(&f);
-            // Memory syscalls of each round, where every run of the round has them.
-            let mem = |r: &crate::model::command::ExecRun| {
-                r.syscalls
-                    .map(|c| (c.brk + c.mmap + c.munmap + c.madvise + c.mremap) as f64)
+            // Of each figure: its values over the rounds, where every round has it.
+            let over_rounds =
+                |m: MetricEntry| -> Option<Vec<f64>> { rounds.iter().map(|(_, f)| f[m]).collect() };
+            // The syscalls from the rows' medians (with ptrace: the traced run's).
+            let traced = record.syscall_counter == "ptrace";
+            let (fl, fb) = (medians::<PerIteration>(la, traced), medians(ra, traced));
+            let from_rows = if step == 1 {
+                fl.divided(d)
+            } else {
+                fl.zip(&fb, |x, y| Some((x - y) / d))
             };
-            let calls: Option<Vec<f64>> = la
-                .runs
-                .iter()
-                .map(|l| {
-                    if step == 1 {
-                        return Some(mem(l)? / d);
-                    }
-                    let b = ra.runs.iter().find(|b| b.round == l.round)?;
-                    Some((mem(l)? - mem(b)?) / d)
-                })
-                .collect();
-            p.memory_syscalls_noise = calls.as_deref().and_then(spread);
-            let diff = |f: fn(&ExecRow) -> Option<f64>| -> Option<f64> {
-                if step == 1 {
-                    f(long).map(|v| v / d)
-                } else {
-                    Some((f(long)? - f(base)?) / d)
-                }
+            p.per_call = CallFigures {
+                value: Figures::each(|m| match m.source {
+                    Source::Syscalls => from_rows[m],
+                    _ => over_rounds(m).and_then(|v| median(&v)),
+                }),
+                noise: Figures::each(|m| {
+                    over_rounds(m).and_then(|v| spread(&v)).filter(|_| m.spread)
+                }),
             };
-            p.memory_syscalls = diff(memory);
-            p.brk = diff(|r| r.per_run[RUN_BRK]);
-            p.mmap = diff(|r| r.per_run[RUN_MMAP]);
-            p.munmap = diff(|r| r.per_run[RUN_MUNMAP]);
-            p.madvise = diff(|r| r.per_run[RUN_MADVISE]);
             p.peak_rss_mib = long.per_run[RUN_PEAK_RSS];
             p.run_wall_ms = long.wall_median_ms;
         }
@@ -810,14 +786,24 @@ mod tests {
         assert_eq!(t(&["p"]).per(None), Per::Run);
     }
 
+    /// Per-call figures of `faults` and `calls` memory syscalls.
+    fn per_call(faults: f64, calls: f64) -> CallFigures {
+        let mut value = Figures::default();
+        value[Metric::Faults.registry()] = Some(faults);
+        value[Metric::Syscalls.registry()] = Some(calls);
+        CallFigures {
+            value,
+            noise: Figures::default(),
+        }
+    }
+
     #[test]
     fn jumps_are_changes_beyond_threshold_and_trend_between_neighbouring_sizes_per_allocator() {
         let row = |a: &str, size, f: f64, ok: bool| PointRow {
             size,
             allocator: a.into(),
             status: if ok { RunStatus::Ok } else { RunStatus::Failed },
-            minflt: Some(f),
-            memory_syscalls: Some(0.0),
+            per_call: per_call(f, 0.0),
             ..Default::default()
         };
         let rows = [
@@ -840,8 +826,7 @@ mod tests {
             size,
             allocator: "system".into(),
             status: RunStatus::Ok,
-            minflt: Some(0.0),
-            memory_syscalls: Some(n),
+            per_call: per_call(0.0, n),
             ..Default::default()
         };
         let j = jumps(

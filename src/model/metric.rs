@@ -411,6 +411,11 @@ impl Metric {
         }
     }
 
+    /// Its key without what it is per: `minflt` of `minflt_per_iter` (a sweep's column).
+    pub fn stem(&self) -> &'static str {
+        self.key.strip_suffix("_per_iter").unwrap_or(self.key)
+    }
+
     /// Its label with what it is counted per: "minor faults per iteration".
     pub fn per_label(&self) -> String {
         match self.per {
@@ -754,6 +759,25 @@ impl Figures<PerRun> {
 }
 
 impl<R: Registry> Figures<R> {
+    /// Each entry's total in `totals`, in its unit (over its scale, not divided by
+    /// iterations): one run's figures by this registry.
+    pub fn of_totals(totals: &SourceTotals) -> Self {
+        Figures::over(totals, 1.0)
+    }
+
+    /// Each entry's figure from `f` of this and `other`'s (None where `f` gives none);
+    /// the sum derived again.
+    pub fn zip(&self, other: &Self, f: impl Fn(f64, f64) -> Option<f64>) -> Self {
+        let mut out = Figures::each(|m| f(self[m]?, other[m]?));
+        out.derive();
+        out
+    }
+
+    /// Each figure over `d`.
+    pub fn divided(&self, d: f64) -> Self {
+        self.zip(self, |a, _| Some(a / d))
+    }
+
     /// Each entry's total in `totals` over `divisor` and the entry's scale; the sum
     /// derived.
     fn over(totals: &SourceTotals, divisor: f64) -> Self {
@@ -923,6 +947,66 @@ impl Serialize for Changes {
             map.serialize_entry(&format!("{}_change", m.key), &v)?;
         }
         map.end()
+    }
+}
+
+/// The per-iteration entries a command's sweep gives per call (or run), in its
+/// columns' order: faults and the memory syscalls' sum (the entries with a spread, whose
+/// spread over the rounds it gives too), then four of the calls.
+pub const PER_CALL: [Metric; 6] = [MINOR_FAULTS, MEMORY_SYSCALLS, BRK, MMAP, MUNMAP, MADVISE];
+
+/// A sweep point's figures per call (keyed by the per-iteration registry: one call is an
+/// iteration of the command) and their spread over the rounds; serialised flat as each
+/// [`PER_CALL`] entry's stem (`minflt`, `memory_syscalls`, `brk`, …), then
+/// `<stem>_noise` for those with a spread.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CallFigures {
+    /// Per call (or run), medians over the rounds.
+    pub value: Figures,
+    /// max − min over the rounds: what a change must exceed to be one.
+    pub noise: Figures,
+}
+
+impl Serialize for CallFigures {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        for m in PER_CALL {
+            map.serialize_entry(m.stem(), &self.value[m])?;
+        }
+        for m in PER_CALL.iter().filter(|m| m.spread) {
+            map.serialize_entry(&format!("{}_noise", m.stem()), &self.noise[*m])?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for CallFigures {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = CallFigures;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a sweep point's figures")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<CallFigures, A::Error> {
+                let mut f = CallFigures::default();
+                while let Some(k) = a.next_key::<String>()? {
+                    let (stem, noise) = match k.strip_suffix("_noise") {
+                        Some(stem) => (stem, true),
+                        None => (k.as_str(), false),
+                    };
+                    match PER_CALL.iter().find(|m| m.stem() == stem) {
+                        Some(m) if noise => f.noise[*m] = a.next_value::<Lenient>()?.0,
+                        Some(m) => f.value[*m] = a.next_value::<Lenient>()?.0,
+                        None => {
+                            a.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(f)
+            }
+        }
+        d.deserialize_map(V)
     }
 }
 
