@@ -81,9 +81,10 @@ pub struct ExecRow {
 /// range by more than the range's width.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TracedDeviation {
-    /// The row's field it is compared with, in that field's unit: `wall_ms`, `user_ms`,
-    /// `minflt`, `peak_rss_mib`, or `memory_syscalls` (brk + mmap + munmap + madvise +
-    /// mremap, where the untraced runs were counted too).
+    /// The row's field it is compared with, in that field's unit: `wall_ms`, the key of
+    /// each per-run registry entry with a margin (user time, faults, peak RSS), or
+    /// `memory_syscalls` (brk + mmap + munmap + madvise + mremap, where the untraced runs
+    /// were counted too).
     pub figure: String,
     pub traced: f64,
     pub untraced_min: f64,
@@ -681,24 +682,19 @@ mod tests {
     use super::*;
     use crate::model::counts::Rusage;
 
-    fn run(round: u32, wall_ms: u64, user_ms: u64, minflt: u64) -> ExecRun {
+    fn run(round: u32, wall_ms: u64, user_ms: u64, faults: u64) -> ExecRun {
         ExecRun {
             round,
             position: Some(0),
             wall_ns: wall_ms * 1_000_000,
-            usage: Rusage {
-                minflt,
-                utime_ns: user_ms * 1_000_000,
-                maxrss_bytes: 20 << 20,
-                ..Default::default()
-            },
+            usage: Rusage::sample(faults, user_ms * 1_000_000),
             syscalls: None,
             start_unix_ns: None,
         }
     }
 
-    fn traced(wall_ms: u64, user_ms: u64, minflt: u64) -> TracedRun {
-        let r = run(0, wall_ms, user_ms, minflt);
+    fn traced(wall_ms: u64, user_ms: u64, faults: u64) -> TracedRun {
+        let r = run(0, wall_ms, user_ms, faults);
         TracedRun {
             wall_ns: r.wall_ns,
             usage: r.usage,
@@ -799,7 +795,7 @@ mod tests {
         let d = traced_deviations(&runs, a.traced_run.as_ref().unwrap(), None, 0.02).unwrap();
         assert_eq!(
             d.iter().map(|x| x.figure.as_str()).collect::<Vec<_>>(),
-            ["minflt"]
+            [RUN_MINOR_FAULTS.key]
         );
         assert_eq!(
             (d[0].traced, d[0].untraced_min, d[0].untraced_max),

@@ -277,8 +277,8 @@ pub struct CellChange {
     /// widened.
     pub within_run_ci_low: Option<f64>,
     pub within_run_ci_high: Option<f64>,
-    /// new − base of the faults and memory syscalls per iteration
-    /// (`minflt_per_iter_change`, `memory_syscalls_per_iter_change`).
+    /// new − base of the faults and memory syscalls per iteration: `<key>_change` of
+    /// each registry entry with a spread.
     #[serde(flatten)]
     pub changes: Changes,
     pub rss_end_bytes_change: Option<f64>,

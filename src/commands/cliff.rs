@@ -11,7 +11,7 @@ use crate::export::Format;
 use crate::fmt::{fmt_count, fmt_ns, human_bytes};
 use crate::model::budget::Budget;
 use crate::model::knobs::AllocatorSpec;
-use crate::model::metric::{MEMORY_SYSCALLS, MINOR_FAULTS};
+use crate::model::metric::SpreadEntries;
 use crate::model::run::RunSpec;
 use crate::model::spec::{Variant, Workload};
 use crate::model::summary::SummaryRow;
@@ -51,8 +51,9 @@ struct CliffSide {
     value_per_iter: f64,
     p50_ns: u64,
     p99_ns: u64,
-    minflt_per_iter: Option<f64>,
-    memory_syscalls_per_iter: Option<f64>,
+    /// Its faults and memory syscalls per iteration, under the summary's columns.
+    #[serde(flatten)]
+    counts: SpreadEntries,
 }
 
 /// One side measured again in replicated processes.
@@ -208,8 +209,7 @@ impl Found<'_> {
             value_per_iter: p.value,
             p50_ns: p.record.p50_ns,
             p99_ns: p.record.p99_ns,
-            minflt_per_iter: p.record.per_iter[MINOR_FAULTS],
-            memory_syscalls_per_iter: p.record.per_iter[MEMORY_SYSCALLS],
+            counts: SpreadEntries(p.record.per_iter.clone()),
         };
         let replicated = |r: &SummaryRow| Replicated {
             processes: r.processes.unwrap_or(1),

@@ -376,7 +376,7 @@ fn table_rows(d: &Diff) -> Vec<TableRow> {
 }
 
 /// The table's columns: the cell, its times and change, then the change of each count
-/// a diff gives per iteration ("Δ minflt/it") and of the end RSS.
+/// a diff gives per iteration (by its short name, "Δ <short>/it") and of the end RSS.
 fn headers() -> Vec<String> {
     ["cell", "base p50", "new p50", "new vs base (interval)"]
         .into_iter()

@@ -193,8 +193,7 @@ pub struct PointRow {
     /// Faults and memory syscalls per call (or run): the faults the median over the
     /// rounds of each round's figure, the syscalls from the runs' medians (the traced
     /// run's with ptrace); their spread over the rounds. In CSV and JSON one column each
-    /// ([`crate::model::metric::PER_CALL`]: `minflt`, `memory_syscalls`, `brk`, …,
-    /// `minflt_noise`, `memory_syscalls_noise`).
+    /// ([`crate::model::metric::PER_CALL`]'s stems, then `<stem>_noise`).
     #[serde(flatten)]
     pub per_call: CallFigures,
     /// Peak RSS of the (longer) run, median over rounds.

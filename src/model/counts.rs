@@ -22,6 +22,20 @@ pub struct Rusage {
     pub maxrss_bytes: u64,
 }
 
+#[cfg(test)]
+impl Rusage {
+    /// A reading of `faults` minor faults, `user_ns` of user time and a 20 MiB peak (for
+    /// tests of what is made of readings).
+    pub fn sample(faults: u64, user_ns: u64) -> Self {
+        Rusage {
+            minflt: faults,
+            utime_ns: user_ns,
+            maxrss_bytes: 20 << 20,
+            ..Default::default()
+        }
+    }
+}
+
 /// Counts over one enabled window.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SyscallCounts {

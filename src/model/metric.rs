@@ -942,12 +942,32 @@ impl Changes {
 
 impl Serialize for Changes {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(None)?;
-        for (m, v) in self.iter() {
-            map.serialize_entry(&format!("{}_change", m.key), &v)?;
-        }
-        map.end()
+        serialize_spread_entries(&self.0, "_change", s)
     }
+}
+
+/// The figures of the registry entries with a `spread` (faults, memory syscalls),
+/// serialised flat under their keys: what a cliff's side gives besides its value.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SpreadEntries(pub Figures);
+
+impl Serialize for SpreadEntries {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        serialize_spread_entries(&self.0, "", s)
+    }
+}
+
+/// `figures`' entries with a `spread`, each as `<key><suffix>`.
+fn serialize_spread_entries<S: Serializer>(
+    figures: &Figures,
+    suffix: &str,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    let mut map = s.serialize_map(None)?;
+    for m in METRICS.iter().filter(|m| m.spread) {
+        map.serialize_entry(&format!("{}{suffix}", m.key), &figures[*m])?;
+    }
+    map.end()
 }
 
 /// The per-iteration entries a command's sweep gives per call (or run), in its
