@@ -3,6 +3,7 @@
 //! the lab's manual. Written from the folder's manifest (only the files it holds), beside
 //! `folder.json`, each time the folder says how far it got.
 
+use crate::model::metric::{Source, Unit, METRICS, PER_CALL, RUN_METRICS};
 use std::fmt::Write as _;
 
 /// A file (or a family of files) of a folder kind: how the guide names it, how its path
@@ -78,11 +79,28 @@ const TRACE: &[File] = &[
     file("perf/*.data", "perf/", ".data", "perf's own recording, kept with --keep-perf-data"),
 ];
 
-/// A CSV file's columns: the names (several sharing one meaning) and the meaning.
-type Columns = &'static [(&'static [&'static str], &'static str)];
+/// Columns written out here: the names (several sharing one meaning) and the meaning.
+type Fixed = &'static [(&'static [&'static str], &'static str)];
 
-/// summary.csv of `alloclab run` (and `compare --format csv`).
-pub const SUMMARY_COLUMNS: Columns = &[
+/// A CSV file's columns: the names (several sharing one meaning) and the meaning; the
+/// fixed ones and those of the metric registry's entries.
+type Columns = Vec<(Vec<String>, String)>;
+
+/// `fixed` as [`Columns`].
+fn fixed(fixed: Fixed) -> Columns {
+    fixed
+        .iter()
+        .map(|(names, meaning)| {
+            (
+                names.iter().map(|n| n.to_string()).collect(),
+                meaning.to_string(),
+            )
+        })
+        .collect()
+}
+
+/// summary.csv of `alloclab run` (and `compare --format csv`) before its figures.
+const SUMMARY_HEAD: Fixed = &[
     (&["run_id"], "`<workload>-<variant>-<allocator>-n<size>-t<threads>`: names the cell's files (runs/, histograms/)"),
     (&["allocator", "workload", "variant", "size", "threads", "seed"], "the cell; size in elements"),
     (&["allocator_spec"], "the allocator with its knobs and THP mode, e.g. `system:top_pad=64M thp=never`"),
@@ -93,14 +111,11 @@ pub const SUMMARY_COLUMNS: Columns = &[
     (&["pooled_p50_ns"], "the p50 of all processes' iterations pooled into one histogram, ns: what histograms/*.us.csv shows (the same as p50_ns with one process)"),
     (&["process_p50_ns"], "each process's p50 in round order, ns, separated by spaces: what `alloclab diff` pairs"),
     (&["throughput_gb_per_s"], "inputs read plus result written per iteration (× threads) over p50_ns, GB/s"),
-    (&["minflt_per_iter", "majflt_per_iter"], "minor / major page faults per measured iteration"),
-    (&["nvcsw_per_iter", "nivcsw_per_iter"], "voluntary / involuntary context switches per iteration"),
-    (&["utime_ns_per_iter", "stime_ns_per_iter"], "user / kernel CPU time per iteration, ns"),
-    (&["brk_per_iter", "mmap_per_iter", "munmap_per_iter", "madvise_per_iter", "mremap_per_iter"], "those syscalls per iteration (empty where they could not be counted)"),
-    (&["syscalls_per_iter"], "syscalls of any kind per iteration (perf only)"),
-    (&["memory_syscalls_per_iter"], "brk + mmap + munmap + madvise + mremap per iteration"),
     (&["syscall_counter"], "which method counted the syscalls: `perf` or `ptrace`"),
-    (&["allocs_per_iter", "alloc_bytes_per_iter"], "allocation calls and requested bytes per iteration"),
+];
+
+/// summary.csv's columns after its figures.
+const SUMMARY_TAIL: Fixed = &[
     (&["rss_start_bytes", "rss_end_bytes"], "resident memory at the start / end of the measured phase, bytes"),
     (&["rss_peak_bytes"], "peak resident memory of the process (ru_maxrss), bytes"),
     (&["checksum"], "FNV-1a 64 of the output, 16 hex digits: equal across allocators when they computed the same"),
@@ -110,21 +125,45 @@ pub const SUMMARY_COLUMNS: Columns = &[
     (&["processes"], "worker processes behind the row"),
     (&["p50_ci_low_ns", "p50_ci_high_ns", "p99_ci_low_ns", "p99_ci_high_ns"], "the interval of the median p50 / p99 over processes, ns"),
     (&["ci_coverage"], "the coverage those intervals have (0.95 asked; fewer processes give less, e.g. 0.5 with two)"),
-    (&["minflt_per_iter_min", "minflt_per_iter_max", "memory_syscalls_per_iter_min", "memory_syscalls_per_iter_max"], "the lowest and highest of those counts over the processes"),
     (&["vs_in_place"], "p50 against the same allocator's in-place cell: the median of the per-round ratios (2.0: twice as slow)"),
     (&["vs_in_place_ci_low", "vs_in_place_ci_high"], "that ratio's interval (from two processes; its coverage is about ci_coverage)"),
     (&["vs_in_place_verdict"], "`faster`, `slower`, `no significant difference`, or `undecided` (an interval below the confidence level asked)"),
     (&["behaviours"], "figures whose processes fall into two or more groups, in words (`2 behaviours of minor faults: …`); their medians describe no process"),
 ];
 
+/// summary.csv of `alloclab run` (and `compare --format csv`): its fixed columns, each
+/// per-iteration registry entry's (with its meaning), and the lowest and highest process
+/// of those with a spread.
+pub fn summary_columns() -> Columns {
+    let mut c = fixed(SUMMARY_HEAD);
+    c.extend(METRICS.iter().map(|m| {
+        let meaning = if m.syscall {
+            format!("{} (empty where they could not be counted)", m.meaning)
+        } else {
+            m.meaning.to_string()
+        };
+        (vec![m.key.to_string()], meaning)
+    }));
+    c.extend(fixed(SUMMARY_TAIL));
+    c.push((
+        METRICS
+            .iter()
+            .filter(|m| m.spread)
+            .flat_map(|m| [m.min_key(), m.max_key()])
+            .collect(),
+        "the lowest and highest of those counts over the processes".into(),
+    ));
+    c
+}
+
 /// The columns `compare --format csv` adds to the summary's.
-pub const COMPARE_COLUMNS: Columns = &[
+pub const COMPARE_COLUMNS: Fixed = &[
     (&["complete", "stopped_by", "processes_planned"], "whether every cell got its processes, what stopped the session early, and the processes planned"),
     (&["jobs", "cpu"], "how many workers ran at once (--jobs) and the CPU every worker was kept on (--cpu; empty: none)"),
 ];
 
-/// summary.csv of `alloclab exec`.
-pub const EXEC_COLUMNS: Columns = &[
+/// summary.csv of `alloclab exec` before its per-run figures.
+const EXEC_HEAD: Fixed = &[
     (&["allocator"], "the allocator the command ran under"),
     (&["status", "error"], "`ok` or `failed`, and why"),
     (&["runs", "runs_planned"], "runs that finished, and runs planned"),
@@ -134,36 +173,108 @@ pub const EXEC_COLUMNS: Columns = &[
     (&["baseline"], "the allocator the others are compared with (the first given)"),
     (&["vs_baseline", "vs_baseline_ci_low", "vs_baseline_ci_high"], "wall time against the baseline's: the median of the per-round ratios and its interval (2.0: twice as slow)"),
     (&["vs_baseline_verdict"], "`faster`, `slower`, `no significant difference` or `undecided`"),
-    (&["user_ms", "sys_ms"], "user / kernel CPU time per run (median), ms"),
-    (&["minflt", "majflt"], "minor / major page faults per run (median)"),
-    (&["voluntary_csw", "involuntary_csw"], "context switches per run (median)"),
-    (&["peak_rss_mib"], "peak resident memory per run (median), MiB"),
-    (&["brk", "mmap", "munmap", "madvise", "mremap", "syscalls"], "those syscalls per run (median); `syscalls` all kinds"),
-    (&["syscall_counter"], "how syscalls were counted (`perf`, `ptrace`), or why they were not"),
-    (&["allocator_version", "preload", "malloc_from"], "the allocator's version, the library preloaded, and where the command's malloc resolved"),
-    (&["command"], "the command as a shell would take it"),
-    (&["run_wall_ms"], "each run's wall time in round order, ms, separated by spaces: what `alloclab diff` pairs"),
-    (&["complete", "stopped_by"], "whether every planned run ran, and the signal that stopped it"),
-    (&["behaviours"], "figures whose runs fall into two or more groups, in words"),
-    (&["traced_differs"], "with --counters ptrace: the traced run's figures the untraced runs do not reach"),
 ];
 
-/// summary.csv of `alloclab sweep`.
-pub const SWEEP_COLUMNS: Columns = &[
+/// exec's columns after its per-run figures.
+const EXEC_TAIL: Fixed = &[
+    (
+        &["syscall_counter"],
+        "how syscalls were counted (`perf`, `ptrace`), or why they were not",
+    ),
+    (
+        &["allocator_version", "preload", "malloc_from"],
+        "the allocator's version, the library preloaded, and where the command's malloc resolved",
+    ),
+    (&["command"], "the command as a shell would take it"),
+    (
+        &["run_wall_ms"],
+        "each run's wall time in round order, ms, separated by spaces: what `alloclab diff` pairs",
+    ),
+    (
+        &["complete", "stopped_by"],
+        "whether every planned run ran, and the signal that stopped it",
+    ),
+    (
+        &["behaviours"],
+        "figures whose runs fall into two or more groups, in words",
+    ),
+    (
+        &["traced_differs"],
+        "with --counters ptrace: the traced run's figures the untraced runs do not reach",
+    ),
+];
+
+/// summary.csv of `alloclab exec`: its fixed columns and each per-run registry entry's.
+pub fn exec_columns() -> Columns {
+    let mut c = fixed(EXEC_HEAD);
+    c.extend(RUN_METRICS.iter().map(|m| {
+        let unit = if m.unit == Unit::Mib { ", MiB" } else { "" };
+        let of = if m.source == Source::Syscalls {
+            "the median over the runs (with --counters ptrace: the one traced run's)"
+        } else {
+            "the median over the runs"
+        };
+        (
+            vec![m.key.to_string()],
+            format!("{}, {of}{unit}", m.meaning),
+        )
+    }));
+    c.extend(fixed(EXEC_TAIL));
+    c
+}
+
+/// summary.csv of `alloclab sweep` before its per-call figures.
+const SWEEP_HEAD: Fixed = &[
     (&["size", "allocator"], "the size given to the command, and the allocator"),
     (&["status", "error"], "`ok` or `failed`, and why"),
     (&["runs"], "rounds measured"),
     (&["per"], "`call` (figures per call of the command's work, from runs of N and 2N calls) or `run` (per whole run)"),
     (&["time_ns", "time_ci_low_ns", "time_ci_high_ns", "ci_coverage"], "wall time per call (or run): median over the rounds, its interval and coverage, ns"),
-    (&["minflt", "memory_syscalls", "brk", "mmap", "munmap", "madvise"], "page faults and memory syscalls per call (or run); memory_syscalls = brk + mmap + munmap + madvise + mremap"),
-    (&["minflt_noise", "memory_syscalls_noise"], "their spread (max − min) over the rounds: what a change must exceed"),
-    (&["peak_rss_mib"], "peak resident memory of the (longer) run, median, MiB"),
-    (&["run_wall_ms"], "median wall time of a whole (longer) run, ms"),
-    (&["syscall_counter"], "how syscalls were counted, or why they were not"),
 ];
 
+/// The sweep's columns after its per-call figures.
+const SWEEP_TAIL: Fixed = &[
+    (
+        &["peak_rss_mib"],
+        "peak resident memory of the (longer) run, median, MiB",
+    ),
+    (
+        &["run_wall_ms"],
+        "median wall time of a whole (longer) run, ms",
+    ),
+    (
+        &["syscall_counter"],
+        "how syscalls were counted, or why they were not",
+    ),
+];
+
+/// summary.csv of `alloclab sweep`: its fixed columns, each per-call entry's, and the
+/// spread over the rounds of those with one.
+pub fn sweep_columns() -> Columns {
+    let mut c = fixed(SWEEP_HEAD);
+    c.extend(PER_CALL.iter().map(|m| {
+        (
+            vec![m.stem().to_string()],
+            format!(
+                "{} per call (or run), as `{}` is per iteration",
+                m.label, m.key
+            ),
+        )
+    }));
+    c.push((
+        PER_CALL
+            .iter()
+            .filter(|m| m.spread)
+            .map(|m| format!("{}_noise", m.stem()))
+            .collect(),
+        "their spread (max − min) over the rounds: what a change must exceed".into(),
+    ));
+    c.extend(fixed(SWEEP_TAIL));
+    c
+}
+
 /// HdrHistogram's CSV (`histograms/*.us.csv`).
-const HISTOGRAM_COLUMNS: Columns = &[
+const HISTOGRAM_COLUMNS: Fixed = &[
     (
         &["Value"],
         "latency, µs (HdrHistogram's column name; the unit is the file's `.us`)",
@@ -177,7 +288,7 @@ const HISTOGRAM_COLUMNS: Columns = &[
 ];
 
 /// timeline/<allocator>.csv of a built-in cell's trace.
-pub const TRACE_TIMELINE_COLUMNS: Columns = &[
+pub const TRACE_TIMELINE_COLUMNS: Fixed = &[
     (&["iteration"], "a built-in cell's trace: the iteration (one row each); a command's rows are bins of time instead"),
     (&["start_ms", "elapsed_ns"], "when it began (ms from the first) and how long it took (ns)"),
     (&["minflt", "faults"], "page faults in it"),
@@ -189,7 +300,7 @@ pub const TRACE_TIMELINE_COLUMNS: Columns = &[
 ];
 
 /// events/<allocator>.csv of a trace.
-pub const TRACE_EVENTS_COLUMNS: Columns = &[
+pub const TRACE_EVENTS_COLUMNS: Fixed = &[
     (&["time_ms"], "when the call was made, ms from the start"),
     (&["pid"], "the process that made it"),
     (&["call"], "brk, mmap, munmap, madvise or mremap"),
@@ -217,20 +328,20 @@ fn files(kind: &str) -> Vec<&'static File> {
 fn csv_files(kind: &str) -> Vec<(&'static str, Columns)> {
     match kind {
         "run" => vec![
-            ("summary.csv", SUMMARY_COLUMNS),
-            ("histograms/<name>.us.csv", HISTOGRAM_COLUMNS),
+            ("summary.csv", summary_columns()),
+            ("histograms/<name>.us.csv", fixed(HISTOGRAM_COLUMNS)),
         ],
         "exec" => vec![
-            ("summary.csv", EXEC_COLUMNS),
-            ("histograms/<name>.us.csv", HISTOGRAM_COLUMNS),
+            ("summary.csv", exec_columns()),
+            ("histograms/<name>.us.csv", fixed(HISTOGRAM_COLUMNS)),
         ],
         "sweep" => vec![
-            ("summary.csv", SWEEP_COLUMNS),
-            ("histograms/<name>.us.csv", HISTOGRAM_COLUMNS),
+            ("summary.csv", sweep_columns()),
+            ("histograms/<name>.us.csv", fixed(HISTOGRAM_COLUMNS)),
         ],
         "trace" => vec![
-            ("timeline/<allocator>.csv", TRACE_TIMELINE_COLUMNS),
-            ("events/<allocator>.csv", TRACE_EVENTS_COLUMNS),
+            ("timeline/<allocator>.csv", fixed(TRACE_TIMELINE_COLUMNS)),
+            ("events/<allocator>.csv", fixed(TRACE_EVENTS_COLUMNS)),
         ],
         _ => Vec::new(),
     }
@@ -311,7 +422,7 @@ pub fn readme(
         for (names, meaning) in columns.iter() {
             let names: Vec<String> = names
                 .iter()
-                .filter(|n| has(n))
+                .filter(|n| has(n.as_str()))
                 .map(|n| format!("`{n}`"))
                 .collect();
             if !names.is_empty() {
@@ -333,11 +444,8 @@ fn earlier_match(known: &[&File], f: &File, path: &str) -> bool {
 
 /// Every column a kind's CSV files name, in the guide's order (for tests).
 #[cfg(test)]
-fn named(columns: Columns) -> Vec<&'static str> {
-    columns
-        .iter()
-        .flat_map(|(n, _)| n.iter().copied())
-        .collect()
+fn named(columns: Columns) -> Vec<String> {
+    columns.into_iter().flat_map(|(n, _)| n).collect()
 }
 
 #[cfg(test)]
@@ -355,7 +463,7 @@ mod tests {
     }
 
     fn guide_of(columns: Columns) -> BTreeSet<String> {
-        named(columns).into_iter().map(String::from).collect()
+        named(columns).into_iter().collect()
     }
 
     /// The guide names exactly the columns the lab writes: a column added without a
@@ -364,36 +472,36 @@ mod tests {
     fn every_written_column_has_a_meaning_and_every_meaning_a_column() {
         use crate::model::summary::SummaryRow;
         let summary = header_of(&crate::export::csv::to_csv(&[]));
-        assert_eq!(guide_of(SUMMARY_COLUMNS), summary);
+        assert_eq!(guide_of(summary_columns()), summary);
         let compare = header_of(&crate::export::render(
             crate::export::RowFormat::Csv,
             &[] as &[crate::commands::compare::CompareRow],
         ));
-        let mut both = guide_of(SUMMARY_COLUMNS);
-        both.extend(guide_of(COMPARE_COLUMNS));
+        let mut both = guide_of(summary_columns());
+        both.extend(guide_of(fixed(COMPARE_COLUMNS)));
         assert_eq!(both, compare);
         let _ = SummaryRow::empty();
         let exec = header_of(&crate::export::csv::csv_of(
             &[],
             &crate::analysis::command::ExecRow::default(),
         ));
-        assert_eq!(guide_of(EXEC_COLUMNS), exec);
+        assert_eq!(guide_of(exec_columns()), exec);
         let sweep = header_of(&crate::export::csv::csv_of(
             &[],
             &crate::engine::program::PointRow::default(),
         ));
-        assert_eq!(guide_of(SWEEP_COLUMNS), sweep);
+        assert_eq!(guide_of(sweep_columns()), sweep);
         let timeline: BTreeSet<String> = crate::export::trace::TIMELINE_HEADER
             .split(',')
             .chain(crate::export::trace_command::TIMELINE_HEADER.split(','))
             .map(String::from)
             .collect();
-        assert_eq!(guide_of(TRACE_TIMELINE_COLUMNS), timeline);
+        assert_eq!(guide_of(fixed(TRACE_TIMELINE_COLUMNS)), timeline);
         let events: BTreeSet<String> = crate::export::trace_command::EVENTS_HEADER
             .split(',')
             .map(String::from)
             .collect();
-        assert_eq!(guide_of(TRACE_EVENTS_COLUMNS), events);
+        assert_eq!(guide_of(fixed(TRACE_EVENTS_COLUMNS)), events);
     }
 
     #[test]
