@@ -3,6 +3,8 @@
 //! text, placed into the worker's iterations by time, folded into call stacks, and a
 //! mechanism line per allocator derived from them. Pure: text and records in, data out.
 
+use crate::model::counts::SyscallCounts;
+use crate::model::metric::{Figures, SourceTotals, MINOR_FAULTS};
 use crate::model::record::IterationSample;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -348,6 +350,21 @@ pub struct IterationEvents {
 }
 
 impl IterationEvents {
+    /// Its counts by the registry: each memory syscall (the rest: None).
+    pub fn figures(&self) -> Figures {
+        Figures::of_totals(&SourceTotals {
+            syscalls: Some(SyscallCounts {
+                brk: self.brk,
+                mmap: self.mmap,
+                munmap: self.munmap,
+                madvise: self.madvise,
+                mremap: self.mremap,
+                all: None,
+            }),
+            ..Default::default()
+        })
+    }
+
     pub fn syscalls(&self) -> u64 {
         self.brk + self.mmap + self.munmap + self.madvise + self.mremap
     }
@@ -963,7 +980,11 @@ fn triggers(of: &[&Event]) -> Vec<Trigger> {
 /// syscall is one).
 pub fn attribute(placed: &Placed<'_>, timeline: &[IterationSample]) -> Vec<Attribution> {
     let n = timeline.len().max(1) as f64;
-    let faults = timeline.iter().map(|s| s.minflt).sum::<u64>() as f64 / n;
+    let faults = timeline
+        .iter()
+        .filter_map(|s| s.figures()[MINOR_FAULTS])
+        .sum::<f64>()
+        / n;
     attribute_among(&placed.inside, n, Some(faults))
 }
 
@@ -1292,13 +1313,7 @@ mod tests {
     #[test]
     fn events_fall_into_the_iteration_whose_span_holds_them() {
         let events = parse_perf_script(SCRIPT, 64).events;
-        let sample = |start_ns, elapsed_ns| IterationSample {
-            start_ns,
-            elapsed_ns,
-            minflt: 10,
-            rss_bytes: Some(1),
-            heap_top: 0,
-        };
+        let sample = |start_ns, elapsed_ns| IterationSample::sample(start_ns, elapsed_ns, 10);
         // The brk and the fault in the first iteration, the madvise between the two.
         let timeline = [
             sample(8_779_539_020_000, 1_000),

@@ -802,7 +802,6 @@ fn untraced_of(record: Option<&crate::engine::command::ExecRecord>, label: &str)
         return Untraced::default();
     };
     let walls: Vec<f64> = row.runs.iter().map(|r| r.wall_ns as f64).collect();
-    let faults: Vec<f64> = row.runs.iter().map(|r| r.usage.minflt as f64).collect();
     let syscalls: Vec<f64> = row
         .runs
         .iter()
@@ -821,7 +820,9 @@ fn untraced_of(record: Option<&crate::engine::command::ExecRecord>, label: &str)
         wall_median_ns: median(&walls),
         wall_ci_ns: ci.map(|c| (c.low, c.high)),
         wall_ci_coverage: ci.map(|c| c.coverage),
-        minflt_median: median(&faults),
+        medians: crate::export::trace_command::Medians(crate::analysis::command::medians(
+            row, false,
+        )),
         syscalls_median: (syscalls.len() == walls.len())
             .then(|| median(&syscalls))
             .flatten(),

@@ -3,7 +3,7 @@
 //! the lab's manual. Written from the folder's manifest (only the files it holds), beside
 //! `folder.json`, each time the folder says how far it got.
 
-use crate::model::metric::{Source, Unit, METRICS, PER_CALL, RUN_METRICS};
+use crate::model::metric::{Metric, Source, Unit, METRICS, PER_CALL, RUN_METRICS, TIMELINE};
 use std::fmt::Write as _;
 
 /// A file (or a family of files) of a folder kind: how the guide names it, how its path
@@ -288,16 +288,31 @@ const HISTOGRAM_COLUMNS: Fixed = &[
 ];
 
 /// timeline/<allocator>.csv of a built-in cell's trace.
-pub const TRACE_TIMELINE_COLUMNS: Fixed = &[
+const TRACE_TIMELINE_COLUMNS: Fixed = &[
     (&["iteration"], "a built-in cell's trace: the iteration (one row each); a command's rows are bins of time instead"),
     (&["start_ms", "elapsed_ns"], "when it began (ms from the first) and how long it took (ns)"),
-    (&["minflt", "faults"], "page faults in it"),
-    (&["brk", "mmap", "munmap", "madvise", "mremap"], "those syscalls in it (empty without a syscall counter)"),
+    (&["faults"], "a command's trace: page faults in the bin"),
     (&["brk_delta_bytes", "mmap_bytes", "munmap_bytes", "madvise_bytes"], "bytes the heap top moved, and bytes mapped, unmapped and advised"),
     (&["rss_bytes"], "resident memory at its end, bytes"),
     (&["heap_top_offset_bytes"], "the heap's top (brk) above where it began, bytes"),
     (&["python_line"], "for a Python command: the script line most of the bin's events were at"),
 ];
+
+/// timeline/<allocator>.csv of a trace: its fixed columns and the registry's timeline
+/// entries (the syscalls also a command's bins have).
+pub fn trace_timeline_columns() -> Columns {
+    let mut c = fixed(TRACE_TIMELINE_COLUMNS);
+    let (calls, own): (Vec<&Metric>, Vec<&Metric>) = TIMELINE.iter().partition(|m| m.syscall);
+    c.extend(
+        own.iter()
+            .map(|m| (vec![m.stem().to_string()], format!("{} in it", m.label))),
+    );
+    c.push((
+        calls.iter().map(|m| m.stem().to_string()).collect(),
+        "those syscalls in it (empty without a syscall counter)".into(),
+    ));
+    c
+}
 
 /// events/<allocator>.csv of a trace.
 pub const TRACE_EVENTS_COLUMNS: Fixed = &[
@@ -340,7 +355,7 @@ fn csv_files(kind: &str) -> Vec<(&'static str, Columns)> {
             ("histograms/<name>.us.csv", fixed(HISTOGRAM_COLUMNS)),
         ],
         "trace" => vec![
-            ("timeline/<allocator>.csv", fixed(TRACE_TIMELINE_COLUMNS)),
+            ("timeline/<allocator>.csv", trace_timeline_columns()),
             ("events/<allocator>.csv", fixed(TRACE_EVENTS_COLUMNS)),
         ],
         _ => Vec::new(),
@@ -491,12 +506,16 @@ mod tests {
             &crate::engine::program::PointRow::default(),
         ));
         assert_eq!(guide_of(sweep_columns()), sweep);
-        let timeline: BTreeSet<String> = crate::export::trace::TIMELINE_HEADER
+        let timeline: BTreeSet<String> = crate::export::trace::timeline_header()
             .split(',')
-            .chain(crate::export::trace_command::TIMELINE_HEADER.split(','))
             .map(String::from)
+            .chain(
+                crate::export::trace_command::TIMELINE_HEADER
+                    .split(',')
+                    .map(String::from),
+            )
             .collect();
-        assert_eq!(guide_of(fixed(TRACE_TIMELINE_COLUMNS)), timeline);
+        assert_eq!(guide_of(trace_timeline_columns()), timeline);
         let events: BTreeSet<String> = crate::export::trace_command::EVENTS_HEADER
             .split(',')
             .map(String::from)
@@ -541,7 +560,7 @@ mod tests {
         assert!(md.contains("| `python_line` |"), "{md}");
         assert!(md.contains("| `start_ms` |"), "{md}");
         assert!(
-            !md.contains("`iteration`") && !md.contains("`minflt`"),
+            !md.contains("`iteration`") && !md.contains("`brk_delta_bytes`"),
             "{md}"
         );
     }

@@ -9,7 +9,7 @@ use super::results::ResultsError;
 use super::svg::{self, Axis, Chart, Scale, Series};
 use crate::analysis::trace::{Attribution, EventKind, IterationEvents};
 use crate::fmt::{fmt_ns, group_thousands, wrap};
-use crate::model::metric::MINOR_FAULTS;
+use crate::model::metric::{Source, MINOR_FAULTS, TIMELINE};
 use crate::model::record::RunRecord;
 use crate::model::spec::{Allocator, Variant, Workload};
 use serde::Serialize;
@@ -107,40 +107,52 @@ pub struct TraceReport {
 
 pub use crate::model::spec::file_stem;
 
-/// The timeline CSV header: one row per measured iteration.
-pub const TIMELINE_HEADER: &str = "iteration,start_ms,elapsed_ns,minflt,brk,mmap,munmap,madvise,mremap,brk_delta_bytes,mmap_bytes,munmap_bytes,madvise_bytes,rss_bytes,heap_top_offset_bytes";
+/// The timeline CSV header: one row per measured iteration, its counts the registry's
+/// [`TIMELINE`] entries by stem.
+pub fn timeline_header() -> String {
+    let counts: Vec<&str> = TIMELINE.iter().map(|m| m.stem()).collect();
+    format!(
+        "iteration,start_ms,elapsed_ns,{},brk_delta_bytes,mmap_bytes,munmap_bytes,madvise_bytes,rss_bytes,heap_top_offset_bytes",
+        counts.join(",")
+    )
+}
 
 /// The timeline of one allocator as CSV; the syscall columns are empty without perf.
 pub fn timeline_csv(t: &AllocatorTrace, with_syscalls: bool) -> String {
-    let mut s = String::from(TIMELINE_HEADER);
+    let mut s = timeline_header();
     s.push('\n');
     let Some(r) = &t.record else { return s };
     let start = r.timeline.first().map_or(0, |x| x.start_ns);
     let top = r.timeline.first().map_or(0, |x| x.heap_top);
     for (i, x) in r.timeline.iter().enumerate() {
         let e = t.per_iteration.get(i).cloned().unwrap_or_default();
-        let sc = if with_syscalls {
+        // The worker's own counts of the iteration, and perf's syscalls in its span.
+        let (own, events) = (x.figures(), e.figures());
+        let counts: Vec<String> = TIMELINE
+            .iter()
+            .map(|m| {
+                let v = match m.source {
+                    Source::Syscalls if !with_syscalls => None,
+                    Source::Syscalls => events[*m],
+                    _ => own[*m],
+                };
+                v.map_or(String::new(), |v| v.to_string())
+            })
+            .collect();
+        let bytes = if with_syscalls {
             format!(
-                "{},{},{},{},{},{},{},{},{}",
-                e.brk,
-                e.mmap,
-                e.munmap,
-                e.madvise,
-                e.mremap,
-                e.brk_delta_bytes,
-                e.mmap_bytes,
-                e.munmap_bytes,
-                e.madvise_bytes
+                "{},{},{},{}",
+                e.brk_delta_bytes, e.mmap_bytes, e.munmap_bytes, e.madvise_bytes
             )
         } else {
-            ",,,,,,,,".to_string()
+            ",,,".to_string()
         };
         let _ = writeln!(
             s,
-            "{i},{:.6},{},{},{sc},{},{}",
+            "{i},{:.6},{},{},{bytes},{},{}",
             (x.start_ns - start) as f64 / 1e6,
             x.elapsed_ns,
-            x.minflt,
+            counts.join(","),
             x.rss_bytes.map_or(String::new(), |v| v.to_string()),
             x.heap_top as i64 - top as i64
         );
@@ -256,7 +268,7 @@ fn plots(report: &TraceReport) -> Vec<(String, String)> {
                     scale: Scale::Log,
                     format: whole,
                 },
-                series: series(&|t, i| sample(t, i).map(|s| s.minflt as f64)),
+                series: series(&|t, i| sample(t, i).and_then(|s| s.figures()[MINOR_FAULTS])),
             },
         ),
         (
@@ -725,7 +737,8 @@ pub fn markdown(report: &TraceReport, written: &[String]) -> String {
     }
     let _ = writeln!(
         md,
-        "Per iteration, as data: `timeline/<allocator>.csv` ({TIMELINE_HEADER}).\n"
+        "Per iteration, as data: `timeline/<allocator>.csv` ({}).\n",
+        timeline_header()
     );
     if report.attribution.is_none() {
         let _ = writeln!(md, "## Call stacks\n");

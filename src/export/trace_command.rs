@@ -14,6 +14,7 @@ use super::trace::{
 use crate::analysis::python::{LineRow, PythonView};
 use crate::analysis::trace::{Attribution, Bin, CountCheck, IterationEvents};
 use crate::fmt::{fmt_ns, group_thousands, human_bytes, wrap};
+use crate::model::metric::{Metric, RunFigures, RUN_METRICS, RUN_MINOR_FAULTS};
 use crate::model::spec::Allocator;
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -28,13 +29,38 @@ pub struct Untraced {
     pub wall_median_ns: Option<f64>,
     pub wall_ci_ns: Option<(f64, f64)>,
     pub wall_ci_coverage: Option<f64>,
-    /// Medians over the runs: minor faults (from the exec on) and memory syscalls (None
-    /// where not counted).
-    pub minflt_median: Option<f64>,
+    /// Medians over the runs of the per-run registry entries whose runs are searched for
+    /// behaviours but the syscalls (faults, peak RSS): `<key>_median`.
+    #[serde(flatten)]
+    pub medians: Medians,
+    /// The median over the runs of their memory syscalls (None where not counted).
     pub syscalls_median: Option<f64>,
     /// The figures whose untraced runs fall into two or more groups: one traced run is
     /// of one of them.
     pub behaviours: Vec<crate::model::behaviours::Behaviours>,
+}
+
+/// Per-run medians, serialised as `<key>_median` for each per-run registry entry whose
+/// runs are searched for behaviours, but the syscalls.
+#[derive(Clone, Debug, Default)]
+pub struct Medians(pub RunFigures);
+
+impl Medians {
+    /// The entries it gives.
+    pub fn entries() -> impl Iterator<Item = &'static Metric> {
+        RUN_METRICS.iter().filter(|m| m.spread && !m.syscall)
+    }
+}
+
+impl Serialize for Medians {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(None)?;
+        for m in Medians::entries() {
+            map.serialize_entry(&format!("{}_median", m.key), &self.0[*m])?;
+        }
+        map.end()
+    }
 }
 
 /// One allocator's traced run of the command.
@@ -805,9 +831,10 @@ fn cost_text(t: &CommandTrace, report: &CommandTraceReport) -> String {
         counts.push(format!(
             "{} user faults{}",
             whole(f as f64),
-            u.minflt_median.map_or(String::new(), |m| format!(
-                " (untraced runs' median {} minor faults)",
-                whole(m)
+            u.medians.0[RUN_MINOR_FAULTS].map_or(String::new(), |m| format!(
+                " (untraced runs' median {} {})",
+                whole(m),
+                RUN_MINOR_FAULTS.label
             ))
         ));
     }

@@ -975,6 +975,12 @@ fn serialize_spread_entries<S: Serializer>(
 /// spread over the rounds it gives too), then four of the calls.
 pub const PER_CALL: [Metric; 6] = [MINOR_FAULTS, MEMORY_SYSCALLS, BRK, MMAP, MUNMAP, MADVISE];
 
+/// The per-iteration entries a built-in cell's trace gives for every iteration of its
+/// timeline, in its columns' order (by stem: `minflt`, `brk`, …): the faults (from the
+/// worker's getrusage around each iteration) and each memory syscall (from perf's
+/// events in its span).
+pub const TIMELINE: [Metric; 6] = [MINOR_FAULTS, BRK, MMAP, MUNMAP, MADVISE, MREMAP];
+
 /// A sweep point's figures per call (keyed by the per-iteration registry: one call is an
 /// iteration of the command) and their spread over the rounds; serialised flat as each
 /// [`PER_CALL`] entry's stem (`minflt`, `memory_syscalls`, `brk`, …), then

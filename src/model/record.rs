@@ -4,7 +4,7 @@
 use crate::model::budget::Budget;
 use crate::model::counts::SyscallCounts;
 use crate::model::environment::Environment;
-use crate::model::metric::{Figures, Source, SourceTotals};
+use crate::model::metric::{Figures, Source, SourceTotals, MINOR_FAULTS};
 use crate::model::overhead::Overhead;
 use crate::model::run::RunSpec;
 use crate::model::spec::{Allocator, Variant, Workload};
@@ -140,6 +140,29 @@ pub struct IterationSample {
     pub rss_bytes: Option<u64>,
     /// The program break right after it (`sbrk(0)`), as an address.
     pub heap_top: u64,
+}
+
+impl IterationSample {
+    /// An iteration that began at `start_ns`, took `elapsed_ns` with `faults` faults and
+    /// left 1 byte resident (for tests of what is made of timelines).
+    #[cfg(test)]
+    pub fn sample(start_ns: u64, elapsed_ns: u64, faults: u64) -> Self {
+        IterationSample {
+            start_ns,
+            elapsed_ns,
+            minflt: faults,
+            rss_bytes: Some(1),
+            heap_top: 0,
+        }
+    }
+
+    /// Its counts by the registry: the faults the worker read around it (the rest its
+    /// timeline does not read: None).
+    pub fn figures(&self) -> Figures {
+        let mut f = Figures::default();
+        f[MINOR_FAULTS] = Some(self.minflt as f64);
+        f
+    }
 }
 
 /// One run's result: what its worker measured, with the spec it ran and how it counted.

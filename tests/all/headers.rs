@@ -1,5 +1,5 @@
 //! The columns of the lab's row files, as users' scripts read them: summary.csv's
-//! (compare, run), exec's and sweep's, in their order. The rows carry their figures
+//! (compare, run), exec's, sweep's and a built-in cell's trace timeline, in their order. The rows carry their figures
 //! keyed by the metric registry; these headers are what they must still serialise to
 //! (each was read from the files the lab wrote before the registry carried the figures).
 
@@ -14,6 +14,8 @@ const EXEC: &str = "allocator,status,error,runs,wall_median_ms,wall_min_ms,wall_
 
 const POINT: &str = "size,allocator,status,error,runs,per,time_ns,time_ci_low_ns,time_ci_high_ns,ci_coverage,minflt,memory_syscalls,brk,mmap,munmap,madvise,minflt_noise,memory_syscalls_noise,peak_rss_mib,run_wall_ms,syscall_counter";
 
+const TRACE_TIMELINE: &str = "iteration,start_ms,elapsed_ns,minflt,brk,mmap,munmap,madvise,mremap,brk_delta_bytes,mmap_bytes,munmap_bytes,madvise_bytes,rss_bytes,heap_top_offset_bytes";
+
 /// A CSV's header line.
 fn first(csv: String) -> String {
     csv.lines().next().unwrap_or("").to_string()
@@ -24,6 +26,7 @@ fn row_files_keep_their_columns_in_their_order() {
     assert_eq!(first(csv_of(&[], &SummaryRow::empty())), SUMMARY);
     assert_eq!(first(csv_of(&[], &ExecRow::default())), EXEC);
     assert_eq!(first(csv_of(&[], &PointRow::default())), POINT);
+    assert_eq!(alloclab::export::trace::timeline_header(), TRACE_TIMELINE);
 }
 
 #[test]
