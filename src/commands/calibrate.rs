@@ -183,7 +183,7 @@ fn noise_series(
         processes.push(crate::analysis::causes::Process {
             p50_ns: record.p50_ns as f64,
             conditions: record.conditions.clone(),
-            involuntary_switches: Some(record.totals.nivcsw),
+            involuntary_switches: Some(record.totals.usage.nivcsw),
         });
         let t0 = record.timeline.first().map_or(0, |x| x.start_ns);
         series.push(Series {

@@ -18,7 +18,9 @@ pub struct Rusage {
     pub utime_ns: u64,
     /// CPU time in the kernel (ru_stime), in ns.
     pub stime_ns: u64,
-    /// Peak resident set of the process so far (ru_maxrss), in bytes.
+    /// Peak resident set of the process so far (ru_maxrss), in bytes (0 in a worker's
+    /// record from before the record kept it).
+    #[serde(default)]
     pub maxrss_bytes: u64,
 }
 

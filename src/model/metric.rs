@@ -56,14 +56,13 @@ pub enum Source {
 /// divided from.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct SourceTotals {
-    /// getrusage's differences: minflt, majflt, nvcsw, nivcsw, utime, stime (ns).
-    pub rusage: Option<[u64; 6]>,
+    /// getrusage's differences over the phase (a run's whole reading, its peak RSS
+    /// with it; a phase's difference has none: 0).
+    pub rusage: Option<Rusage>,
     /// The memory-syscall counts (and all syscalls where seen).
     pub syscalls: Option<SyscallCounts>,
     /// Allocation calls and the bytes they asked for.
     pub allocations: Option<(u64, u64)>,
-    /// The peak resident set in bytes (getrusage's ru_maxrss): a run's, not a phase's.
-    pub peak_rss: Option<u64>,
 }
 
 impl SourceTotals {
@@ -71,12 +70,9 @@ impl SourceTotals {
     /// counted, its memory syscalls.
     pub fn of_run(u: &Rusage, syscalls: Option<SyscallCounts>) -> Self {
         SourceTotals {
-            rusage: Some([
-                u.minflt, u.majflt, u.nvcsw, u.nivcsw, u.utime_ns, u.stime_ns,
-            ]),
+            rusage: Some(*u),
             syscalls,
             allocations: None,
-            peak_rss: Some(u.maxrss_bytes),
         }
     }
 }
@@ -193,7 +189,7 @@ pub const MINOR_FAULTS: Metric = Metric {
         "minor faults",
         "minor page faults per measured iteration (pages mapped in without reading from disk)",
         Unit::Count,
-        |t| t.rusage.map(|r| r[0]),
+        |t| t.rusage.map(|r| r.minflt),
     )
 };
 
@@ -207,7 +203,7 @@ pub const MAJOR_FAULTS: Metric = Metric {
         "major faults",
         "major page faults per measured iteration (pages read from disk)",
         Unit::Count,
-        |t| t.rusage.map(|r| r[1]),
+        |t| t.rusage.map(|r| r.majflt),
     )
 };
 
@@ -317,7 +313,7 @@ pub const METRICS: [Metric; 15] = [
         "voluntary context switches",
         "voluntary context switches per iteration (the process waited)",
         Unit::Count,
-        |t| t.rusage.map(|r| r[2]),
+        |t| t.rusage.map(|r| r.nvcsw),
     ),
     rusage(
         3,
@@ -325,7 +321,7 @@ pub const METRICS: [Metric; 15] = [
         "involuntary context switches",
         "involuntary context switches per iteration (the process was preempted)",
         Unit::Count,
-        |t| t.rusage.map(|r| r[3]),
+        |t| t.rusage.map(|r| r.nivcsw),
     ),
     rusage(
         4,
@@ -333,7 +329,7 @@ pub const METRICS: [Metric; 15] = [
         "user CPU time",
         "CPU time in user mode per iteration, in ns (every thread's)",
         Unit::Ns,
-        |t| t.rusage.map(|r| r[4]),
+        |t| t.rusage.map(|r| r.utime_ns),
     ),
     rusage(
         5,
@@ -341,7 +337,7 @@ pub const METRICS: [Metric; 15] = [
         "kernel CPU time",
         "CPU time in the kernel per iteration, in ns (every thread's)",
         Unit::Ns,
-        |t| t.rusage.map(|r| r[5]),
+        |t| t.rusage.map(|r| r.stime_ns),
     ),
     BRK,
     MMAP,
@@ -492,7 +488,7 @@ pub const RUN_METRICS: [Metric; 13] = [
             "user",
             "CPU time in user mode of one run, in ms (the command and its children)",
             Source::Rusage,
-            |t| t.rusage.map(|r| r[4]),
+            |t| t.rusage.map(|r| r.utime_ns),
             None,
         )
     },
@@ -506,7 +502,7 @@ pub const RUN_METRICS: [Metric; 13] = [
             "sys",
             "CPU time in the kernel of one run, in ms (the command and its children)",
             Source::Rusage,
-            |t| t.rusage.map(|r| r[5]),
+            |t| t.rusage.map(|r| r.stime_ns),
             None,
         )
     },
@@ -520,7 +516,7 @@ pub const RUN_METRICS: [Metric; 13] = [
             "minflt",
             "minor page faults of one run (the command and its children)",
             Source::Rusage,
-            |t| t.rusage.map(|r| r[0]),
+            |t| t.rusage.map(|r| r.minflt),
             Some(("minor-faults", "faults")),
         )
     },
@@ -531,7 +527,7 @@ pub const RUN_METRICS: [Metric; 13] = [
         "majflt",
         "major page faults of one run (pages read from disk)",
         Source::Rusage,
-        |t| t.rusage.map(|r| r[1]),
+        |t| t.rusage.map(|r| r.majflt),
         None,
     ),
     per_run(
@@ -541,7 +537,7 @@ pub const RUN_METRICS: [Metric; 13] = [
         "vcsw",
         "voluntary context switches of one run (the program waited)",
         Source::Rusage,
-        |t| t.rusage.map(|r| r[2]),
+        |t| t.rusage.map(|r| r.nvcsw),
         None,
     ),
     per_run(
@@ -551,7 +547,7 @@ pub const RUN_METRICS: [Metric; 13] = [
         "ivcsw",
         "involuntary context switches of one run (the program was preempted)",
         Source::Rusage,
-        |t| t.rusage.map(|r| r[3]),
+        |t| t.rusage.map(|r| r.nivcsw),
         None,
     ),
     Metric {
@@ -566,7 +562,7 @@ pub const RUN_METRICS: [Metric; 13] = [
             "peak RSS",
             "the peak resident set of one run (getrusage's ru_maxrss)",
             Source::Rusage,
-            |t| t.peak_rss,
+            |t| t.rusage.map(|r| r.maxrss_bytes),
             Some(("peak-rss", "bytes")),
         )
     },
@@ -1095,7 +1091,14 @@ mod tests {
     #[test]
     fn figures_divide_their_sources_totals_and_derive_memory_syscalls() {
         let totals = SourceTotals {
-            rusage: Some([400, 0, 4, 2, 8_000, 12_000]),
+            rusage: Some(Rusage {
+                minflt: 400,
+                nvcsw: 4,
+                nivcsw: 2,
+                utime_ns: 8_000,
+                stime_ns: 12_000,
+                ..Default::default()
+            }),
             syscalls: Some(SyscallCounts {
                 brk: 8,
                 mmap: 4,
@@ -1105,7 +1108,6 @@ mod tests {
                 all: None,
             }),
             allocations: None,
-            peak_rss: None,
         };
         let f = Figures::per_iteration(&totals, 4);
         assert_eq!(f[MINOR_FAULTS], Some(100.0));

@@ -2,7 +2,7 @@
 //! the driver reads it back. Field names carry their units.
 
 use crate::model::budget::Budget;
-use crate::model::counts::SyscallCounts;
+use crate::model::counts::{Rusage, SyscallCounts};
 use crate::model::environment::Environment;
 use crate::model::metric::{Figures, Source, SourceTotals, MINOR_FAULTS};
 use crate::model::overhead::Overhead;
@@ -78,18 +78,11 @@ impl EncodedHistogram {
 /// Totals over the measured phase (the `*_per_iter` fields are these / iterations).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Totals {
-    /// Minor page faults of the whole process (every thread).
-    pub minflt: u64,
-    /// Major page faults of the whole process.
-    pub majflt: u64,
-    /// Voluntary context switches of the whole process.
-    pub nvcsw: u64,
-    /// Involuntary context switches of the whole process.
-    pub nivcsw: u64,
-    /// CPU time in user mode of every thread, in ns.
-    pub utime_ns: u64,
-    /// CPU time in the kernel of every thread, in ns.
-    pub stime_ns: u64,
+    /// getrusage's differences over the phase, of the whole process (every thread), as
+    /// flat fields; its `maxrss_bytes` the process's peak at the phase's end (absent in
+    /// records from before it was kept).
+    #[serde(flatten)]
+    pub usage: Rusage,
     /// Memory-syscall counts (and all syscalls, where seen); None where they were not counted.
     pub syscalls: Option<SyscallCounts>,
     /// Allocation calls (alloc, alloc_zeroed, realloc) through [`crate::CountingAlloc`]; None
@@ -100,20 +93,16 @@ pub struct Totals {
 }
 
 impl Totals {
-    /// These totals by source, as the registry's entries read them.
+    /// These totals by source, as the registry's entries read them (the peak RSS is
+    /// the process's, not the phase's: none).
     pub fn sources(&self) -> SourceTotals {
         SourceTotals {
-            rusage: Some([
-                self.minflt,
-                self.majflt,
-                self.nvcsw,
-                self.nivcsw,
-                self.utime_ns,
-                self.stime_ns,
-            ]),
+            rusage: Some(Rusage {
+                maxrss_bytes: 0,
+                ..self.usage
+            }),
             syscalls: self.syscalls,
             allocations: self.allocs.zip(self.alloc_bytes),
-            peak_rss: None,
         }
     }
 }
@@ -395,6 +384,37 @@ impl Cell {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn totals_keep_their_flat_fields_and_read_records_from_before_the_peak() {
+        // A record's totals from before they kept the process's peak RSS.
+        let old = r#"{"minflt":3874,"majflt":0,"nvcsw":1,"nivcsw":2,"utime_ns":5,"stime_ns":6,"syscalls":null,"allocs":7,"alloc_bytes":8}"#;
+        let t: Totals = serde_json::from_str(old).unwrap();
+        assert_eq!((t.usage.minflt, t.usage.maxrss_bytes), (3874, 0));
+        assert_eq!(t.sources().allocations, Some((7, 8)));
+        let v = serde_json::to_value(&t).unwrap();
+        let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            [
+                "minflt",
+                "majflt",
+                "nvcsw",
+                "nivcsw",
+                "utime_ns",
+                "stime_ns",
+                "maxrss_bytes",
+                "syscalls",
+                "allocs",
+                "alloc_bytes"
+            ]
+        );
+        // A reading without its figures is refused, not read as 0.
+        assert!(serde_json::from_str::<Totals>(
+            r#"{"syscalls":null,"allocs":null,"alloc_bytes":null}"#
+        )
+        .is_err());
+    }
 
     #[test]
     fn histogram_round_trips_exactly() {

@@ -53,12 +53,7 @@ impl RunRecord {
             }
         }
         let totals = Totals {
-            minflt: ru.minflt,
-            majflt: ru.majflt,
-            nvcsw: ru.nvcsw,
-            nivcsw: ru.nivcsw,
-            utime_ns: ru.utime_ns,
-            stime_ns: ru.stime_ns,
+            usage: *ru,
             syscalls: sc.copied(),
             allocs: allocs.map(|a| a.allocs),
             alloc_bytes: allocs.map(|a| a.bytes),

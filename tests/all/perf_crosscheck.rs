@@ -23,7 +23,7 @@ fn lab_total(r: &alloclab::model::record::RunRecord, event: &str) -> Option<u64>
     let t = &r.totals;
     let s = t.syscalls.as_ref();
     match event {
-        "page-faults" => Some(t.minflt + t.majflt),
+        "page-faults" => Some(t.usage.minflt + t.usage.majflt),
         "syscalls:sys_enter_brk" => s.map(|s| s.brk),
         "syscalls:sys_enter_mmap" => s.map(|s| s.mmap),
         "syscalls:sys_enter_munmap" => s.map(|s| s.munmap),

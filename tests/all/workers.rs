@@ -227,7 +227,7 @@ fn a_pinned_worker_reads_its_cpu_and_waits_for_it_beside_a_busy_loop() {
         a <= alone.measured_wall_ns + 50_000_000,
         "alone: {a} ns waited"
     );
-    assert!(shared.totals.nivcsw > 0, "the busy loop preempts it");
+    assert!(shared.totals.usage.nivcsw > 0, "the busy loop preempts it");
 }
 
 /// `--cpu` keeps a worker and its threads on that CPU: the record says so and its
