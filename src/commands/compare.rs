@@ -688,7 +688,7 @@ fn render(
         Format::Csv => export::render(RowFormat::Csv, &out),
         Format::Json => export::render(RowFormat::Json, &out),
         format @ (Format::Bmf | Format::GithubActionBenchmark) => {
-            ci_text(format, rows, outcomes, ran)?
+            ci_text(format, rows, outcomes, ran, args.jobs)?
         }
     })
 }
@@ -727,14 +727,25 @@ fn processes_range(per_cell: &[usize]) -> String {
 
 /// compare's rows in a CI service's format (`--format bmf` or `github-action-benchmark`),
 /// with the testbed, the allocators' versions and what the bounds are on stderr. The
-/// testbed is the machine the workers ran on (the first record's environment).
-fn ci_text(format: Format, rows: &[SummaryRow], outcomes: &[Outcome], ran: &Ran) -> Result<String> {
+/// testbed is the machine the workers ran on (the first record's environment) and, with
+/// `--jobs` above 1, how many ran at once.
+fn ci_text(
+    format: Format,
+    rows: &[SummaryRow],
+    outcomes: &[Outcome],
+    ran: &Ran,
+    jobs: u32,
+) -> Result<String> {
     let env = outcomes
         .iter()
         .find_map(|o| o.result.as_ref().ok())
         .map(|r| r.env.clone())
         .unwrap_or_else(crate::counters::envinfo::Environment::of_driver);
-    let testbed = ci::Testbed::of(&env);
+    let mut testbed = ci::Testbed::of(&env);
+    // Workers at once measure otherwise than one at a time: another history.
+    if jobs > 1 {
+        testbed.placement = format!("jobs={jobs}");
+    }
     let session = ci::Session {
         command: "compare",
         complete: ran.complete(),

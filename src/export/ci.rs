@@ -51,6 +51,11 @@ pub struct Testbed {
     pub thp_enabled: String,
     pub thp_defrag: String,
     pub glibc_version: String,
+    /// How the workers shared the machine where that moves what they measure: `jobs=2`
+    /// for `compare --jobs 2` (workers at once share memory bandwidth and caches, and
+    /// ratios moved beyond their intervals, docs/compare.md); empty for one at a time,
+    /// which keeps the ids of histories from before it.
+    pub placement: String,
 }
 
 impl Testbed {
@@ -61,6 +66,7 @@ impl Testbed {
             thp_enabled: env.thp_enabled.clone(),
             thp_defrag: env.thp_defrag.clone(),
             glibc_version: env.glibc_version.clone(),
+            placement: String::new(),
         }
     }
 
@@ -69,23 +75,31 @@ impl Testbed {
     /// 0xcbf29ce484222325, prime 0x100000001b3), so the id of a machine is the same in
     /// every version of the lab.
     pub fn id(&self) -> String {
-        let text = format!(
+        let mut text = format!(
             "cpu={}\nkernel={}\nthp_enabled={}\nthp_defrag={}\nglibc={}\n",
             self.cpu_model, self.kernel, self.thp_enabled, self.thp_defrag, self.glibc_version
         );
+        if !self.placement.is_empty() {
+            text.push_str(&format!("placement={}\n", self.placement));
+        }
         format!("{:08x}", fnv1a64(text.as_bytes()) >> 32)
     }
 
     /// "testbed 1a2b3c4d: CPU …; kernel …; THP madvise (defrag madvise); glibc 2.36".
     pub fn describe(&self) -> String {
         format!(
-            "testbed {}: CPU {}; kernel {}; THP {} (defrag {}); glibc {}",
+            "testbed {}: CPU {}; kernel {}; THP {} (defrag {}); glibc {}{}",
             self.id(),
             self.cpu_model,
             self.kernel,
             self.thp_enabled,
             self.thp_defrag,
-            self.glibc_version
+            self.glibc_version,
+            if self.placement.is_empty() {
+                String::new()
+            } else {
+                format!("; workers {}", self.placement)
+            }
         )
     }
 
@@ -598,6 +612,7 @@ mod tests {
             thp_enabled: "madvise".into(),
             thp_defrag: "madvise".into(),
             glibc_version: "2.36".into(),
+            placement: String::new(),
         }
     }
 
@@ -620,15 +635,18 @@ mod tests {
         let t = testbed();
         assert_eq!(t.id().len(), 8);
         assert_eq!(t.id(), testbed().id());
+        // One worker at a time keeps the id it had before placements were part of it.
+        assert_eq!(t.id(), "b7bd566c");
         let mut ids = std::collections::HashSet::new();
         ids.insert(t.id());
-        for change in 0..5 {
+        for change in 0..6 {
             let mut o = testbed();
             match change {
                 0 => o.cpu_model.push('X'),
                 1 => o.kernel = "Linux 6.1.1 x86_64".into(),
                 2 => o.thp_enabled = "never".into(),
                 3 => o.thp_defrag = "always".into(),
+                4 => o.placement = "jobs=2".into(),
                 _ => o.glibc_version = "2.41".into(),
             }
             assert!(ids.insert(o.id()), "change {change} kept the id");
