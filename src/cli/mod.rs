@@ -22,9 +22,10 @@ pub struct Cli {
     /// Confidence level, in percent, of every interval the lab prints; a verdict (faster,
     /// slower, helps, a cliff) needs an interval of at least this coverage, and below it
     /// the lab says what the runs support and how many would decide (99 needs 8 rounds
-    /// or processes, 95 needs 6).
-    #[arg(long, global = true, default_value = "95", value_parser = crate::analysis::stats::parse_confidence)]
-    pub confidence: f64,
+    /// or processes, 95 needs 6). 95 unless given; `report` rebuilds a folder at the level
+    /// it was measured at unless given.
+    #[arg(long, global = true, value_name = "PERCENT", value_parser = crate::analysis::stats::parse_confidence)]
+    pub confidence: Option<f64>,
     #[command(subcommand)]
     pub command: Command,
 }

@@ -20,8 +20,9 @@ use crate::cli::Command;
 use crate::error::{Error, Result};
 use std::io::Write;
 
-/// Runs one parsed command.
-pub fn dispatch(command: Command) -> Result<()> {
+/// Runs one parsed command; `confidence` the level the command line gave, if it gave one
+/// (the level in force is set from it, or the default, before).
+pub fn dispatch(command: Command, confidence: Option<f64>) -> Result<()> {
     // The trap loop writes nothing: it runs with its output discarded.
     if !matches!(command, Command::Generate(_) | Command::TrapLoop { .. }) {
         stdout_is_open()?;
@@ -30,7 +31,7 @@ pub fn dispatch(command: Command) -> Result<()> {
         Command::List => list::run(),
         Command::Compare(args) => compare::run(args),
         Command::Run(args) => run::run(args),
-        Command::Report(args) => report::run(&args),
+        Command::Report(args) => report::run(&args, confidence),
         Command::Calibrate(args) => calibrate::run(&args),
         Command::Cliff(args) => cliff::run(&args),
         Command::Tune(args) => tune::run(&args),

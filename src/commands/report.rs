@@ -7,7 +7,9 @@ use crate::error::{Error, Result};
 use crate::export::folder::Claim;
 use crate::export::{report_md, results};
 
-pub fn run(args: &ReportArgs) -> Result<()> {
+/// Rebuilds `args.dir` (a run folder, or a folder of them); `given` the --confidence the
+/// command line gave, else each folder is rebuilt at the level it was measured at.
+pub fn run(args: &ReportArgs, given: Option<f64>) -> Result<()> {
     let dir = &args.dir;
     if !dir.is_dir() {
         return Err(Error::BadInput(format!(
@@ -37,7 +39,7 @@ pub fn run(args: &ReportArgs) -> Result<()> {
             if crate::export::folder::writer_of(&sub).is_some() {
                 continue;
             }
-            if let Err(why) = rebuild(&sub) {
+            if let Err(why) = rebuild(&sub, given) {
                 eprintln!(
                     "warning: {}: its report could not be rebuilt: {}",
                     sub.display(),
@@ -45,6 +47,8 @@ pub fn run(args: &ReportArgs) -> Result<()> {
                 );
             }
         }
+        // The index page at the level asked for (each folder's rebuild set its own).
+        crate::analysis::stats::set_level(given.unwrap_or(crate::analysis::stats::DEFAULT_LEVEL));
         let entries = crate::export::index::entries(dir);
         for e in &entries {
             if let Some(p) = &e.problem {
@@ -64,7 +68,7 @@ pub fn run(args: &ReportArgs) -> Result<()> {
         );
         return Ok(());
     }
-    let rebuilt = rebuild(dir)?;
+    let rebuilt = rebuild(dir, given)?;
     eprintln!(
         "{}: {}; {}; REPORT.md rebuilt",
         dir.display(),
@@ -75,8 +79,10 @@ pub fn run(args: &ReportArgs) -> Result<()> {
     super::print_out(&rebuilt.answer.console(crate::fmt::screen_width()))
 }
 
-/// Rebuilds one run folder's summary, histograms, plots, REPORT.md and page from its runs.
-fn rebuild(dir: &std::path::Path) -> Result<report_md::Rebuilt> {
+/// Rebuilds one run folder's summary, histograms, plots, REPORT.md and page from its runs,
+/// at the confidence level `given`, else the one its plan was measured at (95 % for a
+/// plan from before plans kept it).
+fn rebuild(dir: &std::path::Path, given: Option<f64>) -> Result<report_md::Rebuilt> {
     // The lock first: a folder another alloclab is still writing (calibrating, say) is
     // in use, not "no results folder".
     let mut folder = results::ResultsDir::open(dir, Claim::Existing).map_err(Error::bad)?;
@@ -97,6 +103,11 @@ fn rebuild(dir: &std::path::Path) -> Result<report_md::Rebuilt> {
         )));
     }
     let loaded = results::load(dir).map_err(Error::bad)?;
+    crate::analysis::stats::set_level(
+        given
+            .or(loaded.plan.confidence)
+            .unwrap_or(crate::analysis::stats::DEFAULT_LEVEL),
+    );
     let rebuilt = report_md::rebuild(folder.folder(), &loaded, true).map_err(Error::failed)?;
     // What the folder's runs hold is all report has: it runs nothing, so a folder whose
     // plan did not finish stays so (folder.json names what is missing).

@@ -43,6 +43,10 @@ pub struct Plan {
     pub runs: Vec<PlannedRun>,
     pub command_line: Vec<String>,
     pub started_unix: u64,
+    /// The confidence level the run's intervals and verdicts were made at, which
+    /// `report` rebuilds them at; None in plans from before it was kept.
+    #[serde(default)]
+    pub confidence: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -65,6 +69,7 @@ impl Plan {
                 .collect(),
             command_line: crate::counters::envinfo::command_line(),
             started_unix: crate::counters::unix_now(),
+            confidence: Some(crate::analysis::stats::level()),
         }
     }
 }

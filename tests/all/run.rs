@@ -900,3 +900,43 @@ warmup_iters = 2
         &text(&res.join("report.html")),
     );
 }
+
+/// A folder keeps the confidence level it was measured at: `report` rebuilds it at that
+/// level (findings.json says which), unless --confidence asks for another.
+#[test]
+fn report_rebuilds_a_folder_at_the_level_it_was_measured_at() {
+    let (dir, exp) = setup(&TINY.replace(r#"["system", "mimalloc"]"#, r#"["system"]"#));
+    let out = dir.path().join("res");
+    let o = run(
+        &driver_path(),
+        &[
+            "--confidence",
+            "99",
+            "run",
+            "--no-calibration",
+            "--out",
+            out.to_str().unwrap(),
+            exp.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let res = out.join("tiny");
+    let level = |res: &Path| {
+        let f: serde_json::Value = serde_json::from_str(&text(&res.join("findings.json"))).unwrap();
+        f["confidence"].as_f64().unwrap()
+    };
+    assert_eq!(level(&res), 0.99);
+    let plan: serde_json::Value = serde_json::from_str(&text(&res.join("plan.json"))).unwrap();
+    assert_eq!(plan["confidence"], 0.99);
+    let summary = text(&res.join("summary.csv"));
+    let o = run(&driver_path(), &["report", res.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(level(&res), 0.99, "rebuilt at the level it was measured at");
+    assert_eq!(text(&res.join("summary.csv")), summary);
+    let o = run(
+        &driver_path(),
+        &["report", "--confidence", "90", res.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(level(&res), 0.9, "the level asked for");
+}
