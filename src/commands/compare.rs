@@ -280,18 +280,21 @@ impl export::Rows for CompareRow {
 }
 
 /// Refuses a plan of more than `max_runs` runs, before anything runs, with its size
-/// and the least time it takes.
+/// and the least time it takes with `jobs` workers at once.
 fn check_plan(
     cells: usize,
     processes: u32,
     budget: &crate::model::budget::Budget,
     max_runs: u64,
+    jobs: u32,
 ) -> Result<()> {
     let runs = cells as u64 * u64::from(processes);
     if runs <= max_runs {
         return Ok(());
     }
-    let seconds = runs as f64 * (budget.warmup_time_ns + budget.min_time_ns) as f64 / 1e9;
+    // Batches of `jobs` runs at once, each at least its warm-up and measured time.
+    let batches = runs.div_ceil(u64::from(jobs.max(1)));
+    let seconds = batches as f64 * (budget.warmup_time_ns + budget.min_time_ns) as f64 / 1e9;
     Err(Error::BadInput(format!(
         "{} cells × --processes {} = {} runs, more than --max-runs {} allows (they would take at least {}); give fewer --processes, allocators or variants, or raise --max-runs to run it on purpose",
         cells,
@@ -362,6 +365,7 @@ fn prepare(args: &CompareArgs, specs: &[crate::model::run::RunSpec]) -> Result<P
         args.processes,
         &args.budget.budget(),
         args.max_runs,
+        args.jobs,
     )?;
     if let Some(cpu) = args.cpu {
         crate::counters::conditions::check_cpu(cpu)
@@ -1068,13 +1072,19 @@ mod tests {
             min_iters: 10,
             max_iters: 10_000_000,
         };
-        assert!(check_plan(24, 416, &budget, 10_000).is_ok());
-        let e = check_plan(24, 1000, &budget, 10_000).unwrap_err();
+        assert!(check_plan(24, 416, &budget, 10_000, 1).is_ok());
+        let e = check_plan(24, 1000, &budget, 10_000, 1).unwrap_err();
         assert_eq!(e.exit_code(), crate::error::EXIT_BAD_INPUT);
         let m = e.to_string();
         assert!(
             m.contains("24,000 runs") && m.contains("--max-runs 10,000"),
             "{m}"
         );
+        // 24,000 runs of at least 30 ms: 12 min alone, 6 min two at a time.
+        assert!(m.contains("at least 12m00s"), "{m}");
+        let two = check_plan(24, 1000, &budget, 10_000, 2)
+            .unwrap_err()
+            .to_string();
+        assert!(two.contains("at least 6m00s"), "{two}");
     }
 }
