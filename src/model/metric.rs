@@ -850,17 +850,24 @@ impl<'de, R: Registry> Deserialize<'de> for Figures<R> {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Figures<R>, A::Error> {
                 let mut f = Figures::default();
+                let mut sum_given = false;
                 while let Some(k) = a.next_key::<String>()? {
                     if k == "syscall_counter" && R::COUNTER_AFTER.is_some() {
                         f.syscall_counter = a.next_value()?;
                     } else if let Some(m) = R::LIST.iter().find(|m| m.key == k) {
-                        f.values[m.index] = a.next_value::<Lenient>()?.0;
+                        sum_given |= R::SUM == Some(m.index);
+                        // The column named in the error: a cell of a row file.
+                        f.values[m.index] = a
+                            .next_value::<Lenient>()
+                            .map_err(|e| serde::de::Error::custom(format!("column {k}: {e}")))?
+                            .0;
                     } else {
                         a.next_value::<IgnoredAny>()?;
                     }
                 }
-                // Records from before the registry kept no memory-syscall figure.
-                if R::SUM.is_some_and(|i| f.values[i].is_none()) {
+                // Records from before the registry kept no memory-syscall figure: it is
+                // the five's sum. One given empty stays empty.
+                if R::SUM.is_some() && !sum_given {
                     f.derive();
                 }
                 Ok(f)
@@ -1017,9 +1024,12 @@ impl<'de> Deserialize<'de> for CallFigures {
                         Some(stem) => (stem, true),
                         None => (k.as_str(), false),
                     };
+                    let column = |e: A::Error| serde::de::Error::custom(format!("column {k}: {e}"));
                     match PER_CALL.iter().find(|m| m.stem() == stem) {
-                        Some(m) if noise => f.noise[*m] = a.next_value::<Lenient>()?.0,
-                        Some(m) => f.value[*m] = a.next_value::<Lenient>()?.0,
+                        Some(m) if noise => {
+                            f.noise[*m] = a.next_value::<Lenient>().map_err(column)?.0
+                        }
+                        Some(m) => f.value[*m] = a.next_value::<Lenient>().map_err(column)?.0,
                         None => {
                             a.next_value::<IgnoredAny>()?;
                         }
@@ -1155,5 +1165,14 @@ mod tests {
         .unwrap();
         assert_eq!(old[MEMORY_SYSCALLS], Some(6.0));
         assert_eq!(old[MINOR_FAULTS], None);
+        // A sum given empty is not made up from the five; a cell that is no number is
+        // refused with its column named.
+        let empty: Figures = serde_json::from_str(
+            r#"{"brk_per_iter":1,"mmap_per_iter":2,"munmap_per_iter":3,"madvise_per_iter":0,"mremap_per_iter":0,"memory_syscalls_per_iter":null}"#,
+        )
+        .unwrap();
+        assert_eq!(empty[MEMORY_SYSCALLS], None);
+        let bad = serde_json::from_str::<Figures>(r#"{"brk_per_iter":"abc"}"#).unwrap_err();
+        assert!(bad.to_string().contains("column brk_per_iter"), "{bad}");
     }
 }
