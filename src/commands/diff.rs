@@ -6,11 +6,10 @@
 use crate::analysis::diff::{diff, CellChange, Diff, DiffInput, Drift};
 use crate::cli::DiffArgs;
 use crate::error::{Error, Result};
-use crate::export::diff_screen::change_words;
+use crate::export::diff_screen::{change_headers, change_words};
 use crate::export::table::{render_markdown, render_table, TableRow};
 use crate::export::Format;
 use crate::fmt::{fmt_ns, human_bytes, signed};
-use crate::model::metric::Changes;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -378,16 +377,7 @@ fn table_rows(d: &Diff) -> Vec<TableRow> {
 /// The table's columns: the cell, its times and change, then the change of each count
 /// a diff gives per iteration (by its short name, "Δ <short>/it") and of the end RSS.
 fn headers() -> Vec<String> {
-    ["cell", "base p50", "new p50", "new vs base (interval)"]
-        .into_iter()
-        .map(String::from)
-        .chain(
-            Changes::default()
-                .iter()
-                .map(|(m, _)| format!("Δ {}/it", m.short)),
-        )
-        .chain(["Δ rss_end".to_string()])
-        .collect()
+    change_headers("new vs base (interval)", "/it", &["Δ rss_end"])
 }
 
 /// A spec in two `--pair`s of one side: which one and where.

@@ -115,15 +115,7 @@ pub(crate) fn answer_screen(
         .collect();
     // The counts per iteration, like every count of the screen; short enough that a
     // cell's row fits 100 columns.
-    let headers: Vec<String> = ["cell", "base p50", "new p50", "new/base [interval]"]
-        .into_iter()
-        .map(String::from)
-        .chain(
-            Changes::default()
-                .iter()
-                .map(|(m, _)| format!("Δ {}", m.short)),
-        )
-        .collect();
+    let headers = change_headers("new/base [interval]", "", &[]);
     let h: Vec<&str> = headers.iter().map(String::as_str).collect();
     s.push_str(&render_table(&h, 1, &rows));
     if !env.is_empty() {
@@ -155,6 +147,21 @@ pub(crate) fn answer_screen(
 
 /// A cell's change in a narrow column: "1.09x [1.04x, 1.14x] slower", "0.95x [0.89x,
 /// 1.01x]" (no significant difference), the ratio alone without an interval.
+/// A diff table's header: the cell, its two p50s, the change (`change`), then "Δ
+/// <short><per>" for each count a diff gives (the registry's spread entries), then `tail`.
+pub fn change_headers(change: &str, per: &str, tail: &[&str]) -> Vec<String> {
+    ["cell", "base p50", "new p50", change]
+        .into_iter()
+        .map(String::from)
+        .chain(
+            Changes::default()
+                .iter()
+                .map(|(m, _)| format!("Δ {}{per}", m.short)),
+        )
+        .chain(tail.iter().map(|t| t.to_string()))
+        .collect()
+}
+
 fn compact_change(c: &CellChange) -> String {
     let Some(ratio) = c.ratio else {
         return "n/a".into();

@@ -56,13 +56,15 @@ pub enum Source {
 /// divided from.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct SourceTotals {
-    /// getrusage's differences over the phase (a run's whole reading, its peak RSS
-    /// with it; a phase's difference has none: 0).
+    /// getrusage's differences over the phase (a run's whole reading).
     pub rusage: Option<Rusage>,
     /// The memory-syscall counts (and all syscalls where seen).
     pub syscalls: Option<SyscallCounts>,
     /// Allocation calls and the bytes they asked for.
     pub allocations: Option<(u64, u64)>,
+    /// The peak resident set in bytes (ru_maxrss): a whole run's; None for a phase,
+    /// whose reading holds the process's peak so far, not the phase's.
+    pub peak_rss: Option<u64>,
 }
 
 impl SourceTotals {
@@ -73,6 +75,7 @@ impl SourceTotals {
             rusage: Some(*u),
             syscalls,
             allocations: None,
+            peak_rss: Some(u.maxrss_bytes),
         }
     }
 }
@@ -562,7 +565,7 @@ pub const RUN_METRICS: [Metric; 13] = [
             "peak RSS",
             "the peak resident set of one run (getrusage's ru_maxrss)",
             Source::Rusage,
-            |t| t.rusage.map(|r| r.maxrss_bytes),
+            |t| t.peak_rss,
             Some(("peak-rss", "bytes")),
         )
     },
@@ -1118,6 +1121,7 @@ mod tests {
                 all: None,
             }),
             allocations: None,
+            peak_rss: None,
         };
         let f = Figures::per_iteration(&totals, 4);
         assert_eq!(f[MINOR_FAULTS], Some(100.0));

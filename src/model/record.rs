@@ -93,16 +93,14 @@ pub struct Totals {
 }
 
 impl Totals {
-    /// These totals by source, as the registry's entries read them (the peak RSS is
-    /// the process's, not the phase's: none).
+    /// These totals by source, as the registry's entries read them (no peak RSS: the
+    /// reading's is the process's so far, not the phase's).
     pub fn sources(&self) -> SourceTotals {
         SourceTotals {
-            rusage: Some(Rusage {
-                maxrss_bytes: 0,
-                ..self.usage
-            }),
+            rusage: Some(self.usage),
             syscalls: self.syscalls,
             allocations: self.allocs.zip(self.alloc_bytes),
+            peak_rss: None,
         }
     }
 }
