@@ -44,10 +44,6 @@ fn main() -> ExitCode {
         eprintln!("error: {why}");
         return ExitCode::from(2);
     }
-    alloclab::analysis::stats::set_level(
-        cli.confidence
-            .unwrap_or(alloclab::analysis::stats::DEFAULT_LEVEL),
-    );
     match alloclab::commands::dispatch(cli.command, cli.confidence) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -367,6 +367,8 @@ pub struct Answer {
     pub variants: Vec<VariantAnswer>,
     /// Comparisons with neither a verdict nor a difference in counts: not answers.
     pub open: usize,
+    /// The confidence level of its intervals and verdicts (its cells').
+    pub level: f64,
 }
 
 impl Answer {
@@ -448,7 +450,12 @@ pub fn of_cells(cells: &[&Cell], rows: &[SummaryRow], threshold: f64) -> Answer 
     let find = |spec: &str, v: Variant| {
         (0..rows.len()).find(|&i| ok(i) && rows[i].allocator_spec == spec && rows[i].variant == v)
     };
-    let mut answer = Answer::default();
+    let mut answer = Answer {
+        level: cells
+            .first()
+            .map_or(crate::analysis::stats::DEFAULT_LEVEL, |c| c.level),
+        ..Answer::default()
+    };
     let mut vs_fastest: Vec<(Variant, usize, Vec<usize>)> = Vec::new();
     for &v in Variant::ALL {
         let members: Vec<usize> = (0..rows.len())

@@ -1,7 +1,7 @@
 //! Cells measured in several processes: one summary row per cell (medians over the
 //! processes, intervals, count ranges) and the paired comparisons between cells.
 
-use crate::analysis::stats::{compare_paired, level, median, median_ci, Comparison};
+use crate::analysis::stats::{compare_paired, median, median_ci, Comparison};
 #[cfg(test)]
 use crate::model::metric::MINOR_FAULTS;
 use crate::model::metric::{Figures, COUNTS, MEMORY_SYSCALLS, METRICS};
@@ -86,12 +86,12 @@ pub fn row(cell: &Cell) -> SummaryRow {
         cell.spec.workload.useful_bytes(cell.spec.size) as f64 * f64::from(cell.spec.threads)
             / p50.max(1) as f64
     });
-    if let Some(ci) = median_ci(&p50s, level()) {
+    if let Some(ci) = median_ci(&p50s, cell.level) {
         row.p50_ci_low_ns = round(Some(ci.low));
         row.p50_ci_high_ns = round(Some(ci.high));
         row.ci_coverage = Some(ci.coverage);
     }
-    if let Some(ci) = median_ci(&p99s, level()) {
+    if let Some(ci) = median_ci(&p99s, cell.level) {
         row.p99_ci_low_ns = round(Some(ci.low));
         row.p99_ci_high_ns = round(Some(ci.high));
     }
@@ -133,7 +133,7 @@ pub fn compare(base: &Cell, other: &Cell, threshold: f64) -> Option<Comparison> 
         .records()
         .filter_map(|(round, r)| Some((*base_by_round.get(&round)?, r.p50_ns as f64)))
         .collect();
-    compare_paired(&pairs, threshold)
+    compare_paired(&pairs, threshold, base.level)
 }
 
 /// Fills each row's ratio to its allocator's in-place row, from paired rounds (`cells`
@@ -165,7 +165,7 @@ pub fn set_in_place_ratios(cells: &[&Cell], rows: &mut [SummaryRow], threshold: 
 /// inside it), or — with `precision` — one wider than ±precision of its ratio.
 pub fn is_open(c: &Comparison, threshold: f64, precision: Option<f64>) -> bool {
     let Some(ci) = c.interval else { return true };
-    if ci.coverage < level() - 1e-12 {
+    if ci.coverage < c.level - 1e-12 {
         return true;
     }
     let beyond = ci.low > 1.0 + threshold || ci.high < 1.0 - threshold;
@@ -316,7 +316,11 @@ pub(crate) fn test_cell(allocator: &str, figures: &[(u64, f64)]) -> Cell {
             (i as u32, Ok(r))
         })
         .collect();
-    Cell { spec, runs }
+    Cell {
+        spec,
+        runs,
+        level: crate::analysis::stats::DEFAULT_LEVEL,
+    }
 }
 
 #[cfg(test)]

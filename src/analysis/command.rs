@@ -2,7 +2,7 @@
 //! intervals, and wall-time ratios against the first allocator from paired rounds.
 
 use crate::analysis::modes::{self, Behaviours, Unit};
-use crate::analysis::stats::{compare_paired, level, median, median_ci, Comparison, Verdict};
+use crate::analysis::stats::{compare_paired, median, median_ci, Comparison, Verdict};
 use crate::model::command::{AllocatorRuns, ExecRecord, ExecRun, TracedRun};
 use crate::model::counts::SyscallCounts;
 use crate::model::metric::{
@@ -367,6 +367,7 @@ fn row_of(
     syscall_counter: &str,
     floor: f64,
     trap_cost_ns: Option<f64>,
+    level: f64,
 ) -> ExecRow {
     let runs = &a.runs;
     let ms = |ns: u64| ns as f64 / 1e6;
@@ -377,7 +378,7 @@ fn row_of(
         let dev: Vec<f64> = walls.iter().map(|w| (w - m).abs()).collect();
         median(&dev).map(|d| 100.0 * d / m)
     });
-    let ci = median_ci(&walls, level());
+    let ci = median_ci(&walls, level);
     let traced = syscall_counter == "ptrace";
     let differs = a.traced_run.as_ref().filter(|_| traced).and_then(|t| {
         let mut d = traced_deviations(runs, t, a.traced_syscalls.as_ref(), floor)?;
@@ -462,7 +463,12 @@ fn run_behaviours(runs: &[ExecRun]) -> Vec<Behaviours> {
 
 /// `runs` against `base`, paired by round: the per-round wall-time ratios, a verdict
 /// beyond ±`threshold`.
-pub fn paired(base: &[ExecRun], runs: &[ExecRun], threshold: f64) -> Option<Comparison> {
+pub fn paired(
+    base: &[ExecRun],
+    runs: &[ExecRun],
+    threshold: f64,
+    level: f64,
+) -> Option<Comparison> {
     let pairs: Vec<(f64, f64)> = runs
         .iter()
         .filter_map(|r| {
@@ -470,7 +476,7 @@ pub fn paired(base: &[ExecRun], runs: &[ExecRun], threshold: f64) -> Option<Comp
             Some((b.wall_ns as f64, r.wall_ns as f64))
         })
         .collect();
-    compare_paired(&pairs, threshold)
+    compare_paired(&pairs, threshold, level)
 }
 
 /// Summary rows, in the order given; ratios against the first allocator that has runs.
@@ -497,6 +503,7 @@ pub fn rows(record: &ExecRecord) -> Vec<ExecRow> {
                 &record.syscall_counter,
                 record.noise_threshold,
                 record.trap_cost_ns,
+                record.confidence,
             )
         })
         .collect();
@@ -531,6 +538,7 @@ pub fn rows(record: &ExecRecord) -> Vec<ExecRow> {
             &record.allocators[base].runs,
             &a.runs,
             record.noise_threshold,
+            record.confidence,
         ) {
             r.vs_baseline = Some(c.ratio);
             r.vs_baseline_ci_low = c.interval.map(|ci| ci.low);
@@ -680,6 +688,7 @@ pub fn still_open(r: &ExecRow, band: f64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::stats::DEFAULT_LEVEL;
     use crate::model::counts::Rusage;
 
     fn run(round: u32, wall_ms: u64, user_ms: u64, faults: u64) -> ExecRun {
@@ -764,7 +773,7 @@ mod tests {
         assert_eq!(d.figure, "trap_time_ms");
         assert!((d.untraced_median - 293.1).abs() < 0.01, "{d:?}");
         assert!((d.traced - 1.0).abs() < 1e-9, "{d:?}");
-        let row = row_of(&a, "ptrace", 0.02, slow);
+        let row = row_of(&a, "ptrace", 0.02, slow, DEFAULT_LEVEL);
         assert!(row.traced_differs.as_ref().unwrap().contains(&d));
         assert!(
             row.syscall_counter.contains("it should have taken about 293 ms longer than their median (its trapped calls × their measured cost) and took 1.00 ms longer"),
@@ -773,10 +782,10 @@ mod tests {
         );
         // Slowed by what its traps cost: the same work, no deviation at all.
         let slowed = allocator(runs.clone(), traced(502 + 293, 480, 9000));
-        let row = row_of(&slowed, "ptrace", 0.02, slow);
+        let row = row_of(&slowed, "ptrace", 0.02, slow, DEFAULT_LEVEL);
         assert_eq!(row.traced_differs, Some(vec![]), "{}", row.syscall_counter);
         // Without a measured cost the wall time alone says it behaved otherwise.
-        let row = row_of(&slowed, "ptrace", 0.02, None);
+        let row = row_of(&slowed, "ptrace", 0.02, None, DEFAULT_LEVEL);
         assert_eq!(row.traced_differs.unwrap()[0].figure, "wall_ms");
     }
 
@@ -801,7 +810,7 @@ mod tests {
             (d[0].traced, d[0].untraced_min, d[0].untraced_max),
             (8600.0, 6130.0, 7300.0)
         );
-        let row = row_of(&a, "ptrace", 0.02, None);
+        let row = row_of(&a, "ptrace", 0.02, None, DEFAULT_LEVEL);
         assert_eq!(row.traced_differs, Some(d));
         assert_eq!(row.per_run[crate::model::metric::RUN_MADVISE], Some(2931.0));
         let text = &row.syscall_counter;
@@ -812,14 +821,14 @@ mod tests {
         // Faults beyond the untraced runs' range by less than its width (1,170):
         // nothing to say.
         let calm = allocator(runs.clone(), traced(4011, 3905, 8400));
-        let row = row_of(&calm, "ptrace", 0.02, None);
+        let row = row_of(&calm, "ptrace", 0.02, None, DEFAULT_LEVEL);
         assert_eq!(row.traced_differs, Some(vec![]));
         assert!(row
             .syscall_counter
             .contains("it behaved as the untraced runs did"));
         // A traced run that got less CPU (the tracer took it) is said too.
         let starved = allocator(runs.clone(), traced(4011, 3500, 7000));
-        let d = row_of(&starved, "ptrace", 0.02, None)
+        let d = row_of(&starved, "ptrace", 0.02, None, DEFAULT_LEVEL)
             .traced_differs
             .unwrap();
         assert_eq!(d[0].figure, "user_ms");
@@ -828,7 +837,7 @@ mod tests {
     #[test]
     fn one_untraced_run_cannot_tell_and_untraced_counts_are_compared_when_there() {
         let one = allocator(vec![run(1, 100, 90, 500)], traced(300, 90, 5000));
-        let row = row_of(&one, "ptrace", 0.02, None);
+        let row = row_of(&one, "ptrace", 0.02, None, DEFAULT_LEVEL);
         assert_eq!(row.traced_differs, None);
         assert!(
             row.syscall_counter.contains("no spread"),
@@ -845,11 +854,13 @@ mod tests {
             });
         }
         let a = allocator(runs, traced(100, 90, 500));
-        let d = row_of(&a, "ptrace", 0.02, None).traced_differs.unwrap();
+        let d = row_of(&a, "ptrace", 0.02, None, DEFAULT_LEVEL)
+            .traced_differs
+            .unwrap();
         assert_eq!(d.len(), 1);
         assert_eq!(d[0].figure, "memory_syscalls");
         // Not traced: no comparison, the counter's name alone.
-        let row = row_of(&a, "perf", 0.02, None);
+        let row = row_of(&a, "perf", 0.02, None, DEFAULT_LEVEL);
         assert_eq!(
             (row.traced_differs, row.syscall_counter.as_str()),
             (None, "perf")

@@ -11,7 +11,7 @@
 //! cells). Either way a verdict needs the stated coverage (95 %): below it a cell is
 //! undecided. Cells without an interval (one process) get the ratio only.
 
-use crate::analysis::stats::{level, median, shift_ratio, verdict, Interval, Verdict};
+use crate::analysis::stats::{median, shift_ratio, verdict, Interval, Verdict};
 use crate::model::metric::{
     Changes, Figures, RunFigures, BRK, MADVISE, MINOR_FAULTS, MMAP, MREMAP, MUNMAP, RUN_BRK,
     RUN_MADVISE, RUN_MINOR_FAULTS, RUN_MMAP, RUN_MREMAP, RUN_MUNMAP, RUN_PEAK_RSS,
@@ -289,6 +289,9 @@ pub struct CellChange {
 /// The whole comparison.
 #[derive(Clone, Debug, Serialize)]
 pub struct Diff {
+    /// The confidence level of its intervals and verdicts.
+    #[serde(skip)]
+    pub level: f64,
     pub cells: Vec<CellChange>,
     pub only_in_base: Vec<String>,
     pub only_in_new: Vec<String>,
@@ -343,6 +346,7 @@ pub fn read_against_host(
     cells: &mut [CellChange],
     reference: &[bool],
     threshold: f64,
+    level: f64,
     apply: bool,
 ) -> HostReference {
     use crate::analysis::stats::normal_quantile;
@@ -423,6 +427,7 @@ pub fn read_against_host(
                         coverage,
                     },
                     threshold,
+                    level,
                 ));
             }
         }
@@ -470,7 +475,7 @@ const MIN_HALF_WIDTH: f64 = 5e-4;
 
 /// Estimates the drift of `cells` and, when `apply`, widens their intervals by it and
 /// gives them new verdicts against `threshold`.
-pub fn allow_for_drift(cells: &mut [CellChange], threshold: f64, apply: bool) -> Drift {
+pub fn allow_for_drift(cells: &mut [CellChange], threshold: f64, level: f64, apply: bool) -> Drift {
     use crate::analysis::stats::normal_quantile;
     let with_ci: Vec<usize> = cells
         .iter()
@@ -549,6 +554,7 @@ pub fn allow_for_drift(cells: &mut [CellChange], threshold: f64, apply: bool) ->
                 coverage: cov,
             },
             threshold,
+            level,
         ));
     }
     drift
@@ -574,6 +580,7 @@ pub fn diff(
     base: &[DiffInput],
     new: &[DiffInput],
     threshold: f64,
+    level: f64,
     drift_allowance: bool,
     host_reference: bool,
     stop: &dyn Fn() -> bool,
@@ -606,7 +613,7 @@ pub fn diff(
                 n.allocator_version.as_deref().unwrap_or("unknown")
             ));
         }
-        cells.push(cell_change(key, b, n, threshold));
+        cells.push(cell_change(key, b, n, threshold, level));
         reference.push(b.allocs_per_iter == Some(0.0) && n.allocs_per_iter == Some(0.0));
     }
     let command = |rows: &[DiffInput]| rows.iter().find_map(|r| r.command.clone());
@@ -614,13 +621,14 @@ pub fn diff(
         (Some(b), Some(n)) if b != n => Some(format!("{b} → {n}")),
         _ => None,
     };
-    let host = read_against_host(&mut cells, &reference, threshold, host_reference);
+    let host = read_against_host(&mut cells, &reference, threshold, level, host_reference);
     let placement_change = placement(base)
         .zip(placement(new))
         .filter(|(b, n)| b != n)
         .map(|(b, n)| format!("{b} in BASE, {n} in NEW"));
-    let drift = allow_for_drift(&mut cells, threshold, drift_allowance);
+    let drift = allow_for_drift(&mut cells, threshold, level, drift_allowance);
     Some(Diff {
+        level,
         drift,
         host,
         placement_change,
@@ -651,7 +659,7 @@ fn placement(rows: &[DiffInput]) -> Option<String> {
 }
 
 /// One matched cell: the ratio with its interval and verdict, and the count changes.
-fn cell_change(key: &str, b: &DiffInput, n: &DiffInput, threshold: f64) -> CellChange {
+fn cell_change(key: &str, b: &DiffInput, n: &DiffInput, threshold: f64, level: f64) -> CellChange {
     let failed = [("BASE", b), ("NEW", n)]
         .iter()
         .filter(|(_, r)| r.status != "ok" || r.p50_ns.is_none())
@@ -675,7 +683,7 @@ fn cell_change(key: &str, b: &DiffInput, n: &DiffInput, threshold: f64) -> CellC
         note: (!failed.is_empty()).then(|| format!("failed in {}", failed.join(" and "))),
     };
     if failed.is_empty() && b.process_p50_ns.len() >= 2 && n.process_p50_ns.len() >= 2 {
-        if let Some((ratio, ci)) = shift_ratio(&b.process_p50_ns, &n.process_p50_ns, level()) {
+        if let Some((ratio, ci)) = shift_ratio(&b.process_p50_ns, &n.process_p50_ns, level) {
             c.ratio = Some(ratio);
             c.ratio_ci_low = Some(ci.low);
             c.ratio_ci_high = Some(ci.high);
@@ -683,7 +691,7 @@ fn cell_change(key: &str, b: &DiffInput, n: &DiffInput, threshold: f64) -> CellC
             c.ratio_method = Some("hodges-lehmann");
             c.within_run_ci_low = Some(ci.low);
             c.within_run_ci_high = Some(ci.high);
-            c.verdict = Some(verdict(ci, threshold));
+            c.verdict = Some(verdict(ci, threshold, level));
         }
     } else if failed.is_empty() {
         let (bp, np) = (b.p50_ns.unwrap_or(0.0), n.p50_ns.unwrap_or(0.0));
@@ -703,7 +711,7 @@ fn cell_change(key: &str, b: &DiffInput, n: &DiffInput, threshold: f64) -> CellC
                 c.ratio_method = Some("medians-bonferroni");
                 c.within_run_ci_low = Some(ci.low);
                 c.within_run_ci_high = Some(ci.high);
-                c.verdict = Some(verdict(ci, threshold));
+                c.verdict = Some(verdict(ci, threshold, level));
             }
         } else {
             c.note = Some("one process on a side: no interval".into());
@@ -715,6 +723,7 @@ fn cell_change(key: &str, b: &DiffInput, n: &DiffInput, threshold: f64) -> CellC
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::stats::DEFAULT_LEVEL;
 
     thread_local! {
         /// Keys made by [`DiffInput::key`] on this thread: what a match costs.
@@ -788,7 +797,7 @@ mod tests {
                 .map(|c| (c.cell.clone(), c.verdict))
                 .collect()
         };
-        let raw = diff(&base, &new, 0.02, false, false, &|| false).unwrap();
+        let raw = diff(&base, &new, 0.02, DEFAULT_LEVEL, false, false, &|| false).unwrap();
         assert!(
             raw.cells
                 .iter()
@@ -799,7 +808,7 @@ mod tests {
             verdicts(&raw)
         );
         assert_eq!(raw.host.not_applied.as_deref(), Some("--no-host-reference"));
-        let d = diff(&base, &new, 0.02, false, true, &|| false).unwrap();
+        let d = diff(&base, &new, 0.02, DEFAULT_LEVEL, false, true, &|| false).unwrap();
         assert!(d.host.applied, "{:?}", d.host);
         assert_eq!(d.host.cells.len(), 3);
         assert!((d.host.ratio.unwrap() - 0.95).abs() < 1e-3, "{:?}", d.host);
@@ -822,7 +831,16 @@ mod tests {
             .unwrap();
         assert!((jem.ratio.unwrap() - 1.1).abs() < 0.01, "{jem:?}");
         // Too few reference cells: said, nothing read against them.
-        let d = diff(&base[..4], &new[..4], 0.02, false, true, &|| false).unwrap();
+        let d = diff(
+            &base[..4],
+            &new[..4],
+            0.02,
+            DEFAULT_LEVEL,
+            false,
+            true,
+            &|| false,
+        )
+        .unwrap();
         assert!(!d.host.applied && d.host.not_applied.unwrap().contains("at least 3"));
     }
 
@@ -841,7 +859,7 @@ mod tests {
             row("tcmalloc", "in-place", 600.0, 6.0, 0.0),
         ];
         new[0].allocator_version = Some("glibc 2.41".into());
-        let d = diff(&base, &new, 0.02, true, true, &|| false).unwrap();
+        let d = diff(&base, &new, 0.02, DEFAULT_LEVEL, true, true, &|| false).unwrap();
         assert_eq!(d.cells.len(), 3);
         let v = |i: usize| d.cells[i].verdict;
         assert_eq!(v(0), Some(Verdict::NoSignificantDifference));
@@ -868,7 +886,16 @@ mod tests {
                 })
                 .collect::<Vec<_>>()
         };
-        let rows_only = diff(&strip(&base), &strip(&new), 0.02, true, true, &|| false).unwrap();
+        let rows_only = diff(
+            &strip(&base),
+            &strip(&new),
+            0.02,
+            DEFAULT_LEVEL,
+            true,
+            true,
+            &|| false,
+        )
+        .unwrap();
         assert_eq!(rows_only.cells[2].verdict, Some(Verdict::Undecided));
         assert!((rows_only.cells[2].ratio_ci_coverage.unwrap() - 60.0 / 64.0).abs() < 1e-12);
         assert_eq!(rows_only.regressions(), 0);
@@ -886,13 +913,13 @@ mod tests {
         let mut failed = base.clone();
         failed[0].status = "failed".into();
         failed[0].p50_ns = None;
-        let d = diff(&base, &failed, 0.02, true, true, &|| false).unwrap();
+        let d = diff(&base, &failed, 0.02, DEFAULT_LEVEL, true, true, &|| false).unwrap();
         assert_eq!(d.cells[0].verdict, None);
         assert_eq!(d.cells[0].note.as_deref(), Some("failed in NEW"));
         let mut single = base.clone();
         single[0].p50_ci_low_ns = None;
         single[0].process_p50_ns.truncate(1);
-        let d = diff(&base, &single, 0.02, true, true, &|| false).unwrap();
+        let d = diff(&base, &single, 0.02, DEFAULT_LEVEL, true, true, &|| false).unwrap();
         assert_eq!((d.cells[0].ratio, d.cells[0].verdict), (Some(1.0), None));
         assert_eq!(d.regressions(), 0);
     }
@@ -916,7 +943,7 @@ mod tests {
             // Half the cells on both sides, a quarter on one side only, each way.
             let (base, new) = (cells(n, 0), cells(n, n / 2));
             KEYS_MADE.with(|k| k.set(0));
-            let d = diff(&base, &new, 0.02, true, true, &|| false).unwrap();
+            let d = diff(&base, &new, 0.02, DEFAULT_LEVEL, true, true, &|| false).unwrap();
             assert_eq!(KEYS_MADE.with(|k| k.get()), 2 * n, "{n} cells a side");
             assert_eq!(d.cells.len(), n / 2);
             assert_eq!((d.only_in_base.len(), d.only_in_new.len()), (n / 2, n / 2));
@@ -965,7 +992,16 @@ mod tests {
                 })
                 .collect()
         };
-        let d = diff(&flat(&base), &flat(&new), 0.02, true, true, &|| false).unwrap();
+        let d = diff(
+            &flat(&base),
+            &flat(&new),
+            0.02,
+            DEFAULT_LEVEL,
+            true,
+            true,
+            &|| false,
+        )
+        .unwrap();
         let k = d.drift.widened_by.unwrap();
         assert!(k > 1.0, "{:?}", d.drift);
         for c in &d.cells {
@@ -1024,8 +1060,8 @@ mod tests {
         let (mut with, mut without, mut cells) = (0, 0, 0);
         for seed in 0..40 {
             let (base, new) = two_runs(seed, 1.0, (0, 1.0));
-            let d = diff(&base, &new, 0.02, true, true, &|| false).unwrap();
-            let raw = diff(&base, &new, 0.02, false, true, &|| false).unwrap();
+            let d = diff(&base, &new, 0.02, DEFAULT_LEVEL, true, true, &|| false).unwrap();
+            let raw = diff(&base, &new, 0.02, DEFAULT_LEVEL, false, true, &|| false).unwrap();
             with += called(&d);
             without += called(&raw);
             cells += d.cells.len();
@@ -1051,14 +1087,14 @@ mod tests {
         for seed in 0..40 {
             let (base, new) = two_runs(seed, 1.0, (0, 1.0));
             let (_, up) = two_runs(seed, 1.2, (0, 1.0));
-            let same = diff(&base, &new, 0.02, true, true, &|| false).unwrap();
-            let d = diff(&base, &up, 0.02, true, true, &|| false).unwrap();
+            let same = diff(&base, &new, 0.02, DEFAULT_LEVEL, true, true, &|| false).unwrap();
+            let d = diff(&base, &up, 0.02, DEFAULT_LEVEL, true, true, &|| false).unwrap();
             let (a, b) = (same.drift.spread.unwrap(), d.drift.spread.unwrap());
             assert!((a - b).abs() < 1e-9 * a.max(1.0), "{a} vs {b}");
             slower += d.regressions();
             cells += d.cells.len();
             let (base, three) = two_runs(seed, 1.0, (3, 1.5));
-            let d = diff(&base, &three, 0.02, true, true, &|| false).unwrap();
+            let d = diff(&base, &three, 0.02, DEFAULT_LEVEL, true, true, &|| false).unwrap();
             assert!(
                 d.cells[..3]
                     .iter()
@@ -1073,7 +1109,16 @@ mod tests {
         assert!(slower * 100 >= cells * 80, "+20 %: {slower} of {cells}");
         // Too few cells to estimate a spread: said, nothing widened.
         let (base, new) = two_runs(1, 1.0, (0, 1.0));
-        let d = diff(&base[..5], &new[..5], 0.02, true, true, &|| false).unwrap();
+        let d = diff(
+            &base[..5],
+            &new[..5],
+            0.02,
+            DEFAULT_LEVEL,
+            true,
+            true,
+            &|| false,
+        )
+        .unwrap();
         assert_eq!(d.drift.widened_by, None);
         assert!(d
             .drift

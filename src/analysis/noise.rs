@@ -130,8 +130,8 @@ pub struct AtBudget {
     pub pairs: usize,
     /// With `pairs` paired processes drawn from these processes (an A/A comparison, two
     /// different processes in every pair): the median half-width of the ratio's interval
-    /// at the level in force, in percent. None when too few pairs give an interval at
-    /// that level, or fewer processes than [`Noise::aa_min_processes`] ran.
+    /// at the session's confidence level, in percent. None when too few pairs give an
+    /// interval at that level, or fewer processes than [`Noise::aa_min_processes`] ran.
     pub ratio_pct: Option<f64>,
 }
 
@@ -163,6 +163,9 @@ pub struct Noise {
     /// disjoint pairs as one real A/A comparison needs. Resampling fewer processes
     /// claims a precision their few distinct ratios cannot support.
     pub aa_min_processes: usize,
+    /// The confidence level its intervals are made at.
+    #[serde(skip)]
+    pub level: f64,
     pub budgets: Vec<AtBudget>,
     /// Per-process p50s over the whole measured phase, in the order the processes ran.
     pub process_p50_ns: Vec<f64>,
@@ -462,6 +465,7 @@ pub fn analyse(
         processes_planned: series.len(),
         stopped_by: None,
         aa_min_processes,
+        level,
         modes: modes(&p50s, 2.0 * long_noise),
         process_p50_ns: p50s,
         budgets: at,
@@ -541,7 +545,7 @@ impl Noise {
                 "A/A ratio: not given from {} processes; it needs at least {} (as many disjoint pairs as an interval at {} needs): more --processes",
                 self.process_p50_ns.len(),
                 self.aa_min_processes,
-                crate::analysis::stats::level_text()
+                crate::analysis::stats::level_text(self.level)
             ));
         }
         match self.stable_budget(1.0) {

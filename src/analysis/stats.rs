@@ -26,32 +26,11 @@ pub fn median(v: &[f64]) -> Option<f64> {
     })
 }
 
-/// The confidence level intervals aim at unless the user asks for another
-/// (`alloclab --confidence`).
-pub const DEFAULT_LEVEL: f64 = 0.95;
+pub use crate::model::metric::DEFAULT_LEVEL;
 
-/// The level in force, as f64 bits (0.95 until [`set_level`] is called).
-static LEVEL_BITS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// The confidence level every interval the lab prints aims at, and that a verdict needs:
-/// 95 % unless the command line asked for another.
-pub fn level() -> f64 {
-    match LEVEL_BITS.load(std::sync::atomic::Ordering::Relaxed) {
-        0 => DEFAULT_LEVEL,
-        bits => f64::from_bits(bits),
-    }
-}
-
-/// Sets the confidence level for the rest of the process (the driver does, once, from
-/// `--confidence`); `level` must lie in [0.5, 1).
-pub fn set_level(level: f64) {
-    debug_assert!((0.5..1.0).contains(&level));
-    LEVEL_BITS.store(level.to_bits(), std::sync::atomic::Ordering::Relaxed);
-}
-
-/// The level in force as people read it: "95 %", "99 %", "99.9 %".
-pub fn level_text() -> String {
-    let pct = 100.0 * level();
+/// A confidence level as people read it: "95 %", "99 %", "99.9 %".
+pub fn level_text(level: f64) -> String {
+    let pct = 100.0 * level;
     if (pct - pct.round()).abs() < 1e-9 {
         format!("{pct:.0} %")
     } else {
@@ -159,25 +138,29 @@ pub struct Comparison {
     pub interval: Option<Interval>,
     pub pairs: usize,
     pub verdict: Option<Verdict>,
+    /// The confidence level the interval was made at and the verdict asked of it.
+    #[serde(skip)]
+    pub level: f64,
 }
 
 /// Compares `pairs` of (base, new) values measured side by side (one pair per round):
 /// the median of the per-pair ratios new/base, its interval, and a verdict against a
 /// noise `threshold` (0.02 = ±2 %). None without a pair with a positive base.
-pub fn compare_paired(pairs: &[(f64, f64)], threshold: f64) -> Option<Comparison> {
+pub fn compare_paired(pairs: &[(f64, f64)], threshold: f64, level: f64) -> Option<Comparison> {
     let ratios: Vec<f64> = pairs
         .iter()
         .filter(|(base, _)| *base > 0.0)
         .map(|(base, new)| new / base)
         .collect();
     let ratio = median(&ratios)?;
-    let interval = median_ci(&ratios, level());
-    let verdict = interval.map(|ci| verdict(ci, threshold));
+    let interval = median_ci(&ratios, level);
+    let verdict = interval.map(|ci| verdict(ci, threshold, level));
     Some(Comparison {
         ratio,
         interval,
         pairs: ratios.len(),
         verdict,
+        level,
     })
 }
 
@@ -295,15 +278,15 @@ fn normal_cdf(x: f64) -> f64 {
 
 /// What `n` rounds (or processes) can support, when it is less than a verdict needs:
 /// "with 2 rounds an interval covers only 50.0 %: no verdict below 95 % (6 rounds give
-/// it)"; None when `n` reaches [`level`].
-pub fn too_few(n: usize, what: &str) -> Option<String> {
-    let reached = coverage(n, level()).unwrap_or(0.0);
-    (reached < level()).then(|| {
+/// it)"; None when `n` reaches `level`.
+pub fn too_few(n: usize, what: &str, level: f64) -> Option<String> {
+    let reached = coverage(n, level).unwrap_or(0.0);
+    (reached < level).then(|| {
         format!(
             "with {n} {what} an interval covers only {:.1} %: no verdict below {} ({} {what} give it)",
             100.0 * reached,
-            level_text(),
-            rounds_needed(level())
+            level_text(level),
+            rounds_needed(level)
         )
     })
 }
@@ -315,12 +298,12 @@ pub fn rounds_needed(level: f64) -> usize {
         .unwrap_or(usize::MAX)
 }
 
-/// Significant only when an interval of at least the stated coverage ([`level`]) lies
+/// Significant only when an interval of at least the coverage asked for (`level`) lies
 /// wholly beyond ±threshold; an interval of less coverage (too few rounds) decides
 /// nothing.
-pub fn verdict(ci: Interval, threshold: f64) -> Verdict {
+pub fn verdict(ci: Interval, threshold: f64, level: f64) -> Verdict {
     // A hair of tolerance: an interval computed at exactly the level asked for.
-    if ci.coverage < level() - 1e-12 {
+    if ci.coverage < level - 1e-12 {
         Verdict::Undecided
     } else if ci.low > 1.0 + threshold {
         Verdict::Slower
@@ -421,11 +404,11 @@ mod tests {
         assert_eq!(rounds_needed(DEFAULT_LEVEL), 6);
         // Five rounds, each new twice as slow: [min, max] covers only 93.75 %.
         let pairs: Vec<(f64, f64)> = (1..=5).map(|i| (i as f64, 2.0 * i as f64)).collect();
-        let c = compare_paired(&pairs, 0.02).unwrap();
+        let c = compare_paired(&pairs, 0.02, DEFAULT_LEVEL).unwrap();
         assert_eq!(c.verdict, Some(Verdict::Undecided), "{c:?}");
         let pairs: Vec<(f64, f64)> = (1..=6).map(|i| (i as f64, 2.0 * i as f64)).collect();
         assert_eq!(
-            compare_paired(&pairs, 0.02).unwrap().verdict,
+            compare_paired(&pairs, 0.02, DEFAULT_LEVEL).unwrap().verdict,
             Some(Verdict::Slower)
         );
     }
@@ -491,13 +474,15 @@ mod tests {
         let slower: Vec<(f64, f64)> = (0..6)
             .map(|i| (100.0 + i as f64, 200.0 + 2.0 * i as f64))
             .collect();
-        let c = compare_paired(&slower, 0.02).unwrap();
+        let c = compare_paired(&slower, 0.02, DEFAULT_LEVEL).unwrap();
         assert_eq!(c.verdict, Some(Verdict::Slower));
         assert!((c.ratio - 2.0).abs() < 1e-9 && c.pairs == 6);
         // Half the time: faster.
         let faster: Vec<(f64, f64)> = slower.iter().map(|(b, n)| (*n, *b)).collect();
         assert_eq!(
-            compare_paired(&faster, 0.02).unwrap().verdict,
+            compare_paired(&faster, 0.02, DEFAULT_LEVEL)
+                .unwrap()
+                .verdict,
             Some(Verdict::Faster)
         );
         // Identical up to ±1 % noise: no significant difference.
@@ -506,7 +491,7 @@ mod tests {
             .map(|f| (100.0, 100.0 * f))
             .collect();
         assert_eq!(
-            compare_paired(&same, 0.02).unwrap().verdict,
+            compare_paired(&same, 0.02, DEFAULT_LEVEL).unwrap().verdict,
             Some(Verdict::NoSignificantDifference)
         );
         // A 5 % effect whose interval reaches inside ±2 % is not called significant.
@@ -515,13 +500,15 @@ mod tests {
             .map(|f| (100.0, 100.0 * f))
             .collect();
         assert_eq!(
-            compare_paired(&unsure, 0.02).unwrap().verdict,
+            compare_paired(&unsure, 0.02, DEFAULT_LEVEL)
+                .unwrap()
+                .verdict,
             Some(Verdict::NoSignificantDifference)
         );
         // One pair: a ratio, no interval, no verdict.
-        let one = compare_paired(&[(100.0, 150.0)], 0.02).unwrap();
+        let one = compare_paired(&[(100.0, 150.0)], 0.02, DEFAULT_LEVEL).unwrap();
         assert_eq!((one.ratio, one.interval, one.verdict), (1.5, None, None));
-        assert!(compare_paired(&[], 0.02).is_none());
+        assert!(compare_paired(&[], 0.02, DEFAULT_LEVEL).is_none());
     }
 
     #[test]

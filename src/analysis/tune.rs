@@ -212,6 +212,7 @@ pub fn set_verdicts(record: &crate::model::command::ExecRecord) -> Vec<SetVerdic
             &record.allocators[b].runs,
             &record.allocators[i].runs,
             record.noise_threshold,
+            record.confidence,
         );
         let failed = r.error.as_ref().or(base.error.as_ref());
         let mut v = SetVerdict {
@@ -265,7 +266,7 @@ pub fn set_verdicts(record: &crate::model::command::ExecRecord) -> Vec<SetVerdic
 /// The one recommendation: of the sets significantly faster than their allocator's
 /// defaults, the one whose runs are fastest, with its interval and memory price; or that
 /// nothing helps significantly.
-pub fn recommendation(verdicts: &[SetVerdict], threshold: f64) -> String {
+pub fn recommendation(verdicts: &[SetVerdict], threshold: f64, level: f64) -> String {
     let best = verdicts
         .iter()
         .filter(|v| v.verdict.as_deref() == Some(crate::analysis::stats::Verdict::Faster.words()))
@@ -300,7 +301,7 @@ pub fn recommendation(verdicts: &[SetVerdict], threshold: f64) -> String {
         None => format!(
             "recommended: nothing — no knob set is faster than its allocator's defaults beyond ±{} % with {} confidence",
             threshold * 100.0,
-            crate::analysis::stats::level_text()
+            crate::analysis::stats::level_text(level)
         ),
     }
 }
@@ -358,13 +359,13 @@ mod tests {
                 400.0,
             ),
         ];
-        let r = recommendation(&sets, 0.02);
+        let r = recommendation(&sets, 0.02, crate::analysis::stats::DEFAULT_LEVEL);
         assert!(r.starts_with("recommended: system:top_pad=64M"), "{r}");
         assert!(
             r.contains("2.50x faster") && r.contains("(+10.0 MiB)"),
             "{r}"
         );
-        let none = recommendation(&sets[2..], 0.02);
+        let none = recommendation(&sets[2..], 0.02, crate::analysis::stats::DEFAULT_LEVEL);
         assert!(none.starts_with("recommended: nothing"), "{none}");
     }
 }

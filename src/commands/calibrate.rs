@@ -7,7 +7,7 @@ use crate::model::knobs::AllocatorSpec;
 use crate::model::run::RunSpec;
 use crate::model::spec::{Variant, Workload};
 
-pub fn run(args: &CalibrateArgs) -> Result<()> {
+pub fn run(args: &CalibrateArgs, level: f64) -> Result<()> {
     let alloc: AllocatorSpec = args
         .allocator
         .parse()
@@ -30,12 +30,20 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
                 variant: args.variant,
                 ..founding_case
             },
+            level,
         );
     }
     let workers = preflight::check(&[founding_case]).map_err(Error::bad)?;
     crate::engine::begin();
-    let c = calibrate::calibrate(&workers, &alloc, args.size, args.min_time, args.rounds)
-        .map_err(|e| Error::RunFailed(format!("calibration failed: {}", e.cause)))?;
+    let c = calibrate::calibrate(
+        &workers,
+        &alloc,
+        args.size,
+        args.min_time,
+        args.rounds,
+        level,
+    )
+    .map_err(|e| Error::RunFailed(format!("calibration failed: {}", e.cause)))?;
     let text = if args.json {
         serde_json::to_string_pretty(&c).map_err(Error::failed)? + "\n"
     } else {
@@ -46,9 +54,8 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
 
 /// `--noise`: long processes of one cell, every iteration kept, then the noise within,
 /// between and over them, and the budget that buys the narrowest ratio interval.
-fn noise(args: &CalibrateArgs, spec: RunSpec) -> Result<()> {
+fn noise(args: &CalibrateArgs, spec: RunSpec, level: f64) -> Result<()> {
     use crate::analysis::noise::{analyse, budgets, check_settings};
-    use crate::analysis::stats::level;
     use crate::ui::interrupt::{count, signal_name};
 
     // Settings that would measure nothing are refused before any process runs.
@@ -78,7 +85,7 @@ fn noise(args: &CalibrateArgs, spec: RunSpec) -> Result<()> {
         10,
         &budgets,
         args.per_seconds,
-        level(),
+        level,
         &stop,
     )
     .map_err(|_| {

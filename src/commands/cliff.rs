@@ -76,7 +76,7 @@ struct Across {
     verdict: Option<&'static str>,
 }
 
-pub fn run(args: &CliffArgs) -> Result<()> {
+pub fn run(args: &CliffArgs, level: f64) -> Result<()> {
     if args.from >= args.to {
         return Err(Error::BadInput(format!(
             "--from ({}) must be smaller than --to ({})",
@@ -84,7 +84,7 @@ pub fn run(args: &CliffArgs) -> Result<()> {
         )));
     }
     if !args.program.command.is_empty() {
-        return super::cliff_command::run(args);
+        return super::cliff_command::run(args, level);
     }
     let base = base_spec(args)?;
     let workers = preflight::check(std::slice::from_ref(&base)).map_err(Error::bad)?;
@@ -126,6 +126,7 @@ pub fn run(args: &CliffArgs) -> Result<()> {
         order_seed,
         &mut exec,
         &mut progress,
+        level,
     );
     progress.clear();
     let rows: Vec<SummaryRow> = cells.iter().map(cells::row).collect();

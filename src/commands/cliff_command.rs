@@ -34,12 +34,12 @@ struct CommandCliffOutput<'a> {
 
 /// The cliff of your command: `{size}` bisected between --from and --to under one
 /// allocator, per call (see [`crate::engine::program`]).
-pub fn run(args: &CliffArgs) -> Result<()> {
+pub fn run(args: &CliffArgs, level: f64) -> Result<()> {
     let p = &args.program;
     let template = Template::new(p.command.clone());
     template.check(true, p.calls).map_err(Error::BadInput)?;
     let per = template.per(p.calls);
-    let settings = settings(args, &template)?;
+    let settings = settings(args, &template, level)?;
     crate::engine::begin();
     eprintln!("{}", per.describe());
     let metric = args.metric;
@@ -109,7 +109,11 @@ pub fn run(args: &CliffArgs) -> Result<()> {
 }
 
 /// The command under the one allocator --allocator names.
-fn settings(args: &CliffArgs, template: &Template) -> Result<crate::engine::command::ExecSettings> {
+fn settings(
+    args: &CliffArgs,
+    template: &Template,
+    level: f64,
+) -> Result<crate::engine::command::ExecSettings> {
     let p = &args.program;
     let allocators = crate::model::knobs::parse_spec_list(&args.allocator).map_err(Error::bad)?;
     if allocators.len() != 1 {
@@ -127,6 +131,7 @@ fn settings(args: &CliffArgs, template: &Template) -> Result<crate::engine::comm
             args.thp,
             args.counters,
             args.noise_threshold,
+            level,
         ),
     )
     .map_err(Error::BadInput)

@@ -2,7 +2,7 @@
 //! measured in several worker processes over interleaved rounds, printed as one screen
 //! with intervals and verdicts (or Markdown, CSV, JSON).
 
-use crate::analysis::stats::{half_width_pct, level, level_text};
+use crate::analysis::stats::{half_width_pct, level_text};
 use crate::analysis::{cells, explain};
 use crate::cli::CompareArgs;
 use crate::counters::load::Load;
@@ -50,6 +50,8 @@ enum Stop {
 /// get, the runs each cell finished, the runs asked for, and why it stopped early.
 #[derive(Clone, Debug)]
 struct Ran {
+    /// The confidence level of the intervals and verdicts (`--confidence`).
+    level: f64,
     planned: u32,
     per_cell: Vec<usize>,
     asked: usize,
@@ -305,11 +307,11 @@ fn check_plan(
     )))
 }
 
-pub fn run(args: CompareArgs) -> Result<()> {
+pub fn run(args: CompareArgs, level: f64) -> Result<()> {
     let specs = args.specs()?;
     let mut executor = prepare(&args, &specs)?;
     crate::engine::begin();
-    let m = measure(&args, &specs, &mut executor);
+    let m = measure(&args, &specs, &mut executor, level);
     let cells: Vec<&Cell> = m.all.iter().filter(|c| !c.runs.is_empty()).collect();
     let outcomes: Vec<Outcome> = cells.iter().flat_map(|c| c.outcomes()).collect();
     let conflicts = engine::checksum_conflicts(&outcomes);
@@ -437,6 +439,7 @@ fn measure(
     args: &CompareArgs,
     specs: &[crate::model::run::RunSpec],
     executor: &mut ProcessExecutor,
+    level: f64,
 ) -> Measured {
     let order_seed = args.order_seed.unwrap_or_else(engine::clock_seed);
     let planned = specs.len() * args.processes as usize;
@@ -470,6 +473,7 @@ fn measure(
         &args.budget.budget(),
         order_seed,
         round_order,
+        level,
         executor,
         &mut progress,
         &mut more,
@@ -478,6 +482,7 @@ fn measure(
     let all = session.cells;
     progress.clear();
     let ran = Ran {
+        level,
         planned: args.processes,
         per_cell: all.iter().map(|c| c.runs.len()).collect(),
         asked: planned + adaptive.runs,
@@ -591,7 +596,7 @@ struct Said {
 }
 
 fn said(args: &CompareArgs, m: &Measured, ran: &Ran, cells: &[&Cell], rows: &[SummaryRow]) -> Said {
-    let lvl = level_text();
+    let lvl = level_text(ran.level);
     let method = format!(
         "{} in interleaved rounds ({}, order seed {}){}; p50 and counts are medians over processes, ±p50 its {lvl} interval{}; a ratio is significant when its whole interval of at least {lvl} lies beyond ±{} %",
         ran.processes_clause(),
@@ -604,7 +609,7 @@ fn said(args: &CompareArgs, m: &Measured, ran: &Ran, cells: &[&Cell], rows: &[Su
             ),
             _ => String::new(),
         },
-        coverage_note(rows),
+        coverage_note(rows, ran.level),
         args.noise_threshold * 100.0
     );
     let mut lines = explain::cell_explanations(cells, rows, args.noise_threshold);
@@ -624,7 +629,7 @@ fn said(args: &CompareArgs, m: &Measured, ran: &Ran, cells: &[&Cell], rows: &[Su
         m.max_time,
         m.seconds,
     ));
-    lines.extend(m.order.as_ref().and_then(|e| e.describe(level(), "runs")));
+    lines.extend(m.order.as_ref().and_then(|e| e.describe(ran.level, "runs")));
     if args.jobs > 1 {
         lines.push(format!(
             "note: --jobs {0}: {0} workers ran at once, each on a CPU of its own, and shared the memory bandwidth and caches: absolute times include that, and ratios can move beyond their intervals (docs/compare.md measures it); confirm a ratio you act on with --jobs 1",
@@ -756,6 +761,7 @@ fn ci_text(
         stopped_by: ran.stopped_by(),
         replicates: "processes",
         planned: ran.planned,
+        level: ran.level,
     };
     let benches = ci::cell_benchmarks(rows, &session, &testbed);
     super::ci_output(format, &benches, &session, &testbed)
@@ -921,15 +927,15 @@ fn adaptive_line(
 }
 
 /// Where too few processes keep the interval from reaching the level, says what it reaches.
-fn coverage_note(rows: &[SummaryRow]) -> String {
+fn coverage_note(rows: &[SummaryRow], level: f64) -> String {
     let lowest = rows.iter().filter_map(|r| r.ci_coverage).reduce(f64::min);
     match lowest {
-        Some(c) if c < level() => {
+        Some(c) if c < level => {
             format!(
                 " (with this few processes: {:.1} % coverage, so no verdicts; {} processes give {})",
                 c * 100.0,
-                crate::analysis::stats::rounds_needed(level()),
-                level_text()
+                crate::analysis::stats::rounds_needed(level),
+                level_text(level)
             )
         }
         _ => String::new(),
@@ -942,6 +948,7 @@ mod tests {
 
     fn ran(per_cell: &[usize], stop: Option<Stop>) -> Ran {
         Ran {
+            level: crate::analysis::stats::DEFAULT_LEVEL,
             planned: 1000,
             per_cell: per_cell.to_vec(),
             asked: 24_000,

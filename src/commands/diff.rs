@@ -360,7 +360,7 @@ fn table_rows(d: &Diff) -> Vec<TableRow> {
                 c.cell.clone(),
                 ns(c.base_p50_ns),
                 ns(c.new_p50_ns),
-                change_words(c),
+                change_words(c, d.level),
             ]
             .into_iter()
             .chain(c.changes.iter().map(|(_, v)| delta(v)))
@@ -458,12 +458,13 @@ fn drift_line(drift: &Drift, threshold: f64) -> String {
     }
 }
 
-pub fn run(args: &DiffArgs) -> Result<()> {
+pub fn run(args: &DiffArgs, level: f64) -> Result<()> {
     let (base, new) = sides(args)?;
     let Some(d) = diff(
         &base.rows,
         &new.rows,
         args.noise_threshold,
+        level,
         !args.no_drift_allowance,
         !args.no_host_reference,
         &crate::ui::interrupt::interrupted,
@@ -657,7 +658,7 @@ fn summary(d: &Diff, t: f64) -> String {
         count(crate::analysis::stats::Verdict::Slower),
         count(crate::analysis::stats::Verdict::Faster),
         count(crate::analysis::stats::Verdict::Undecided),
-        crate::analysis::stats::level_text(),
+        crate::analysis::stats::level_text(d.level),
         t * 100.0,
         t * 100.0,
         if methods.is_empty() { "none".to_string() } else { methods.join(", ") }

@@ -84,8 +84,8 @@ pub fn take_out_dir(dir: &Path, kind: Kind, force: bool) -> Result<Folder> {
     Ok(folder)
 }
 
-pub fn run(args: &ExecArgs) -> Result<()> {
-    let settings = args.settings().map_err(Error::BadInput)?;
+pub fn run(args: &ExecArgs, level: f64) -> Result<()> {
+    let settings = args.settings(level).map_err(Error::BadInput)?;
     if args.format == Format::Bmf {
         check_bencher_names(&settings)?;
     }
@@ -231,6 +231,7 @@ fn ci_text(format: Format, rows: &[output::ExecRow], record: &ExecRecord) -> Res
         stopped_by: rows.iter().find_map(|r| r.stopped_by.clone()),
         replicates: "runs",
         planned: record.runs_requested,
+        level: record.confidence,
     };
     let benches = ci::exec_benchmarks(rows, &session, &testbed);
     super::ci_output(format, &benches, &session, &testbed)

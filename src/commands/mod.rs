@@ -21,24 +21,26 @@ use crate::error::{Error, Result};
 use std::io::Write;
 
 /// Runs one parsed command; `confidence` the level the command line gave, if it gave one
-/// (the level in force is set from it, or the default, before).
+/// (every interval and verdict is made at it, or at the default 95 %; `report` rebuilds
+/// a folder at the level it was measured at unless it is given).
 pub fn dispatch(command: Command, confidence: Option<f64>) -> Result<()> {
+    let level = confidence.unwrap_or(crate::analysis::stats::DEFAULT_LEVEL);
     // The trap loop writes nothing: it runs with its output discarded.
     if !matches!(command, Command::Generate(_) | Command::TrapLoop { .. }) {
         stdout_is_open()?;
     }
     match command {
         Command::List => list::run(),
-        Command::Compare(args) => compare::run(args),
-        Command::Run(args) => run::run(args),
+        Command::Compare(args) => compare::run(args, level),
+        Command::Run(args) => run::run(args, level),
         Command::Report(args) => report::run(&args, confidence),
-        Command::Calibrate(args) => calibrate::run(&args),
-        Command::Cliff(args) => cliff::run(&args),
-        Command::Tune(args) => tune::run(&args),
-        Command::Exec(args) => exec::run(&args),
-        Command::Sweep(args) => sweep::run(&args),
-        Command::Trace(args) => trace::run(&args),
-        Command::Diff(args) => diff::run(&args),
+        Command::Calibrate(args) => calibrate::run(&args, level),
+        Command::Cliff(args) => cliff::run(&args, level),
+        Command::Tune(args) => tune::run(&args, level),
+        Command::Exec(args) => exec::run(&args, level),
+        Command::Sweep(args) => sweep::run(&args, level),
+        Command::Trace(args) => trace::run(&args, level),
+        Command::Diff(args) => diff::run(&args, level),
         Command::Generate(args) => generate(&args),
         Command::TrapLoop { calls } => {
             crate::engine::command::trap_loop(calls);

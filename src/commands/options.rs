@@ -55,8 +55,9 @@ pub fn versions(cmds: &[String], names: &[String]) -> Result<Vec<Version>, Strin
 }
 
 impl ExecArgs {
-    /// Validates everything that can be checked before any run.
-    pub fn settings(&self) -> Result<ExecSettings, String> {
+    /// Validates everything that can be checked before any run; intervals and verdicts
+    /// at `level`.
+    pub fn settings(&self, level: f64) -> Result<ExecSettings, String> {
         let versions = if self.cmds.is_empty() {
             Vec::new()
         } else {
@@ -77,6 +78,7 @@ impl ExecArgs {
                 timeout: self.timeout,
                 counters: self.counters,
                 noise_threshold: self.noise_threshold,
+                level,
                 order_seed: self.order_seed,
             },
         )?;
@@ -94,8 +96,7 @@ impl ExecArgs {
         settings.versions = versions;
         // Adaptive rounds follow a budget that can decide (--runs at least the rounds an
         // interval at the confidence level needs); fewer runs are a quick look, kept to.
-        let can_decide = self.runs
-            >= crate::analysis::stats::rounds_needed(crate::analysis::stats::level()) as u32;
+        let can_decide = self.runs >= crate::analysis::stats::rounds_needed(level) as u32;
         settings.adaptive_until =
             (!self.no_adaptive && can_decide).then(|| Duration::from_secs_f64(self.max_time));
         Ok(settings)
@@ -111,6 +112,8 @@ pub struct CommandOptions {
     pub timeout: Option<f64>,
     pub counters: CounterMode,
     pub noise_threshold: f64,
+    /// The confidence level of the intervals and verdicts (`--confidence`).
+    pub level: f64,
     /// None: from the clock.
     pub order_seed: Option<u64>,
 }
@@ -125,6 +128,7 @@ impl CommandOptions {
         thp: crate::model::spec::Thp,
         counters: CounterMode,
         noise_threshold: f64,
+        level: f64,
     ) -> Self {
         CommandOptions {
             runs,
@@ -134,6 +138,7 @@ impl CommandOptions {
             timeout: p.timeout,
             counters,
             noise_threshold,
+            level,
             order_seed: p.order_seed,
         }
     }
@@ -164,6 +169,7 @@ pub fn command_settings(
         counters: o.counters,
         preload_dir: preload_dir(),
         noise_threshold: o.noise_threshold,
+        level: o.level,
         order_seed: o.order_seed.unwrap_or_else(clock_seed),
         second: None,
         versions: Vec::new(),

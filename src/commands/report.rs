@@ -47,8 +47,6 @@ pub fn run(args: &ReportArgs, given: Option<f64>) -> Result<()> {
                 );
             }
         }
-        // The index page at the level asked for (each folder's rebuild set its own).
-        crate::analysis::stats::set_level(given.unwrap_or(crate::analysis::stats::DEFAULT_LEVEL));
         let entries = crate::export::index::entries(dir);
         for e in &entries {
             if let Some(p) = &e.problem {
@@ -102,12 +100,10 @@ fn rebuild(dir: &std::path::Path, given: Option<f64>) -> Result<report_md::Rebui
             dir.display()
         )));
     }
-    let loaded = results::load(dir).map_err(Error::bad)?;
-    crate::analysis::stats::set_level(
-        given
-            .or(loaded.plan.confidence)
-            .unwrap_or(crate::analysis::stats::DEFAULT_LEVEL),
-    );
+    let mut loaded = results::load(dir).map_err(Error::bad)?;
+    if let Some(level) = given {
+        loaded = loaded.at_level(level);
+    }
     let rebuilt = report_md::rebuild(folder.folder(), &loaded, true).map_err(Error::failed)?;
     // What the folder's runs hold is all report has: it runs nothing, so a folder whose
     // plan did not finish stays so (folder.json names what is missing).

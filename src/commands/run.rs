@@ -50,7 +50,7 @@ fn check_run_count(experiments: &[Experiment], max_runs: u64) -> Result<()> {
     )))
 }
 
-pub fn run(args: RunArgs) -> Result<()> {
+pub fn run(args: RunArgs, level: f64) -> Result<()> {
     let experiments = args.experiments().map_err(Error::bad)?;
     let (workers, mut executor, mut folders) = prepare(&args, &experiments)?;
     crate::engine::begin();
@@ -67,7 +67,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     let calibration = if args.no_calibration {
         None
     } else {
-        calibration(&workers, min_time, rounds)
+        calibration(&workers, min_time, rounds, level)
     };
     // Runs differ by orders of magnitude (32 to 2^24 elements in the size sweep): the ETA learns what each
     // kind costs as they run (see `plan_eta`).
@@ -82,6 +82,7 @@ pub fn run(args: RunArgs) -> Result<()> {
             &mut executor,
             &mut progress,
             calibration.as_ref(),
+            level,
         )
         .map_err(Error::failed);
         let o = match o {
@@ -196,13 +197,19 @@ fn calibration_min_time() -> Option<f64> {
 
 /// What observing costs on this machine now (the founding case under glibc at 1,000,000
 /// elements, `rounds` rounds of `min_time` s); None, said on stderr, where it failed.
-fn calibration(workers: &std::path::Path, min_time: f64, rounds: u32) -> Option<Calibration> {
+fn calibration(
+    workers: &std::path::Path,
+    min_time: f64,
+    rounds: u32,
+    level: f64,
+) -> Option<Calibration> {
     match calibrate::calibrate(
         workers,
         &crate::model::knobs::AllocatorSpec::plain(crate::model::spec::Allocator::System),
         1_000_000,
         min_time,
         rounds,
+        level,
     ) {
         Ok(c) => Some(c),
         Err(e) => {
@@ -306,9 +313,10 @@ pub fn run_experiment(
     executor: &mut dyn Executor,
     progress: &mut Progress,
     calibration: Option<&Calibration>,
+    level: f64,
 ) -> Result<ExperimentOutcome, ResultsError> {
     let dir = results.root.clone();
-    let plan = Plan::new(exp);
+    let plan = Plan::new(exp, level);
     results.save_plan(&plan)?;
     if let Some(c) = calibration {
         results.save_calibration(c)?;
@@ -351,6 +359,7 @@ fn measure_cells(
         .map(|run| Cell {
             spec: run.spec.clone(),
             runs: Vec::new(),
+            level: plan.level(),
         })
         .collect();
     let mut runs = Runs {

@@ -61,7 +61,7 @@ struct SweepFile<'a> {
     cliffs: &'a [CommandCliff],
 }
 
-pub fn run(args: &SweepArgs) -> Result<()> {
+pub fn run(args: &SweepArgs, level: f64) -> Result<()> {
     let p = &args.program;
     if p.command.is_empty() {
         return Err(Error::BadInput(
@@ -81,6 +81,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
             args.thp,
             args.counters,
             crate::model::metric::NOISE_THRESHOLD,
+            level,
         ),
     )
     .map_err(Error::BadInput)?;
@@ -282,7 +283,7 @@ impl Sweep {
         if !text.is_empty() {
             text.push('\n');
         }
-        text.push_str(&table(&self.rows, false));
+        text.push_str(&table(&self.rows, false, self.settings.level));
         let unresolved: Vec<&CommandCliff> =
             cliffs.iter().filter(|c| c.unresolved.is_some()).collect();
         if !unresolved.is_empty() {
@@ -317,12 +318,15 @@ fn shown() -> impl Iterator<Item = crate::model::metric::Metric> {
 }
 
 /// The rows as a plain-text or Markdown table.
-fn table(rows: &[PointRow], markdown: bool) -> String {
+fn table(rows: &[PointRow], markdown: bool, level: f64) -> String {
     let unit = rows.first().map_or("call", |r| r.per.as_str());
     let headers = [
         "size".to_string(),
         "allocator".to_string(),
-        format!("time/{unit} [{} CI]", crate::analysis::stats::level_text()),
+        format!(
+            "time/{unit} [{} CI]",
+            crate::analysis::stats::level_text(level)
+        ),
     ]
     .into_iter()
     .chain(shown().map(|m| format!("{}/{unit}", m.short)))
@@ -648,7 +652,7 @@ impl Sweep {
         md.push_str(&format!(
         "Figures are {}; time is the median over the rounds with its {} interval. Sizes: {}.\n\n",
         per.describe(),
-        crate::analysis::stats::level_text(),
+        crate::analysis::stats::level_text(self.settings.level),
         sizes
             .iter()
             .map(|s| group_thousands(*s as i64))
@@ -673,7 +677,7 @@ impl Sweep {
         md.push_str("\n## Plots\n\n");
         md.push_str(plots_md);
         md.push_str("\n## Summary\n\n");
-        md.push_str(&table(rows, true));
+        md.push_str(&table(rows, true, self.settings.level));
         md.push_str("\nEvery run: `points/n<size>.json` (exec's record of that size). Run times: `histograms/<allocator>-n<size>.us.csv` (HdrHistogram, µs; with {calls}, the 2N-call runs). All rows: `summary.csv`; cliffs: `cliffs.json`.\n");
         md
     }

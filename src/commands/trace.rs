@@ -4,7 +4,7 @@
 //! heap top) and, where perf works, whose faults and memory syscalls come with their
 //! call stacks: a timeline, folded stacks, flame graphs and one mechanism line each.
 
-use crate::analysis::stats::{level, median, median_ci};
+use crate::analysis::stats::{median, median_ci};
 use crate::analysis::trace::{self as analysis, EventKind};
 use crate::cli::TraceArgs;
 use crate::engine::{self, preflight, trace, ProcessExecutor};
@@ -17,9 +17,9 @@ use crate::ui::interrupt::interrupted;
 use crate::ui::progress::Progress;
 use std::time::Duration;
 
-pub fn run(args: &TraceArgs) -> Result<()> {
+pub fn run(args: &TraceArgs, level: f64) -> Result<()> {
     if !args.command.is_empty() {
-        return run_command(args);
+        return run_command(args, level);
     }
     let specs = args.specs()?;
     let workers = preflight::check(&specs).map_err(Error::bad)?;
@@ -46,6 +46,7 @@ pub fn run(args: &TraceArgs) -> Result<()> {
             order_seed,
             &mut executor,
             &mut progress,
+            level,
         )
     } else {
         Vec::new()
@@ -57,6 +58,7 @@ pub fn run(args: &TraceArgs) -> Result<()> {
         sampling: &sampling,
         ptrace_ok,
         folder: &folder,
+        level,
     };
     let mut traces: Vec<AllocatorTrace> = Vec::new();
     for spec in &specs {
@@ -160,6 +162,8 @@ struct CellTracing<'a> {
     sampling: &'a std::result::Result<trace::Sampling, String>,
     ptrace_ok: bool,
     folder: &'a crate::export::folder::Folder,
+    /// The confidence level of the untraced median's interval.
+    level: f64,
 }
 
 impl CellTracing<'_> {
@@ -202,9 +206,12 @@ impl CellTracing<'_> {
         }
         Ok(Some(match outcome {
             Ok(traced) => self.read(spec, &label, traced, untraced),
-            Err(f) => {
-                AllocatorTrace::failed(&label, spec.allocator, f.cause, overhead(&[], untraced))
-            }
+            Err(f) => AllocatorTrace::failed(
+                &label,
+                spec.allocator,
+                f.cause,
+                overhead(&[], untraced, self.level),
+            ),
         }))
     }
 
@@ -276,7 +283,7 @@ impl CellTracing<'_> {
             failure: None,
             mechanism,
             attributions,
-            overhead: overhead(&traced_ns, untraced),
+            overhead: overhead(&traced_ns, untraced, self.level),
             faults_folded: fold(&[EventKind::Fault]),
             syscalls_folded: fold(&EventKind::SYSCALLS),
             between: placed.between.clone(),
@@ -322,10 +329,10 @@ fn conclude(
 
 /// The traced run's median iteration against the untraced processes' p50s: the ratio,
 /// and its range over the untraced median's interval.
-fn overhead(traced_ns: &[f64], untraced_p50s: &[f64]) -> Overhead {
+fn overhead(traced_ns: &[f64], untraced_p50s: &[f64], level: f64) -> Overhead {
     let traced = median(traced_ns);
     let untraced = median(untraced_p50s);
-    let ci = median_ci(untraced_p50s, level());
+    let ci = median_ci(untraced_p50s, level);
     Overhead {
         traced_median_ns: traced,
         untraced_median_ns: untraced,
@@ -381,8 +388,8 @@ fn sample_check(
 /// `alloclab trace -- CMD`: the command's untraced runs under each allocator (exec's
 /// session, shuffled rounds), then one run per allocator under `perf record`, read into a
 /// timeline over time, folded stacks and a mechanism line.
-fn run_command(args: &TraceArgs) -> Result<()> {
-    let settings = command_settings(args)?;
+fn run_command(args: &TraceArgs, level: f64) -> Result<()> {
+    let settings = command_settings(args, level)?;
     let max_records = crate::engine::python::max_records_from_env().map_err(Error::BadInput)?;
     let sampling = sampling(args)?;
     let folder = super::exec::take_out_dir(&args.out, Kind::Trace, args.force_out)?;
@@ -448,7 +455,7 @@ fn run_command(args: &TraceArgs) -> Result<()> {
 }
 
 /// The command as exec runs it (its untraced runs are exec's session).
-fn command_settings(args: &TraceArgs) -> Result<crate::engine::command::ExecSettings> {
+fn command_settings(args: &TraceArgs, level: f64) -> Result<crate::engine::command::ExecSettings> {
     let allocators = crate::model::knobs::parse_spec_list(&args.allocators).map_err(Error::bad)?;
     super::options::command_settings(
         allocators,
@@ -461,6 +468,7 @@ fn command_settings(args: &TraceArgs) -> Result<crate::engine::command::ExecSett
             timeout: Some(args.timeout),
             counters: crate::counters::CounterMode::Auto,
             noise_threshold: 2.0,
+            level,
             order_seed: args.order_seed,
         },
     )
@@ -801,6 +809,7 @@ fn untraced_of(record: Option<&crate::engine::command::ExecRecord>, label: &str)
     let Some(row) = record.and_then(|r| r.allocators.iter().find(|a| a.allocator == label)) else {
         return Untraced::default();
     };
+    let level = record.map_or(crate::analysis::stats::DEFAULT_LEVEL, |r| r.confidence);
     let walls: Vec<f64> = row.runs.iter().map(|r| r.wall_ns as f64).collect();
     let syscalls: Vec<f64> = row
         .runs
@@ -808,7 +817,7 @@ fn untraced_of(record: Option<&crate::engine::command::ExecRecord>, label: &str)
         .filter_map(|r| r.syscalls)
         .map(|c| (c.brk + c.mmap + c.munmap + c.madvise + c.mremap) as f64)
         .collect();
-    let ci = median_ci(&walls, level());
+    let ci = median_ci(&walls, level);
     let behaviours = record
         .map(crate::analysis::command::rows)
         .and_then(|rows| rows.into_iter().find(|r| r.allocator == label))

@@ -15,9 +15,9 @@ use crate::model::summary::SummaryRow;
 use crate::ui::progress::Progress;
 use std::time::Duration;
 
-pub fn run(args: &TuneArgs) -> Result<()> {
+pub fn run(args: &TuneArgs, level: f64) -> Result<()> {
     if !args.program.command.is_empty() {
-        return super::tune_command::run(args);
+        return super::tune_command::run(args, level);
     }
     let allocators = allocators(args)?;
     let specs = specs(args, &allocators);
@@ -38,6 +38,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         order_seed,
         &mut exec,
         &mut progress,
+        level,
     );
     progress.clear();
     let rows: Vec<SummaryRow> = all.iter().map(cells::row).collect();
@@ -54,7 +55,15 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     let stopped_by = crate::ui::interrupt::interrupted()
         .then(|| crate::ui::interrupt::signal_name().unwrap_or("an interrupt"));
     let text = match args.format {
-        Format::Table => screen(args, &allocators, &rows, &time, order_seed, stopped_by),
+        Format::Table => screen(
+            args,
+            &allocators,
+            &rows,
+            &time,
+            order_seed,
+            stopped_by,
+            level,
+        ),
         format => rows_as(args, format, &rows, stopped_by)?,
     };
     super::print_out(&text)?;
@@ -123,6 +132,7 @@ fn screen(
     time: &[Option<crate::analysis::stats::Comparison>],
     order_seed: u64,
     stopped_by: Option<&str>,
+    level: f64,
 ) -> String {
     let width = crate::fmt::screen_width();
     let wrap = |text: &str, first: &str, rest: &str| crate::fmt::wrap(text, width, first, rest);
@@ -157,9 +167,9 @@ fn screen(
         &format!(
             "{} processes per set in interleaved rounds (order seed {order_seed}), medians with {} intervals, significant beyond ±{} %{}",
             args.processes,
-            crate::analysis::stats::level_text(),
+            crate::analysis::stats::level_text(level),
             args.noise_threshold * 100.0,
-            crate::analysis::stats::too_few(args.processes as usize, "processes")
+            crate::analysis::stats::too_few(args.processes as usize, "processes", level)
                 .map_or(String::new(), |few| format!("; {few}"))
         ),
         "",

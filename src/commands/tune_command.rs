@@ -48,7 +48,7 @@ fn command_sets(args: &TuneArgs) -> Result<Vec<AllocatorSpec>> {
 
 /// `tune -- CMD`: the curated sets applied to your command through exec's preloads and
 /// environment (each knob read back by the probe), in interleaved rounds.
-pub fn run(args: &TuneArgs) -> Result<()> {
+pub fn run(args: &TuneArgs, level: f64) -> Result<()> {
     let p = &args.program;
     let template = Template::new(p.command.clone());
     template.check(false, p.calls).map_err(Error::BadInput)?;
@@ -65,6 +65,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
             Default::default(),
             args.counters,
             args.noise_threshold,
+            level,
         ),
     )
     .map_err(Error::BadInput)?;
@@ -75,7 +76,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     let record = record?;
     let rows = crate::export::exec::rows(&record);
     let verdicts = tune::set_verdicts(&record);
-    let advice = tune::recommendation(&verdicts, args.noise_threshold);
+    let advice = tune::recommendation(&verdicts, args.noise_threshold, record.confidence);
     let text = match args.format {
         Format::Json => {
             let v = TuneOutput {

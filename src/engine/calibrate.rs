@@ -26,6 +26,7 @@ pub fn calibrate(
     size: u64,
     min_time_s: f64,
     rounds: u32,
+    level: f64,
 ) -> Result<Calibration, RunFailure> {
     let worker = alloc.allocator.worker_binary();
     let out = Command::new(workers.join(worker))
@@ -134,7 +135,7 @@ pub fn calibrate(
             };
             // Each round ran off and on (in a shuffled order): the rounds pair them.
             let pairs: Vec<(f64, f64)> = off.iter().copied().zip(on.iter().copied()).collect();
-            let Some(c) = compare_paired(&pairs, GOAL_RATIO - 1.0) else {
+            let Some(c) = compare_paired(&pairs, GOAL_RATIO - 1.0, level) else {
                 continue;
             };
             effects.push(Effect {

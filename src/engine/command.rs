@@ -114,6 +114,8 @@ pub struct ExecSettings {
     pub preload_dir: PathBuf,
     /// The band around 1 within which a ratio is no significant difference.
     pub noise_threshold: f64,
+    /// The confidence level of the intervals and verdicts (`--confidence`).
+    pub level: f64,
     /// The seed of every round's shuffled order (recorded in the record).
     pub order_seed: u64,
     /// A second command every allocator also runs once in every round (in the round's
@@ -439,6 +441,7 @@ pub fn run_session(
         allocators: rows,
         order_seed: Some(settings.order_seed),
         noise_threshold: settings.noise_threshold,
+        confidence: settings.level,
         trap_cost_ns: None,
         stopped_by: None,
         adaptive_rounds: 0,

@@ -484,6 +484,7 @@ pub fn run_rounds(
     order_seed: u64,
     executor: &mut dyn Executor,
     progress: &mut Progress,
+    level: f64,
 ) -> Vec<Cell> {
     let every = vec![true; specs.len()];
     run_rounds_while(
@@ -491,6 +492,7 @@ pub fn run_rounds(
         budget,
         order_seed,
         Order::Shuffled,
+        level,
         executor,
         progress,
         &mut |done, _, _| (done < rounds).then(|| every.clone()),
@@ -515,11 +517,13 @@ pub struct Session {
 /// the cells it names (`Some(takes part, per cell)`; `None` ends the session): adaptive
 /// rounds go on only for the cells whose comparisons are still open (and grow the
 /// progress total as they do).
+#[allow(clippy::too_many_arguments)] // the session's plan, as compare gives it
 pub fn run_rounds_while(
     specs: &[RunSpec],
     budget: &Budget,
     order_seed: u64,
     order: Order,
+    level: f64,
     executor: &mut dyn Executor,
     progress: &mut Progress,
     more: MoreRounds<'_>,
@@ -629,6 +633,7 @@ pub fn run_rounds_while(
             .map(|spec| Cell {
                 spec: spec.clone(),
                 runs: Vec::new(),
+                level,
             })
             .collect(),
     };
@@ -747,7 +752,15 @@ mod tests {
         let run = |seed: u64| {
             let mut rec = Recorder(Vec::new());
             let mut progress = Progress::new(15);
-            let cells = run_rounds(&specs, &Budget::default(), 3, seed, &mut rec, &mut progress);
+            let cells = run_rounds(
+                &specs,
+                &Budget::default(),
+                3,
+                seed,
+                &mut rec,
+                &mut progress,
+                crate::analysis::stats::DEFAULT_LEVEL,
+            );
             (cells, rec.0)
         };
         let (cells, order) = run(9);
@@ -806,6 +819,7 @@ mod tests {
             9,
             &mut batches,
             &mut progress,
+            crate::analysis::stats::DEFAULT_LEVEL,
         );
         let sizes: Vec<usize> = batches.1.iter().map(Vec::len).collect();
         assert_eq!(sizes, vec![2, 2, 1, 2, 2, 1, 2, 2, 1], "{:?}", batches.1);
@@ -818,6 +832,7 @@ mod tests {
             9,
             &mut one,
             &mut Progress::new(15),
+            crate::analysis::stats::DEFAULT_LEVEL,
         );
         assert_eq!(batches.1.concat(), one.0);
         for (cell, spec) in cells.iter().zip(&specs) {

@@ -11,7 +11,7 @@ use super::command::{run_session, ExecRecord, ExecSettings, Observer, SessionErr
 use crate::analysis::cliff::{Metric, Probe, Trend};
 use crate::analysis::command::{self as output, medians};
 use crate::analysis::jumps::{changes, Point};
-use crate::analysis::stats::{level, median, median_ci};
+use crate::analysis::stats::{median, median_ci};
 use crate::fmt::{fmt_count, group_thousands};
 use crate::model::command::ExecRun;
 use crate::model::metric::{
@@ -271,7 +271,7 @@ pub fn point_rows(record: &ExecRecord, size: u64, per: Per) -> Vec<PointRow> {
         if !rounds.is_empty() {
             let t: Vec<f64> = rounds.iter().map(|x| x.0).collect();
             p.time_ns = median(&t);
-            if let Some(ci) = median_ci(&t, level()) {
+            if let Some(ci) = median_ci(&t, record.confidence) {
                 p.time_ci_low_ns = Some(ci.low);
                 p.time_ci_high_ns = Some(ci.high);
                 p.ci_coverage = Some(ci.coverage);

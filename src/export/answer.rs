@@ -142,7 +142,7 @@ pub fn compare_screen(
     }
     let heading = format!(
         "{what}: each variant against in-place, each allocator against the fastest ({} intervals of paired rounds)",
-        crate::analysis::stats::level_text()
+        crate::analysis::stats::level_text(answer.level)
     );
     s.push_str(&console(answer, &heading, width));
     s.push('\n');

@@ -22,7 +22,7 @@
 //!   that starts with `±` is rescaled when a unit changes, any other text is kept as is.
 
 use crate::analysis::command::ExecRow;
-use crate::analysis::stats::{level, level_text};
+use crate::analysis::stats::level_text;
 use crate::model::environment::Environment;
 use crate::model::metric::{MEMORY_SYSCALLS, MINOR_FAULTS, RUN_METRICS};
 use crate::model::spec::file_stem;
@@ -136,6 +136,8 @@ pub struct Session {
     pub replicates: &'static str,
     /// How many of them each benchmark was to get.
     pub planned: u32,
+    /// The confidence level of the intervals.
+    pub level: f64,
 }
 
 /// One measured figure of a benchmark.
@@ -233,10 +235,10 @@ fn u(v: Option<u64>) -> Option<f64> {
 /// interval of the median over 6 processes (order statistics; coverage 96.9 %)", or,
 /// where too few of them cannot reach the level, the coverage they reach: "75.0 %
 /// interval of the median over 3 runs (order statistics: 3 runs cannot reach 95 %)".
-fn interval(n: Option<u32>, replicates: &str, coverage: Option<f64>) -> Bounds {
+fn interval(n: Option<u32>, replicates: &str, coverage: Option<f64>, level: f64) -> Bounds {
     let over = n.map_or(String::new(), |n| format!(" over {n} {replicates}"));
     match coverage {
-        Some(c) if c < level() - 1e-12 => Bounds {
+        Some(c) if c < level - 1e-12 => Bounds {
             label: format!("{:.1} % CI", 100.0 * c),
             words: format!(
                 "{:.1} % interval of the median{over} (order statistics: {} cannot reach {})",
@@ -244,14 +246,14 @@ fn interval(n: Option<u32>, replicates: &str, coverage: Option<f64>) -> Bounds {
                 n.map_or(format!("these {replicates}"), |n| format!(
                     "{n} {replicates}"
                 )),
-                level_text()
+                level_text(level)
             ),
         },
         _ => Bounds {
-            label: format!("{} CI", level_text()),
+            label: format!("{} CI", level_text(level)),
             words: format!(
                 "{} interval of the median{over} (order statistics{})",
-                level_text(),
+                level_text(level),
                 coverage.map_or(String::new(), |c| format!("; coverage {:.1} %", 100.0 * c))
             ),
         },
@@ -284,7 +286,7 @@ pub fn cell_benchmarks(
                 file_stem(&r.allocator_spec)
             );
             let n = r.processes;
-            let ci = || interval(n, "processes", r.ci_coverage);
+            let ci = || interval(n, "processes", r.ci_coverage, session.level);
             let spread = || spread(n);
             let figures = [
                 figure(
@@ -399,7 +401,14 @@ pub fn exec_benchmarks(rows: &[ExecRow], session: &Session, testbed: &Testbed) -
                 "the median over runs of the command's wall time",
                 ns(r.wall_median_ms),
                 Some((ns(r.wall_ci_low_ms), ns(r.wall_ci_high_ms))),
-                || interval(Some(r.runs as u32), "runs", r.wall_ci_coverage),
+                || {
+                    interval(
+                        Some(r.runs as u32),
+                        "runs",
+                        r.wall_ci_coverage,
+                        session.level,
+                    )
+                },
             );
             // Each per-run registry entry CI is given, in its unit's base (a peak RSS
             // in bytes).
@@ -620,6 +629,7 @@ mod tests {
         Session {
             command: "compare",
             complete: true,
+            level: crate::analysis::stats::DEFAULT_LEVEL,
             stopped_by: None,
             replicates: "processes",
             planned: 6,

@@ -10,7 +10,7 @@ use crate::fmt::{fmt_ns, signed};
 use crate::model::metric::Changes;
 
 /// A cell's change in words: "1.09x slower [1.04x, 1.14x]", or its note without a ratio.
-pub(crate) fn change_words(c: &CellChange) -> String {
+pub(crate) fn change_words(c: &CellChange, level: f64) -> String {
     let Some(ratio) = c.ratio else {
         return c.note.clone().unwrap_or_else(|| "n/a".into());
     };
@@ -27,6 +27,7 @@ pub(crate) fn change_words(c: &CellChange) -> String {
         interval,
         pairs: 0,
         verdict: c.verdict,
+        level,
     })
 }
 
@@ -71,7 +72,7 @@ pub(crate) fn answer_screen(
     for c in &d.cells {
         if matches!(c.verdict, Some(Verdict::Slower | Verdict::Faster)) {
             s.push_str(&wrap(
-                &format!("{}: {}", c.cell, change_words(c)),
+                &format!("{}: {}", c.cell, change_words(c, d.level)),
                 width,
                 "  ",
                 "    ",

@@ -4,7 +4,7 @@
 //! `exec.json` with every run and `REPORT.md`.
 
 pub use crate::analysis::command::{paired, rows, ExecRow};
-use crate::analysis::stats::{coverage, level, level_text};
+use crate::analysis::stats::{coverage, level_text};
 use crate::export::folder::Folder;
 use crate::export::table::{render_markdown, render_table, TableRow};
 use crate::fmt::{fmt_count, fmt_ns, group_thousands};
@@ -396,7 +396,8 @@ pub fn order_line(record: &ExecRecord) -> Option<String> {
     runs.sort_by_key(|r| (r.0, r.1));
     let sequence: Vec<(usize, Option<f64>)> = runs.iter().map(|r| (r.2, Some(r.3))).collect();
     let name = |i: usize| record.allocators[i].allocator.clone();
-    order_effect(&runs_in_sequence(&sequence, &name), PERMUTATIONS, SEED)?.describe(level(), "runs")
+    order_effect(&runs_in_sequence(&sequence, &name), PERMUTATIONS, SEED)?
+        .describe(record.confidence, "runs")
 }
 
 /// The lines above the table: the command, how it was run, and what counted.
@@ -445,14 +446,14 @@ pub fn header(record: &ExecRecord) -> String {
             Some(seed) => format!("every allocator once per round in a shuffled order (order seed {seed})"),
             None => "allocators alternating in a fixed order".to_string(),
         },
-        match coverage(rounds as usize, level()) {
-            Some(c) if c >= level() => level_text(),
+        match coverage(rounds as usize, record.confidence) {
+            Some(c) if c >= record.confidence => level_text(record.confidence),
             Some(c) => format!(
                 "{:.1} % (all {} runs can give; no verdict below {}: {} runs give it)",
                 c * 100.0,
                 rounds,
-                level_text(),
-                crate::analysis::stats::rounds_needed(level())
+                level_text(record.confidence),
+                crate::analysis::stats::rounds_needed(record.confidence)
             ),
             None => "no".to_string(),
         },
@@ -603,7 +604,7 @@ pub fn save(folder: &Folder, record: &ExecRecord) -> Result<(), String> {
         complete: record.complete,
         stopped_by: record.stopped_by.clone(),
         noise_threshold: record.noise_threshold,
-        confidence: crate::analysis::stats::level(),
+        confidence: record.confidence,
         answer: items.clone(),
         failed: rows
             .iter()
@@ -666,6 +667,7 @@ Run times per allocator: `histograms/<allocator>.us.csv` (HdrHistogram, µs). Ev
 mod tests {
     use super::*;
     use crate::analysis::stats::median;
+    use crate::analysis::stats::DEFAULT_LEVEL;
     use crate::model::command::ExecRun;
 
     #[test]
@@ -709,10 +711,10 @@ mod tests {
         // between rounds; listed out of order.
         let base = runs(&[(1, 100), (2, 150), (3, 120), (4, 300), (5, 110), (6, 130)]);
         let other = runs(&[(6, 260), (1, 200), (3, 240), (2, 300), (5, 220), (4, 600)]);
-        let c = paired(&base, &other, 0.02).unwrap();
+        let c = paired(&base, &other, 0.02, DEFAULT_LEVEL).unwrap();
         assert_eq!((c.ratio, c.pairs), (2.0, 6));
         assert_eq!(c.verdict, Some(crate::analysis::stats::Verdict::Slower));
-        let same = paired(&base, &base, 0.02).unwrap();
+        let same = paired(&base, &base, 0.02, DEFAULT_LEVEL).unwrap();
         assert_eq!(
             same.verdict,
             Some(crate::analysis::stats::Verdict::NoSignificantDifference)

@@ -493,7 +493,7 @@ pub fn findings(loaded: &Loaded, answer: &Answer) -> FolderFindings {
         incomplete: answer.incomplete.clone(),
         quick: e.quick,
         noise_threshold: threshold,
-        confidence: crate::analysis::stats::level(),
+        confidence: loaded.plan.level(),
         answer: answer.items.clone(),
         more: answer.more,
         cliffs: cliff_lines(&loaded.cliffs, confirming),

@@ -358,7 +358,11 @@ pub(crate) fn heat_table_of(
     let how = if processes > 1 {
         format!(
             "median of the per-round ratios, {} interval; a colour and a word for the verdict beyond ±{} %",
-            crate::analysis::stats::level_text(),
+            crate::analysis::stats::level_text(
+                cells
+                    .first()
+                    .map_or(crate::analysis::stats::DEFAULT_LEVEL, |c| c.level)
+            ),
             threshold * 100.0
         )
     } else {

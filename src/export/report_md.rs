@@ -632,12 +632,12 @@ fn report_markdown(
 
     let processes = loaded.plan.experiment.processes;
     if processes > 1 {
-        let lvl = crate::analysis::stats::level_text();
+        let lvl = crate::analysis::stats::level_text(loaded.plan.level());
         let _ = writeln!(
             method,
             "Computed from the runs below: each cell in {processes} worker processes over interleaved rounds (the order within round r shuffled from the experiment's seed + r); latency is the median over processes of each process's p50, and each ratio is the median of the per-round ratios with its {lvl} interval, called faster or slower only when the whole interval (of at least {lvl}) lies beyond ±{} %{}.\n",
             REPORT_NOISE_THRESHOLD * 100.0,
-            crate::analysis::stats::too_few(processes as usize, "processes")
+            crate::analysis::stats::too_few(processes as usize, "processes", loaded.plan.level())
                 .map_or(String::new(), |few| format!(" — {few}"))
         );
     } else {

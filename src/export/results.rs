@@ -56,7 +56,8 @@ pub struct PlannedRun {
 }
 
 impl Plan {
-    pub fn new(experiment: &Experiment) -> Self {
+    /// The plan of `experiment`, whose intervals and verdicts are made at `level`.
+    pub fn new(experiment: &Experiment, level: f64) -> Self {
         Plan {
             experiment: experiment.clone(),
             runs: experiment
@@ -69,8 +70,15 @@ impl Plan {
                 .collect(),
             command_line: crate::counters::envinfo::command_line(),
             started_unix: crate::counters::unix_now(),
-            confidence: Some(crate::analysis::stats::level()),
+            confidence: Some(level),
         }
+    }
+
+    /// The level its intervals and verdicts are made at (95 % for a plan from before
+    /// plans kept it).
+    pub fn level(&self) -> f64 {
+        self.confidence
+            .unwrap_or(crate::analysis::stats::DEFAULT_LEVEL)
     }
 }
 
@@ -313,6 +321,16 @@ pub struct Loaded {
 const PROCESSES_MISSING: &str = "planned worker processes";
 
 impl Loaded {
+    /// The folder read again at confidence `level` (`report --confidence`): its plan
+    /// and every cell make their intervals and verdicts at it.
+    pub fn at_level(mut self, level: f64) -> Self {
+        self.plan.confidence = Some(level);
+        for c in &mut self.cells {
+            c.level = level;
+        }
+        self
+    }
+
     /// Worker processes with a result (a record or a failure), and planned.
     pub fn process_counts(&self) -> (usize, usize) {
         let done = self.cells.iter().map(|c| c.runs.len()).sum();
@@ -410,11 +428,13 @@ pub fn load_cell(
     root: &Path,
     run: &PlannedRun,
     experiment: &Experiment,
+    level: f64,
 ) -> Result<Option<Cell>, ResultsError> {
     let processes = experiment.processes;
     let mut cell = Cell {
         spec: run.spec.clone(),
         runs: Vec::new(),
+        level,
     };
     for round in 0..processes.max(1) {
         let id = process_id(&run.id, round, processes);
@@ -544,7 +564,7 @@ pub fn load(root: &Path) -> Result<Loaded, ResultsError> {
     })?;
     let mut cells = Vec::new();
     for run in &plan.runs {
-        if let Some(c) = load_cell(root, run, &plan.experiment)? {
+        if let Some(c) = load_cell(root, run, &plan.experiment, plan.level())? {
             cells.push(c);
         }
     }

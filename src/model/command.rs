@@ -128,6 +128,10 @@ pub struct ExecRecord {
     /// `--noise-threshold` as a fraction (2 % before it was recorded).
     #[serde(default = "default_noise_threshold")]
     pub noise_threshold: f64,
+    /// The confidence level of its intervals and verdicts (`--confidence`; 95 % before
+    /// it was recorded).
+    #[serde(default = "default_confidence")]
+    pub confidence: f64,
     /// A session of several commands (`exec -c … -c …`): each with its name, the first
     /// the baseline the others are compared with under each allocator. Empty for one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -158,6 +162,10 @@ pub struct NamedCommand {
 
 fn default_noise_threshold() -> f64 {
     crate::model::metric::NOISE_THRESHOLD
+}
+
+fn default_confidence() -> f64 {
+    crate::model::metric::DEFAULT_LEVEL
 }
 
 /// The format name every `exec.json` record carries in [`ExecRecord::schema`].

@@ -16,6 +16,10 @@ use std::fmt;
 /// lies beyond ±2 %.
 pub const NOISE_THRESHOLD: f64 = 0.02;
 
+/// The confidence level intervals aim at unless the user asks for another
+/// (`alloclab --confidence`).
+pub const DEFAULT_LEVEL: f64 = 0.95;
+
 /// What a figure is counted per.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Per {

@@ -360,6 +360,9 @@ pub struct Cell {
     pub spec: RunSpec,
     /// (round, what came of that round's process), in round order.
     pub runs: Vec<(u32, Result<RunRecord, RunFailure>)>,
+    /// The confidence level its intervals are made at and its verdicts ask for (the
+    /// session's `--confidence`, or the one its folder was measured at).
+    pub level: f64,
 }
 
 impl Cell {
