@@ -994,3 +994,35 @@ fn adaptive_rounds_run_while_a_comparison_is_open_and_are_counted() {
     assert_eq!(record.adaptive_rounds, 0);
     assert!(record.allocators.iter().all(|a| a.runs.len() == 6));
 }
+
+/// `--confidence` reaches every figure of a session: the screen names the level and the
+/// runs it needs, and exec.json keeps the level its intervals were made at.
+#[test]
+fn the_confidence_level_asked_for_is_the_one_stated_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x");
+    let args = temporaries_args(5);
+    let o = Command::new(driver_path())
+        .args(["--confidence", "99", "exec", "--runs", "3", "--warmup", "0"])
+        .args([
+            "--allocators",
+            "system,jemalloc",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .arg("--")
+        .args(&args)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let screen = unwrapped(&String::from_utf8_lossy(&o.stdout));
+    // 3 runs cover 75 % of the median; 99 % needs 8 (95 % would need 6).
+    assert!(
+        screen.contains("no verdict below 99 %: 8 runs give it"),
+        "{screen}"
+    );
+    assert_eq!(read_record(&out).confidence, 0.99);
+    let findings: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("findings.json")).unwrap()).unwrap();
+    assert_eq!(findings["confidence"], 0.99);
+}
