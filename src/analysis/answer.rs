@@ -369,6 +369,9 @@ pub struct Answer {
     pub open: usize,
     /// The confidence level of its intervals and verdicts (its cells').
     pub level: f64,
+    /// The price of speed: each allocator against glibc's where one is at least twice as
+    /// fast or slow, with the memory it holds (`analysis::price`'s, set by the caller).
+    pub price: Vec<crate::analysis::findings::Item>,
 }
 
 impl Answer {

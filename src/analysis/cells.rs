@@ -103,6 +103,7 @@ pub fn row(cell: &Cell) -> SummaryRow {
     row.rss_start_bytes = round(med(&|r| r.rss_start_bytes.map(|v| v as f64)));
     row.rss_end_bytes = round(med(&|r| r.rss_end_bytes.map(|v| v as f64)));
     row.rss_peak_bytes = round(med(&|r| Some(r.rss_peak_bytes as f64)));
+    row.memory = crate::model::metric::MemoryFigures::each(|m| med(&|r| r.memory[m]));
     use crate::analysis::modes::{behaviours, Unit};
     let all = |get: &dyn Fn(&RunRecord) -> Option<f64>| {
         let v = values(get);

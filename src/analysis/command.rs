@@ -75,6 +75,11 @@ pub struct ExecRow {
     /// behaved as they did, None when not traced or with fewer than two untraced runs.
     #[serde(default)]
     pub traced_differs: Option<Vec<TracedDeviation>>,
+    /// The command's memory over each run ([`crate::model::metric::MEMORY_METRICS`]:
+    /// peak, mean, end, huge pages; sampled by the driver), medians over the runs; null
+    /// where not sampled. The last columns in CSV.
+    #[serde(flatten)]
+    pub memory: crate::model::metric::MemoryFigures,
 }
 
 /// A figure of the traced run that the untraced runs do not reach: it lies beyond their
@@ -396,7 +401,9 @@ fn row_of(
         Some(d)
     });
     let per_run = medians(a, traced);
+    let memory: Vec<_> = runs.iter().map(ExecRun::memory_figures).collect();
     ExecRow {
+        memory: crate::model::metric::MemoryFigures::each(|m| med_of(&memory, m)),
         behaviours: run_behaviours(runs),
         complete: None,
         stopped_by: None,
@@ -699,6 +706,8 @@ mod tests {
             usage: Rusage::sample(faults, user_ms * 1_000_000),
             syscalls: None,
             start_unix_ns: None,
+            memory: Vec::new(),
+            memory_unavailable: None,
         }
     }
 

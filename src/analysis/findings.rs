@@ -46,6 +46,25 @@ pub enum Figures {
     Trace(TraceFigures),
     /// A command's cliff over sizes (`alloclab sweep`), as its cliffs.json keeps it.
     SweepCliff(serde_json::Value),
+    /// An allocator against glibc's on the same cells: its time and the memory it holds.
+    Price(Box<PriceFigures>),
+}
+
+/// What a price-of-speed sentence rests on.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PriceFigures {
+    /// The allocator label of the cell, and of the base (glibc's, "system").
+    pub allocator: String,
+    pub against_allocator: String,
+    pub variant: Variant,
+    pub workload: Workload,
+    pub threads: u32,
+    pub size: u64,
+    /// The cell's time over the base's, paired by round.
+    pub comparison: Comparison,
+    /// Each side's memory over the process's life (medians over its processes).
+    pub memory: crate::model::metric::MemoryFigures,
+    pub against_memory: crate::model::metric::MemoryFigures,
 }
 
 /// A traced allocator (`alloclab trace`): per kind of event its count per iteration (per
@@ -211,6 +230,9 @@ pub struct FolderFindings {
     pub confidence: f64,
     /// The answer's items, leading first.
     pub answer: Vec<Item>,
+    /// The price of speed: each allocator against glibc's where one is at least twice as
+    /// fast or slow, with the memory it holds ([`crate::analysis::price`]).
+    pub price_of_speed: Vec<Item>,
     /// Cliffs and differences that did not make the answer (they are below).
     pub more: usize,
     /// Every exact cliff found, grouped per allocator and pair of sizes, leading first.

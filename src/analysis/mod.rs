@@ -15,6 +15,7 @@ pub mod modes;
 pub mod noise;
 pub mod order;
 pub mod pairs;
+pub mod price;
 pub mod python;
 pub mod stats;
 pub mod thresholds;

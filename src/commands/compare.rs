@@ -324,7 +324,8 @@ pub fn run(args: CompareArgs, level: f64) -> Result<()> {
     ran.procs_column = rows.iter().any(|r| r.processes.unwrap_or(1) > 1);
     let incomplete = ran.note();
     let said = said(&args, &m, &ran, &cells, &rows);
-    let answer = crate::analysis::answer::of_cells(&cells, &rows, args.noise_threshold);
+    let mut answer = crate::analysis::answer::of_cells(&cells, &rows, args.noise_threshold);
+    answer.price = crate::analysis::price::price_of_speed(&cells, args.noise_threshold);
     if !rows.is_empty() {
         let text = render(
             &args,
@@ -819,6 +820,7 @@ fn write_html(
                     .collect(),
                 more,
                 incomplete: incomplete.map(str::to_string),
+                price: answer.price.clone(),
             }
         },
         sections: all

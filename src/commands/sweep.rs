@@ -607,6 +607,7 @@ impl Sweep {
             drawings,
             String::new(),
             crate::export::headlines::Answer {
+                price: Vec::new(),
                 items,
                 more: 0,
                 incomplete: (!complete).then(|| {

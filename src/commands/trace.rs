@@ -555,6 +555,9 @@ impl<'a> Tracing<'a> {
             trace: None,
             capture_stdout: false,
             log_calls: false,
+            // perf is the child here; the command's RSS over time comes from
+            // kmem:rss_stat instead.
+            memory_every: None,
         };
         let beside: std::result::Result<(), String> =
             crate::counters::linux::perf::SyscallCounters::open()

@@ -422,6 +422,7 @@ pub fn run_session(
         trace: None,
         capture_stdout: false,
         log_calls: false,
+        memory_every: crate::engine::spawn::memory_every(),
     };
     let mut record = ExecRecord {
         schema: SCHEMA.into(),
@@ -573,6 +574,8 @@ pub fn run_session(
                                 start_unix_ns: run.start_unix_ns,
                                 usage: run.usage,
                                 syscalls: run.syscalls.ok(),
+                                memory_unavailable: run.memory.as_ref().err().map(|u| u.0.clone()),
+                                memory: run.memory.unwrap_or_default(),
                             }),
                         }
                     }

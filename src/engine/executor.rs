@@ -122,6 +122,28 @@ fn last_line(text: &str) -> &str {
         .unwrap_or("")
 }
 
+/// Puts the driver's samples of a worker's memory into its record (or why there are
+/// none into its `unavailable`).
+pub fn with_memory(
+    mut record: RunRecord,
+    memory: Result<Vec<crate::model::memory::MemorySample>, crate::counters::Unavailable>,
+) -> RunRecord {
+    match memory {
+        Ok(samples) => {
+            record.memory = crate::model::metric::MemoryFigures::of_samples(&samples);
+            record.counter_sources.insert(
+                "memory".into(),
+                "/proc/<pid>/smaps_rollup of the worker, read by the driver while it ran".into(),
+            );
+            record.memory_timeline = samples;
+        }
+        Err(why) => {
+            record.unavailable.insert("memory".into(), why.0);
+        }
+    }
+    record
+}
+
 /// Turns what a finished worker left behind into a record or a failure.
 pub fn interpret(
     termination: spawn::Termination,
@@ -235,6 +257,7 @@ impl ProcessExecutor {
                 trace,
                 capture_stdout: true,
                 log_calls: false,
+                memory_every: trace.is_none().then(spawn::memory_every).flatten(),
             },
         )
         .map_err(cannot)?;
@@ -256,6 +279,7 @@ impl ProcessExecutor {
         wrapper: Option<(PathBuf, Vec<OsString>)>,
     ) -> Result<RunRecord, RunFailure> {
         let (worker, own) = self.request_argv(request);
+        let wrapped = wrapper.is_some();
         let (program, argv) = match wrapper {
             Some((program, mut argv)) => {
                 argv.extend(own);
@@ -263,12 +287,18 @@ impl ProcessExecutor {
             }
             None => (worker, own),
         };
-        let run = self.launch_argv(&request.spec, program, argv, None)?;
+        let mut run = self.launch_argv(&request.spec, program, argv, None)?;
+        if wrapped {
+            run.memory = Err(crate::counters::Unavailable(
+                "the worker ran under a wrapper (perf record), whose memory the driver would have sampled".into(),
+            ));
+        }
         interpret(
             run.termination,
             run.stdout.as_deref().unwrap_or(""),
             run.stderr_tail.as_deref().unwrap_or(""),
         )
+        .map(|r| with_memory(r, run.memory))
     }
 
     /// The worker of `request` and its argument vector.
@@ -328,6 +358,7 @@ impl ProcessExecutor {
             run.stdout.as_deref().unwrap_or(""),
             run.stderr_tail.as_deref().unwrap_or(""),
         )
+        .map(|r| with_memory(r, run.memory))
     }
 
     /// One worker run under the ptrace tracer: its record (whose latency includes the

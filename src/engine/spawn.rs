@@ -14,6 +14,7 @@ use crate::counters::linux::perf::{SyscallCounters, SyscallCounts};
 use crate::counters::linux::ptrace;
 use crate::counters::rusage::Rusage;
 use crate::counters::Unavailable;
+use crate::model::memory::MemorySample;
 use serde::{Deserialize, Serialize};
 use std::ffi::{CString, OsStr, OsString};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -252,6 +253,9 @@ pub struct ChildRun {
     pub calls: Vec<ptrace::TrappedCall>,
     /// Phase markers seen by the tracer (a traced worker makes two; 0 otherwise).
     pub markers: u32,
+    /// Its memory sampled from outside while it ran ([`LaunchOptions::memory_every`]), in
+    /// time order, or why there are no samples.
+    pub memory: Result<Vec<MemorySample>, Unavailable>,
 }
 
 /// What a run does besides executing the command.
@@ -280,6 +284,100 @@ pub struct LaunchOptions {
     /// With `trace` of a command's tree: keep every trapped call with its time
     /// ([`ChildRun::calls`]).
     pub log_calls: bool,
+    /// Sample the child's memory (/proc/<pid>/smaps_rollup) this often while waiting for
+    /// it; None: not sampled.
+    pub memory_every: Option<Duration>,
+}
+
+/// How often a worker's or a command's memory is sampled unless
+/// `ALLOCLAB_MEMORY_EVERY_MS` says otherwise.
+pub const MEMORY_EVERY_MS: u64 = 10;
+
+/// How often a sample reads smaps_rollup (huge pages, Pss, LazyFree) rather than statm:
+/// it walks the process's page tables under its mmap lock, about 0.3–0.5 ms for 30 MiB,
+/// so it is kept to one read in 100 ms (under 0.5 % of the process's time).
+pub const FULL_SAMPLE_EVERY: Duration = Duration::from_millis(100);
+
+/// The memory sampling step: `ALLOCLAB_MEMORY_EVERY_MS` (0 turns sampling off), else
+/// [`MEMORY_EVERY_MS`].
+pub fn memory_every() -> Option<Duration> {
+    let ms = std::env::var("ALLOCLAB_MEMORY_EVERY_MS")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(MEMORY_EVERY_MS);
+    (ms > 0).then(|| Duration::from_millis(ms))
+}
+
+/// Samples a child's memory from the driver while it waits for the child: the child
+/// itself (not its children), read from /proc at a fixed step that doubles whenever the
+/// samples kept reach [`crate::model::memory::MAX_SAMPLES`].
+struct Sampler {
+    pid: libc::pid_t,
+    start: Instant,
+    every: Duration,
+    next: Instant,
+    /// When the next full sample (smaps_rollup: huge pages, Pss) is due; the others read
+    /// statm, whose cost is the kernel's counters only.
+    next_full: Instant,
+    samples: Vec<MemorySample>,
+    error: Option<String>,
+    gone: bool,
+    buf: Vec<u8>,
+}
+
+impl Sampler {
+    fn new(pid: libc::pid_t, start: Instant, every: Duration) -> Self {
+        Sampler {
+            pid,
+            start,
+            every,
+            next: start,
+            next_full: start,
+            samples: Vec::with_capacity(256),
+            error: None,
+            gone: false,
+            buf: vec![0; 8192],
+        }
+    }
+
+    /// Takes a sample if one is due.
+    fn tick(&mut self) {
+        let now = Instant::now();
+        if self.gone || self.error.is_some() || now < self.next {
+            return;
+        }
+        let t_ms = now.duration_since(self.start).as_secs_f64() * 1e3;
+        let full = now >= self.next_full;
+        if full {
+            self.next_full = now + FULL_SAMPLE_EVERY.max(self.every);
+        }
+        match crate::counters::memory::sample_of(self.pid, t_ms, &mut self.buf, full) {
+            Ok(Some(x)) => {
+                if crate::model::memory::keep(&mut self.samples, x) {
+                    self.every *= 2;
+                }
+            }
+            Ok(None) => self.gone = true,
+            Err(e) => self.error = Some(e),
+        }
+        self.next = now + self.every;
+    }
+
+    /// How long until the next sample, in ms (at least 1).
+    fn wait_ms(&self) -> i32 {
+        let left = self.next.saturating_duration_since(Instant::now());
+        (left.as_millis() as i32).max(1)
+    }
+
+    fn finish(self) -> Result<Vec<MemorySample>, Unavailable> {
+        match self.error {
+            Some(e) => Err(Unavailable(e)),
+            None if self.samples.is_empty() => Err(Unavailable(
+                "the process ended before its memory was first sampled".into(),
+            )),
+            None => Ok(self.samples),
+        }
+    }
 }
 
 /// Marks an errno from the child's tracer set-up (rather than from execve).
@@ -528,6 +626,9 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
         });
     }
 
+    let mut memory = Err(Unavailable(
+        "not sampled under the ptrace tracer (a traced run's figures are its calls)".into(),
+    ));
     let (forced, status, ru, traced, markers, calls) = if let Some(scope) = opts.trace {
         let watch = ptrace::Watch {
             kill: -pid,
@@ -549,7 +650,14 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
             t.calls,
         )
     } else {
-        let forced = wait_for_exit(pid, opts.timeout);
+        let mut sampler = opts
+            .memory_every
+            .map(|every| Sampler::new(pid, start, every));
+        let forced = wait_for_exit(pid, opts.timeout, sampler.as_mut());
+        memory = match sampler {
+            Some(s) => s.finish(),
+            None => Err(Unavailable("memory sampling is off".into())),
+        };
         let (status, ru) = wait4(pid).map_err(|e| setup("wait4", e))?;
         (forced, status, ru, None, 0, Vec::new())
     };
@@ -611,6 +719,7 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
         stdout,
         calls,
         markers,
+        memory,
     })
 }
 
@@ -640,11 +749,19 @@ const FLAG_CHECK_MS: i32 = 50;
 /// Waits until `pid` has exited (without reaping it), killing its process group on
 /// timeout or Ctrl-C; says which of those happened. Uses a pidfd so that the wait can
 /// time out and be interrupted; where pidfds are missing (Linux < 5.3) it blocks in
-/// `waitid(WNOWAIT)` and cannot time out.
-fn wait_for_exit(pid: libc::pid_t, timeout: Option<Duration>) -> Option<Termination> {
+/// `waitid(WNOWAIT)` and cannot time out. With a `sampler`, wakes up when a sample is due
+/// and takes it (not where pidfds are missing).
+fn wait_for_exit(
+    pid: libc::pid_t,
+    timeout: Option<Duration>,
+    mut sampler: Option<&mut Sampler>,
+) -> Option<Termination> {
     // SAFETY: pidfd_open takes a pid and flags; the result is checked.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
     if pidfd < 0 {
+        if let Some(s) = sampler {
+            s.error = Some("no pidfd to wait on while sampling (Linux before 5.3)".into());
+        }
         // SAFETY: all-zero is a valid siginfo_t; WNOWAIT leaves the child for wait4.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
         loop {
@@ -677,13 +794,19 @@ fn wait_for_exit(pid: libc::pid_t, timeout: Option<Duration>) -> Option<Terminat
             kill_group(pid);
             return Some(Termination::Interrupted);
         }
-        let wait_ms = match deadline {
+        if let Some(s) = sampler.as_deref_mut() {
+            s.tick();
+        }
+        let mut wait_ms = match deadline {
             None => FLAG_CHECK_MS,
             Some(d) => {
                 let left = d.saturating_duration_since(Instant::now());
                 left.as_millis().min(FLAG_CHECK_MS as u128) as i32
             }
         };
+        if let Some(s) = sampler.as_deref() {
+            wait_ms = wait_ms.min(s.wait_ms());
+        }
         let mut pfd = libc::pollfd {
             fd: pidfd.as_raw_fd(),
             events: libc::POLLIN,

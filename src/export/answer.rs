@@ -107,6 +107,7 @@ pub fn console(answer: &Answer, heading: &str, width: usize) -> String {
             "  ",
         ));
     }
+    s.push_str(&price_console(&answer.price, width));
     if answer.open > 0 {
         s.push_str(&wrap(
             &format!(
@@ -116,6 +117,78 @@ pub fn console(answer: &Answer, heading: &str, width: usize) -> String {
             width,
             "",
             "  ",
+        ));
+    }
+    s
+}
+
+/// The price of speed on the console, in `width` columns: a heading per group (workload,
+/// variant, size, base), then one line per allocator: its time against the base and the
+/// memory it holds more or less, on average and at its end. The sentences of
+/// [`crate::analysis::price`], laid out from their figures.
+pub fn price_console(items: &[crate::analysis::findings::Item], width: usize) -> String {
+    use crate::analysis::findings::Figures;
+    use crate::model::metric::{MEM_LAST, MEM_MEAN};
+    let prices: Vec<&crate::analysis::findings::PriceFigures> = items
+        .iter()
+        .filter_map(|i| match &i.figures {
+            Some(Figures::Price(p)) => Some(&**p),
+            _ => None,
+        })
+        .collect();
+    let name_w = prices
+        .iter()
+        .map(|p| p.allocator.chars().count())
+        .max()
+        .unwrap_or(8)
+        .min(NAME_COLUMN)
+        + 2;
+    let mut s = String::new();
+    let mut group = None;
+    for p in prices {
+        let key = (
+            p.workload,
+            p.variant,
+            p.size,
+            p.threads,
+            p.against_allocator.clone(),
+        );
+        if group.as_ref() != Some(&key) {
+            let head = format!(
+                "the price of speed ({} {}, {} elements, {}): time and memory held against {}",
+                p.workload,
+                p.variant,
+                crate::fmt::group_thousands(p.size as i64),
+                crate::fmt::Threads(p.threads),
+                p.against_allocator
+            );
+            s.push_str(&wrap(&head, width, "", "  "));
+            group = Some(key);
+        }
+        let mib = |v: f64| format!("{:.1}", v / 1048576.0);
+        let delta = |m| match (p.against_memory[m], p.memory[m]) {
+            (Some(b), Some(n)) => {
+                let d = (n - b) / 1048576.0;
+                format!(
+                    "{}{d:.1} MiB ({} vs {})",
+                    if d >= 0.0 { "+" } else { "" },
+                    mib(n),
+                    mib(b)
+                )
+            }
+            _ => "n/a".into(),
+        };
+        let text = format!(
+            "{}; {} on average, {} at its end",
+            crate::analysis::answer::phrase(&p.comparison),
+            delta(MEM_MEAN),
+            delta(MEM_LAST)
+        );
+        s.push_str(&wrap(
+            &text,
+            width,
+            &format!("  {:name_w$}", p.allocator),
+            &" ".repeat(name_w + 4),
         ));
     }
     s

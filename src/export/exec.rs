@@ -594,6 +594,16 @@ pub fn save(folder: &Folder, record: &ExecRecord) -> Result<(), String> {
                 )
                 .map_err(err)?;
         }
+        let runs: Vec<(String, &[crate::model::memory::MemorySample])> = a
+            .runs
+            .iter()
+            .map(|r| (r.round.to_string(), &r.memory[..]))
+            .collect();
+        if let Some(text) = crate::export::results::memory_csv("run", &runs) {
+            folder
+                .text(&format!("memory/{}.csv", file_stem(&a.allocator)), &text)
+                .map_err(err)?;
+        }
     }
     let items = crate::analysis::command::answer(&rows);
     let mut findings_lines = explanations(&rows);
@@ -643,6 +653,7 @@ Run times per allocator: `histograms/<allocator>.us.csv` (HdrHistogram, µs). Ev
         title: format!("alloclab exec: {}", shell_words(&record.command)),
         environment: header(record).lines().map(str::to_string).collect(),
         answer: super::headlines::Answer {
+            price: Vec::new(),
             items,
             more: 0,
             incomplete: (!record.complete).then(|| match &record.stopped_by {
@@ -655,7 +666,10 @@ Run times per allocator: `histograms/<allocator>.us.csv` (HdrHistogram, µs). Ev
         },
         sections: Vec::new(),
         findings: findings_lines,
-        figures: super::html::exec_figures(&rows),
+        figures: super::html::exec_figures(&rows)
+            .into_iter()
+            .chain(super::html::exec_memory_figure(record))
+            .collect(),
         drawings: Vec::new(),
         text: vec![("REPORT.md".into(), md.clone())],
     };
@@ -701,6 +715,8 @@ mod tests {
                 start_unix_ns: None,
                 usage: Default::default(),
                 syscalls: None,
+                memory: Vec::new(),
+                memory_unavailable: None,
             })
             .collect()
     }

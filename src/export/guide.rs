@@ -3,7 +3,9 @@
 //! the lab's manual. Written from the folder's manifest (only the files it holds), beside
 //! `folder.json`, each time the folder says how far it got.
 
-use crate::model::metric::{Metric, Source, Unit, METRICS, PER_CALL, RUN_METRICS, TIMELINE};
+use crate::model::metric::{
+    Metric, Source, Unit, MEMORY_METRICS, METRICS, PER_CALL, RUN_METRICS, TIMELINE,
+};
 use std::fmt::Write as _;
 
 /// A file (or a family of files) of a folder kind: how the guide names it, how its path
@@ -54,11 +56,13 @@ const RUN: &[File] = &[
     file("cliffs.json", "cliffs.json", "", "the cliffs found by bisection, to the element, with the changes that could not be bisected"),
     file("summary.csv", "summary.csv", "", "one row per cell (workload, variant, allocator, size, threads): medians over its processes; columns below"),
     file("runs/<run-id>.p<k>.json", "runs/", ".json", "each worker process's full record (schema alloclab.run/1); `.failed.json` a process that failed, with why"),
+    file("memory/<run-id>.csv", "memory/", ".csv", "resident memory over each process's life, sampled by the driver from outside; columns below"),
 ];
 
 const EXEC: &[File] = &[
     file("exec.json", "exec.json", "", "every run of every allocator (schema alloclab.exec/1): wall time, rusage, syscall counts, what the probe found, failures"),
     file("summary.csv", "summary.csv", "", "one row per allocator: medians over its runs; columns below"),
+    file("memory/<allocator>.csv", "memory/", ".csv", "resident memory of the command's own process over each run, sampled by the driver; columns below"),
 ];
 
 const SWEEP: &[File] = &[
@@ -134,6 +138,35 @@ const SUMMARY_TAIL: Fixed = &[
 /// summary.csv of `alloclab run` (and `compare --format csv`): its fixed columns, each
 /// per-iteration registry entry's (with its meaning), and the lowest and highest process
 /// of those with a spread.
+/// A memory timeline file's columns: `first` (whose samples a row is), then the sample's.
+fn memory_file_columns(first: &str, what: &str) -> Columns {
+    let mut c = vec![(vec![first.to_string()], what.to_string())];
+    c.extend(fixed(MEMORY_SAMPLE_COLUMNS));
+    c
+}
+
+/// A memory sample's columns (`memory/*.csv`).
+const MEMORY_SAMPLE_COLUMNS: Fixed = &[
+    (&["t_ms"], "when it was read, ms since the process was released to exec"),
+    (&["rss_bytes"], "resident set (Rss), bytes: from /proc/<pid>/statm every 10 ms, from smaps_rollup every 100 ms"),
+    (&["pss_bytes"], "proportional set (Pss), bytes; empty in statm's samples"),
+    (&["anon_huge_bytes"], "anonymous memory in transparent huge pages (AnonHugePages), bytes; empty in statm's samples"),
+    (&["lazyfree_bytes"], "pages freed with MADV_FREE not yet reclaimed (LazyFree), counted in Rss, bytes; empty in statm's samples"),
+];
+
+/// The memory registry's columns ([`MEMORY_METRICS`]), each said to be `of`.
+fn memory_columns(of: &str) -> Columns {
+    MEMORY_METRICS
+        .iter()
+        .map(|m| {
+            (
+                vec![m.key.to_string()],
+                format!("{}; {of} (empty where not sampled)", m.meaning),
+            )
+        })
+        .collect()
+}
+
 pub fn summary_columns() -> Columns {
     let mut c = fixed(SUMMARY_HEAD);
     c.extend(METRICS.iter().map(|m| {
@@ -145,6 +178,7 @@ pub fn summary_columns() -> Columns {
         (vec![m.key.to_string()], meaning)
     }));
     c.extend(fixed(SUMMARY_TAIL));
+    c.extend(memory_columns("the median over the processes"));
     c.push((
         METRICS
             .iter()
@@ -220,6 +254,9 @@ pub fn exec_columns() -> Columns {
         )
     }));
     c.extend(fixed(EXEC_TAIL));
+    c.extend(memory_columns(
+        "the command's own process, the median over the runs",
+    ));
     c
 }
 
@@ -345,10 +382,18 @@ fn csv_files(kind: &str) -> Vec<(&'static str, Columns)> {
         "run" => vec![
             ("summary.csv", summary_columns()),
             ("histograms/<name>.us.csv", fixed(HISTOGRAM_COLUMNS)),
+            (
+                "memory/<run-id>.csv",
+                memory_file_columns("process", "the process's file id (runs/<id>.json)"),
+            ),
         ],
         "exec" => vec![
             ("summary.csv", exec_columns()),
             ("histograms/<name>.us.csv", fixed(HISTOGRAM_COLUMNS)),
+            (
+                "memory/<allocator>.csv",
+                memory_file_columns("run", "the run's round"),
+            ),
         ],
         "sweep" => vec![
             ("summary.csv", sweep_columns()),

@@ -416,6 +416,9 @@ pub struct Answer {
     /// Where the folder's plan did not finish: what has no result, said before the
     /// headlines wherever they are shown (each headline that rests on it says so too).
     pub incomplete: Option<String>,
+    /// The price of speed ([`crate::analysis::price`]): after the headlines, one item
+    /// per allocator against glibc's where one is much faster or slower.
+    pub price: Vec<Item>,
 }
 
 impl Answer {
@@ -423,17 +426,25 @@ impl Answer {
         self.items.is_empty()
     }
 
-    /// The headlines' sentences, leading first.
+    /// The headlines' sentences, leading first, then the price of speed.
     pub fn lines(&self) -> impl Iterator<Item = &str> {
-        self.items.iter().map(|i| i.text.as_str())
+        self.items
+            .iter()
+            .chain(&self.price)
+            .map(|i| i.text.as_str())
     }
 
     /// The answer as the console shows it in `width` columns: each headline wrapped
     /// under two spaces, then the count of the rest.
     pub fn console(&self, width: usize) -> String {
         let mut s = String::new();
-        for a in self.lines() {
+        for a in self.items.iter().map(|i| i.text.as_str()) {
             s.push_str(&crate::fmt::wrap(a, width, "  ", "    "));
+        }
+        for line in super::answer::price_console(&self.price, width.saturating_sub(2)).lines() {
+            s.push_str("  ");
+            s.push_str(line);
+            s.push('\n');
         }
         if let Some(more) = self.more_line() {
             s.push_str(&crate::fmt::wrap(&more, width, "  ", "    "));
@@ -462,6 +473,10 @@ pub fn headlines(loaded: &Loaded) -> Answer {
     let complete = loaded.complete();
     let confirming = !complete && loaded.plan.experiment.confirm_cliffs;
     let mut answer = answer_of(cliff_lines(&loaded.cliffs, confirming), differences);
+    answer.price = crate::analysis::price::price_of_speed(
+        &loaded.cells.iter().collect::<Vec<_>>(),
+        crate::model::metric::NOISE_THRESHOLD,
+    );
     answer.incomplete = (!complete).then(|| {
         format!(
             "INCOMPLETE: the run did not finish; missing: {}",
@@ -495,6 +510,7 @@ pub fn findings(loaded: &Loaded, answer: &Answer) -> FolderFindings {
         noise_threshold: threshold,
         confidence: loaded.plan.level(),
         answer: answer.items.clone(),
+        price_of_speed: answer.price.clone(),
         more: answer.more,
         cliffs: cliff_lines(&loaded.cliffs, confirming),
         comparisons,
@@ -513,6 +529,7 @@ fn answer_of(cliffs: Vec<Item>, differences: Vec<Item>) -> Answer {
         items,
         more,
         incomplete: None,
+        price: Vec::new(),
     }
 }
 

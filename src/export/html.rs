@@ -931,6 +931,193 @@ pub fn exec_figures(rows: &[ExecRow]) -> Vec<Figure> {
     figures
 }
 
+/// One process's memory over its life, as a line of [`memory_figure`].
+pub struct MemoryLine<'a> {
+    /// The legend's name (the allocator spec, with the variant where there are several).
+    pub label: String,
+    /// Its allocator (the line's colour) and the variant (its dash), where a cell's.
+    pub allocator: Allocator,
+    pub variant: Option<Variant>,
+    /// The samples, in time order.
+    pub samples: &'a [crate::model::memory::MemorySample],
+    /// What the line is of ("process 3 of 5, the median mean", "run 4").
+    pub which: String,
+}
+
+/// Resident memory over time, one line per process given (x: ms since the process was
+/// started, y: MiB); None without samples.
+pub fn memory_figure(title: &str, caption: &str, lines: &[MemoryLine]) -> Option<Figure> {
+    let drawn: Vec<(Series, SeriesMeta)> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| !l.samples.is_empty())
+        .map(|(i, l)| {
+            let series = Series {
+                label: l.label.clone(),
+                color: color(l.allocator, &l.label, i),
+                dash: l.variant.and_then(dash),
+                points: l
+                    .samples
+                    .iter()
+                    .map(|s| (s.t_ms, s.rss_bytes as f64 / 1048576.0))
+                    .collect(),
+            };
+            let mut attrs = vec![("alloc", l.label.clone())];
+            if let Some(v) = l.variant {
+                attrs.push(("variant", v.to_string()));
+            }
+            let meta = SeriesMeta {
+                attrs,
+                tips: l
+                    .samples
+                    .iter()
+                    .map(|s| {
+                        format!(
+                            "{} ({}): {} resident at {} ms",
+                            l.label,
+                            l.which,
+                            crate::fmt::human_bytes(s.rss_bytes),
+                            crate::fmt::trim_float((s.t_ms * 10.0).round() / 10.0)
+                        )
+                    })
+                    .collect(),
+                bands: Vec::new(),
+            };
+            (series, meta)
+        })
+        .collect();
+    if drawn.is_empty() {
+        return None;
+    }
+    let (series, metas): (Vec<Series>, Vec<SeriesMeta>) = drawn.into_iter().unzip();
+    Some(Figure {
+        chart: Chart {
+            title: title.into(),
+            x: Axis {
+                label: "time since the process started (ms)".into(),
+                scale: Scale::Linear,
+                format: count,
+            },
+            y: Axis {
+                label: "resident memory (MiB)".into(),
+                scale: Scale::Linear,
+                format: mib,
+            },
+            series,
+        },
+        extras: Extras {
+            series: metas,
+            ..Extras::default()
+        },
+        caption: caption.into(),
+    })
+}
+
+/// The runs' memory over time of an exec session: per allocator, the run whose mean
+/// resident memory is the median of its runs'.
+pub fn exec_memory_figure(record: &crate::model::command::ExecRecord) -> Option<Figure> {
+    use crate::model::metric::MEM_MEAN;
+    let lines: Vec<MemoryLine> = record
+        .allocators
+        .iter()
+        .filter_map(|a| {
+            let run = median_by(&a.runs, |r| r.memory_figures()[MEM_MEAN])?;
+            Some(MemoryLine {
+                label: a.allocator.clone(),
+                allocator: a
+                    .allocator
+                    .parse::<crate::model::knobs::AllocatorSpec>()
+                    .map_or(Allocator::System, |s| s.allocator),
+                variant: None,
+                samples: &run.memory,
+                which: format!("run {}, the median mean of {}", run.round, a.runs.len()),
+            })
+        })
+        .collect();
+    memory_figure(
+        "Resident memory over a run",
+        &format!(
+            "The command's own process (not its children), sampled by the driver{}; per allocator the run whose mean resident memory is the median of its runs'.",
+            step_text(&lines)
+        ),
+        &lines,
+    )
+}
+
+/// " every N ms" from the lines' median step between samples; empty without two samples.
+pub fn step_text(lines: &[MemoryLine]) -> String {
+    let mut gaps: Vec<f64> = lines
+        .iter()
+        .flat_map(|l| l.samples.windows(2).map(|w| w[1].t_ms - w[0].t_ms))
+        .collect();
+    gaps.sort_by(f64::total_cmp);
+    match gaps.get(gaps.len() / 2) {
+        Some(g) => format!(
+            " about every {} ms",
+            crate::fmt::trim_float(g.round().max(1.0))
+        ),
+        None => String::new(),
+    }
+}
+
+/// Resident memory over time of a run folder's cells: one chart per workload, variant,
+/// size and thread count, one line per allocator (the cell's process whose mean resident
+/// memory is the median of its processes').
+pub fn cell_memory_figures(cells: &[crate::model::record::Cell]) -> Vec<Figure> {
+    use crate::model::metric::MEM_MEAN;
+    type Key = (crate::model::spec::Workload, Variant, u64, u32);
+    let key = |c: &crate::model::record::Cell| -> Key {
+        (c.spec.workload, c.spec.variant, c.spec.size, c.spec.threads)
+    };
+    let mut groups: Vec<Key> = Vec::new();
+    for c in cells {
+        if !groups.contains(&key(c)) {
+            groups.push(key(c));
+        }
+    }
+    groups
+        .into_iter()
+        .filter_map(|k| {
+            let (workload, variant, size, threads) = k;
+            let lines: Vec<MemoryLine> = cells
+                .iter()
+                .filter(|c| key(c) == k)
+                .filter_map(|c| {
+                    let records: Vec<(u32, &crate::model::record::RunRecord)> = c.records().collect();
+                    let (round, r) = *median_by(&records, |(_, r)| r.memory[MEM_MEAN])?;
+                    Some(MemoryLine {
+                        label: c.spec.allocator_label(),
+                        allocator: c.spec.allocator,
+                        variant: None,
+                        samples: &r.memory_timeline,
+                        which: format!("process {} of {}, the median mean", round + 1, records.len()),
+                    })
+                })
+                .collect();
+            memory_figure(
+                &format!(
+                    "Resident memory over time · {workload} {variant}, {} elements, {}",
+                    crate::fmt::fmt_elems(size as f64),
+                    crate::fmt::Threads(threads)
+                ),
+                &format!(
+                    "Sampled from outside by the driver{}, from the worker's start (allocator set-up, warm-up, the measured loop, then its exit); per cell the process whose mean resident memory is the median of the cell's. Every sample: memory/<cell>.csv.",
+                    step_text(&lines)
+                ),
+                &lines,
+            )
+        })
+        .collect()
+}
+
+/// The item whose `key` is the (lower) median of the items that have one.
+pub fn median_by<T>(items: &[T], key: impl Fn(&T) -> Option<f64>) -> Option<&T> {
+    let mut keyed: Vec<(f64, &T)> = items.iter().filter_map(|t| Some((key(t)?, t))).collect();
+    keyed.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let n = keyed.len();
+    (n > 0).then(|| keyed[(n - 1) / 2].1)
+}
+
 /// A folder's page from its answer, its REPORT.md and the plots it drew (sweeps of a
 /// command, traces): the answer, REPORT.md's other findings, the plots inline, and
 /// REPORT.md.

@@ -277,6 +277,20 @@ fn founding(entries: &[Entry], html: &mut String) -> Option<String> {
             esc(&e.name),
             esc(&mechanism(Counts::of(&rb), Counts::of(&ro), "system")),
         );
+        // The price of speed: what the faster allocators hold for it, one line each.
+        let price =
+            crate::analysis::price::price_of_speed(&cells.iter().collect::<Vec<_>>(), THRESHOLD);
+        if !price.is_empty() {
+            html.push_str(r#"<p class="why"><b>The price of speed:</b> each allocator's time against glibc's and the resident memory it holds for it (over each worker's life, sampled by the driver):</p><ul class="price">"#);
+            for item in &price {
+                let text = item
+                    .text
+                    .split_once("): ")
+                    .map_or(item.text.as_str(), |(_, rest)| rest);
+                let _ = write!(html, "<li>{}</li>", esc(text));
+            }
+            html.push_str("</ul>");
+        }
         // The call path behind it, where a trace of glibc's out-of-place cell is here.
         if let Some((t, (_, n, line))) = entries.iter().find_map(|t| {
             t.traced

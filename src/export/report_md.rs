@@ -210,6 +210,16 @@ pub fn rebuild(
             results::write_histograms(folder, &id, &records)?;
         }
     }
+    // Every cell's memory over time, from its processes' records.
+    for cell in &loaded.cells {
+        let id = crate::model::experiment::run_id(&cell.spec);
+        let processes = loaded.plan.experiment.processes;
+        let records: Vec<(String, &RunRecord)> = cell
+            .records()
+            .map(|(round, r)| (results::process_id(&id, round, processes), r))
+            .collect();
+        results::write_memory(folder, &id, &records)?;
+    }
     let env = env_json(loaded, &records);
     let env_text = serde_json::to_string_pretty(&env).unwrap_or_default();
     folder.text("env.json", &env_text)?;
@@ -712,6 +722,18 @@ fn thp_note(rows: &[SummaryRow], env: &serde_json::Value) -> Option<String> {
     })
 }
 
+/// The cells whose memory over time report.html draws: every cell, but of a sweep only
+/// those of its largest size (one chart per size would bury the rest).
+fn memory_cells(loaded: &Loaded, rows: &[SummaryRow]) -> Vec<crate::model::record::Cell> {
+    let largest = loaded.cells.iter().map(|c| c.spec.size).max();
+    loaded
+        .cells
+        .iter()
+        .filter(|c| !super::html::is_sweep(rows) || Some(c.spec.size) == largest)
+        .cloned()
+        .collect()
+}
+
 /// The run folder's report.html: the findings of REPORT.md, charts of its cells (against
 /// size, with the cliffs marked, for a sweep), and REPORT.md itself.
 fn report_html(
@@ -790,7 +812,10 @@ fn report_html(
         answer: answer.clone(),
         sections,
         findings: findings_plain(blocks),
-        figures,
+        figures: figures
+            .into_iter()
+            .chain(html::cell_memory_figures(&memory_cells(loaded, rows)))
+            .collect(),
         drawings: Vec::new(),
         text: vec![("REPORT.md".into(), md.to_string())],
     }

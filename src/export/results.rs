@@ -254,6 +254,55 @@ pub fn write_histograms(
     folder.histogram(id, &merged, &log)
 }
 
+/// Writes `memory/<id>.csv`: every memory sample of every process of cell `id`, one row
+/// each (`process`: its file id), as the driver read them; nothing where no process was
+/// sampled.
+pub fn write_memory(
+    folder: &Folder,
+    id: &str,
+    processes: &[(String, &RunRecord)],
+) -> Result<(), ResultsError> {
+    let lines: Vec<(String, &[crate::model::memory::MemorySample])> = processes
+        .iter()
+        .map(|(pid, r)| (pid.clone(), &r.memory_timeline[..]))
+        .collect();
+    match memory_csv("process", &lines) {
+        Some(text) => folder.text(&format!("memory/{id}.csv"), &text),
+        None => Ok(()),
+    }
+}
+
+/// The columns of a memory timeline file after its first (`process` or `run`).
+pub const MEMORY_COLUMNS: &str = "t_ms,rss_bytes,pss_bytes,anon_huge_bytes,lazyfree_bytes";
+
+/// A memory timeline file: `first` (the column naming whose samples a row is), then
+/// [`MEMORY_COLUMNS`], one row per sample, empty where a sample did not read a field
+/// (statm's give Rss only); None where there are no samples.
+pub fn memory_csv(
+    first: &str,
+    lines: &[(String, &[crate::model::memory::MemorySample])],
+) -> Option<String> {
+    if lines.iter().all(|(_, s)| s.is_empty()) {
+        return None;
+    }
+    let opt = |v: Option<u64>| v.map_or(String::new(), |v| v.to_string());
+    let mut out = format!("{first},{MEMORY_COLUMNS}\n");
+    for (who, samples) in lines {
+        for s in *samples {
+            out.push_str(&format!(
+                "{},{:.3},{},{},{},{}\n",
+                crate::export::csv::field(who),
+                s.t_ms,
+                s.rss_bytes,
+                opt(s.pss_bytes),
+                opt(s.anon_huge_bytes),
+                opt(s.lazyfree_bytes)
+            ));
+        }
+    }
+    Some(out)
+}
+
 /// Marks a process's file id within a cell of several: `<id>.p3`.
 const PROCESS_MARK: &str = ".p";
 

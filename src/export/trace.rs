@@ -379,6 +379,7 @@ pub fn page(
         drawings,
         section,
         super::headlines::Answer {
+            price: Vec::new(),
             items,
             more: 0,
             incomplete: (!complete).then(|| {

@@ -27,12 +27,24 @@ pub struct ExecRun {
     pub usage: Rusage,
     /// brk/mmap/munmap/madvise/mremap and all syscalls of the whole process tree.
     pub syscalls: Option<SyscallCounts>,
+    /// The command's own process's memory, sampled by the driver while it ran, in time
+    /// order (its children are not in it); empty where it was not sampled.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory: Vec<crate::model::memory::MemorySample>,
+    /// Why there are no memory samples, where there are none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_unavailable: Option<String>,
 }
 
 impl ExecRun {
     /// This run's figures, by the per-run registry.
     pub fn figures(&self) -> RunFigures {
         RunFigures::of_run(&SourceTotals::of_run(&self.usage, self.syscalls))
+    }
+
+    /// This run's memory figures, from its samples (all None without samples).
+    pub fn memory_figures(&self) -> crate::model::metric::MemoryFigures {
+        crate::model::metric::MemoryFigures::of_samples(&self.memory)
     }
 }
 

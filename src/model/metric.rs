@@ -27,6 +27,8 @@ pub enum Per {
     Iteration,
     /// One run of a user's command.
     Run,
+    /// One process's life (a level, not a count: resident memory).
+    Process,
 }
 
 /// The unit of a count.
@@ -54,6 +56,9 @@ pub enum Source {
     Syscalls,
     /// The worker's counting global allocator.
     Allocations,
+    /// The driver's samples of the process's memory (/proc/<pid>/smaps_rollup) while it
+    /// ran.
+    Memory,
 }
 
 /// The totals of one measured phase, by source: what every per-iteration figure is
@@ -69,6 +74,8 @@ pub struct SourceTotals {
     /// The peak resident set in bytes (ru_maxrss): a whole run's; None for a phase,
     /// whose reading holds the process's peak so far, not the phase's.
     pub peak_rss: Option<u64>,
+    /// The figures of the process's memory samples, where it was sampled.
+    pub memory: Option<crate::model::memory::MemorySummary>,
 }
 
 impl SourceTotals {
@@ -80,6 +87,7 @@ impl SourceTotals {
             syscalls,
             allocations: None,
             peak_rss: Some(u.maxrss_bytes),
+            memory: None,
         }
     }
 }
@@ -424,6 +432,7 @@ impl Metric {
         match self.per {
             Per::Iteration => format!("{} per iteration", self.label),
             Per::Run => format!("{} per run", self.label),
+            Per::Process => self.label.to_string(),
         }
     }
 }
@@ -659,6 +668,81 @@ pub const RUN_COUNTS: [Metric; 7] = [
     RUN_METRICS[11],
 ];
 
+/// A figure of a process's memory over its life, in bytes, from the driver's samples.
+const fn memory(
+    index: usize,
+    key: &'static str,
+    label: &'static str,
+    short: &'static str,
+    meaning: &'static str,
+    total: fn(&SourceTotals) -> Option<u64>,
+) -> Metric {
+    Metric {
+        index,
+        key,
+        label,
+        meaning,
+        unit: Unit::Bytes,
+        per: Per::Process,
+        source: Source::Memory,
+        cause_from: None,
+        syscall: false,
+        spread: false,
+        total,
+        scale: 1.0,
+        short,
+        ci: None,
+    }
+}
+
+/// Every figure of a process's memory over time (a worker's, or one run of a user's
+/// command), sampled from outside it every few ms: in the run records, summary.csv and
+/// exec.csv, after the other figures. Medians over a cell's processes or a command's
+/// runs.
+pub const MEMORY_METRICS: [Metric; 4] = [
+    memory(
+        0,
+        "mem_peak_bytes",
+        "peak resident memory (sampled)",
+        "mem peak",
+        "the highest resident set (Rss) sampled over the process's life, bytes",
+        |t| t.memory.map(|m| m.peak),
+    ),
+    memory(
+        1,
+        "mem_mean_bytes",
+        "mean resident memory",
+        "mem mean",
+        "the resident set averaged over the process's life (each sample weighted by how long it held), bytes",
+        |t| t.memory.map(|m| m.mean),
+    ),
+    memory(
+        2,
+        "mem_last_bytes",
+        "resident memory at the end",
+        "mem end",
+        "the resident set at the last sample before the process ended: what it still held, bytes",
+        |t| t.memory.map(|m| m.last),
+    ),
+    memory(
+        3,
+        "huge_mean_bytes",
+        "memory in huge pages",
+        "huge mean",
+        "anonymous memory in transparent huge pages (AnonHugePages), averaged as the mean is, bytes",
+        |t| t.memory.and_then(|m| m.huge_mean),
+    ),
+];
+
+/// A process's highest sampled resident set.
+pub const MEM_PEAK: Metric = MEMORY_METRICS[0];
+/// A process's time-weighted mean resident set.
+pub const MEM_MEAN: Metric = MEMORY_METRICS[1];
+/// A process's resident set at its last sample.
+pub const MEM_LAST: Metric = MEMORY_METRICS[2];
+/// A process's mean memory in transparent huge pages.
+pub const HUGE_MEAN: Metric = MEMORY_METRICS[3];
+
 /// The most entries a registry holds (the room a [`Figures`] has).
 const ROOM: usize = 16;
 
@@ -673,6 +757,8 @@ pub trait Registry: Clone + Copy + fmt::Debug + Default + PartialEq {
     const COUNTER_AFTER: Option<usize>;
     /// The entry that is the sum of the memory syscalls, where there is one.
     const SUM: Option<usize>;
+    /// Whether its figures are whole (bytes): serialised rounded, as integers.
+    const WHOLE: bool = false;
 }
 
 /// The per-iteration registry, [`METRICS`]: a run record's and a cell summary's figures.
@@ -697,6 +783,18 @@ impl Registry for PerRun {
     const SUM: Option<usize> = None;
 }
 
+/// The memory registry, [`MEMORY_METRICS`]: a process's memory over its life.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PerProcess;
+
+impl Registry for PerProcess {
+    const LIST: &'static [Metric] = &MEMORY_METRICS;
+    const PER: Per = Per::Process;
+    const COUNTER_AFTER: Option<usize> = None;
+    const SUM: Option<usize> = None;
+    const WHOLE: bool = true;
+}
+
 /// One figure per entry of a registry (None where it was not read): per iteration, what
 /// a run record and a summary row carry; per run ([`RunFigures`]), what an exec row and a
 /// sweep point carry. Serialised flat, one field per entry under its key (`null` where
@@ -712,6 +810,24 @@ pub struct Figures<R: Registry = PerIteration> {
 
 /// The figures of one run of a user's command (or their medians over runs).
 pub type RunFigures = Figures<PerRun>;
+
+/// The figures of a process's memory over its life (or their medians).
+pub type MemoryFigures = Figures<PerProcess>;
+
+impl MemoryFigures {
+    /// The figures of one process's memory samples (all None without samples).
+    pub fn of_samples(samples: &[crate::model::memory::MemorySample]) -> Self {
+        Figures::of_totals(&SourceTotals {
+            memory: crate::model::memory::MemorySummary::of(samples),
+            ..SourceTotals::default()
+        })
+    }
+
+    /// Whether any figure was read.
+    pub fn any(&self) -> bool {
+        self.iter().any(|(_, v)| v.is_some())
+    }
+}
 
 impl<R: Registry> std::ops::Index<Metric> for Figures<R> {
     type Output = Option<f64>;
@@ -838,7 +954,12 @@ impl<R: Registry> Serialize for Figures<R> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(None)?;
         for m in R::LIST {
-            map.serialize_entry(m.key, &self.values[m.index])?;
+            match self.values[m.index] {
+                Some(v) if R::WHOLE && v.is_finite() && v >= 0.0 => {
+                    map.serialize_entry(m.key, &(v.round() as u64))?
+                }
+                v => map.serialize_entry(m.key, &v)?,
+            }
             if R::COUNTER_AFTER == Some(m.index) {
                 map.serialize_entry("syscall_counter", &self.syscall_counter)?;
             }
@@ -1126,6 +1247,7 @@ mod tests {
             }),
             allocations: None,
             peak_rss: None,
+            memory: None,
         };
         let f = Figures::per_iteration(&totals, 4);
         assert_eq!(f[MINOR_FAULTS], Some(100.0));

@@ -11,6 +11,7 @@ pub mod environment;
 pub mod experiment;
 pub mod knobs;
 pub mod library;
+pub mod memory;
 pub mod metric;
 pub mod overhead;
 pub mod percentiles;

@@ -4,7 +4,7 @@
 use crate::model::budget::Budget;
 use crate::model::counts::{Rusage, SyscallCounts};
 use crate::model::environment::Environment;
-use crate::model::metric::{Figures, Source, SourceTotals, MINOR_FAULTS};
+use crate::model::metric::{Figures, MemoryFigures, Source, SourceTotals, MINOR_FAULTS};
 use crate::model::overhead::Overhead;
 use crate::model::run::RunSpec;
 use crate::model::spec::{Allocator, Variant, Workload};
@@ -101,6 +101,7 @@ impl Totals {
             syscalls: self.syscalls,
             allocations: self.allocs.zip(self.alloc_bytes),
             peak_rss: None,
+            memory: None,
         }
     }
 }
@@ -238,6 +239,14 @@ pub struct RunRecord {
     pub rss_end_bytes: Option<u64>,
     /// Peak resident set of the whole process (ru_maxrss), warm-up included.
     pub rss_peak_bytes: u64,
+    /// The process's memory over its life, sampled by the driver
+    /// ([`crate::model::metric::MEMORY_METRICS`]: peak, mean, last, huge pages); null
+    /// where it was not sampled (`unavailable.memory` says why).
+    #[serde(flatten)]
+    pub memory: MemoryFigures,
+    /// The samples behind those figures, in time order (empty where none were taken).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory_timeline: Vec<crate::model::memory::MemorySample>,
     /// FNV-1a 64 of the output's bit patterns, as 16 hex digits.
     pub checksum: String,
     /// What observing cost in this worker (its fields sit at the record's top level).

@@ -79,6 +79,11 @@ pub struct SummaryRow {
     pub rss_end_bytes: Option<u64>,
     /// Peak resident set of the worker process (ru_maxrss), warm-up included, in bytes.
     pub rss_peak_bytes: Option<u64>,
+    /// The process's memory over its life, sampled by the driver
+    /// ([`crate::model::metric::MEMORY_METRICS`]), medians over the processes; null where
+    /// not sampled.
+    #[serde(flatten)]
+    pub memory: crate::model::metric::MemoryFigures,
     /// FNV-1a 64 of the output's bit patterns, as 16 hex digits (the first process's).
     pub checksum: Option<String>,
     /// Median back-to-back clock-read pair of the (first) process, in ns: the floor of every
@@ -191,6 +196,7 @@ impl SummaryRow {
             rss_start_bytes: u(|r| r.rss_start_bytes),
             rss_end_bytes: u(|r| r.rss_end_bytes),
             rss_peak_bytes: u(|r| Some(r.rss_peak_bytes)),
+            memory: r.map(|r| r.memory.clone()).unwrap_or_default(),
             checksum: r.map(|r| r.checksum.clone()),
             timer_overhead_ns: f(|r| Some(r.overhead.timer_overhead_ns)),
             harness_overhead_ns_per_sample: f(|r| Some(r.overhead.harness_overhead_ns_per_sample)),

@@ -93,6 +93,9 @@ impl RunRecord {
             rss_start_bytes: m.rss_start_bytes.as_ref().ok().copied(),
             rss_end_bytes: m.rss_end_bytes.as_ref().ok().copied(),
             rss_peak_bytes: ru.maxrss_bytes,
+            // Sampled from outside by the driver, which puts them in.
+            memory: Default::default(),
+            memory_timeline: Vec::new(),
             checksum: format!("{checksum:016x}"),
             overhead,
             totals,

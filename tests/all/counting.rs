@@ -48,6 +48,7 @@ fn traced(
             trace: Some(ptrace::Scope::Worker),
             capture_stdout: true,
             log_calls: false,
+            memory_every: None,
         },
     )
     .unwrap();

@@ -139,11 +139,14 @@ fn exec_and_run_folders_get_a_report_html() {
         assert_eq!(i["figures"]["kind"], "command", "{i}");
         assert_eq!(i["figures"]["runs"], 2, "{i}");
     }
+    // Four charts of figures per run and one of memory over a run, a line each per
+    // allocator.
     assert_eq!(
         html.matches(r#"<g class="series""#).count(),
-        4 * 2,
+        5 * 2,
         "{html}"
     );
+    assert!(html.contains("Resident memory over a run"), "{html}");
 
     let run_dir = dir.path().join("run");
     let o = lab(&[
@@ -165,7 +168,11 @@ fn exec_and_run_folders_get_a_report_html() {
     // A sweep: charts against size — throughput (GB/s) first —, and REPORT.md's findings.
     assert!(html.contains("against size"), "{html}");
     assert!(html.contains("Throughput against size"), "{html}");
-    assert_eq!(html.matches("<figure>").count(), 4, "{html}");
+    // Four charts against size, and one of memory over time per variant at the largest
+    // size.
+    let memory = html.matches("Resident memory over time ·").count();
+    assert!(memory >= 1, "{html}");
+    assert_eq!(html.matches("<figure>").count(), 4 + memory, "{html}");
     // The page and REPORT.md lead with the same answer (one list, rendered by both),
     // before the findings, which fold; the method and the environment come after them.
     let md = std::fs::read_to_string(folder.join("REPORT.md")).unwrap();
