@@ -19,6 +19,22 @@ fn pooled_p50(records: &[&RunRecord]) -> Option<u64> {
     Some(crate::model::percentiles::value_at(&pooled, 50.0))
 }
 
+/// The (lower) median of a figure where a process without it ranks last (a time until
+/// something that never happened): None where half the processes or more lack it.
+fn never_is_last_median(
+    records: &[&RunRecord],
+    get: &dyn Fn(&RunRecord) -> Option<f64>,
+) -> Option<f64> {
+    let mut v: Vec<f64> = records
+        .iter()
+        .map(|r| get(r).unwrap_or(f64::INFINITY))
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len().saturating_sub(1) / 2)
+        .copied()
+        .filter(|x| x.is_finite())
+}
+
 /// The row of a cell measured in several processes: medians over the processes, with
 /// the interval of the p50 and p99 medians and the min–max of the counts. A cell with a
 /// failed process is a failed row that says how many failed and why.
@@ -103,7 +119,13 @@ pub fn row(cell: &Cell) -> SummaryRow {
     row.rss_start_bytes = round(med(&|r| r.rss_start_bytes.map(|v| v as f64)));
     row.rss_end_bytes = round(med(&|r| r.rss_end_bytes.map(|v| v as f64)));
     row.rss_peak_bytes = round(med(&|r| Some(r.rss_peak_bytes as f64)));
-    row.memory = crate::model::metric::MemoryFigures::each(|m| med(&|r| r.memory[m]));
+    row.memory = crate::model::metric::MemoryFigures::each(|m| {
+        if m.index == crate::model::metric::HALF_RETURNED.index {
+            never_is_last_median(&records, &|r| r.memory[m])
+        } else {
+            med(&|r| r.memory[m])
+        }
+    });
     use crate::analysis::modes::{behaviours, Unit};
     let all = |get: &dyn Fn(&RunRecord) -> Option<f64>| {
         let v = values(get);

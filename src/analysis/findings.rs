@@ -48,6 +48,26 @@ pub enum Figures {
     SweepCliff(serde_json::Value),
     /// An allocator against glibc's on the same cells: its time and the memory it holds.
     Price(Box<PriceFigures>),
+    /// One cell's memory after its burst: held when its buffers were freed, after the
+    /// idle phase, and how long until half was given back.
+    AfterBurst(Box<AfterBurstFigures>),
+}
+
+/// What an after-the-burst sentence rests on.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AfterBurstFigures {
+    pub allocator: String,
+    pub variant: Variant,
+    pub workload: Workload,
+    pub threads: u32,
+    pub size: u64,
+    /// How long the workers idled, ms.
+    pub idle_ms: f64,
+    /// Processes behind the medians.
+    pub processes: usize,
+    /// The cell's memory figures (medians over its processes; `half_returned_ms` null
+    /// where half or more of them never gave half back).
+    pub memory: crate::model::metric::MemoryFigures,
 }
 
 /// What a price-of-speed sentence rests on.

@@ -6,9 +6,9 @@
 
 use crate::analysis::answer::phrase;
 use crate::analysis::cells;
-use crate::analysis::findings::{Figures, Item, PriceFigures};
+use crate::analysis::findings::{AfterBurstFigures, Figures, Item, PriceFigures};
 use crate::analysis::stats::{Comparison, Verdict};
-use crate::model::metric::{MemoryFigures, Metric, MEM_LAST, MEM_MEAN};
+use crate::model::metric::{MemoryFigures, Metric, HALF_RETURNED, IDLE_FROM, MEM_LAST, MEM_MEAN};
 use crate::model::record::Cell;
 use crate::model::spec::{Variant, Workload};
 
@@ -74,8 +74,9 @@ fn sentence(
 }
 
 /// The price of speed in `cells`: per workload and thread count, the variant and size
-/// (of those measured) where another allocator's time differs most from glibc's, decided
-/// and at least [`FROM_RATIO`] either way; there, one item per other allocator of that
+/// (of those measured) where another allocator's time differs most from glibc's, at least
+/// [`FROM_RATIO`] either way, decided (or without a verdict for too few processes, but
+/// with its whole interval that far); there, one item per other allocator of that
 /// variant and size. Empty where no such difference was measured.
 pub fn price_of_speed(cells: &[&Cell], threshold: f64) -> Vec<Item> {
     let mut groups: Vec<(Workload, u32)> = Vec::new();
@@ -102,7 +103,14 @@ pub fn price_of_speed(cells: &[&Cell], threshold: f64) -> Vec<Item> {
                 let Some(cmp) = cells::compare(base, other, threshold) else {
                     continue;
                 };
-                let decided = matches!(cmp.verdict, Some(Verdict::Faster | Verdict::Slower));
+                // Decided, or too few processes for a verdict but the whole interval
+                // beyond the ratio (said so in the sentence's "no verdict").
+                let beyond = |x: f64| x.ln().abs() >= FROM_RATIO.ln();
+                let decided = matches!(cmp.verdict, Some(Verdict::Faster | Verdict::Slower))
+                    || matches!(cmp.verdict, None | Some(Verdict::Undecided))
+                        && cmp.interval.is_some_and(|i| {
+                            beyond(i.low) && beyond(i.high) && (i.low > 1.0) == (i.high > 1.0)
+                        });
                 let size = cmp.ratio.ln().abs();
                 if decided && size >= FROM_RATIO.ln() && best.is_none_or(|b| size > b.0) {
                     best = Some((size, base.spec.variant, base.spec.size));
@@ -147,6 +155,58 @@ pub fn price_of_speed(cells: &[&Cell], threshold: f64) -> Vec<Item> {
         }
     }
     out
+}
+
+/// "half given back within 6.5 ms" / "kept until exit" of a cell's memory figures.
+pub fn given_back(m: &MemoryFigures) -> String {
+    match m[HALF_RETURNED] {
+        Some(ms) => format!("half given back within {}", HALF_RETURNED.show(ms)),
+        None => "kept until exit".into(),
+    }
+}
+
+/// After the burst: one item per cell whose workers idled after their measured phase
+/// (budget `idle_time`), in the cells' order: what it held when its buffers were freed,
+/// what it held at the end of the idle, and how long until half was given back.
+pub fn after_burst(cells: &[&Cell]) -> Vec<Item> {
+    cells
+        .iter()
+        .filter_map(|c| {
+            let idle_ns = c.records().next()?.1.budget.idle_ns;
+            let row = cells::row(c);
+            let m = row.memory;
+            let (from, last) = (m[IDLE_FROM]?, m[MEM_LAST]?);
+            if idle_ns == 0 {
+                return None;
+            }
+            let idle_ms = idle_ns as f64 / 1e6;
+            let text = format!(
+                "after the burst, {} {} at {} elements ({}), {} s idle: {} held {} when its buffers were freed and {} at the end of the idle; {}",
+                c.spec.workload,
+                c.spec.variant,
+                crate::fmt::group_thousands(c.spec.size as i64),
+                crate::fmt::Threads(c.spec.threads),
+                crate::fmt::trim_float(idle_ms / 1e3),
+                c.spec.allocator_label(),
+                crate::fmt::human_bytes(from.round() as u64),
+                crate::fmt::human_bytes(last.round() as u64),
+                given_back(&m)
+            );
+            Some(Item {
+                text,
+                figures: Some(Figures::AfterBurst(Box::new(AfterBurstFigures {
+                    allocator: c.spec.allocator_label(),
+                    variant: c.spec.variant,
+                    workload: c.spec.workload,
+                    threads: c.spec.threads,
+                    size: c.spec.size,
+                    idle_ms,
+                    processes: c.records().count(),
+                    memory: m.clone(),
+                }))),
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

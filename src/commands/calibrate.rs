@@ -165,6 +165,7 @@ fn noise_series(
             min_time_ns: (args.process_time * 1e9) as u64,
             min_iters: 10,
             max_iters: 1_000_000,
+            idle_ns: 0,
         },
         counters: crate::counters::CounterMode::Off,
         timeline: true,

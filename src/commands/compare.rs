@@ -1080,6 +1080,7 @@ mod tests {
             min_time_ns: 20_000_000,
             min_iters: 10,
             max_iters: 10_000_000,
+            idle_ns: 0,
         };
         assert!(check_plan(24, 416, &budget, 10_000, 1).is_ok());
         let e = check_plan(24, 1000, &budget, 10_000, 1).unwrap_err();

@@ -124,13 +124,15 @@ fn last_line(text: &str) -> &str {
 
 /// Puts the driver's samples of a worker's memory into its record (or why there are
 /// none into its `unavailable`).
-pub fn with_memory(
-    mut record: RunRecord,
-    memory: Result<Vec<crate::model::memory::MemorySample>, crate::counters::Unavailable>,
-) -> RunRecord {
-    match memory {
+pub fn with_memory(mut record: RunRecord, run: spawn::ChildRun) -> RunRecord {
+    match run.memory {
         Ok(samples) => {
-            record.memory = crate::model::metric::MemoryFigures::of_samples(&samples);
+            // The idle phase on the samples' clock (ms since the worker was released).
+            let idle_ms = record
+                .idle_start_unix_ns
+                .zip(run.start_unix_ns)
+                .map(|(idle, start)| idle.saturating_sub(start) as f64 / 1e6);
+            record.memory = crate::model::metric::MemoryFigures::of_samples(&samples, idle_ms);
             record.counter_sources.insert(
                 "memory".into(),
                 "/proc/<pid>/smaps_rollup of the worker, read by the driver while it ran".into(),
@@ -298,7 +300,7 @@ impl ProcessExecutor {
             run.stdout.as_deref().unwrap_or(""),
             run.stderr_tail.as_deref().unwrap_or(""),
         )
-        .map(|r| with_memory(r, run.memory))
+        .map(|r| with_memory(r, run))
     }
 
     /// The worker of `request` and its argument vector.
@@ -358,7 +360,7 @@ impl ProcessExecutor {
             run.stdout.as_deref().unwrap_or(""),
             run.stderr_tail.as_deref().unwrap_or(""),
         )
-        .map(|r| with_memory(r, run.memory))
+        .map(|r| with_memory(r, run))
     }
 
     /// One worker run under the ptrace tracer: its record (whose latency includes the

@@ -122,6 +122,17 @@ pub fn console(answer: &Answer, heading: &str, width: usize) -> String {
     s
 }
 
+/// The lead of a line named `name` in a column `w` wide after two spaces, and the
+/// text `s` gets first: a name too long for the column takes a line of its own.
+fn named_lead(s: &mut String, name: &str, w: usize) -> String {
+    if name.chars().count() + 2 > w {
+        s.push_str(&format!("  {name}\n"));
+        " ".repeat(w + 2)
+    } else {
+        format!("  {name:w$}")
+    }
+}
+
 /// The price of speed on the console, in `width` columns: a heading per group (workload,
 /// variant, size, base), then one line per allocator: its time against the base and the
 /// memory it holds more or less, on average and at its end. The sentences of
@@ -145,6 +156,20 @@ pub fn price_console(items: &[crate::analysis::findings::Item], width: usize) ->
         + 2;
     let mut s = String::new();
     let mut group = None;
+    let bursts: Vec<&crate::analysis::findings::AfterBurstFigures> = items
+        .iter()
+        .filter_map(|i| match &i.figures {
+            Some(Figures::AfterBurst(b)) => Some(&**b),
+            _ => None,
+        })
+        .collect();
+    let burst_w = bursts
+        .iter()
+        .map(|b| b.allocator.chars().count())
+        .max()
+        .unwrap_or(8)
+        .min(NAME_COLUMN)
+        + 2;
     for p in prices {
         let key = (
             p.workload,
@@ -184,12 +209,39 @@ pub fn price_console(items: &[crate::analysis::findings::Item], width: usize) ->
             delta(MEM_MEAN),
             delta(MEM_LAST)
         );
-        s.push_str(&wrap(
-            &text,
-            width,
-            &format!("  {:name_w$}", p.allocator),
-            &" ".repeat(name_w + 4),
-        ));
+        let lead = named_lead(&mut s, &p.allocator, name_w);
+        s.push_str(&wrap(&text, width, &lead, &" ".repeat(name_w + 4)));
+    }
+    let mut group = None;
+    for b in bursts {
+        let key = (
+            b.workload,
+            b.variant,
+            b.size,
+            b.threads,
+            b.idle_ms.to_bits(),
+        );
+        if group != Some(key) {
+            let head = format!(
+                "after the burst ({} {}, {} elements, {}): resident when the buffers were freed → after {} s idle",
+                b.workload,
+                b.variant,
+                crate::fmt::group_thousands(b.size as i64),
+                crate::fmt::Threads(b.threads),
+                crate::fmt::trim_float(b.idle_ms / 1e3)
+            );
+            s.push_str(&wrap(&head, width, "", "  "));
+            group = Some(key);
+        }
+        let mib = |v: Option<f64>| v.map_or("n/a".into(), |v| format!("{:.1}", v / 1048576.0));
+        let text = format!(
+            "{} → {} MiB; {}",
+            mib(b.memory[crate::model::metric::IDLE_FROM]),
+            mib(b.memory[MEM_LAST]),
+            crate::analysis::price::given_back(&b.memory)
+        );
+        let lead = named_lead(&mut s, &b.allocator, burst_w);
+        s.push_str(&wrap(&text, width, &lead, &" ".repeat(burst_w + 4)));
     }
     s
 }

@@ -473,10 +473,12 @@ pub fn headlines(loaded: &Loaded) -> Answer {
     let complete = loaded.complete();
     let confirming = !complete && loaded.plan.experiment.confirm_cliffs;
     let mut answer = answer_of(cliff_lines(&loaded.cliffs, confirming), differences);
-    answer.price = crate::analysis::price::price_of_speed(
-        &loaded.cells.iter().collect::<Vec<_>>(),
-        crate::model::metric::NOISE_THRESHOLD,
-    );
+    let cells: Vec<_> = loaded.cells.iter().collect();
+    answer.price =
+        crate::analysis::price::price_of_speed(&cells, crate::model::metric::NOISE_THRESHOLD);
+    answer
+        .price
+        .extend(crate::analysis::price::after_burst(&cells));
     answer.incomplete = (!complete).then(|| {
         format!(
             "INCOMPLETE: the run did not finish; missing: {}",

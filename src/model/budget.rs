@@ -14,6 +14,15 @@ pub struct Budget {
     pub min_iters: u64,
     /// or this many iterations, whichever comes first.
     pub max_iters: u64,
+    /// After the measured phase, the worker frees its buffers (its threads end) and idles
+    /// this long, its memory sampled meanwhile: what the allocator gives back after the
+    /// burst, and when. 0 (the default): it exits at once.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub idle_ns: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// Seconds one element costs per iteration, as a rough guide for progress estimates only
@@ -50,6 +59,7 @@ impl Default for Budget {
             min_time_ns: 1_000_000_000,
             min_iters: 10,
             max_iters: 10_000_000,
+            idle_ns: 0,
         }
     }
 }
@@ -87,6 +97,7 @@ impl Budget {
             min_time_ns: 0,
             min_iters: iters,
             max_iters: iters,
+            idle_ns: 0,
         }
     }
 
@@ -101,6 +112,7 @@ impl Budget {
             min_time_ns: 50_000_000,
             min_iters: 3,
             max_iters,
+            idle_ns: 0,
         }
     }
 
@@ -155,6 +167,7 @@ impl BudgetArgs {
             min_time_ns: secs_to_ns(self.min_time),
             min_iters: self.min_iters,
             max_iters: self.max_iters,
+            idle_ns: 0,
         }
     }
 }

@@ -44,7 +44,7 @@ impl ExecRun {
 
     /// This run's memory figures, from its samples (all None without samples).
     pub fn memory_figures(&self) -> crate::model::metric::MemoryFigures {
-        crate::model::metric::MemoryFigures::of_samples(&self.memory)
+        crate::model::metric::MemoryFigures::of_samples(&self.memory, None)
     }
 }
 

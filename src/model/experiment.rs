@@ -29,6 +29,9 @@ struct BudgetFile {
     max_iters: Option<Spanned<u64>>,
     warmup_time: Option<Spanned<f64>>,
     warmup_iters: Option<u64>,
+    /// Seconds each worker idles after its measured phase, its buffers freed (what the
+    /// allocator gives back after the burst); 0 by default.
+    idle_time: Option<Spanned<f64>>,
     /// Worker processes per cell, in interleaved rounds.
     processes: Option<Spanned<u32>>,
 }
@@ -247,6 +250,7 @@ impl Source<'_> {
                 .max_iters
                 .as_ref()
                 .map_or(base.max_iters, |m| *m.get_ref()),
+            idle_ns: secs(&f.idle_time, "idle_time", base.idle_ns)?,
         };
         if b.max_iters == 0 {
             let span = f.max_iters.as_ref().map(|m| m.span());

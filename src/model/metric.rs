@@ -699,7 +699,7 @@ const fn memory(
 /// command), sampled from outside it every few ms: in the run records, summary.csv and
 /// exec.csv, after the other figures. Medians over a cell's processes or a command's
 /// runs.
-pub const MEMORY_METRICS: [Metric; 4] = [
+pub const MEMORY_METRICS: [Metric; 6] = [
     memory(
         0,
         "mem_peak_bytes",
@@ -732,6 +732,26 @@ pub const MEMORY_METRICS: [Metric; 4] = [
         "anonymous memory in transparent huge pages (AnonHugePages), averaged as the mean is, bytes",
         |t| t.memory.and_then(|m| m.huge_mean),
     ),
+    memory(
+        4,
+        "idle_from_bytes",
+        "resident memory when the idle phase began",
+        "idle from",
+        "with an idle phase after the burst (budget idle_time): the resident set at the last sample before the buffers were freed, bytes",
+        |t| t.memory.and_then(|m| m.idle_from),
+    ),
+    Metric {
+        unit: Unit::Ms,
+        scale: 1e3,
+        ..memory(
+            5,
+            "half_returned_ms",
+            "time until half was given back",
+            "half back",
+            "with an idle phase: ms from its start to the first sample at which half of what the process grew by had been given back; empty where it never was (kept until exit)",
+            |t| t.memory.and_then(|m| m.half_returned_us),
+        )
+    },
 ];
 
 /// A process's highest sampled resident set.
@@ -742,6 +762,10 @@ pub const MEM_MEAN: Metric = MEMORY_METRICS[1];
 pub const MEM_LAST: Metric = MEMORY_METRICS[2];
 /// A process's mean memory in transparent huge pages.
 pub const HUGE_MEAN: Metric = MEMORY_METRICS[3];
+/// A process's resident set when its idle phase began.
+pub const IDLE_FROM: Metric = MEMORY_METRICS[4];
+/// How long into its idle phase until half its growth was given back.
+pub const HALF_RETURNED: Metric = MEMORY_METRICS[5];
 
 /// The most entries a registry holds (the room a [`Figures`] has).
 const ROOM: usize = 16;
@@ -757,7 +781,7 @@ pub trait Registry: Clone + Copy + fmt::Debug + Default + PartialEq {
     const COUNTER_AFTER: Option<usize>;
     /// The entry that is the sum of the memory syscalls, where there is one.
     const SUM: Option<usize>;
-    /// Whether its figures are whole (bytes): serialised rounded, as integers.
+    /// Whether its figures in bytes are whole: serialised rounded, as integers.
     const WHOLE: bool = false;
 }
 
@@ -815,10 +839,19 @@ pub type RunFigures = Figures<PerRun>;
 pub type MemoryFigures = Figures<PerProcess>;
 
 impl MemoryFigures {
-    /// The figures of one process's memory samples (all None without samples).
-    pub fn of_samples(samples: &[crate::model::memory::MemorySample]) -> Self {
+    /// The figures of one process's memory samples (all None without samples); with
+    /// `idle_ms`, the start of its idle phase on the samples' clock, those of the idle
+    /// phase too.
+    pub fn of_samples(
+        samples: &[crate::model::memory::MemorySample],
+        idle_ms: Option<f64>,
+    ) -> Self {
+        use crate::model::memory::MemorySummary;
         Figures::of_totals(&SourceTotals {
-            memory: crate::model::memory::MemorySummary::of(samples),
+            memory: match idle_ms {
+                Some(ms) => MemorySummary::with_idle(samples, ms),
+                None => MemorySummary::of(samples),
+            },
             ..SourceTotals::default()
         })
     }
@@ -955,8 +988,12 @@ impl<R: Registry> Serialize for Figures<R> {
         let mut map = s.serialize_map(None)?;
         for m in R::LIST {
             match self.values[m.index] {
-                Some(v) if R::WHOLE && v.is_finite() && v >= 0.0 => {
+                Some(v) if R::WHOLE && m.unit == Unit::Bytes && v.is_finite() && v >= 0.0 => {
                     map.serialize_entry(m.key, &(v.round() as u64))?
+                }
+                // A time from whole µs: three decimals, not a binary fraction's tail.
+                Some(v) if R::WHOLE && m.unit == Unit::Ms && v.is_finite() => {
+                    map.serialize_entry(m.key, &((v * 1e3).round() / 1e3))?
                 }
                 v => map.serialize_entry(m.key, &v)?,
             }

@@ -244,6 +244,14 @@ pub struct RunRecord {
     /// where it was not sampled (`unavailable.memory` says why).
     #[serde(flatten)]
     pub memory: MemoryFigures,
+    /// When the idle phase after the measured one began (the buffers freed), on the wall
+    /// clock in ns since the Unix epoch, where the budget asked for one (`idle_ns`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_start_unix_ns: Option<u64>,
+    /// The allocator's own statistics at the end of the idle phase (as
+    /// `allocator_stats`), where there was one.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub allocator_stats_after_idle: BTreeMap<String, u64>,
     /// The samples behind those figures, in time order (empty where none were taken).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub memory_timeline: Vec<crate::model::memory::MemorySample>,

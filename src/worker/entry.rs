@@ -217,6 +217,20 @@ pub fn run(
             record.unavailable.insert("allocator_stats".into(), why);
         }
     }
+    if budget.idle_ns > 0 {
+        // After the burst: every buffer freed (the helper threads, and theirs, are gone
+        // already), then nothing but waiting, while the driver samples what the
+        // allocator gives back.
+        drop(m);
+        record.idle_start_unix_ns = crate::counters::unix_now_ns();
+        std::thread::sleep(std::time::Duration::from_nanos(budget.idle_ns));
+        if library.is_none() {
+            if let Ok(s) = (info.stats)() {
+                record.allocator_stats_after_idle =
+                    s.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+            }
+        }
+    }
     Ok(record)
 }
 

@@ -205,6 +205,7 @@ pub fn calibrate() -> (Overhead, ObserverMemory) {
         min_time_ns: 0,
         min_iters: PAIRS,
         max_iters: PAIRS,
+        idle_ns: 0,
     };
     let mut scratch = new_histogram();
     let stats = timed_loop(&mut Empty, &budget, &mut scratch, 1);
@@ -425,6 +426,7 @@ mod tests {
             min_time_ns: 1000,
             min_iters: 10,
             max_iters: 50,
+            idle_ns: 0,
         };
         assert!(!b.measured_done(9, 5000));
         assert!(!b.measured_done(10, 999));
@@ -440,6 +442,7 @@ mod tests {
             min_time_ns: 0,
             min_iters: 1234,
             max_iters: 1234,
+            idle_ns: 0,
         };
         let mut k = Counting(0);
         let mut h = new_histogram();

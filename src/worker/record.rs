@@ -96,6 +96,8 @@ impl RunRecord {
             // Sampled from outside by the driver, which puts them in.
             memory: Default::default(),
             memory_timeline: Vec::new(),
+            idle_start_unix_ns: None,
+            allocator_stats_after_idle: Default::default(),
             checksum: format!("{checksum:016x}"),
             overhead,
             totals,

@@ -153,6 +153,7 @@ fn the_labs_serialized_request_runs_exactly_that_run() {
             min_time_ns: 0,
             min_iters: 17,
             max_iters: 17,
+            idle_ns: 0,
         },
         counters: CounterMode::Off,
         timeline: false,
