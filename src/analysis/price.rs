@@ -8,7 +8,7 @@ use crate::analysis::answer::phrase;
 use crate::analysis::cells;
 use crate::analysis::findings::{AfterBurstFigures, Figures, Item, PriceFigures};
 use crate::analysis::stats::{Comparison, Verdict};
-use crate::model::metric::{MemoryFigures, Metric, HALF_RETURNED, IDLE_FROM, MEM_LAST, MEM_MEAN};
+use crate::model::metric::{MemoryFigures, Metric, FREED, HALF_RETURNED, MEM_LAST, MEM_MEAN};
 use crate::model::record::Cell;
 use crate::model::spec::{Variant, Workload};
 
@@ -175,13 +175,13 @@ pub fn after_burst(cells: &[&Cell]) -> Vec<Item> {
             let idle_ns = c.records().next()?.1.budget.idle_ns;
             let row = cells::row(c);
             let m = row.memory;
-            let (from, last) = (m[IDLE_FROM]?, m[MEM_LAST]?);
+            let (from, last) = (m[FREED]?, m[MEM_LAST]?);
             if idle_ns == 0 {
                 return None;
             }
             let idle_ms = idle_ns as f64 / 1e6;
             let text = format!(
-                "after the burst, {} {} at {} elements ({}), {} s idle: {} held {} when its buffers were freed and {} at the end of the idle; {}",
+                "after the burst, {} {} at {} elements ({}), {} s idle: {} held {} once every buffer was freed and {} at the end of the idle; {}",
                 c.spec.workload,
                 c.spec.variant,
                 crate::fmt::group_thousands(c.spec.size as i64),

@@ -423,7 +423,7 @@ pub struct Answer {
 
 impl Answer {
     pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
+        self.items.is_empty() && self.price.is_empty()
     }
 
     /// The headlines' sentences, leading first, then the price of speed.

@@ -36,12 +36,13 @@ pub struct MemorySummary {
     /// AnonHugePages averaged over time as Rss is, over the samples that read it (the
     /// full ones); None where none did.
     pub huge_mean: Option<u64>,
-    /// With an idle phase after the burst: the Rss at the last sample before it began
-    /// (before the buffers were freed).
-    pub idle_from: Option<u64>,
+    /// With an idle phase after the burst: the Rss at its first sample, every buffer
+    /// freed by then.
+    pub freed: Option<u64>,
     /// With an idle phase: µs from its start to the first sample at which at least half
-    /// of what the process grew by (from its first sample to `idle_from`) had been given
-    /// back; None where that never happened before the process ended.
+    /// of what the process grew by during the burst (from its first sample to the
+    /// highest before the idle) had been given back; None where that never happened
+    /// before the process ended.
     pub half_returned_us: Option<u64>,
 }
 
@@ -116,19 +117,27 @@ impl MemorySummary {
             mean: time_mean(samples, |s| Some(s.rss_bytes))?,
             last: samples.last()?.rss_bytes,
             huge_mean: time_mean(samples, |s| s.anon_huge_bytes),
-            idle_from: None,
+            freed: None,
             half_returned_us: None,
         })
     }
 
     /// [`MemorySummary::of`] with an idle phase from `idle_ms` (on the samples' clock):
-    /// what was resident when it began, and how long until half the growth was back.
+    /// what was resident once it began, and how long until half the burst's growth was
+    /// back.
     pub fn with_idle(samples: &[MemorySample], idle_ms: f64) -> Option<Self> {
         let mut s = MemorySummary::of(samples)?;
-        let before = samples.iter().rev().find(|x| x.t_ms <= idle_ms)?;
+        let burst = samples
+            .iter()
+            .filter(|x| x.t_ms <= idle_ms)
+            .map(|x| x.rss_bytes)
+            .max()?;
         let base = samples.first()?.rss_bytes;
-        s.idle_from = Some(before.rss_bytes);
-        let half = base + before.rss_bytes.saturating_sub(base) / 2;
+        s.freed = samples
+            .iter()
+            .find(|x| x.t_ms > idle_ms)
+            .map(|x| x.rss_bytes);
+        let half = base + burst.saturating_sub(base) / 2;
         s.half_returned_us = samples
             .iter()
             .find(|x| x.t_ms > idle_ms && x.rss_bytes <= half)
@@ -212,18 +221,19 @@ mod tests {
     #[test]
     fn the_idle_phase_says_when_half_the_growth_was_given_back() {
         let m = 1 << 20;
-        // Starts at 1 MiB, grows to 21 MiB, idles from 50 ms: half back (≤ 11 MiB) at
-        // the sample of 80 ms, 30 ms in.
+        // Starts at 1 MiB, peaks at 21 MiB (down to 8 MiB between iterations, as glibc's
+        // trims go), idles from 50 ms: 15 MiB once freed, half back (≤ 11 MiB) at the
+        // sample of 80 ms, 30 ms in.
         let v = [
             s(0.0, m),
             s(20.0, 21 * m),
-            s(45.0, 21 * m),
+            s(45.0, 8 * m),
             s(60.0, 15 * m),
             s(80.0, 11 * m),
             s(100.0, 2 * m),
         ];
         let x = MemorySummary::with_idle(&v, 50.0).unwrap();
-        assert_eq!(x.idle_from, Some(21 * m));
+        assert_eq!(x.freed, Some(15 * m));
         assert_eq!(x.half_returned_us, Some(30_000));
         assert_eq!(x.last, 2 * m);
         // Kept until the end: no time.

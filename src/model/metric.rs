@@ -734,11 +734,11 @@ pub const MEMORY_METRICS: [Metric; 6] = [
     ),
     memory(
         4,
-        "idle_from_bytes",
-        "resident memory when the idle phase began",
-        "idle from",
-        "with an idle phase after the burst (budget idle_time): the resident set at the last sample before the buffers were freed, bytes",
-        |t| t.memory.and_then(|m| m.idle_from),
+        "freed_bytes",
+        "resident memory once every buffer was freed",
+        "freed",
+        "with an idle phase after the burst (budget idle_time): the resident set at its first sample, every buffer freed by then, bytes",
+        |t| t.memory.and_then(|m| m.freed),
     ),
     Metric {
         unit: Unit::Ms,
@@ -748,7 +748,7 @@ pub const MEMORY_METRICS: [Metric; 6] = [
             "half_returned_ms",
             "time until half was given back",
             "half back",
-            "with an idle phase: ms from its start to the first sample at which half of what the process grew by had been given back; empty where it never was (kept until exit)",
+            "with an idle phase: ms from its start to the first sample at which half of what the process grew by during the burst (its first sample to its highest) had been given back; empty where it never was (kept until exit)",
             |t| t.memory.and_then(|m| m.half_returned_us),
         )
     },
@@ -762,8 +762,8 @@ pub const MEM_MEAN: Metric = MEMORY_METRICS[1];
 pub const MEM_LAST: Metric = MEMORY_METRICS[2];
 /// A process's mean memory in transparent huge pages.
 pub const HUGE_MEAN: Metric = MEMORY_METRICS[3];
-/// A process's resident set when its idle phase began.
-pub const IDLE_FROM: Metric = MEMORY_METRICS[4];
+/// A process's resident set once its idle phase began, every buffer freed.
+pub const FREED: Metric = MEMORY_METRICS[4];
 /// How long into its idle phase until half its growth was given back.
 pub const HALF_RETURNED: Metric = MEMORY_METRICS[5];
 

@@ -21,6 +21,7 @@ mod html;
 mod knobs;
 mod layers;
 mod libraries;
+mod memory;
 mod noise;
 mod outputs;
 mod perf_crosscheck;

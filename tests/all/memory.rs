@@ -1,0 +1,176 @@
+//! Memory over time: the driver's samples of each worker's (and each command run's)
+//! resident memory agree with the kernel's own high-water mark (getrusage's ru_maxrss,
+//! an independent reader) and with jemalloc's own count of its resident pages, parse back
+//! from memory/*.csv, and after the burst say that glibc gives half back at once.
+
+use crate::common::{example, json, lab, stderr};
+use std::path::Path;
+
+/// The CSV's rows as maps of its header's names to the cells.
+fn rows(path: &Path) -> Vec<std::collections::BTreeMap<String, String>> {
+    let mut r = csv::Reader::from_path(path).unwrap();
+    let header: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
+    r.records()
+        .map(|rec| {
+            let rec = rec.unwrap();
+            assert_eq!(rec.len(), header.len(), "{}", path.display());
+            header
+                .iter()
+                .cloned()
+                .zip(rec.iter().map(String::from))
+                .collect()
+        })
+        .collect()
+}
+
+fn num(row: &std::collections::BTreeMap<String, String>, key: &str) -> Option<f64> {
+    let v = row.get(key).unwrap_or_else(|| panic!("no column {key}"));
+    (!v.is_empty()).then(|| v.parse().unwrap())
+}
+
+#[test]
+fn a_run_samples_each_worker_and_the_idle_phase_says_what_was_given_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let exp = dir.path().join("idle.toml");
+    std::fs::write(
+        &exp,
+        "description = \"after the burst\"\nworkloads = [\"scale\"]\nvariants = [\"out-of-place\"]\nallocators = [\"system\", \"jemalloc:background_thread=true\"]\nsizes = [\"1e6\"]\n[budget]\nmin_time = 0.05\nmin_iters = 5\nwarmup_time = 0.01\nwarmup_iters = 1\nidle_time = 0.4\nprocesses = 2\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let o = lab(&[
+        "run",
+        "--no-calibration",
+        "--out",
+        out.to_str().unwrap(),
+        exp.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let folder = out.join("idle");
+    let summary = rows(&folder.join("summary.csv"));
+    assert_eq!(summary.len(), 2);
+    for r in &summary {
+        let id = &r["run_id"];
+        // The sampled peak against the kernel's high-water mark at the end of the
+        // measured phase: never above it (but for what the idle phase's exit path may
+        // add, 1 MiB), and close below it (samples every 10 ms of a steady loop).
+        let (sampled, kernel) = (
+            num(r, "mem_peak_bytes").unwrap(),
+            num(r, "rss_peak_bytes").unwrap(),
+        );
+        assert!(sampled <= kernel + 1048576.0, "{id}: {sampled} > {kernel}");
+        assert!(sampled >= 0.8 * kernel, "{id}: {sampled} ≪ {kernel}");
+        let mean = num(r, "mem_mean_bytes").unwrap();
+        assert!(
+            mean > 0.0 && mean <= sampled,
+            "{id}: mean {mean}, peak {sampled}"
+        );
+        // Every sample of both processes, in time order per process.
+        let samples = rows(&folder.join(format!("memory/{id}.csv")));
+        let mut last: std::collections::BTreeMap<String, f64> = Default::default();
+        for s in &samples {
+            let t = num(s, "t_ms").unwrap();
+            let before = last.insert(s["process"].clone(), t);
+            assert!(before.is_none_or(|b| b < t), "{id}: {s:?}");
+            assert!(num(s, "rss_bytes").unwrap() > 0.0);
+        }
+        assert_eq!(last.len(), 2, "{id}: two processes sampled");
+        // The highest sample of the file is at least the row's median peak.
+        let top = samples
+            .iter()
+            .map(|s| num(s, "rss_bytes").unwrap())
+            .fold(0.0, f64::max);
+        assert!(top >= sampled, "{id}");
+        let (freed, end) = (
+            num(r, "freed_bytes").unwrap(),
+            num(r, "mem_last_bytes").unwrap(),
+        );
+        // Nothing is allocated in the idle phase: it holds no more at its end than once
+        // freed (but for what a background thread's stack touches, under 1 MiB).
+        assert!(end <= freed + 1048576.0, "{id}: {freed} → {end}");
+        match r["allocator"].as_str() {
+            // glibc trims the heap top at the free and unmaps its mmap'd chunks: half of
+            // the burst's growth is back within the first samples of the idle phase.
+            "system" => {
+                assert!(freed < 0.6 * sampled, "{id}: {sampled} → {freed}");
+                assert!(num(r, "half_returned_ms").unwrap() < 200.0, "{id}");
+            }
+            // jemalloc's own count of the pages it holds resident (stats.resident, read by
+            // the worker at the end of the idle) is part of what the driver sampled last:
+            // below it, by no more than the program's own pages.
+            "jemalloc" => {
+                let record =
+                    json(&std::fs::read(folder.join(format!("runs/{id}.p1.json"))).unwrap());
+                let own = record["allocator_stats_after_idle"]["resident"]
+                    .as_f64()
+                    .unwrap();
+                let last = record["mem_last_bytes"].as_f64().unwrap();
+                assert!(
+                    own <= last && last <= own + 8.0 * 1048576.0,
+                    "{id}: jemalloc says {own} resident, the driver sampled {last}"
+                );
+            }
+            other => panic!("{other}"),
+        }
+    }
+    // The answer says it, as data.
+    let findings = json(&std::fs::read(folder.join("findings.json")).unwrap());
+    let after: Vec<&serde_json::Value> = findings["price_of_speed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["figures"]["kind"] == "after-burst")
+        .collect();
+    assert_eq!(after.len(), 2, "{findings}");
+    let system = after
+        .iter()
+        .find(|i| i["figures"]["allocator"] == "system")
+        .unwrap();
+    let text = system["text"].as_str().unwrap();
+    assert!(text.contains("half given back within"), "{system}");
+    let md = std::fs::read_to_string(folder.join("REPORT.md")).unwrap();
+    assert!(md.contains(text), "{md}");
+}
+
+#[test]
+fn an_exec_samples_the_command_and_its_peak_is_the_kernels() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ex");
+    let purge = example("purge");
+    // One 32 MiB block and 24 of 1 MiB, touched, freed, then 300 ms of idling.
+    let o = lab(&[
+        "exec",
+        "--runs",
+        "2",
+        "--allocators",
+        "system",
+        "--out",
+        out.to_str().unwrap(),
+        "--",
+        purge.to_str().unwrap(),
+        "--idle-ms",
+        "300",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let record = json(&std::fs::read(out.join("exec.json")).unwrap());
+    for run in record["allocators"][0]["runs"].as_array().unwrap() {
+        let samples = run["memory"].as_array().unwrap();
+        // 300 ms idle and more, sampled every 10 ms.
+        assert!(samples.len() >= 20, "{run}");
+        // The kernel's high-water mark of this run bounds every sample (the 32 MiB block
+        // lives for a few ms only, so sampling every 10 ms may miss its top: the sampled
+        // peak is a lower bound, ru_maxrss the exact one).
+        let kernel = run["usage"]["maxrss_bytes"].as_f64().unwrap();
+        let sampled = samples
+            .iter()
+            .map(|s| s["rss_bytes"].as_f64().unwrap())
+            .fold(0.0, f64::max);
+        assert!(sampled <= kernel, "{sampled} > {kernel}");
+        // The 24 MiB of small blocks are touched and held long enough to be seen.
+        assert!(sampled > 24.0 * 1048576.0, "{sampled} vs {kernel}");
+    }
+    let summary = rows(&out.join("summary.csv"));
+    assert!(num(&summary[0], "mem_mean_bytes").unwrap() > 0.0);
+    let timeline = rows(&out.join("memory/system.csv"));
+    assert!(timeline.iter().all(|s| s["run"] == "1" || s["run"] == "2"));
+}
