@@ -8,7 +8,9 @@ use crate::analysis::answer::phrase;
 use crate::analysis::cells;
 use crate::analysis::findings::{AfterBurstFigures, Figures, Item, PriceFigures};
 use crate::analysis::stats::{Comparison, Verdict};
-use crate::model::metric::{MemoryFigures, Metric, FREED, HALF_RETURNED, MEM_LAST, MEM_MEAN};
+use crate::model::metric::{
+    MemoryFigures, Metric, FREED, HALF_RETURNED, MEM_LAST, MEM_MEAN, MEM_PEAK,
+};
 use crate::model::record::Cell;
 use crate::model::spec::{Variant, Workload};
 
@@ -175,19 +177,20 @@ pub fn after_burst(cells: &[&Cell]) -> Vec<Item> {
             let idle_ns = c.records().next()?.1.budget.idle_ns;
             let row = cells::row(c);
             let m = row.memory;
-            let (from, last) = (m[FREED]?, m[MEM_LAST]?);
+            let (peak, from, last) = (m[MEM_PEAK]?, m[FREED]?, m[MEM_LAST]?);
             if idle_ns == 0 {
                 return None;
             }
             let idle_ms = idle_ns as f64 / 1e6;
             let text = format!(
-                "after the burst, {} {} at {} elements ({}), {} s idle: {} held {} once every buffer was freed and {} at the end of the idle; {}",
+                "after the burst, {} {} at {} elements ({}), {} s idle: {} held {} at its peak, {} once every buffer was freed and {} at the end of the idle; {}",
                 c.spec.workload,
                 c.spec.variant,
                 crate::fmt::group_thousands(c.spec.size as i64),
                 crate::fmt::Threads(c.spec.threads),
                 crate::fmt::trim_float(idle_ms / 1e3),
                 c.spec.allocator_label(),
+                crate::fmt::human_bytes(peak.round() as u64),
                 crate::fmt::human_bytes(from.round() as u64),
                 crate::fmt::human_bytes(last.round() as u64),
                 given_back(&m)

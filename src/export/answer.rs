@@ -223,7 +223,7 @@ pub fn price_console(items: &[crate::analysis::findings::Item], width: usize) ->
         );
         if group != Some(key) {
             let head = format!(
-                "after the burst ({} {}, {} elements, {}): resident once every buffer was freed → after {} s idle",
+                "after the burst ({} {}, {} elements, {}): resident at the peak → once every buffer was freed → after {} s idle",
                 b.workload,
                 b.variant,
                 crate::fmt::group_thousands(b.size as i64),
@@ -235,7 +235,8 @@ pub fn price_console(items: &[crate::analysis::findings::Item], width: usize) ->
         }
         let mib = |v: Option<f64>| v.map_or("n/a".into(), |v| format!("{:.1}", v / 1048576.0));
         let text = format!(
-            "{} → {} MiB; {}",
+            "{} → {} → {} MiB; {}",
+            mib(b.memory[crate::model::metric::MEM_PEAK]),
             mib(b.memory[crate::model::metric::FREED]),
             mib(b.memory[MEM_LAST]),
             crate::analysis::price::given_back(&b.memory)
