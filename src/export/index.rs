@@ -291,6 +291,33 @@ fn founding(entries: &[Entry], html: &mut String) -> Option<String> {
             }
             html.push_str("</ul>");
         }
+        // After the burst, where a folder idled its workers (experiments/after-burst).
+        for other in entries.iter().filter(|e| e.kind == Some(Kind::Run)) {
+            let Some(l) = &other.loaded else { continue };
+            let items = crate::analysis::price::after_burst(&l.cells.iter().collect::<Vec<_>>());
+            if items.is_empty() {
+                continue;
+            }
+            let context = items[0]
+                .text
+                .split_once(" idle: ")
+                .and_then(|(head, _)| head.strip_prefix("after the burst, "))
+                .map_or(String::new(), |c| format!("{c} idle, "));
+            let _ = write!(
+                html,
+                r#"<p class="why"><b>After the burst</b> ({}folder {}): what each allocator held at its peak, once every buffer was freed and after the idle, and how long until half came back:</p><ul class="price">"#,
+                esc(&context),
+                esc(&other.name)
+            );
+            for item in &items {
+                let text = item
+                    .text
+                    .split_once(" idle: ")
+                    .map_or(item.text.as_str(), |(_, rest)| rest);
+                let _ = write!(html, "<li>{}</li>", esc(text));
+            }
+            html.push_str("</ul>");
+        }
         // The call path behind it, where a trace of glibc's out-of-place cell is here.
         if let Some((t, (_, n, line))) = entries.iter().find_map(|t| {
             t.traced
