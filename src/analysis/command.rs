@@ -401,7 +401,13 @@ fn row_of(
         Some(d)
     });
     let per_run = medians(a, traced);
-    let memory: Vec<_> = runs.iter().map(ExecRun::memory_figures).collect();
+    // Medians over the runs that were sampled (one that ended before its first sample,
+    // or whose samples could not be read, has none).
+    let memory: Vec<_> = runs
+        .iter()
+        .map(ExecRun::memory_figures)
+        .filter(|f| f.any())
+        .collect();
     ExecRow {
         memory: crate::model::metric::MemoryFigures::each(|m| med_of(&memory, m)),
         behaviours: run_behaviours(runs),

@@ -28,6 +28,7 @@ pub fn dispatch(command: Command, confidence: Option<f64>) -> Result<()> {
     // The trap loop writes nothing: it runs with its output discarded.
     if !matches!(command, Command::Generate(_) | Command::TrapLoop { .. }) {
         stdout_is_open()?;
+        crate::engine::spawn::memory_every_setting().map_err(Error::BadInput)?;
     }
     match command {
         Command::List => list::run(),

@@ -54,6 +54,10 @@ pub fn sample_of(
         }
         Ok(n)
     };
+    // A process that exits while its file is read: ESRCH (or gone altogether).
+    let ended = |e: &std::io::Error| {
+        e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ESRCH)
+    };
     let mut path = [0u8; 40];
     let rollup = fmt_path(&mut path, pid, if full { "smaps_rollup" } else { "statm" });
     if !full {
@@ -64,7 +68,7 @@ pub fn sample_of(
                     .ok()
                     .and_then(|t| parse_statm(t, page, t_ms)))
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) if ended(&e) => Ok(None),
             Err(e) => Err(format!("reading /proc/{pid}/statm: {e}")),
         };
     }
@@ -81,7 +85,7 @@ pub fn sample_of(
                 .ok()
                 .and_then(|t| parse_statm(t, page, t_ms)))
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) if ended(&e) => Ok(None),
         Err(e) => Err(format!("reading /proc/{pid}/smaps_rollup: {e}")),
     }
 }

@@ -128,14 +128,26 @@ pub fn with_memory(mut record: RunRecord, run: spawn::ChildRun) -> RunRecord {
     match run.memory {
         Ok(samples) => {
             // The idle phase on the samples' clock (ms since the worker was released).
-            let idle_ms = record
-                .idle_start_unix_ns
-                .zip(run.start_unix_ns)
-                .map(|(idle, start)| idle.saturating_sub(start) as f64 / 1e6);
-            record.memory = crate::model::metric::MemoryFigures::of_samples(&samples, idle_ms);
+            let on_clock = |t: Option<u64>| {
+                t.zip(run.start_unix_ns)
+                    .map(|(t, start)| t.saturating_sub(start) as f64 / 1e6)
+            };
+            let idle_ms = on_clock(record.idle_start_unix_ns);
+            // After the idle the worker prints its record and exits: samples of its exit
+            // (memory torn down, not given back) are kept in the timeline but not in
+            // the figures.
+            let end = on_clock(record.idle_end_unix_ns).unwrap_or(f64::INFINITY);
+            record.memory = crate::model::metric::MemoryFigures::of_samples(
+                crate::model::memory::until(&samples, end),
+                idle_ms,
+            );
             record.counter_sources.insert(
                 "memory".into(),
-                "/proc/<pid>/smaps_rollup of the worker, read by the driver while it ran".into(),
+                format!(
+                    "the driver read the worker's /proc/<pid>/statm every {} ms and its smaps_rollup every {} ms while it ran",
+                    spawn::memory_every().map_or(0, |d| d.as_millis()),
+                    spawn::FULL_SAMPLE_EVERY.as_millis()
+                ),
             );
             record.memory_timeline = samples;
         }

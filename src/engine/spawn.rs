@@ -298,13 +298,31 @@ pub const MEMORY_EVERY_MS: u64 = 10;
 /// so it is kept to one read in 100 ms (under 0.5 % of the process's time).
 pub const FULL_SAMPLE_EVERY: Duration = Duration::from_millis(100);
 
+/// The variable that sets the memory sampling step.
+pub const MEMORY_EVERY_ENV: &str = "ALLOCLAB_MEMORY_EVERY_MS";
+
+/// `ALLOCLAB_MEMORY_EVERY_MS` as given: its step in ms (0: off), [`MEMORY_EVERY_MS`]
+/// where unset, or what is wrong with it.
+pub fn memory_every_setting() -> Result<u64, String> {
+    match std::env::var(MEMORY_EVERY_ENV) {
+        Err(_) => Ok(MEMORY_EVERY_MS),
+        Ok(v) => v
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|ms| *ms <= 60_000)
+            .ok_or_else(|| {
+                format!(
+                    "{MEMORY_EVERY_ENV}={v:?} is not a sampling step: give whole milliseconds from 1 to 60000, or 0 to turn memory sampling off"
+                )
+            }),
+    }
+}
+
 /// The memory sampling step: `ALLOCLAB_MEMORY_EVERY_MS` (0 turns sampling off), else
-/// [`MEMORY_EVERY_MS`].
+/// [`MEMORY_EVERY_MS`] (a bad value is refused before any run, by the commands).
 pub fn memory_every() -> Option<Duration> {
-    let ms = std::env::var("ALLOCLAB_MEMORY_EVERY_MS")
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .unwrap_or(MEMORY_EVERY_MS);
+    let ms = memory_every_setting().unwrap_or(MEMORY_EVERY_MS);
     (ms > 0).then(|| Duration::from_millis(ms))
 }
 

@@ -307,6 +307,27 @@ impl crate::export::Rows for ExecRow {
 
 /// One line per allocator against the baseline: the time ratio and the counters that
 /// differ (by at least 2 and 10 %), as medians per run.
+/// Where the command's own process held far less than the run's peak RSS (wait4's, which
+/// covers the children it waited for): its work is in a child the driver does not
+/// sample, so its memory over time says little.
+fn memory_notes(rows: &[ExecRow]) -> Vec<String> {
+    use crate::model::metric::MEM_PEAK;
+    rows.iter()
+        .filter_map(|r| {
+            let sampled = r.memory[MEM_PEAK]?;
+            let whole = r.per_run[RUN_PEAK_RSS]? * RUN_PEAK_RSS.scale;
+            (sampled < 0.5 * whole).then(|| {
+                format!(
+                    "{}: the command's own process held at most {} when sampled, its run's peak RSS was {}: the memory over time (memory/*.csv, report.html) is of the command's process alone, not of the children it starts (or it lived too short to be sampled at its peak)",
+                    r.allocator,
+                    crate::fmt::human_bytes(sampled as u64),
+                    crate::fmt::human_bytes(whole as u64)
+                )
+            })
+        })
+        .collect()
+}
+
 pub fn explanations(rows: &[ExecRow]) -> Vec<String> {
     let mut lines = Vec::new();
     // Each row against the row it was compared with (in a session of several commands, a
@@ -375,6 +396,7 @@ pub fn explanations(rows: &[ExecRow]) -> Vec<String> {
             .map(|n| format!("note: {n}")),
     );
     lines.extend(spread_notes(rows).into_iter().map(|n| format!("note: {n}")));
+    lines.extend(memory_notes(rows).into_iter().map(|n| format!("note: {n}")));
     // Syscalls counted under the tracer come from a slower run than the rest of the row.
     lines.extend(rows.iter().filter_map(|r| {
         let note = r.syscall_counter.strip_prefix("ptrace: ")?;

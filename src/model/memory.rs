@@ -146,6 +146,13 @@ impl MemorySummary {
     }
 }
 
+/// The samples up to `end_ms` (the end of a worker's idle phase: after it the worker
+/// exits, and its memory is torn down rather than given back), at least the first.
+pub fn until(samples: &[MemorySample], end_ms: f64) -> &[MemorySample] {
+    let kept = samples.iter().take_while(|s| s.t_ms <= end_ms).count();
+    &samples[..kept.max(1).min(samples.len())]
+}
+
 /// The most samples a process keeps: when full, every other one is dropped and the
 /// interval doubles, so that a long run keeps its whole life at a coarser step.
 pub const MAX_SAMPLES: usize = 2048;
@@ -251,6 +258,25 @@ mod tests {
         );
         // No sample before the idle phase: no figures of it.
         assert_eq!(MemorySummary::with_idle(&kept[1..], 10.0), None);
+    }
+
+    #[test]
+    fn the_exit_after_the_idle_is_not_memory_given_back() {
+        let m = 1 << 20;
+        // Kept through the idle (50 to 150 ms); the sample at 151 ms is the exit's.
+        let v = [
+            s(0.0, m),
+            s(20.0, 28 * m),
+            s(60.0, 28 * m),
+            s(150.0, 28 * m),
+            s(151.0, 12 * m),
+        ];
+        let all = MemorySummary::with_idle(&v, 50.0).unwrap();
+        assert_eq!(all.half_returned_us, Some(101_000));
+        let idle = MemorySummary::with_idle(until(&v, 150.5), 50.0).unwrap();
+        assert_eq!((idle.half_returned_us, idle.last), (None, 28 * m));
+        assert_eq!(until(&v, -1.0).len(), 1);
+        assert!(until(&[], 5.0).is_empty());
     }
 
     #[test]

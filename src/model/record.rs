@@ -248,6 +248,9 @@ pub struct RunRecord {
     /// clock in ns since the Unix epoch, where the budget asked for one (`idle_ns`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_start_unix_ns: Option<u64>,
+    /// When it ended (before the worker prints its record and exits), on the same clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_end_unix_ns: Option<u64>,
     /// The allocator's own statistics at the end of the idle phase (as
     /// `allocator_stats`), where there was one.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

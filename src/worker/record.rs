@@ -97,6 +97,7 @@ impl RunRecord {
             memory: Default::default(),
             memory_timeline: Vec::new(),
             idle_start_unix_ns: None,
+            idle_end_unix_ns: None,
             allocator_stats_after_idle: Default::default(),
             checksum: format!("{checksum:016x}"),
             overhead,

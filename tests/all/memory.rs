@@ -174,3 +174,22 @@ fn an_exec_samples_the_command_and_its_peak_is_the_kernels() {
     let timeline = rows(&out.join("memory/system.csv"));
     assert!(timeline.iter().all(|s| s["run"] == "1" || s["run"] == "2"));
 }
+
+#[test]
+fn a_bad_sampling_step_is_refused_before_anything_runs() {
+    for bad in ["abc", "-5", "", "60001"] {
+        let o = std::process::Command::new(crate::common::driver_path())
+            .env("ALLOCLAB_MEMORY_EVERY_MS", bad)
+            .args(["compare", "--size", "1000", "--allocators", "system"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{bad:?}");
+        let err = stderr(&o);
+        assert!(
+            err.contains("ALLOCLAB_MEMORY_EVERY_MS")
+                && err.contains("0 to turn memory sampling off"),
+            "{bad:?}: {err}"
+        );
+        assert!(o.stdout.is_empty(), "{bad:?}");
+    }
+}
