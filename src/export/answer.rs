@@ -122,6 +122,17 @@ pub fn console(answer: &Answer, heading: &str, width: usize) -> String {
     s
 }
 
+/// The width of a column of `names`: the longest up to [`NAME_COLUMN`] (8 without any),
+/// plus two spaces.
+fn name_width<'a>(names: impl Iterator<Item = &'a str>) -> usize {
+    names
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(8)
+        .min(NAME_COLUMN)
+        + 2
+}
+
 /// The lead of a line named `name` in a column `w` wide after two spaces, and the
 /// text `s` gets first: a name too long for the column takes a line of its own.
 fn named_lead(s: &mut String, name: &str, w: usize) -> String {
@@ -147,13 +158,7 @@ pub fn price_console(items: &[crate::analysis::findings::Item], width: usize) ->
             _ => None,
         })
         .collect();
-    let name_w = prices
-        .iter()
-        .map(|p| p.allocator.chars().count())
-        .max()
-        .unwrap_or(8)
-        .min(NAME_COLUMN)
-        + 2;
+    let name_w = name_width(prices.iter().map(|p| p.allocator.as_str()));
     let mut s = String::new();
     let mut group = None;
     let bursts: Vec<&crate::analysis::findings::AfterBurstFigures> = items
@@ -163,13 +168,7 @@ pub fn price_console(items: &[crate::analysis::findings::Item], width: usize) ->
             _ => None,
         })
         .collect();
-    let burst_w = bursts
-        .iter()
-        .map(|b| b.allocator.chars().count())
-        .max()
-        .unwrap_or(8)
-        .min(NAME_COLUMN)
-        + 2;
+    let burst_w = name_width(bursts.iter().map(|b| b.allocator.as_str()));
     for p in prices {
         let key = (
             p.workload,

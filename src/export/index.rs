@@ -185,8 +185,10 @@ fn class(c: Option<&Comparison>) -> &'static str {
 
 /// The founding case: the numpy-temporaries folder (or the first run folder with
 /// glibc's in-place and out-of-place cells of the founding workload, `scale`), its size,
-/// and its heat table.
-fn founding(entries: &[Entry], html: &mut String) -> Option<String> {
+/// and its heat table; into `price`, the price of speed of its cells and what every
+/// folder with an idle phase gave back after the burst (a section of its own, after
+/// what removes the cost).
+fn founding(entries: &[Entry], html: &mut String, price: &mut String) -> Option<String> {
     let mut names: Vec<&Entry> = entries
         .iter()
         .filter(|e| e.kind == Some(Kind::Run))
@@ -258,6 +260,47 @@ fn founding(entries: &[Entry], html: &mut String) -> Option<String> {
         };
         let c = cells::compare(base, oop, THRESHOLD)?;
         let (rb, ro) = (cells::row(base), cells::row(oop));
+        // The price of speed: what the faster allocators hold for it, one line each.
+        let priced =
+            crate::analysis::price::price_of_speed(&cells.iter().collect::<Vec<_>>(), THRESHOLD);
+        if !priced.is_empty() {
+            price.push_str(r#"<p>Each allocator's time against glibc's and the resident memory it holds for it (over each worker's life, sampled by the driver; folder numpy-temporaries):</p><ul class="price">"#);
+            for item in &priced {
+                let text = item
+                    .text
+                    .split_once("): ")
+                    .map_or(item.text.as_str(), |(_, rest)| rest);
+                let _ = write!(price, "<li>{}</li>", esc(text));
+            }
+            price.push_str("</ul>");
+        }
+        // After the burst, where a folder idled its workers (experiments/after-burst).
+        for other in entries.iter().filter(|e| e.kind == Some(Kind::Run)) {
+            let Some(l) = &other.loaded else { continue };
+            let items = crate::analysis::price::after_burst(&l.cells.iter().collect::<Vec<_>>());
+            if items.is_empty() {
+                continue;
+            }
+            let context = items[0]
+                .text
+                .split_once(" idle: ")
+                .and_then(|(head, _)| head.strip_prefix("after the burst, "))
+                .map_or(String::new(), |c| format!("{c} idle, "));
+            let _ = write!(
+                price,
+                r#"<p><b>After the burst</b> ({}folder {}): what each allocator held at its peak, once every buffer was freed and after the idle, and how long until half came back:</p><ul class="price">"#,
+                esc(&context),
+                esc(&other.name)
+            );
+            for item in &items {
+                let text = item
+                    .text
+                    .split_once(" idle: ")
+                    .map_or(item.text.as_str(), |(_, rest)| rest);
+                let _ = write!(price, "<li>{}</li>", esc(text));
+            }
+            price.push_str("</ul>");
+        }
         html.push_str(r#"<section id="answer"><h2>The founding case</h2>"#);
         for d in &damaged {
             let _ = write!(
@@ -277,47 +320,6 @@ fn founding(entries: &[Entry], html: &mut String) -> Option<String> {
             esc(&e.name),
             esc(&mechanism(Counts::of(&rb), Counts::of(&ro), "system")),
         );
-        // The price of speed: what the faster allocators hold for it, one line each.
-        let price =
-            crate::analysis::price::price_of_speed(&cells.iter().collect::<Vec<_>>(), THRESHOLD);
-        if !price.is_empty() {
-            html.push_str(r#"<p class="why"><b>The price of speed:</b> each allocator's time against glibc's and the resident memory it holds for it (over each worker's life, sampled by the driver):</p><ul class="price">"#);
-            for item in &price {
-                let text = item
-                    .text
-                    .split_once("): ")
-                    .map_or(item.text.as_str(), |(_, rest)| rest);
-                let _ = write!(html, "<li>{}</li>", esc(text));
-            }
-            html.push_str("</ul>");
-        }
-        // After the burst, where a folder idled its workers (experiments/after-burst).
-        for other in entries.iter().filter(|e| e.kind == Some(Kind::Run)) {
-            let Some(l) = &other.loaded else { continue };
-            let items = crate::analysis::price::after_burst(&l.cells.iter().collect::<Vec<_>>());
-            if items.is_empty() {
-                continue;
-            }
-            let context = items[0]
-                .text
-                .split_once(" idle: ")
-                .and_then(|(head, _)| head.strip_prefix("after the burst, "))
-                .map_or(String::new(), |c| format!("{c} idle, "));
-            let _ = write!(
-                html,
-                r#"<p class="why"><b>After the burst</b> ({}folder {}): what each allocator held at its peak, once every buffer was freed and after the idle, and how long until half came back:</p><ul class="price">"#,
-                esc(&context),
-                esc(&other.name)
-            );
-            for item in &items {
-                let text = item
-                    .text
-                    .split_once(" idle: ")
-                    .map_or(item.text.as_str(), |(_, rest)| rest);
-                let _ = write!(html, "<li>{}</li>", esc(text));
-            }
-            html.push_str("</ul>");
-        }
         // The call path behind it, where a trace of glibc's out-of-place cell is here.
         if let Some((t, (_, n, line))) = entries.iter().find_map(|t| {
             t.traced
@@ -789,8 +791,14 @@ const SCRIPT: &str = "window.__errors=[];window.addEventListener('error',functio
 /// The whole page for the results folders under `parent`.
 pub fn page(parent: &Path, entries: &[Entry]) -> String {
     let mut body = String::new();
-    let heat = founding(entries, &mut body);
+    let mut price = String::new();
+    let heat = founding(entries, &mut body, &mut price);
     remedies(entries, &mut body);
+    if !price.is_empty() {
+        body.push_str(r#"<section id="price"><h2>The price of speed</h2>"#);
+        body.push_str(&price);
+        body.push_str("</section>");
+    }
     cliffs(entries, &mut body);
     if let Some(h) = heat {
         body.push_str(&h);
