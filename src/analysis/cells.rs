@@ -119,6 +119,15 @@ pub fn row(cell: &Cell) -> SummaryRow {
     row.rss_start_bytes = round(med(&|r| r.rss_start_bytes.map(|v| v as f64)));
     row.rss_end_bytes = round(med(&|r| r.rss_end_bytes.map(|v| v as f64)));
     row.rss_peak_bytes = round(med(&|r| Some(r.rss_peak_bytes as f64)));
+    for m in crate::model::metric::MEMORY_METRICS
+        .iter()
+        .filter(|m| m.spread)
+    {
+        if let Some(ci) = median_ci(&values(&|r| r.memory[*m]), cell.level) {
+            row.memory_ci.low[*m] = Some(ci.low);
+            row.memory_ci.high[*m] = Some(ci.high);
+        }
+    }
     row.memory = crate::model::metric::MemoryFigures::each(|m| {
         if m.index == crate::model::metric::HALF_RETURNED.index {
             never_is_last_median(&records, &|r| r.memory[m])

@@ -179,6 +179,13 @@ pub fn summary_columns() -> Columns {
     }));
     c.extend(fixed(SUMMARY_TAIL));
     c.extend(memory_columns("the median over the processes"));
+    c.extend(MEMORY_METRICS.iter().filter(|m| m.spread).map(|m| {
+        let (low, high) = crate::model::metric::MemoryIntervals::keys(m);
+        (
+            vec![low, high],
+            format!("the interval of that median ({}), bytes, at the p50 interval's level and coverage (ci_coverage); empty with one process", m.key),
+        )
+    }));
     c.push((
         METRICS
             .iter()

@@ -708,22 +708,28 @@ pub const MEMORY_METRICS: [Metric; 6] = [
         "the highest resident set (Rss) sampled over the process's life, bytes",
         |t| t.memory.map(|m| m.peak),
     ),
-    memory(
+    Metric {
+        spread: true,
+        ..memory(
         1,
         "mem_mean_bytes",
         "mean resident memory",
         "mem mean",
         "the resident set averaged over the process's life (each sample weighted by how long it held), bytes",
         |t| t.memory.map(|m| m.mean),
-    ),
-    memory(
+    )
+    },
+    Metric {
+        spread: true,
+        ..memory(
         2,
         "mem_last_bytes",
         "resident memory at the end",
         "mem end",
         "the resident set at the last sample before the process ended: what it still held, bytes",
         |t| t.memory.map(|m| m.last),
-    ),
+    )
+    },
     memory(
         3,
         "huge_mean_bytes",
@@ -1204,6 +1210,41 @@ impl<'de> Deserialize<'de> for CallFigures {
             }
         }
         d.deserialize_map(V)
+    }
+}
+
+/// The interval of the median over a cell's processes of each memory entry with a
+/// `spread` (mean and last resident memory), at the cell's level: serialised flat as
+/// `<stem>_ci_low_bytes` and `<stem>_ci_high_bytes` (`mem_mean_ci_low_bytes`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MemoryIntervals {
+    /// The intervals' lower ends.
+    pub low: MemoryFigures,
+    /// Their upper ends.
+    pub high: MemoryFigures,
+}
+
+impl MemoryIntervals {
+    /// The columns of entry `m`'s interval.
+    pub fn keys(m: &Metric) -> (String, String) {
+        let stem = m.key.strip_suffix("_bytes").unwrap_or(m.key);
+        (
+            format!("{stem}_ci_low_bytes"),
+            format!("{stem}_ci_high_bytes"),
+        )
+    }
+}
+
+impl Serialize for MemoryIntervals {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        let whole = |v: Option<f64>| v.map(|v| v.round() as u64);
+        for m in MEMORY_METRICS.iter().filter(|m| m.spread) {
+            let (low, high) = MemoryIntervals::keys(m);
+            map.serialize_entry(&low, &whole(self.low[*m]))?;
+            map.serialize_entry(&high, &whole(self.high[*m]))?;
+        }
+        map.end()
     }
 }
 

@@ -84,6 +84,11 @@ pub struct SummaryRow {
     /// not sampled.
     #[serde(flatten)]
     pub memory: crate::model::metric::MemoryFigures,
+    /// The interval of the median over processes of the mean and the last resident
+    /// memory (`mem_mean_ci_low_bytes` …), at the level of the p50's; empty with one
+    /// process.
+    #[serde(flatten)]
+    pub memory_ci: crate::model::metric::MemoryIntervals,
     /// FNV-1a 64 of the output's bit patterns, as 16 hex digits (the first process's).
     pub checksum: Option<String>,
     /// Median back-to-back clock-read pair of the (first) process, in ns: the floor of every
@@ -197,6 +202,7 @@ impl SummaryRow {
             rss_end_bytes: u(|r| r.rss_end_bytes),
             rss_peak_bytes: u(|r| Some(r.rss_peak_bytes)),
             memory: r.map(|r| r.memory.clone()).unwrap_or_default(),
+            memory_ci: Default::default(),
             checksum: r.map(|r| r.checksum.clone()),
             timer_overhead_ns: f(|r| Some(r.overhead.timer_overhead_ns)),
             harness_overhead_ns_per_sample: f(|r| Some(r.overhead.harness_overhead_ns_per_sample)),

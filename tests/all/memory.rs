@@ -65,6 +65,18 @@ fn a_run_samples_each_worker_and_the_idle_phase_says_what_was_given_back() {
             mean > 0.0 && mean <= sampled,
             "{id}: mean {mean}, peak {sampled}"
         );
+        // The median of two processes lies within its interval (their range).
+        for key in ["mem_mean", "mem_last"] {
+            let (lo, mid, hi) = (
+                num(r, &format!("{key}_ci_low_bytes")).unwrap(),
+                num(r, &format!("{key}_bytes")).unwrap(),
+                num(r, &format!("{key}_ci_high_bytes")).unwrap(),
+            );
+            assert!(
+                lo <= mid + 1.0 && mid <= hi + 1.0,
+                "{id} {key}: {lo} {mid} {hi}"
+            );
+        }
         // Every sample of both processes, in time order per process.
         let samples = rows(&folder.join(format!("memory/{id}.csv")));
         let mut last: std::collections::BTreeMap<String, f64> = Default::default();
