@@ -68,6 +68,10 @@ pub struct AfterBurstFigures {
     /// The cell's memory figures (medians over its processes; `half_returned_ms` null
     /// where half or more of them never gave half back).
     pub memory: crate::model::metric::MemoryFigures,
+    /// The allocator's own statistics at the end of the idle, as its first process read
+    /// them (jemalloc's stats.*, mimalloc's process info, TCMalloc's properties, glibc's
+    /// mallinfo2), in bytes; empty where it gives none.
+    pub allocator_stats: std::collections::BTreeMap<String, u64>,
 }
 
 /// What a price-of-speed sentence rests on.

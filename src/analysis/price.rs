@@ -182,8 +182,25 @@ pub fn after_burst(cells: &[&Cell]) -> Vec<Item> {
                 return None;
             }
             let idle_ms = idle_ns as f64 / 1e6;
+            let stats = c
+                .records()
+                .next()
+                .map(|(_, r)| r.allocator_stats_after_idle.clone())
+                .unwrap_or_default();
+            let own = if stats.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; its own statistics at the end of the idle: {}",
+                    stats
+                        .iter()
+                        .map(|(k, v)| format!("{k} {}", crate::fmt::human_bytes(*v)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
             let text = format!(
-                "after the burst, {} {} at {} elements ({}), {} s idle: {} held {} at its peak, {} once every buffer was freed and {} at the end of the idle; {}",
+                "after the burst, {} {} at {} elements ({}), {} s idle: {} held {} at its peak, {} once every buffer was freed and {} at the end of the idle; {}{own}",
                 c.spec.workload,
                 c.spec.variant,
                 crate::fmt::group_thousands(c.spec.size as i64),
@@ -206,6 +223,7 @@ pub fn after_burst(cells: &[&Cell]) -> Vec<Item> {
                     idle_ms,
                     processes: c.records().count(),
                     memory: m.clone(),
+                    allocator_stats: stats,
                 }))),
             })
         })

@@ -140,6 +140,21 @@ fn a_run_samples_each_worker_and_the_idle_phase_says_what_was_given_back() {
         .unwrap();
     let text = system["text"].as_str().unwrap();
     assert!(text.contains("half given back within"), "{system}");
+    // Beside the kernel's view, the allocator's own: jemalloc's count of what it holds
+    // resident and of what is allocated, as its worker read them after the idle.
+    let jemalloc = after
+        .iter()
+        .find(|i| i["figures"]["allocator"] == "jemalloc:background_thread=true")
+        .unwrap();
+    let own = &jemalloc["figures"]["allocator_stats"];
+    assert!(
+        own["resident"].as_u64().unwrap() >= own["allocated"].as_u64().unwrap(),
+        "{own}"
+    );
+    assert!(jemalloc["text"]
+        .as_str()
+        .unwrap()
+        .contains("its own statistics at the end of the idle: "));
     let md = std::fs::read_to_string(folder.join("REPORT.md")).unwrap();
     assert!(md.contains(text), "{md}");
 }
