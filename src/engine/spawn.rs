@@ -381,8 +381,12 @@ impl Sampler {
         self.next = now + self.every;
     }
 
-    /// How long until the next sample, in ms (at least 1).
+    /// How long until the next sample, in ms (at least 1); no limit once sampling has
+    /// ended (the process gone, or its files unreadable).
     fn wait_ms(&self) -> i32 {
+        if self.gone || self.error.is_some() {
+            return i32::MAX;
+        }
         let left = self.next.saturating_duration_since(Instant::now());
         (left.as_millis() as i32).max(1)
     }
