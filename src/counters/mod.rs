@@ -4,6 +4,7 @@
 
 pub mod conditions;
 pub mod envinfo;
+pub mod hugefaults;
 pub mod linux;
 pub mod load;
 pub mod memory;

@@ -497,6 +497,7 @@ impl Executor for ProcessExecutor {
             let first = specs
                 .first()
                 .map(|spec| me.run_on(spec, budget, me.jobs.first().copied()));
+            let together = specs.len();
             first
                 .into_iter()
                 .chain(others.into_iter().map(|t| {
@@ -506,6 +507,14 @@ impl Executor for ProcessExecutor {
                         })
                     })
                 }))
+                .map(|r| {
+                    r.map(|mut record| {
+                        if together > 1 {
+                            record.ran_together(together);
+                        }
+                        record
+                    })
+                })
                 .collect()
         })
     }

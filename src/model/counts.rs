@@ -100,3 +100,15 @@ impl CounterMode {
         }
     }
 }
+
+/// The faults of a measured phase that mapped a transparent huge page (of any size),
+/// the bytes they mapped, and the base page size every other fault mapped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HugeFaults {
+    /// Faults that mapped a huge page.
+    pub faults: u64,
+    /// The bytes those faults mapped.
+    pub bytes: u64,
+    /// The base page size (what a fault maps without a huge page), in bytes.
+    pub page_bytes: u64,
+}

@@ -478,6 +478,7 @@ pub fn run_id(spec: &RunSpec) -> String {
     let thp = match spec.thp {
         crate::model::spec::Thp::System => "",
         crate::model::spec::Thp::Never => "-thpnever",
+        crate::model::spec::Thp::Advise => "-thpadvise",
     };
     format!(
         "{}-{}-{alloc}-n{}-t{}{thp}",

@@ -36,6 +36,10 @@ pub struct MemorySummary {
     /// AnonHugePages averaged over time as Rss is, over the samples that read it (the
     /// full ones); None where none did.
     pub huge_mean: Option<u64>,
+    /// The share of Rss in huge pages over the same samples (AnonHugePages averaged over
+    /// time against Rss averaged over the samples that read it), in hundredths of a
+    /// percent; None where no sample read it or the Rss they read averages 0.
+    pub huge_share_bp: Option<u64>,
     /// With an idle phase after the burst: the Rss at its first sample, every buffer
     /// freed by then.
     pub freed: Option<u64>,
@@ -117,6 +121,12 @@ impl MemorySummary {
             mean: time_mean(samples, |s| Some(s.rss_bytes))?,
             last: samples.last()?.rss_bytes,
             huge_mean: time_mean(samples, |s| s.anon_huge_bytes),
+            huge_share_bp: {
+                let huge = time_mean(samples, |s| s.anon_huge_bytes);
+                let rss = time_mean(samples, |s| s.anon_huge_bytes.map(|_| s.rss_bytes));
+                huge.zip(rss.filter(|&r| r > 0))
+                    .map(|(h, r)| (h as f64 * 1e4 / r as f64).round() as u64)
+            },
             freed: None,
             half_returned_us: None,
         })
@@ -221,6 +231,9 @@ mod tests {
         plain.anon_huge_bytes = None;
         let x = MemorySummary::of(&[s(0.0, m), plain, s(3.0, 4 * m)]).unwrap();
         assert_eq!(x.huge_mean, Some(m / 2));
+        // Coverage over the samples that read both: half of Rss, though the statm sample
+        // between them held 8 MiB.
+        assert_eq!(x.huge_share_bp, Some(5000));
         plain.t_ms = 0.0;
         assert_eq!(MemorySummary::of(&[plain]).unwrap().huge_mean, None);
     }

@@ -59,6 +59,9 @@ pub enum Source {
     /// The driver's samples of the process's memory (/proc/<pid>/smaps_rollup) while it
     /// ran.
     Memory,
+    /// The kernel's machine-wide counts of faults that mapped a transparent huge page,
+    /// read around the measured phase (with getrusage's minor faults for the bytes).
+    HugeFaults,
 }
 
 /// The totals of one measured phase, by source: what every per-iteration figure is
@@ -76,6 +79,8 @@ pub struct SourceTotals {
     pub peak_rss: Option<u64>,
     /// The figures of the process's memory samples, where it was sampled.
     pub memory: Option<crate::model::memory::MemorySummary>,
+    /// The phase's faults that mapped a transparent huge page, where read.
+    pub huge_faults: Option<crate::model::counts::HugeFaults>,
 }
 
 impl SourceTotals {
@@ -88,6 +93,7 @@ impl SourceTotals {
             allocations: None,
             peak_rss: Some(u.maxrss_bytes),
             memory: None,
+            huge_faults: None,
         }
     }
 }
@@ -251,7 +257,7 @@ pub const MADVISE: Metric = syscall(
     9,
     "madvise_per_iter",
     "madvise",
-    "madvise calls per iteration: pages given back while staying mapped (a purge)",
+    "madvise calls per iteration: pages given back while staying mapped (a purge); under --thp advise also the workload's own huge-page advice",
     |t| t.syscalls.map(|s| s.madvise),
 );
 /// mremap: a mapping moved or resized.
@@ -317,9 +323,52 @@ pub const ALLOC_BYTES: Metric = Metric {
     ci: None,
 };
 
+/// Faults that mapped a transparent huge page.
+pub const HUGE_FAULTS: Metric = Metric {
+    index: 15,
+    key: "huge_faults_per_iter",
+    label: "huge-page faults",
+    meaning: "minor faults per iteration that mapped a transparent huge page (the kernel's machine-wide count over the phase; empty where other processes' faults showed in it)",
+    unit: Unit::Count,
+    per: Per::Iteration,
+    source: Source::HugeFaults,
+    cause_from: None,
+    syscall: false,
+    spread: false,
+    total: |t| t.huge_faults.map(|h| h.faults),
+    scale: 1.0,
+    short: "huge flt",
+    ci: None,
+};
+
+/// The bytes the minor faults mapped in: a base page for each, the huge page's size
+/// for each huge-page fault. Page for page, a fault count makes an allocator on huge
+/// pages look 512 times cheaper than one on 4 KiB pages that zeroes as much memory;
+/// this figure compares them.
+pub const FAULTED_BYTES: Metric = Metric {
+    index: 16,
+    key: "faulted_bytes_per_iter",
+    label: "bytes faulted in",
+    meaning: "bytes the minor faults mapped in per iteration: a base page (4 KiB) for each, a huge page's size for each huge-page fault; compares allocators with and without huge pages",
+    unit: Unit::Bytes,
+    per: Per::Iteration,
+    source: Source::HugeFaults,
+    cause_from: None,
+    syscall: false,
+    spread: true,
+    total: |t| {
+        let (r, h) = (t.rusage?, t.huge_faults?);
+        let base = r.minflt.checked_sub(h.faults)?;
+        Some(base * h.page_bytes + h.bytes)
+    },
+    scale: 1.0,
+    short: "faulted",
+    ci: None,
+};
+
 /// Every count the lab measures per iteration, in the order of summary.csv's columns.
 /// An entry's `index` is its place here.
-pub const METRICS: [Metric; 15] = [
+pub const METRICS: [Metric; 17] = [
     MINOR_FAULTS,
     MAJOR_FAULTS,
     rusage(
@@ -373,6 +422,8 @@ pub const METRICS: [Metric; 15] = [
     MEMORY_SYSCALLS,
     ALLOCS,
     ALLOC_BYTES,
+    HUGE_FAULTS,
+    FAULTED_BYTES,
 ];
 
 /// The counts a cause is read from, in the order they are named: every registry entry
@@ -699,7 +750,7 @@ const fn memory(
 /// command), sampled from outside it every few ms: in the run records, summary.csv and
 /// exec.csv, after the other figures. Medians over a cell's processes or a command's
 /// runs.
-pub const MEMORY_METRICS: [Metric; 6] = [
+pub const MEMORY_METRICS: [Metric; 7] = [
     memory(
         0,
         "mem_peak_bytes",
@@ -758,6 +809,18 @@ pub const MEMORY_METRICS: [Metric; 6] = [
             |t| t.memory.and_then(|m| m.half_returned_us),
         )
     },
+    Metric {
+        unit: Unit::Count,
+        scale: 100.0,
+        ..memory(
+            6,
+            "huge_coverage_pct",
+            "huge-page coverage (% of Rss)",
+            "huge %",
+            "the share of the resident set in transparent huge pages (AnonHugePages over Rss, each averaged over time across the samples that read both), percent",
+            |t| t.memory.and_then(|m| m.huge_share_bp),
+        )
+    },
 ];
 
 /// A process's highest sampled resident set.
@@ -772,9 +835,11 @@ pub const HUGE_MEAN: Metric = MEMORY_METRICS[3];
 pub const FREED: Metric = MEMORY_METRICS[4];
 /// How long into its idle phase until half its growth was given back.
 pub const HALF_RETURNED: Metric = MEMORY_METRICS[5];
+/// The share of a process's resident set in transparent huge pages, percent.
+pub const HUGE_COVERAGE: Metric = MEMORY_METRICS[6];
 
 /// The most entries a registry holds (the room a [`Figures`] has).
-const ROOM: usize = 16;
+const ROOM: usize = 17;
 
 /// A list of entries that figures are kept by: per iteration ([`METRICS`]) or per run
 /// ([`RUN_METRICS`]).
@@ -1326,9 +1391,17 @@ mod tests {
             allocations: None,
             peak_rss: None,
             memory: None,
+            // 3 of the 400 faults mapped a 2 MiB page each.
+            huge_faults: Some(crate::model::counts::HugeFaults {
+                faults: 3,
+                bytes: 3 << 21,
+                page_bytes: 4096,
+            }),
         };
         let f = Figures::per_iteration(&totals, 4);
         assert_eq!(f[MINOR_FAULTS], Some(100.0));
+        assert_eq!(f[HUGE_FAULTS], Some(0.75));
+        assert_eq!(f[FAULTED_BYTES], Some((397.0 * 4096.0 + 3.0 * 2097152.0) / 4.0));
         assert_eq!(f[BRK], Some(2.0));
         assert_eq!(f[MEMORY_SYSCALLS], Some(4.0));
         assert_eq!(f[METRICS[11]], None, "all syscalls not seen");
@@ -1362,6 +1435,8 @@ mod tests {
                 "syscall_counter",
                 "allocs_per_iter",
                 "alloc_bytes_per_iter",
+                "huge_faults_per_iter",
+                "faulted_bytes_per_iter",
             ]
         );
         let back: Figures = serde_json::from_value(v).unwrap();

@@ -2,7 +2,7 @@
 //! the driver reads it back. Field names carry their units.
 
 use crate::model::budget::Budget;
-use crate::model::counts::{Rusage, SyscallCounts};
+use crate::model::counts::{HugeFaults, Rusage, SyscallCounts};
 use crate::model::environment::Environment;
 use crate::model::metric::{Figures, MemoryFigures, Source, SourceTotals, MINOR_FAULTS};
 use crate::model::overhead::Overhead;
@@ -90,7 +90,13 @@ pub struct Totals {
     pub allocs: Option<u64>,
     /// Bytes those allocation calls asked for; None as for `allocs`.
     pub alloc_bytes: Option<u64>,
+    /// The faults of the phase that mapped a transparent huge page, from the kernel's
+    /// machine-wide counts; None where they could not be read or were not the process's
+    /// alone (`unavailable.huge_faults` says why) and in records from before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub huge_faults: Option<HugeFaults>,
 }
+
 
 impl Totals {
     /// These totals by source, as the registry's entries read them (no peak RSS: the
@@ -102,6 +108,7 @@ impl Totals {
             allocations: self.allocs.zip(self.alloc_bytes),
             peak_rss: None,
             memory: None,
+            huge_faults: self.huge_faults,
         }
     }
 }
@@ -285,6 +292,23 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
+    /// Marks a run measured beside `n - 1` others (`--jobs`): the machine-wide count of
+    /// huge-page faults holds all of theirs, so it is no longer this run's.
+    pub fn ran_together(&mut self, n: usize) {
+        if self.totals.huge_faults.take().is_some() {
+            self.per_iter.replace_source(
+                Source::HugeFaults,
+                &SourceTotals::default(),
+                self.iterations,
+            );
+            self.counter_sources.remove("huge_faults");
+            self.unavailable.insert(
+                "huge_faults".into(),
+                format!("{n} workers ran at once (--jobs): the machine-wide count of huge-page faults holds all of theirs"),
+            );
+        }
+    }
+
     /// Puts in the memory-syscall counts of a separate ptrace-traced pass of the same
     /// run (`iterations` measured iterations); everything else stays this pass's.
     pub fn set_traced_syscalls(&mut self, counts: &SyscallCounts, iterations: u64) {

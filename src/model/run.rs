@@ -44,11 +44,13 @@ impl RunSpec {
         }
     }
 
-    /// The allocator label of reports: its spec, plus `thp=never` when THP is off.
+    /// The allocator label of reports: its spec, plus `thp=never` when THP is off and
+    /// `thp=advise` when the workload asks for huge pages.
     pub fn allocator_label(&self) -> String {
         match self.thp {
             Thp::System => self.allocator_spec().to_string(),
             Thp::Never => format!("{} thp=never", self.allocator_spec()),
+            Thp::Advise => format!("{} thp=advise", self.allocator_spec()),
         }
     }
 }

@@ -254,6 +254,9 @@ choice_enum!(
         System => "system",
         /// The worker disables THP for itself (prctl PR_SET_THP_DISABLE) before it starts.
         Never => "never",
+        /// The workload asks for huge pages on every buffer of 4 MiB or more
+        /// (madvise(MADV_HUGEPAGE) right after allocating it), as NumPy does for its arrays.
+        Advise => "advise",
     }
 );
 

@@ -142,6 +142,8 @@ pub fn run(
     let budget = request.budget;
     // Kept to the end of the run: freed now, it would move glibc's thresholds.
     let (overhead, _observer_memory) = measure::calibrate();
+    // NumPy's huge-page advice on every buffer of 4 MiB or more, inputs included.
+    workload::advise_huge_pages(spec.thp == Thp::Advise);
     // Every thread gets its own kernel (its own inputs and temporaries), prepared here.
     let kernels = (0..spec.threads)
         .map(|_| workload::prepare(spec.workload, spec.variant, size, spec.seed))
@@ -306,7 +308,7 @@ fn restart_configured(
             crate::model::knobs::is_allocator_env(k) || (preload.is_some() && k == PRELOAD_ENV)
         })
         .collect();
-    let thp_ok = thp == Thp::System || thp_disabled() == Some(true);
+    let thp_ok = thp != Thp::Never || thp_disabled() == Some(true);
     if wanted == present && thp_ok {
         return Ok(());
     }

@@ -278,6 +278,8 @@ pub struct Measurement {
     pub rusage: rusage::Rusage,
     pub syscalls: Result<SyscallCounts, Unavailable>,
     pub allocs: Result<AllocSnapshot, Unavailable>,
+    /// The phase's faults that mapped a transparent huge page (the machine's count).
+    pub huge_faults: Result<crate::model::counts::HugeFaults, Unavailable>,
     pub rss_start_bytes: Result<u64, Unavailable>,
     pub rss_end_bytes: Result<u64, Unavailable>,
     /// What could move this process's time against another's, over the phase.
@@ -317,6 +319,8 @@ pub fn measure(
     let shared_batch = std::sync::atomic::AtomicU64::new(1);
     let mut hist = new_histogram();
     let mut samples = Vec::with_capacity(timeline.unwrap_or(0));
+    // Opened (its files found) before the threads start; read without allocating.
+    let huge = crate::counters::hugefaults::HugeFaultCounter::open();
     std::thread::scope(|scope| {
         let helpers: Vec<_> = others
             .into_iter()
@@ -350,6 +354,7 @@ pub fn measure(
         let conditions_before = crate::counters::conditions::Snapshot::now();
         let rss_start = memory::rss_bytes().map_err(unavailable("reading /proc/self/statm"));
         let allocs_before = alloc_count::snapshot();
+        let huge_before = huge.as_ref().map_err(Clone::clone).and_then(|c| c.read());
         let ru_before = rusage::read_self()?;
         syscalls.start();
         meet.wait();
@@ -362,6 +367,7 @@ pub fn measure(
         meet.wait();
         syscalls.stop();
         let ru_after = rusage::read_self()?;
+        let huge_after = huge.as_ref().map_err(Clone::clone).and_then(|c| c.read());
         let allocs_after = alloc_count::snapshot();
         let rss_end = memory::rss_bytes().map_err(unavailable("reading /proc/self/statm"));
         let conditions = conditions_before.until(&crate::counters::conditions::Snapshot::now());
@@ -383,6 +389,12 @@ pub fn measure(
                 "the global allocator is not wrapped in alloclab::CountingAlloc".into(),
             )),
         };
+        let rusage = ru_after.since(&ru_before);
+        let huge_faults = match (&huge, &huge_before, &huge_after) {
+            (Ok(c), Ok(b), Ok(a)) => c.since(b, a, rusage.minflt),
+            (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => Err(e.clone()),
+        }
+        .map_err(Unavailable);
         // Read after the helper threads exited: their inherited counts are folded into
         // the counters when they exit (counting stopped before that).
         let syscalls = syscalls.read();
@@ -393,9 +405,10 @@ pub fn measure(
             stats,
             measured_start_unix_ns,
             latency_ns: hist,
-            rusage: ru_after.since(&ru_before),
+            rusage,
             syscalls,
             allocs,
+            huge_faults,
             rss_start_bytes: rss_start,
             rss_end_bytes: rss_end,
             conditions,

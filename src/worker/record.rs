@@ -40,6 +40,11 @@ impl RunRecord {
                 "alloclab::CountingAlloc around the global allocator (alloc, alloc_zeroed, realloc calls)",
                 m.allocs.as_ref().err(),
             ),
+            (
+                "huge_faults",
+                "the kernel's machine-wide counts of faults that mapped a transparent huge page (hugepages-*/stats/anon_fault_alloc, or /proc/vmstat thp_fault_alloc) over the measured phase: this process's, with any other process's in the same span",
+                m.huge_faults.as_ref().err(),
+            ),
             ("rss_start", "/proc/self/statm", m.rss_start_bytes.as_ref().err()),
             ("rss_end", "/proc/self/statm", m.rss_end_bytes.as_ref().err()),
         ] {
@@ -57,6 +62,7 @@ impl RunRecord {
             syscalls: sc.copied(),
             allocs: allocs.map(|a| a.allocs),
             alloc_bytes: allocs.map(|a| a.bytes),
+            huge_faults: m.huge_faults.as_ref().ok().copied(),
         };
         RunRecord {
             schema: SCHEMA.into(),

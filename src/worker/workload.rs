@@ -5,6 +5,42 @@
 use crate::model::spec::{Variant, Workload};
 use std::hint::black_box;
 use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Whether every buffer of [`HUGE_ADVICE_FROM`] bytes or more is advised into huge pages
+/// (`--thp advise`); set once, before the kernels are prepared.
+static ADVISE_HUGE_PAGES: AtomicBool = AtomicBool::new(false);
+
+/// NumPy's threshold for asking for huge pages: 4 MiB (`indicate_hugepages` in
+/// `numpy/_core/src/multiarray/alloc.c`).
+pub const HUGE_ADVICE_FROM: usize = 1 << 22;
+
+/// Makes every buffer the kernels allocate from now on of 4 MiB or more ask for
+/// transparent huge pages, as NumPy does (`--thp advise`).
+pub fn advise_huge_pages(on: bool) {
+    ADVISE_HUGE_PAGES.store(on, Ordering::Relaxed);
+}
+
+/// What NumPy does to a new array's data of `bytes` at `p`: from the next page boundary
+/// (a whole page further on when `p` is already on one, as NumPy computes it) to the
+/// end, madvise(MADV_HUGEPAGE), its result ignored as NumPy ignores it. Nothing below
+/// 4 MiB or with the advice off.
+#[inline(always)]
+fn advise<T>(p: *const T, bytes: usize) {
+    if bytes < HUGE_ADVICE_FROM || !ADVISE_HUGE_PAGES.load(Ordering::Relaxed) {
+        return;
+    }
+    let offset = 4096 - (p as usize) % 4096;
+    // SAFETY: the range lies inside the caller's live allocation of `bytes` bytes at
+    // `p`, from a page boundary; MADV_HUGEPAGE changes no contents.
+    unsafe {
+        libc::madvise(
+            (p as usize + offset) as *mut libc::c_void,
+            bytes - offset,
+            libc::MADV_HUGEPAGE,
+        );
+    }
+}
 
 /// One prepared workload: input generated, reuse buffers allocated. `iterate` is what the
 /// measured loop times; it must allocate only what the variant itself allocates.
@@ -67,7 +103,7 @@ pub struct Scale {
 impl Scale {
     pub fn new(variant: Variant, size: usize, seed: u64) -> Self {
         let out = if variant == Variant::Reuse {
-            vec![0.0; size]
+            advised_zeros(size)
         } else {
             Vec::new()
         };
@@ -130,10 +166,18 @@ impl Kernel for Scale {
 #[inline(always)]
 fn new_filled<T>(n: usize, fill: impl FnOnce(&mut [MaybeUninit<T>])) -> Vec<T> {
     let mut v: Vec<T> = Vec::with_capacity(n);
+    advise(v.as_ptr(), n * std::mem::size_of::<T>());
     fill(&mut v.spare_capacity_mut()[..n]);
     // SAFETY: capacity is at least `n` and `fill` initialised all `n` elements (every
     // caller writes through a zip over exactly `n` elements).
     unsafe { v.set_len(n) };
+    v
+}
+
+/// The reuse variant's output, zeroed (`np.zeros`), advised like any new array.
+fn advised_zeros(n: usize) -> Vec<f64> {
+    let v = vec![0.0; n];
+    advise(v.as_ptr(), n * std::mem::size_of::<f64>());
     v
 }
 
@@ -188,10 +232,12 @@ pub struct Chain {
 impl Chain {
     pub fn new(variant: Variant, size: usize, seed: u64) -> Self {
         let input = |k: u64, offset: f64| -> Vec<f64> {
-            input_bytes(size, seed.wrapping_add(k))
-                .into_iter()
-                .map(|x| f64::from(x) + offset)
-                .collect()
+            let bytes = input_bytes(size, seed.wrapping_add(k));
+            new_filled(size, |out| {
+                for (o, &x) in out.iter_mut().zip(&bytes) {
+                    o.write(f64::from(x) + offset);
+                }
+            })
         };
         Chain {
             a: input(0, 0.0),
@@ -201,7 +247,7 @@ impl Chain {
             e: input(4, 1.0),
             variant,
             out: if variant == Variant::Reuse {
-                vec![0.0; size]
+                advised_zeros(size)
             } else {
                 Vec::new()
             },
