@@ -329,7 +329,8 @@ pub struct CliffArgs {
     /// What must change: faults (≥ 1 per iteration) or syscalls (≥ 0.5 memory syscalls).
     #[arg(long, value_enum, default_value = "faults")]
     pub metric: crate::analysis::cliff::Metric,
-    /// never: every probe runs with transparent huge pages disabled (prctl).
+    /// never: every probe runs with transparent huge pages disabled (prctl); advise: the
+    /// workload asks for huge pages on every buffer of 4 MiB or more (madvise), as NumPy does.
     #[arg(long, default_value = "system", value_parser = spec::parse_choice::<crate::model::spec::Thp>)]
     pub thp: crate::model::spec::Thp,
     /// Minimum measuring time per probe, in seconds.
@@ -610,7 +611,8 @@ pub struct CompareArgs {
     /// shows those found here).
     #[arg(long, alias = "allocator")]
     pub allocators: Option<String>,
-    /// never: every worker runs with transparent huge pages disabled (prctl).
+    /// never: every worker runs with transparent huge pages disabled (prctl); advise: the
+    /// workload asks for huge pages on every buffer of 4 MiB or more (madvise), as NumPy does.
     #[arg(long, default_value = "system", value_parser = spec::parse_choice::<crate::model::spec::Thp>)]
     pub thp: crate::model::spec::Thp,
     /// Seed of the input data.
@@ -724,7 +726,8 @@ pub struct TraceArgs {
     /// Bytes of user stack copied with each sample for DWARF unwinding.
     #[arg(long, default_value_t = 16384, value_parser = clap::value_parser!(u32).range(1024..=65528))]
     pub stack_bytes: u32,
-    /// never: every worker runs with transparent huge pages disabled (prctl).
+    /// never: every worker runs with transparent huge pages disabled (prctl); advise: the
+    /// workload asks for huge pages on every buffer of 4 MiB or more (madvise), as NumPy does.
     #[arg(long, default_value = "system", value_parser = spec::parse_choice::<crate::model::spec::Thp>)]
     pub thp: crate::model::spec::Thp,
     /// Seed of the input data.

@@ -150,6 +150,9 @@ pub fn command_settings(
     command: &[std::ffi::OsString],
     o: CommandOptions,
 ) -> Result<ExecSettings, String> {
+    if o.thp == crate::model::spec::Thp::Advise {
+        return Err("--thp advise makes the lab's own workload madvise its buffers as NumPy does; a command of your own gives its own advice: use --thp system or --thp never".into());
+    }
     // A command that is not there fails the same under every allocator: bad input.
     let first = command
         .first()

@@ -33,7 +33,11 @@ pub struct Reading {
 
 /// The size in bytes of a `hugepages-<n>kB` directory.
 fn dir_size(name: &str) -> Option<u64> {
-    let kb: u64 = name.strip_prefix("hugepages-")?.strip_suffix("kB")?.parse().ok()?;
+    let kb: u64 = name
+        .strip_prefix("hugepages-")?
+        .strip_suffix("kB")?
+        .parse()
+        .ok()?;
     Some(kb * 1024)
 }
 
@@ -85,9 +89,11 @@ impl HugeFaultCounter {
         }
         if sources.is_empty() {
             // Before per-size statistics: the PMD size's count in /proc/vmstat.
-            let pmd = std::fs::read_to_string(format!("{THP_DIR}/hpage_pmd_size"))
-                .map_err(|e| {
-                    format!("{THP_DIR}/hpage_pmd_size: {e} (a kernel without transparent huge pages)")
+            let pmd =
+                std::fs::read_to_string(format!("{THP_DIR}/hpage_pmd_size")).map_err(|e| {
+                    format!(
+                        "{THP_DIR}/hpage_pmd_size: {e} (a kernel without transparent huge pages)"
+                    )
                 })?;
             let bytes: u64 = pmd
                 .trim()
@@ -123,9 +129,8 @@ impl HugeFaultCounter {
                 Some(f) => vmstat_field(text, f),
                 None => text.trim().parse().ok(),
             };
-            counts[i] = v.ok_or_else(|| {
-                format!("{} has no count to read", path.to_string_lossy())
-            })?;
+            counts[i] =
+                v.ok_or_else(|| format!("{} has no count to read", path.to_string_lossy()))?;
         }
         Ok(Reading { counts })
     }
@@ -133,7 +138,12 @@ impl HugeFaultCounter {
     /// The huge-page faults from `before` to `after`, and the bytes they mapped;
     /// refused where they outnumber the process's own `minflt` faults over the same span
     /// (every huge-page fault is also a minor fault of the process that took it).
-    pub fn since(&self, before: &Reading, after: &Reading, minflt: u64) -> Result<HugeFaults, String> {
+    pub fn since(
+        &self,
+        before: &Reading,
+        after: &Reading,
+        minflt: u64,
+    ) -> Result<HugeFaults, String> {
         let mut h = HugeFaults {
             page_bytes: self.page_bytes,
             ..HugeFaults::default()
@@ -171,16 +181,24 @@ mod tests {
     #[test]
     fn a_difference_beyond_the_process_faults_is_refused() {
         let c = HugeFaultCounter {
-            sources: vec![(64 << 10, c"/x".to_owned(), None), (2 << 20, c"/y".to_owned(), None)],
+            sources: vec![
+                (64 << 10, c"/x".to_owned(), None),
+                (2 << 20, c"/y".to_owned(), None),
+            ],
             page_bytes: 4096,
         };
-        let mut before = Reading { counts: [0; MAX_SIZES] };
+        let mut before = Reading {
+            counts: [0; MAX_SIZES],
+        };
         before.counts[..2].copy_from_slice(&[10, 100]);
         let mut after = before;
         after.counts[..2].copy_from_slice(&[12, 103]);
         let h = c.since(&before, &after, 5).unwrap();
         assert_eq!((h.faults, h.bytes), (5, 2 * (64 << 10) + 3 * (2 << 20)));
-        assert!(c.since(&before, &after, 4).unwrap_err().contains("other processes"));
+        assert!(c
+            .since(&before, &after, 4)
+            .unwrap_err()
+            .contains("other processes"));
     }
 
     #[test]

@@ -1401,7 +1401,10 @@ mod tests {
         let f = Figures::per_iteration(&totals, 4);
         assert_eq!(f[MINOR_FAULTS], Some(100.0));
         assert_eq!(f[HUGE_FAULTS], Some(0.75));
-        assert_eq!(f[FAULTED_BYTES], Some((397.0 * 4096.0 + 3.0 * 2097152.0) / 4.0));
+        assert_eq!(
+            f[FAULTED_BYTES],
+            Some((397.0 * 4096.0 + 3.0 * 2097152.0) / 4.0)
+        );
         assert_eq!(f[BRK], Some(2.0));
         assert_eq!(f[MEMORY_SYSCALLS], Some(4.0));
         assert_eq!(f[METRICS[11]], None, "all syscalls not seen");

@@ -97,7 +97,6 @@ pub struct Totals {
     pub huge_faults: Option<HugeFaults>,
 }
 
-
 impl Totals {
     /// These totals by source, as the registry's entries read them (no peak RSS: the
     /// reading's is the process's so far, not the phase's).

@@ -18,6 +18,7 @@ mod faults;
 mod headers;
 mod hlog;
 mod html;
+mod hugepages;
 mod knobs;
 mod layers;
 mod libraries;
