@@ -9,8 +9,8 @@ use crate::analysis::explain::describe;
 use crate::analysis::stats::{Comparison, Verdict};
 use crate::fmt::{fmt_count, human_bytes};
 use crate::model::metric::{
-    RunFigures, BRK, MADVISE, MINOR_FAULTS, MMAP, MUNMAP, RUN_BRK, RUN_MADVISE, RUN_MINOR_FAULTS,
-    RUN_MMAP, RUN_MUNMAP,
+    RunFigures, BRK, FAULTED_BYTES, HUGE_FAULTS, MADVISE, MINOR_FAULTS, MMAP, MUNMAP, RUN_BRK,
+    RUN_MADVISE, RUN_MINOR_FAULTS, RUN_MMAP, RUN_MUNMAP,
 };
 use crate::model::record::Cell;
 use crate::model::spec::{Choice, Variant};
@@ -27,6 +27,10 @@ pub struct Counts {
     /// The memory syscalls were not counted (`--counters off`, or no counter here): the
     /// call fields are 0 for want of a figure, and no sentence may say "no more calls".
     pub calls_uncounted: bool,
+    /// The bytes the faults mapped in and how many of the faults mapped a huge page,
+    /// where the kernel's huge-page count was read; None otherwise (every fault is then
+    /// taken as a base page).
+    pub faulted: Option<(f64, f64)>,
 }
 
 impl Counts {
@@ -38,7 +42,19 @@ impl Counts {
             mmap: r.per_iter[MMAP].unwrap_or(0.0),
             munmap: r.per_iter[MUNMAP].unwrap_or(0.0),
             madvise: r.per_iter[MADVISE].unwrap_or(0.0),
+            faulted: r.per_iter[FAULTED_BYTES].zip(r.per_iter[HUGE_FAULTS]),
         }
+    }
+
+    /// The bytes its faults mapped in: the kernel's figure where read, else a base page
+    /// (4 KiB) per fault.
+    fn bytes(&self) -> f64 {
+        self.faulted.map_or(self.faults * 4096.0, |(b, _)| b)
+    }
+
+    /// The huge-page faults among its faults (0 where not read).
+    fn huge(&self) -> f64 {
+        self.faulted.map_or(0.0, |(_, h)| h)
     }
 
     /// A user's command's counts per run (medians over its runs), read as a cell's.
@@ -50,9 +66,14 @@ impl Counts {
             mmap: f[RUN_MMAP].unwrap_or(0.0),
             munmap: f[RUN_MUNMAP].unwrap_or(0.0),
             madvise: f[RUN_MADVISE].unwrap_or(0.0),
+            faulted: None,
         }
     }
 }
+
+/// The least huge-page faults per iteration that make a side's fewer faults a matter of
+/// page size: one every other iteration.
+const HUGE_FAULTS_NAMED: f64 = 0.5;
 
 /// How a cell's counts say it gets its memory back every iteration, if they do.
 fn how(c: Counts, allocator: &str) -> Option<&'static str> {
@@ -111,11 +132,40 @@ pub(crate) fn mechanism_against(
             c.join(", ")
         }
     };
+    // Fewer (or more) faults that fault in as much memory or more: one side's faults map
+    // huge pages, so each maps 2 MiB where the other's map 4 KiB. The memory is still
+    // faulted in (and zeroed) every iteration; only the number of faults moved.
+    let (fewer_side, more_side) = if faults < 0.0 {
+        (other, base)
+    } else {
+        (base, other)
+    };
+    if faults.abs() >= MINOR_FAULTS.named_from()
+        && fewer_side.huge() >= HUGE_FAULTS_NAMED
+        && fewer_side.bytes() >= 0.75 * more_side.bytes()
+    {
+        let whose = if faults < 0.0 {
+            "its faults".to_string()
+        } else {
+            format!("the faults {against}")
+        };
+        return format!(
+            "{} {} page faults per iteration, but {} faulted in against {}: {} of {whose} map a huge page each, so as much memory is faulted in with fewer, larger faults; {}",
+            fmt_count(faults.abs()),
+            if faults < 0.0 { "fewer" } else { "more" },
+            human_bytes(other.bytes().max(0.0) as u64),
+            human_bytes(base.bytes().max(0.0) as u64),
+            fmt_count(fewer_side.huge()),
+            how(fewer_side, allocator)
+                .or(how(more_side, allocator))
+                .unwrap_or("the pages are faulted in again")
+        );
+    }
     if faults >= MINOR_FAULTS.named_from() {
         return format!(
             "{} more page faults ({} faulted in again) and {} per iteration: {}",
             fmt_count(faults),
-            human_bytes((faults * 4096.0) as u64),
+            human_bytes((other.bytes() - base.bytes()).max(0.0) as u64),
             listed(&more, "no more memory syscalls"),
             how(other, allocator).unwrap_or("the pages are faulted in again")
         );
@@ -124,7 +174,7 @@ pub(crate) fn mechanism_against(
         return format!(
             "{} fewer page faults ({} not faulted in again) and {} per iteration: {against}, {}",
             fmt_count(-faults),
-            human_bytes((-faults * 4096.0) as u64),
+            human_bytes((base.bytes() - other.bytes()).max(0.0) as u64),
             listed(&fewer, "no fewer memory syscalls"),
             how(base, allocator).unwrap_or("the pages are faulted in again")
         );
@@ -275,6 +325,16 @@ pub(crate) fn phrase(c: &Comparison) -> String {
                 None => format!("{x:.2}x {word} (one process: no interval, no verdict)"),
             }
         }
+    }
+}
+
+/// [`phrase`] with what it is against: "3.41x faster [2.35x, 3.73x] than `base`", "no
+/// significant difference from `base` (0.98x [0.96x, 1.19x])".
+pub(crate) fn phrase_than(c: &Comparison, base: &str) -> String {
+    let p = phrase(c);
+    match p.strip_prefix("no significant difference ") {
+        Some(rest) => format!("no significant difference from {base} {rest}"),
+        None => format!("{p} than {base}"),
     }
 }
 
@@ -644,5 +704,42 @@ mod tests {
             m.starts_with("1,954 fewer page faults (7.6 MiB not faulted in again) and 1.00 madvise per iteration: in place, the freed pages are given back"),
             "{m}"
         );
+    }
+
+    /// Fewer faults that fault in as much memory are huge pages, not memory kept: said
+    /// so (jemalloc's out-of-place case with its defaults and with thp:always, as
+    /// measured).
+    #[test]
+    fn fewer_faults_in_huge_pages_are_not_memory_kept() {
+        let m = (1u64 << 20) as f64;
+        let defaults = Counts {
+            faults: 3908.0,
+            madvise: 2.0,
+            faulted: Some((15.3 * m, 0.0)),
+            ..Counts::default()
+        };
+        let always = Counts {
+            faults: 8.0,
+            madvise: 2.0,
+            faulted: Some((16.0 * m, 8.0)),
+            ..Counts::default()
+        };
+        let text = mechanism_against(defaults, always, "jemalloc", "with jemalloc's defaults");
+        assert_eq!(
+            text,
+            "3,900 fewer page faults per iteration, but 16.0 MiB faulted in against 15.3 MiB: 8.00 of its faults map a huge page each, so as much memory is faulted in with fewer, larger faults; the freed pages are given back to the kernel with madvise and faulted in again"
+        );
+        assert!(!text.contains("not faulted in again"), "{text}");
+        // The other way round: the base's faults are the huge ones.
+        let back = mechanism_against(always, defaults, "jemalloc", "with thp:always");
+        assert!(back.starts_with("3,900 more page faults per iteration, but 15.3 MiB faulted in against 16.0 MiB: 8.00 of the faults with thp:always map a huge page each"), "{back}");
+        // Memory really kept: fewer faults and fewer bytes, said as before.
+        let kept = Counts {
+            faults: 0.0,
+            faulted: Some((0.0, 0.0)),
+            ..Counts::default()
+        };
+        assert!(mechanism_against(defaults, kept, "mimalloc", "x")
+            .starts_with("3,908 fewer page faults (15.3 MiB not faulted in again)"));
     }
 }

@@ -5,7 +5,7 @@
 //! a script can read the lab's answer without parsing prose.
 
 use crate::analysis::cliff::Confirmation;
-use crate::analysis::stats::Comparison;
+use crate::analysis::stats::{Comparison, Verdict};
 use crate::model::metric::COUNTS;
 use crate::model::spec::{Variant, Workload};
 use crate::model::summary::SummaryRow;
@@ -51,6 +51,49 @@ pub enum Figures {
     /// One cell's memory after its burst: held when its buffers were freed, after the
     /// idle phase, and how long until half was given back.
     AfterBurst(Box<AfterBurstFigures>),
+    /// A cell with huge pages (the system's mode, or advised) against the same cell with
+    /// THP off for the worker.
+    HugePages(Box<HugePagesFigures>),
+}
+
+impl HugePagesFigures {
+    /// Whether huge pages moved this cell enough to show where room is short: a decided
+    /// time difference; or, under the machine's own THP mode (what a user gets without
+    /// asking), 1 MiB or more held on average.
+    pub fn moved(&self) -> bool {
+        use crate::model::metric::MEM_MEAN;
+        matches!(
+            self.comparison.verdict,
+            Some(Verdict::Faster | Verdict::Slower)
+        ) || self.thp == crate::model::spec::Thp::System
+            && matches!(
+                (self.memory[MEM_MEAN], self.against_memory[MEM_MEAN]),
+                (Some(a), Some(b)) if (a - b).abs() >= 1048576.0
+            )
+    }
+}
+
+/// What a huge-pages sentence rests on: the cell's time against the same cell without
+/// huge pages, its faults split by the size they mapped, and its coverage.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HugePagesFigures {
+    /// The allocator (with its knobs) of both cells.
+    pub allocator: String,
+    /// The cell's THP mode (`system` or `advise`); the base's is `never`.
+    pub thp: crate::model::spec::Thp,
+    pub variant: Variant,
+    pub workload: Workload,
+    pub threads: u32,
+    pub size: u64,
+    /// The cell's time over the base's, paired by round.
+    pub comparison: Comparison,
+    /// Each side's per-iteration figures (medians over its processes): minor faults,
+    /// huge-page faults, bytes faulted in.
+    pub per_iter: crate::model::metric::Figures,
+    pub against_per_iter: crate::model::metric::Figures,
+    /// Each side's memory figures (huge-page coverage among them).
+    pub memory: crate::model::metric::MemoryFigures,
+    pub against_memory: crate::model::metric::MemoryFigures,
 }
 
 /// What an after-the-burst sentence rests on.

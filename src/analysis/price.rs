@@ -4,15 +4,16 @@
 //! verdict) and both sides' resident memory over the process's life (mean and at its
 //! end, medians over the processes; [`crate::model::metric::MEMORY_METRICS`]).
 
-use crate::analysis::answer::phrase;
+use crate::analysis::answer::phrase_than;
 use crate::analysis::cells;
-use crate::analysis::findings::{AfterBurstFigures, Figures, Item, PriceFigures};
+use crate::analysis::findings::{AfterBurstFigures, Figures, HugePagesFigures, Item, PriceFigures};
 use crate::analysis::stats::{Comparison, Verdict};
 use crate::model::metric::{
-    MemoryFigures, Metric, FREED, HALF_RETURNED, MEM_LAST, MEM_MEAN, MEM_PEAK,
+    MemoryFigures, Metric, FAULTED_BYTES, FREED, HALF_RETURNED, HUGE_COVERAGE, HUGE_FAULTS,
+    MEM_LAST, MEM_MEAN, MEM_PEAK, MINOR_FAULTS,
 };
 use crate::model::record::Cell;
-use crate::model::spec::{Variant, Workload};
+use crate::model::spec::{Thp, Variant, Workload};
 
 /// The base every allocator's price is stated against: glibc's malloc.
 pub const BASE: &str = "system";
@@ -64,14 +65,13 @@ fn sentence(
         format!("holds {}", memory.join(" and "))
     };
     format!(
-        "price of speed, {} {} at {} elements ({}): {} {} than {}; {holds}",
+        "price of speed, {} {} at {} elements ({}): {} {}; {holds}",
         other.spec.workload,
         other.spec.variant,
         crate::fmt::group_thousands(other.spec.size as i64),
         crate::fmt::Threads(other.spec.threads),
         other.spec.allocator_label(),
-        phrase(cmp),
-        base.spec.allocator_label(),
+        phrase_than(cmp, &base.spec.allocator_label()),
     )
 }
 
@@ -99,6 +99,7 @@ pub fn price_of_speed(cells: &[&Cell], threshold: f64) -> Vec<Item> {
         for base in at.iter().filter(|c| c.spec.allocator_label() == BASE) {
             for other in at.iter().filter(|c| {
                 c.spec.allocator_label() != BASE
+                    && c.spec.thp == base.spec.thp
                     && c.spec.variant == base.spec.variant
                     && c.spec.size == base.spec.size
             }) {
@@ -131,10 +132,12 @@ pub fn price_of_speed(cells: &[&Cell], threshold: f64) -> Vec<Item> {
             continue;
         };
         let bm = cells::row(base).memory;
+        // Against glibc's with THP as the machine gives it (the base's label says so):
+        // a cell with THP off or advised is not another allocator.
         for other in at
             .iter()
             .filter(same)
-            .filter(|c| c.spec.allocator_label() != BASE)
+            .filter(|c| c.spec.allocator_label() != BASE && c.spec.thp == base.spec.thp)
         {
             let Some(cmp) = cells::compare(base, other, threshold) else {
                 continue;
@@ -225,6 +228,133 @@ pub fn after_burst(cells: &[&Cell]) -> Vec<Item> {
                     memory: m.clone(),
                     allocator_stats: stats,
                 }))),
+            })
+        })
+        .collect()
+}
+
+/// "808 minor faults per iteration against 3,874 (5 of them huge pages); 15.1 MiB faulted
+/// in against 15.1 MiB; 46 % of its memory in huge pages; holds 0.1 MiB more on average
+/// (…)" of a huge-pages pair: each part where both sides have it and one is not zero.
+pub fn huge_page_figures(h: &HugePagesFigures) -> String {
+    let (n, b) = (&h.per_iter, &h.against_per_iter);
+    let mut parts = Vec::new();
+    if let (Some(x), Some(y)) = (n[MINOR_FAULTS], b[MINOR_FAULTS]) {
+        if x.max(y) >= 0.5 {
+            let huge = match n[HUGE_FAULTS] {
+                Some(k) if k >= 0.005 => {
+                    format!(" ({} of them huge pages)", crate::fmt::fmt_count(k))
+                }
+                _ => String::new(),
+            };
+            parts.push(format!(
+                "{} minor faults per iteration against {}{huge}",
+                MINOR_FAULTS.show(x),
+                MINOR_FAULTS.show(y)
+            ));
+        }
+    }
+    if let (Some(x), Some(y)) = (n[FAULTED_BYTES], b[FAULTED_BYTES]) {
+        if x.max(y) > 0.0 {
+            parts.push(format!(
+                "{} faulted in against {}",
+                FAULTED_BYTES.show(x),
+                FAULTED_BYTES.show(y)
+            ));
+        }
+    }
+    if let Some(x) = h.memory[HUGE_COVERAGE] {
+        parts.push(format!("{} % of its memory in huge pages", x.round()));
+    }
+    if let Some(held) = held(MEM_MEAN, "on average", &h.against_memory, &h.memory) {
+        parts.push(format!("holds {held}"));
+    }
+    parts.join("; ")
+}
+
+/// The console's shorter form of [`huge_page_figures`]: "faults 808 vs 3,874 (6.00
+/// huge), 15.1 MiB faulted in vs 15.1 MiB; 43 % in huge pages; −0.5 MiB on average".
+pub fn huge_page_short(h: &HugePagesFigures) -> String {
+    let (n, b) = (&h.per_iter, &h.against_per_iter);
+    let mut parts = Vec::new();
+    if let (Some(x), Some(y)) = (n[MINOR_FAULTS], b[MINOR_FAULTS]) {
+        if x.max(y) >= 0.5 {
+            let huge = match n[HUGE_FAULTS] {
+                Some(k) if k >= 0.005 => format!(" ({} huge)", crate::fmt::fmt_count(k)),
+                _ => String::new(),
+            };
+            let bytes = match (n[FAULTED_BYTES], b[FAULTED_BYTES]) {
+                (Some(p), Some(q)) => format!(
+                    ", {} vs {} faulted in",
+                    FAULTED_BYTES.show(p),
+                    FAULTED_BYTES.show(q)
+                ),
+                _ => String::new(),
+            };
+            parts.push(format!(
+                "faults {} vs {}{huge}{bytes}",
+                MINOR_FAULTS.show(x),
+                MINOR_FAULTS.show(y)
+            ));
+        }
+    }
+    if let Some(x) = h.memory[HUGE_COVERAGE] {
+        parts.push(format!("{} % in huge pages", x.round()));
+    }
+    if let (Some(a), Some(b)) = (h.memory[MEM_MEAN], h.against_memory[MEM_MEAN]) {
+        parts.push(format!("{:+.1} MiB on average", (a - b) / 1048576.0));
+    }
+    parts.join("; ")
+}
+
+/// Huge pages: one item per cell measured with huge pages (THP `system` or `advise`)
+/// beside the same cell (allocator and knobs, workload, variant, size, threads) with THP
+/// off for the worker (`never`): its time against that cell's, paired by round, its
+/// faults split by the page size they mapped, the bytes faulted in (the same memory
+/// zeroed either way) and the share of its memory in huge pages. In the cells' order.
+pub fn huge_pages(cells: &[&Cell], threshold: f64) -> Vec<Item> {
+    let same = |a: &Cell, b: &Cell| {
+        a.spec.allocator_spec() == b.spec.allocator_spec()
+            && a.spec.workload == b.spec.workload
+            && a.spec.variant == b.spec.variant
+            && a.spec.size == b.spec.size
+            && a.spec.threads == b.spec.threads
+    };
+    cells
+        .iter()
+        .filter(|c| c.spec.thp != Thp::Never)
+        .filter_map(|c| {
+            let base = cells
+                .iter()
+                .find(|b| b.spec.thp == Thp::Never && same(b, c))?;
+            let cmp = cells::compare(base, c, threshold)?;
+            let (row, base_row) = (cells::row(c), cells::row(base));
+            let figures = HugePagesFigures {
+                allocator: c.spec.allocator_spec().to_string(),
+                thp: c.spec.thp,
+                variant: c.spec.variant,
+                workload: c.spec.workload,
+                threads: c.spec.threads,
+                size: c.spec.size,
+                comparison: cmp,
+                per_iter: row.per_iter.clone(),
+                against_per_iter: base_row.per_iter.clone(),
+                memory: row.memory.clone(),
+                against_memory: base_row.memory.clone(),
+            };
+            let text = format!(
+                "huge pages, {} {} at {} elements ({}): {} {}; {}",
+                c.spec.workload,
+                c.spec.variant,
+                crate::fmt::group_thousands(c.spec.size as i64),
+                crate::fmt::Threads(c.spec.threads),
+                c.spec.allocator_label(),
+                phrase_than(&figures.comparison, "THP off"),
+                huge_page_figures(&figures)
+            );
+            Some(Item {
+                text,
+                figures: Some(Figures::HugePages(Box::new(figures))),
             })
         })
         .collect()

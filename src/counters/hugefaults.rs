@@ -6,6 +6,9 @@
 //! other process's in the same span; [`HugeFaultCounter::since`] refuses a difference
 //! larger than the process's own faults, which cannot all be its own.
 //!
+//! Where THP is off for the process (`--thp never`: PR_SET_THP_DISABLE), none of its
+//! faults can map a huge page: its count is 0 exactly, with nothing read.
+//!
 //! The files are found when the counter is opened (that allocates); each reading then
 //! reads them into stack buffers and allocates nothing.
 
@@ -23,6 +26,9 @@ pub struct HugeFaultCounter {
     sources: Vec<(u64, std::ffi::CString, Option<&'static str>)>,
     /// The base page size.
     page_bytes: u64,
+    /// THP is off for this process (PR_SET_THP_DISABLE): none of its faults can map a
+    /// huge page, so its count is 0 exactly and the machine's is not read.
+    disabled: bool,
 }
 
 /// One reading: the cumulative count of each source, in its order.
@@ -72,6 +78,20 @@ fn read_into<'a>(path: &std::ffi::CStr, buf: &'a mut [u8]) -> Result<&'a str, St
 impl HugeFaultCounter {
     /// Finds the kernel's huge-page fault counts, or says why there are none.
     pub fn open() -> Result<Self, String> {
+        // SAFETY: sysconf has no memory-safety preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        if page <= 0 {
+            return Err("sysconf(_SC_PAGESIZE) gave no page size".into());
+        }
+        // SAFETY: prctl PR_GET_THP_DISABLE takes no pointers. 1 is THP off entirely (a
+        // newer kernel's "except where advised" reads otherwise).
+        if unsafe { libc::prctl(libc::PR_GET_THP_DISABLE, 0, 0, 0, 0) } == 1 {
+            return Ok(HugeFaultCounter {
+                sources: Vec::new(),
+                page_bytes: page as u64,
+                disabled: true,
+            });
+        }
         let mut sources = Vec::new();
         if let Ok(dir) = std::fs::read_dir(THP_DIR) {
             for entry in dir.flatten() {
@@ -108,18 +128,19 @@ impl HugeFaultCounter {
         }
         sources.sort_by_key(|s| s.0);
         sources.truncate(MAX_SIZES);
-        // SAFETY: sysconf has no memory-safety preconditions.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-        if page <= 0 {
-            return Err("sysconf(_SC_PAGESIZE) gave no page size".into());
-        }
         Ok(HugeFaultCounter {
             sources,
             page_bytes: page as u64,
+            disabled: false,
         })
     }
 
-    /// The cumulative counts now.
+    /// Whether THP is off for this process (its count is then 0 exactly).
+    pub fn disabled(&self) -> bool {
+        self.disabled
+    }
+
+    /// The cumulative counts now (none read where THP is off for the process).
     pub fn read(&self) -> Result<Reading, String> {
         let mut counts = [0u64; MAX_SIZES];
         let mut buf = [0u8; 8192];
@@ -186,6 +207,7 @@ mod tests {
                 (2 << 20, c"/y".to_owned(), None),
             ],
             page_bytes: 4096,
+            disabled: false,
         };
         let mut before = Reading {
             counts: [0; MAX_SIZES],

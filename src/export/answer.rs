@@ -243,6 +243,60 @@ pub fn price_console(items: &[crate::analysis::findings::Item], width: usize) ->
         let lead = named_lead(&mut s, &b.allocator, burst_w);
         s.push_str(&wrap(&text, width, &lead, &" ".repeat(burst_w + 4)));
     }
+    // Huge pages: per variant, the cells whose time or memory moved (a decided
+    // difference, or 1 MiB or more held on average), one line each.
+    let huge: Vec<&crate::analysis::findings::HugePagesFigures> = items
+        .iter()
+        .filter_map(|i| match &i.figures {
+            Some(Figures::HugePages(h)) => Some(&**h),
+            _ => None,
+        })
+        .collect();
+    let group_of = |h: &crate::analysis::findings::HugePagesFigures| {
+        (h.workload, h.variant, h.size, h.threads)
+    };
+    // Shown: those that moved ([`crate::analysis::findings::HugePagesFigures::moved`]).
+    let mut shown: Vec<_> = huge.iter().filter(|h| h.moved()).collect();
+    // Grouped (stable: the cells' order within a group).
+    let order: Vec<_> = huge
+        .iter()
+        .map(|h| group_of(h))
+        .fold(Vec::new(), |mut v, g| {
+            if !v.contains(&g) {
+                v.push(g);
+            }
+            v
+        });
+    shown.sort_by_key(|h| order.iter().position(|g| *g == group_of(h)));
+    let labels: Vec<String> = shown
+        .iter()
+        .map(|h| format!("{} thp={}", h.allocator, h.thp))
+        .collect();
+    let huge_w = name_width(labels.iter().map(String::as_str));
+    let mut group = None;
+    for (h, label) in shown.iter().zip(&labels) {
+        let key = group_of(h);
+        if group != Some(key) {
+            let head = format!(
+                "huge pages ({} {}, {} elements, {}): against the same cell with THP off ({} of {} shown)",
+                h.workload,
+                h.variant,
+                crate::fmt::group_thousands(h.size as i64),
+                crate::fmt::Threads(h.threads),
+                shown.iter().filter(|x| group_of(x) == key).count(),
+                huge.iter().filter(|x| group_of(x) == key).count(),
+            );
+            s.push_str(&wrap(&head, width, "", "  "));
+            group = Some(key);
+        }
+        let text = format!(
+            "{}; {}",
+            crate::analysis::answer::phrase(&h.comparison),
+            crate::analysis::price::huge_page_short(h)
+        );
+        let lead = named_lead(&mut s, label, huge_w);
+        s.push_str(&wrap(&text, width, &lead, &" ".repeat(huge_w + 4)));
+    }
     s
 }
 

@@ -479,6 +479,10 @@ pub fn headlines(loaded: &Loaded) -> Answer {
     answer
         .price
         .extend(crate::analysis::price::after_burst(&cells));
+    answer.price.extend(crate::analysis::price::huge_pages(
+        &cells,
+        crate::model::metric::NOISE_THRESHOLD,
+    ));
     answer.incomplete = (!complete).then(|| {
         format!(
             "INCOMPLETE: the run did not finish; missing: {}",

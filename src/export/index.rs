@@ -301,6 +301,55 @@ fn founding(entries: &[Entry], html: &mut String, price: &mut String) -> Option<
             }
             price.push_str("</ul>");
         }
+        // Huge pages, where a folder ran cells with THP off beside cells with it
+        // (experiments/huge-pages): the founding case's second temporary, per allocator.
+        for other in entries.iter().filter(|e| e.kind == Some(Kind::Run)) {
+            let Some(l) = &other.loaded else { continue };
+            let items: Vec<_> = crate::analysis::price::huge_pages(
+                &l.cells.iter().collect::<Vec<_>>(),
+                THRESHOLD,
+            )
+            .into_iter()
+            .filter(|i| {
+                matches!(&i.figures, Some(crate::analysis::findings::Figures::HugePages(h)) if h.variant == Variant::OutOfPlace && h.moved())
+            })
+            .collect();
+            let Some(crate::analysis::findings::Figures::HugePages(first)) =
+                items.first().and_then(|i| i.figures.as_ref())
+            else {
+                continue;
+            };
+            let advised = l
+                .cells
+                .iter()
+                .any(|c| c.spec.thp == crate::model::spec::Thp::Advise);
+            let _ = write!(
+                price,
+                r#"<p><b>Huge pages</b> ({} out-of-place at {} elements, folder {}): each allocator with transparent huge pages as the machine gives them (THP here: {}){}, against itself with THP off (those whose time or memory moved); the bytes faulted in count the memory whatever the page size:</p><ul class="price">"#,
+                esc(&first.workload.to_string()),
+                group_thousands(first.size as i64),
+                esc(&other.name),
+                esc(l
+                    .cells
+                    .iter()
+                    .find_map(|c| c.records().next().map(|(_, r)| r.env.thp_enabled.clone()))
+                    .as_deref()
+                    .unwrap_or("unknown")),
+                if advised {
+                    " and with its buffers advised as NumPy advises every array of 4 MiB or more (thp=advise)"
+                } else {
+                    ""
+                }
+            );
+            for item in &items {
+                let text = item
+                    .text
+                    .split_once("): ")
+                    .map_or(item.text.as_str(), |(_, rest)| rest);
+                let _ = write!(price, "<li>{}</li>", esc(text));
+            }
+            price.push_str("</ul>");
+        }
         html.push_str(r#"<section id="answer"><h2>The founding case</h2>"#);
         for d in &damaged {
             let _ = write!(

@@ -706,18 +706,42 @@ fn report_markdown(
     md
 }
 
-/// mimalloc asks for transparent huge pages: where THP is not off, one of its faults can
-/// map 2 MiB, so its fault counts are not comparable page for page with the others'.
+/// Where faults mapped huge pages, fault counts are not comparable page for page: the
+/// note names the cells that took them and the column that compares (the bytes faulted
+/// in). Where the kernel's huge-page count was not read, mimalloc (which asks for huge
+/// pages) is named as the likely one.
 fn thp_note(rows: &[SummaryRow], env: &serde_json::Value) -> Option<String> {
+    use crate::model::metric::HUGE_FAULTS;
     let thp = env["thp_enabled"].as_str()?;
-    let mimalloc_with_thp = rows.iter().any(|r| {
+    let mut huge: Vec<String> = Vec::new();
+    for r in rows
+        .iter()
+        .filter(|r| r.per_iter[HUGE_FAULTS].is_some_and(|h| h >= 0.005))
+    {
+        let name = format!("{} {}", r.allocator_spec, r.variant);
+        if !huge.contains(&name) {
+            huge.push(name);
+        }
+    }
+    if !huge.is_empty() {
+        let shown = if huge.len() > 4 {
+            format!("{} and {} more", huge[..4].join(", "), huge.len() - 4)
+        } else {
+            huge.join(", ")
+        };
+        return Some(format!(
+            "Note: some faults mapped a transparent huge page (2 MiB where the others map 4 KiB; THP here: {thp}): {shown}. Fault counts are then not comparable page for page; `faulted_bytes_per_iter` in summary.csv is the memory faulted in whatever the page size."
+        ));
+    }
+    let mimalloc_unread = rows.iter().any(|r| {
         r.allocator == crate::model::spec::Allocator::Mimalloc
+            && r.per_iter[HUGE_FAULTS].is_none()
             && !r.allocator_spec.contains("thp=never")
             && !r.allocator_spec.contains("allow_thp=false")
     });
-    (mimalloc_with_thp && thp != "never").then(|| {
+    (mimalloc_unread && thp != "never").then(|| {
         format!(
-            "Note: mimalloc asks for transparent huge pages (THP here: {thp}), so one of its faults can map 2 MiB where the others fault 4 KiB pages: its fault counts are not comparable page for page. `thp = [\"never\"]` in the experiment, or `mimalloc:allow_thp=0`, makes them comparable."
+            "Note: mimalloc asks for transparent huge pages (THP here: {thp}), so one of its faults can map 2 MiB where the others fault 4 KiB pages, and the kernel's count of huge-page faults was not read: its fault counts may not be comparable page for page. `thp = [\"never\"]` in the experiment, or `mimalloc:allow_thp=0`, makes them comparable."
         )
     })
 }

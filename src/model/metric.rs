@@ -328,7 +328,7 @@ pub const HUGE_FAULTS: Metric = Metric {
     index: 15,
     key: "huge_faults_per_iter",
     label: "huge-page faults",
-    meaning: "minor faults per iteration that mapped a transparent huge page (the kernel's machine-wide count over the phase; empty where other processes' faults showed in it)",
+    meaning: "minor faults per iteration that mapped a transparent huge page: 0 exactly where THP was off for the worker, else the kernel's machine-wide count over the phase (another process's huge-page faults in the same span count too; empty where they showed, or with --jobs above 1)",
     unit: Unit::Count,
     per: Per::Iteration,
     source: Source::HugeFaults,
@@ -1062,9 +1062,10 @@ impl<R: Registry> Serialize for Figures<R> {
                 Some(v) if R::WHOLE && m.unit == Unit::Bytes && v.is_finite() && v >= 0.0 => {
                     map.serialize_entry(m.key, &(v.round() as u64))?
                 }
-                // A time from whole µs: three decimals, not a binary fraction's tail.
-                Some(v) if R::WHOLE && m.unit == Unit::Ms && v.is_finite() => {
-                    map.serialize_entry(m.key, &((v * 1e3).round() / 1e3))?
+                // A figure from whole µs (ms) or hundredths of a percent: to that
+                // resolution, not a binary fraction's tail.
+                Some(v) if R::WHOLE && m.scale > 1.0 && v.is_finite() => {
+                    map.serialize_entry(m.key, &((v * m.scale).round() / m.scale))?
                 }
                 v => map.serialize_entry(m.key, &v)?,
             }

@@ -292,8 +292,13 @@ pub struct RunRecord {
 
 impl RunRecord {
     /// Marks a run measured beside `n - 1` others (`--jobs`): the machine-wide count of
-    /// huge-page faults holds all of theirs, so it is no longer this run's.
+    /// huge-page faults holds all of theirs, so it is no longer this run's (unless THP
+    /// was off for it: then it is 0 exactly).
     pub fn ran_together(&mut self, n: usize) {
+        // With THP off for the worker its count is 0 exactly, not the machine's.
+        if self.thp_disabled == Some(true) {
+            return;
+        }
         if self.totals.huge_faults.take().is_some() {
             self.per_iter.replace_source(
                 Source::HugeFaults,

@@ -280,6 +280,8 @@ pub struct Measurement {
     pub allocs: Result<AllocSnapshot, Unavailable>,
     /// The phase's faults that mapped a transparent huge page (the machine's count).
     pub huge_faults: Result<crate::model::counts::HugeFaults, Unavailable>,
+    /// THP was off for the process: its huge-page faults are 0 exactly, not read.
+    pub thp_off: bool,
     pub rss_start_bytes: Result<u64, Unavailable>,
     pub rss_end_bytes: Result<u64, Unavailable>,
     /// What could move this process's time against another's, over the phase.
@@ -409,6 +411,7 @@ pub fn measure(
             syscalls,
             allocs,
             huge_faults,
+            thp_off: huge.as_ref().is_ok_and(|c| c.disabled()),
             rss_start_bytes: rss_start,
             rss_end_bytes: rss_end,
             conditions,

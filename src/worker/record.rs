@@ -42,7 +42,11 @@ impl RunRecord {
             ),
             (
                 "huge_faults",
-                "the kernel's machine-wide counts of faults that mapped a transparent huge page (hugepages-*/stats/anon_fault_alloc, or /proc/vmstat thp_fault_alloc) over the measured phase: this process's, with any other process's in the same span",
+                if m.thp_off {
+                    "none: THP is off for this process (PR_SET_THP_DISABLE), so no fault of it can map a huge page"
+                } else {
+                    "the kernel's machine-wide counts of faults that mapped a transparent huge page (hugepages-*/stats/anon_fault_alloc, or /proc/vmstat thp_fault_alloc) over the measured phase: this process's, with any other process's in the same span"
+                },
                 m.huge_faults.as_ref().err(),
             ),
             ("rss_start", "/proc/self/statm", m.rss_start_bytes.as_ref().err()),

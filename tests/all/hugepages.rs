@@ -58,7 +58,8 @@ fn advised_buffers_fault_in_huge_pages_and_the_bytes_faulted_in_do_not_change() 
             .unwrap_or_else(|_| panic!("{k} is '{}' in {r:?}", r[k]))
     };
     let (never, advised) = (row("out-of-place", "never"), row("out-of-place", "advise"));
-    // With THP off for the worker no fault maps a huge page, and every fault a base page.
+    // With THP off for the worker no fault maps a huge page (0 exactly: the machine's
+    // count is not read for it), and every fault a base page.
     assert_eq!(f(never, "huge_faults_per_iter"), 0.0, "{never:?}");
     assert_eq!(
         f(never, "faulted_bytes_per_iter"),
@@ -67,7 +68,9 @@ fn advised_buffers_fault_in_huge_pages_and_the_bytes_faulted_in_do_not_change() 
     );
     assert_eq!(f(never, "huge_coverage_pct"), 0.0, "{never:?}");
     // glibc trims the heap after the two frees and faults both 8 MB buffers in again
-    // every iteration: the same bytes whichever page size maps them.
+    // every iteration: the same bytes whichever page size maps them. (The advised side's
+    // count is the machine's: another process's huge-page faults in the same span, such
+    // as a worker of a test running beside this one, can only add to it.)
     let (a, b) = (
         f(never, "faulted_bytes_per_iter"),
         f(advised, "faulted_bytes_per_iter"),
@@ -77,7 +80,7 @@ fn advised_buffers_fault_in_huge_pages_and_the_bytes_faulted_in_do_not_change() 
         "the out-of-place case faults its buffers in: {never:?}"
     );
     assert!(
-        (a - b).abs() <= 0.02 * a,
+        b >= 0.98 * a && b <= 1.1 * a,
         "bytes faulted in: {a} without huge pages, {b} advised"
     );
     // The advice itself: one madvise per new buffer of 4 MiB or more (two a iteration).
