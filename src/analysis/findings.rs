@@ -115,6 +115,9 @@ pub struct AfterBurstFigures {
     /// them (jemalloc's stats.*, mimalloc's process info, TCMalloc's properties, glibc's
     /// mallinfo2), in bytes; empty where it gives none.
     pub allocator_stats: std::collections::BTreeMap<String, u64>,
+    /// What it held at the end of the idle, split into the program's live data, what the
+    /// allocator holds free and the rest of the process; None in records from before.
+    pub held: Option<crate::analysis::price::HeldSplit>,
 }
 
 /// What a price-of-speed sentence rests on.

@@ -170,6 +170,95 @@ pub fn given_back(m: &MemoryFigures) -> String {
     }
 }
 
+/// What a process held at the end of its idle phase, split three ways: the program's
+/// live data (the lab's own count of bytes allocated and not freed), what the allocator
+/// holds beyond it (its own figure of what it holds, less the live data: free chunks,
+/// cached pages, rounding), and the rest of the resident set (code, stacks, the lab).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct HeldSplit {
+    /// The resident set at the end of the idle (the kernel's, sampled), bytes.
+    pub resident: u64,
+    /// The program's live data, bytes.
+    pub live: u64,
+    /// What the allocator says it holds, and which of its figures that is; None where
+    /// it gives none.
+    pub allocator_holds: Option<u64>,
+    pub allocator_figure: Option<&'static str>,
+    /// allocator_holds − live: what it keeps free; None without its figure.
+    pub held_free: Option<i64>,
+    /// resident − allocator_holds: the rest of the process (code, stacks, and whatever
+    /// the allocator's figure leaves out: snmalloc's leaves out its large allocations'
+    /// memory); negative where the allocator's figure counts memory that is not resident.
+    pub outside: Option<i64>,
+}
+
+impl HeldSplit {
+    /// The split of `resident` bytes, `live` of them live data, by `allocator`'s own
+    /// statistics `stats`.
+    pub fn of(
+        allocator: crate::model::spec::Allocator,
+        stats: &std::collections::BTreeMap<String, u64>,
+        live: u64,
+        resident: u64,
+    ) -> Self {
+        use crate::model::spec::Allocator::*;
+        let get = |k: &str| stats.get(k).copied();
+        let holds: Option<(u64, &'static str)> = match allocator {
+            Jemalloc => get("resident").map(|v| (v, "stats.resident")),
+            System => get("arena")
+                .zip(get("hblkhd"))
+                .map(|(a, h)| (a + h, "mallinfo2 arena + hblkhd")),
+            Tcmalloc => get("heap_size")
+                .zip(get("pageheap_unmapped_bytes"))
+                .map(|(h, u)| (h.saturating_sub(u), "heap_size − pageheap_unmapped_bytes")),
+            Mimalloc => get("current_rss").map(|v| (v, "current_rss, its commit accounting")),
+            Snmalloc => get("current_memory_usage").map(|v| (v, "current_memory_usage")),
+            Rpmalloc => None,
+        };
+        HeldSplit {
+            resident,
+            live,
+            allocator_holds: holds.map(|h| h.0),
+            allocator_figure: holds.map(|h| h.1),
+            held_free: holds.map(|(h, _)| h as i64 - live as i64),
+            outside: holds.map(|(h, _)| resident as i64 - h as i64),
+        }
+    }
+
+    /// "of the 22.2 MiB resident at the end: 533.3 KiB live data, 20.9 MiB held free by the
+    /// allocator (its stats.resident: 21.4 MiB), 800.0 KiB outside that figure (…)".
+    pub fn sentence(&self) -> String {
+        let b = |v: u64| crate::fmt::human_bytes(v);
+        let signed = |v: i64| {
+            if v < 0 {
+                format!("−{}", b(v.unsigned_abs()))
+            } else {
+                b(v as u64)
+            }
+        };
+        match (self.allocator_holds, self.allocator_figure, self.held_free, self.outside) {
+            (Some(h), Some(fig), Some(free), Some(out)) => format!(
+                "of the {} resident at the end: {} live data, {} held free by the allocator (its {fig}: {}), {} outside that figure (code, stacks, what the figure leaves out){}",
+                b(self.resident),
+                b(self.live),
+                signed(free),
+                b(h),
+                signed(out),
+                if out < 0 {
+                    " (the allocator's figure counts memory that is not resident)"
+                } else {
+                    ""
+                }
+            ),
+            _ => format!(
+                "of the {} resident at the end: {} live data (the allocator gives no figure of what it holds)",
+                b(self.resident),
+                b(self.live)
+            ),
+        }
+    }
+}
+
 /// After the burst: one item per cell whose workers idled after their measured phase
 /// (budget `idle_time`), in the cells' order: what it held when its buffers were freed,
 /// what it held at the end of the idle, and how long until half was given back.
@@ -190,17 +279,19 @@ pub fn after_burst(cells: &[&Cell]) -> Vec<Item> {
                 .next()
                 .map(|(_, r)| r.allocator_stats_after_idle.clone())
                 .unwrap_or_default();
-            let own = if stats.is_empty() {
-                String::new()
-            } else {
-                format!(
+            let live = c.records().next().and_then(|(_, r)| r.live_bytes_after_idle);
+            let split = live.map(|live| HeldSplit::of(c.spec.allocator, &stats, live, last.round() as u64));
+            let own = match &split {
+                Some(h) => format!("; {}", h.sentence()),
+                None if stats.is_empty() => String::new(),
+                None => format!(
                     "; its own statistics at the end of the idle: {}",
                     stats
                         .iter()
                         .map(|(k, v)| format!("{k} {}", crate::fmt::human_bytes(*v)))
                         .collect::<Vec<_>>()
                         .join(", ")
-                )
+                ),
             };
             let text = format!(
                 "after the burst, {} {} at {} elements ({}), {} s idle: {} held {} at its peak, {} once every buffer was freed and {} at the end of the idle; {}{own}",
@@ -227,6 +318,7 @@ pub fn after_burst(cells: &[&Cell]) -> Vec<Item> {
                     processes: c.records().count(),
                     memory: m.clone(),
                     allocator_stats: stats,
+                    held: split,
                 }))),
             })
         })
@@ -363,6 +455,54 @@ pub fn huge_pages(cells: &[&Cell], threshold: f64) -> Vec<Item> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_held_memory_splits_by_the_allocators_own_figure() {
+        let m = 1u64 << 20;
+        let stats: std::collections::BTreeMap<String, u64> = [
+            ("resident".to_string(), 21 * m),
+            ("allocated".to_string(), m / 2),
+        ]
+        .into();
+        let h = HeldSplit::of(
+            crate::model::spec::Allocator::Jemalloc,
+            &stats,
+            m / 2,
+            22 * m,
+        );
+        assert_eq!(
+            (h.held_free, h.outside),
+            (Some((41 * m / 2) as i64), Some(m as i64))
+        );
+        assert!(h.sentence().starts_with("of the 22.0 MiB resident at the end: 512.0 KiB live data, 20.5 MiB held free by the allocator (its stats.resident: 21.0 MiB), 1.0 MiB outside"), "{}", h.sentence());
+        // A figure above the resident set (mimalloc's commit accounting) is said so.
+        let stats: std::collections::BTreeMap<String, u64> =
+            [("current_rss".to_string(), 25 * m)].into();
+        let h = HeldSplit::of(
+            crate::model::spec::Allocator::Mimalloc,
+            &stats,
+            m / 2,
+            16 * m,
+        );
+        assert_eq!(h.outside, Some(-(9 * m as i64)));
+        assert!(
+            h.sentence().contains("−9.0 MiB outside that figure"),
+            "{}",
+            h.sentence()
+        );
+        assert!(h
+            .sentence()
+            .ends_with("(the allocator's figure counts memory that is not resident)"));
+        // No figure of its own: live data only.
+        let h = HeldSplit::of(
+            crate::model::spec::Allocator::Rpmalloc,
+            &Default::default(),
+            m,
+            7 * m,
+        );
+        assert_eq!(h.held_free, None);
+        assert!(h.sentence().contains("gives no figure"), "{}", h.sentence());
+    }
 
     #[test]
     fn more_or_less_says_which_way_and_ignores_a_page_or_two() {

@@ -261,6 +261,11 @@ pub struct RunRecord {
     /// `allocator_stats`), where there was one.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub allocator_stats_after_idle: BTreeMap<String, u64>,
+    /// The bytes the worker still held through its global allocator at the end of the
+    /// idle phase (allocated and not freed, as requested: its live data), counted by the
+    /// lab's allocation wrapper; None without an idle phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live_bytes_after_idle: Option<u64>,
     /// The samples behind those figures, in time order (empty where none were taken).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub memory_timeline: Vec<crate::model::memory::MemorySample>,

@@ -7,6 +7,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
 static ALLOCS: AtomicU64 = AtomicU64::new(0);
 static BYTES: AtomicU64 = AtomicU64::new(0);
+/// Bytes allocated and not yet freed (wrapping: a free of memory allocated before the
+/// wrapper saw it cannot happen, every allocation of the process goes through it).
+static LIVE: AtomicU64 = AtomicU64::new(0);
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 
 /// Counts `alloc`, `alloc_zeroed` and `realloc` calls (and the bytes they ask for) made
@@ -18,6 +21,13 @@ pub struct CountingAlloc<A>(pub A);
 pub struct AllocSnapshot {
     pub allocs: u64,
     pub bytes: u64,
+}
+
+/// The bytes the program holds through the global allocator now (allocated, not yet
+/// freed: its live data, as requested, without the allocator's rounding), or `None` if
+/// the global allocator is not a [`CountingAlloc`].
+pub fn live_bytes() -> Option<u64> {
+    INSTALLED.load(Relaxed).then(|| LIVE.load(Relaxed))
 }
 
 /// The counts so far, or `None` if this process's global allocator is not a
@@ -33,6 +43,7 @@ pub fn snapshot() -> Option<AllocSnapshot> {
 fn count(size: usize) {
     ALLOCS.fetch_add(1, Relaxed);
     BYTES.fetch_add(size as u64, Relaxed);
+    LIVE.fetch_add(size as u64, Relaxed);
     if !INSTALLED.load(Relaxed) {
         INSTALLED.store(true, Relaxed);
     }
@@ -54,12 +65,14 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for CountingAlloc<A> {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size() as u64, Relaxed);
         // SAFETY: forwarded unchanged; `ptr` came from this allocator with `layout`.
         unsafe { self.0.dealloc(ptr, layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         count(new_size);
+        LIVE.fetch_sub(layout.size() as u64, Relaxed);
         // SAFETY: forwarded unchanged; the caller upholds `realloc`'s contract.
         unsafe { self.0.realloc(ptr, layout, new_size) }
     }

@@ -227,6 +227,7 @@ pub fn run(
         record.idle_start_unix_ns = crate::counters::unix_now_ns();
         std::thread::sleep(std::time::Duration::from_nanos(budget.idle_ns));
         record.idle_end_unix_ns = crate::counters::unix_now_ns();
+        record.live_bytes_after_idle = super::alloc_count::live_bytes();
         if library.is_none() {
             if let Ok(s) = (info.stats)() {
                 record.allocator_stats_after_idle =
