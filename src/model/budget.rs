@@ -14,9 +14,9 @@ pub struct Budget {
     pub min_iters: u64,
     /// or this many iterations, whichever comes first.
     pub max_iters: u64,
-    /// After the measured phase, the worker frees its buffers (its threads end) and idles
-    /// this long, its memory sampled meanwhile: what the allocator gives back after the
-    /// burst, and when. 0 (the default): it exits at once.
+    /// After the measured phase, the worker frees its buffers (the other threads end, the
+    /// main thread sleeps) and idles this long, its memory sampled meanwhile: what the
+    /// allocator gives back after the burst, and when. 0 (the default): it exits at once.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub idle_ns: u64,
 }
