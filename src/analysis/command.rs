@@ -714,6 +714,7 @@ mod tests {
             start_unix_ns: None,
             memory: Vec::new(),
             memory_unavailable: None,
+            idle_from_ms: None,
         }
     }
 

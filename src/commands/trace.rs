@@ -558,6 +558,7 @@ impl<'a> Tracing<'a> {
             // perf is the child here; the command's RSS over time comes from
             // kmem:rss_stat instead.
             memory_every: None,
+            mark: false,
         };
         let beside: std::result::Result<(), String> =
             crate::counters::linux::perf::SyscallCounters::open()

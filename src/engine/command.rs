@@ -156,6 +156,13 @@ fn child_env(a: &AllocatorSpec, preload: Option<&Path>) -> Vec<(OsString, OsStri
         })
         .collect();
     env.extend(a.env().into_iter().map(|(k, v)| (k.into(), v.into())));
+    // Where the command may say that its burst is over (a byte written to it): the
+    // memory sampled afterwards is its idle phase.
+    env.retain(|(k, _)| k != crate::engine::spawn::MARK_ENV);
+    env.push((
+        crate::engine::spawn::MARK_ENV.into(),
+        crate::engine::spawn::MARK_FD.to_string().into(),
+    ));
     if let Some(p) = preload {
         env.push(("LD_PRELOAD".into(), p.as_os_str().to_owned()));
     }
@@ -423,6 +430,7 @@ pub fn run_session(
         capture_stdout: false,
         log_calls: false,
         memory_every: crate::engine::spawn::memory_every(),
+        mark: true,
     };
     let mut record = ExecRecord {
         schema: SCHEMA.into(),
@@ -576,6 +584,7 @@ pub fn run_session(
                                 syscalls: run.syscalls.ok(),
                                 memory_unavailable: run.memory.as_ref().err().map(|u| u.0.clone()),
                                 memory: run.memory.unwrap_or_default(),
+                                idle_from_ms: run.mark_ms,
                             }),
                         }
                     }

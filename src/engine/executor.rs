@@ -272,6 +272,7 @@ impl ProcessExecutor {
                 capture_stdout: true,
                 log_calls: false,
                 memory_every: trace.is_none().then(spawn::memory_every).flatten(),
+                mark: false,
             },
         )
         .map_err(cannot)?;

@@ -256,6 +256,9 @@ pub struct ChildRun {
     /// Its memory sampled from outside while it ran ([`LaunchOptions::memory_every`]), in
     /// time order, or why there are no samples.
     pub memory: Result<Vec<MemorySample>, Unavailable>,
+    /// When it first wrote to [`MARK_FD`] (its burst over), in ms on the samples' clock;
+    /// None where it did not (or was not given the descriptor).
+    pub mark_ms: Option<f64>,
 }
 
 /// What a run does besides executing the command.
@@ -287,7 +290,19 @@ pub struct LaunchOptions {
     /// Sample the child's memory (/proc/<pid>/smaps_rollup) this often while waiting for
     /// it; None: not sampled.
     pub memory_every: Option<Duration>,
+    /// With `memory_every`: give the child descriptor [`MARK_FD`], a pipe it may write
+    /// to when its burst is over ([`ChildRun::mark_ms`]: when it did, on the samples'
+    /// clock), so that what it gives back afterwards is measured as a worker's idle.
+    pub mark: bool,
 }
+
+/// The descriptor a command under `exec` may write a byte to when its burst is over
+/// (named to it in [`MARK_ENV`]); the samples after it are its idle phase. High, so as
+/// not to meet a descriptor the program opens itself.
+pub const MARK_FD: libc::c_int = 200;
+
+/// The environment variable that names [`MARK_FD`] to the command.
+pub const MARK_ENV: &str = "ALLOCLAB_MARK_FD";
 
 /// How often a worker's or a command's memory is sampled unless
 /// `ALLOCLAB_MEMORY_EVERY_MS` says otherwise.
@@ -341,6 +356,12 @@ struct Sampler {
     error: Option<String>,
     gone: bool,
     buf: Vec<u8>,
+    /// The read end of the child's [`MARK_FD`] pipe (non-blocking; owned by the run, open
+    /// until the child is gone, so that a later write never meets a closed pipe), until
+    /// the child wrote to it or closed it.
+    mark: Option<libc::c_int>,
+    /// When the child first wrote to it, ms since `start`.
+    mark_ms: Option<f64>,
 }
 
 impl Sampler {
@@ -355,12 +376,30 @@ impl Sampler {
             error: None,
             gone: false,
             buf: vec![0; 8192],
+            mark: None,
+            mark_ms: None,
+        }
+    }
+
+    /// Looks at the mark pipe: the first byte the child wrote stamps `mark_ms`; its end
+    /// (the child gone, or closed it) ends the looking.
+    fn look_for_mark(&mut self, now: Instant) {
+        let Some(fd) = self.mark else { return };
+        let mut byte = [0u8; 64];
+        // SAFETY: reads at most 64 bytes into `byte` from a descriptor the run holds open.
+        let n = unsafe { libc::read(fd, byte.as_mut_ptr().cast(), byte.len()) };
+        if n > 0 {
+            self.mark_ms = Some(now.duration_since(self.start).as_secs_f64() * 1e3);
+            self.mark = None;
+        } else if n == 0 {
+            self.mark = None;
         }
     }
 
     /// Takes a sample if one is due.
     fn tick(&mut self) {
         let now = Instant::now();
+        self.look_for_mark(now);
         if self.gone || self.error.is_some() || now < self.next {
             return;
         }
@@ -487,6 +526,21 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
         None
     };
     let stdout_fd = stdout_pipe.as_ref().map_or(null_fd, |(_, w)| w.as_raw_fd());
+    // The pipe the command may mark the end of its burst on (sampled runs only).
+    // Given whenever asked for, sampled or not, so that a command that writes to it
+    // never fails for it; its read end stays open until the command is gone.
+    let mark_pipe = if opts.mark {
+        let (r, w) = pipe_cloexec().map_err(|e| setup("pipe", e))?;
+        // SAFETY: plain fcntl on a descriptor we own.
+        unsafe {
+            let flags = libc::fcntl(r.as_raw_fd(), libc::F_GETFL);
+            libc::fcntl(r.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK);
+        }
+        Some((r, w))
+    } else {
+        None
+    };
+    let mark_fd = mark_pipe.as_ref().map(|(_, w)| w.as_raw_fd());
 
     let parent = std::process::id() as libc::pid_t;
     // SAFETY: the child below only makes async-signal-safe calls (setpgid, signal,
@@ -527,6 +581,10 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
             if let Some(fd) = stderr_reader_kept {
                 libc::fcntl(fd, libc::F_SETFD, 0);
             }
+            // dup2 leaves the new descriptor open across the exec.
+            if let Some(fd) = mark_fd {
+                libc::dup2(fd, MARK_FD);
+            }
             // Traced: stop at the exec for the tracer; from then on every memory syscall
             // of this process and of everything it starts traps to the tracer.
             if let Some(Err(errno)) = filter.as_ref().map(|f| f.install_in_child()) {
@@ -554,6 +612,8 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
     drop(go_r);
     drop(err_w);
     drop(pre_w);
+    // The command holds the only write end of its mark pipe: it ends when the command does.
+    let mark_r: Option<OwnedFd> = mark_pipe.map(|(r, _w)| r);
     // Both sides set the group, so it exists whichever runs first (and kill_group reaches
     // the child from here on).
     // SAFETY: plain integers.
@@ -651,6 +711,7 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
     let mut memory = Err(Unavailable(
         "not sampled under the ptrace tracer (a traced run's figures are its calls)".into(),
     ));
+    let mut mark_ms = None;
     let (forced, status, ru, traced, markers, calls) = if let Some(scope) = opts.trace {
         let watch = ptrace::Watch {
             kill: -pid,
@@ -672,13 +733,17 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
             t.calls,
         )
     } else {
-        let mut sampler = opts
-            .memory_every
-            .map(|every| Sampler::new(pid, start, every));
+        let mut sampler = opts.memory_every.map(|every| Sampler {
+            mark: mark_r.as_ref().map(|fd| fd.as_raw_fd()),
+            ..Sampler::new(pid, start, every)
+        });
         let forced = wait_for_exit(pid, opts.timeout, sampler.as_mut());
-        memory = match sampler {
-            Some(s) => s.finish(),
-            None => Err(Unavailable("memory sampling is off".into())),
+        (memory, mark_ms) = match sampler {
+            Some(s) => {
+                let mark = s.mark_ms;
+                (s.finish(), mark)
+            }
+            None => (Err(Unavailable("memory sampling is off".into())), None),
         };
         let (status, ru) = wait4(pid).map_err(|e| setup("wait4", e))?;
         (forced, status, ru, None, 0, Vec::new())
@@ -731,6 +796,8 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
         }
         (None, None) => Err(Unavailable("syscall counting is off".into())),
     };
+    // Held to here: the command and everything it left are gone.
+    drop(mark_r);
     Ok(ChildRun {
         wall_ns,
         start_unix_ns,
@@ -742,6 +809,7 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
         calls,
         markers,
         memory,
+        mark_ms,
     })
 }
 

@@ -739,6 +739,7 @@ mod tests {
                 syscalls: None,
                 memory: Vec::new(),
                 memory_unavailable: None,
+                idle_from_ms: None,
             })
             .collect()
     }

@@ -34,6 +34,11 @@ pub struct ExecRun {
     /// Why there are no memory samples, where there are none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_unavailable: Option<String>,
+    /// When the command said its burst was over (wrote to the descriptor named in
+    /// `ALLOCLAB_MARK_FD`), in ms on its samples' clock: the samples after it are its
+    /// idle phase (`freed_bytes`, `half_returned_ms`). None where it did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_from_ms: Option<f64>,
 }
 
 impl ExecRun {
@@ -44,7 +49,7 @@ impl ExecRun {
 
     /// This run's memory figures, from its samples (all None without samples).
     pub fn memory_figures(&self) -> crate::model::metric::MemoryFigures {
-        crate::model::metric::MemoryFigures::of_samples(&self.memory, None)
+        crate::model::metric::MemoryFigures::of_samples(&self.memory, self.idle_from_ms)
     }
 }
 

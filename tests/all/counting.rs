@@ -49,6 +49,7 @@ fn traced(
             capture_stdout: true,
             log_calls: false,
             memory_every: None,
+            mark: false,
         },
     )
     .unwrap();

@@ -242,3 +242,66 @@ fn a_bad_sampling_step_is_refused_before_anything_runs() {
         assert!(o.stdout.is_empty(), "{bad:?}");
     }
 }
+
+#[test]
+fn a_command_that_marks_the_end_of_its_burst_gets_an_idle_phase() {
+    // A program the lab did not write: Python touches 48 MiB (glibc serves it with mmap),
+    // frees it, says so on the descriptor the lab names in ALLOCLAB_MARK_FD, and idles.
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("burst.py");
+    std::fs::write(
+        &script,
+        "import os, time\nb = bytearray(48 << 20)\nfor i in range(0, len(b), 4096):\n    b[i] = 1\ntime.sleep(0.1)\ndel b\nos.write(int(os.environ['ALLOCLAB_MARK_FD']), b'.')\ntime.sleep(0.4)\n",
+    )
+    .unwrap();
+    let out = dir.path().join("ex");
+    let o = lab(&[
+        "exec",
+        "--runs",
+        "2",
+        "--allocators",
+        "system",
+        "--out",
+        out.to_str().unwrap(),
+        "--",
+        "python3",
+        script.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let record = json(&std::fs::read(out.join("exec.json")).unwrap());
+    for run in record["allocators"][0]["runs"].as_array().unwrap() {
+        // The mark came after the burst (0.1 s of holding it at least) and before the
+        // end of the 0.4 s idle.
+        let mark = run["idle_from_ms"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{run}"));
+        let samples = run["memory"].as_array().unwrap();
+        let last = samples.last().unwrap()["t_ms"].as_f64().unwrap();
+        assert!(
+            mark >= 100.0 && mark <= last - 300.0,
+            "mark {mark}, last sample {last}"
+        );
+        // Every sample from the mark on holds less than half of the peak before it.
+        let rss = |s: &serde_json::Value| s["rss_bytes"].as_f64().unwrap();
+        let t = |s: &serde_json::Value| s["t_ms"].as_f64().unwrap();
+        let peak = samples
+            .iter()
+            .filter(|s| t(s) <= mark)
+            .map(rss)
+            .fold(0.0, f64::max);
+        assert!(peak > 48.0 * 1048576.0, "{peak}");
+        assert!(samples
+            .iter()
+            .filter(|s| t(s) > mark)
+            .all(|s| rss(s) < peak / 2.0));
+    }
+    // The summary gives the idle's figures as a worker's: what was held once freed, and
+    // how soon half came back (glibc unmaps the block at the free: at the first sample).
+    let summary = rows(&out.join("summary.csv"));
+    let (freed, peak) = (
+        num(&summary[0], "freed_bytes").unwrap(),
+        num(&summary[0], "mem_peak_bytes").unwrap(),
+    );
+    assert!(freed < peak / 2.0, "{freed} of {peak}");
+    assert!(num(&summary[0], "half_returned_ms").unwrap() <= 50.0);
+}
