@@ -222,7 +222,7 @@ pub fn price_console(items: &[crate::analysis::findings::Item], width: usize) ->
         );
         if group != Some(key) {
             let head = format!(
-                "after the burst ({} {}, {} elements, {}): resident at the peak → once every buffer was freed → after {} s idle",
+                "after the burst ({} {}, {} elements, {}): resident at the peak → once every buffer was freed → after {} s idle; of that last, MiB of live data, held free by the allocator (its own figure) and other",
                 b.workload,
                 b.variant,
                 crate::fmt::group_thousands(b.size as i64),
@@ -233,8 +233,21 @@ pub fn price_console(items: &[crate::analysis::findings::Item], width: usize) ->
             group = Some(key);
         }
         let mib = |v: Option<f64>| v.map_or("n/a".into(), |v| format!("{:.1}", v / 1048576.0));
+        // What the end's figure is made of, where the allocator says what it holds.
+        let split = match &b.held {
+            Some(h) => match (h.held_free, h.outside) {
+                (Some(free), Some(out)) => format!(
+                    "; {:.1} live, {:.1} held free by it, {:.1} other",
+                    h.live as f64 / 1048576.0,
+                    free as f64 / 1048576.0,
+                    out as f64 / 1048576.0
+                ),
+                _ => format!("; {:.1} live", h.live as f64 / 1048576.0),
+            },
+            None => String::new(),
+        };
         let text = format!(
-            "{} → {} → {} MiB; {}",
+            "{} → {} → {} MiB; {}{split}",
             mib(b.memory[crate::model::metric::MEM_PEAK]),
             mib(b.memory[crate::model::metric::FREED]),
             mib(b.memory[MEM_LAST]),
