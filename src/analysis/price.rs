@@ -6,7 +6,9 @@
 
 use crate::analysis::answer::phrase_than;
 use crate::analysis::cells;
-use crate::analysis::findings::{AfterBurstFigures, Figures, HugePagesFigures, Item, PriceFigures};
+use crate::analysis::findings::{
+    AfterBurstFigures, Figures, HeldSplit, HugePagesFigures, Item, PriceFigures,
+};
 use crate::analysis::stats::{Comparison, Verdict};
 use crate::model::metric::{
     MemoryFigures, Metric, FAULTED_BYTES, FREED, HALF_RETURNED, HUGE_COVERAGE, HUGE_FAULTS,
@@ -167,95 +169,6 @@ pub fn given_back(m: &MemoryFigures) -> String {
     match m[HALF_RETURNED] {
         Some(ms) => format!("half given back within {}", HALF_RETURNED.show(ms)),
         None => "kept until exit".into(),
-    }
-}
-
-/// What a process held at the end of its idle phase, split three ways: the program's
-/// live data (the lab's own count of bytes allocated and not freed), what the allocator
-/// holds beyond it (its own figure of what it holds, less the live data: free chunks,
-/// cached pages, rounding), and the rest of the resident set (code, stacks, the lab).
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct HeldSplit {
-    /// The resident set at the end of the idle (the kernel's, sampled), bytes.
-    pub resident: u64,
-    /// The program's live data, bytes.
-    pub live: u64,
-    /// What the allocator says it holds, and which of its figures that is; None where
-    /// it gives none.
-    pub allocator_holds: Option<u64>,
-    pub allocator_figure: Option<&'static str>,
-    /// allocator_holds − live: what it keeps free; None without its figure.
-    pub held_free: Option<i64>,
-    /// resident − allocator_holds: the rest of the process (code, stacks, and whatever
-    /// the allocator's figure leaves out: snmalloc's leaves out its large allocations'
-    /// memory); negative where the allocator's figure counts memory that is not resident.
-    pub outside: Option<i64>,
-}
-
-impl HeldSplit {
-    /// The split of `resident` bytes, `live` of them live data, by `allocator`'s own
-    /// statistics `stats`.
-    pub fn of(
-        allocator: crate::model::spec::Allocator,
-        stats: &std::collections::BTreeMap<String, u64>,
-        live: u64,
-        resident: u64,
-    ) -> Self {
-        use crate::model::spec::Allocator::*;
-        let get = |k: &str| stats.get(k).copied();
-        let holds: Option<(u64, &'static str)> = match allocator {
-            Jemalloc => get("resident").map(|v| (v, "stats.resident")),
-            System => get("arena")
-                .zip(get("hblkhd"))
-                .map(|(a, h)| (a + h, "mallinfo2 arena + hblkhd")),
-            Tcmalloc => get("heap_size")
-                .zip(get("pageheap_unmapped_bytes"))
-                .map(|(h, u)| (h.saturating_sub(u), "heap_size − pageheap_unmapped_bytes")),
-            Mimalloc => get("current_rss").map(|v| (v, "current_rss, its commit accounting")),
-            Snmalloc => get("current_memory_usage").map(|v| (v, "current_memory_usage")),
-            Rpmalloc => None,
-        };
-        HeldSplit {
-            resident,
-            live,
-            allocator_holds: holds.map(|h| h.0),
-            allocator_figure: holds.map(|h| h.1),
-            held_free: holds.map(|(h, _)| h as i64 - live as i64),
-            outside: holds.map(|(h, _)| resident as i64 - h as i64),
-        }
-    }
-
-    /// "of the 22.2 MiB resident at the end: 533.3 KiB live data, 20.9 MiB held free by the
-    /// allocator (its stats.resident: 21.4 MiB), 800.0 KiB outside that figure (…)".
-    pub fn sentence(&self) -> String {
-        let b = |v: u64| crate::fmt::human_bytes(v);
-        let signed = |v: i64| {
-            if v < 0 {
-                format!("−{}", b(v.unsigned_abs()))
-            } else {
-                b(v as u64)
-            }
-        };
-        match (self.allocator_holds, self.allocator_figure, self.held_free, self.outside) {
-            (Some(h), Some(fig), Some(free), Some(out)) => format!(
-                "of the {} resident at the end: {} live data, {} held free by the allocator (its {fig}: {}), {} outside that figure (code, stacks, what the figure leaves out){}",
-                b(self.resident),
-                b(self.live),
-                signed(free),
-                b(h),
-                signed(out),
-                if out < 0 {
-                    " (the allocator's figure counts memory that is not resident)"
-                } else {
-                    ""
-                }
-            ),
-            _ => format!(
-                "of the {} resident at the end: {} live data (the allocator gives no figure of what it holds)",
-                b(self.resident),
-                b(self.live)
-            ),
-        }
     }
 }
 
