@@ -157,13 +157,14 @@ impl HugeFaultCounter {
     }
 
     /// The huge-page faults from `before` to `after`, and the bytes they mapped;
-    /// refused where they outnumber the process's own `minflt` faults over the same span
-    /// (every huge-page fault is also a minor fault of the process that took it).
+    /// refused where they outnumber the process's own minor faults over the same span,
+    /// `own_faults` (every huge-page fault is also a minor fault of the process that
+    /// took it).
     pub fn since(
         &self,
         before: &Reading,
         after: &Reading,
-        minflt: u64,
+        own_faults: u64,
     ) -> Result<HugeFaults, String> {
         let mut h = HugeFaults {
             page_bytes: self.page_bytes,
@@ -174,9 +175,9 @@ impl HugeFaultCounter {
             h.faults += n;
             h.bytes += n * bytes;
         }
-        if h.faults > minflt {
+        if h.faults > own_faults {
             return Err(format!(
-                "the machine's count of huge-page faults rose by {} during the phase, more than this process's {minflt} minor faults: other processes' huge-page faults were counted",
+                "the machine's count of huge-page faults rose by {} during the phase, more than this process's {own_faults} minor faults: other processes' huge-page faults were counted",
                 h.faults
             ));
         }
