@@ -462,7 +462,16 @@ impl ProcessExecutor {
 
 impl Executor for ProcessExecutor {
     fn execute(&mut self, spec: &RunSpec, budget: &Budget) -> Result<RunRecord, RunFailure> {
-        self.run_on(spec, budget, self.cpu)
+        // With several jobs, every run's machine-wide huge-page count is set aside, also
+        // a run that happened to run alone (an adaptive round's): a cell's figure is then
+        // empty rather than a median over some of its processes.
+        let jobs = self.jobs.len();
+        self.run_on(spec, budget, self.cpu).map(|mut r| {
+            if jobs > 1 {
+                r.ran_together(jobs);
+            }
+            r
+        })
     }
 
     fn jobs(&self) -> usize {
@@ -476,7 +485,8 @@ impl Executor for ProcessExecutor {
         specs: &[&RunSpec],
         budget: &Budget,
     ) -> Vec<Result<RunRecord, RunFailure>> {
-        if self.jobs.len() < specs.len() {
+        let jobs = self.jobs.len();
+        if jobs < specs.len() {
             return specs.iter().map(|s| self.execute(s, budget)).collect();
         }
         let me = &*self;
@@ -498,7 +508,7 @@ impl Executor for ProcessExecutor {
             let first = specs
                 .first()
                 .map(|spec| me.run_on(spec, budget, me.jobs.first().copied()));
-            let together = specs.len();
+            let together = specs.len().max(jobs);
             first
                 .into_iter()
                 .chain(others.into_iter().map(|t| {

@@ -328,7 +328,7 @@ pub const HUGE_FAULTS: Metric = Metric {
     index: 15,
     key: "huge_faults_per_iter",
     label: "huge-page faults",
-    meaning: "minor faults per iteration that mapped a transparent huge page: 0 exactly where THP was off for the worker, else the kernel's machine-wide count over the phase (another process's huge-page faults in the same span count too; empty where they showed, or with --jobs above 1)",
+    meaning: "minor faults per iteration that mapped a transparent huge page: 0 exactly where THP was off for the worker, else the kernel's machine-wide count over the phase (another process's huge-page faults in the same span count too: an upper bound on a busy machine; empty where they showed, or with --jobs above 1)",
     unit: Unit::Count,
     per: Per::Iteration,
     source: Source::HugeFaults,

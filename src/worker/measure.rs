@@ -393,7 +393,15 @@ pub fn measure(
         };
         let rusage = ru_after.since(&ru_before);
         let huge_faults = match (&huge, &huge_before, &huge_after) {
-            (Ok(c), Ok(b), Ok(a)) => c.since(b, a, rusage.minflt),
+            (Ok(c), Ok(b), Ok(a)) => c.since(b, a, rusage.minflt).and_then(|h| match &allocs {
+                Ok(al) => crate::counters::hugefaults::within_allocated(
+                    h,
+                    rusage.minflt,
+                    al.allocs,
+                    al.bytes,
+                ),
+                Err(_) => Ok(h),
+            }),
             (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => Err(e.clone()),
         }
         .map_err(Unavailable);
