@@ -202,7 +202,7 @@ pub fn within_allocated(
     allocs: u64,
     bytes: u64,
 ) -> Result<HugeFaults, String> {
-    let huge_size = if h.faults > 0 { h.bytes / h.faults } else { 0 }.max(2 << 20);
+    let huge_size = h.bytes.checked_div(h.faults).unwrap_or(0).max(2 << 20);
     let faulted = own_faults.saturating_sub(h.faults) * h.page_bytes + h.bytes;
     let bound = bytes + allocs * huge_size + FAULT_SLACK_BYTES;
     if faulted > bound {
