@@ -38,7 +38,8 @@ pub struct MemorySummary {
     pub huge_mean: Option<u64>,
     /// The share of Rss in huge pages over the same samples (AnonHugePages averaged over
     /// time against Rss averaged over the samples that read it), in hundredths of a
-    /// percent; None where no sample read it or the Rss they read averages 0.
+    /// percent; None where fewer than three samples read it (a process of under 0.2 s)
+    /// or the Rss they read averages 0.
     pub huge_share_bp: Option<u64>,
     /// With an idle phase after the burst: the Rss at its first sample, every buffer
     /// freed by then.
@@ -121,7 +122,16 @@ impl MemorySummary {
             mean: time_mean(samples, |s| Some(s.rss_bytes))?,
             last: samples.last()?.rss_bytes,
             huge_mean: time_mean(samples, |s| s.anon_huge_bytes),
-            huge_share_bp: {
+            // From three full samples on: with fewer, the first (the process's start,
+            // before its buffers exist) weighs for most of its life.
+            huge_share_bp: if samples
+                .iter()
+                .filter(|s| s.anon_huge_bytes.is_some())
+                .count()
+                < 3
+            {
+                None
+            } else {
                 let huge = time_mean(samples, |s| s.anon_huge_bytes);
                 let rss = time_mean(samples, |s| s.anon_huge_bytes.map(|_| s.rss_bytes));
                 huge.zip(rss.filter(|&r| r > 0))
@@ -231,8 +241,10 @@ mod tests {
         plain.anon_huge_bytes = None;
         let x = MemorySummary::of(&[s(0.0, m), plain, s(3.0, 4 * m)]).unwrap();
         assert_eq!(x.huge_mean, Some(m / 2));
-        // Coverage over the samples that read both: half of Rss, though the statm sample
-        // between them held 8 MiB.
+        // Coverage wants three samples that read huge pages; over those: half of Rss,
+        // though the statm sample between them held 8 MiB.
+        assert_eq!(x.huge_share_bp, None);
+        let x = MemorySummary::of(&[s(0.0, m), plain, s(3.0, 4 * m), s(5.0, 4 * m)]).unwrap();
         assert_eq!(x.huge_share_bp, Some(5000));
         plain.t_ms = 0.0;
         assert_eq!(MemorySummary::of(&[plain]).unwrap().huge_mean, None);
