@@ -307,7 +307,12 @@ pub fn huge_page_short(h: &HugePagesFigures) -> String {
         parts.push(format!("{} % in huge pages", x.round()));
     }
     if let (Some(a), Some(b)) = (h.memory[MEM_MEAN], h.against_memory[MEM_MEAN]) {
-        parts.push(format!("{:+.1} MiB on average", (a - b) / 1048576.0));
+        let d = (a - b) / 1048576.0;
+        parts.push(if d.abs() < 0.05 {
+            "the same memory on average".to_string()
+        } else {
+            format!("{d:+.1} MiB on average")
+        });
     }
     parts.join("; ")
 }
