@@ -23,6 +23,20 @@ use crate::model::summary::SummaryRow;
 use std::fmt::Write as _;
 use std::path::Path;
 
+/// The items as a list, each without its heading up to `after` (what the paragraph
+/// above it already says).
+fn item_list(out: &mut String, items: &[crate::analysis::findings::Item], after: &str) {
+    out.push_str(r#"<ul class="price">"#);
+    for item in items {
+        let text = item
+            .text
+            .split_once(after)
+            .map_or(item.text.as_str(), |(_, rest)| rest);
+        let _ = write!(out, "<li>{}</li>", esc(text));
+    }
+    out.push_str("</ul>");
+}
+
 /// How the lab's index.html begins (the writer's mark of its own index).
 pub use crate::export::folder::INDEX_HEAD as HEAD;
 
@@ -264,15 +278,8 @@ fn founding(entries: &[Entry], html: &mut String, price: &mut String) -> Option<
         let priced =
             crate::analysis::price::price_of_speed(&cells.iter().collect::<Vec<_>>(), THRESHOLD);
         if !priced.is_empty() {
-            price.push_str(r#"<p>Each allocator's time against glibc's and the resident memory it holds for it (over each worker's life, sampled by the driver; folder numpy-temporaries):</p><ul class="price">"#);
-            for item in &priced {
-                let text = item
-                    .text
-                    .split_once("): ")
-                    .map_or(item.text.as_str(), |(_, rest)| rest);
-                let _ = write!(price, "<li>{}</li>", esc(text));
-            }
-            price.push_str("</ul>");
+            price.push_str(r#"<p>Each allocator's time against glibc's and the resident memory it holds for it (over each worker's life, sampled by the driver; folder numpy-temporaries):</p>"#);
+            item_list(price, &priced, "): ");
         }
         // After the burst, where a folder idled its workers (experiments/after-burst).
         for other in entries.iter().filter(|e| e.kind == Some(Kind::Run)) {
@@ -288,18 +295,11 @@ fn founding(entries: &[Entry], html: &mut String, price: &mut String) -> Option<
                 .map_or(String::new(), |c| format!("{c} idle, "));
             let _ = write!(
                 price,
-                r#"<p><b>After the burst</b> ({}folder {}): what each allocator held at its peak, once every buffer was freed and after the idle, and how long until half came back:</p><ul class="price">"#,
+                r#"<p><b>After the burst</b> ({}folder {}): what each allocator held at its peak, once every buffer was freed and after the idle, and how long until half came back:</p>"#,
                 esc(&context),
                 esc(&other.name)
             );
-            for item in &items {
-                let text = item
-                    .text
-                    .split_once(" idle: ")
-                    .map_or(item.text.as_str(), |(_, rest)| rest);
-                let _ = write!(price, "<li>{}</li>", esc(text));
-            }
-            price.push_str("</ul>");
+            item_list(price, &items, " idle: ");
         }
         // Huge pages, where a folder ran cells with THP off beside cells with it
         // (experiments/huge-pages): the founding case's second temporary, per allocator.
@@ -325,7 +325,7 @@ fn founding(entries: &[Entry], html: &mut String, price: &mut String) -> Option<
                 .any(|c| c.spec.thp == crate::model::spec::Thp::Advise);
             let _ = write!(
                 price,
-                r#"<p><b>Huge pages</b> ({} out-of-place at {} elements, folder {}): each allocator with transparent huge pages as the machine gives them (THP here: {}){}, against itself with THP off (those whose time or memory moved); the bytes faulted in count the memory whatever the page size:</p><ul class="price">"#,
+                r#"<p><b>Huge pages</b> ({} out-of-place at {} elements, folder {}): each allocator with transparent huge pages as the machine gives them (THP here: {}){}, against itself with THP off (those whose time or memory moved); the bytes faulted in count the memory whatever the page size:</p>"#,
                 esc(&first.workload.to_string()),
                 group_thousands(first.size as i64),
                 esc(&other.name),
@@ -341,14 +341,7 @@ fn founding(entries: &[Entry], html: &mut String, price: &mut String) -> Option<
                     ""
                 }
             );
-            for item in &items {
-                let text = item
-                    .text
-                    .split_once("): ")
-                    .map_or(item.text.as_str(), |(_, rest)| rest);
-                let _ = write!(price, "<li>{}</li>", esc(text));
-            }
-            price.push_str("</ul>");
+            item_list(price, &items, "): ");
         }
         html.push_str(r#"<section id="answer"><h2>The founding case</h2>"#);
         for d in &damaged {

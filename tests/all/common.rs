@@ -333,3 +333,20 @@ pub fn interrupted_after_runs(args: &[&str], runs: usize) -> Output {
         stderr: text.into_bytes(),
     }
 }
+
+/// The CSV's rows as maps of its header's names to the cells.
+pub fn csv_rows(path: &Path) -> Vec<std::collections::BTreeMap<String, String>> {
+    let mut r = csv::Reader::from_path(path).unwrap();
+    let header: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
+    r.records()
+        .map(|rec| {
+            let rec = rec.unwrap();
+            assert_eq!(rec.len(), header.len(), "{}", path.display());
+            header
+                .iter()
+                .cloned()
+                .zip(rec.iter().map(String::from))
+                .collect()
+        })
+        .collect()
+}

@@ -3,25 +3,7 @@
 //! an independent reader) and with jemalloc's own count of its resident pages, parse back
 //! from memory/*.csv, and after the burst say that glibc gives half back at once.
 
-use crate::common::{example, json, lab, stderr};
-use std::path::Path;
-
-/// The CSV's rows as maps of its header's names to the cells.
-fn rows(path: &Path) -> Vec<std::collections::BTreeMap<String, String>> {
-    let mut r = csv::Reader::from_path(path).unwrap();
-    let header: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
-    r.records()
-        .map(|rec| {
-            let rec = rec.unwrap();
-            assert_eq!(rec.len(), header.len(), "{}", path.display());
-            header
-                .iter()
-                .cloned()
-                .zip(rec.iter().map(String::from))
-                .collect()
-        })
-        .collect()
-}
+use crate::common::{csv_rows as rows, example, json, lab, stderr};
 
 fn num(row: &std::collections::BTreeMap<String, String>, key: &str) -> Option<f64> {
     let v = row.get(key).unwrap_or_else(|| panic!("no column {key}"));
