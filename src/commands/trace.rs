@@ -558,7 +558,9 @@ impl<'a> Tracing<'a> {
             // perf is the child here; the command's RSS over time comes from
             // kmem:rss_stat instead.
             memory_every: None,
-            mark: false,
+            // The command may write to ALLOCLAB_MARK_FD as under exec: the pipe is
+            // there (unread: a trace has no idle phase), so the write never fails.
+            mark: true,
         };
         let beside: std::result::Result<(), String> =
             crate::counters::linux::perf::SyscallCounters::open()
