@@ -23,6 +23,30 @@ pub struct Item {
 }
 
 impl Item {
+    /// Its price-of-speed figures, where it is one.
+    pub fn price(&self) -> Option<&PriceFigures> {
+        match &self.figures {
+            Some(Figures::Price(p)) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// Its after-the-burst figures, where it is one.
+    pub fn after_burst(&self) -> Option<&AfterBurstFigures> {
+        match &self.figures {
+            Some(Figures::AfterBurst(b)) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// Its huge-pages figures, where it is one.
+    pub fn huge_pages(&self) -> Option<&HugePagesFigures> {
+        match &self.figures {
+            Some(Figures::HugePages(h)) => Some(h),
+            _ => None,
+        }
+    }
+
     /// A sentence without figures.
     pub fn text(text: impl Into<String>) -> Self {
         Item {

@@ -149,24 +149,17 @@ fn named_lead(s: &mut String, name: &str, w: usize) -> String {
 /// memory it holds more or less, on average and at its end. The sentences of
 /// [`crate::analysis::price`], laid out from their figures.
 pub fn price_console(items: &[crate::analysis::findings::Item], width: usize) -> String {
-    use crate::analysis::findings::Figures;
     use crate::model::metric::{MEM_LAST, MEM_MEAN};
     let prices: Vec<&crate::analysis::findings::PriceFigures> = items
         .iter()
-        .filter_map(|i| match &i.figures {
-            Some(Figures::Price(p)) => Some(&**p),
-            _ => None,
-        })
+        .filter_map(crate::analysis::findings::Item::price)
         .collect();
     let name_w = name_width(prices.iter().map(|p| p.allocator.as_str()));
     let mut s = String::new();
     let mut group = None;
     let bursts: Vec<&crate::analysis::findings::AfterBurstFigures> = items
         .iter()
-        .filter_map(|i| match &i.figures {
-            Some(Figures::AfterBurst(b)) => Some(&**b),
-            _ => None,
-        })
+        .filter_map(crate::analysis::findings::Item::after_burst)
         .collect();
     let burst_w = name_width(bursts.iter().map(|b| b.allocator.as_str()));
     for p in prices {
@@ -260,10 +253,7 @@ pub fn price_console(items: &[crate::analysis::findings::Item], width: usize) ->
     // difference, or 1 MiB or more held on average), one line each.
     let huge: Vec<&crate::analysis::findings::HugePagesFigures> = items
         .iter()
-        .filter_map(|i| match &i.figures {
-            Some(Figures::HugePages(h)) => Some(&**h),
-            _ => None,
-        })
+        .filter_map(crate::analysis::findings::Item::huge_pages)
         .collect();
     let group_of = |h: &crate::analysis::findings::HugePagesFigures| {
         (h.workload, h.variant, h.size, h.threads)

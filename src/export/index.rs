@@ -305,18 +305,15 @@ fn founding(entries: &[Entry], html: &mut String, price: &mut String) -> Option<
         // (experiments/huge-pages): the founding case's second temporary, per allocator.
         for other in entries.iter().filter(|e| e.kind == Some(Kind::Run)) {
             let Some(l) = &other.loaded else { continue };
-            let items: Vec<_> = crate::analysis::price::huge_pages(
-                &l.cells.iter().collect::<Vec<_>>(),
-                THRESHOLD,
-            )
-            .into_iter()
-            .filter(|i| {
-                matches!(&i.figures, Some(crate::analysis::findings::Figures::HugePages(h)) if h.variant == Variant::OutOfPlace && h.moved())
-            })
-            .collect();
-            let Some(crate::analysis::findings::Figures::HugePages(first)) =
-                items.first().and_then(|i| i.figures.as_ref())
-            else {
+            let items: Vec<_> =
+                crate::analysis::price::huge_pages(&l.cells.iter().collect::<Vec<_>>(), THRESHOLD)
+                    .into_iter()
+                    .filter(|i| {
+                        i.huge_pages()
+                            .is_some_and(|h| h.variant == Variant::OutOfPlace && h.moved())
+                    })
+                    .collect();
+            let Some(first) = items.first().and_then(|i| i.huge_pages()) else {
                 continue;
             };
             let advised = l
