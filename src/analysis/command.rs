@@ -80,6 +80,11 @@ pub struct ExecRow {
     /// where not sampled. The last columns in CSV.
     #[serde(flatten)]
     pub memory: crate::model::metric::MemoryFigures,
+    /// The interval of those medians over the runs (the entries with a spread: mean and
+    /// last resident memory, freed bytes, …), at the wall time's level; null with fewer
+    /// runs than an interval needs. Last in CSV.
+    #[serde(flatten, default)]
+    pub memory_ci: crate::model::metric::MemoryIntervals,
 }
 
 /// A figure of the traced run that the untraced runs do not reach: it lies beyond their
@@ -408,8 +413,21 @@ fn row_of(
         .map(ExecRun::memory_figures)
         .filter(|f| f.any())
         .collect();
+    let mut memory_ci = crate::model::metric::MemoryIntervals::default();
+    for m in crate::model::metric::MEMORY_METRICS
+        .iter()
+        .filter(|m| m.spread)
+    {
+        let v: Vec<f64> = memory.iter().filter_map(|f| f[*m]).collect();
+        let all = v.len() == memory.len();
+        if let Some(ci) = median_ci(&v, level).filter(|_| all) {
+            memory_ci.low[*m] = Some(ci.low);
+            memory_ci.high[*m] = Some(ci.high);
+        }
+    }
     ExecRow {
         memory: crate::model::metric::MemoryFigures::each(|m| med_of(&memory, m)),
+        memory_ci,
         behaviours: run_behaviours(runs),
         complete: None,
         stopped_by: None,
@@ -627,6 +645,51 @@ fn counts_per_run(r: &ExecRow) -> std::collections::BTreeMap<String, Option<f64>
 /// interval and verdict, and what the counts say moved (a cause only beside a verdict;
 /// otherwise the counts are only counts). The console, REPORT.md, report.html and
 /// findings.json all show these items.
+/// A process's memory over its runs in words: "peak 12.0 MiB [11.8, 12.3], mean 9.1 MiB
+/// [9.0, 9.3], end 4.8 MiB [4.7, 4.9]" (medians with their intervals, where there are
+/// any); None where nothing was sampled.
+pub fn memory_text(
+    memory: &crate::model::metric::MemoryFigures,
+    ci: &crate::model::metric::MemoryIntervals,
+) -> Option<String> {
+    use crate::fmt::human_bytes;
+    use crate::model::metric::{MEM_LAST, MEM_MEAN, MEM_PEAK};
+    let mib = |v: f64| human_bytes(v.max(0.0).round() as u64);
+    let parts: Vec<String> = [(MEM_PEAK, "peak"), (MEM_MEAN, "mean"), (MEM_LAST, "end")]
+        .into_iter()
+        .filter_map(|(m, word)| {
+            let v = memory[m]?;
+            let interval = match (ci.low[m], ci.high[m]) {
+                (Some(lo), Some(hi)) => {
+                    // "[11.8, 12.3 MiB]" reads as one unit where both ends share it.
+                    let (lo, hi) = (mib(lo), mib(hi));
+                    match (lo.rsplit_once(' '), hi.rsplit_once(' ')) {
+                        (Some((l, lu)), Some((h, hu))) if lu == hu => format!(" [{l}, {h}]"),
+                        _ => format!(" [{lo}, {hi}]"),
+                    }
+                }
+                _ => String::new(),
+            };
+            Some(format!("{word} {}{interval}", mib(v)))
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+/// One line per allocator whose runs were sampled: "memory, mimalloc (resident, 5 runs):
+/// peak …, mean …, end …", medians over the runs with their intervals.
+pub fn memory_lines(rows: &[ExecRow]) -> Vec<String> {
+    rows.iter()
+        .filter_map(|r| {
+            let text = memory_text(&r.memory, &r.memory_ci)?;
+            Some(format!(
+                "memory, {} (resident, the command's own process; medians over {} run(s)): {text}",
+                r.allocator, r.runs
+            ))
+        })
+        .collect()
+}
+
 pub fn answer(rows: &[ExecRow]) -> Vec<crate::analysis::findings::Item> {
     use crate::analysis::answer::{run_difference, Counts};
     use crate::analysis::findings::{CommandFigures, Figures, Item};

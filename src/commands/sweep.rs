@@ -605,6 +605,7 @@ impl Sweep {
             &title,
             &md,
             drawings,
+            Vec::new(),
             String::new(),
             crate::export::headlines::Answer {
                 price: Vec::new(),

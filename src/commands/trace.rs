@@ -71,14 +71,21 @@ pub fn run(args: &TraceArgs, level: f64) -> Result<()> {
             .map(|c| c.records().map(|(_, r)| r.p50_ns as f64).collect())
             .unwrap_or_default();
         match cell.allocator(spec, &untraced, &mut progress)? {
-            Some(t) => traces.push(t),
+            Some(mut t) => {
+                if let Some(c) = cells.iter().find(|c| c.spec == *spec) {
+                    let row = crate::analysis::cells::row(c);
+                    t.untraced_memory = row.memory;
+                    t.untraced_memory_ci = row.memory_ci;
+                }
+                traces.push(t)
+            }
             None => break,
         }
     }
     progress.clear();
     let complete = !interrupted() && traces.len() == specs.len();
     let report = cell_report(args, &sampling, ptrace_ok, order_seed, complete, traces);
-    let written = export::save(&folder, &report).map_err(Error::failed)?;
+    let written = export::save(&folder, &report, &cells).map_err(Error::failed)?;
     let failed = report.allocators.iter().map(|t| t.failure.is_some());
     let console = export::console(&report, &args.out, &written);
     conclude(folder, complete, &console, failed, specs.len(), &args.out)
@@ -292,6 +299,9 @@ impl CellTracing<'_> {
             lost: traced.lost,
             sample_check: check,
             record: Some(traced.record),
+            // Set from the untraced cell by the caller.
+            untraced_memory: Default::default(),
+            untraced_memory_ci: Default::default(),
         }
     }
 }
@@ -443,7 +453,7 @@ fn run_command(args: &TraceArgs, level: f64) -> Result<()> {
         complete,
         allocators: traces,
     };
-    let mut written = cmd_export::save(&folder, &report).map_err(Error::failed)?;
+    let mut written = cmd_export::save(&folder, &report, record.as_ref()).map_err(Error::failed)?;
     if record.is_some() {
         // Written by the session, after every untraced run.
         written.push("untraced.json".into());
@@ -824,12 +834,14 @@ fn untraced_of(record: Option<&crate::engine::command::ExecRecord>, label: &str)
         .map(|c| (c.brk + c.mmap + c.munmap + c.madvise + c.mremap) as f64)
         .collect();
     let ci = median_ci(&walls, level);
-    let behaviours = record
+    let (behaviours, memory, memory_ci) = record
         .map(crate::analysis::command::rows)
         .and_then(|rows| rows.into_iter().find(|r| r.allocator == label))
-        .map(|r| r.behaviours)
+        .map(|r| (r.behaviours, r.memory, r.memory_ci))
         .unwrap_or_default();
     Untraced {
+        memory,
+        memory_ci,
         behaviours,
         runs: walls.len(),
         wall_median_ns: median(&walls),

@@ -396,6 +396,7 @@ pub fn explanations(rows: &[ExecRow]) -> Vec<String> {
             .map(|n| format!("note: {n}")),
     );
     lines.extend(spread_notes(rows).into_iter().map(|n| format!("note: {n}")));
+    lines.extend(crate::analysis::command::memory_lines(rows));
     lines.extend(memory_notes(rows).into_iter().map(|n| format!("note: {n}")));
     // Syscalls counted under the tracer come from a slower run than the rest of the row.
     lines.extend(rows.iter().filter_map(|r| {

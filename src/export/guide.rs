@@ -76,6 +76,7 @@ const TRACE: &[File] = &[
     file("trace.json", "trace.json", "", "schema alloclab.trace/1: what was traced, and per allocator the mechanism and the call paths behind the faults and syscalls, with their shares"),
     file("untraced.json", "untraced.json", "", "the runs without the tracer: what the tracer's overhead is measured against"),
     file("runs/<allocator>.json", "runs/", ".json", "the traced worker's record with every iteration's timeline"),
+    file("memory/<allocator>.csv", "memory/", ".csv", "resident memory over each untraced run (a worker process, or a run of the command), sampled by the driver; columns below"),
     file("timeline/<allocator>.csv", "timeline/", ".csv", "the run over time (one row per iteration, or per bin of time for a command); columns below"),
     file("events/<allocator>.csv", "events/", ".csv", "every memory syscall with its time, process, size and cause; columns below"),
     file("stacks/*.folded", "stacks/", ".folded", "the sampled call stacks in folded form (one stack and its count per line), for flame graph tools"),
@@ -179,13 +180,10 @@ pub fn summary_columns() -> Columns {
     }));
     c.extend(fixed(SUMMARY_TAIL));
     c.extend(memory_columns("the median over the processes"));
-    c.extend(MEMORY_METRICS.iter().filter(|m| m.spread).map(|m| {
-        let (low, high) = crate::model::metric::MemoryIntervals::keys(m);
-        (
-            vec![low, high],
-            format!("the interval of that median ({}), bytes, at the p50 interval's level and coverage (ci_coverage); empty with one process", m.key),
-        )
-    }));
+    c.extend(memory_interval_columns(
+        "processes",
+        "the p50 interval (ci_coverage)",
+    ));
     c.push((
         METRICS
             .iter()
@@ -264,7 +262,24 @@ pub fn exec_columns() -> Columns {
     c.extend(memory_columns(
         "the command's own process, the median over the runs",
     ));
+    c.extend(memory_interval_columns("runs", "the wall time's interval"));
     c
+}
+
+/// The intervals of the memory entries with a spread: over `of` (processes, runs), at
+/// the level of `level`.
+fn memory_interval_columns(of: &str, level: &str) -> Columns {
+    MEMORY_METRICS
+        .iter()
+        .filter(|m| m.spread)
+        .map(|m| {
+            let (low, high) = crate::model::metric::MemoryIntervals::keys(m);
+            (
+                vec![low, high],
+                format!("the interval of that median over the {of} ({}), bytes, at {level}'s level; empty with fewer {of} than an interval needs", m.key),
+            )
+        })
+        .collect()
 }
 
 /// summary.csv of `alloclab sweep` before its per-call figures.
@@ -409,6 +424,10 @@ fn csv_files(kind: &str) -> Vec<(&'static str, Columns)> {
         "trace" => vec![
             ("timeline/<allocator>.csv", trace_timeline_columns()),
             ("events/<allocator>.csv", fixed(TRACE_EVENTS_COLUMNS)),
+            (
+                "memory/<allocator>.csv",
+                memory_file_columns("run", "the untraced run's round, from 1"),
+            ),
         ],
         _ => Vec::new(),
     }

@@ -1125,6 +1125,7 @@ pub fn folder_page(
     title: &str,
     md: &str,
     drawings: Vec<(String, String)>,
+    figures: Vec<Figure>,
     section: String,
     answer: super::headlines::Answer,
 ) -> String {
@@ -1152,8 +1153,8 @@ pub fn folder_page(
             vec![section]
         },
         drawings,
+        figures,
         text: vec![("REPORT.md".into(), md.to_string())],
-        ..Page::default()
     }
     .render()
 }

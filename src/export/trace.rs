@@ -61,6 +61,12 @@ pub struct AllocatorTrace {
     pub per_iteration: Vec<IterationEvents>,
     #[serde(skip)]
     pub record: Option<RunRecord>,
+    /// The untraced processes' memory over their lives (sampled by the driver: peak,
+    /// mean, end, …), medians with their intervals; null where not sampled.
+    #[serde(default)]
+    pub untraced_memory: crate::model::metric::MemoryFigures,
+    #[serde(default)]
+    pub untraced_memory_ci: crate::model::metric::MemoryIntervals,
 }
 
 impl AllocatorTrace {
@@ -80,6 +86,8 @@ impl AllocatorTrace {
             syscalls_folded: Vec::new(),
             per_iteration: Vec::new(),
             record: None,
+            untraced_memory: Default::default(),
+            untraced_memory_ci: Default::default(),
         }
     }
 }
@@ -369,6 +377,7 @@ pub fn page(
     title: &str,
     md: &str,
     drawings: Vec<(String, String)>,
+    figures: Vec<super::html::Figure>,
     items: Vec<crate::analysis::findings::Item>,
     complete: bool,
     section: String,
@@ -377,6 +386,7 @@ pub fn page(
         title,
         md,
         drawings,
+        figures,
         section,
         super::headlines::Answer {
             price: Vec::new(),
@@ -392,9 +402,26 @@ pub fn page(
 
 /// Writes every file of the trace into `folder`; returns the names written, in order
 /// (REPORT.md and the console name only these).
-pub fn save(folder: &Folder, report: &TraceReport) -> Result<Vec<String>, ResultsError> {
+pub fn save(
+    folder: &Folder,
+    report: &TraceReport,
+    untraced: &[crate::model::record::Cell],
+) -> Result<Vec<String>, ResultsError> {
     let with_stacks = report.attribution.is_none();
     let mut written = Vec::new();
+    // The untraced processes' memory over time, one file per allocator, as a run folder
+    // writes a cell's.
+    for c in untraced {
+        let runs: Vec<(String, &[crate::model::memory::MemorySample])> = c
+            .records()
+            .map(|(round, r)| ((round + 1).to_string(), &r.memory_timeline[..]))
+            .collect();
+        if let Some(text) = super::results::memory_csv("run", &runs) {
+            let name = format!("memory/{}.csv", file_stem(&c.spec.allocator_label()));
+            folder.text(&name, &text)?;
+            written.push(name);
+        }
+    }
     for t in &report.allocators {
         let stem = file_stem(&t.label);
         if let Some(r) = &t.record {
@@ -461,6 +488,7 @@ pub fn save(folder: &Folder, report: &TraceReport) -> Result<Vec<String>, Result
             "alloclab trace",
             &md,
             drawings,
+            super::html::cell_memory_figures(untraced),
             items,
             report.complete,
             String::new(),
@@ -730,6 +758,22 @@ pub fn markdown(report: &TraceReport, written: &[String]) -> String {
         "\nThe untraced processes ran compare's budget in interleaved rounds (order seed {}); the traced counts are never mixed into compare's figures.\n",
         report.order_seed
     );
+    let memory: Vec<String> = report
+        .allocators
+        .iter()
+        .filter_map(|t| {
+            let text =
+                crate::analysis::command::memory_text(&t.untraced_memory, &t.untraced_memory_ci)?;
+            Some(format!("* {}: {text}", t.label))
+        })
+        .collect();
+    if !memory.is_empty() {
+        let _ = writeln!(
+            md,
+            "## Memory over a process's life\n\nThe untraced processes, sampled by the driver: medians over the processes with their intervals.\n\n{}\n\nAs data: `memory/<allocator>.csv`, every sample of every untraced process; the traced run's RSS per iteration is in the timeline below.\n",
+            memory.join("\n")
+        );
+    }
     let _ = writeln!(md, "## Timeline\n");
     for name in ["latency", "faults", "syscalls", "rss"] {
         if written.contains(&format!("plots/{name}.svg")) {

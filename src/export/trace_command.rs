@@ -38,6 +38,12 @@ pub struct Untraced {
     /// The figures whose untraced runs fall into two or more groups: one traced run is
     /// of one of them.
     pub behaviours: Vec<crate::model::behaviours::Behaviours>,
+    /// The command's memory over the untraced runs (sampled by the driver: peak, mean,
+    /// end, …), medians with their intervals, as exec gives them; null where not sampled.
+    #[serde(flatten)]
+    pub memory: crate::model::metric::MemoryFigures,
+    #[serde(flatten)]
+    pub memory_ci: crate::model::metric::MemoryIntervals,
 }
 
 /// Per-run medians, serialised as `<key>_median` for each per-run registry entry whose
@@ -350,8 +356,25 @@ pub fn answer(report: &CommandTraceReport) -> Vec<crate::analysis::findings::Ite
 
 /// Writes every file of the trace (the untraced record is written by the session);
 /// returns the names written, in order (REPORT.md and the console name only these).
-pub fn save(folder: &Folder, report: &CommandTraceReport) -> Result<Vec<String>, ResultsError> {
+pub fn save(
+    folder: &Folder,
+    report: &CommandTraceReport,
+    untraced: Option<&crate::model::command::ExecRecord>,
+) -> Result<Vec<String>, ResultsError> {
     let mut written = Vec::new();
+    // The untraced runs' memory over time, one file per allocator, as exec writes it.
+    for a in untraced.iter().flat_map(|r| &r.allocators) {
+        let runs: Vec<(String, &[crate::model::memory::MemorySample])> = a
+            .runs
+            .iter()
+            .map(|r| (r.round.to_string(), &r.memory[..]))
+            .collect();
+        if let Some(text) = super::results::memory_csv("run", &runs) {
+            let name = format!("memory/{}.csv", file_stem(&a.allocator));
+            folder.text(&name, &text)?;
+            written.push(name);
+        }
+    }
     for t in report.allocators.iter().filter(|t| t.traced()) {
         let stem = file_stem(&t.label);
         let timeline = format!("timeline/{stem}.csv");
@@ -414,6 +437,10 @@ pub fn save(folder: &Folder, report: &CommandTraceReport) -> Result<Vec<String>,
             "alloclab trace -- command",
             &md,
             drawings,
+            untraced
+                .and_then(super::html::exec_memory_figure)
+                .into_iter()
+                .collect(),
             items,
             report.complete,
             {
@@ -953,6 +980,28 @@ pub fn markdown(report: &CommandTraceReport, written: &[String]) -> String {
         "\nThe untraced runs ({} per allocator, shuffled rounds, order seed {}) are exec's, in `untraced.json`; the traced counts are never mixed into them.\n",
         report.runs, report.order_seed
     );
+    let memory: Vec<String> = report
+        .allocators
+        .iter()
+        .filter_map(|t| {
+            let text =
+                crate::analysis::command::memory_text(&t.untraced.memory, &t.untraced.memory_ci)?;
+            Some(format!("* {}: {text}", t.label))
+        })
+        .collect();
+    if !memory.is_empty() {
+        let _ = writeln!(
+            md,
+            "## Memory over a run\n\nThe command's own process in its untraced runs, sampled by the driver (not its children): medians over the runs with their intervals.\n"
+        );
+        for l in &memory {
+            let _ = writeln!(md, "{l}");
+        }
+        let _ = writeln!(
+            md,
+            "\nAs data: `memory/<allocator>.csv`, every sample of every untraced run; the traced run's RSS over time is in the timeline below (from kmem:rss_stat).\n"
+        );
+    }
     let _ = writeln!(md, "## Timeline\n");
     for name in ["faults", "syscalls", "rss", "heap-top"] {
         // The plots that were drawn (see `plots`).

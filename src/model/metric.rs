@@ -751,14 +751,17 @@ const fn memory(
 /// exec.csv, after the other figures. Medians over a cell's processes or a command's
 /// runs.
 pub const MEMORY_METRICS: [Metric; 7] = [
-    memory(
+    Metric {
+        spread: true,
+        ..memory(
         0,
         "mem_peak_bytes",
         "peak resident memory (sampled)",
         "mem peak",
         "the highest resident set (Rss) sampled over the process's life, bytes",
         |t| t.memory.map(|m| m.peak),
-    ),
+    )
+    },
     Metric {
         spread: true,
         ..memory(
@@ -1279,8 +1282,8 @@ impl<'de> Deserialize<'de> for CallFigures {
     }
 }
 
-/// The interval of the median over a cell's processes of each memory entry with a
-/// `spread` (mean and last resident memory), at the cell's level: serialised flat as
+/// The interval of the median over a cell's processes (or a command's runs) of each
+/// memory entry with a `spread` (peak, mean and last resident memory), at the cell's level: serialised flat as
 /// `<stem>_ci_low_bytes` and `<stem>_ci_high_bytes` (`mem_mean_ci_low_bytes`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct MemoryIntervals {
@@ -1311,6 +1314,47 @@ impl Serialize for MemoryIntervals {
             map.serialize_entry(&high, &whole(self.high[*m]))?;
         }
         map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for MemoryIntervals {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = MemoryIntervals;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("the memory figures' intervals")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<MemoryIntervals, A::Error> {
+                let mut out = MemoryIntervals::default();
+                while let Some(k) = a.next_key::<String>()? {
+                    let hit = MEMORY_METRICS.iter().filter(|m| m.spread).find_map(|m| {
+                        let (low, high) = MemoryIntervals::keys(m);
+                        (k == low)
+                            .then_some((*m, true))
+                            .or((k == high).then_some((*m, false)))
+                    });
+                    match hit {
+                        Some((m, is_low)) => {
+                            let v = a
+                                .next_value::<Lenient>()
+                                .map_err(|e| serde::de::Error::custom(format!("column {k}: {e}")))?
+                                .0;
+                            if is_low {
+                                out.low[m] = v;
+                            } else {
+                                out.high[m] = v;
+                            }
+                        }
+                        None => {
+                            a.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_map(V)
     }
 }
 
