@@ -17,6 +17,7 @@ fn main() -> std::process::ExitCode {
         ),
         read_knob,
         stats,
+        release,
     };
     alloclab::worker::main(Allocator::Jemalloc, info)
 }
@@ -24,6 +25,28 @@ fn main() -> std::process::ExitCode {
 /// A knob's effective value from jemalloc's `opt.*` mallctls.
 fn read_knob(name: &str) -> Result<String, alloclab::counters::Unavailable> {
     alloclab::counters::readback::jemalloc_opt(tikv_jemalloc_sys::mallctl, name)
+}
+
+/// jemalloc's `arena.<MALLCTL_ARENAS_ALL>.purge`: every arena's dirty and muzzy pages
+/// purged at once (what decay would do in time).
+fn release() -> Result<String, String> {
+    // SAFETY: the name is NUL-terminated; arena.<i>.purge takes and gives no value.
+    let rc = unsafe {
+        tikv_jemalloc_sys::mallctl(
+            c"arena.4096.purge".as_ptr(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    if rc == 0 {
+        Ok("mallctl(\"arena.4096.purge\") (every arena) succeeded".into())
+    } else {
+        Err(format!(
+            "mallctl(\"arena.4096.purge\") failed with error {rc}"
+        ))
+    }
 }
 
 /// jemalloc's `stats.*` after advancing its epoch, in bytes — where jemalloc was built

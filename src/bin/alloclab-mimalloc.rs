@@ -20,6 +20,16 @@ extern "C" {
         peak_commit: *mut usize,
         page_faults: *mut usize,
     );
+    /// Frees what it can of the thread's and the abandoned heaps' memory; with `force`,
+    /// purges every free page at once (mimalloc.h).
+    fn mi_collect(force: bool);
+}
+
+/// `mi_collect(true)` on the main thread (the burst's thread: the helpers are gone).
+fn release() -> Result<String, String> {
+    // SAFETY: mi_collect takes a bool and may be called from any thread.
+    unsafe { mi_collect(true) };
+    Ok("mi_collect(true) on the main thread".into())
 }
 
 /// mimalloc's process information: current and peak RSS and commit, in bytes.
@@ -53,6 +63,7 @@ fn main() -> std::process::ExitCode {
         ),
         read_knob,
         stats,
+        release,
     };
     alloclab::worker::main(Allocator::Mimalloc, info)
 }

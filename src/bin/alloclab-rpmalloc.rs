@@ -19,6 +19,7 @@ fn main() -> std::process::ExitCode {
         stats: || {
             Err("rpmalloc keeps statistics only when built with ENABLE_STATISTICS, which would slow the allocator measured".into())
         },
+        release: alloclab::counters::envinfo::no_release,
     };
     alloclab::worker::main(Allocator::Rpmalloc, info)
 }

@@ -26,6 +26,7 @@ fn main() -> std::process::ExitCode {
         ),
         read_knob: |_| Err("snmalloc has no run-time settings".into()),
         stats,
+        release: alloclab::counters::envinfo::no_release,
     };
     alloclab::worker::main(Allocator::Snmalloc, info)
 }

@@ -10,6 +10,7 @@ fn main() -> std::process::ExitCode {
         crates: String::new(),
         read_knob: alloclab::counters::envinfo::glibc_tunable,
         stats: alloclab::counters::envinfo::glibc_stats,
+        release: alloclab::counters::envinfo::glibc_release,
     };
     alloclab::worker::main(Allocator::System, info)
 }

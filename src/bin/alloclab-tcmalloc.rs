@@ -14,6 +14,16 @@ extern "C" {
         name_len: usize,
         value: *mut usize,
     ) -> bool;
+    // TCMalloc's C entry point behind `tcmalloc::MallocExtension::ReleaseMemoryToSystem`:
+    // releases up to that many bytes of free memory, returns how many it released.
+    fn MallocExtension_Internal_ReleaseMemoryToSystem(num_bytes: usize) -> usize;
+}
+
+/// `ReleaseMemoryToSystem` with no limit: every free page of its page heap.
+fn release() -> Result<String, String> {
+    // SAFETY: takes a byte count, returns one.
+    let released = unsafe { MallocExtension_Internal_ReleaseMemoryToSystem(usize::MAX) };
+    Ok(format!("ReleaseMemoryToSystem released {released} bytes"))
 }
 
 fn property(name: &str) -> Option<u64> {
@@ -57,6 +67,7 @@ fn main() -> std::process::ExitCode {
         ),
         read_knob: |_| Err("TCMalloc has no knobs here".into()),
         stats,
+        release,
     };
     alloclab::worker::main(Allocator::Tcmalloc, info)
 }

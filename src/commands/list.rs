@@ -3,7 +3,7 @@
 
 use crate::engine::preflight;
 use crate::error::Result;
-use crate::model::knobs::{defs, no_knobs_reason};
+use crate::model::knobs::{defs, is_lab_knob, no_knobs_reason, KnobDef};
 use crate::model::library;
 use crate::model::spec::{valid_names, Allocator, Choice, Variant, Workload};
 use std::fmt::Write as _;
@@ -40,12 +40,23 @@ pub fn run() -> Result<()> {
     for &a in Allocator::ALL {
         let version = describe(a).unwrap_or_else(|why| format!("version unknown: {why}"));
         let _ = writeln!(t, "  {:<9} {version}", a.name());
-        let knobs: Vec<&str> = defs(a).iter().map(|d| d.name).collect();
+        let (lab, own): (Vec<&KnobDef>, Vec<&KnobDef>) =
+            defs(a).iter().partition(|d| is_lab_knob(d.name));
+        let knobs: Vec<&str> = own.iter().map(|d| d.name).collect();
         let _ = match (knobs.is_empty(), no_knobs_reason(a)) {
             (false, _) => writeln!(t, "  {:<9} knobs: {}", "", knobs.join(", ")),
             (true, Some(why)) => writeln!(t, "  {:<9} no knobs: {why}", ""),
             (true, None) => writeln!(t, "  {:<9} no knobs", ""),
         };
+        if !lab.is_empty() {
+            let names: Vec<&str> = lab.iter().map(|d| d.name).collect();
+            let _ = writeln!(
+                t,
+                "  {:<9} the lab's own: {} (a call at the idle phase)",
+                "",
+                names.join(", ")
+            );
+        }
     }
     let installed = library::installed();
     if installed.is_empty() {

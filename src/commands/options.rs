@@ -153,6 +153,12 @@ pub fn command_settings(
     if o.thp == crate::model::spec::Thp::Advise {
         return Err("--thp advise makes the lab's own workload madvise its buffers as NumPy does; a command of your own gives its own advice: use --thp system or --thp never".into());
     }
+    if let Some(a) = allocators.iter().find(|a| a.releases_at_idle()) {
+        return Err(format!(
+            "{a}: {} is the lab's own call at the idle phase of its built-in workload; a command of your own gives its memory back itself (it can call malloc_trim or its allocator's release call, and tell the lab when through ALLOCLAB_MARK_FD)",
+            crate::model::knobs::RELEASE_AT_IDLE
+        ));
+    }
     // A command that is not there fails the same under every allocator: bad input.
     let first = command
         .first()

@@ -18,6 +18,29 @@ pub struct AllocatorInfo {
     pub read_knob: fn(&str) -> Result<String, Unavailable>,
     /// The allocator's own statistics (name → bytes), or why there are none.
     pub stats: fn() -> AllocatorStats,
+    /// Asks the allocator to give its free memory back (the lab's `release_at_idle`):
+    /// what was called and what it answered, or why there is no such call.
+    pub release: fn() -> Result<String, String>,
+}
+
+/// glibc's `malloc_trim(0)`: every free page of every arena, not only the heap's top.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+pub fn glibc_release() -> Result<String, String> {
+    // SAFETY: malloc_trim takes a pad and returns whether memory was released.
+    let released = unsafe { libc::malloc_trim(0) };
+    Ok(format!(
+        "malloc_trim(0) returned {released} ({})",
+        if released == 1 {
+            "memory was given back"
+        } else {
+            "nothing to give back"
+        }
+    ))
+}
+
+/// No release call (an allocator without one, or glibc's absent).
+pub fn no_release() -> Result<String, String> {
+    Err("this allocator has no call that gives its free memory back".into())
 }
 
 /// Named byte counts from the allocator, or why it has none.
@@ -175,6 +198,7 @@ impl Environment {
             crates: String::new(),
             read_knob: |_| Err("not in this process".into()),
             stats: || Err("not in this process".into()),
+            release: no_release,
         })
     }
 }
@@ -212,6 +236,7 @@ mod tests {
             crates: String::new(),
             read_knob: glibc_tunable,
             stats: glibc_stats,
+            release: no_release,
         });
         assert!(env.glibc_version.starts_with('2'), "{}", env.glibc_version);
         assert!(env.kernel.starts_with("Linux"), "{}", env.kernel);

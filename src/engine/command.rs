@@ -768,6 +768,7 @@ fn exec_allocator_info() -> crate::counters::envinfo::AllocatorInfo {
         ),
         read_knob: |_| Err("not in this process".into()),
         stats: || Err("not in this process".into()),
+        release: crate::counters::envinfo::no_release,
     }
 }
 

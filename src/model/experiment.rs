@@ -355,6 +355,28 @@ impl Experiment {
         };
         let mut budget = src.budget(file.budget.as_ref(), Budget::default())?;
         let mut processes = src.processes(file.budget.as_ref(), 1)?;
+        // The lab's release_at_idle acts at the idle's start: without one it would do
+        // nothing, silently.
+        let no_idle = |b: &Budget| b.idle_ns == 0;
+        let release_without_idle = |b: &Budget| -> Result<(), ExperimentError> {
+            let Some(list) = &file.allocators else {
+                return Ok(());
+            };
+            match list.get_ref().iter().find(|s| {
+                s.get_ref()
+                    .parse::<AllocatorSpec>()
+                    .is_ok_and(|a| a.releases_at_idle())
+            }) {
+                Some(s) if no_idle(b) => Err(src.error(
+                    Some(s.span()),
+                    format!(
+                        "{}=true acts at the start of the idle phase, and this experiment has none: give its [budget] an idle_time (e.g. idle_time = 2.0)",
+                        crate::model::knobs::RELEASE_AT_IDLE
+                    ),
+                )),
+                _ => Ok(()),
+            }
+        };
         if quick {
             if let Some(q) = &file.quick {
                 if let Some(s) = &q.sizes {
@@ -371,6 +393,7 @@ impl Experiment {
                 processes = src.processes(q.budget.as_ref(), processes)?;
             }
         }
+        release_without_idle(&budget)?;
         Ok(Experiment {
             name,
             path: path.to_path_buf(),
@@ -580,6 +603,21 @@ budget = { min_time = 0.01, warmup_time = 0 }
         assert_eq!(e.sizes.first(), Some(&32));
         assert_eq!(e.sizes.last(), Some(&(1 << 27)));
         assert_eq!(e.sizes.len(), 45);
+    }
+
+    #[test]
+    fn release_at_idle_needs_an_idle_phase() {
+        let with = OK.replace(
+            r#"allocators = ["system"]"#,
+            r#"allocators = ["system", "system:release_at_idle=true"]"#,
+        );
+        fails(
+            &with,
+            "experiments/t.toml:5:25",
+            &["idle_time", "release_at_idle"],
+        );
+        let idle = with.replace("min_time = 0.5", "min_time = 0.5\nidle_time = 1.0");
+        assert!(parse(&idle).unwrap().allocators[1].releases_at_idle());
     }
 
     #[track_caller]

@@ -37,6 +37,31 @@ pub struct KnobDef {
     pub doc: &'static str,
 }
 
+/// The lab's own knob, on every allocator with a call that gives free memory back: not a
+/// setting of the allocator but a call the worker makes once every buffer is freed, at
+/// the start of the idle phase (budget `idle_time`).
+pub const RELEASE_AT_IDLE: &str = "release_at_idle";
+
+const RELEASE: KnobDef = KnobDef {
+    name: RELEASE_AT_IDLE,
+    kind: Kind::Bool,
+    doc: "the lab's own: at the start of the idle phase (budget idle_time), every buffer freed, the worker asks the allocator to give its free memory back (glibc malloc_trim(0), jemalloc arena.<all>.purge, mimalloc mi_collect(true), TCMalloc ReleaseMemoryToSystem)",
+};
+
+/// Whether `knobs` ask the worker to have the allocator give its free memory back at the
+/// idle's start (`release_at_idle=true`).
+pub fn releases_at_idle(knobs: &[Knob]) -> bool {
+    knobs
+        .iter()
+        .any(|k| k.name == RELEASE_AT_IDLE && k.value == "true")
+}
+
+/// Whether `name` is the lab's own knob (applied by the worker, not the allocator's
+/// environment).
+pub fn is_lab_knob(name: &str) -> bool {
+    name == RELEASE_AT_IDLE
+}
+
 const SYSTEM: &[KnobDef] = &[
     KnobDef { name: "top_pad", kind: Kind::Size, doc: "extra bytes glibc asks for whenever it grows the heap and keeps when it trims" },
     KnobDef { name: "trim_threshold", kind: Kind::Size, doc: "free bytes at the heap top before glibc trims it with brk; setting it disables the dynamic mmap threshold" },
@@ -44,6 +69,7 @@ const SYSTEM: &[KnobDef] = &[
     KnobDef { name: "mmap_max", kind: Kind::Int { min: 0 }, doc: "most mmap'd chunks at once (0: never mmap)" },
     KnobDef { name: "arena_max", kind: Kind::Int { min: 1 }, doc: "most arenas (threads share them beyond this)" },
     KnobDef { name: "tcache_count", kind: Kind::Int { min: 0 }, doc: "chunks per thread-cache bin" },
+    RELEASE,
 ];
 
 const JEMALLOC: &[KnobDef] = &[
@@ -54,6 +80,7 @@ const JEMALLOC: &[KnobDef] = &[
     KnobDef { name: "background_thread", kind: Kind::Bool, doc: "purge from background threads instead of inline" },
     KnobDef { name: "retain", kind: Kind::Bool, doc: "keep virtual memory mapped instead of unmapping it" },
     KnobDef { name: "thp", kind: Kind::Word(&["default", "always", "never"]), doc: "transparent huge pages for jemalloc's memory" },
+    RELEASE,
 ];
 
 const MIMALLOC: &[KnobDef] = &[
@@ -82,7 +109,12 @@ const MIMALLOC: &[KnobDef] = &[
         kind: Kind::Bool,
         doc: "use large OS pages",
     },
+    RELEASE,
 ];
+
+/// TCMalloc's release rate acts only through its background thread, which this build
+/// does not run: the lab's own call is its one knob.
+const TCMALLOC: &[KnobDef] = &[RELEASE];
 
 /// The knobs `allocator` has.
 pub fn defs(allocator: Allocator) -> &'static [KnobDef] {
@@ -90,14 +122,15 @@ pub fn defs(allocator: Allocator) -> &'static [KnobDef] {
         Allocator::System => SYSTEM,
         Allocator::Jemalloc => JEMALLOC,
         Allocator::Mimalloc => MIMALLOC,
-        Allocator::Tcmalloc | Allocator::Snmalloc | Allocator::Rpmalloc => &[],
+        Allocator::Tcmalloc => TCMALLOC,
+        Allocator::Snmalloc | Allocator::Rpmalloc => &[],
     }
 }
 
 /// Why an allocator has no knobs, for `alloclab list` and messages.
 pub fn no_knobs_reason(allocator: Allocator) -> Option<&'static str> {
     match allocator {
-        Allocator::Tcmalloc => Some("TCMalloc's release settings act through its background thread (ProcessBackgroundActions), which the bundled build does not have: it returns at once"),
+        Allocator::Tcmalloc => Some("TCMalloc's release rate acts through its background thread (ProcessBackgroundActions), which the bundled build does not run (it returns at once)"),
         Allocator::Snmalloc => Some("snmalloc is configured when it is compiled; it reads no settings at run time"),
         Allocator::Rpmalloc => Some("rpmalloc's settings (rpmalloc_initialize_config) must be given before its first allocation, which the Rust runtime makes before main"),
         _ => None,
@@ -272,31 +305,40 @@ impl AllocatorSpec {
         }
     }
 
+    /// Whether the worker asks the allocator to give its free memory back at the idle's
+    /// start (the lab's own `release_at_idle=true`).
+    pub fn releases_at_idle(&self) -> bool {
+        releases_at_idle(&self.knobs)
+    }
+
     /// The environment that applies the knobs (and only them) to a process.
     pub fn env(&self) -> Vec<(String, String)> {
-        if self.knobs.is_empty() {
+        // The lab's own knob is a call the worker makes, not the allocator's setting.
+        let knobs: Vec<&Knob> = self
+            .knobs
+            .iter()
+            .filter(|k| !is_lab_knob(&k.name))
+            .collect();
+        if knobs.is_empty() {
             return Vec::new();
         }
         match self.allocator {
             Allocator::System => {
-                let items: Vec<String> = self
-                    .knobs
+                let items: Vec<String> = knobs
                     .iter()
                     .map(|k| format!("glibc.malloc.{}={}", k.name, k.value))
                     .collect();
                 vec![("GLIBC_TUNABLES".into(), items.join(":"))]
             }
             Allocator::Jemalloc => {
-                let items: Vec<String> = self
-                    .knobs
+                let items: Vec<String> = knobs
                     .iter()
                     .map(|k| format!("{}:{}", k.name, k.value))
                     .collect();
                 vec![(JEMALLOC_CONF_ENV.into(), items.join(","))]
             }
             Allocator::Tcmalloc | Allocator::Snmalloc | Allocator::Rpmalloc => Vec::new(),
-            Allocator::Mimalloc => self
-                .knobs
+            Allocator::Mimalloc => knobs
                 .iter()
                 .map(|k| {
                     let v = match k.value.as_str() {
@@ -478,6 +520,29 @@ pub fn parse_spec_list(text: &str) -> Result<Vec<AllocatorSpec>, KnobError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_labs_release_knob_is_a_call_not_the_allocators_setting() {
+        let s: AllocatorSpec = "system:release_at_idle=1,top_pad=64M".parse().unwrap();
+        assert!(s.releases_at_idle());
+        // Only glibc's own tunable goes to its environment.
+        assert_eq!(
+            s.env(),
+            vec![(
+                "GLIBC_TUNABLES".to_string(),
+                "glibc.malloc.top_pad=67108864".to_string()
+            )]
+        );
+        let alone: AllocatorSpec = "tcmalloc:release_at_idle=true".parse().unwrap();
+        assert!(alone.releases_at_idle() && alone.env().is_empty());
+        let off: AllocatorSpec = "jemalloc:release_at_idle=false".parse().unwrap();
+        assert!(!off.releases_at_idle() && off.env().is_empty());
+        // Not on an allocator without a release call.
+        let e = "snmalloc:release_at_idle=true"
+            .parse::<AllocatorSpec>()
+            .unwrap_err();
+        assert!(e.to_string().contains("snmalloc"), "{e}");
+    }
 
     #[test]
     fn specs_parse_canonicalise_and_print_back() {

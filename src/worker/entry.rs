@@ -200,7 +200,11 @@ pub fn run(
     if let Some(c) = record.conditions.as_mut() {
         c.pinned = request.cpu;
     }
-    for k in &spec.knobs {
+    for k in spec
+        .knobs
+        .iter()
+        .filter(|k| !crate::model::knobs::is_lab_knob(&k.name))
+    {
         let effective = match (info.read_knob)(&k.name) {
             Ok(v) if v == k.value => v,
             Ok(v) => anyhow::bail!(
@@ -219,11 +223,28 @@ pub fn run(
             record.unavailable.insert("allocator_stats".into(), why);
         }
     }
+    if crate::model::knobs::releases_at_idle(&spec.knobs) && budget.idle_ns == 0 {
+        anyhow::bail!(
+            "{}=true asks the allocator to give its memory back at the start of the idle phase, and this run has none: give the experiment's [budget] an idle_time (e.g. idle_time = 2.0)",
+            crate::model::knobs::RELEASE_AT_IDLE
+        );
+    }
     if budget.idle_ns > 0 {
         // After the burst: every buffer freed (the helper threads, and theirs, are gone
         // already), then nothing but waiting, while the driver samples what the
         // allocator gives back.
         drop(m);
+        if crate::model::knobs::releases_at_idle(&spec.knobs) {
+            // The lab's own knob: the allocator asked to give its free memory back, once,
+            // before the idle is sampled; what it answered is kept with the knobs.
+            let said = (info.release)().map_err(|why| {
+                anyhow::anyhow!("{}=true: {why}", crate::model::knobs::RELEASE_AT_IDLE)
+            })?;
+            record.knobs_effective.insert(
+                crate::model::knobs::RELEASE_AT_IDLE.into(),
+                format!("true: {said} at the idle's start"),
+            );
+        }
         record.idle_start_unix_ns = crate::counters::unix_now_ns();
         std::thread::sleep(std::time::Duration::from_nanos(budget.idle_ns));
         record.idle_end_unix_ns = crate::counters::unix_now_ns();

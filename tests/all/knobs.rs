@@ -357,11 +357,7 @@ fn allocators_without_knobs_or_statistics_say_why() {
     let r = with_knobs(Allocator::Rpmalloc, "reuse", 1000, "");
     assert!(r.allocator_stats.is_empty());
     assert!(r.unavailable["allocator_stats"].contains("ENABLE_STATISTICS"));
-    for a in [
-        Allocator::Tcmalloc,
-        Allocator::Snmalloc,
-        Allocator::Rpmalloc,
-    ] {
+    for a in [Allocator::Snmalloc, Allocator::Rpmalloc] {
         let e = format!("{a}:x=1")
             .parse::<alloclab::model::knobs::AllocatorSpec>()
             .unwrap_err()
@@ -371,6 +367,15 @@ fn allocators_without_knobs_or_statistics_say_why() {
             "{e}"
         );
     }
+    // TCMalloc's one knob is the lab's own call; its own release rate is not one, and
+    // `list` says why.
+    let e = "tcmalloc:release_rate=1M"
+        .parse::<alloclab::model::knobs::AllocatorSpec>()
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("valid knobs are release_at_idle"), "{e}");
+    let why = alloclab::model::knobs::no_knobs_reason(Allocator::Tcmalloc).unwrap();
+    assert!(why.contains("ProcessBackgroundActions"), "{why}");
 }
 
 #[test]
