@@ -52,7 +52,7 @@ pub fn run() -> Result<()> {
             let names: Vec<&str> = lab.iter().map(|d| d.name).collect();
             let _ = writeln!(
                 t,
-                "  {:<9} the lab's own: {} (a call at the idle phase)",
+                "  {:<9} the lab's own: {} (acts of the worker, not settings of the allocator)",
                 "",
                 names.join(", ")
             );

@@ -153,10 +153,9 @@ pub fn command_settings(
     if o.thp == crate::model::spec::Thp::Advise {
         return Err("--thp advise makes the lab's own workload madvise its buffers as NumPy does; a command of your own gives its own advice: use --thp system or --thp never".into());
     }
-    if let Some(a) = allocators.iter().find(|a| a.releases_at_idle()) {
+    if let Some((a, knob)) = allocators.iter().find_map(|a| Some((a, a.lab_knob_set()?))) {
         return Err(format!(
-            "{a}: {} is the lab's own call at the idle phase of its built-in workload; a command of your own gives its memory back itself (it can call malloc_trim or its allocator's release call, and tell the lab when through ALLOCLAB_MARK_FD)",
-            crate::model::knobs::RELEASE_AT_IDLE
+            "{a}: {knob} is the lab's own act on its built-in workload; a command of your own does it itself (it can run its work on a thread, call malloc_trim or its allocator's release call, and tell the lab when its burst is over through ALLOCLAB_MARK_FD)"
         ));
     }
     // A command that is not there fails the same under every allocator: bad input.

@@ -362,16 +362,14 @@ impl Experiment {
             let Some(list) = &file.allocators else {
                 return Ok(());
             };
-            match list.get_ref().iter().find(|s| {
-                s.get_ref()
-                    .parse::<AllocatorSpec>()
-                    .is_ok_and(|a| a.releases_at_idle())
+            match list.get_ref().iter().find_map(|s| {
+                let knob = s.get_ref().parse::<AllocatorSpec>().ok()?.needs_idle()?;
+                Some((s, knob))
             }) {
-                Some(s) if no_idle(b) => Err(src.error(
+                Some((s, knob)) if no_idle(b) => Err(src.error(
                     Some(s.span()),
                     format!(
-                        "{}=true acts at the start of the idle phase, and this experiment has none: give its [budget] an idle_time (e.g. idle_time = 2.0)",
-                        crate::model::knobs::RELEASE_AT_IDLE
+                        "{knob}=true acts at the start of the idle phase, and this experiment has none: give its [budget] an idle_time (e.g. idle_time = 2.0)"
                     ),
                 )),
                 _ => Ok(()),

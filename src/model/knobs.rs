@@ -48,6 +48,41 @@ const RELEASE: KnobDef = KnobDef {
     doc: "the lab's own: at the start of the idle phase (budget idle_time), every buffer freed, the worker asks the allocator to give its free memory back (glibc malloc_trim(0), jemalloc arena.<all>.purge, mimalloc mi_collect(true), TCMalloc ReleaseMemoryToSystem)",
 };
 
+/// The lab's other knob, on every allocator: the burst (inputs, measured phase, helpers)
+/// runs on a thread of its own, which frees its buffers and exits before the idle phase,
+/// so that no thread that allocated is alive during it (by default the main thread runs
+/// the burst and sleeps through the idle). The burst itself can change with it: glibc
+/// serves a thread other than the first from an arena of its own.
+pub const BURST_ON_THREAD: &str = "burst_on_thread";
+
+const EXIT: KnobDef = KnobDef {
+    name: BURST_ON_THREAD,
+    kind: Kind::Bool,
+    doc: "the lab's own: the burst runs on a thread of its own (not the main thread), which frees its buffers and exits before any idle phase: every thread that allocated is gone during it. The burst itself may change: glibc serves such a thread from an arena of its own, not the main arena",
+};
+
+/// Whether `knobs` run the burst on a thread of its own (`burst_on_thread=true`).
+pub fn bursts_on_thread(knobs: &[Knob]) -> bool {
+    knobs
+        .iter()
+        .any(|k| k.name == BURST_ON_THREAD && k.value == "true")
+}
+
+/// The lab's knob in `knobs` that acts at an idle phase, if set: a run without one must
+/// refuse it.
+pub fn needs_idle(knobs: &[Knob]) -> Option<&'static str> {
+    releases_at_idle(knobs).then_some(RELEASE_AT_IDLE)
+}
+
+/// The first of the lab's own knobs set in `knobs`: acts of its built-in workload, which
+/// a user's command cannot be given.
+pub fn lab_knob_set(knobs: &[Knob]) -> Option<&str> {
+    knobs
+        .iter()
+        .find(|k| is_lab_knob(&k.name) && k.value == "true")
+        .map(|k| k.name.as_str())
+}
+
 /// Whether `knobs` ask the worker to have the allocator give its free memory back at the
 /// idle's start (`release_at_idle=true`).
 pub fn releases_at_idle(knobs: &[Knob]) -> bool {
@@ -59,7 +94,7 @@ pub fn releases_at_idle(knobs: &[Knob]) -> bool {
 /// Whether `name` is the lab's own knob (applied by the worker, not the allocator's
 /// environment).
 pub fn is_lab_knob(name: &str) -> bool {
-    name == RELEASE_AT_IDLE
+    name == RELEASE_AT_IDLE || name == BURST_ON_THREAD
 }
 
 const SYSTEM: &[KnobDef] = &[
@@ -70,6 +105,7 @@ const SYSTEM: &[KnobDef] = &[
     KnobDef { name: "arena_max", kind: Kind::Int { min: 1 }, doc: "most arenas (threads share them beyond this)" },
     KnobDef { name: "tcache_count", kind: Kind::Int { min: 0 }, doc: "chunks per thread-cache bin" },
     RELEASE,
+    EXIT,
 ];
 
 const JEMALLOC: &[KnobDef] = &[
@@ -81,6 +117,7 @@ const JEMALLOC: &[KnobDef] = &[
     KnobDef { name: "retain", kind: Kind::Bool, doc: "keep virtual memory mapped instead of unmapping it" },
     KnobDef { name: "thp", kind: Kind::Word(&["default", "always", "never"]), doc: "transparent huge pages for jemalloc's memory" },
     RELEASE,
+    EXIT,
 ];
 
 const MIMALLOC: &[KnobDef] = &[
@@ -110,11 +147,16 @@ const MIMALLOC: &[KnobDef] = &[
         doc: "use large OS pages",
     },
     RELEASE,
+    EXIT,
 ];
 
 /// TCMalloc's release rate acts only through its background thread, which this build
 /// does not run: the lab's own call is its one knob.
-const TCMALLOC: &[KnobDef] = &[RELEASE];
+const TCMALLOC: &[KnobDef] = &[RELEASE, EXIT];
+
+/// snmalloc and rpmalloc have no settings read at run time and no release call: only
+/// the lab's thread knob.
+const LAB_ONLY: &[KnobDef] = &[EXIT];
 
 /// The knobs `allocator` has.
 pub fn defs(allocator: Allocator) -> &'static [KnobDef] {
@@ -123,7 +165,7 @@ pub fn defs(allocator: Allocator) -> &'static [KnobDef] {
         Allocator::Jemalloc => JEMALLOC,
         Allocator::Mimalloc => MIMALLOC,
         Allocator::Tcmalloc => TCMALLOC,
-        Allocator::Snmalloc | Allocator::Rpmalloc => &[],
+        Allocator::Snmalloc | Allocator::Rpmalloc => LAB_ONLY,
     }
 }
 
@@ -134,6 +176,18 @@ pub fn no_knobs_reason(allocator: Allocator) -> Option<&'static str> {
         Allocator::Snmalloc => Some("snmalloc is configured when it is compiled; it reads no settings at run time"),
         Allocator::Rpmalloc => Some("rpmalloc's settings (rpmalloc_initialize_config) must be given before its first allocation, which the Rust runtime makes before main"),
         _ => None,
+    }
+}
+
+/// What an unknown knob's error says after its name: the valid knobs, or why the
+/// allocator has none of its own (and the lab's own it takes).
+fn unknown_text(allocator: Allocator, valid: &str) -> String {
+    let own = defs(allocator).iter().all(|d| is_lab_knob(d.name));
+    match (own, no_knobs_reason(allocator)) {
+        (true, Some(why)) if valid.is_empty() => why.to_string(),
+        (true, Some(why)) => format!("{why}; the lab's own knobs are {valid}"),
+        _ if valid.is_empty() => "it has no knobs".to_string(),
+        _ => format!("valid knobs are {valid}"),
     }
 }
 
@@ -179,7 +233,7 @@ pub enum KnobError {
     #[error("{0}")]
     Library(String),
     /// A knob name the allocator does not have.
-    #[error("unknown knob '{name}' for {allocator}: {}", if .valid.is_empty() { no_knobs_reason(*.allocator).unwrap_or("it has no knobs").to_string() } else { format!("valid knobs are {}", .valid) })]
+    #[error("unknown knob '{name}' for {allocator}: {}", unknown_text(*.allocator, .valid))]
     UnknownKnob {
         /// The allocator the knob was given for.
         allocator: Allocator,
@@ -311,6 +365,16 @@ impl AllocatorSpec {
         releases_at_idle(&self.knobs)
     }
 
+    /// The lab's own knob that asks for an idle phase, if one is set.
+    pub fn needs_idle(&self) -> Option<&'static str> {
+        needs_idle(&self.knobs)
+    }
+
+    /// The first of the lab's own knobs set, if any.
+    pub fn lab_knob_set(&self) -> Option<&str> {
+        lab_knob_set(&self.knobs)
+    }
+
     /// The environment that applies the knobs (and only them) to a process.
     pub fn env(&self) -> Vec<(String, String)> {
         // The lab's own knob is a call the worker makes, not the allocator's setting.
@@ -415,11 +479,15 @@ impl std::str::FromStr for AllocatorSpec {
             .filter(|i| !i.is_empty())
         {
             let Some((k, v)) = item.split_once('=') else {
-                if defs(allocator).is_empty() {
+                // An allocator with no knobs of its own says why, not how to give one.
+                let known = defs(allocator)
+                    .iter()
+                    .any(|d| d.name.eq_ignore_ascii_case(item));
+                if !known && defs(allocator).iter().all(|d| is_lab_knob(d.name)) {
                     return Err(KnobError::UnknownKnob {
                         allocator,
                         name: item.into(),
-                        valid: String::new(),
+                        valid: valid(),
                     });
                 }
                 return Err(KnobError::NoValue {

@@ -1,7 +1,7 @@
 //! The entry point every worker binary calls: parse the run, measure it on the main
 //! thread, print one JSON record on stdout.
 
-use crate::counters::envinfo::{AllocatorInfo, Environment};
+use crate::counters::envinfo::{AllocatorInfo, AllocatorStats, Environment};
 use crate::counters::linux::perf::SyscallCounters;
 use crate::counters::{CounterMode, SyscallSource, Unavailable};
 use crate::model::knobs::AllocatorSpec;
@@ -140,26 +140,15 @@ pub fn run(
     }
     let library = spec.library.as_ref().zip(preload);
     let budget = request.budget;
+    if let (Some(knob), 0) = (crate::model::knobs::needs_idle(&spec.knobs), budget.idle_ns) {
+        anyhow::bail!(
+            "{knob}=true acts at the start of the idle phase, and this run has none: give the experiment's [budget] an idle_time (e.g. idle_time = 2.0)"
+        );
+    }
     // Kept to the end of the run: freed now, it would move glibc's thresholds.
     let (overhead, _observer_memory) = measure::calibrate();
     // NumPy's huge-page advice on every buffer of 4 MiB or more, inputs included.
     workload::advise_huge_pages(spec.thp == Thp::Advise);
-    // Every thread gets its own kernel (its own inputs and temporaries), prepared here.
-    let kernels = (0..spec.threads)
-        .map(|_| workload::prepare(spec.workload, spec.variant, size, spec.seed))
-        .collect();
-    let mut perf = match request.counters {
-        CounterMode::Perf | CounterMode::Auto => Some(SyscallCounters::open()),
-        CounterMode::Ptrace | CounterMode::Off => None,
-    };
-    let source = match (&mut perf, request.counters) {
-        (Some(Ok(c)), _) => SyscallSource::Perf(c),
-        (Some(Err(why)), _) => SyscallSource::None(why.clone()),
-        (None, CounterMode::Ptrace) => SyscallSource::PtraceMarkers,
-        (None, _) => SyscallSource::None(Unavailable(
-            "syscall counting is off (--counters off)".into(),
-        )),
-    };
     let timeline = if request.timeline {
         if budget.max_iters > measure::TIMELINE_MAX_ITERS {
             anyhow::bail!(
@@ -172,21 +161,59 @@ pub fn run(
     } else {
         None
     };
-    let mut m = measure::measure(
-        kernels,
-        &budget,
-        source,
-        overhead.timer_overhead_ns,
-        timeline,
-    )?;
-    let stats = match &library {
-        None => (info.stats)(),
-        Some((l, _)) => Err(format!(
-            "{} replaces glibc's malloc, so glibc's mallinfo2 does not describe it, and the lab knows no statistics call of an arbitrary library",
-            l.name
-        )),
+    // The burst: kernels prepared, counters opened, the measured phase, the allocator's
+    // statistics and the checksum while the buffers are alive.
+    let burst = || -> anyhow::Result<(measure::Measurement, u64, AllocatorStats)> {
+        // Every thread gets its own kernel (its own inputs and temporaries), prepared here.
+        let kernels = (0..spec.threads)
+            .map(|_| workload::prepare(spec.workload, spec.variant, size, spec.seed))
+            .collect();
+        let mut perf = match request.counters {
+            CounterMode::Perf | CounterMode::Auto => Some(SyscallCounters::open()),
+            CounterMode::Ptrace | CounterMode::Off => None,
+        };
+        let source = match (&mut perf, request.counters) {
+            (Some(Ok(c)), _) => SyscallSource::Perf(c),
+            (Some(Err(why)), _) => SyscallSource::None(why.clone()),
+            (None, CounterMode::Ptrace) => SyscallSource::PtraceMarkers,
+            (None, _) => SyscallSource::None(Unavailable(
+                "syscall counting is off (--counters off)".into(),
+            )),
+        };
+        let mut m = measure::measure(
+            kernels,
+            &budget,
+            source,
+            overhead.timer_overhead_ns,
+            timeline,
+        )?;
+        let stats = match &library {
+            None => (info.stats)(),
+            Some((l, _)) => Err(format!(
+                "{} replaces glibc's malloc, so glibc's mallinfo2 does not describe it, and the lab knows no statistics call of an arbitrary library",
+                l.name
+            )),
+        };
+        let checksum = m.main_kernel.as_mut().map_or(0, |k| k.checksum());
+        Ok((m, checksum, stats))
     };
-    let checksum = m.main_kernel.checksum();
+    let (mut m, checksum, stats) = if crate::model::knobs::bursts_on_thread(&spec.knobs) {
+        // The lab's own knob: the burst on a thread of its own, which frees its buffers
+        // and exits (its helpers before it), so that no thread that allocated lives on
+        // into the idle phase. Its counters are opened on it, as they are on the main
+        // thread otherwise.
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let (mut m, checksum, stats) = burst()?;
+                drop(m.main_kernel.take());
+                Ok((m, checksum, stats))
+            })
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the burst's thread panicked")))
+        })?
+    } else {
+        burst()?
+    };
     let mut env = Environment::capture(info);
     if let Some((_, path)) = &library {
         env.allocator_version = match crate::counters::readback::library_version(path) {
@@ -222,12 +249,6 @@ pub fn run(
         Err(why) => {
             record.unavailable.insert("allocator_stats".into(), why);
         }
-    }
-    if crate::model::knobs::releases_at_idle(&spec.knobs) && budget.idle_ns == 0 {
-        anyhow::bail!(
-            "{}=true asks the allocator to give its memory back at the start of the idle phase, and this run has none: give the experiment's [budget] an idle_time (e.g. idle_time = 2.0)",
-            crate::model::knobs::RELEASE_AT_IDLE
-        );
     }
     if budget.idle_ns > 0 {
         // After the burst: every buffer freed (the helper threads, and theirs, are gone

@@ -264,8 +264,8 @@ pub fn observer_costs() -> ObserverCosts {
 
 /// Everything measured in one run's measured phase.
 pub struct Measurement {
-    /// The main thread's kernel, handed back for the checksum.
-    pub main_kernel: BoxedKernel,
+    /// The main thread's kernel, handed back for the checksum (None once dropped).
+    pub main_kernel: Option<BoxedKernel>,
     /// Warm-up iterations of the main thread.
     pub warmup_iterations: u64,
     /// Iterations per latency sample (1: each iteration timed alone).
@@ -425,7 +425,7 @@ pub fn measure(
         // the counters when they exit (counting stopped before that).
         let syscalls = syscalls.read();
         Ok(Measurement {
-            main_kernel,
+            main_kernel: Some(main_kernel),
             warmup_iterations,
             batch,
             stats,

@@ -182,6 +182,24 @@ pub fn drop_to_nobody(cmd: &mut Command) {
 }
 
 /// Runs the driver with `args` and waits for it.
+/// Writes `text` as the experiment `<name>.toml` in `dir`, runs it into `dir/out`
+/// (`alloclab run --no-calibration`), fails the test unless it succeeded, and returns the
+/// experiment's results folder.
+pub fn run_experiment(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let exp = dir.join(format!("{name}.toml"));
+    std::fs::write(&exp, text).unwrap();
+    let out = dir.join("out");
+    let o = lab(&[
+        "run",
+        "--no-calibration",
+        "--out",
+        out.to_str().unwrap(),
+        exp.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    out.join(name)
+}
+
 pub fn lab(args: &[&str]) -> Output {
     Command::new(driver_path()).args(args).output().unwrap()
 }

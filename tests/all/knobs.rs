@@ -362,18 +362,24 @@ fn allocators_without_knobs_or_statistics_say_why() {
             .parse::<alloclab::model::knobs::AllocatorSpec>()
             .unwrap_err()
             .to_string();
+        // Why it has none of its own, then the lab's own it takes.
         assert!(
-            e.contains(&format!("unknown knob 'x' for {a}: ")) && !e.contains("valid knobs"),
+            e.contains(&format!("unknown knob 'x' for {a}: "))
+                && e.contains("; the lab's own knobs are burst_on_thread")
+                && !e.contains("valid knobs"),
             "{e}"
         );
     }
-    // TCMalloc's one knob is the lab's own call; its own release rate is not one, and
-    // `list` says why.
+    // TCMalloc's own release rate is not a knob here, and the error says why.
     let e = "tcmalloc:release_rate=1M"
         .parse::<alloclab::model::knobs::AllocatorSpec>()
         .unwrap_err()
         .to_string();
-    assert!(e.contains("valid knobs are release_at_idle"), "{e}");
+    assert!(
+        e.contains("ProcessBackgroundActions")
+            && e.contains("the lab's own knobs are release_at_idle, burst_on_thread"),
+        "{e}"
+    );
     let why = alloclab::model::knobs::no_knobs_reason(Allocator::Tcmalloc).unwrap();
     assert!(why.contains("ProcessBackgroundActions"), "{why}");
 }
