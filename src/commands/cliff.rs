@@ -87,6 +87,7 @@ pub fn run(args: &CliffArgs, level: f64) -> Result<()> {
         return super::cliff_command::run(args, level);
     }
     let base = base_spec(args)?;
+    preflight::refuse_idle_knobs(std::slice::from_ref(&base)).map_err(Error::BadInput)?;
     let workers = preflight::check(std::slice::from_ref(&base)).map_err(Error::bad)?;
     let mut exec = ProcessExecutor::new(workers, args.counters, Duration::from_secs(300))
         .map_err(|why| Error::counters(args.counters, why))?;

@@ -374,6 +374,7 @@ fn prepare(args: &CompareArgs, specs: &[crate::model::run::RunSpec]) -> Result<P
         crate::counters::conditions::check_cpu(cpu)
             .map_err(|why| Error::BadInput(format!("--cpu {cpu}: {why}")))?;
     }
+    preflight::refuse_idle_knobs(specs).map_err(Error::BadInput)?;
     let workers = preflight::check(specs).map_err(Error::bad)?;
     let mut executor = ProcessExecutor::new(
         workers,

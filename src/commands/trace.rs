@@ -22,6 +22,7 @@ pub fn run(args: &TraceArgs, level: f64) -> Result<()> {
         return run_command(args, level);
     }
     let specs = args.specs()?;
+    preflight::refuse_idle_knobs(&specs).map_err(Error::BadInput)?;
     let workers = preflight::check(&specs).map_err(Error::bad)?;
     let mut executor = ProcessExecutor::new(
         workers,

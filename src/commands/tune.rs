@@ -21,6 +21,7 @@ pub fn run(args: &TuneArgs, level: f64) -> Result<()> {
     }
     let allocators = allocators(args)?;
     let specs = specs(args, &allocators);
+    preflight::refuse_idle_knobs(&specs).map_err(Error::BadInput)?;
     let workers = preflight::check(&specs).map_err(Error::bad)?;
     let mut exec = ProcessExecutor::new(workers, args.counters, Duration::from_secs(300))
         .map_err(|why| Error::counters(args.counters, why))?;

@@ -79,6 +79,20 @@ pub fn check_memory(specs: &[RunSpec], available: u64) -> Result<(), PlanError> 
     Ok(())
 }
 
+/// Refuses the lab's `release_at_idle` where the command has no idle phase (every command
+/// but `run` with an experiment's `idle_time`): it would act on nothing.
+pub fn refuse_idle_knobs(specs: &[RunSpec]) -> Result<(), String> {
+    match specs
+        .iter()
+        .find_map(|s| crate::model::knobs::needs_idle(&s.knobs))
+    {
+        Some(knob) => Err(format!(
+            "{knob}=true acts at the start of an idle phase after the burst, which only an experiment gives (`alloclab run` with `idle_time` in its [budget], as experiments/after-burst.toml has)"
+        )),
+        None => Ok(()),
+    }
+}
+
 /// [`check_memory`] against this machine's MemAvailable, and the knobs that make the
 /// allocator reserve memory on every heap growth (glibc's top_pad) against it too.
 pub fn check_memory_here(specs: &[RunSpec]) -> Result<(), PlanError> {

@@ -362,6 +362,17 @@ fn release_at_idle_without_an_idle_or_on_a_command_is_refused() {
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("release_at_idle"), "{}", stderr(&o));
+    // compare has no idle phase: refused before any worker runs.
+    let o = lab(&[
+        "compare",
+        "--size",
+        "1000",
+        "--allocators",
+        "system:release_at_idle=true",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("idle_time"), "{}", stderr(&o));
+    assert!(o.stdout.is_empty());
 }
 
 #[test]
