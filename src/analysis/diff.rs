@@ -277,6 +277,10 @@ pub struct CellChange {
     /// widened.
     pub within_run_ci_low: Option<f64>,
     pub within_run_ci_high: Option<f64>,
+    /// The change in the machine's time per page fault (ns, new − base) this cell's
+    /// ratio was read against, from the other allocators' faulting cells (see
+    /// [`FaultReference`]); None where it was not.
+    pub fault_reference_ns: Option<f64>,
     /// new − base of the faults and memory syscalls per iteration: `<key>_change` of
     /// each registry entry with a spread.
     #[serde(flatten)]
@@ -306,6 +310,9 @@ pub struct Diff {
     /// The host's own shift between the runs, from the cells whose loop calls no
     /// allocator, and whether every ratio was read against it.
     pub host: HostReference,
+    /// The host's cost of a page fault between the runs, from the cells that fault every
+    /// iteration, and which ratios were read against it.
+    pub faults: FaultReference,
     /// How the two sides' workers ran, where they ran differently (compare's --jobs or
     /// --cpu): every time differs by that too.
     pub placement_change: Option<String>,
@@ -435,6 +442,253 @@ pub fn read_against_host(
     host
 }
 
+/// The host's cost of a page fault between two runs, read from the cells that fault every
+/// iteration. Measured here (ten identical `compare --size 1000000` runs, 2-vCPU Xeon VM,
+/// 2026-11-29): the faulting cells' processes fall into a fast and a slow mode 35 % apart
+/// (5.9 and 8.2 ms for jemalloc out-of-place) whose share moves with the machine over
+/// seconds, so a whole run's faulting cells can be 10–23 % faster than the next run's
+/// while the cells that do not fault stay within a few per cent; one process's residual
+/// correlates with the other allocators' faulting cells of its round (median ρ 0.49).
+/// Such a shift is the kernel's and the host's, not an allocator's — but each cell
+/// catches it differently, so the reuse cells ([`HostReference`]) cannot tell it.
+///
+/// Each faulting cell (lab workloads only: rows that say their allocation calls) is read
+/// against the **other allocators'** faulting cells: the median of their change in time
+/// per fault, `base p50 × (ratio − 1) / faults`, times its own faults in NEW, is taken off
+/// its ratio, and its interval widened by that median's uncertainty. A change in one
+/// allocator moves only its own cells, so it stays; a change under every allocator's
+/// fault path (a new kernel, huge pages for all) is read as the host's — the `faults:` line
+/// says so, and `--no-fault-reference` (or `--no-host-reference`) reads as measured. When
+/// the cells that allocate without faulting moved beyond the noise threshold alike (their
+/// median's 95 % interval outside it), the change is under every allocator, not the fault
+/// path's alone, and nothing is read against it. Needs [`FAULT_MIN_CELLS`] such
+/// cells of at least two other allocators, each with the same faults per iteration on
+/// both sides (within 1 %); cells without them are left as measured.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct FaultReference {
+    /// The reference cells: faulting every iteration alike on both sides, with an interval.
+    pub cells: Vec<String>,
+    /// The median change of their time per fault, new − base, in ns (all of them).
+    pub ns_per_fault: Option<f64>,
+    /// The standard error of that median, in ns.
+    pub se_ns: Option<f64>,
+    /// The median ratio of the cells that allocate without faulting (their shift tells a
+    /// change under every allocator from the host's cost of a fault).
+    pub others_ratio: Option<f64>,
+    /// How many cells' ratios were read against the other allocators' cells.
+    pub read: usize,
+    /// Whether any ratio was read against it.
+    pub applied: bool,
+    /// Why not: too few reference cells, a lab workload's count missing, or
+    /// --no-host-reference.
+    pub not_applied: Option<String>,
+}
+
+/// The fewest reference cells (of at least two other allocators) a faulting cell is read
+/// against.
+pub const FAULT_MIN_CELLS: usize = 3;
+
+/// What [`read_against_fault_cost`] knows of a cell beyond its change: the faults per
+/// iteration on both sides and its allocator (the spec before any `:knob`); None for a
+/// cell that is not a lab workload's.
+#[derive(Clone, Debug)]
+pub struct FaultInfo {
+    pub base_faults: f64,
+    pub new_faults: f64,
+    pub allocator: String,
+    /// Whether its loop calls the allocator on both sides.
+    pub allocates: bool,
+}
+
+/// A cell's interval as a log standard error (half-width over the normal quantile of its
+/// coverage), when it has one.
+fn log_se(c: &CellChange) -> Option<f64> {
+    use crate::analysis::stats::normal_quantile;
+    let (r, lo, hi, cov) = (
+        c.ratio?,
+        c.ratio_ci_low?,
+        c.ratio_ci_high?,
+        c.ratio_ci_coverage?,
+    );
+    (r > 0.0 && lo > 0.0 && hi > 0.0 && cov > 0.0 && cov < 1.0)
+        .then(|| (0.5 * (hi.ln() - lo.ln())).max(MIN_HALF_WIDTH) / normal_quantile(0.5 + 0.5 * cov))
+}
+
+/// The median of `v` and its standard error: 1.2533 σ / √n, σ from the MAD, at least
+/// `own` / √n (the values' own uncertainty).
+fn median_and_se(v: &[f64], own: f64) -> Option<(f64, f64)> {
+    let m = median(v)?;
+    let mad = median(&v.iter().map(|x| (x - m).abs()).collect::<Vec<_>>())?;
+    let n = (v.len() as f64).sqrt();
+    Some((m, (1.2533 * 1.4826 * mad / n).max(own / n)))
+}
+
+/// Reads each faulting cell against the other allocators' change in time per fault (see
+/// [`FaultReference`]); `info[i]` describes cell i. When `apply`, the ratios, intervals
+/// and within-run intervals of the cells read are moved and widened and their verdicts
+/// given again against `threshold`.
+pub fn read_against_fault_cost(
+    cells: &mut [CellChange],
+    info: &[Option<FaultInfo>],
+    threshold: f64,
+    level: f64,
+    apply: bool,
+) -> FaultReference {
+    use crate::analysis::stats::normal_quantile;
+    // Cell i's change per fault (ns) and its own standard error, for a reference cell.
+    let per_fault = |c: &CellChange, f: &FaultInfo| -> Option<(f64, f64)> {
+        let (b, r, se) = (c.base_p50_ns?, c.ratio?, log_se(c)?);
+        (f.base_faults >= 1.0 && (f.new_faults - f.base_faults).abs() <= 0.01 * f.base_faults)
+            .then(|| (b * (r - 1.0) / f.base_faults, b * r * se / f.base_faults))
+    };
+    let refs: Vec<(usize, f64, f64)> = cells
+        .iter()
+        .zip(info)
+        .enumerate()
+        .filter_map(|(i, (c, f))| {
+            let (d, se) = per_fault(c, f.as_ref()?)?;
+            Some((i, d, se))
+        })
+        .collect();
+    let mut fr = FaultReference {
+        cells: refs.iter().map(|r| cells[r.0].cell.clone()).collect(),
+        ..FaultReference::default()
+    };
+    let alloc = |i: usize| info[i].as_ref().map(|f| f.allocator.as_str());
+    let own = |rs: &[&(usize, f64, f64)]| median(&rs.iter().map(|r| r.2).collect::<Vec<_>>());
+    let all: Vec<&(usize, f64, f64)> = refs.iter().collect();
+    if let Some((m, se)) =
+        own(&all).and_then(|o| median_and_se(&all.iter().map(|r| r.1).collect::<Vec<_>>(), o))
+    {
+        fr.ns_per_fault = Some(m);
+        fr.se_ns = Some(se);
+    }
+    let allocators = |rs: &[&(usize, f64, f64)]| {
+        let mut a: Vec<&str> = rs.iter().filter_map(|r| alloc(r.0)).collect();
+        a.sort_unstable();
+        a.dedup();
+        a.len()
+    };
+    if refs.len() < FAULT_MIN_CELLS || allocators(&all) < 2 {
+        fr.not_applied = Some(format!(
+            "{} cell(s) fault every iteration alike on both sides, of {} allocator(s); a cell is read against at least {FAULT_MIN_CELLS} of two other allocators",
+            refs.len(),
+            allocators(&all)
+        ));
+        return fr;
+    }
+    // A change under every allocator (the lab's own code, its compiler) moves the cells
+    // that allocate without faulting too: then the faulting cells' shift is that change,
+    // not the host's cost of a fault, and nothing is read against it.
+    let calm: Vec<(f64, f64)> = cells
+        .iter()
+        .zip(info)
+        .filter(|(_, f)| {
+            f.as_ref()
+                .is_some_and(|f| f.allocates && f.base_faults < 1.0 && f.new_faults < 1.0)
+        })
+        .filter_map(|(c, _)| Some((c.ratio?.ln(), log_se(c)?)))
+        .collect();
+    let calm_shift = median(&calm.iter().map(|c| c.1).collect::<Vec<_>>())
+        .and_then(|o| median_and_se(&calm.iter().map(|c| c.0).collect::<Vec<_>>(), o));
+    fr.others_ratio = calm_shift.map(|(m, _)| m.exp());
+    let limit = (1.0 + threshold).ln();
+    match calm_shift {
+        _ if calm.len() < FAULT_MIN_CELLS => {
+            fr.not_applied = Some(format!(
+                "{} cell(s) allocate without faulting; at least {FAULT_MIN_CELLS} tell a change under every allocator from the host's cost of a fault",
+                calm.len()
+            ));
+            return fr;
+        }
+        Some((m, se)) if m.abs() - 1.96 * se > limit => {
+            fr.not_applied = Some(format!(
+                "the {} cells that allocate without faulting moved by {:+.1} % alike too: a change under every allocator, not the cost of a fault",
+                calm.len(),
+                100.0 * (m.exp() - 1.0)
+            ));
+            return fr;
+        }
+        _ => {}
+    }
+    if !apply {
+        fr.not_applied = Some("--no-fault-reference".into());
+        return fr;
+    }
+    for i in 0..cells.len() {
+        let Some(f) = info[i].as_ref() else { continue };
+        let c = &cells[i];
+        let (Some(b), Some(r), Some(cov)) = (c.base_p50_ns, c.ratio, c.ratio_ci_coverage) else {
+            continue;
+        };
+        if f.base_faults < 1.0 || f.new_faults < 1.0 || b <= 0.0 || log_se(c).is_none() {
+            continue;
+        }
+        let others: Vec<&(usize, f64, f64)> = refs
+            .iter()
+            .filter(|o| alloc(o.0) != Some(f.allocator.as_str()))
+            .collect();
+        if others.len() < FAULT_MIN_CELLS || allocators(&others) < 2 {
+            continue;
+        }
+        let Some((delta, se)) = own(&others)
+            .and_then(|o| median_and_se(&others.iter().map(|r| r.1).collect::<Vec<_>>(), o))
+        else {
+            continue;
+        };
+        // In units of the base p50: what the host's fault cost moved this cell by.
+        let shift = f.new_faults * delta / b;
+        let moved = r - shift;
+        if moved <= 0.0 {
+            continue;
+        }
+        let z = normal_quantile(0.5 + 0.5 * cov);
+        let widen = f.new_faults * se / b / moved * z;
+        // Both intervals moved by the shift, then widened by its uncertainty; a cell whose
+        // interval would reach below zero is left as measured.
+        let moved_interval = |lo: Option<f64>, hi: Option<f64>| -> Option<(f64, f64)> {
+            let (lo, hi) = (lo? - shift, hi? - shift);
+            (lo > 0.0 && hi > 0.0).then(|| {
+                let (dl, dh) = (moved.ln() - lo.ln(), hi.ln() - moved.ln());
+                (
+                    (moved.ln() - (dl * dl + widen * widen).sqrt()).exp(),
+                    (moved.ln() + (dh * dh + widen * widen).sqrt()).exp(),
+                )
+            })
+        };
+        let Some((low, high)) = moved_interval(c.ratio_ci_low, c.ratio_ci_high) else {
+            continue;
+        };
+        let within = moved_interval(c.within_run_ci_low, c.within_run_ci_high);
+        let c = &mut cells[i];
+        c.ratio = Some(moved);
+        (c.ratio_ci_low, c.ratio_ci_high) = (Some(low), Some(high));
+        if let Some((lo, hi)) = within {
+            (c.within_run_ci_low, c.within_run_ci_high) = (Some(lo), Some(hi));
+        }
+        c.fault_reference_ns = Some(delta);
+        if let (Some(low), Some(high), Some(_)) = (c.ratio_ci_low, c.ratio_ci_high, c.verdict) {
+            c.verdict = Some(verdict(
+                Interval {
+                    low,
+                    high,
+                    coverage: cov,
+                },
+                threshold,
+                level,
+            ));
+        }
+        fr.read += 1;
+    }
+    fr.applied = fr.read > 0;
+    if !fr.applied {
+        fr.not_applied = Some(format!(
+            "no faulting cell has {FAULT_MIN_CELLS} reference cells of two other allocators"
+        ));
+    }
+    fr
+}
+
 /// Between-run drift. Two separate runs differ by more than each run's own noise: the
 /// machine's state (the kernel's page allocator, caches, frequency, neighbours) moves
 /// between them, and it moves cells unequally — measured here, the cells that fault or
@@ -473,9 +727,8 @@ pub const DRIFT_MIN_CELLS: usize = 8;
 /// p50 does not weigh as infinitely precise.
 const MIN_HALF_WIDTH: f64 = 5e-4;
 
-/// Estimates the drift of `cells` and, when `apply`, widens their intervals by it and
-/// gives them new verdicts against `threshold`.
-pub fn allow_for_drift(cells: &mut [CellChange], threshold: f64, level: f64, apply: bool) -> Drift {
+/// The drift of `cells` ([`Drift`]), with the factor to widen by when `apply`.
+pub fn estimate_drift(cells: &[CellChange], apply: bool) -> Drift {
     use crate::analysis::stats::normal_quantile;
     let with_ci: Vec<usize> = cells
         .iter()
@@ -525,13 +778,17 @@ pub fn allow_for_drift(cells: &mut [CellChange], threshold: f64, level: f64, app
         drift.not_applied = Some("--no-drift-allowance".into());
         return drift;
     }
-    let k = spread.max(1.0);
-    drift.widened_by = Some(k);
-    if k <= 1.0 {
-        return drift;
-    }
-    for &i in &with_ci {
-        let c = &mut cells[i];
+    drift.widened_by = Some(spread.max(1.0));
+    drift
+}
+
+/// Widens every interval of `cells` by the factor `drift` gives (see [`Drift`]), around
+/// its own estimate, and gives the verdicts again against `threshold`.
+pub fn widen_for_drift(cells: &mut [CellChange], drift: &Drift, threshold: f64, level: f64) {
+    let Some(k) = drift.widened_by.filter(|k| *k > 1.0) else {
+        return;
+    };
+    for c in cells.iter_mut().filter(|c| log_se(c).is_some()) {
         let (Some(r), Some(lo), Some(hi), Some(cov)) = (
             c.ratio,
             c.ratio_ci_low,
@@ -557,7 +814,6 @@ pub fn allow_for_drift(cells: &mut [CellChange], threshold: f64, level: f64, app
             level,
         ));
     }
-    drift
 }
 
 impl Diff {
@@ -585,6 +841,40 @@ pub fn diff(
     host_reference: bool,
     stop: &dyn Fn() -> bool,
 ) -> Option<Diff> {
+    let readings = Readings {
+        drift_allowance,
+        host_reference,
+        fault_reference: host_reference,
+    };
+    diff_with(base, new, threshold, level, readings, stop)
+}
+
+/// What [`diff_with`] reads the ratios against, each on by default.
+#[derive(Clone, Copy, Debug)]
+pub struct Readings {
+    /// Widen the intervals by the between-run drift ([`Drift`]).
+    pub drift_allowance: bool,
+    /// Read every ratio against the host's speed ([`HostReference`]).
+    pub host_reference: bool,
+    /// Read each faulting cell against the other allocators' cost of a fault
+    /// ([`FaultReference`]).
+    pub fault_reference: bool,
+}
+
+/// [`diff`], with each reading chosen.
+pub fn diff_with(
+    base: &[DiffInput],
+    new: &[DiffInput],
+    threshold: f64,
+    level: f64,
+    readings: Readings,
+    stop: &dyn Fn() -> bool,
+) -> Option<Diff> {
+    let Readings {
+        drift_allowance,
+        host_reference,
+        fault_reference,
+    } = readings;
     use std::collections::{HashMap, HashSet};
     let base_keys: Vec<String> = base.iter().map(DiffInput::key).collect();
     let new_keys: Vec<String> = new.iter().map(DiffInput::key).collect();
@@ -597,6 +887,7 @@ pub fn diff(
     let base_set: HashSet<&str> = base_keys.iter().map(String::as_str).collect();
     let mut cells = Vec::new();
     let mut reference = Vec::new();
+    let mut fault_info = Vec::new();
     let mut version_changes = Vec::new();
     for (b, key) in base.iter().zip(&base_keys) {
         if stop() {
@@ -615,6 +906,23 @@ pub fn diff(
         }
         cells.push(cell_change(key, b, n, threshold, level));
         reference.push(b.allocs_per_iter == Some(0.0) && n.allocs_per_iter == Some(0.0));
+        fault_info.push(
+            match (
+                b.allocs_per_iter,
+                b.per_iter[MINOR_FAULTS],
+                n.per_iter[MINOR_FAULTS],
+            ) {
+                (Some(_), Some(base_faults), Some(new_faults)) if n.allocs_per_iter.is_some() => {
+                    Some(FaultInfo {
+                        base_faults,
+                        new_faults,
+                        allocator: b.allocator_spec.split(':').next().unwrap_or("").to_string(),
+                        allocates: b.allocs_per_iter > Some(0.0) && n.allocs_per_iter > Some(0.0),
+                    })
+                }
+                _ => None,
+            },
+        );
     }
     let command = |rows: &[DiffInput]| rows.iter().find_map(|r| r.command.clone());
     let command_change = match (command(base), command(new)) {
@@ -626,11 +934,17 @@ pub fn diff(
         .zip(placement(new))
         .filter(|(b, n)| b != n)
         .map(|(b, n)| format!("{b} in BASE, {n} in NEW"));
-    let drift = allow_for_drift(&mut cells, threshold, level, drift_allowance);
+    // The drift's spread is read before the fault reference moves the faulting cells,
+    // so that a change under many allocators' cells still widens nothing it should not.
+    let drift = estimate_drift(&cells, drift_allowance);
+    let faults =
+        read_against_fault_cost(&mut cells, &fault_info, threshold, level, fault_reference);
+    widen_for_drift(&mut cells, &drift, threshold, level);
     Some(Diff {
         level,
         drift,
         host,
+        faults,
         placement_change,
         cells,
         only_in_base: base_keys
@@ -677,6 +991,7 @@ fn cell_change(key: &str, b: &DiffInput, n: &DiffInput, threshold: f64, level: f
         verdict: None,
         within_run_ci_low: None,
         within_run_ci_high: None,
+        fault_reference_ns: None,
         ratio_method: None,
         changes: Changes::between(&b.per_iter, &n.per_iter),
         rss_end_bytes_change: change(|r| r.rss_end_bytes),
@@ -760,6 +1075,163 @@ mod tests {
                 .collect(),
             ..DiffInput::default()
         }
+    }
+
+    /// Five allocators: three fault every iteration in two cells each, two do not; every
+    /// allocator has a reuse cell (no allocation call) and an in-place cell that allocates
+    /// without faulting. `new(allocator, variant)` gives the NEW side's p50 for a cell
+    /// whose BASE p50 is 1 ms.
+    fn fault_sides(new: &dyn Fn(&str, &str) -> f64) -> (Vec<DiffInput>, Vec<DiffInput>) {
+        let cell = |alloc: &str, variant: &str, p50: f64| {
+            let (faults, allocs) = match variant {
+                "reuse" => (0.0, 0.0),
+                "in-place" => (0.0, 1.0),
+                _ => (1000.0, 2.0),
+            };
+            DiffInput {
+                allocs_per_iter: Some(allocs),
+                ..row(alloc, variant, p50, p50 * 0.005, faults)
+            }
+        };
+        let cells = |p50: &dyn Fn(&str, &str) -> f64| -> Vec<DiffInput> {
+            let mut rows = Vec::new();
+            for a in ["system", "jemalloc", "rpmalloc", "mimalloc", "tcmalloc"] {
+                let faulting = ["system", "jemalloc", "rpmalloc"].contains(&a);
+                let variants: &[&str] = if faulting {
+                    &["reuse", "in-place", "out-of-place", "fused"]
+                } else {
+                    &["reuse", "in-place"]
+                };
+                rows.extend(variants.iter().map(|v| cell(a, v, p50(a, v))));
+            }
+            rows
+        };
+        (cells(&|_, _| 1e6), cells(new))
+    }
+
+    fn verdict_of(d: &Diff, cell: &str) -> Option<Verdict> {
+        d.cells
+            .iter()
+            .find(|c| c.cell.contains(cell))
+            .unwrap()
+            .verdict
+    }
+
+    #[test]
+    fn faulting_cells_are_read_against_the_other_allocators_cost_of_a_fault() {
+        let faults = |v: &str| !matches!(v, "reuse" | "in-place");
+        let on = Readings {
+            drift_allowance: false,
+            host_reference: true,
+            fault_reference: true,
+        };
+        let off = Readings {
+            fault_reference: false,
+            ..on
+        };
+        // The host's fault cost rose by 200 ns: every faulting cell (1,000 faults) is
+        // 200 µs slower, nothing else moved.
+        let (base, new) = fault_sides(&|_, v| if faults(v) { 1.2e6 } else { 1e6 });
+        let raw = diff_with(&base, &new, 0.02, DEFAULT_LEVEL, off, &|| false).unwrap();
+        assert_eq!(
+            verdict_of(&raw, "jemalloc out-of-place"),
+            Some(Verdict::Slower)
+        );
+        assert_eq!(
+            raw.faults.not_applied.as_deref(),
+            Some("--no-fault-reference")
+        );
+        let d = diff_with(&base, &new, 0.02, DEFAULT_LEVEL, on, &|| false).unwrap();
+        assert!(d.faults.applied, "{:?}", d.faults);
+        assert_eq!((d.faults.cells.len(), d.faults.read), (6, 6));
+        assert!(
+            (d.faults.ns_per_fault.unwrap() - 200.0).abs() < 1.0,
+            "{:?}",
+            d.faults
+        );
+        for c in &d.cells {
+            assert_eq!(c.verdict, Some(Verdict::NoSignificantDifference), "{c:?}");
+            let (lo, r, hi) = (
+                c.ratio_ci_low.unwrap(),
+                c.ratio.unwrap(),
+                c.ratio_ci_high.unwrap(),
+            );
+            assert!(lo <= r && r <= hi && (r - 1.0).abs() < 0.01, "{c:?}");
+            assert!(c.within_run_ci_low.unwrap() <= r && r <= c.within_run_ci_high.unwrap());
+            let read = c.fault_reference_ns.is_some();
+            let faulting = c.cell.contains("out-of-place") || c.cell.contains("fused");
+            assert_eq!(read, faulting, "{c:?}");
+        }
+        // One allocator's faulting cells 20 % slower: read against the two others, they
+        // stay slower, and the others are not moved by them.
+        let (base, new) = fault_sides(&|a, v| {
+            if a == "jemalloc" && faults(v) {
+                1.2e6
+            } else {
+                1e6
+            }
+        });
+        let d = diff_with(&base, &new, 0.02, DEFAULT_LEVEL, on, &|| false).unwrap();
+        assert!(d.faults.applied, "{:?}", d.faults);
+        for c in &d.cells {
+            let want = if c.cell.contains("jemalloc") && c.fault_reference_ns.is_some() {
+                Verdict::Slower
+            } else {
+                Verdict::NoSignificantDifference
+            };
+            assert_eq!(c.verdict, Some(want), "{c:?}");
+        }
+        // Every allocating cell 20 % slower, those that do not fault too: a change under
+        // every allocator, not the cost of a fault. Nothing is read against it.
+        let (base, new) = fault_sides(&|_, v| if v == "reuse" { 1e6 } else { 1.2e6 });
+        let d = diff_with(&base, &new, 0.02, DEFAULT_LEVEL, on, &|| false).unwrap();
+        assert!(!d.faults.applied, "{:?}", d.faults);
+        assert!(
+            d.faults
+                .not_applied
+                .as_deref()
+                .unwrap()
+                .contains("alike too"),
+            "{:?}",
+            d.faults
+        );
+        assert_eq!(verdict_of(&d, "system out-of-place"), Some(Verdict::Slower));
+        // Two faulting allocators only: each cell would stand on one other's: said, and
+        // left as measured.
+        let (base, new) = fault_sides(&|_, v| if faults(v) { 1.2e6 } else { 1e6 });
+        let keep = |rows: Vec<DiffInput>| -> Vec<DiffInput> {
+            rows.into_iter()
+                .filter(|r| r.allocator_spec != "rpmalloc")
+                .collect()
+        };
+        let d = diff_with(&keep(base), &keep(new), 0.02, DEFAULT_LEVEL, on, &|| false).unwrap();
+        assert!(!d.faults.applied, "{:?}", d.faults);
+        assert!(d
+            .faults
+            .not_applied
+            .as_deref()
+            .unwrap()
+            .contains("two other allocators"));
+        assert_eq!(verdict_of(&d, "system out-of-place"), Some(Verdict::Slower));
+        // exec rows (no allocation counts) are never read against it.
+        let strip = |rows: Vec<DiffInput>| -> Vec<DiffInput> {
+            rows.into_iter()
+                .map(|r| DiffInput {
+                    allocs_per_iter: None,
+                    ..r
+                })
+                .collect()
+        };
+        let (base, new) = fault_sides(&|_, v| if faults(v) { 1.2e6 } else { 1e6 });
+        let d = diff_with(&strip(base), &strip(new), 0.02, DEFAULT_LEVEL, on, &|| {
+            false
+        })
+        .unwrap();
+        assert!(
+            d.faults.cells.is_empty() && !d.faults.applied,
+            "{:?}",
+            d.faults
+        );
     }
 
     #[test]

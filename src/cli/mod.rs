@@ -839,6 +839,11 @@ pub struct DiffArgs {
     /// cells; see docs/diff.md).
     #[arg(long)]
     pub no_host_reference: bool,
+    /// Leave the faulting cells' ratios as measured: do not read each against the other
+    /// allocators' change in the cost of a page fault between the runs (see docs/diff.md).
+    /// --no-host-reference leaves both.
+    #[arg(long)]
+    pub no_fault_reference: bool,
     /// The full screen instead of the answer first: every note and environment change
     /// first, the table with each cell's whole name and every column (table format).
     #[arg(long, visible_alias = "wide")]

@@ -3,7 +3,7 @@
 //! and which differences in the environment could explain it. Exit 1 when some cell got
 //! significantly slower, so that a CI job can guard an allocator upgrade.
 
-use crate::analysis::diff::{diff, CellChange, Diff, DiffInput, Drift};
+use crate::analysis::diff::{diff_with, CellChange, Diff, DiffInput, Drift};
 use crate::cli::DiffArgs;
 use crate::error::{Error, Result};
 use crate::export::diff_screen::{change_headers, change_words};
@@ -426,6 +426,26 @@ fn host_line(host: &crate::analysis::diff::HostReference) -> Option<String> {
     }
 }
 
+/// The host's change in the cost of a page fault between the runs, and which ratios
+/// were read against it; nothing where no cell faults.
+fn faults_line(f: &crate::analysis::diff::FaultReference) -> Option<String> {
+    let n = f.cells.len();
+    let moved = |d: f64| format!("{d:+.0} ns a fault");
+    match (f.ns_per_fault, f.applied, &f.not_applied) {
+        (Some(d), true, _) => Some(format!(
+            "faults: the {n} cells that fault as often in both runs moved by {} (median; ±{:.0} ns), taken as the machine's cost of a fault between the runs; {} faulting cell(s) above are each read against the other allocators' cells (--no-fault-reference: as measured)",
+            moved(d),
+            1.96 * f.se_ns.unwrap_or(0.0),
+            f.read
+        )),
+        (Some(d), false, Some(why)) if n > 0 => Some(format!(
+            "faults: the {n} cells that fault as often in both runs moved by {}; not read against ({why})",
+            moved(d)
+        )),
+        _ => None,
+    }
+}
+
 fn drift_line(drift: &Drift, threshold: f64) -> String {
     let common = drift
         .common_ratio
@@ -460,13 +480,17 @@ fn drift_line(drift: &Drift, threshold: f64) -> String {
 
 pub fn run(args: &DiffArgs, level: f64) -> Result<()> {
     let (base, new) = sides(args)?;
-    let Some(d) = diff(
+    let readings = crate::analysis::diff::Readings {
+        drift_allowance: !args.no_drift_allowance,
+        host_reference: !args.no_host_reference,
+        fault_reference: !args.no_host_reference && !args.no_fault_reference,
+    };
+    let Some(d) = diff_with(
         &base.rows,
         &new.rows,
         args.noise_threshold,
         level,
-        !args.no_drift_allowance,
-        !args.no_host_reference,
+        readings,
         &crate::ui::interrupt::interrupted,
     ) else {
         return Err(Error::Interrupted(
@@ -594,6 +618,7 @@ fn notes(args: &DiffArgs, base: &Side, new: &Side, d: &Diff, env: &[String]) -> 
 /// cells only one side has.
 fn tail(d: &Diff, threshold: f64) -> Vec<String> {
     let mut tail: Vec<String> = host_line(&d.host).into_iter().collect();
+    tail.extend(faults_line(&d.faults));
     tail.push(drift_line(&d.drift, threshold));
     let called = d
         .cells

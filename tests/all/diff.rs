@@ -712,3 +712,84 @@ fn diff_names_a_run_folder_still_being_written() {
         stderr(&o)
     );
 }
+
+/// Compare's JSON of five allocators in which only the faulting cells (three allocators,
+/// two cells each, 1,000 faults an iteration) took `fault_ns` more per fault: read against
+/// the other allocators' faulting cells by default (the `faults:` line, exit 0), as
+/// measured with --no-fault-reference or --no-host-reference (slower, exit 1).
+#[test]
+fn diff_reads_faulting_cells_against_the_other_allocators_cost_of_a_fault() {
+    let dir = tempfile::tempdir().unwrap();
+    let side = |name: &str, fault_ns: f64| -> PathBuf {
+        let mut rows = Vec::new();
+        for alloc in ["system", "jemalloc", "rpmalloc", "mimalloc", "tcmalloc"] {
+            let faulting = ["system", "jemalloc", "rpmalloc"].contains(&alloc);
+            for variant in ["reuse", "in-place", "out-of-place", "fused"] {
+                let faults = if faulting && matches!(variant, "out-of-place" | "fused") {
+                    1000.0
+                } else {
+                    0.0
+                };
+                let allocs = if variant == "reuse" { 0.0 } else { 1.0 };
+                let p50 = 1e6 + faults * fault_ns;
+                let processes: Vec<f64> =
+                    (0..6).map(|i| p50 * (0.995 + 0.002 * i as f64)).collect();
+                rows.push(serde_json::json!({
+                    "workload": "scale", "variant": variant, "allocator_spec": alloc,
+                    "size": 1000000, "threads": 1, "status": "ok", "p50_ns": p50,
+                    "p50_ci_low_ns": p50 * 0.995, "p50_ci_high_ns": p50 * 1.005,
+                    "ci_coverage": 0.97, "minflt_per_iter": faults, "allocs_per_iter": allocs,
+                    "process_p50_ns": processes, "rss_end_bytes": 5000000.0,
+                    "allocator_version": "1", "complete": true,
+                }));
+            }
+        }
+        let path = dir.path().join(name);
+        std::fs::write(&path, serde_json::to_string(&rows).unwrap()).unwrap();
+        path
+    };
+    let (base, new) = (side("base.json", 0.0), side("new.json", 200.0));
+    // The words of the output, its lines folded to the terminal's width joined again.
+    let words = |o: &Output| -> String {
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        out.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    let o = diff_of(&base, &new, &[]);
+    let out = words(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert!(out.contains("0 slower"), "{out}");
+    assert!(
+        out.contains(
+            "faults: the 6 cells that fault as often in both runs moved by +200 ns a fault"
+        ) && out
+            .contains("6 faulting cell(s) above are each read against the other allocators' cells"),
+        "{out}"
+    );
+    for flag in ["--no-fault-reference", "--no-host-reference"] {
+        let o = diff_of(&base, &new, &[flag]);
+        let out = words(&o);
+        assert_eq!(o.status.code(), Some(1), "{flag}: {out}");
+        assert!(
+            out.contains("6 slower") && out.contains("not read against"),
+            "{flag}: {out}"
+        );
+    }
+    let o = diff_of(&base, &new, &["--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let f = &v["diff"]["faults"];
+    assert_eq!(
+        (f["applied"].as_bool(), f["read"].as_u64()),
+        (Some(true), Some(6)),
+        "{f}"
+    );
+    assert!(
+        (f["ns_per_fault"].as_f64().unwrap() - 200.0).abs() < 1.0,
+        "{f}"
+    );
+    let cells = v["diff"]["cells"].as_array().unwrap();
+    let read = cells
+        .iter()
+        .filter(|c| c["fault_reference_ns"].is_number())
+        .count();
+    assert_eq!(read, 6, "{cells:?}");
+}
