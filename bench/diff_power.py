@@ -6,8 +6,8 @@
 
 Runs `alloclab compare --size SIZE --format json` RUNS times, one after the other (real
 process-to-process and run-to-run noise, nothing simulated; 5 runs make 10 pairs), then,
-for diff as it is (its intervals widened by the between-run drift the cells show) and
-with --no-drift-allowance (each run's own intervals only, diff before the allowance):
+for diff as it is and with its readings taken away one by one (--no-fault-reference,
+--no-host-reference, --no-drift-allowance: each run's own intervals only):
 
 * A/A: diffs every pair of those runs. Every "slower" or "faster" there is a false
   positive; the rate is over all cells of all pairs.
@@ -17,6 +17,8 @@ with --no-drift-allowance (each run's own intervals only, diff before the allowa
   change can slow; the reuse cells, which call none, are the host's reference and keep
   their times): real noise from two separate runs plus an effect of known size. The share
   of those cells called "slower" is diff's power for that effect at default settings.
+  Twice: with every allocator's allocating cells slowed (a change under all of them), and
+  with one allocator's slowed at a time, each in turn (an upgrade of one allocator).
 
 Prints one table per way; the README and docs/diff.md quote them. --keep DIR saves the
 compare runs (run1.json …) and --load DIR diffs saved ones again. --neighbour runs the
@@ -46,9 +48,14 @@ def allocates(r):
     return r.get("allocs_per_iter") != 0
 
 
-def scaled(rows, factor):
+def one_allocator(spec):
+    """The cells an upgrade of one allocator can slow: its own that call it."""
+    return lambda r: allocates(r) and r.get("allocator_spec", r.get("allocator")) == spec
+
+
+def scaled(rows, factor, pick=allocates):
     rows = json.loads(json.dumps(rows))
-    for r in filter(allocates, rows):
+    for r in filter(pick, rows):
         for k in ["p50_ns", "p50_ci_low_ns", "p50_ci_high_ns"]:
             if r.get(k) is not None:
                 r[k] = r[k] * factor
@@ -57,7 +64,7 @@ def scaled(rows, factor):
     return rows
 
 
-def verdicts(alloclab, base, new, tmp, extra):
+def verdicts(alloclab, base, new, tmp, extra, pick=allocates):
     paths = []
     for name, rows in (("base", base), ("new", new)):
         p = os.path.join(tmp, name + ".json")
@@ -70,7 +77,7 @@ def verdicts(alloclab, base, new, tmp, extra):
         sys.exit("diff failed: " + out.stderr)
     cells = json.loads(out.stdout)["diff"]["cells"]
     affected = {f"{r['workload']} {r['allocator_spec'] if 'allocator_spec' in r else r['allocator']} "
-                f"{r['variant']} size={r['size']}" for r in new if allocates(r)}
+                f"{r['variant']} size={r['size']}" for r in new if pick(r)}
     return [(c["verdict"], c["cell"] in affected) for c in cells]
 
 
@@ -109,8 +116,11 @@ def main():
                 neighbour.wait()
     pairs = list(itertools.combinations(range(len(runs)), 2))
     with tempfile.TemporaryDirectory() as tmp:
-        for label, extra in (("diff (the host's shift and the between-run allowance)", []),
-                             ("diff --no-host-reference (between-run allowance only)",
+        for label, extra in (("diff (the host's shift, each faulting cell against the other allocators'"
+                              " cost of a fault, and the between-run allowance)", []),
+                             ("diff --no-fault-reference (the host's shift and the allowance)",
+                              ["--no-fault-reference"]),
+                             ("diff --no-host-reference (neither reference: the between-run allowance only)",
                               ["--no-host-reference"]),
                              ("diff --no-host-reference --no-drift-allowance (within-run intervals only)",
                               ["--no-host-reference", "--no-drift-allowance"])):
@@ -122,14 +132,21 @@ def main():
             print(f"A/A: {len(pairs)} pairs of compare runs, {len(aa)} cells: "
                   f"{wrong} called slower or faster ({100.0 * wrong / len(aa):.1f} %), "
                   f"{undecided} undecided")
-            print("known effect (on the cells that allocate in their loop)   those cells called slower")
+            print("known effect            cells called slower: every allocator's allocating cells"
+                  " | one allocator's at a time")
+            specs = sorted({r.get("allocator_spec", r.get("allocator")) for r in runs[0]})
             for d in EFFECTS:
                 v = [x for i, j in pairs
                      for x, hit in verdicts(a.alloclab, runs[i], scaled(runs[j], 1 + d), tmp, extra)
                      if hit]
-                slower = sum(x == "slower" for x in v)
-                print(f"  +{100 * d:>4.0f} %      {slower:>4} of {len(v)} ({100.0 * slower / len(v):.0f} %)")
-
+                one = [x for i, j in pairs for s in specs
+                       for x, hit in verdicts(a.alloclab, runs[i],
+                                              scaled(runs[j], 1 + d, one_allocator(s)), tmp, extra,
+                                              one_allocator(s))
+                       if hit]
+                slower, slower_one = sum(x == "slower" for x in v), sum(x == "slower" for x in one)
+                print(f"  +{100 * d:>4.0f} %      {slower:>4} of {len(v)} ({100.0 * slower / len(v):.0f} %)"
+                      f" | {slower_one:>4} of {len(one)} ({100.0 * slower_one / len(one):.0f} %)")
 
 if __name__ == "__main__":
     main()
