@@ -357,20 +357,15 @@ pub fn read_against_host(
     apply: bool,
 ) -> HostReference {
     use crate::analysis::stats::normal_quantile;
-    let usable = |c: &CellChange| {
-        c.ratio.is_some_and(|r| r > 0.0)
-            && c.ratio_ci_low.is_some_and(|l| l > 0.0)
-            && c.ratio_ci_high.is_some()
-            && c.ratio_ci_coverage.is_some_and(|v| v > 0.0 && v < 1.0)
-    };
-    let refs: Vec<&CellChange> = cells
+    // Each reference cell's log shift and its own standard error.
+    let refs: Vec<(&CellChange, f64, f64)> = cells
         .iter()
         .zip(reference)
-        .filter(|(c, r)| **r && usable(c))
-        .map(|(c, _)| c)
+        .filter(|(_, r)| **r)
+        .filter_map(|(c, _)| Some((c, c.ratio?.ln(), log_se(c)?)))
         .collect();
     let mut host = HostReference {
-        cells: refs.iter().map(|c| c.cell.clone()).collect(),
+        cells: refs.iter().map(|r| r.0.cell.clone()).collect(),
         ..HostReference::default()
     };
     if refs.len() < HOST_MIN_CELLS {
@@ -380,22 +375,11 @@ pub fn read_against_host(
         ));
         return host;
     }
-    let se_of = |c: &CellChange| {
-        let half = 0.5 * (c.ratio_ci_high.unwrap_or(1.0).ln() - c.ratio_ci_low.unwrap_or(1.0).ln());
-        half.max(MIN_HALF_WIDTH) / normal_quantile(0.5 + 0.5 * c.ratio_ci_coverage.unwrap_or(0.95))
-    };
-    let logs: Vec<f64> = refs.iter().map(|c| c.ratio.unwrap_or(1.0).ln()).collect();
-    let (Some(shift), Some(own)) = (
-        median(&logs),
-        median(&refs.iter().map(|c| se_of(c)).collect::<Vec<_>>()),
-    ) else {
+    let Some((shift, se)) = median(&refs.iter().map(|r| r.2).collect::<Vec<_>>())
+        .and_then(|own| median_and_se(&refs.iter().map(|r| r.1).collect::<Vec<_>>(), own))
+    else {
         return host;
     };
-    let mad = median(&logs.iter().map(|x| (x - shift).abs()).collect::<Vec<_>>()).unwrap_or(0.0);
-    // The standard error of a median: 1.2533 σ / √n, σ from the MAD; at least what the
-    // cells' own intervals allow.
-    let n = (refs.len() as f64).sqrt();
-    let se = (1.2533 * 1.4826 * mad / n).max(own / n);
     host.ratio = Some(shift.exp());
     host.log_se = Some(se);
     if !apply {
@@ -466,7 +450,7 @@ pub fn read_against_host(
 /// both sides (within 1 %); cells without them are left as measured.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct FaultReference {
-    /// The reference cells: faulting every iteration alike on both sides, with an interval.
+    /// The reference cells: faulting as often on both sides (within 1 %), with an interval.
     pub cells: Vec<String>,
     /// The median change of their time per fault, new − base, in ns (all of them).
     pub ns_per_fault: Option<f64>,
@@ -479,8 +463,8 @@ pub struct FaultReference {
     pub read: usize,
     /// Whether any ratio was read against it.
     pub applied: bool,
-    /// Why not: too few reference cells, a lab workload's count missing, or
-    /// --no-host-reference.
+    /// Why not: too few reference cells or cells that allocate without faulting, those
+    /// moved alike (a change under every allocator), or --no-fault-reference.
     pub not_applied: Option<String>,
 }
 
@@ -729,40 +713,22 @@ const MIN_HALF_WIDTH: f64 = 5e-4;
 
 /// The drift of `cells` ([`Drift`]), with the factor to widen by when `apply`.
 pub fn estimate_drift(cells: &[CellChange], apply: bool) -> Drift {
-    use crate::analysis::stats::normal_quantile;
-    let with_ci: Vec<usize> = cells
+    // Each cell's log shift and its within-run standard error.
+    let logs: Vec<(f64, f64)> = cells
         .iter()
-        .enumerate()
-        .filter(|(_, c)| {
-            c.ratio.is_some_and(|r| r > 0.0)
-                && c.ratio_ci_low.is_some_and(|l| l > 0.0)
-                && c.ratio_ci_high.is_some()
-                && c.ratio_ci_coverage.is_some_and(|v| v > 0.0 && v < 1.0)
-        })
-        .map(|(i, _)| i)
+        .filter_map(|c| Some((c.ratio?.ln(), log_se(c)?)))
         .collect();
     let mut drift = Drift {
-        cells: with_ci.len(),
+        cells: logs.len(),
         ..Drift::default()
     };
-    if with_ci.len() < DRIFT_MIN_CELLS {
+    if logs.len() < DRIFT_MIN_CELLS {
         drift.not_applied = Some(format!(
             "{} cell(s) with an interval; the between-run spread needs at least {DRIFT_MIN_CELLS}",
-            with_ci.len()
+            logs.len()
         ));
         return drift;
     }
-    let logs: Vec<(f64, f64)> = with_ci
-        .iter()
-        .map(|&i| {
-            let c = &cells[i];
-            let d = c.ratio.unwrap_or(1.0).ln();
-            let half =
-                0.5 * (c.ratio_ci_high.unwrap_or(1.0).ln() - c.ratio_ci_low.unwrap_or(1.0).ln());
-            let z = normal_quantile(0.5 + 0.5 * c.ratio_ci_coverage.unwrap_or(0.95));
-            (d, half.max(MIN_HALF_WIDTH) / z)
-        })
-        .collect();
     let Some(mu) = median(&logs.iter().map(|x| x.0).collect::<Vec<_>>()) else {
         return drift;
     };
