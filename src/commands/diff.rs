@@ -430,17 +430,28 @@ fn host_line(host: &crate::analysis::diff::HostReference) -> Option<String> {
 /// were read against it; nothing where no cell faults.
 fn faults_line(f: &crate::analysis::diff::FaultReference) -> Option<String> {
     let n = f.cells.len();
-    let moved = |d: f64| format!("{d:+.0} ns a fault");
+    let k = f.allocators.len();
     match (f.ns_per_fault, f.applied, &f.not_applied) {
-        (Some(d), true, _) => Some(format!(
-            "faults: the {n} cells that fault as often in both runs moved by {} (median; ±{:.0} ns), taken as the machine's cost of a fault between the runs; {} faulting cell(s) above are each read against the other allocators' cells (--no-fault-reference: as measured)",
-            moved(d),
-            1.96 * f.se_ns.unwrap_or(0.0),
-            f.read
+        (Some(d), true, _) => {
+            let skipped = if f.skipped > 0 {
+                format!(
+                    "; {} left as measured (the shift would take its interval below zero)",
+                    f.skipped
+                )
+            } else {
+                String::new()
+            };
+            Some(format!(
+                "faults: the {k} allocators whose {n} cells fault as often in both runs moved alike, by {d:+.0} ns a fault (±{:.0} ns at 95 %): taken as the host's cost of a fault, not theirs (a change all of them share is read so too); {} faulting cell(s) above are each read against the other allocators' change{skipped} (--no-fault-reference: as measured)",
+                1.96 * f.se_ns.unwrap_or(0.0),
+                f.read
+            ))
+        }
+        (_, false, Some(why)) if n > 0 => Some(format!(
+            "faults: the faulting cells are left as measured ({why})"
         )),
-        (Some(d), false, Some(why)) if n > 0 => Some(format!(
-            "faults: the {n} cells that fault as often in both runs moved by {}; not read against ({why})",
-            moved(d)
+        (None, false, Some(why)) if why.contains("without allocation counts") => Some(format!(
+            "faults: the faulting cells are left as measured ({why})"
         )),
         _ => None,
     }
