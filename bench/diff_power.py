@@ -18,7 +18,9 @@ for diff as it is and with its readings taken away one by one (--no-fault-refere
   their times): real noise from two separate runs plus an effect of known size. The share
   of those cells called "slower" is diff's power for that effect at default settings.
   Twice: with every allocator's allocating cells slowed (a change under all of them), and
-  with one allocator's slowed at a time, each in turn (an upgrade of one allocator).
+  with one allocator's slowed at a time, each in turn (an upgrade of one allocator) —
+  where the other allocators' cells called slower or faster are false calls too, counted
+  apart (a reference that read one allocator's change into the others' would show there).
 
 Prints one table per way; the README and docs/diff.md quote them. --keep DIR saves the
 compare runs (run1.json …) and --load DIR diffs saved ones again. --neighbour runs the
@@ -133,20 +135,23 @@ def main():
                   f"{wrong} called slower or faster ({100.0 * wrong / len(aa):.1f} %), "
                   f"{undecided} undecided")
             print("known effect            cells called slower: every allocator's allocating cells"
-                  " | one allocator's at a time")
+                  " | one allocator's at a time | the other allocators' cells called changed then")
             specs = sorted({r.get("allocator_spec", r.get("allocator")) for r in runs[0]})
             for d in EFFECTS:
                 v = [x for i, j in pairs
                      for x, hit in verdicts(a.alloclab, runs[i], scaled(runs[j], 1 + d), tmp, extra)
                      if hit]
-                one = [x for i, j in pairs for s in specs
-                       for x, hit in verdicts(a.alloclab, runs[i],
-                                              scaled(runs[j], 1 + d, one_allocator(s)), tmp, extra,
-                                              one_allocator(s))
-                       if hit]
+                both = [(x, hit) for i, j in pairs for s in specs
+                        for x, hit in verdicts(a.alloclab, runs[i],
+                                               scaled(runs[j], 1 + d, one_allocator(s)), tmp, extra,
+                                               one_allocator(s))]
+                one = [x for x, hit in both if hit]
+                rest = [x for x, hit in both if not hit]
                 slower, slower_one = sum(x == "slower" for x in v), sum(x == "slower" for x in one)
+                wrong = sum(x in ("slower", "faster") for x in rest)
                 print(f"  +{100 * d:>4.0f} %      {slower:>4} of {len(v)} ({100.0 * slower / len(v):.0f} %)"
-                      f" | {slower_one:>4} of {len(one)} ({100.0 * slower_one / len(one):.0f} %)")
+                      f" | {slower_one:>4} of {len(one)} ({100.0 * slower_one / len(one):.0f} %)"
+                      f" | {wrong:>4} of {len(rest)} ({100.0 * wrong / len(rest):.1f} %)")
 
 if __name__ == "__main__":
     main()
