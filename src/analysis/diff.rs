@@ -602,7 +602,7 @@ pub fn read_against_fault_cost(
     let k = fr.allocators.len();
     if k < FAULT_MIN_ALLOCATORS {
         fr.not_applied = Some(if refs.is_empty() && unlabelled > 0 {
-            format!("{unlabelled} faulting cell(s) without allocation counts (older files): left as measured")
+            format!("{unlabelled} faulting cell(s) without allocation counts (written before the lab recorded them)")
         } else {
             format!(
                 "{k} allocator(s) fault as often in both runs; telling the host's cost of a fault from one allocator's change needs at least {FAULT_MIN_ALLOCATORS}"
