@@ -18,7 +18,6 @@ mod faults;
 mod headers;
 mod hlog;
 mod html;
-mod hugepages;
 mod knobs;
 mod layers;
 mod libraries;
