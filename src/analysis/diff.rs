@@ -651,7 +651,7 @@ pub fn read_against_fault_cost(
     let calm_shift = median(&calm.iter().map(|c| c.1).collect::<Vec<_>>())
         .and_then(|o| median_and_se(&calm.iter().map(|c| c.0).collect::<Vec<_>>(), o));
     fr.others_ratio = calm_shift.map(|(m, _)| m.exp());
-    let z95 = normal_quantile(0.5 + 0.5 * level);
+    let z_level = normal_quantile(0.5 + 0.5 * level);
     match calm_shift {
         _ if calm.len() < FAULT_MIN_CALM_CELLS => {
             fr.not_applied = Some(format!(
@@ -660,7 +660,7 @@ pub fn read_against_fault_cost(
             ));
             return fr;
         }
-        Some((m, se)) if m.abs() - z95 * se > (1.0 + threshold).ln() => {
+        Some((m, se)) if m.abs() - z_level * se > (1.0 + threshold).ln() => {
             fr.not_applied = Some(format!(
                 "the {} cells that allocate without faulting moved by {:+.1} % alike too: a change under every allocator, not the cost of a fault",
                 calm.len(),

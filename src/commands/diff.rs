@@ -428,7 +428,7 @@ fn host_line(host: &crate::analysis::diff::HostReference) -> Option<String> {
 
 /// The host's change in the cost of a page fault between the runs, and which ratios
 /// were read against it; nothing where no cell faults.
-fn faults_line(f: &crate::analysis::diff::FaultReference) -> Option<String> {
+fn faults_line(f: &crate::analysis::diff::FaultReference, level: f64) -> Option<String> {
     let n = f.cells.len();
     let k = f.allocators.len();
     match (f.ns_per_fault, f.applied, &f.not_applied) {
@@ -441,18 +441,17 @@ fn faults_line(f: &crate::analysis::diff::FaultReference) -> Option<String> {
             } else {
                 String::new()
             };
+            let z = crate::analysis::stats::normal_quantile(0.5 + 0.5 * level);
             Some(format!(
-                "faults: the {k} allocators whose {n} cells fault as often in both runs moved alike, by {d:+.0} ns a fault (±{:.0} ns at 95 %): taken as the host's cost of a fault, not theirs (a change all of them share is read so too); {} faulting cell(s) above are each read against the other allocators' change{skipped} (--no-fault-reference: as measured)",
-                1.96 * f.se_ns.unwrap_or(0.0),
+                "faults: the {k} allocators whose {n} cells fault as often in both runs moved alike, by {d:+.0} ns a fault (±{:.0} ns at {}): taken as the host's cost of a fault, not theirs (a change all of them share is read so too); {} faulting cell(s) above are each read against the other allocators' change{skipped} (--no-fault-reference: as measured)",
+                z * f.se_ns.unwrap_or(0.0),
+                crate::analysis::stats::level_text(level),
                 f.read
             ))
         }
-        (_, false, Some(why)) if n > 0 => Some(format!(
-            "faults: the faulting cells are left as measured ({why})"
-        )),
-        (None, false, Some(why)) if why.contains("without allocation counts") => Some(format!(
-            "faults: the faulting cells are left as measured ({why})"
-        )),
+        (_, false, Some(why)) if n > 0 || why.contains("without allocation counts") => Some(
+            format!("faults: the faulting cells are left as measured ({why})"),
+        ),
         _ => None,
     }
 }
@@ -629,7 +628,7 @@ fn notes(args: &DiffArgs, base: &Side, new: &Side, d: &Diff, env: &[String]) -> 
 /// cells only one side has.
 fn tail(d: &Diff, threshold: f64) -> Vec<String> {
     let mut tail: Vec<String> = host_line(&d.host).into_iter().collect();
-    tail.extend(faults_line(&d.faults));
+    tail.extend(faults_line(&d.faults, d.level));
     tail.push(drift_line(&d.drift, threshold));
     let called = d
         .cells
