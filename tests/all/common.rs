@@ -181,7 +181,6 @@ pub fn drop_to_nobody(cmd: &mut Command) {
     }
 }
 
-/// Runs the driver with `args` and waits for it.
 /// Writes `text` as the experiment `<name>.toml` in `dir`, runs it into `dir/out`
 /// (`alloclab run --no-calibration`), fails the test unless it succeeded, and returns the
 /// experiment's results folder.
@@ -200,6 +199,7 @@ pub fn run_experiment(dir: &Path, name: &str, text: &str) -> PathBuf {
     out.join(name)
 }
 
+/// Runs the driver with `args` and waits for it.
 pub fn lab(args: &[&str]) -> Output {
     Command::new(driver_path()).args(args).output().unwrap()
 }

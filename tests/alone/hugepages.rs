@@ -3,7 +3,7 @@
 //! they mapped, and the bytes faulted in come out the same whichever size mapped them
 //! (getrusage's faults and the kernel's huge-page count are independent readers).
 
-use crate::common::{csv_rows as rows, lab, stderr};
+use crate::common::{csv_rows as rows, lab, run_experiment, stderr};
 
 /// The mode the machine gives THP (`always`, `madvise` or `never`).
 fn system_mode() -> Option<String> {
@@ -16,32 +16,22 @@ fn system_mode() -> Option<String> {
 #[test]
 fn advised_buffers_fault_in_huge_pages_and_the_bytes_faulted_in_do_not_change() {
     let dir = tempfile::tempdir().unwrap();
-    let exp = dir.path().join("thp.toml");
-    std::fs::write(
-        &exp,
-        "description = \"huge pages\"\nworkloads = [\"scale\"]\nvariants = [\"out-of-place\", \"reuse\"]\nallocators = [\"system\"]\nthp = [\"never\", \"advise\"]\nsizes = [\"1e6\"]\n[budget]\nmin_time = 0.4\nmin_iters = 10\nwarmup_time = 0.02\nwarmup_iters = 2\nprocesses = 1\n",
-    )
-    .unwrap();
+    let experiment = "description = \"huge pages\"\nworkloads = [\"scale\"]\nvariants = [\"out-of-place\", \"reuse\"]\nallocators = [\"system\"]\nthp = [\"never\", \"advise\"]\nsizes = [\"1e6\"]\n[budget]\nmin_time = 0.4\nmin_iters = 10\nwarmup_time = 0.02\nwarmup_iters = 2\nprocesses = 1\n";
     let f = |r: &std::collections::BTreeMap<String, String>, k: &str| -> f64 {
         r[k].parse()
             .unwrap_or_else(|_| panic!("{k} is '{}' in {r:?}", r[k]))
     };
     // The advised side's count is the machine's: another process's huge-page faults in
-    // the same span (a worker of a test running beside this one) add to it, or have it
-    // refused. So the advised figures are taken from the first of up to four runs whose
-    // count was the worker's alone by every check; the THP-off side is exact every time.
+    // the same span add to it, or have it refused. This binary runs after the other
+    // tests, not beside them, but the machine may still run something else; so the
+    // advised figures are taken from the first of up to four runs whose count was the
+    // worker's alone by every check; the THP-off side is exact every time.
     let mut seen = Vec::new();
     for attempt in 0..4 {
-        let out = dir.path().join(format!("out{attempt}"));
-        let o = lab(&[
-            "run",
-            "--no-calibration",
-            "--out",
-            out.to_str().unwrap(),
-            exp.to_str().unwrap(),
-        ]);
-        assert!(o.status.success(), "{}", stderr(&o));
-        let summary = rows(&out.join("thp").join("summary.csv"));
+        let here = dir.path().join(format!("attempt{attempt}"));
+        std::fs::create_dir_all(&here).unwrap();
+        let folder = run_experiment(&here, "thp", experiment);
+        let summary = rows(&folder.join("summary.csv"));
         let row = |variant: &str, thp: &str| {
             summary
                 .iter()
