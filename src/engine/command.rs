@@ -428,7 +428,8 @@ pub fn run_session(
         launcher_apart: false,
         trace: None,
         capture_stdout: false,
-        log_calls: false,
+        log: crate::counters::linux::ptrace::Log::Counts,
+        record_faults: false,
         memory_every: crate::engine::spawn::memory_every(),
         mark: true,
     };

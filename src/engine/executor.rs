@@ -243,7 +243,7 @@ impl ProcessExecutor {
         cpu: Option<u32>,
     ) -> Result<spawn::ChildRun, RunFailure> {
         let (program, argv) = self.argv(spec, budget, counters, cpu);
-        self.launch_argv(spec, program, argv, trace)
+        self.launch_argv(spec, program, argv, trace, false)
     }
 
     /// [`Self::launch`] of a given program and argument vector (the worker's, or a
@@ -254,6 +254,7 @@ impl ProcessExecutor {
         program: PathBuf,
         argv: Vec<OsString>,
         trace: Option<ptrace::Scope>,
+        evidence: bool,
     ) -> Result<spawn::ChildRun, RunFailure> {
         let env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
         let cannot = |e: spawn::LaunchError| RunFailure {
@@ -270,7 +271,12 @@ impl ProcessExecutor {
                 launcher_apart: false,
                 trace,
                 capture_stdout: true,
-                log_calls: false,
+                log: if evidence {
+                    ptrace::Log::Evidence
+                } else {
+                    ptrace::Log::Counts
+                },
+                record_faults: evidence,
                 memory_every: trace.is_none().then(spawn::memory_every).flatten(),
                 mark: false,
             },
@@ -302,7 +308,7 @@ impl ProcessExecutor {
             }
             None => (worker, own),
         };
-        let mut run = self.launch_argv(&request.spec, program, argv, None)?;
+        let mut run = self.launch_argv(&request.spec, program, argv, None, false)?;
         if wrapped {
             run.memory = Err(crate::counters::Unavailable(
                 "the worker ran under a wrapper (perf record), whose memory the driver would have sampled".into(),
@@ -332,7 +338,13 @@ impl ProcessExecutor {
         request: &WorkerRequest,
     ) -> Result<(RunRecord, Vec<ptrace::TrappedCall>), RunFailure> {
         let (worker, argv) = self.request_argv(request);
-        let run = self.launch_argv(&request.spec, worker, argv, Some(ptrace::Scope::Worker))?;
+        let run = self.launch_argv(
+            &request.spec,
+            worker,
+            argv,
+            Some(ptrace::Scope::Worker),
+            false,
+        )?;
         let record = interpret(
             run.termination,
             run.stdout.as_deref().unwrap_or(""),
@@ -347,6 +359,33 @@ impl ProcessExecutor {
             });
         }
         Ok((record, run.calls))
+    }
+
+    /// The evidence run of `spec` ([`crate::engine::evidence`]): one worker under the
+    /// ptrace tracer keeping every memory syscall with its arguments, beside the
+    /// recorder of its faults' addresses; what its measured phase did, and its record
+    /// (whose counts the caller may hold against the timed processes').
+    pub fn evidence_run(
+        &self,
+        spec: &RunSpec,
+        budget: &Budget,
+    ) -> Result<(RunRecord, Result<crate::model::evidence::Evidence, String>), RunFailure> {
+        let (program, argv) = self.argv(spec, budget, CounterMode::Ptrace, self.cpu);
+        let run = self.launch_argv(spec, program, argv, Some(ptrace::Scope::Worker), true)?;
+        let record = interpret(
+            run.termination,
+            run.stdout.as_deref().unwrap_or(""),
+            run.stderr_tail.as_deref().unwrap_or(""),
+        )
+        .map_err(|f| RunFailure {
+            cause: format!("evidence run: {}", f.cause),
+        })?;
+        let evidence = crate::engine::evidence::of_run(
+            &run,
+            crate::model::evidence::Per::Iteration,
+            record.iterations as f64,
+        );
+        Ok((record, evidence))
     }
 
     /// One plain worker process: spawn, collect, interpret.

@@ -16,6 +16,7 @@
 
 pub mod calibrate;
 pub mod command;
+pub mod evidence;
 pub mod executor;
 pub mod lifetime;
 pub mod preflight;

@@ -253,6 +253,11 @@ pub struct ChildRun {
     pub calls: Vec<ptrace::TrappedCall>,
     /// Phase markers seen by the tracer (a traced worker makes two; 0 otherwise).
     pub markers: u32,
+    /// When the tracer saw them (CLOCK_MONOTONIC).
+    pub phase_ns: (Option<u64>, Option<u64>),
+    /// With [`LaunchOptions::record_faults`]: every page fault with its address, or why
+    /// none were recorded.
+    pub faults: Option<Result<crate::counters::linux::faults::FaultLog, Unavailable>>,
     /// Its memory sampled from outside while it ran ([`LaunchOptions::memory_every`]), in
     /// time order, or why there are no samples.
     pub memory: Result<Vec<MemorySample>, Unavailable>,
@@ -284,9 +289,11 @@ pub struct LaunchOptions {
     pub trace: Option<ptrace::Scope>,
     /// Keep the child's stdout (a worker's JSON record) instead of discarding it.
     pub capture_stdout: bool,
-    /// With `trace` of a command's tree: keep every trapped call with its time
-    /// ([`ChildRun::calls`]).
-    pub log_calls: bool,
+    /// With `trace`: which trapped calls to keep with their times ([`ChildRun::calls`]).
+    pub log: ptrace::Log,
+    /// Record every page fault of the child's tree with its address and time
+    /// ([`ChildRun::faults`]): the evidence run's.
+    pub record_faults: bool,
     /// Sample the child's memory (/proc/<pid>/smaps_rollup) this often while waiting for
     /// it; None: not sampled.
     pub memory_every: Option<Duration>,
@@ -673,6 +680,10 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
         None
     };
 
+    let fault_recorder = opts
+        .record_faults
+        .then(|| crate::counters::linux::faults::FaultRecorder::open(pid));
+
     let start = Instant::now();
     let start_unix_ns = crate::counters::unix_now_ns();
     // SAFETY: writes one byte from a live buffer to our end of the pipe.
@@ -712,13 +723,13 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
         "not sampled under the ptrace tracer (a traced run's figures are its calls)".into(),
     ));
     let mut mark_ms = None;
-    let (forced, status, ru, traced, markers, calls) = if let Some(scope) = opts.trace {
+    let (forced, status, ru, traced, markers, calls, phase_ns) = if let Some(scope) = opts.trace {
         let watch = ptrace::Watch {
             kill: -pid,
             timeout: opts.timeout,
             interrupted: Some(crate::ui::interrupt::interrupted),
         };
-        let t = ptrace::trace(pid, scope, watch, opts.log_calls)
+        let t = ptrace::trace(pid, scope, watch, opts.log)
             .map_err(|e| setup("tracing the child", e))?;
         let forced = t.forced.map(|f| match f {
             ptrace::Forced::TimedOut => Termination::TimedOut,
@@ -731,6 +742,7 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
             Some(t.counts),
             t.markers,
             t.calls,
+            t.phase_ns,
         )
     } else {
         let mut sampler = opts.memory_every.map(|every| Sampler {
@@ -746,7 +758,7 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
             None => (Err(Unavailable("memory sampling is off".into())), None),
         };
         let (status, ru) = wait4(pid).map_err(|e| setup("wait4", e))?;
-        (forced, status, ru, None, 0, Vec::new())
+        (forced, status, ru, None, 0, Vec::new(), (None, None))
     };
     let wall_ns = start.elapsed().as_nanos() as u64;
     // Whatever the command left running does not outlive its run: its process group,
@@ -798,6 +810,7 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
     };
     // Held to here: the command and everything it left are gone.
     drop(mark_r);
+    let faults = fault_recorder.map(|r| r.and_then(|r| r.finish()));
     Ok(ChildRun {
         wall_ns,
         start_unix_ns,
@@ -808,6 +821,8 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
         stdout,
         calls,
         markers,
+        phase_ns,
+        faults,
         memory,
         mark_ms,
     })

@@ -8,6 +8,7 @@ pub mod command;
 pub mod conditions;
 pub mod counts;
 pub mod environment;
+pub mod evidence;
 pub mod experiment;
 pub mod knobs;
 pub mod library;

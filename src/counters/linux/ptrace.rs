@@ -125,8 +125,31 @@ pub struct TrappedCall {
     /// brk: the break asked for; mmap, munmap, madvise: the length; mremap: the new
     /// length.
     pub arg: u64,
-    /// madvise: the advice.
+    /// madvise: the advice; mmap: its flags (MAP_ANONYMOUS, …).
     pub advice: u64,
+    /// The first argument: brk's break, mmap's hint, munmap's, madvise's and mremap's
+    /// old address.
+    pub addr: u64,
+    /// What the call returned, where the tracer waited for its exit ([`Log::Evidence`]:
+    /// brk's new break, mmap's address, mremap's new address); None otherwise.
+    pub ret: Option<u64>,
+    /// Whether it fell inside a worker's measured phase (between its two markers); every
+    /// call of a command's tree is.
+    pub in_phase: bool,
+}
+
+/// Which calls the tracer keeps besides counting them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Log {
+    /// None: only the counts.
+    Counts,
+    /// A worker's calls in its measured phase (and its last break before it); every call
+    /// of a command's tree.
+    Calls,
+    /// Every call of the run, before and after a worker's phase too, each with what it
+    /// returned where that says what it did (brk, mmap, mremap: the tracer waits for their
+    /// exit), and the times of the phase markers: the evidence of what the allocator did.
+    Evidence,
 }
 
 /// CLOCK_MONOTONIC now, in ns (the clock perf's `-k mono` and the worker's timeline use).
@@ -145,8 +168,13 @@ pub fn monotonic_ns() -> u64 {
 enum Trap {
     /// A worker's phase marker (getppid: the filter traps it only for a worker).
     Marker,
-    /// A counted memory syscall: its number and its two arguments of interest.
-    Call { nr: i64, arg: u64, advice: u64 },
+    /// A counted memory syscall: its number and its arguments of interest.
+    Call {
+        nr: i64,
+        arg: u64,
+        advice: u64,
+        addr: u64,
+    },
 }
 
 /// Reads the stop of `tid` at a seccomp trap.
@@ -157,12 +185,35 @@ fn read_trap(tid: libc::pid_t) -> Option<Trap> {
     let (arg, advice) = match nr {
         libc::SYS_getppid => return Some(Trap::Marker),
         libc::SYS_brk => (regs.rdi, 0),
-        libc::SYS_mmap | libc::SYS_munmap => (regs.rsi, 0),
+        libc::SYS_mmap => (regs.rsi, regs.r10),
+        libc::SYS_munmap => (regs.rsi, 0),
         libc::SYS_madvise => (regs.rsi, regs.rdx),
         libc::SYS_mremap => (regs.rdx, 0),
         _ => return None,
     };
-    Some(Trap::Call { nr, arg, advice })
+    Some(Trap::Call {
+        nr,
+        arg,
+        advice,
+        addr: regs.rdi,
+    })
+}
+
+/// What a stopped thread's syscall returned (rax at its syscall-exit stop).
+#[cfg(target_arch = "x86_64")]
+fn read_return(tid: libc::pid_t) -> Option<u64> {
+    ptrace::getregs(Pid::from_raw(tid)).ok().map(|r| r.rax)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn read_return(_tid: libc::pid_t) -> Option<u64> {
+    None
+}
+
+/// Whether the evidence needs what a call of `nr` returned: the break brk set, the
+/// address mmap and mremap gave.
+fn wants_return(nr: i64) -> bool {
+    nr == libc::SYS_brk || nr == libc::SYS_mmap || nr == libc::SYS_mremap
 }
 
 /// Elsewhere nothing is traced ([`unsupported`] refuses first), so nothing is read.
@@ -264,6 +315,8 @@ pub struct Trace {
     pub calls: Vec<TrappedCall>,
     /// Set when the watchdog killed the run.
     pub forced: Option<Forced>,
+    /// When the tracer saw a worker's first and second phase marker (CLOCK_MONOTONIC).
+    pub phase_ns: (Option<u64>, Option<u64>),
 }
 
 /// Who the watchdog kills, and when.
@@ -280,6 +333,13 @@ pub struct Watch {
 fn cont(tid: libc::pid_t, signal: libc::c_int) {
     // SAFETY: CONT takes the signal to deliver as `data`.
     unsafe { libc::ptrace(libc::PTRACE_CONT, tid, 0usize, signal as usize) };
+}
+
+/// Resumes a tracee stopped at a seccomp trap until its syscall's exit stop (since Linux
+/// 4.8 the seccomp stop comes after the entry stop, so the next stop is the exit's).
+fn to_exit(tid: libc::pid_t) {
+    // SAFETY: SYSCALL with no signal to deliver.
+    unsafe { libc::ptrace(libc::PTRACE_SYSCALL, tid, 0usize, 0usize) };
 }
 
 fn decode(tid: libc::pid_t, status: libc::c_int) -> WaitStatus {
@@ -393,15 +453,10 @@ fn next_stop(status: &mut libc::c_int, ru: &mut libc::rusage, gate: &PollGate) -
 /// The tracer: follows `pid` (a child of this thread that called
 /// [`Filter::install_in_child`] and then exec'd) and whatever `scope` says, counts its
 /// trapped memory syscalls until every tracee is gone, and reaps `pid` with its rusage.
-/// A worker's calls are kept with their times; a command tree's when `log_tree`.
+/// What it keeps of the calls besides their counts, `log` says.
 /// Must run on the thread that started the child (ptrace requests come from the tracer
 /// thread). A watchdog thread kills `watch.kill` on timeout or interrupt.
-pub fn trace(
-    pid: libc::pid_t,
-    scope: Scope,
-    watch: Watch,
-    log_tree: bool,
-) -> std::io::Result<Trace> {
+pub fn trace(pid: libc::pid_t, scope: Scope, watch: Watch, log: Log) -> std::io::Result<Trace> {
     let done = Arc::new(AtomicBool::new(false));
     let forced = Arc::new(AtomicU8::new(0));
     let gate = Arc::new(PollGate::default());
@@ -442,6 +497,15 @@ pub fn trace(
     if scope == Scope::Tree {
         options |= Options::PTRACE_O_TRACEFORK | Options::PTRACE_O_TRACEVFORK;
     }
+    if log == Log::Evidence {
+        // Exit stops of the calls whose result is waited for, told from signal stops.
+        options |= Options::PTRACE_O_TRACESYSGOOD;
+    }
+    let evidence = log == Log::Evidence;
+    // The calls whose exit stop is awaited: thread → index in `calls`.
+    let mut awaiting: std::collections::HashMap<libc::pid_t, usize> =
+        std::collections::HashMap::new();
+    let mut phase_ns = (None, None);
     let mut counts = SyscallCounts {
         all: None,
         ..Default::default()
@@ -475,6 +539,7 @@ pub fn trace(
         match decode(tid, status) {
             WaitStatus::Exited(..) | WaitStatus::Signaled(..) => {
                 seen.remove(&tid);
+                awaiting.remove(&tid);
                 announced.remove(&tid);
                 // A creator that died before its event would hold its new tracee for ever:
                 // every exit lets the held ones go.
@@ -502,32 +567,55 @@ pub fn trace(
             WaitStatus::PtraceEvent(_, Signal::SIGTRAP, libc::PTRACE_EVENT_SECCOMP) => {
                 // Per stop: this wait, one GETREGS and the CONT below; the clock is read
                 // only for a call that is kept.
-                let call = |nr, arg, advice| TrappedCall {
+                let in_phase = scope == Scope::Tree || markers == 1;
+                let call = |nr, arg, advice, addr| TrappedCall {
                     tid,
                     time_ns: monotonic_ns(),
                     nr,
                     arg,
                     advice,
+                    addr,
+                    ret: None,
+                    in_phase,
                 };
                 match read_trap(tid) {
                     Some(Trap::Marker) => {
                         markers += 1;
-                        if markers == 1 {
+                        let now = monotonic_ns();
+                        match markers {
+                            1 => phase_ns.0 = Some(now),
+                            2 => phase_ns.1 = Some(now),
+                            _ => {}
+                        }
+                        if markers == 1 && !evidence {
                             calls.extend(break_before.take());
                         }
                     }
-                    Some(Trap::Call { nr, arg, advice }) => {
-                        if scope == Scope::Tree {
+                    Some(Trap::Call {
+                        nr,
+                        arg,
+                        advice,
+                        addr,
+                    }) => {
+                        if in_phase {
                             count(&mut counts, nr);
-                            if log_tree {
-                                calls.push(call(nr, arg, advice));
+                        }
+                        if evidence {
+                            calls.push(call(nr, arg, advice, addr));
+                            if wants_return(nr) {
+                                awaiting.insert(tid, calls.len() - 1);
+                                to_exit(tid);
+                                continue;
+                            }
+                        } else if scope == Scope::Tree {
+                            if log == Log::Calls {
+                                calls.push(call(nr, arg, advice, addr));
                             }
                         } else if markers == 1 {
-                            count(&mut counts, nr);
-                            calls.push(call(nr, arg, advice));
+                            calls.push(call(nr, arg, advice, addr));
                         } else if markers == 0 && nr == libc::SYS_brk && arg != 0 {
                             // Before the phase: not counted, only the break kept.
-                            break_before = Some(call(nr, arg, advice));
+                            break_before = Some(call(nr, arg, advice, addr));
                         }
                     }
                     None => {}
@@ -550,6 +638,12 @@ pub fn trace(
             }
             // exec events.
             WaitStatus::PtraceEvent(..) => {}
+            // The exit stop of a call whose result the evidence keeps.
+            WaitStatus::PtraceSyscall(_) => {
+                if let Some(i) = awaiting.remove(&tid) {
+                    calls[i].ret = read_return(tid);
+                }
+            }
             WaitStatus::Stopped(_, Signal::SIGTRAP) if tid == pid && !options_set => {
                 // The stop at the child's exec: from here on the filter's traps and the
                 // new tracees reach us.
@@ -594,6 +688,7 @@ pub fn trace(
             2 => Some(Forced::Interrupted),
             _ => None,
         },
+        phase_ns,
     })
 }
 

@@ -1,0 +1,778 @@
+//! The mechanisms the lab can name, one registry: each is a rule over what a recorded run
+//! shows its memory syscalls and faults did ([`Evidence`]), with its name, its threshold
+//! and its words. A mechanism is said only where its rule holds, and only of the side
+//! whose calls they were; where none holds, the counts are said and that no known
+//! mechanism explains them; where nothing was recorded, that the mechanism was not.
+//! [`why`] is the one place a comparison's cause is worded.
+
+use crate::fmt::{fmt_count, group_thousands, human_bytes};
+use crate::model::evidence::{Evidence, GivenBack, Moved, Per};
+use serde::Serialize;
+
+/// The least calls per unit a mechanism or a difference is named from: half a call per
+/// iteration (one every other iteration), one call in a run.
+pub fn calls_floor(per: Per) -> f64 {
+    match per {
+        Per::Iteration => crate::model::metric::BRK.named_from(),
+        Per::Run => 1.0,
+    }
+}
+
+/// The least faults per unit: one per iteration, two in a run.
+pub fn faults_floor(per: Per) -> f64 {
+    match per {
+        Per::Iteration => crate::model::metric::MINOR_FAULTS.named_from(),
+        Per::Run => crate::model::metric::RUN_MINOR_FAULTS.named_from(),
+    }
+}
+
+/// The one rule by which two counts differ: by at least `floor` and by a tenth of the
+/// larger.
+pub fn differs(a: f64, b: f64, floor: f64) -> bool {
+    let d = (a - b).abs();
+    d >= floor && d >= 0.1 * a.abs().max(b.abs())
+}
+
+/// One mechanism that holds in a recording: its figures per unit and its sentence.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Held {
+    /// The registry's key ("trim", "purge", …).
+    pub key: &'static str,
+    /// Its name in words ("a trim").
+    pub name: &'static str,
+    pub per: Per,
+    /// Its calls per unit (0 for faults alone).
+    pub calls: f64,
+    /// The bytes they moved per unit.
+    pub bytes: f64,
+    /// The faults per unit it accounts for; None where the faults' addresses were not
+    /// recorded.
+    pub faults: Option<f64>,
+    /// The sentence every surface prints.
+    pub sentence: String,
+}
+
+/// One entry of the registry.
+pub struct Mechanism {
+    pub key: &'static str,
+    pub name: &'static str,
+    /// What the rule reads: the evidence it needs (docs/method.md lists it).
+    pub needs: &'static str,
+    /// What the lab says where that evidence is not there.
+    pub without: &'static str,
+    rule: fn(&Evidence, &Mechanism) -> Option<Held>,
+}
+
+/// Every mechanism the lab names, in the order it names them.
+pub const MECHANISMS: &[Mechanism] = &[
+    Mechanism {
+        key: "trim",
+        name: "a trim",
+        needs: "brk calls with the break each asked for and set: one that moved it down shrank the heap; a later one that moved it up over that range grew it back",
+        without: "without brk's arguments (counters only) the brk calls are counted and no trim is said",
+        rule: trim,
+    },
+    Mechanism {
+        key: "purge",
+        name: "a purge",
+        needs: "madvise calls with their advice and range (DONTNEED, FREE, REMOVE, PAGEOUT give pages back), and each fault's address: faults on a purged range are its pages faulted in again",
+        without: "without the faults' addresses the purge is said with its bytes, and that whether its pages were faulted in again was not recorded",
+        rule: purge,
+    },
+    Mechanism {
+        key: "unused-purge",
+        name: "a purge of pages not touched again",
+        needs: "releasing madvise calls as for a purge, and the faults' addresses: no fault lands on what they gave back (a decay purge that costs calls, not faults)",
+        without: "without the faults' addresses it cannot be told from a purge",
+        rule: unused_purge,
+    },
+    Mechanism {
+        key: "exit-release",
+        name: "a release at exit",
+        needs: "a command's releasing madvise and munmap calls, and the time of its last fault: those after it gave back memory nothing touched again",
+        without: "without the faults' times it is not said",
+        rule: exit_release,
+    },
+    Mechanism {
+        key: "map-per-buffer",
+        name: "a map per buffer",
+        needs: "mmap calls with the address each returned and munmap calls with theirs: the same anonymous block unmapped whole after it was mapped, every iteration",
+        without: "without mmap's results the blocks are matched by length",
+        rule: map_per_buffer,
+    },
+    Mechanism {
+        key: "first-touch",
+        name: "first touches",
+        needs: "each fault's address and every range given back before it: a fault on memory never given back is a first touch",
+        without: "without the faults' addresses faults are counted and not said to be first touches or faulted in again",
+        rule: first_touch,
+    },
+    Mechanism {
+        key: "advice",
+        name: "advice",
+        needs: "madvise's advice: HUGEPAGE, NOHUGEPAGE, DONTDUMP and the like give nothing back",
+        without: "without the advice every madvise is only counted",
+        rule: advice,
+    },
+];
+
+/// The mechanism of `key`.
+pub fn by_key(key: &str) -> Option<&'static Mechanism> {
+    MECHANISMS.iter().find(|m| m.key == key)
+}
+
+/// A count per unit: two decimals per iteration, a whole number in a run.
+fn count(v: f64, per: Per) -> String {
+    match per {
+        Per::Iteration => fmt_count(v),
+        Per::Run => group_thousands(v.round() as i64),
+    }
+}
+
+fn bytes(v: f64) -> String {
+    human_bytes(v.max(0.0).round() as u64)
+}
+
+fn unit(per: Per) -> String {
+    format!("per {}", per.word())
+}
+
+/// Faults per unit that landed on memory given back by `how`, where recorded.
+fn faults_after(e: &Evidence, how: GivenBack) -> Option<f64> {
+    e.faults.map(|f| e.per_unit(f.after(how)))
+}
+
+/// "; 3,874 faults per iteration landed on the trimmed pages", or that none did.
+fn faults_clause(e: &Evidence, how: GivenBack, what: &str) -> String {
+    match faults_after(e, how) {
+        Some(f) if f >= faults_floor(e.per) => format!(
+            "; {} faults {} landed on the {what} pages",
+            count(f, e.per),
+            unit(e.per)
+        ),
+        Some(_) => format!("; no fault landed on the {what} pages"),
+        None => String::new(),
+    }
+}
+
+fn held(m: &Mechanism, e: &Evidence, moved: Moved, faults: Option<f64>, sentence: String) -> Held {
+    Held {
+        key: m.key,
+        name: m.name,
+        per: e.per,
+        calls: e.per_unit(moved.calls),
+        bytes: e.per_unit(moved.bytes),
+        faults,
+        sentence,
+    }
+}
+
+fn trim(e: &Evidence, m: &Mechanism) -> Option<Held> {
+    let s = e.brk.shrank;
+    let n = e.per_unit(s.calls);
+    if n < calls_floor(e.per) {
+        return None;
+    }
+    let regrown = if e.brk.regrown_bytes > 0 {
+        format!(
+            " and {} grew it back over the trimmed top by {}",
+            count(e.per_unit(e.brk.grew.calls), e.per),
+            bytes(e.per_unit(e.brk.regrown_bytes))
+        )
+    } else {
+        ", and it did not grow back over it".to_string()
+    };
+    let sentence = format!(
+        "{} brk {} shrank the heap by {} ({}){regrown}{}",
+        count(n, e.per),
+        unit(e.per),
+        bytes(e.per_unit(s.bytes)),
+        m.name,
+        faults_clause(e, GivenBack::Trim, "trimmed")
+    );
+    Some(held(m, e, s, faults_after(e, GivenBack::Trim), sentence))
+}
+
+/// "madvise(DONTNEED)", "madvise(DONTNEED, FREE)": the releasing advice used.
+fn releasing_advice(e: &Evidence) -> String {
+    let names: Vec<String> = e
+        .madvise
+        .keys()
+        .filter(|k| crate::model::evidence::releases(k))
+        .map(|k| k.to_uppercase())
+        .collect();
+    format!("madvise({})", names.join(", "))
+}
+
+fn purge(e: &Evidence, m: &Mechanism) -> Option<Held> {
+    let p = e.purged();
+    let n = e.per_unit(p.calls);
+    if n < calls_floor(e.per) {
+        return None;
+    }
+    let faults = faults_after(e, GivenBack::Purge);
+    let refaulted = faults.map(|f| f >= faults_floor(e.per));
+    if refaulted == Some(false) {
+        return None;
+    }
+    let tail = if refaulted.is_some() {
+        faults_clause(e, GivenBack::Purge, "purged")
+    } else {
+        "; whether its pages were faulted in again was not recorded".to_string()
+    };
+    let sentence = format!(
+        "{} {} {} gave back {} ({}){tail}",
+        count(n, e.per),
+        releasing_advice(e),
+        unit(e.per),
+        bytes(e.per_unit(p.bytes)),
+        m.name
+    );
+    Some(held(m, e, p, faults, sentence))
+}
+
+fn unused_purge(e: &Evidence, m: &Mechanism) -> Option<Held> {
+    let p = e.purged();
+    let n = e.per_unit(p.calls);
+    let faults = faults_after(e, GivenBack::Purge)?;
+    if n < calls_floor(e.per) || faults >= faults_floor(e.per) {
+        return None;
+    }
+    let sentence = format!(
+        "{} {} {} gave back {} that no fault touched again ({}: calls, not faults)",
+        count(n, e.per),
+        releasing_advice(e),
+        unit(e.per),
+        bytes(e.per_unit(p.bytes)),
+        m.name
+    );
+    Some(held(m, e, p, Some(faults), sentence))
+}
+
+fn exit_release(e: &Evidence, m: &Mechanism) -> Option<Held> {
+    let r = e.released_after_last_fault;
+    if e.per != Per::Run || e.faults.is_none() || (r.calls as f64) < calls_floor(e.per) {
+        return None;
+    }
+    let sentence = format!(
+        "{} munmap and releasing madvise calls gave back {} after the run's last page fault ({})",
+        count(r.calls as f64, e.per),
+        bytes(r.bytes as f64),
+        m.name
+    );
+    Some(held(m, e, r, Some(0.0), sentence))
+}
+
+fn map_per_buffer(e: &Evidence, m: &Mechanism) -> Option<Held> {
+    let u = e.unmapped_again;
+    let n = e.per_unit(u.calls);
+    if n < calls_floor(e.per) {
+        return None;
+    }
+    let sentence = format!(
+        "{} mmap and munmap of the same {} block {} ({}){}",
+        count(n, e.per),
+        bytes(u.bytes as f64 / u.calls.max(1) as f64),
+        unit(e.per),
+        m.name,
+        faults_clause(e, GivenBack::Unmap, "unmapped")
+    );
+    Some(held(m, e, u, faults_after(e, GivenBack::Unmap), sentence))
+}
+
+fn first_touch(e: &Evidence, m: &Mechanism) -> Option<Held> {
+    let f = e.per_unit(e.faults?.first_touch);
+    if f < faults_floor(e.per) {
+        return None;
+    }
+    let sentence = format!(
+        "{} faults {} were first touches of memory never given back ({})",
+        count(f, e.per),
+        unit(e.per),
+        m.name
+    );
+    Some(held(m, e, Moved::default(), Some(f), sentence))
+}
+
+fn advice(e: &Evidence, m: &Mechanism) -> Option<Held> {
+    let a = e.advised();
+    let n = e.per_unit(a.calls);
+    if n < calls_floor(e.per) {
+        return None;
+    }
+    let names: Vec<String> = e
+        .madvise
+        .keys()
+        .filter(|k| !crate::model::evidence::releases(k))
+        .map(|k| k.to_uppercase())
+        .collect();
+    let sentence = format!(
+        "{} madvise({}) {} gave nothing back ({})",
+        count(n, e.per),
+        names.join(", "),
+        unit(e.per),
+        m.name
+    );
+    Some(held(m, e, a, None, sentence))
+}
+
+/// Every mechanism whose rule holds in `e`.
+pub fn held_in(e: &Evidence) -> Vec<Held> {
+    MECHANISMS.iter().filter_map(|m| (m.rule)(e, m)).collect()
+}
+
+/// A side's counts per unit from its timed processes (or runs), as the comparison reads
+/// them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Counts {
+    pub faults: f64,
+    pub brk: f64,
+    pub mmap: f64,
+    pub munmap: f64,
+    pub madvise: f64,
+    /// The memory syscalls were not counted: the call fields are 0 for want of a figure.
+    pub calls_uncounted: bool,
+    /// The bytes its faults mapped in and how many of them mapped a huge page, where the
+    /// kernel's huge-page count was read.
+    pub faulted: Option<(f64, f64)>,
+}
+
+impl Counts {
+    fn calls(&self) -> [(&'static str, f64); 4] {
+        [
+            ("brk", self.brk),
+            ("mmap", self.mmap),
+            ("munmap", self.munmap),
+            ("madvise", self.madvise),
+        ]
+    }
+}
+
+/// One side of a comparison: its name in the sentence, its counts, and its evidence (or
+/// why there is none).
+#[derive(Clone, Copy)]
+pub struct Side<'a> {
+    /// How the sentence names it ("out-of-place", "system", "mimalloc in-place").
+    pub name: &'a str,
+    pub counts: Counts,
+    pub evidence: Option<&'a Result<Evidence, String>>,
+}
+
+/// Whether two sides' counts differ enough to be said: faults or a memory syscall by
+/// [`differs`].
+pub fn counts_differ(a: Counts, b: Counts, per: Per) -> bool {
+    differs(a.faults, b.faults, faults_floor(per))
+        || (!a.calls_uncounted
+            && !b.calls_uncounted
+            && a.calls()
+                .iter()
+                .zip(b.calls())
+                .any(|((_, x), (_, y))| differs(*x, y, calls_floor(per))))
+}
+
+/// The least huge-page faults per iteration that make one side's fewer faults a matter of
+/// page size: one every other iteration.
+const HUGE_FAULTS_NAMED: f64 = 0.5;
+
+/// "3,874 more page faults and 3.00 more brk per iteration": `subject`'s counts against
+/// `base`'s, the differences by [`differs`].
+fn count_words(subject: Counts, base: Counts, per: Per) -> String {
+    let mut parts = Vec::new();
+    let d = subject.faults - base.faults;
+    if differs(subject.faults, base.faults, faults_floor(per)) {
+        let (fewer_side, more_side) = if d < 0.0 {
+            (subject, base)
+        } else {
+            (base, subject)
+        };
+        let huge = fewer_side.faulted.map_or(0.0, |(_, h)| h);
+        let same_bytes = match (fewer_side.faulted, more_side.faulted) {
+            (Some((f, _)), Some((m, _))) => f >= 0.75 * m,
+            _ => false,
+        };
+        let mut s = format!(
+            "{} {} page faults",
+            count(d.abs(), per),
+            if d > 0.0 { "more" } else { "fewer" }
+        );
+        if huge >= HUGE_FAULTS_NAMED && same_bytes {
+            s.push_str(&format!(
+                " ({} of the fewer map a huge page each: as much memory is faulted in with fewer, larger faults)",
+                count(huge, per)
+            ));
+        }
+        parts.push(s);
+    }
+    if subject.calls_uncounted || base.calls_uncounted {
+        parts.push("memory syscalls not counted".to_string());
+    } else {
+        for ((name, a), (_, b)) in subject.calls().iter().zip(base.calls()) {
+            if differs(*a, b, calls_floor(per)) {
+                parts.push(format!(
+                    "{} {} {name}",
+                    count((a - b).abs(), per),
+                    if *a > b { "more" } else { "fewer" }
+                ));
+            }
+        }
+    }
+    if parts.is_empty() {
+        return String::new();
+    }
+    format!("{} {}", parts.join(", "), unit(per))
+}
+
+/// Where the recorded run's counts differ from the timed ones': "the recorded process
+/// made 2.00 brk per iteration where the timed ones made 3.00".
+fn check(side: &Side, e: &Evidence) -> Option<String> {
+    if side.counts.calls_uncounted {
+        return None;
+    }
+    let c = e.counts();
+    let recorded = [
+        ("brk", c.brk),
+        ("mmap", c.mmap),
+        ("munmap", c.munmap),
+        ("madvise", c.madvise),
+    ];
+    let off: Vec<String> = recorded
+        .iter()
+        .zip(side.counts.calls())
+        .filter(|((_, r), (_, t))| differs(e.per_unit(*r), *t, calls_floor(e.per)))
+        .map(|((name, r), (_, t))| {
+            format!(
+                "{} {name} {} where the timed ones made {}",
+                count(e.per_unit(*r), e.per),
+                unit(e.per),
+                count(t, e.per)
+            )
+        })
+        .collect();
+    (!off.is_empty()).then(|| {
+        format!(
+            "the recorded {} of {} made {}",
+            match e.per {
+                Per::Iteration => "process",
+                Per::Run => "run",
+            },
+            side.name,
+            off.join(", ")
+        )
+    })
+}
+
+/// The mechanisms of `of` that `against` lacks or shows less of, by [`differs`].
+fn beyond<'a>(of: &'a [Held], against: &[Held]) -> Vec<&'a Held> {
+    of.iter()
+        .filter(|h| h.key != "advice" || against.iter().all(|a| a.key != "advice"))
+        .filter(|h| match against.iter().find(|a| a.key == h.key) {
+            None => true,
+            Some(a) => {
+                let more_calls = h.calls > a.calls && differs(h.calls, a.calls, calls_floor(h.per));
+                let more_faults = match (h.faults, a.faults) {
+                    (Some(x), Some(y)) => x > y && differs(x, y, faults_floor(h.per)),
+                    _ => false,
+                };
+                more_calls || more_faults
+            }
+        })
+        .collect()
+}
+
+/// A comparison's cause, from the counts and the evidence.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Why {
+    /// The sentence: the count differences, then what the costlier side's recorded calls
+    /// did, or that no known mechanism or no recording explains them.
+    pub text: String,
+    /// The mechanisms it names, with their figures.
+    pub mechanisms: Vec<Held>,
+    /// "mechanism" (named from evidence), "no-known-mechanism", or "not-recorded".
+    pub basis: &'static str,
+}
+
+/// Why `costly` (the slower side, whose recorded calls the sentence reads) differs from
+/// `other`, per `per`; None where neither the counts nor the evidence show a difference.
+/// `subject` says which side the count words are of (true: `costly`).
+pub fn why(costly: Side, other: Side, subject_is_costly: bool, per: Per) -> Option<Why> {
+    let (subject, base) = if subject_is_costly {
+        (costly.counts, other.counts)
+    } else {
+        (other.counts, costly.counts)
+    };
+    let counted = count_words(subject, base, per);
+    let mine = costly.evidence.map(|r| r.as_ref().map(held_in));
+    let theirs: Vec<Held> = match other.evidence {
+        Some(Ok(e)) => held_in(e),
+        _ => Vec::new(),
+    };
+    let lead = |rest: &str| {
+        if counted.is_empty() {
+            rest.to_string()
+        } else {
+            format!("{counted}: {rest}")
+        }
+    };
+    let (text, mechanisms, basis) = match mine {
+        Some(Ok(held)) => {
+            let named: Vec<Held> = beyond(&held, &theirs).into_iter().cloned().collect();
+            if named.is_empty() {
+                if counted.is_empty() {
+                    return None;
+                }
+                (
+                    lead(&format!(
+                        "under {}, no known mechanism: what its recorded calls did {}",
+                        costly.name,
+                        if held.is_empty() {
+                            "holds no rule the lab knows".to_string()
+                        } else {
+                            format!(
+                                "({}) holds as much under {}",
+                                held.iter().map(|h| h.name).collect::<Vec<_>>().join(", "),
+                                other.name
+                            )
+                        }
+                    )),
+                    Vec::new(),
+                    "no-known-mechanism",
+                )
+            } else {
+                let said: Vec<&str> = named.iter().map(|h| h.sentence.as_str()).collect();
+                let mut text = lead(&format!("under {}, {}", costly.name, said.join("; ")));
+                if let Some(Ok(e)) = costly.evidence {
+                    if e.faults.is_none() && named.iter().any(|h| h.key != "advice") {
+                        text.push_str(" (the faults' addresses were not recorded)");
+                    }
+                }
+                (text, named, "mechanism")
+            }
+        }
+        Some(Err(why)) => {
+            if counted.is_empty() {
+                return None;
+            }
+            (
+                format!("{counted}; the mechanism was not recorded ({why})"),
+                Vec::new(),
+                "not-recorded",
+            )
+        }
+        None => {
+            if counted.is_empty() {
+                return None;
+            }
+            (
+                format!("{counted}; the mechanism was not recorded"),
+                Vec::new(),
+                "not-recorded",
+            )
+        }
+    };
+    let mut text = text;
+    if let Some(Ok(e)) = costly.evidence {
+        if let Some(c) = check(&costly, e) {
+            text.push_str(&format!(" ({c})"));
+        }
+    }
+    Some(Why {
+        text,
+        mechanisms,
+        basis,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::evidence::{BrkMoves, FaultSplit};
+
+    const MIB: u64 = 1 << 20;
+
+    fn glibc_out_of_place() -> Evidence {
+        Evidence {
+            per: Per::Iteration,
+            units: 100.0,
+            calls_from: "ptrace".into(),
+            brk: BrkMoves {
+                grew: Moved {
+                    calls: 200,
+                    bytes: 1510 * MIB,
+                },
+                shrank: Moved {
+                    calls: 100,
+                    bytes: 1510 * MIB,
+                },
+                still: 0,
+                regrown_bytes: 1510 * MIB,
+            },
+            faults: Some(FaultSplit {
+                after_trim: 387_400,
+                ..FaultSplit::default()
+            }),
+            ..Evidence::default()
+        }
+    }
+
+    fn quiet() -> Evidence {
+        Evidence {
+            per: Per::Iteration,
+            units: 100.0,
+            calls_from: "ptrace".into(),
+            faults: Some(FaultSplit::default()),
+            ..Evidence::default()
+        }
+    }
+
+    #[test]
+    fn a_trim_is_named_with_its_evidence() {
+        let e = glibc_out_of_place();
+        let held = held_in(&e);
+        assert_eq!(held.len(), 1, "{held:?}");
+        assert_eq!(
+            held[0].sentence,
+            "1.00 brk per iteration shrank the heap by 15.1 MiB (a trim) and 2.00 grew it back over the trimmed top by 15.1 MiB; 3,874 faults per iteration landed on the trimmed pages"
+        );
+    }
+
+    #[test]
+    fn a_comparison_names_the_costly_sides_mechanism_only() {
+        let oop = Ok(glibc_out_of_place());
+        let ip = Ok(quiet());
+        let costly = Side {
+            name: "out-of-place",
+            counts: Counts {
+                faults: 3874.0,
+                brk: 3.0,
+                ..Counts::default()
+            },
+            evidence: Some(&oop),
+        };
+        let other = Side {
+            name: "in-place",
+            counts: Counts::default(),
+            evidence: Some(&ip),
+        };
+        let w = why(costly, other, true, Per::Iteration).unwrap();
+        assert!(w.text.starts_with("3,874 more page faults, 3.00 more brk per iteration: under out-of-place, 1.00 brk per iteration shrank the heap"), "{}", w.text);
+        assert_eq!(w.basis, "mechanism");
+        // The recorded process made 3.00 brk per iteration: no check note.
+        assert!(!w.text.contains("recorded process"), "{}", w.text);
+        // Seen from the faster side (reuse vs in-place), the words are "fewer".
+        let w = why(costly, other, false, Per::Iteration).unwrap();
+        assert!(w.text.starts_with("3,874 fewer page faults"), "{}", w.text);
+    }
+
+    /// A heap that never trims: counts differ, no rule holds for the costly side.
+    #[test]
+    fn no_mechanism_is_invented_where_no_rule_holds() {
+        let grows = Ok(Evidence {
+            per: Per::Run,
+            units: 1.0,
+            faults: Some(FaultSplit {
+                first_touch: 10,
+                ..FaultSplit::default()
+            }),
+            madvise: [(
+                "hugepage".to_string(),
+                Moved {
+                    calls: 3,
+                    bytes: 3 * MIB,
+                },
+            )]
+            .into_iter()
+            .collect(),
+            ..Evidence::default()
+        });
+        let other = Ok(Evidence {
+            per: Per::Run,
+            units: 1.0,
+            faults: Some(FaultSplit {
+                first_touch: 6000,
+                ..FaultSplit::default()
+            }),
+            ..Evidence::default()
+        });
+        let costly = Side {
+            name: "snmalloc",
+            counts: Counts {
+                faults: 10.0,
+                madvise: 3.0,
+                ..Counts::default()
+            },
+            evidence: Some(&grows),
+        };
+        let base = Side {
+            name: "system",
+            counts: Counts {
+                faults: 6000.0,
+                ..Counts::default()
+            },
+            evidence: Some(&other),
+        };
+        let w = why(costly, base, true, Per::Run).unwrap();
+        assert!(!w.text.contains("trim"), "{}", w.text);
+        assert!(!w.text.contains("faulted in again"), "{}", w.text);
+        assert!(
+            w.text
+                .contains("3 madvise(HUGEPAGE) per run gave nothing back (advice)"),
+            "{}",
+            w.text
+        );
+    }
+
+    #[test]
+    fn without_a_recording_the_counts_stand_alone() {
+        let none: Result<Evidence, String> = Err("the evidence run failed: x".into());
+        let costly = Side {
+            name: "jemalloc",
+            counts: Counts {
+                faults: 1954.0,
+                madvise: 1.0,
+                ..Counts::default()
+            },
+            evidence: Some(&none),
+        };
+        let other = Side {
+            name: "in-place",
+            counts: Counts::default(),
+            evidence: None,
+        };
+        let w = why(costly, other, true, Per::Iteration).unwrap();
+        assert_eq!(
+            w.text,
+            "1,954 more page faults, 1.00 more madvise per iteration; the mechanism was not recorded (the evidence run failed: x)"
+        );
+        assert_eq!(w.basis, "not-recorded");
+    }
+
+    #[test]
+    fn purge_without_fault_addresses_says_so() {
+        let e = Evidence {
+            per: Per::Iteration,
+            units: 10.0,
+            madvise: [(
+                "dontneed".to_string(),
+                Moved {
+                    calls: 10,
+                    bytes: 80 * MIB,
+                },
+            )]
+            .into_iter()
+            .collect(),
+            faults_unrecorded: Some("paranoid".into()),
+            ..Evidence::default()
+        };
+        let h = held_in(&e);
+        assert_eq!(h.len(), 1);
+        assert_eq!(h[0].sentence, "1.00 madvise(DONTNEED) per iteration gave back 8.0 MiB (a purge); whether its pages were faulted in again was not recorded");
+    }
+
+    #[test]
+    fn the_rule_of_difference() {
+        assert!(differs(10.0, 8.0, 1.0));
+        assert!(!differs(100.0, 95.0, 1.0));
+        assert!(!differs(0.3, 0.0, 0.5));
+        assert!(differs(0.5, 0.0, 0.5));
+    }
+}
