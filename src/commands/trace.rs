@@ -565,7 +565,8 @@ impl<'a> Tracing<'a> {
             launcher_apart: false,
             trace: None,
             capture_stdout: false,
-            log_calls: false,
+            log: crate::counters::linux::ptrace::Log::Counts,
+            record_faults: false,
             // perf is the child here; the command's RSS over time comes from
             // kmem:rss_stat instead.
             memory_every: None,
@@ -700,7 +701,8 @@ impl<'a> Tracing<'a> {
     fn under_ptrace(&self, a: &crate::model::knobs::AllocatorSpec) -> Traced {
         let traced = crate::engine::spawn::LaunchOptions {
             trace: Some(crate::counters::linux::ptrace::Scope::Tree),
-            log_calls: true,
+            log: crate::counters::linux::ptrace::Log::Calls,
+            record_faults: false,
             ..self.opts
         };
         let t0 = crate::counters::linux::ptrace::monotonic_ns();
