@@ -7,296 +7,11 @@
 use crate::analysis::cells;
 use crate::analysis::explain::describe;
 use crate::analysis::stats::{Comparison, Verdict};
-use crate::fmt::{fmt_count, human_bytes};
-use crate::model::metric::{
-    RunFigures, BRK, FAULTED_BYTES, HUGE_FAULTS, MADVISE, MINOR_FAULTS, MMAP, MUNMAP, RUN_BRK,
-    RUN_MADVISE, RUN_MINOR_FAULTS, RUN_MMAP, RUN_MUNMAP,
-};
+use crate::fmt::fmt_count;
+use crate::model::metric::MINOR_FAULTS;
 use crate::model::record::Cell;
 use crate::model::spec::{Choice, Variant};
 use crate::model::summary::SummaryRow;
-
-/// A cell's counts per iteration, as the mechanism reads them.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Counts {
-    pub faults: f64,
-    pub brk: f64,
-    pub mmap: f64,
-    pub munmap: f64,
-    pub madvise: f64,
-    /// The memory syscalls were not counted (`--counters off`, or no counter here): the
-    /// call fields are 0 for want of a figure, and no sentence may say "no more calls".
-    pub calls_uncounted: bool,
-    /// The bytes the faults mapped in and how many of the faults mapped a huge page,
-    /// where the kernel's huge-page count was read; None otherwise (every fault is then
-    /// taken as a base page).
-    pub faulted: Option<(f64, f64)>,
-}
-
-impl Counts {
-    pub(crate) fn of(r: &SummaryRow) -> Self {
-        Counts {
-            calls_uncounted: r.per_iter[BRK].is_none(),
-            faults: r.per_iter[MINOR_FAULTS].unwrap_or(0.0),
-            brk: r.per_iter[BRK].unwrap_or(0.0),
-            mmap: r.per_iter[MMAP].unwrap_or(0.0),
-            munmap: r.per_iter[MUNMAP].unwrap_or(0.0),
-            madvise: r.per_iter[MADVISE].unwrap_or(0.0),
-            faulted: r.per_iter[FAULTED_BYTES].zip(r.per_iter[HUGE_FAULTS]),
-        }
-    }
-
-    /// The bytes its faults mapped in: the kernel's figure where read, else a base page
-    /// (4 KiB) per fault.
-    fn bytes(&self) -> f64 {
-        self.faulted.map_or(self.faults * 4096.0, |(b, _)| b)
-    }
-
-    /// The huge-page faults among its faults (0 where not read).
-    fn huge(&self) -> f64 {
-        self.faulted.map_or(0.0, |(_, h)| h)
-    }
-
-    /// A user's command's counts per run (medians over its runs), read as a cell's.
-    pub(crate) fn of_run(f: &RunFigures) -> Self {
-        Counts {
-            calls_uncounted: f[RUN_BRK].is_none(),
-            faults: f[RUN_MINOR_FAULTS].unwrap_or(0.0),
-            brk: f[RUN_BRK].unwrap_or(0.0),
-            mmap: f[RUN_MMAP].unwrap_or(0.0),
-            munmap: f[RUN_MUNMAP].unwrap_or(0.0),
-            madvise: f[RUN_MADVISE].unwrap_or(0.0),
-            faulted: None,
-        }
-    }
-}
-
-/// The least huge-page faults per iteration that make a side's fewer faults a matter of
-/// page size: one every other iteration.
-const HUGE_FAULTS_NAMED: f64 = 0.5;
-
-/// How a cell's counts say it gets its memory back every iteration, if they do.
-fn how(c: Counts, allocator: &str) -> Option<&'static str> {
-    if BRK.named(c.brk) && allocator.starts_with("system") {
-        Some("glibc gives the top of the heap back with brk after the frees (a trim) and grows it again for the next iteration")
-    } else if MADVISE.named(c.madvise) {
-        Some("the freed pages are given back to the kernel with madvise and faulted in again")
-    } else if MUNMAP.named(c.munmap) {
-        Some("each buffer is mapped and unmapped again")
-    } else if MINOR_FAULTS.named(c.faults) {
-        Some("the pages are faulted in again")
-    } else {
-        None
-    }
-}
-
-/// What the counts say moved between `base` and `other`, per iteration: more faults and
-/// calls (and how the allocator makes them), fewer (and how the base made them), or
-/// neither.
-pub(crate) fn mechanism(base: Counts, other: Counts, allocator: &str) -> String {
-    mechanism_against(base, other, allocator, "in place")
-}
-
-/// [`mechanism`] against a base named `against` ("in place", "with system's defaults").
-pub(crate) fn mechanism_against(
-    base: Counts,
-    other: Counts,
-    allocator: &str,
-    against: &str,
-) -> String {
-    let faults = other.faults - base.faults;
-    let calls = |sign: f64| -> Vec<String> {
-        [
-            ("brk", other.brk - base.brk),
-            ("mmap", other.mmap - base.mmap),
-            ("munmap", other.munmap - base.munmap),
-            ("madvise", other.madvise - base.madvise),
-        ]
-        .iter()
-        .filter(|(_, v)| sign * v >= BRK.named_from())
-        .map(|(n, v)| format!("{} {n}", fmt_count(v.abs())))
-        .collect()
-    };
-    let uncounted = base.calls_uncounted || other.calls_uncounted;
-    let (more, fewer) = if uncounted {
-        (Vec::new(), Vec::new())
-    } else {
-        (calls(1.0), calls(-1.0))
-    };
-    let listed = |c: &[String], none: &str| {
-        if uncounted {
-            "memory syscalls not counted".to_string()
-        } else if c.is_empty() {
-            none.to_string()
-        } else {
-            c.join(", ")
-        }
-    };
-    // Fewer (or more) faults that fault in as much memory or more: one side's faults map
-    // huge pages, so each maps 2 MiB where the other's map 4 KiB. The memory is still
-    // faulted in (and zeroed) every iteration; only the number of faults moved.
-    let (fewer_side, more_side) = if faults < 0.0 {
-        (other, base)
-    } else {
-        (base, other)
-    };
-    if faults.abs() >= MINOR_FAULTS.named_from()
-        && fewer_side.huge() >= HUGE_FAULTS_NAMED
-        && fewer_side.bytes() >= 0.75 * more_side.bytes()
-    {
-        let whose = if faults < 0.0 {
-            "its faults".to_string()
-        } else {
-            format!("the faults {against}")
-        };
-        return format!(
-            "{} {} page faults per iteration, but {} faulted in against {}: {} of {whose} map a huge page each, so as much memory is faulted in with fewer, larger faults; {}",
-            fmt_count(faults.abs()),
-            if faults < 0.0 { "fewer" } else { "more" },
-            human_bytes(other.bytes().max(0.0) as u64),
-            human_bytes(base.bytes().max(0.0) as u64),
-            fmt_count(fewer_side.huge()),
-            how(fewer_side, allocator)
-                .or(how(more_side, allocator))
-                .unwrap_or("the pages are faulted in again")
-        );
-    }
-    if faults >= MINOR_FAULTS.named_from() {
-        return format!(
-            "{} more page faults ({} faulted in again) and {} per iteration: {}",
-            fmt_count(faults),
-            human_bytes((other.bytes() - base.bytes()).max(0.0) as u64),
-            listed(&more, "no more memory syscalls"),
-            how(other, allocator).unwrap_or("the pages are faulted in again")
-        );
-    }
-    if faults <= -MINOR_FAULTS.named_from() {
-        return format!(
-            "{} fewer page faults ({} not faulted in again) and {} per iteration: {against}, {}",
-            fmt_count(-faults),
-            human_bytes((base.bytes() - other.bytes()).max(0.0) as u64),
-            listed(&fewer, "no fewer memory syscalls"),
-            how(base, allocator).unwrap_or("the pages are faulted in again")
-        );
-    }
-    // Calls without faults: the counts show the calls, nothing faulted in again.
-    if !more.is_empty() || !fewer.is_empty() {
-        return format!(
-            "{}{}{} per iteration, and no difference in page faults",
-            listed(&more, ""),
-            if more.is_empty() || fewer.is_empty() {
-                ""
-            } else {
-                " more and "
-            },
-            if fewer.is_empty() {
-                " more".to_string()
-            } else {
-                format!("{} fewer", fewer.join(", "))
-            }
-        );
-    }
-    if uncounted {
-        return format!("the same page faults as {against} (memory syscalls not counted): the counts do not explain the difference");
-    }
-    format!("the same page faults and memory syscalls as {against}: the counts do not explain the difference")
-}
-
-/// What the counts say moved between two whole runs of a program, per run: the
-/// difference in page faults and the memory syscalls that differ (by at least one call and
-/// a tenth), and how the allocator gives memory back where one kind of call explains it.
-/// Unlike [`mechanism`] (a loop whose every iteration repeats), a run's counts include
-/// its start and its growth, so the reading is of the differences only.
-pub fn run_difference(
-    base: Counts,
-    other: Counts,
-    allocator: &str,
-    base_allocator: &str,
-) -> Option<String> {
-    // Medians of whole counts: whole numbers without decimals.
-    let whole = |v: f64| {
-        if v.fract() == 0.0 {
-            crate::fmt::group_thousands(v as i64)
-        } else {
-            fmt_count(v)
-        }
-    };
-    let faults = other.faults - base.faults;
-    let named = |d: f64, a: f64, b: f64| d.abs() >= 1.0 && d.abs() >= 0.1 * a.abs().max(b.abs());
-    let calls: Vec<(&str, f64)> = [
-        ("brk", other.brk, base.brk),
-        ("mmap", other.mmap, base.mmap),
-        ("munmap", other.munmap, base.munmap),
-        ("madvise", other.madvise, base.madvise),
-    ]
-    .into_iter()
-    .filter(|(_, a, b)| named(a - b, *a, *b))
-    .map(|(n, a, b)| (n, a - b))
-    .collect();
-    let faults_named = named(faults, other.faults, base.faults) && faults.abs() >= 2.0;
-    if !faults_named && calls.is_empty() {
-        return None;
-    }
-    let listed: Vec<String> = calls
-        .iter()
-        .map(|(n, d)| {
-            format!(
-                "{} {} {n}",
-                whole(d.abs()),
-                if *d > 0.0 { "more" } else { "fewer" }
-            )
-        })
-        .collect();
-    let mut s = if faults_named {
-        format!(
-            "{} {} page faults per run ({} {})",
-            whole(faults.abs()),
-            if faults > 0.0 { "more" } else { "fewer" },
-            human_bytes((faults.abs() * 4096.0) as u64),
-            if faults > 0.0 {
-                "faulted in"
-            } else {
-                "not faulted in"
-            }
-        )
-    } else {
-        "no difference in page faults".to_string()
-    };
-    if !listed.is_empty() {
-        s.push_str(&format!(", {}", listed.join(", ")));
-    }
-    if base.calls_uncounted || other.calls_uncounted {
-        s.push_str(" (memory syscalls not counted)");
-    }
-    // How, where the extra faults go with a kind of call the run with them makes more
-    // of: this run's (more faults) or the base's (fewer).
-    if faults_named {
-        let sign = faults.signum();
-        let who = if faults > 0.0 {
-            allocator
-        } else {
-            base_allocator
-        };
-        let more = |n: &str| calls.iter().any(|(c, d)| *c == n && d * sign > 0.0);
-        let how = if more("brk") && who.starts_with("system") {
-            Some("glibc gives the top of its heap back with brk (a trim) and grows it again")
-        } else if more("madvise") {
-            Some("freed pages are given back to the kernel with madvise and faulted in again")
-        } else if more("munmap") {
-            Some("buffers are mapped and unmapped again")
-        } else {
-            None
-        };
-        if let Some(how) = how {
-            if faults > 0.0 {
-                s.push_str(&format!(": {how}"));
-            } else {
-                s.push_str(&format!(": under {who}, {how}"));
-            }
-        }
-    }
-    Some(s)
-}
 
 /// A comparison in words that read in a sentence: "17.00x slower [16.80x, 17.13x]", or
 /// where there is no verdict, the ratio as faster or slower and why there is none.
@@ -338,21 +53,6 @@ pub(crate) fn phrase_than(c: &Comparison, base: &str) -> String {
     }
 }
 
-/// Whether two cells' counts differ enough to explain a difference: a page fault per
-/// iteration and a tenth of the larger count, or a memory syscall's change worth naming
-/// ([`crate::model::metric`]: half a call per iteration).
-pub fn counts_differ(base: Counts, other: Counts) -> bool {
-    let faults = (other.faults - base.faults).abs();
-    let calls = [
-        other.brk - base.brk,
-        other.mmap - base.mmap,
-        other.munmap - base.munmap,
-        other.madvise - base.madvise,
-    ];
-    (MINOR_FAULTS.named(faults) && faults >= 0.1 * other.faults.max(base.faults))
-        || calls.iter().any(|d| BRK.named(*d))
-}
-
 /// One comparison of the answer: `subject`'s `variant` against `against` (in-place, or
 /// the fastest allocator of the variant), and — where the counts differ — the cause in
 /// words.
@@ -362,7 +62,8 @@ pub struct Finding {
     pub variant: Variant,
     pub against: String,
     pub comparison: Comparison,
-    pub cause: Option<String>,
+    /// Why, where the counts or the recorded calls explain it.
+    pub cause: Option<crate::analysis::mechanism::Why>,
     /// What removes the cost: measured in the same rounds, or a knob set to measure.
     pub removed_by: Vec<String>,
 }
@@ -451,7 +152,7 @@ impl Answer {
                     f.words()
                 );
                 if let Some(cause) = &f.cause {
-                    s.push_str(&format!(" — {cause}"));
+                    s.push_str(&format!(" — {}", cause.text));
                 }
                 if !f.removed_by.is_empty() {
                     s.push_str(&format!("; removed by: {}", f.removed_by.join("; ")));
@@ -484,18 +185,20 @@ impl Answer {
     }
 }
 
-/// A knob set that goes at the mechanism `counts` show for `spec`'s allocator, to measure
-/// (the tunables experiment's sets): glibc's trim, jemalloc's and mimalloc's purges.
-fn knob_to_measure(spec: &str, c: Counts) -> Option<&'static str> {
+/// A knob set that goes at a mechanism the recorded calls of `spec`'s allocator show, to
+/// measure (the tunables experiment's sets): glibc's trim and map per buffer, jemalloc's
+/// and mimalloc's purges.
+fn knob_to_measure(spec: &str, why: &crate::analysis::mechanism::Why) -> Option<&'static str> {
     let allocator = spec.split(':').next().unwrap_or(spec);
     if spec.contains(':') {
         return None;
     }
+    let has = |key: &str| why.mechanisms.iter().any(|m| m.key == key);
     match allocator {
-        "system" if BRK.named(c.brk) => Some("system:top_pad=64M"),
-        "system" if MUNMAP.named(c.munmap) => Some("system:mmap_threshold=64M"),
-        "jemalloc" if MADVISE.named(c.madvise) => Some("jemalloc:dirty_decay_ms=-1"),
-        "mimalloc" if MADVISE.named(c.madvise) => Some("mimalloc:purge_delay=-1"),
+        "system" if has("trim") => Some("system:top_pad=64M"),
+        "system" if has("map-per-buffer") => Some("system:mmap_threshold=64M"),
+        "jemalloc" if has("purge") => Some("jemalloc:dirty_decay_ms=-1"),
+        "mimalloc" if has("purge") => Some("mimalloc:purge_delay=-1"),
         _ => None,
     }
 }
@@ -545,8 +248,12 @@ pub fn of_cells(cells: &[&Cell], rows: &[SummaryRow], threshold: f64) -> Answer 
             let Some(c) = cells::compare(cells[base], cells[i], threshold) else {
                 continue;
             };
-            let (b, o) = (Counts::of(&rows[base]), Counts::of(&rows[i]));
-            let cause = counts_differ(b, o).then(|| mechanism(b, o, spec));
+            let cause = cells::why(
+                (cells[i], &v.to_string()),
+                (cells[base], "in-place"),
+                c.ratio,
+            );
+            let cause = cause.explains().then_some(cause);
             let mut finding = Finding {
                 subject: spec.to_string(),
                 variant: *v,
@@ -562,10 +269,12 @@ pub fn of_cells(cells: &[&Cell], rows: &[SummaryRow], threshold: f64) -> Answer 
             }
             // What removes a cost the counts explain: the fastest other allocator of
             // the variant without it, reusing one buffer, or a knob set to measure.
-            if finding.comparison.verdict == Some(Verdict::Slower) && o.faults > b.faults {
+            let faults = |r: &SummaryRow| r.per_iter[MINOR_FAULTS].unwrap_or(0.0);
+            let (b_faults, o_faults) = (faults(&rows[base]), faults(&rows[i]));
+            if finding.comparison.verdict == Some(Verdict::Slower) && o_faults > b_faults {
                 let cheaper = (0..rows.len())
                     .filter(|&j| ok(j) && j != i && rows[j].variant == *v)
-                    .filter(|&j| Counts::of(&rows[j]).faults <= b.faults.max(o.faults * 0.1))
+                    .filter(|&j| faults(&rows[j]) <= b_faults.max(o_faults * 0.1))
                     .filter_map(|j| {
                         let c = cells::compare(cells[i], cells[j], threshold)?;
                         (c.verdict == Some(Verdict::Faster)).then_some((j, c))
@@ -576,7 +285,7 @@ pub fn of_cells(cells: &[&Cell], rows: &[SummaryRow], threshold: f64) -> Answer 
                         "{} ({v} {}, {} faults/it)",
                         rows[j].allocator_spec,
                         describe(&c),
-                        fmt_count(Counts::of(&rows[j]).faults)
+                        fmt_count(faults(&rows[j]))
                     ));
                 }
                 if *v != Variant::Reuse {
@@ -591,7 +300,11 @@ pub fn of_cells(cells: &[&Cell], rows: &[SummaryRow], threshold: f64) -> Answer 
                         }
                     }
                 }
-                if let Some(knob) = knob_to_measure(spec, o) {
+                if let Some(knob) = finding
+                    .cause
+                    .as_ref()
+                    .and_then(|w| knob_to_measure(spec, w))
+                {
                     if !specs.contains(&knob) {
                         removed_by.push(format!(
                             "a knob to measure: --allocators {spec},{knob} --variants {v}"
@@ -613,18 +326,18 @@ pub fn of_cells(cells: &[&Cell], rows: &[SummaryRow], threshold: f64) -> Answer 
             let Some(c) = cells::compare(cells[fastest], cells[i], threshold) else {
                 continue;
             };
-            let (b, o) = (Counts::of(&rows[fastest]), Counts::of(&rows[i]));
+            let cause = cells::why(
+                (cells[i], &rows[i].allocator_spec),
+                (cells[fastest], &rows[fastest].allocator_spec),
+                c.ratio,
+            );
             let f = Finding {
                 subject: rows[i].allocator_spec.clone(),
                 variant: v,
                 against: rows[fastest].allocator_spec.clone(),
                 comparison: c,
                 removed_by: Vec::new(),
-                // Only what the slower one does more of: "fewer" would describe the
-                // fastest's mechanism under the other's name.
-                cause: (counts_differ(b, o) && o.faults > b.faults - 1.0).then(|| {
-                    mechanism_against(b, o, &rows[i].allocator_spec, &rows[fastest].allocator_spec)
-                }),
+                cause: cause.explains().then_some(cause),
             };
             if f.is_answer() {
                 found.push(f);
@@ -641,105 +354,4 @@ pub fn of_cells(cells: &[&Cell], rows: &[SummaryRow], threshold: f64) -> Answer 
         });
     }
     answer
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Syscalls that were not counted are said to be so, never "no more".
-    #[test]
-    fn uncounted_calls_are_not_said_to_be_none() {
-        let base = Counts {
-            calls_uncounted: true,
-            ..Counts::default()
-        };
-        let oop = Counts {
-            faults: 3874.0,
-            calls_uncounted: true,
-            ..Counts::default()
-        };
-        let m = mechanism(base, oop, "system");
-        assert!(
-            m.contains("and memory syscalls not counted per iteration"),
-            "{m}"
-        );
-        assert!(!m.contains("no more memory syscalls"), "{m}");
-        let same = mechanism(base, base, "system");
-        assert!(same.contains("(memory syscalls not counted)"), "{same}");
-    }
-
-    #[test]
-    fn the_mechanism_names_the_trim() {
-        let base = Counts::default();
-        let oop = Counts {
-            faults: 3874.0,
-            brk: 3.0,
-            ..Counts::default()
-        };
-        let m = mechanism(base, oop, "system");
-        assert!(
-            m.starts_with("3,874 more page faults (15.1 MiB faulted in again) and 3.00 brk"),
-            "{m}"
-        );
-        assert!(m.contains("trim"), "{m}");
-        assert!(mechanism(base, base, "system").starts_with("the same page faults"));
-        // Calls alone (snmalloc's out-of-place: a madvise, no fault): no "0 more faults".
-        let calls_only = Counts {
-            madvise: 1.0,
-            ..Counts::default()
-        };
-        assert_eq!(
-            mechanism(base, calls_only, "snmalloc"),
-            "1.00 madvise more per iteration, and no difference in page faults"
-        );
-        // Faster than in place: what in place did that this one does not.
-        let jemalloc_in_place = Counts {
-            faults: 1954.0,
-            madvise: 1.0,
-            ..Counts::default()
-        };
-        let m = mechanism(jemalloc_in_place, base, "jemalloc");
-        assert!(
-            m.starts_with("1,954 fewer page faults (7.6 MiB not faulted in again) and 1.00 madvise per iteration: in place, the freed pages are given back"),
-            "{m}"
-        );
-    }
-
-    /// Fewer faults that fault in as much memory are huge pages, not memory kept: said
-    /// so (jemalloc's out-of-place case with its defaults and with thp:always, as
-    /// measured).
-    #[test]
-    fn fewer_faults_in_huge_pages_are_not_memory_kept() {
-        let m = (1u64 << 20) as f64;
-        let defaults = Counts {
-            faults: 3908.0,
-            madvise: 2.0,
-            faulted: Some((15.3 * m, 0.0)),
-            ..Counts::default()
-        };
-        let always = Counts {
-            faults: 8.0,
-            madvise: 2.0,
-            faulted: Some((16.0 * m, 8.0)),
-            ..Counts::default()
-        };
-        let text = mechanism_against(defaults, always, "jemalloc", "with jemalloc's defaults");
-        assert_eq!(
-            text,
-            "3,900 fewer page faults per iteration, but 16.0 MiB faulted in against 15.3 MiB: 8.00 of its faults map a huge page each, so as much memory is faulted in with fewer, larger faults; the freed pages are given back to the kernel with madvise and faulted in again"
-        );
-        assert!(!text.contains("not faulted in again"), "{text}");
-        // The other way round: the base's faults are the huge ones.
-        let back = mechanism_against(always, defaults, "jemalloc", "with thp:always");
-        assert!(back.starts_with("3,900 more page faults per iteration, but 15.3 MiB faulted in against 16.0 MiB: 8.00 of the faults with thp:always map a huge page each"), "{back}");
-        // Memory really kept: fewer faults and fewer bytes, said as before.
-        let kept = Counts {
-            faults: 0.0,
-            faulted: Some((0.0, 0.0)),
-            ..Counts::default()
-        };
-        assert!(mechanism_against(defaults, kept, "mimalloc", "x")
-            .starts_with("3,908 fewer page faults (15.3 MiB not faulted in again)"));
-    }
 }

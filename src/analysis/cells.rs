@@ -154,6 +154,47 @@ pub fn row(cell: &Cell) -> SummaryRow {
     row
 }
 
+/// How a sentence tells two cells apart: by variant where the allocator is the same, by
+/// allocator where the variant is, else by both.
+pub fn names(a: &Cell, b: &Cell) -> (String, String) {
+    let (la, lb) = (a.spec.allocator_label(), b.spec.allocator_label());
+    if la == lb {
+        (a.spec.variant.to_string(), b.spec.variant.to_string())
+    } else if a.spec.variant == b.spec.variant {
+        (la, lb)
+    } else {
+        (
+            format!("{la} {}", a.spec.variant),
+            format!("{lb} {}", b.spec.variant),
+        )
+    }
+}
+
+/// Why cell `subject` (named `subject_name` in the sentence) differs from `base` (named
+/// `base_name`), whose time it takes `ratio` times: the one cause composer
+/// ([`crate::analysis::mechanism::why_of`]) over their rows' counts per iteration and
+/// their evidence.
+pub fn why(
+    (subject, subject_name): (&Cell, &str),
+    (base, base_name): (&Cell, &str),
+    ratio: f64,
+) -> crate::analysis::mechanism::Why {
+    use crate::analysis::mechanism::{why_of, Counts, Side};
+    fn side<'a>(c: &'a Cell, name: &'a str) -> Side<'a> {
+        Side {
+            name,
+            counts: Counts::of_row(&row(c)),
+            evidence: c.evidence.as_ref(),
+        }
+    }
+    why_of(
+        side(subject, subject_name),
+        side(base, base_name),
+        ratio,
+        crate::model::evidence::Per::Iteration,
+    )
+}
+
 /// `other` against `base` from the rounds in which both produced a record: the ratio of
 /// their p50s per round, its median, interval and verdict against `threshold`.
 pub fn compare(base: &Cell, other: &Cell, threshold: f64) -> Option<Comparison> {
@@ -352,6 +393,7 @@ pub(crate) fn test_cell(allocator: &str, figures: &[(u64, f64)]) -> Cell {
         spec,
         runs,
         level: crate::analysis::stats::DEFAULT_LEVEL,
+        evidence: None,
     }
 }
 

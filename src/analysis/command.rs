@@ -5,6 +5,7 @@ use crate::analysis::modes::{self, Behaviours, Unit};
 use crate::analysis::stats::{compare_paired, median, median_ci, Comparison, Verdict};
 use crate::model::command::{AllocatorRuns, ExecRecord, ExecRun, TracedRun};
 use crate::model::counts::SyscallCounts;
+use crate::model::evidence::Per;
 use crate::model::metric::{
     Figures, Metric, Registry, RunFigures, Source, SourceTotals, Unit as MetricUnit, RUN_COUNTS,
     RUN_METRICS, RUN_MINOR_FAULTS,
@@ -85,6 +86,10 @@ pub struct ExecRow {
     /// runs than an interval needs. Last in CSV.
     #[serde(flatten, default)]
     pub memory_ci: crate::model::metric::MemoryIntervals,
+    /// What its recorded run showed the calls and faults did (exec.json keeps it; not a
+    /// column).
+    #[serde(skip)]
+    pub evidence: Option<crate::model::evidence::Recorded>,
 }
 
 /// A figure of the traced run that the untraced runs do not reach: it lies beyond their
@@ -464,6 +469,7 @@ fn row_of(
         allocator_version: a.version.clone(),
         preload: a.preload.clone(),
         malloc_from: a.malloc_from.clone(),
+        evidence: a.evidence.clone(),
     }
 }
 
@@ -691,8 +697,8 @@ pub fn memory_lines(rows: &[ExecRow]) -> Vec<String> {
 }
 
 pub fn answer(rows: &[ExecRow]) -> Vec<crate::analysis::findings::Item> {
-    use crate::analysis::answer::{run_difference, Counts};
     use crate::analysis::findings::{CommandFigures, Figures, Item};
+    use crate::analysis::mechanism::{why_of, Counts, Side, Why};
     let mut items = Vec::new();
     for (r, base) in against_baseline(rows) {
         let Some(ratio) = r.vs_baseline else { continue };
@@ -712,15 +718,22 @@ pub fn answer(rows: &[ExecRow]) -> Vec<crate::analysis::findings::Item> {
             "{}: {ratio:.2}x {}'s wall time{verdict}",
             r.allocator, base.allocator
         );
-        let counts = |x: &ExecRow| Counts::of_run(&x.per_run);
-        if r.per_run[RUN_MINOR_FAULTS].is_some() && base.per_run[RUN_MINOR_FAULTS].is_some() {
-            if let Some(why) =
-                run_difference(counts(base), counts(r), &r.allocator, &base.allocator)
-            {
-                let decided = matches!(r.vs_baseline_verdict.as_deref(), Some("faster" | "slower"));
-                let label = if decided { "why" } else { "counts" };
-                text.push_str(&format!("; {label}: {why}"));
+        fn side(x: &ExecRow) -> Side<'_> {
+            Side {
+                name: x.allocator.as_str(),
+                counts: Counts::of_run(&x.per_run),
+                evidence: x.evidence.as_ref(),
             }
+        }
+        // The cause is read from the slower side's recorded calls.
+        let cause = (r.per_run[RUN_MINOR_FAULTS].is_some()
+            && base.per_run[RUN_MINOR_FAULTS].is_some())
+        .then(|| why_of(side(r), side(base), ratio, Per::Run))
+        .filter(Why::explains);
+        if let Some(w) = &cause {
+            let decided = matches!(r.vs_baseline_verdict.as_deref(), Some("faster" | "slower"));
+            let label = if decided { "why" } else { "counts" };
+            text.push_str(&format!("; {label}: {}", w.text));
         }
         items.push(Item {
             text,
@@ -736,6 +749,7 @@ pub fn answer(rows: &[ExecRow]) -> Vec<crate::analysis::findings::Item> {
                 against_runs: base.runs,
                 counts: counts_per_run(r),
                 against_counts: counts_per_run(base),
+                cause,
             })),
         });
     }
@@ -806,6 +820,7 @@ mod tests {
             }),
             traced_note: None,
             traced_run: Some(t),
+            evidence: None,
             command_index: None,
         }
     }

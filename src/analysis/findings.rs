@@ -327,6 +327,10 @@ pub struct CommandFigures {
     pub against_runs: usize,
     pub counts: BTreeMap<String, Option<f64>>,
     pub against_counts: BTreeMap<String, Option<f64>>,
+    /// The cause, where the counts or the evidence show one: its words, the mechanisms
+    /// it names with their figures, and what it rests on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cause: Option<crate::analysis::mechanism::Why>,
 }
 
 /// A cliff: where it is, what changes there, the threshold behind it and whether moving
@@ -381,6 +385,9 @@ pub struct DifferenceFigures {
     /// Counts per iteration (medians over processes), the cell's and the base's.
     pub counts: CountsPerIter,
     pub against_counts: CountsPerIter,
+    /// Why: the count differences and the mechanism the recorded calls show, with their
+    /// figures, or what the sentence rests on instead.
+    pub cause: crate::analysis::mechanism::Why,
 }
 
 /// A cell's counts per iteration keyed by the registry's names (summary.csv's columns,

@@ -6,7 +6,7 @@
 //! [`why`] is the one place a comparison's cause is worded.
 
 use crate::fmt::{fmt_count, group_thousands, human_bytes};
-use crate::model::evidence::{Evidence, GivenBack, Moved, Per};
+use crate::model::evidence::{Evidence, GivenBack, Moved, Per, Recorded};
 use serde::Serialize;
 
 /// The least calls per unit a mechanism or a difference is named from: half a call per
@@ -239,12 +239,11 @@ fn unused_purge(e: &Evidence, m: &Mechanism) -> Option<Held> {
         return None;
     }
     let sentence = format!(
-        "{} {} {} gave back {} that no fault touched again ({}: calls, not faults)",
+        "{} {} {} gave back {} that no fault touched again (calls, not faults)",
         count(n, e.per),
         releasing_advice(e),
         unit(e.per),
         bytes(e.per_unit(p.bytes)),
-        m.name
     );
     Some(held(m, e, p, Some(faults), sentence))
 }
@@ -255,10 +254,9 @@ fn exit_release(e: &Evidence, m: &Mechanism) -> Option<Held> {
         return None;
     }
     let sentence = format!(
-        "{} munmap and releasing madvise calls gave back {} after the run's last page fault ({})",
+        "{} munmap and releasing madvise calls gave back {} after the run's last page fault (at exit)",
         count(r.calls as f64, e.per),
         bytes(r.bytes as f64),
-        m.name
     );
     Some(held(m, e, r, Some(0.0), sentence))
 }
@@ -266,7 +264,10 @@ fn exit_release(e: &Evidence, m: &Mechanism) -> Option<Held> {
 fn map_per_buffer(e: &Evidence, m: &Mechanism) -> Option<Held> {
     let u = e.unmapped_again;
     let n = e.per_unit(u.calls);
-    if n < calls_floor(e.per) {
+    // Where the faults were recorded, the block's pages must be faulted in again: a block
+    // mapped and unmapped untouched costs two calls, not a mechanism.
+    let faults = faults_after(e, GivenBack::Unmap);
+    if n < calls_floor(e.per) || faults.is_some_and(|f| f < faults_floor(e.per)) {
         return None;
     }
     let sentence = format!(
@@ -277,7 +278,7 @@ fn map_per_buffer(e: &Evidence, m: &Mechanism) -> Option<Held> {
         m.name,
         faults_clause(e, GivenBack::Unmap, "unmapped")
     );
-    Some(held(m, e, u, faults_after(e, GivenBack::Unmap), sentence))
+    Some(held(m, e, u, faults, sentence))
 }
 
 fn first_touch(e: &Evidence, m: &Mechanism) -> Option<Held> {
@@ -286,10 +287,9 @@ fn first_touch(e: &Evidence, m: &Mechanism) -> Option<Held> {
         return None;
     }
     let sentence = format!(
-        "{} faults {} were first touches of memory never given back ({})",
+        "{} faults {} were first touches of memory never given back",
         count(f, e.per),
         unit(e.per),
-        m.name
     );
     Some(held(m, e, Moved::default(), Some(f), sentence))
 }
@@ -338,6 +338,36 @@ pub struct Counts {
 }
 
 impl Counts {
+    /// A summary row's counts per iteration (medians over its processes).
+    pub fn of_row(r: &crate::model::summary::SummaryRow) -> Self {
+        use crate::model::metric::{
+            BRK, FAULTED_BYTES, HUGE_FAULTS, MADVISE, MINOR_FAULTS, MMAP, MUNMAP,
+        };
+        Counts {
+            calls_uncounted: r.per_iter[BRK].is_none(),
+            faults: r.per_iter[MINOR_FAULTS].unwrap_or(0.0),
+            brk: r.per_iter[BRK].unwrap_or(0.0),
+            mmap: r.per_iter[MMAP].unwrap_or(0.0),
+            munmap: r.per_iter[MUNMAP].unwrap_or(0.0),
+            madvise: r.per_iter[MADVISE].unwrap_or(0.0),
+            faulted: r.per_iter[FAULTED_BYTES].zip(r.per_iter[HUGE_FAULTS]),
+        }
+    }
+
+    /// A command's counts per run (medians over its runs).
+    pub fn of_run(f: &crate::model::metric::RunFigures) -> Self {
+        use crate::model::metric::{RUN_BRK, RUN_MADVISE, RUN_MINOR_FAULTS, RUN_MMAP, RUN_MUNMAP};
+        Counts {
+            calls_uncounted: f[RUN_BRK].is_none(),
+            faults: f[RUN_MINOR_FAULTS].unwrap_or(0.0),
+            brk: f[RUN_BRK].unwrap_or(0.0),
+            mmap: f[RUN_MMAP].unwrap_or(0.0),
+            munmap: f[RUN_MUNMAP].unwrap_or(0.0),
+            madvise: f[RUN_MADVISE].unwrap_or(0.0),
+            faulted: None,
+        }
+    }
+
     fn calls(&self) -> [(&'static str, f64); 4] {
         [
             ("brk", self.brk),
@@ -355,7 +385,7 @@ pub struct Side<'a> {
     /// How the sentence names it ("out-of-place", "system", "mimalloc in-place").
     pub name: &'a str,
     pub counts: Counts,
-    pub evidence: Option<&'a Result<Evidence, String>>,
+    pub evidence: Option<&'a Recorded>,
 }
 
 /// Whether two sides' counts differ enough to be said: faults or a memory syscall by
@@ -461,50 +491,109 @@ fn check(side: &Side, e: &Evidence) -> Option<String> {
     })
 }
 
-/// The mechanisms of `of` that `against` lacks or shows less of, by [`differs`].
-fn beyond<'a>(of: &'a [Held], against: &[Held]) -> Vec<&'a Held> {
+/// The mechanisms of `of` that `against` lacks or shows less of, by [`differs`], each
+/// with the other side's figures where it holds there too.
+fn beyond<'a, 'b>(of: &'a [Held], against: &'b [Held]) -> Vec<(&'a Held, Option<&'b Held>)> {
     of.iter()
         .filter(|h| h.key != "advice" || against.iter().all(|a| a.key != "advice"))
-        .filter(|h| match against.iter().find(|a| a.key == h.key) {
-            None => true,
+        .filter_map(|h| match against.iter().find(|a| a.key == h.key) {
+            None => Some((h, None)),
             Some(a) => {
                 let more_calls = h.calls > a.calls && differs(h.calls, a.calls, calls_floor(h.per));
                 let more_faults = match (h.faults, a.faults) {
                     (Some(x), Some(y)) => x > y && differs(x, y, faults_floor(h.per)),
                     _ => false,
                 };
-                more_calls || more_faults
+                (more_calls || more_faults).then_some((h, Some(a)))
             }
         })
         .collect()
+}
+
+/// " (under in-place: 1.00 calls of 8.0 MiB, 1,954 faults per iteration)": what the
+/// other side shows of a mechanism both hold.
+fn also_under(name: &str, a: &Held) -> String {
+    let mut parts = Vec::new();
+    if a.calls > 0.0 {
+        parts.push(format!(
+            "{} calls of {}",
+            count(a.calls, a.per),
+            bytes(a.bytes)
+        ));
+    }
+    if let Some(f) = a.faults.filter(|f| *f > 0.0) {
+        parts.push(format!("{} faults", count(f, a.per)));
+    }
+    format!(" (under {name}: {} {})", parts.join(", "), unit(a.per))
 }
 
 /// A comparison's cause, from the counts and the evidence.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Why {
     /// The sentence: the count differences, then what the costlier side's recorded calls
-    /// did, or that no known mechanism or no recording explains them.
+    /// did, or that no known mechanism or no recording explains them, or that the counts
+    /// are the same.
     pub text: String,
     /// The mechanisms it names, with their figures.
     pub mechanisms: Vec<Held>,
-    /// "mechanism" (named from evidence), "no-known-mechanism", or "not-recorded".
+    /// What the sentence rests on: "mechanism" (named from the evidence),
+    /// "no-known-mechanism" (the counts differ, no rule holds), "not-recorded" (the counts
+    /// differ, nothing was recorded), "no-difference" (neither the counts nor the
+    /// evidence differ).
     pub basis: &'static str,
 }
 
-/// Why `costly` (the slower side, whose recorded calls the sentence reads) differs from
-/// `other`, per `per`; None where neither the counts nor the evidence show a difference.
-/// `subject` says which side the count words are of (true: `costly`).
-pub fn why(costly: Side, other: Side, subject_is_costly: bool, per: Per) -> Option<Why> {
+impl Why {
+    /// Whether it explains a difference: the counts differ, or a mechanism was named.
+    pub fn explains(&self) -> bool {
+        self.basis != "no-difference"
+    }
+}
+
+/// Why `subject` differs from `base` (its time over theirs `ratio`), per `per`: the
+/// mechanisms of the slower side (the one whose recorded calls can explain a cost) that
+/// the other shows less of, after the count differences of `subject` against `base`.
+pub fn why_of(subject: Side, base: Side, ratio: f64, per: Per) -> Why {
+    if ratio > 1.0 {
+        why(subject, base, true, per)
+    } else {
+        why(base, subject, false, per)
+    }
+}
+
+/// Why `costly` (whose recorded calls the sentence reads) differs from `other`, per
+/// `per`; the count words are of `costly` against `other` where `subject_is_costly`, of
+/// `other` against `costly` otherwise.
+pub fn why(costly: Side, other: Side, subject_is_costly: bool, per: Per) -> Why {
     let (subject, base) = if subject_is_costly {
         (costly.counts, other.counts)
     } else {
         (other.counts, costly.counts)
     };
+    let base_name = if subject_is_costly {
+        other.name
+    } else {
+        costly.name
+    };
     let counted = count_words(subject, base, per);
-    let mine = costly.evidence.map(|r| r.as_ref().map(held_in));
-    let theirs: Vec<Held> = match other.evidence {
+    let mine = costly.evidence.map(|r| r.get().map(held_in));
+    let theirs: Vec<Held> = match other.evidence.map(Recorded::get) {
         Some(Ok(e)) => held_in(e),
         _ => Vec::new(),
+    };
+    let same = || {
+        Why {
+        text: format!(
+            "the same page faults and memory syscalls as {base_name}{}: the counts do not explain the difference",
+            if subject.calls_uncounted || base.calls_uncounted {
+                " (memory syscalls not counted)"
+            } else {
+                ""
+            }
+        ),
+        mechanisms: Vec::new(),
+        basis: "no-difference",
+    }
     };
     let lead = |rest: &str| {
         if counted.is_empty() {
@@ -513,12 +602,20 @@ pub fn why(costly: Side, other: Side, subject_is_costly: bool, per: Per) -> Opti
             format!("{counted}: {rest}")
         }
     };
-    let (text, mechanisms, basis) = match mine {
+    let (mut text, mechanisms, basis) = match mine {
         Some(Ok(held)) => {
-            let named: Vec<Held> = beyond(&held, &theirs).into_iter().cloned().collect();
+            let pairs = beyond(&held, &theirs);
+            let said: Vec<String> = pairs
+                .iter()
+                .map(|(h, a)| match a {
+                    Some(a) => format!("{}{}", h.sentence, also_under(other.name, a)),
+                    None => h.sentence.clone(),
+                })
+                .collect();
+            let named: Vec<Held> = pairs.into_iter().map(|(h, _)| h.clone()).collect();
             if named.is_empty() {
                 if counted.is_empty() {
-                    return None;
+                    return same();
                 }
                 (
                     lead(&format!(
@@ -538,9 +635,8 @@ pub fn why(costly: Side, other: Side, subject_is_costly: bool, per: Per) -> Opti
                     "no-known-mechanism",
                 )
             } else {
-                let said: Vec<&str> = named.iter().map(|h| h.sentence.as_str()).collect();
                 let mut text = lead(&format!("under {}, {}", costly.name, said.join("; ")));
-                if let Some(Ok(e)) = costly.evidence {
+                if let Some(Ok(e)) = costly.evidence.map(Recorded::get) {
                     if e.faults.is_none() && named.iter().any(|h| h.key != "advice") {
                         text.push_str(" (the faults' addresses were not recorded)");
                     }
@@ -550,7 +646,7 @@ pub fn why(costly: Side, other: Side, subject_is_costly: bool, per: Per) -> Opti
         }
         Some(Err(why)) => {
             if counted.is_empty() {
-                return None;
+                return same();
             }
             (
                 format!("{counted}; the mechanism was not recorded ({why})"),
@@ -560,7 +656,7 @@ pub fn why(costly: Side, other: Side, subject_is_costly: bool, per: Per) -> Opti
         }
         None => {
             if counted.is_empty() {
-                return None;
+                return same();
             }
             (
                 format!("{counted}; the mechanism was not recorded"),
@@ -569,17 +665,16 @@ pub fn why(costly: Side, other: Side, subject_is_costly: bool, per: Per) -> Opti
             )
         }
     };
-    let mut text = text;
-    if let Some(Ok(e)) = costly.evidence {
+    if let Some(Ok(e)) = costly.evidence.map(Recorded::get) {
         if let Some(c) = check(&costly, e) {
             text.push_str(&format!(" ({c})"));
         }
     }
-    Some(Why {
+    Why {
         text,
         mechanisms,
         basis,
-    })
+    }
 }
 
 #[cfg(test)]
@@ -637,8 +732,8 @@ mod tests {
 
     #[test]
     fn a_comparison_names_the_costly_sides_mechanism_only() {
-        let oop = Ok(glibc_out_of_place());
-        let ip = Ok(quiet());
+        let oop = Recorded::Recorded(Box::new(glibc_out_of_place()));
+        let ip = Recorded::Recorded(Box::new(quiet()));
         let costly = Side {
             name: "out-of-place",
             counts: Counts {
@@ -653,20 +748,20 @@ mod tests {
             counts: Counts::default(),
             evidence: Some(&ip),
         };
-        let w = why(costly, other, true, Per::Iteration).unwrap();
+        let w = why(costly, other, true, Per::Iteration);
         assert!(w.text.starts_with("3,874 more page faults, 3.00 more brk per iteration: under out-of-place, 1.00 brk per iteration shrank the heap"), "{}", w.text);
         assert_eq!(w.basis, "mechanism");
         // The recorded process made 3.00 brk per iteration: no check note.
         assert!(!w.text.contains("recorded process"), "{}", w.text);
         // Seen from the faster side (reuse vs in-place), the words are "fewer".
-        let w = why(costly, other, false, Per::Iteration).unwrap();
+        let w = why(costly, other, false, Per::Iteration);
         assert!(w.text.starts_with("3,874 fewer page faults"), "{}", w.text);
     }
 
     /// A heap that never trims: counts differ, no rule holds for the costly side.
     #[test]
     fn no_mechanism_is_invented_where_no_rule_holds() {
-        let grows = Ok(Evidence {
+        let grows = Recorded::Recorded(Box::new(Evidence {
             per: Per::Run,
             units: 1.0,
             faults: Some(FaultSplit {
@@ -683,8 +778,8 @@ mod tests {
             .into_iter()
             .collect(),
             ..Evidence::default()
-        });
-        let other = Ok(Evidence {
+        }));
+        let other = Recorded::Recorded(Box::new(Evidence {
             per: Per::Run,
             units: 1.0,
             faults: Some(FaultSplit {
@@ -692,7 +787,7 @@ mod tests {
                 ..FaultSplit::default()
             }),
             ..Evidence::default()
-        });
+        }));
         let costly = Side {
             name: "snmalloc",
             counts: Counts {
@@ -710,7 +805,7 @@ mod tests {
             },
             evidence: Some(&other),
         };
-        let w = why(costly, base, true, Per::Run).unwrap();
+        let w = why(costly, base, true, Per::Run);
         assert!(!w.text.contains("trim"), "{}", w.text);
         assert!(!w.text.contains("faulted in again"), "{}", w.text);
         assert!(
@@ -723,7 +818,7 @@ mod tests {
 
     #[test]
     fn without_a_recording_the_counts_stand_alone() {
-        let none: Result<Evidence, String> = Err("the evidence run failed: x".into());
+        let none = Recorded::Unrecorded("the evidence run failed: x".into());
         let costly = Side {
             name: "jemalloc",
             counts: Counts {
@@ -738,7 +833,7 @@ mod tests {
             counts: Counts::default(),
             evidence: None,
         };
-        let w = why(costly, other, true, Per::Iteration).unwrap();
+        let w = why(costly, other, true, Per::Iteration);
         assert_eq!(
             w.text,
             "1,954 more page faults, 1.00 more madvise per iteration; the mechanism was not recorded (the evidence run failed: x)"

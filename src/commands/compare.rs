@@ -481,7 +481,24 @@ fn measure(
         &mut more,
     );
     let order = compare_order_effect(&session);
-    let all = session.cells;
+    let mut all = session.cells;
+    // What each measured cell's calls and faults did: one recorded process each.
+    let measured: Vec<usize> = (0..all.len())
+        .filter(|&i| !all[i].runs.is_empty())
+        .collect();
+    progress.add_runs(measured.len());
+    for i in measured {
+        let what = format!("evidence: {}", all[i].spec);
+        if !engine::record_cell(
+            &mut all[i],
+            &args.budget.budget(),
+            executor,
+            &mut progress,
+            &what,
+        ) {
+            break;
+        }
+    }
     progress.clear();
     let ran = Ran {
         level,

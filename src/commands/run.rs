@@ -71,7 +71,11 @@ pub fn run(args: RunArgs, level: f64) -> Result<()> {
     };
     // Runs differ by orders of magnitude (32 to 2^24 elements in the size sweep): the ETA learns what each
     // kind costs as they run (see `plan_eta`).
-    let processes: u64 = experiments.iter().map(Experiment::process_count).sum();
+    // Each experiment's processes, and one evidence process per cell it explains.
+    let processes: u64 = experiments
+        .iter()
+        .map(|e| e.process_count() + e.evidence_runs().len() as u64)
+        .sum();
     let mut progress = Progress::planned(processes as usize, Box::new(plan_eta(&experiments)));
     let mut failed = 0;
     for (exp, folder) in experiments.iter().zip(&mut folders) {
@@ -276,6 +280,15 @@ fn plan_eta(experiments: &[Experiment]) -> Eta {
             let n = e.processes.max(1) as usize;
             eta.plan(&eta_key(e, &s), &e.name, n, expected(&e.budget, &s));
         }
+        let evidence = e.evidence_runs();
+        if let Some(s) = evidence.iter().max_by_key(|s| s.size) {
+            eta.plan(
+                &evidence_key(e),
+                &e.name,
+                evidence.len(),
+                expected(&e.budget, s),
+            );
+        }
         if e.find_cliffs && e.sizes.len() > 1 {
             let mid = e.sizes.len() / 2;
             let (from, to) = (e.sizes[mid - 1], e.sizes[mid]);
@@ -321,7 +334,8 @@ pub fn run_experiment(
     if let Some(c) = calibration {
         results.save_calibration(c)?;
     }
-    let (cells, skipped) = measure_cells(exp, &plan, results, resume, executor, progress)?;
+    let (mut cells, skipped) = measure_cells(exp, &plan, results, resume, executor, progress)?;
+    record_evidence(exp, &plan, &mut cells, results, resume, executor, progress)?;
     let (cliffs, unfinished) = cliffs_of(exp, &cells, results, executor, progress)?;
     let loaded = Loaded {
         plan,
@@ -360,6 +374,7 @@ fn measure_cells(
             spec: run.spec.clone(),
             runs: Vec::new(),
             level: plan.level(),
+            evidence: None,
         })
         .collect();
     let mut runs = Runs {
@@ -408,6 +423,51 @@ fn measure_cells(
     }
     cells.retain(|c| !c.runs.is_empty());
     Ok((cells, skipped))
+}
+
+/// The evidence of the cells [`Experiment::evidence_runs`] names that have a process:
+/// one recorded process each, kept in the folder as it comes (with `resume`, one kept
+/// from before is not recorded again). Stops at an interrupt, keeping what it has.
+fn record_evidence(
+    exp: &Experiment,
+    plan: &Plan,
+    cells: &mut [Cell],
+    results: &ResultsDir,
+    resume: bool,
+    executor: &mut dyn Executor,
+    progress: &mut Progress,
+) -> Result<(), ResultsError> {
+    let wanted = exp.evidence_runs();
+    let key = evidence_key(exp);
+    for run in plan.runs.iter().filter(|r| wanted.contains(&r.spec)) {
+        let Some(cell) = cells.iter_mut().find(|c| c.spec == run.spec) else {
+            // Not measured (interrupted, or failed in every process): nothing to explain.
+            progress.skip_planned(&key);
+            continue;
+        };
+        if resume {
+            if let Some(kept) = results.kept_evidence(&run.id) {
+                cell.evidence = Some(kept);
+                progress.skip_planned(&key);
+                continue;
+            }
+        }
+        progress.work_started();
+        let what = format!("{}: evidence of {}", exp.name, run.spec);
+        if !crate::engine::record_cell(cell, &exp.budget, executor, progress, &what) {
+            return Ok(());
+        }
+        progress.work_done(&key);
+        if let Some(e) = &cell.evidence {
+            results.save_evidence(&run.id, e)?;
+        }
+    }
+    Ok(())
+}
+
+/// The ETA's group of an experiment's evidence runs.
+fn evidence_key(exp: &Experiment) -> String {
+    format!("{}|evidence", exp.name)
 }
 
 /// The exact cliffs (bisected and, where asked, confirmed; saved as found), or an

@@ -213,6 +213,7 @@ pub fn prepare_wrapped(
         traced_syscalls: None,
         traced_note: None,
         traced_run: None,
+        evidence: None,
         command_index: None,
     };
     let fail = |mut row: AllocatorRuns, why: String| {
@@ -480,7 +481,8 @@ pub fn run_session(
     } else {
         0
     };
-    let planned = alive.len() * (settings.warmup + settings.runs) as usize + traced_runs;
+    // One evidence run per allocator: what its calls and faults did.
+    let planned = alive.len() * (settings.warmup + settings.runs + 1) as usize + traced_runs;
     observer.session_started(planned);
     struct Session<'a> {
         settings: &'a ExecSettings,
@@ -673,6 +675,27 @@ pub fn run_session(
             }
             save(&record).map_err(SessionError::Save)?;
         }
+    }
+    for (i, cmd) in prepared.iter().enumerate() {
+        if crate::ui::interrupt::interrupted() {
+            break;
+        }
+        let Some(c) = cmd.as_ref() else { continue };
+        let label = record.allocators[i].allocator.clone();
+        observer.run_started(&label, "evidence run (what its calls and faults did)");
+        let recorded = crate::engine::evidence::of_command(c, &opts);
+        observer.run_finished(
+            &label,
+            recorded
+                .as_ref()
+                .map(|(run, _)| run)
+                .map_err(String::as_str),
+        );
+        if crate::ui::interrupt::interrupted() {
+            break;
+        }
+        record.allocators[i].evidence = Some(recorded.map(|(_, e)| e).into());
+        save(&record).map_err(SessionError::Save)?;
     }
     record.complete = !crate::ui::interrupt::interrupted();
     if !record.complete {

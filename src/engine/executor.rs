@@ -8,6 +8,7 @@ use crate::counters::linux::perf::{SyscallCounters, SyscallCounts};
 use crate::counters::linux::ptrace;
 use crate::counters::{CounterMode, CounterPlan, Unavailable};
 use crate::model::budget::Budget;
+use crate::model::evidence::Recorded;
 use crate::model::record::{Cell, Outcome, RunFailure, RunRecord};
 use crate::model::run::RunSpec;
 use crate::model::run::WorkerRequest;
@@ -36,6 +37,12 @@ pub trait Executor {
         budget: &Budget,
     ) -> Vec<Result<RunRecord, RunFailure>> {
         specs.iter().map(|s| self.execute(s, budget)).collect()
+    }
+
+    /// What `spec`'s memory syscalls and faults did, from one more process recorded with
+    /// their arguments ([`crate::engine::evidence`]), or why there is no recording.
+    fn evidence(&mut self, _spec: &RunSpec, _budget: &Budget) -> Recorded {
+        Recorded::Unrecorded("this executor records no evidence".into())
     }
 }
 
@@ -517,6 +524,13 @@ impl Executor for ProcessExecutor {
         self.jobs.len().max(1)
     }
 
+    fn evidence(&mut self, spec: &RunSpec, budget: &Budget) -> Recorded {
+        match self.evidence_run(spec, budget) {
+            Ok((_, evidence)) => evidence.into(),
+            Err(f) => Recorded::Unrecorded(f.cause),
+        }
+    }
+
     /// Each spec in a worker of its own, all at once, the k-th kept on the k-th of
     /// [`ProcessExecutor::jobs`]' CPUs; each is killed on timeout or Ctrl-C as alone.
     fn execute_together(
@@ -568,6 +582,36 @@ impl Executor for ProcessExecutor {
                 .collect()
         })
     }
+}
+
+/// Records `cell`'s evidence: one more process of it under the recorder, shown on
+/// `progress` as `what` (the caller counted it in the total), kept in the cell. Returns
+/// false, recording nothing, when an interrupt came first or during it.
+pub fn record_cell(
+    cell: &mut crate::model::record::Cell,
+    budget: &crate::model::budget::Budget,
+    executor: &mut dyn crate::engine::executor::Executor,
+    progress: &mut crate::ui::progress::Progress,
+    what: &str,
+) -> bool {
+    if crate::ui::interrupt::interrupted() {
+        return false;
+    }
+    progress.start(what);
+    let recorded = executor.evidence(&cell.spec, budget);
+    if crate::ui::interrupt::interrupted() {
+        return false;
+    }
+    let failed = matches!(recorded, crate::model::evidence::Recorded::Unrecorded(_));
+    progress.finish_with(
+        match &recorded {
+            crate::model::evidence::Recorded::Recorded(_) => "recorded",
+            crate::model::evidence::Recorded::Unrecorded(why) => why,
+        },
+        failed,
+    );
+    cell.evidence = Some(recorded);
+    true
 }
 
 /// A seed for the order within rounds when none is given: the clock's nanoseconds
@@ -738,6 +782,7 @@ pub fn run_rounds_while(
                 spec: spec.clone(),
                 runs: Vec::new(),
                 level,
+                evidence: None,
             })
             .collect(),
     };

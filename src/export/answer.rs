@@ -51,7 +51,7 @@ pub fn console(answer: &Answer, heading: &str, width: usize) -> String {
                 &deeper,
             ));
             if let Some(cause) = &f.cause {
-                s.push_str(&wrap(cause, width, &format!("{pad}  why: "), &deeper));
+                s.push_str(&wrap(&cause.text, width, &format!("{pad}  why: "), &deeper));
             }
             if !f.removed_by.is_empty() {
                 s.push_str(&wrap(

@@ -104,6 +104,7 @@ impl Kind {
                 ],
                 &[
                     ("runs", ".json"),
+                    ("evidence", ".json"),
                     ("histograms", ".us.csv"),
                     ("histograms", ".us.hgrm"),
                     ("plots", ".svg"),

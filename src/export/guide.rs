@@ -57,6 +57,7 @@ const RUN: &[File] = &[
     file("summary.csv", "summary.csv", "", "one row per cell (workload, variant, allocator, size, threads): medians over its processes; columns below"),
     file("runs/<run-id>.p<k>.json", "runs/", ".json", "each worker process's full record (schema alloclab.run/1); `.failed.json` a process that failed, with why"),
     file("memory/<run-id>.csv", "memory/", ".csv", "resident memory over each process's life, sampled by the driver from outside; columns below"),
+    file("evidence/<run-id>.json", "evidence/", ".json", "what one more process of the cell, recorded, shows its memory syscalls and faults did: brk's growth and trims, mmap and munmap with their bytes, madvise by advice, faults on memory given back against first touches (or why nothing was recorded); the causes rest on it"),
 ];
 
 const EXEC: &[File] = &[

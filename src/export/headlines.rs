@@ -10,7 +10,7 @@
 //! variant), each with its interval (or why there is none) and the mechanism its counts
 //! show. Everything else stays in the findings below it.
 
-use crate::analysis::answer::{mechanism, mechanism_against, phrase, Counts};
+use crate::analysis::answer::phrase;
 use crate::analysis::cells;
 use crate::analysis::cliff::FoundCliff;
 use crate::analysis::findings::{
@@ -180,6 +180,7 @@ fn difference_figures(
     base: &crate::model::record::Cell,
     other: &crate::model::record::Cell,
     cmp: crate::analysis::stats::Comparison,
+    cause: crate::analysis::mechanism::Why,
 ) -> Figures {
     Figures::Difference(DifferenceFigures {
         allocator: other.spec.allocator_label(),
@@ -194,6 +195,7 @@ fn difference_figures(
         against_processes: base.records().count(),
         counts: counts_of(&cells::row(other)),
         against_counts: counts_of(&cells::row(base)),
+        cause,
     })
 }
 
@@ -232,14 +234,18 @@ fn differences(loaded: &Loaded) -> Vec<(f64, Item)> {
                 let Some((weight, cmp)) = weighed(base, c) else {
                     continue;
                 };
-                let (rb, rc) = (cells::row(base), cells::row(c));
+                let cause = cells::why(
+                    (c, &c.spec.variant.to_string()),
+                    (base, "in-place"),
+                    cmp.ratio,
+                );
                 let text = format!(
                     "{label} {} at {} elements ({w}, {}): {} than in place; {}{}",
                     c.spec.variant,
                     group_thousands(n as i64),
                     crate::fmt::Threads(t),
                     phrase(&cmp),
-                    mechanism(Counts::of(&rb), Counts::of(&rc), &label),
+                    cause.text,
                     short_of(loaded, base, c)
                 );
                 out.push((
@@ -247,7 +253,7 @@ fn differences(loaded: &Loaded) -> Vec<(f64, Item)> {
                     (spec_only(&label), c.spec.variant, w, t),
                     Item {
                         text,
-                        figures: Some(difference_figures(base, c, cmp)),
+                        figures: Some(difference_figures(base, c, cmp, cause)),
                     },
                 ));
             }
@@ -283,12 +289,7 @@ fn weighed(
     let size = cmp.ratio.ln().abs();
     // Without a verdict a time ratio is an answer only where exact counts differ and
     // explain it: one process's ratio alone is noise, not a finding.
-    let explained = || {
-        crate::analysis::answer::counts_differ(
-            Counts::of(&cells::row(base)),
-            Counts::of(&cells::row(other)),
-        )
-    };
+    let explained = || cells::why((other, ""), (base, ""), cmp.ratio).explains();
     let weight = match cmp.verdict {
         Some(Verdict::Slower | Verdict::Faster) => size,
         Some(Verdict::NoSignificantDifference) => return None,
@@ -331,21 +332,16 @@ fn knob_differences(
             continue;
         };
         let label = c.spec.allocator_label();
-        let (rb, rc) = (cells::row(base), cells::row(c));
+        let defaults = format!("{}'s defaults", base.spec.allocator_label());
+        let cause = cells::why((c, &label), (base, &defaults), cmp.ratio);
         let text = format!(
-            "{label} {} at {} elements ({}, {}): {} than {}'s defaults; {}{}",
+            "{label} {} at {} elements ({}, {}): {} than {defaults}; {}{}",
             c.spec.variant,
             group_thousands(c.spec.size as i64),
             c.spec.workload,
             crate::fmt::Threads(c.spec.threads),
             phrase(&cmp),
-            base.spec.allocator_label(),
-            mechanism_against(
-                Counts::of(&rb),
-                Counts::of(&rc),
-                &label,
-                &format!("with {}'s defaults", base.spec.allocator_label())
-            ),
+            cause.text,
             short(base, c)
         );
         out.push((
@@ -358,7 +354,7 @@ fn knob_differences(
             ),
             Item {
                 text,
-                figures: Some(difference_figures(base, c, cmp)),
+                figures: Some(difference_figures(base, c, cmp, cause)),
             },
         ));
     }
@@ -503,7 +499,9 @@ pub fn findings(loaded: &Loaded, answer: &Answer) -> FolderFindings {
         .filter_map(|(b, o)| {
             let (base, other) = (&loaded.cells[b], &loaded.cells[o]);
             let cmp = cells::compare(base, other, threshold)?;
-            Some(difference_figures(base, other, cmp))
+            let (o, b) = cells::names(other, base);
+            let cause = cells::why((other, &o), (base, &b), cmp.ratio);
+            Some(difference_figures(base, other, cmp, cause))
         })
         .collect();
     let confirming = !loaded.complete() && e.confirm_cliffs;

@@ -8,7 +8,7 @@
 //! whose folder is missing or incomplete says so instead of a figure. The page is written
 //! by [`crate::export::folder::write_index`], which replaces only an index the lab wrote.
 
-use crate::analysis::answer::{mechanism, phrase, Counts};
+use crate::analysis::answer::phrase;
 use crate::analysis::cells;
 use crate::analysis::stats::{Comparison, Verdict};
 use crate::analysis::thresholds::{self, Cause};
@@ -273,7 +273,6 @@ fn founding(entries: &[Entry], html: &mut String, price: &mut String) -> Option<
             continue;
         };
         let c = cells::compare(base, oop, THRESHOLD)?;
-        let (rb, ro) = (cells::row(base), cells::row(oop));
         // The price of speed: what the faster allocators hold for it, one line each.
         let priced =
             crate::analysis::price::price_of_speed(&cells.iter().collect::<Vec<_>>(), THRESHOLD);
@@ -357,7 +356,7 @@ fn founding(entries: &[Entry], html: &mut String, price: &mut String) -> Option<
             group_thousands(size as i64),
             human_bytes(size * 8),
             esc(&e.name),
-            esc(&mechanism(Counts::of(&rb), Counts::of(&ro), "system")),
+            esc(&cells::why((oop, "out-of-place"), (base, "in-place"), c.ratio).text),
         );
         // The call path behind it, where a trace of glibc's out-of-place cell is here.
         if let Some((t, (_, n, line))) = entries.iter().find_map(|t| {

@@ -100,31 +100,7 @@ pub fn dash(v: Variant) -> Option<&'static str> {
     }
 }
 
-/// The sizes worth a closer look: all of them when there are at most three, else the
-/// ones nearest 10^3 and 10^6 elements and the largest.
-pub fn sizes_of_interest(sizes: &BTreeSet<u64>) -> Vec<u64> {
-    if sizes.len() <= 3 {
-        return sizes.iter().copied().collect();
-    }
-    let nearest = |target: f64| {
-        sizes
-            .iter()
-            .copied()
-            .min_by(|a, b| {
-                let da = ((*a as f64).ln() - target.ln()).abs();
-                let db = ((*b as f64).ln() - target.ln()).abs();
-                da.total_cmp(&db)
-            })
-            .unwrap_or(0)
-    };
-    let mut out: Vec<u64> = vec![nearest(1e3), nearest(1e6)];
-    if let Some(&max) = sizes.iter().next_back() {
-        out.push(max);
-    }
-    out.sort_unstable();
-    out.dedup();
-    out
-}
+pub use crate::model::experiment::sizes_of_interest;
 
 /// A line of a plot: allocator, its spec label, variant.
 type SeriesKey<'a> = (Allocator, &'a str, Variant);

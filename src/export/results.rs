@@ -149,6 +149,21 @@ impl ResultsDir {
         self.root.join(run_rel(id))
     }
 
+    /// Keeps a cell's evidence (`id`: the cell's).
+    pub fn save_evidence(
+        &self,
+        id: &str,
+        evidence: &crate::model::evidence::Recorded,
+    ) -> Result<(), ResultsError> {
+        self.folder.json(&evidence_rel(id), evidence)
+    }
+
+    /// A cell's evidence as an earlier run kept it, where it is of exactly this spec
+    /// (for --resume).
+    pub fn kept_evidence(&self, id: &str) -> Option<crate::model::evidence::Recorded> {
+        load_evidence(&self.root, id)
+    }
+
     /// Keeps a completed run: its record and, for a cell of one process (`id` is then
     /// the cell's), its histogram files; a cell of several gets merged ones when its
     /// report is written.
@@ -192,6 +207,27 @@ fn run_rel(id: &str) -> String {
 
 fn failed_rel(id: &str) -> String {
     format!("runs/{id}.failed.json")
+}
+
+fn evidence_rel(id: &str) -> String {
+    format!("evidence/{id}.json")
+}
+
+/// A cell's evidence (`id`: the cell's), where the folder keeps one; one that does not
+/// read is unrecorded, saying why.
+fn load_evidence(root: &Path, id: &str) -> Option<crate::model::evidence::Recorded> {
+    use crate::model::evidence::Recorded;
+    let rel = evidence_rel(id);
+    let path = root.join(&rel);
+    if fs::symlink_metadata(&path).is_err() {
+        return None;
+    }
+    Some(
+        read_limited(&path, 64 << 20)
+            .map_err(|e| e.to_string())
+            .and_then(|t| serde_json::from_str(&t).map_err(|e| format!("{rel}: {e}")))
+            .unwrap_or_else(|why| Recorded::Unrecorded(format!("{rel} does not read: {why}"))),
+    )
 }
 
 fn load_run(path: &Path) -> Result<RunRecord, ResultsError> {
@@ -484,6 +520,7 @@ pub fn load_cell(
         spec: run.spec.clone(),
         runs: Vec::new(),
         level,
+        evidence: None,
     };
     for round in 0..processes.max(1) {
         let id = process_id(&run.id, round, processes);
@@ -491,6 +528,7 @@ pub fn load_cell(
             cell.runs.push((round, o.result));
         }
     }
+    cell.evidence = load_evidence(root, &run.id);
     Ok((!cell.runs.is_empty()).then_some(cell))
 }
 

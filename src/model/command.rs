@@ -90,6 +90,11 @@ pub struct AllocatorRuns {
     /// `commands` this row ran (its label is the allocator's with the command's name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command_index: Option<usize>,
+    /// What its memory syscalls and faults did, from one more run recorded with their
+    /// arguments ([`crate::model::evidence`]), or why there is no recording; None in
+    /// records from before the lab recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<crate::model::evidence::Recorded>,
 }
 
 /// What the extra traced run measured besides its counts.

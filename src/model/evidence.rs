@@ -191,6 +191,36 @@ pub struct Evidence {
     pub faults_unrecorded: Option<String>,
 }
 
+/// A side's evidence as results keep it: what its recorded run showed, or why there is
+/// none (the recording failed, or was not made).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Recorded {
+    /// What the recorded run showed.
+    Recorded(Box<Evidence>),
+    /// Why there is no recording.
+    Unrecorded(String),
+}
+
+impl Recorded {
+    /// The evidence, or why there is none.
+    pub fn get(&self) -> Result<&Evidence, &str> {
+        match self {
+            Recorded::Recorded(e) => Ok(e),
+            Recorded::Unrecorded(why) => Err(why),
+        }
+    }
+}
+
+impl From<Result<Evidence, String>> for Recorded {
+    fn from(r: Result<Evidence, String>) -> Self {
+        match r {
+            Ok(e) => Recorded::Recorded(Box::new(e)),
+            Err(why) => Recorded::Unrecorded(why),
+        }
+    }
+}
+
 /// madvise's advice by name, and whether it gives pages back (their contents are
 /// dropped, and the next touch faults a fresh page in).
 pub fn advice_name(advice: u64) -> (&'static str, bool) {

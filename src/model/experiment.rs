@@ -510,6 +510,54 @@ pub fn run_id(spec: &RunSpec) -> String {
     )
 }
 
+/// The sizes worth a closer look: all of them when there are at most three, else the
+/// ones nearest 10^3 and 10^6 elements and the largest.
+pub fn sizes_of_interest(sizes: &std::collections::BTreeSet<u64>) -> Vec<u64> {
+    if sizes.len() <= 3 {
+        return sizes.iter().copied().collect();
+    }
+    let nearest = |target: f64| {
+        sizes
+            .iter()
+            .copied()
+            .min_by(|a, b| {
+                let da = ((*a as f64).ln() - target.ln()).abs();
+                let db = ((*b as f64).ln() - target.ln()).abs();
+                da.total_cmp(&db)
+            })
+            .unwrap_or(0)
+    };
+    let mut out: Vec<u64> = vec![nearest(1e3), nearest(1e6)];
+    if let Some(&max) = sizes.iter().next_back() {
+        out.push(max);
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+impl Experiment {
+    /// The runs whose evidence is recorded after the measured ones (what their memory
+    /// syscalls and faults did): those at the sizes of interest of each workload and
+    /// thread count, where the findings compare cells.
+    pub fn evidence_runs(&self) -> Vec<RunSpec> {
+        let runs = self.runs();
+        let mut keep = Vec::new();
+        for &w in &self.workloads {
+            for &t in &self.threads {
+                let sizes: std::collections::BTreeSet<u64> = self.sizes.iter().copied().collect();
+                let wanted = sizes_of_interest(&sizes);
+                keep.extend(
+                    runs.iter()
+                        .filter(|r| r.workload == w && r.threads == t && wanted.contains(&r.size))
+                        .cloned(),
+                );
+            }
+        }
+        keep
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

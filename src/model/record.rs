@@ -416,6 +416,10 @@ pub struct Cell {
     /// The confidence level its intervals are made at and its verdicts ask for (the
     /// session's `--confidence`, or the one its folder was measured at).
     pub level: f64,
+    /// What its memory syscalls and faults did, from one more process recorded with
+    /// their arguments ([`crate::model::evidence`]), or why there is none; None where no
+    /// recording was asked for (a folder from before the lab recorded it).
+    pub evidence: Option<crate::model::evidence::Recorded>,
 }
 
 impl Cell {

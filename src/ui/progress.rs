@@ -157,6 +157,11 @@ impl Progress {
         }
     }
 
+    /// Adds `more` runs to the number planned.
+    pub fn add_runs(&mut self, more: usize) {
+        self.set_total(self.total + more);
+    }
+
     /// Changes the number of runs (once a session knows it).
     pub fn set_total(&mut self, total: usize) {
         self.total = total;

@@ -885,11 +885,14 @@ fn the_defaults_decide_and_the_first_screen_is_the_answer() {
             && item.contains("x faster; why: "),
         "{text}"
     );
-    assert!(answer.contains("fewer page faults per run"), "{answer}");
+    assert!(answer.contains("fewer page faults"), "{answer}");
+    // The cause is glibc's, from its recorded calls: brk calls that shrank the heap, and
+    // the faults that landed where it had been trimmed.
     assert!(
-        answer.contains("under system, glibc gives the top of its heap back with brk (a trim)"),
+        answer.contains("under system, ") && answer.contains("shrank the heap by"),
         "{answer}"
     );
+    assert!(answer.contains("landed on the trimmed pages"), "{answer}");
     let header = lines
         .iter()
         .find(|l| l.starts_with("allocator "))
