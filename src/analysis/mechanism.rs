@@ -108,6 +108,13 @@ pub const MECHANISMS: &[Mechanism] = &[
         rule: first_touch,
     },
     Mechanism {
+        key: "keeps-pages",
+        name: "pages kept",
+        needs: "the faults' addresses (or their count) and every releasing call: fewer than one fault per unit and nothing given back",
+        without: "without a recording the counts are said alone",
+        rule: keeps_pages,
+    },
+    Mechanism {
         key: "advice",
         name: "advice",
         needs: "madvise's advice: HUGEPAGE, NOHUGEPAGE, DONTDUMP and the like give nothing back",
@@ -294,6 +301,30 @@ fn first_touch(e: &Evidence, m: &Mechanism) -> Option<Held> {
     Some(held(m, e, Moved::default(), Some(f), sentence))
 }
 
+fn keeps_pages(e: &Evidence, m: &Mechanism) -> Option<Held> {
+    let f = e.faults?;
+    let floor = faults_floor(e.per);
+    let released = e.brk.shrank.calls + e.munmap.calls + e.purged().calls;
+    if e.per_unit(f.total()) >= floor || e.per_unit(released) >= calls_floor(e.per) {
+        return None;
+    }
+    let sentence = format!(
+        "fewer than {} {} and nothing given back: it keeps and reuses its pages",
+        match e.per {
+            Per::Iteration => "one fault",
+            Per::Run => "two faults",
+        },
+        unit(e.per)
+    );
+    Some(held(
+        m,
+        e,
+        Moved::default(),
+        Some(e.per_unit(f.total())),
+        sentence,
+    ))
+}
+
 fn advice(e: &Evidence, m: &Mechanism) -> Option<Held> {
     let a = e.advised();
     let n = e.per_unit(a.calls);
@@ -319,6 +350,38 @@ fn advice(e: &Evidence, m: &Mechanism) -> Option<Held> {
 /// Every mechanism whose rule holds in `e`.
 pub fn held_in(e: &Evidence) -> Vec<Held> {
     MECHANISMS.iter().filter_map(|m| (m.rule)(e, m)).collect()
+}
+
+/// What one side's recorded calls and faults did, in words: every mechanism that holds,
+/// "no known mechanism" with what was recorded, or why nothing was.
+pub fn said_of(recorded: Option<&Recorded>) -> String {
+    match recorded.map(Recorded::get) {
+        Some(Ok(e)) => {
+            let held = held_in(e);
+            let mut text = if held.is_empty() {
+                let c = e.counts();
+                format!(
+                    "no known mechanism: its recorded run made {} brk, {} mmap, {} munmap and {} madvise {}",
+                    count(e.per_unit(c.brk), e.per),
+                    count(e.per_unit(c.mmap), e.per),
+                    count(e.per_unit(c.munmap), e.per),
+                    count(e.per_unit(c.madvise), e.per),
+                    unit(e.per)
+                )
+            } else {
+                held.iter()
+                    .map(|h| h.sentence.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            };
+            if e.faults.is_none() {
+                text.push_str(" (the faults' addresses were not recorded)");
+            }
+            text
+        }
+        Some(Err(why)) => format!("the mechanism was not recorded ({why})"),
+        None => "the mechanism was not recorded".to_string(),
+    }
 }
 
 /// A side's counts per unit from its timed processes (or runs), as the comparison reads

@@ -627,10 +627,15 @@ pub fn view(
         let (kind, counts) = match e.kind {
             EventKind::UserFault => ("fault", true),
             EventKind::Fault => ("fault", !exact_faults),
-            k if k.is_syscall() => (k.name(), true),
+            k if k.is_syscall() => ("", true),
             _ => continue,
         };
-        let kind = kind.to_string();
+        // A syscall by its name and, for madvise, its advice ("madvise(HUGEPAGE)").
+        let kind = if kind.is_empty() {
+            e.call()
+        } else {
+            kind.to_string()
+        };
         let stacked = e.kind != EventKind::UserFault;
         if counts {
             let slot = v.joined.entry(kind.clone()).or_insert((0, 0));

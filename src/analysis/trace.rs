@@ -111,6 +111,21 @@ pub struct Event {
     pub frames: Vec<Frame>,
 }
 
+impl Event {
+    /// The call as the lab names it: its kind, and a madvise's advice with it
+    /// ("madvise(DONTNEED)", "madvise(HUGEPAGE)"): advice that gives nothing back is not
+    /// a purge, and is not counted as one.
+    pub fn call(&self) -> String {
+        match (self.kind, self.advice) {
+            (EventKind::Madvise, Some(a)) => format!(
+                "madvise({})",
+                crate::model::evidence::advice_name(a).0.to_uppercase()
+            ),
+            (k, _) => k.name().to_string(),
+        }
+    }
+}
+
 /// A process's exec or exit, from `perf script --show-task-events`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Task {
@@ -1005,9 +1020,19 @@ pub fn attribute_among(inside: &[&Event], n: f64, faults_per: Option<f64>) -> Ve
             continue;
         }
 
+        // A madvise's cause names its advice: a purge and huge-page advice from the same
+        // place are two causes.
         let mut by: BTreeMap<String, Vec<&Event>> = BTreeMap::new();
         for e in &of {
-            by.entry(cause(e)).or_default().push(e);
+            let key = match (e.kind, e.advice) {
+                (EventKind::Madvise, Some(a)) => format!(
+                    "{} ({})",
+                    cause(e),
+                    crate::model::evidence::advice_name(a).0.to_uppercase()
+                ),
+                _ => cause(e),
+            };
+            by.entry(key).or_default().push(e);
         }
         let mut causes: Vec<Cause> = by
             .into_iter()
@@ -1041,34 +1066,51 @@ pub fn attribute_among(inside: &[&Event], n: f64, faults_per: Option<f64>) -> Ve
     out
 }
 
-/// The mechanism in one paragraph, from the attribution: "3.00 brk per iteration, 100 %
-/// from free → _int_free → systrim; 3,874 faults per iteration, 99 % (of 6,100 samples)
-/// in <Scale as Kernel>::iterate".
-pub fn mechanism(label: &str, attributions: &[Attribution], events: &[IterationEvents]) -> String {
-    mechanism_per(label, attributions, events, "per iteration")
+/// The mechanism in one paragraph: what the evidence run shows the calls and faults did
+/// ([`crate::analysis::mechanism::said_of`]), then where they came from, by the
+/// attribution: "…; where from: 3.00 brk per iteration, 100 % from free → _int_free →
+/// systrim; 3,874 faults per iteration, 99 % (of 6,100 samples) in <Scale as
+/// Kernel>::iterate".
+pub fn mechanism(
+    label: &str,
+    evidence: Option<&crate::model::evidence::Recorded>,
+    attributions: &[Attribution],
+    events: &[IterationEvents],
+) -> String {
+    with_evidence(
+        label,
+        evidence,
+        mechanism_per(attributions, events, "per iteration"),
+    )
 }
 
 /// [`mechanism`] for a whole run of a command: `events` holds the run's totals, and the
 /// counts are "in the run".
 pub fn run_mechanism(
     label: &str,
+    evidence: Option<&crate::model::evidence::Recorded>,
     attributions: &[Attribution],
     totals: &IterationEvents,
 ) -> String {
-    mechanism_per(
+    with_evidence(
         label,
-        attributions,
-        std::slice::from_ref(totals),
-        "in the run",
+        evidence,
+        mechanism_per(attributions, std::slice::from_ref(totals), "in the run"),
     )
 }
 
-fn mechanism_per(
+fn with_evidence(
     label: &str,
-    attributions: &[Attribution],
-    events: &[IterationEvents],
-    per: &str,
+    evidence: Option<&crate::model::evidence::Recorded>,
+    from: String,
 ) -> String {
+    format!(
+        "{label}: {}; where from: {from}.",
+        crate::analysis::mechanism::said_of(evidence)
+    )
+}
+
+fn mechanism_per(attributions: &[Attribution], events: &[IterationEvents], per: &str) -> String {
     let n = events.len().max(1) as f64;
     let run = per == "in the run";
     let mut no_stacks = false;
@@ -1161,12 +1203,12 @@ fn mechanism_per(
             .iter()
             .any(|a| a.kind == EventKind::Fault && a.per_iteration.unwrap_or(0.0) >= 0.5)
     {
-        parts.push("fewer than one fault per iteration: it keeps and reuses its pages".to_string());
+        parts.push("fewer than one fault per iteration".to_string());
     }
     if no_stacks {
         parts.push("no call stacks".to_string());
     }
-    format!("{label}: {}.", parts.join("; "))
+    parts.join("; ")
 }
 
 /// What a cause's line adds about it: " at exit" (or the share at exit), and the
@@ -1337,7 +1379,7 @@ mod tests {
         let brk = a.iter().find(|a| a.kind == EventKind::Brk).unwrap();
         assert_eq!(brk.per_iteration, Some(0.5));
         assert_eq!(brk.causes[0].chain, "free → _int_free → systrim");
-        let m = mechanism("system", &a, &placed.per_iteration);
+        let m = mechanism("system", None, &a, &placed.per_iteration);
         assert!(m.contains("0.50 brk per iteration"), "{m}");
         assert!(m.contains("100 % from free → _int_free → systrim"), "{m}");
         assert!(
@@ -1462,8 +1504,25 @@ mod tests {
         let c = &madvise.causes[0];
         assert_eq!(
             c.chain,
-            "extent_dalloc_wrapper → ehooks_purge_forced → pages_purge_forced"
+            "extent_dalloc_wrapper → ehooks_purge_forced → pages_purge_forced (DONTNEED)"
         );
+        // The same place with huge-page advice is another cause: advice is not a purge.
+        let mut advised = events.clone();
+        for e in advised.iter_mut().take(2) {
+            e.advice = Some(14);
+        }
+        let refs_advised: Vec<&Event> = advised.iter().collect();
+        let both = attribute_among(&refs_advised, 1.0, None);
+        let m = both.iter().find(|a| a.kind == EventKind::Madvise).unwrap();
+        let chains: Vec<&str> = m.causes.iter().map(|c| c.chain.as_str()).collect();
+        assert_eq!(
+            chains,
+            [
+                "extent_dalloc_wrapper → ehooks_purge_forced → pages_purge_forced (DONTNEED)",
+                "extent_dalloc_wrapper → ehooks_purge_forced → pages_purge_forced (HUGEPAGE)"
+            ]
+        );
+        assert_eq!(advised[0].call(), "madvise(HUGEPAGE)");
         let t: Vec<(&str, f64)> = c
             .triggers
             .iter()
@@ -1481,6 +1540,7 @@ mod tests {
         );
         let line = run_mechanism(
             "jemalloc",
+            None,
             &a,
             &IterationEvents {
                 madvise: 5,
@@ -1514,13 +1574,17 @@ mod tests {
         assert_eq!(c.at_exit, 1.0);
         let line = run_mechanism(
             "mimalloc",
+            None,
             &a,
             &IterationEvents {
                 madvise: 4,
                 ..Default::default()
             },
         );
-        assert!(line.contains("mi_os_decommit_ex at exit"), "{line}");
+        assert!(
+            line.contains("mi_os_decommit_ex (DONTNEED) at exit"),
+            "{line}"
+        );
     }
 
     #[test]
@@ -1611,7 +1675,7 @@ mod tests {
             "{causes:?}"
         );
         let a = attribute_among(&tl.inside, 1.0, tl.faults.map(|f| f as f64));
-        let m = run_mechanism("system", &a, &tl.totals);
+        let m = run_mechanism("system", None, &a, &tl.totals);
         assert!(m.contains("3 brk in the run"), "{m}");
         assert!(m.contains("2 faults in the run"), "{m}");
     }

@@ -37,7 +37,8 @@ pub fn run(args: &TraceArgs, level: f64) -> Result<()> {
     let order_seed = args.order_seed.unwrap_or_else(engine::clock_seed);
 
     // The untraced reference: compare's budget, interleaved rounds.
-    let mut progress = Progress::new(specs.len() * (args.processes as usize + 1));
+    // Per allocator: its untraced processes, its traced run, its evidence run.
+    let mut progress = Progress::new(specs.len() * (args.processes as usize + 2));
     let cells = if args.processes > 0 {
         engine::run_rounds(
             &specs,
@@ -212,8 +213,25 @@ impl CellTracing<'_> {
             Ok(_) => progress.finish_with("traced", false),
             Err(f) => progress.finish_with(&f.cause, true),
         }
+        // What its calls and faults did: one more run of the same iterations, recorded.
+        progress.start(&format!("{label}: evidence run"));
+        let evidence: crate::model::evidence::Recorded =
+            match self.executor.evidence_run(spec, &request.budget) {
+                Ok((_, e)) => e.into(),
+                Err(f) => crate::model::evidence::Recorded::Unrecorded(f.cause),
+            };
+        if interrupted() {
+            progress.finish_with("interrupted", true);
+            return Ok(None);
+        }
+        match &evidence {
+            crate::model::evidence::Recorded::Recorded(_) => {
+                progress.finish_with("recorded", false)
+            }
+            crate::model::evidence::Recorded::Unrecorded(why) => progress.finish_with(why, true),
+        }
         Ok(Some(match outcome {
-            Ok(traced) => self.read(spec, &label, traced, untraced),
+            Ok(traced) => self.read(spec, &label, traced, untraced, Some(evidence)),
             Err(f) => AllocatorTrace::failed(
                 &label,
                 spec.allocator,
@@ -261,6 +279,7 @@ impl CellTracing<'_> {
         label: &str,
         traced: trace::Traced,
         untraced: &[f64],
+        evidence: Option<crate::model::evidence::Recorded>,
     ) -> AllocatorTrace {
         let placed = analysis::place(&traced.record.timeline, &traced.events);
         let timed = self.sampling.is_ok() || self.ptrace_ok;
@@ -269,8 +288,14 @@ impl CellTracing<'_> {
         } else {
             Vec::new()
         };
-        let mechanism =
-            timed.then(|| analysis::mechanism(label, &attributions, &placed.per_iteration));
+        let mechanism = timed.then(|| {
+            analysis::mechanism(
+                label,
+                evidence.as_ref(),
+                &attributions,
+                &placed.per_iteration,
+            )
+        });
         let check = sample_check(&traced.record, &placed);
         // A mechanism drawn from samples that miss some calls says so.
         let mechanism = match (mechanism, &check) {
@@ -299,6 +324,7 @@ impl CellTracing<'_> {
             skipped_lines: traced.skipped_lines,
             lost: traced.lost,
             sample_check: check,
+            evidence,
             record: Some(traced.record),
             // Set from the untraced cell by the caller.
             untraced_memory: Default::default(),
@@ -422,7 +448,8 @@ fn run_command(args: &TraceArgs, level: f64) -> Result<()> {
         None
     };
     let tracing = Tracing::new(args, &settings, &sampling, &extra, &python, &folder);
-    let mut progress = Progress::new(settings.allocators.len());
+    // Per allocator: its traced run and its evidence run.
+    let mut progress = Progress::new(2 * settings.allocators.len());
     let mut traces = Vec::new();
     for a in &settings.allocators {
         if interrupted() {
@@ -628,12 +655,28 @@ impl<'a> Tracing<'a> {
             progress.finish_with("interrupted", true);
             return Ok(None);
         }
+        match &outcome {
+            Ok(_) => progress.finish_with("traced", false),
+            Err(why) => progress.finish_with(why, true),
+        }
+        // What its calls and faults did: one more run, recorded.
+        progress.start(&format!("{label}: evidence run"));
+        let evidence = self.evidence(a);
+        if interrupted() {
+            progress.finish_with("interrupted", true);
+            return Ok(None);
+        }
+        match &evidence {
+            crate::model::evidence::Recorded::Recorded(_) => {
+                progress.finish_with("recorded", false)
+            }
+            crate::model::evidence::Recorded::Unrecorded(why) => progress.finish_with(why, true),
+        }
         let t = match outcome {
             Ok(None) => return Ok(None),
             Ok(Some((script, lost, counted))) => {
                 match analysis::run_timeline(&script, self.faults_counted, 200) {
                     Some(tl) => {
-                        progress.finish_with("traced", false);
                         let check = analysis::count_check(&tl.totals, counted);
                         let py = match (&mut recorder, self.python) {
                             (Some(r), PythonPlan::Lines(i)) => {
@@ -641,28 +684,51 @@ impl<'a> Tracing<'a> {
                             }
                             _ => None,
                         };
-                        let mut t =
-                            command_trace(&label, a.allocator, tl, &script, lost, untraced, check);
+                        let mut t = command_trace(
+                            &label,
+                            a.allocator,
+                            tl,
+                            &script,
+                            lost,
+                            untraced,
+                            check,
+                            evidence,
+                        );
                         t.python = py;
                         t
                     }
-                    None => {
-                        progress.finish_with("no exec seen", true);
-                        CommandTrace::failed(
-                            &label,
-                            a.allocator,
-                            "perf recorded no exec of the command".into(),
-                            untraced,
-                        )
-                    }
+                    None => CommandTrace::failed(
+                        &label,
+                        a.allocator,
+                        "perf recorded no exec of the command".into(),
+                        untraced,
+                    ),
                 }
             }
-            Err(why) => {
-                progress.finish_with(&why, true);
-                CommandTrace::failed(&label, a.allocator, why, untraced)
-            }
+            Err(why) => CommandTrace::failed(&label, a.allocator, why, untraced),
         };
         Ok(Some(t))
+    }
+
+    /// The evidence run of the command under `a`: what its calls and faults did.
+    fn evidence(&self, a: &crate::model::knobs::AllocatorSpec) -> crate::model::evidence::Recorded {
+        let (row, prepared) = crate::engine::command::prepare_wrapped(
+            a,
+            self.settings,
+            &self.settings.program,
+            &self.settings.command,
+            None,
+            &[],
+        );
+        let Some(prepared) = prepared else {
+            return crate::model::evidence::Recorded::Unrecorded(
+                row.failure
+                    .unwrap_or_else(|| "the command could not be prepared".into()),
+            );
+        };
+        crate::engine::evidence::of_command(&prepared, &self.opts)
+            .map(|(_, e)| e)
+            .into()
     }
 
     /// The traced run under perf record, read back with perf script, with the lab's own
@@ -868,9 +934,10 @@ fn command_trace(
     lost: Option<String>,
     untraced: Untraced,
     check: analysis::CountCheck,
+    evidence: crate::model::evidence::Recorded,
 ) -> CommandTrace {
     let attributions = analysis::attribute_among(&tl.inside, 1.0, tl.faults.map(|f| f as f64));
-    let mut mechanism = analysis::run_mechanism(label, &attributions, &tl.totals);
+    let mut mechanism = analysis::run_mechanism(label, Some(&evidence), &attributions, &tl.totals);
     if let Some(note) = not_unwound(&tl, &attributions) {
         mechanism.push_str(&note);
     }
@@ -899,6 +966,7 @@ fn command_trace(
         skipped_lines: script.skipped,
         lost,
         count_check: check,
+        evidence: Some(evidence),
         python: None,
         faults_folded: analysis::fold(&tl.inside, &[EventKind::Fault]),
         syscalls_folded: analysis::fold(&tl.inside, &EventKind::SYSCALLS),

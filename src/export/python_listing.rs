@@ -65,7 +65,14 @@ pub fn lines(views: &[&PythonView]) -> Vec<Line> {
     let mut out: Vec<Line> = Vec::new();
     for (i, v) in views.iter().enumerate() {
         for kind in KINDS {
-            for r in v.lines.iter().filter(|r| r.kind == kind) {
+            // madvise rows are per advice ("madvise(DONTNEED)"), in the kind's place.
+            let of_kind = |r: &&crate::analysis::python::LineRow| {
+                r.kind == kind
+                    || r.kind
+                        .strip_prefix(kind)
+                        .is_some_and(|rest| rest.starts_with('('))
+            };
+            for r in v.lines.iter().filter(of_kind) {
                 let at = match out
                     .iter()
                     .position(|l| l.file == r.file && l.line == r.line)
@@ -89,7 +96,7 @@ pub fn lines(views: &[&PythonView]) -> Vec<Line> {
                 } else {
                     e.calls += r.count;
                 }
-                e.paths.push((kind.to_string(), r.count, r.cause.clone()));
+                e.paths.push((r.kind.clone(), r.count, r.cause.clone()));
             }
         }
     }

@@ -53,6 +53,9 @@ pub struct AllocatorTrace {
     pub lost: Option<String>,
     /// Memory syscalls sampled against the worker's own count of them.
     pub sample_check: Option<String>,
+    /// What its calls and faults did, from one more run recorded with their arguments.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<crate::model::evidence::Recorded>,
     #[serde(skip)]
     pub faults_folded: Vec<String>,
     #[serde(skip)]
@@ -82,6 +85,7 @@ impl AllocatorTrace {
             skipped_lines: 0,
             lost: None,
             sample_check: None,
+            evidence: None,
             faults_folded: Vec::new(),
             syscalls_folded: Vec::new(),
             per_iteration: Vec::new(),

@@ -97,6 +97,9 @@ pub struct CommandTrace {
     pub lost: Option<String>,
     /// The recorded memory syscalls against the lab's counters of the same run.
     pub count_check: CountCheck,
+    /// What its calls and faults did, from one more run recorded with their arguments.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<crate::model::evidence::Recorded>,
     /// A CPython command's events by Python line (Err: why there are none); in JSON the
     /// view, or `{"missing": why}`, or null for a command that is not a Python program.
     #[serde(serialize_with = "python_json")]
@@ -149,6 +152,7 @@ impl CommandTrace {
             skipped_lines: 0,
             lost: None,
             count_check: CountCheck::default(),
+            evidence: None,
             python: None,
             bins: Vec::new(),
             syscall_rows: Vec::new(),
