@@ -689,9 +689,8 @@ impl<'a> Tracing<'a> {
                             a.allocator,
                             tl,
                             &script,
-                            lost,
+                            (lost, check),
                             untraced,
-                            check,
                             evidence,
                         );
                         t.python = py;
@@ -931,9 +930,8 @@ fn command_trace(
     allocator: crate::model::spec::Allocator,
     tl: analysis::RunTimeline<'_>,
     script: &analysis::Script,
-    lost: Option<String>,
+    (lost, check): (Option<String>, analysis::CountCheck),
     untraced: Untraced,
-    check: analysis::CountCheck,
     evidence: crate::model::evidence::Recorded,
 ) -> CommandTrace {
     let attributions = analysis::attribute_among(&tl.inside, 1.0, tl.faults.map(|f| f as f64));
