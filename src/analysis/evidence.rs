@@ -76,6 +76,21 @@ impl Ranges {
     }
 }
 
+/// What the calls left of one process's address space.
+#[derive(Default)]
+struct Space {
+    /// Every range given back and not faulted in since, with how.
+    given_back: Ranges,
+    /// The heap's top ranges a trim gave back and no growth has covered again.
+    trimmed: Ranges,
+    /// The break, once a call set or asked for it.
+    brk_at: Option<u64>,
+    /// Anonymous blocks mmap returned, by address: their length.
+    mapped: HashMap<u64, u64>,
+    /// Anonymous blocks mapped where mmap's address was not recorded, by length.
+    mapped_lengths: HashMap<u64, u64>,
+}
+
 enum Step<'a> {
     Call(&'a Call),
     Fault(&'a FaultAt),
@@ -141,17 +156,27 @@ pub fn of_recording(
         split.user_mode_only = user_mode_only;
     }
     let mut brk = BrkMoves::default();
-    let mut given_back = Ranges::default();
-    // The heap's top ranges a trim gave back and no growth has covered again.
-    let mut trimmed = Ranges::default();
-    let mut brk_at: Option<u64> = None;
-    // Anonymous blocks mmap returned, by address: their length.
-    let mut mapped: HashMap<u64, u64> = HashMap::new();
+    // Each process's address space as the calls left it; an exec starts a new one.
+    let mut spaces: HashMap<u32, Space> = HashMap::new();
     // Releases (counted ones) since the last fault in the window.
     let mut since_fault = Moved::default();
-    let mut mapped_lengths: HashMap<u64, u64> = HashMap::new();
     for step in &steps {
         let counted = inside(step.time());
+        let pid = match step {
+            Step::Call(c) => c.pid,
+            Step::Fault(f) => f.pid,
+        };
+        if matches!(step, Step::Call(c) if c.kind == CallKind::Exec) {
+            spaces.insert(pid, Space::default());
+            continue;
+        }
+        let Space {
+            given_back,
+            trimmed,
+            brk_at,
+            mapped,
+            mapped_lengths,
+        } = spaces.entry(pid).or_default();
         match step {
             Step::Fault(f) => {
                 let page = page_down(f.addr);
@@ -177,7 +202,7 @@ pub fn of_recording(
                         (None, 0) => None,
                         (None, a) => Some(a),
                     };
-                    match (brk_at, new) {
+                    match (*brk_at, new) {
                         (Some(old), Some(new)) if new > old => {
                             if counted {
                                 brk.grew.add(new - old);
@@ -199,7 +224,7 @@ pub fn of_recording(
                         }
                     }
                     if new.is_some() {
-                        brk_at = new;
+                        *brk_at = new;
                     }
                 }
                 CallKind::Mmap => {
@@ -264,6 +289,7 @@ pub fn of_recording(
                         e.mremap.add(c.len);
                     }
                 }
+                CallKind::Exec => {}
             },
         }
     }
@@ -292,6 +318,7 @@ mod tests {
     fn call(t: u64, kind: CallKind, addr: u64, len: u64, ret: Option<u64>) -> Call {
         Call {
             time_ns: t,
+            pid: 1,
             kind,
             addr,
             len,
@@ -308,6 +335,7 @@ mod tests {
         (0..pages)
             .map(|i| FaultAt {
                 time_ns: t0 + i,
+                pid: 1,
                 addr: from + i * PAGE + 17,
             })
             .collect()
@@ -429,6 +457,49 @@ mod tests {
         );
         assert_eq!(e.unmapped_again.calls, 3);
         assert!(e.faults.is_none());
+    }
+
+    /// Two processes (a launcher and the program it execs) each have their own heap:
+    /// their breaks are not one heap's, and an exec starts the address space anew.
+    #[test]
+    fn every_process_has_its_own_heap_and_an_exec_a_new_one() {
+        let (a, b) = (0x5555_0000_0000u64, 0x6666_0000_0000u64);
+        let at = |t, pid, kind, addr, ret| Call {
+            pid,
+            ..call(t, kind, addr, 0, ret)
+        };
+        let calls = vec![
+            at(1, 1, CallKind::Brk, 0, Some(a)),
+            at(2, 2, CallKind::Brk, 0, Some(b)),
+            at(3, 1, CallKind::Brk, a + MIB, Some(a + MIB)),
+            at(4, 2, CallKind::Brk, b + MIB, Some(b + MIB)),
+            at(5, 1, CallKind::Brk, a, Some(a)),
+            at(6, 2, CallKind::Exec, 0, None),
+            // The new program's first break: no trim of the old heap, no growth over it.
+            at(7, 2, CallKind::Brk, 0, Some(a + 4 * MIB)),
+            at(8, 2, CallKind::Brk, a + 5 * MIB, Some(a + 5 * MIB)),
+        ];
+        let log = vec![FaultAt {
+            time_ns: 9,
+            pid: 2,
+            addr: a + 4 * MIB + 5,
+        }];
+        let e = of_recording(
+            &calls,
+            Faults::Recorded {
+                faults: &log,
+                lost: 0,
+                user_mode_only: false,
+            },
+            None,
+            Per::Run,
+            1.0,
+            "ptrace",
+        );
+        assert_eq!((e.brk.grew.calls, e.brk.grew.bytes), (3, 3 * MIB));
+        assert_eq!((e.brk.shrank.calls, e.brk.shrank.bytes), (1, MIB));
+        assert_eq!(e.brk.regrown_bytes, 0);
+        assert_eq!(e.faults.unwrap().first_touch, 1);
     }
 
     #[test]

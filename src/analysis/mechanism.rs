@@ -555,8 +555,20 @@ fn check(side: &Side, e: &Evidence) -> Option<String> {
 }
 
 /// The mechanisms of `of` that `against` lacks or shows less of, by [`differs`], each
-/// with the other side's figures where it holds there too.
-fn beyond<'a, 'b>(of: &'a [Held], against: &'b [Held]) -> Vec<(&'a Held, Option<&'b Held>)> {
+/// with the other side's figures where it holds there too; of those, only the ones that
+/// carry a tenth of the sides' difference in faults (`faults_d`) or in memory syscalls
+/// (`calls_d`), so that a small extra beside the cause is not named as one.
+fn beyond<'a, 'b>(
+    of: &'a [Held],
+    against: &'b [Held],
+    (faults_d, calls_d): (f64, f64),
+) -> Vec<(&'a Held, Option<&'b Held>)> {
+    let carries = |h: &Held, a: Option<&Held>| {
+        let f = h.faults.unwrap_or(0.0) - a.and_then(|a| a.faults).unwrap_or(0.0);
+        let c = h.calls - a.map_or(0.0, |a| a.calls);
+        (f >= faults_floor(h.per) && f >= 0.1 * faults_d.abs())
+            || (c >= calls_floor(h.per) && c >= 0.1 * calls_d.abs())
+    };
     of.iter()
         .filter(|h| h.key != "advice" || against.iter().all(|a| a.key != "advice"))
         .filter_map(|h| match against.iter().find(|a| a.key == h.key) {
@@ -570,17 +582,19 @@ fn beyond<'a, 'b>(of: &'a [Held], against: &'b [Held]) -> Vec<(&'a Held, Option<
                 (more_calls || more_faults).then_some((h, Some(a)))
             }
         })
+        .filter(|(h, a)| carries(h, *a))
         .collect()
 }
 
-/// " (under in-place: 1.00 calls of 8.0 MiB, 1,954 faults per iteration)": what the
-/// other side shows of a mechanism both hold.
+/// " (under in-place: 1.00 calls, 8.0 MiB, 1,954 faults per iteration)": what the other
+/// side shows of a mechanism both hold.
 fn also_under(name: &str, a: &Held) -> String {
     let mut parts = Vec::new();
     if a.calls > 0.0 {
         parts.push(format!(
-            "{} calls of {}",
+            "{} {}, {}",
             count(a.calls, a.per),
+            if a.calls == 1.0 { "call" } else { "calls" },
             bytes(a.bytes)
         ));
     }
@@ -667,7 +681,12 @@ pub fn why(costly: Side, other: Side, subject_is_costly: bool, per: Per) -> Why 
     };
     let (mut text, mechanisms, basis) = match mine {
         Some(Ok(held)) => {
-            let pairs = beyond(&held, &theirs);
+            let calls = |c: &Counts| c.brk + c.mmap + c.munmap + c.madvise;
+            let difference = (
+                costly.counts.faults - other.counts.faults,
+                calls(&costly.counts) - calls(&other.counts),
+            );
+            let pairs = beyond(&held, &theirs, difference);
             let said: Vec<String> = pairs
                 .iter()
                 .map(|(h, a)| match a {

@@ -14,6 +14,7 @@ pub fn calls_of_trapped(calls: &[TrappedCall]) -> Vec<Call> {
         .iter()
         .filter_map(|c| {
             let kind = match c.nr {
+                crate::counters::linux::ptrace::EXEC => CallKind::Exec,
                 libc::SYS_brk => CallKind::Brk,
                 libc::SYS_mmap => CallKind::Mmap,
                 libc::SYS_munmap => CallKind::Munmap,
@@ -23,6 +24,7 @@ pub fn calls_of_trapped(calls: &[TrappedCall]) -> Vec<Call> {
             };
             Some(Call {
                 time_ns: c.time_ns,
+                pid: c.pid as u32,
                 kind,
                 addr: c.addr,
                 len: if kind == CallKind::Brk { 0 } else { c.arg },

@@ -13,6 +13,8 @@ use std::collections::BTreeMap;
 pub struct Call {
     /// CLOCK_MONOTONIC when it was entered.
     pub time_ns: u64,
+    /// The process whose address space it acted on.
+    pub pid: u32,
     /// Which syscall.
     pub kind: CallKind,
     /// brk: the break asked for (0 asks for the current one); mmap: the hint; munmap,
@@ -40,6 +42,8 @@ pub enum CallKind {
     Madvise,
     /// Resizes or moves a mapping.
     Mremap,
+    /// Not a memory syscall: the process exec'd, and its address space is new.
+    Exec,
 }
 
 /// A page fault with its address, as the recorder saw it.
@@ -47,6 +51,8 @@ pub enum CallKind {
 pub struct FaultAt {
     /// CLOCK_MONOTONIC when it was taken.
     pub time_ns: u64,
+    /// The process it was taken in.
+    pub pid: u32,
     /// The address that faulted.
     pub addr: u64,
 }

@@ -147,9 +147,15 @@ fn drain(s: &mut Sampler, log: &mut FaultLog) {
         match record.ty() {
             // pid, tid (u32 each), time, addr: the fields asked for, in the kernel's order.
             PERF_RECORD_SAMPLE => {
-                if let (Some(time_ns), Some(addr)) = (u64_at(&bytes, 8), u64_at(&bytes, 16)) {
+                let pid = bytes
+                    .get(0..4)
+                    .and_then(|b| b.try_into().ok())
+                    .map(u32::from_ne_bytes);
+                if let (Some(pid), Some(time_ns), Some(addr)) =
+                    (pid, u64_at(&bytes, 8), u64_at(&bytes, 16))
+                {
                     if log.faults.len() < MOST_KEPT {
-                        log.faults.push(Fault { time_ns, addr });
+                        log.faults.push(Fault { time_ns, pid, addr });
                     } else {
                         log.lost += 1;
                     }

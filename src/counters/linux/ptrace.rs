@@ -118,6 +118,9 @@ fn filter_with(marker: bool) -> Vec<libc::sock_filter> {
 pub struct TrappedCall {
     /// The thread that made it.
     pub tid: i32,
+    /// Its process (thread group): whose address space the call acted on. Kept with
+    /// [`Log::Evidence`]; the thread's id otherwise.
+    pub pid: i32,
     /// CLOCK_MONOTONIC when the tracer saw the stop (the call has not run yet).
     pub time_ns: u64,
     /// The syscall's number (x86_64).
@@ -208,6 +211,21 @@ fn read_return(tid: libc::pid_t) -> Option<u64> {
 #[cfg(not(target_arch = "x86_64"))]
 fn read_return(_tid: libc::pid_t) -> Option<u64> {
     None
+}
+
+/// The number a [`Log::Evidence`] log gives an exec: the process's address space is new
+/// from there on.
+pub const EXEC: i64 = -1;
+
+/// The thread group of `tid`, from /proc.
+fn tgid_of(tid: libc::pid_t) -> Option<libc::pid_t> {
+    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// Whether the evidence needs what a call of `nr` returned: the break brk set, the
@@ -506,6 +524,9 @@ pub fn trace(pid: libc::pid_t, scope: Scope, watch: Watch, log: Log) -> std::io:
     let mut awaiting: std::collections::HashMap<libc::pid_t, usize> =
         std::collections::HashMap::new();
     let mut phase_ns = (None, None);
+    // Each tracee's process (evidence only).
+    let mut group: std::collections::HashMap<libc::pid_t, libc::pid_t> =
+        std::collections::HashMap::from([(pid, pid)]);
     let mut counts = SyscallCounts {
         all: None,
         ..Default::default()
@@ -568,8 +589,10 @@ pub fn trace(pid: libc::pid_t, scope: Scope, watch: Watch, log: Log) -> std::io:
                 // Per stop: this wait, one GETREGS and the CONT below; the clock is read
                 // only for a call that is kept.
                 let in_phase = scope == Scope::Tree || markers == 1;
+                let process = group.get(&tid).copied().unwrap_or(tid);
                 let call = |nr, arg, advice, addr| TrappedCall {
                     tid,
+                    pid: process,
                     time_ns: monotonic_ns(),
                     nr,
                     arg,
@@ -628,6 +651,14 @@ pub fn trace(pid: libc::pid_t, scope: Scope, watch: Watch, log: Log) -> std::io:
                     || ev == libc::PTRACE_EVENT_VFORK =>
             {
                 let new = ptrace::getevent(Pid::from_raw(tid)).unwrap_or(0) as libc::pid_t;
+                if evidence && new > 0 {
+                    let of = if ev == libc::PTRACE_EVENT_CLONE {
+                        tgid_of(new).unwrap_or(new)
+                    } else {
+                        new
+                    };
+                    group.insert(new, of);
+                }
                 cont(tid, 0);
                 if held.remove(&new) {
                     cont(new, 0);
@@ -636,7 +667,21 @@ pub fn trace(pid: libc::pid_t, scope: Scope, watch: Watch, log: Log) -> std::io:
                 }
                 continue;
             }
-            // exec events.
+            // exec events: for the evidence, the process's address space is new.
+            WaitStatus::PtraceEvent(_, _, libc::PTRACE_EVENT_EXEC) if evidence => {
+                let process = group.get(&tid).copied().unwrap_or(tid);
+                calls.push(TrappedCall {
+                    tid,
+                    pid: process,
+                    time_ns: monotonic_ns(),
+                    nr: EXEC,
+                    arg: 0,
+                    advice: 0,
+                    addr: 0,
+                    ret: None,
+                    in_phase: scope == Scope::Tree || markers == 1,
+                });
+            }
             WaitStatus::PtraceEvent(..) => {}
             // The exit stop of a call whose result the evidence keeps.
             WaitStatus::PtraceSyscall(_) => {
