@@ -171,13 +171,13 @@ pub fn names(a: &Cell, b: &Cell) -> (String, String) {
 }
 
 /// Why cell `subject` (named `subject_name` in the sentence) differs from `base` (named
-/// `base_name`), whose time it takes `ratio` times: the one cause composer
+/// `base_name`), compared as `cmp`: the one cause composer
 /// ([`crate::analysis::mechanism::why_of`]) over their rows' counts per iteration and
 /// their evidence.
 pub fn why(
     (subject, subject_name): (&Cell, &str),
     (base, base_name): (&Cell, &str),
-    ratio: f64,
+    cmp: &Comparison,
 ) -> crate::analysis::mechanism::Why {
     use crate::analysis::mechanism::{why_of, Counts, Side};
     fn side<'a>(c: &'a Cell, name: &'a str) -> Side<'a> {
@@ -187,10 +187,14 @@ pub fn why(
             evidence: c.evidence.as_ref(),
         }
     }
+    let decided = matches!(
+        cmp.verdict,
+        Some(crate::analysis::stats::Verdict::Slower | crate::analysis::stats::Verdict::Faster)
+    );
     why_of(
         side(subject, subject_name),
         side(base, base_name),
-        ratio,
+        (cmp.ratio, decided),
         crate::model::evidence::Per::Iteration,
     )
 }
@@ -364,6 +368,22 @@ pub fn disturbed(cells: &[&Cell]) -> Option<String> {
 /// For tests: a cell of the founding case (scale, out-of-place, the stored record's size)
 /// under `allocator` (a spec, with knobs), one process per figure with its p50 and
 /// faults per iteration set.
+/// Each distinct reason a counter was unavailable, once, with the runs it affected.
+pub fn unavailable_notes(outcomes: &[Outcome]) -> Vec<String> {
+    let mut notes: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for o in outcomes {
+        if let Ok(r) = &o.result {
+            for (what, why) in &r.unavailable {
+                *notes.entry((what.clone(), why.clone())).or_default() += 1;
+            }
+        }
+    }
+    notes
+        .into_iter()
+        .map(|((what, why), n)| format!("{what} unavailable ({n} runs): {why}"))
+        .collect()
+}
+
 #[cfg(test)]
 pub(crate) fn test_cell(allocator: &str, figures: &[(u64, f64)]) -> Cell {
     let record: RunRecord =
@@ -426,7 +446,7 @@ mod tests {
             r.behaviours
         );
         assert_eq!(r.behaviours[0].groups[0].count, 3);
-        let notes = crate::analysis::explain::behaviour_notes(&[r]);
+        let notes = crate::analysis::modes::behaviour_notes(&[r]);
         assert_eq!(notes.len(), 1);
         assert!(
             notes[0].contains(

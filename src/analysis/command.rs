@@ -728,7 +728,10 @@ pub fn answer(rows: &[ExecRow]) -> Vec<crate::analysis::findings::Item> {
         // The cause is read from the slower side's recorded calls.
         let cause = (r.per_run[RUN_MINOR_FAULTS].is_some()
             && base.per_run[RUN_MINOR_FAULTS].is_some())
-        .then(|| why_of(side(r), side(base), ratio, Per::Run))
+        .then(|| {
+            let decided = matches!(r.vs_baseline_verdict.as_deref(), Some("faster" | "slower"));
+            why_of(side(r), side(base), (ratio, decided), Per::Run)
+        })
         .filter(Why::explains);
         if let Some(w) = &cause {
             let decided = matches!(r.vs_baseline_verdict.as_deref(), Some("faster" | "slower"));

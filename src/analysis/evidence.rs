@@ -18,7 +18,7 @@ fn page_up(a: u64) -> u64 {
 }
 
 /// Disjoint page ranges [start, end), each with how it was given back.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Ranges {
     map: BTreeMap<u64, (u64, GivenBack)>,
 }
@@ -77,9 +77,11 @@ impl Ranges {
 }
 
 /// What the calls left of one process's address space.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Space {
-    /// Every range given back and not faulted in since, with how.
+    /// Every range given back, with how it was given back last: a fault there is on
+    /// memory given back before (its second fault too: a read maps the zero page, the
+    /// write then copies it).
     given_back: Ranges,
     /// The heap's top ranges a trim gave back and no growth has covered again.
     trimmed: Ranges,
@@ -166,9 +168,18 @@ pub fn of_recording(
             Step::Call(c) => c.pid,
             Step::Fault(f) => f.pid,
         };
-        if matches!(step, Step::Call(c) if c.kind == CallKind::Exec) {
-            spaces.insert(pid, Space::default());
-            continue;
+        match step {
+            Step::Call(c) if c.kind == CallKind::Exec => {
+                spaces.insert(pid, Space::default());
+                continue;
+            }
+            // A new process starts with a copy of its parent's address space.
+            Step::Call(c) if c.kind == CallKind::Fork => {
+                let copy = spaces.get(&pid).cloned().unwrap_or_default();
+                spaces.insert(c.len as u32, copy);
+                continue;
+            }
+            _ => {}
         }
         let Space {
             given_back,
@@ -179,11 +190,7 @@ pub fn of_recording(
         } = spaces.entry(pid).or_default();
         match step {
             Step::Fault(f) => {
-                let page = page_down(f.addr);
-                let how = given_back.find(page);
-                if let Some(_h) = how {
-                    given_back.remove(page, page + PAGE);
-                }
+                let how = given_back.find(page_down(f.addr));
                 if counted {
                     since_fault = Moved::default();
                     match how {
@@ -191,6 +198,7 @@ pub fn of_recording(
                         Some(GivenBack::Trim) => split.after_trim += 1,
                         Some(GivenBack::Unmap) => split.after_unmap += 1,
                         Some(GivenBack::Purge) => split.after_purge += 1,
+                        Some(GivenBack::Free) => split.after_free += 1,
                     }
                 }
             }
@@ -204,9 +212,11 @@ pub fn of_recording(
                     };
                     match (*brk_at, new) {
                         (Some(old), Some(new)) if new > old => {
+                            let over = trimmed.overlap(old, new);
                             if counted {
                                 brk.grew.add(new - old);
-                                brk.regrown_bytes += trimmed.overlap(old, new);
+                                brk.regrown_bytes += over;
+                                brk.regrew += u64::from(over > 0);
                             }
                             trimmed.remove(old, new);
                         }
@@ -275,21 +285,47 @@ pub fn of_recording(
                     if counted {
                         e.madvise.entry(name.to_string()).or_default().add(c.len);
                     }
+                    let (start, end) = (page_down(c.addr), page_up(c.addr.saturating_add(c.len)));
                     if releases {
-                        let (start, end) =
-                            (page_down(c.addr), page_up(c.addr.saturating_add(c.len)));
                         given_back.insert(start, end, GivenBack::Purge);
                         if counted {
                             since_fault.add(c.len);
                         }
+                    } else if name == "free" {
+                        given_back.insert(start, end, GivenBack::Free);
                     }
                 }
                 CallKind::Mremap => {
                     if counted {
                         e.mremap.add(c.len);
                     }
+                    // Where the block went (mremap's result): the old range is given back
+                    // where the block moved or shrank; the pages that moved are there.
+                    let (old, old_len, new_len) = (c.addr, c.advice, c.len);
+                    if let Some(new) = c.ret.filter(|r| (*r as i64) > 0) {
+                        if new != old {
+                            given_back.insert(
+                                page_down(old),
+                                page_up(old.saturating_add(old_len)),
+                                GivenBack::Unmap,
+                            );
+                            given_back.remove(
+                                page_down(new),
+                                page_up(new.saturating_add(old_len.min(new_len))),
+                            );
+                        } else if new_len < old_len {
+                            given_back.insert(
+                                page_up(old.saturating_add(new_len)),
+                                page_up(old.saturating_add(old_len)),
+                                GivenBack::Unmap,
+                            );
+                        }
+                        if mapped.remove(&old).is_some() {
+                            mapped.insert(new, new_len);
+                        }
+                    }
                 }
-                CallKind::Exec => {}
+                CallKind::Exec | CallKind::Fork => {}
             },
         }
     }
@@ -301,14 +337,6 @@ pub fn of_recording(
         }
     }
     e
-}
-
-/// Sums of the moved figures: `a` + `b`.
-pub fn plus(a: Moved, b: Moved) -> Moved {
-    Moved {
-        calls: a.calls + b.calls,
-        bytes: a.bytes + b.bytes,
-    }
 }
 
 #[cfg(test)]
@@ -500,6 +528,71 @@ mod tests {
         assert_eq!((e.brk.shrank.calls, e.brk.shrank.bytes), (1, MIB));
         assert_eq!(e.brk.regrown_bytes, 0);
         assert_eq!(e.faults.unwrap().first_touch, 1);
+    }
+
+    /// What a hostile check found (strace and perf beside): a second fault on a page
+    /// given back (a read maps the zero page, the write copies it) is on memory given
+    /// back too; MADV_FREE gives nothing back until the kernel takes a page; a forked
+    /// child starts from its parent's break; a moved mremap gives its old range back.
+    #[test]
+    fn second_faults_lazy_frees_forks_and_moves() {
+        let at = 0x7f00_0000_0000u64;
+        let base = 0x5555_0000_0000u64;
+        let mut free = call(20, CallKind::Madvise, at + 64 * MIB, 8 * MIB, None);
+        free.advice = 8;
+        let mut moved = call(40, CallKind::Mremap, at, 2 * MIB, Some(at + 128 * MIB));
+        moved.advice = MIB;
+        let calls = vec![
+            call(1, CallKind::Mmap, 0, MIB, Some(at)),
+            call(5, CallKind::Munmap, at, MIB, None),
+            call(6, CallKind::Mmap, 0, MIB, Some(at)),
+            free,
+            moved,
+            call(50, CallKind::Brk, 0, 0, Some(base)),
+            call(51, CallKind::Brk, base + MIB, 0, Some(base + MIB)),
+            Call {
+                len: 7,
+                ..call(52, CallKind::Fork, 0, 0, None)
+            },
+            Call {
+                pid: 7,
+                ..call(53, CallKind::Brk, base + 3 * MIB, 0, Some(base + 3 * MIB))
+            },
+        ];
+        let fault = |t, addr| FaultAt {
+            time_ns: t,
+            pid: 1,
+            addr,
+        };
+        let log = vec![
+            fault(7, at),
+            fault(8, at),
+            fault(30, at + 64 * MIB),
+            // The moved block's old range, given back by the move.
+            fault(45, at + PAGE),
+        ];
+        let e = of_recording(
+            &calls,
+            Faults::Recorded {
+                faults: &log,
+                lost: 0,
+                user_mode_only: false,
+            },
+            None,
+            Per::Run,
+            1.0,
+            "ptrace",
+        );
+        let f = e.faults.unwrap();
+        assert_eq!((f.after_unmap, f.after_free, f.first_touch), (3, 1, 0));
+        assert_eq!(e.purged().calls, 0);
+        assert_eq!(e.freed().calls, 1);
+        // The child's brk grew its copy of the parent's heap by 2 MiB.
+        assert_eq!(
+            (e.brk.grew.calls, e.brk.grew.bytes, e.brk.still),
+            (2, 3 * MIB, 1)
+        );
+        assert_eq!(e.unmapped_again.calls, 1);
     }
 
     #[test]

@@ -63,7 +63,7 @@ pub enum Figures {
     /// One allocator's exact change between two neighbouring sizes.
     Cliff(CliffFigures),
     /// A cell against another measured in the same rounds.
-    Difference(DifferenceFigures),
+    Difference(Box<DifferenceFigures>),
     /// A user's command under one allocator against another, paired by round.
     Command(CommandFigures),
     /// One traced allocator: each kind of event, how many, and where it came from.
@@ -370,6 +370,9 @@ pub struct DifferenceFigures {
     /// The allocator label (spec and THP mode) of the cell.
     pub allocator: String,
     pub variant: Variant,
+    /// What it is against: its allocator's in-place cell, the fastest of its variant, or
+    /// its allocator's defaults.
+    pub against: Against,
     /// The base's allocator label.
     pub against_allocator: String,
     pub against_variant: Variant,
@@ -379,6 +382,8 @@ pub struct DifferenceFigures {
     /// The cell's time over the base's, paired by round: median ratio, interval and
     /// verdict.
     pub comparison: Comparison,
+    /// The comparison in words ("29.03x slower [28.01x, 30.70x]").
+    pub words: String,
     /// Processes with a result, the cell's and the base's.
     pub processes: usize,
     pub against_processes: usize,
@@ -388,6 +393,18 @@ pub struct DifferenceFigures {
     /// Why: the count differences and the mechanism the recorded calls show, with their
     /// figures, or what the sentence rests on instead.
     pub cause: crate::analysis::mechanism::Why,
+}
+
+/// What a finding compares its cell with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Against {
+    /// The same allocator's in-place cell.
+    InPlace,
+    /// The fastest allocator of the same variant.
+    Fastest,
+    /// The same allocator with its defaults (the cell is a knob set).
+    Defaults,
 }
 
 /// A cell's counts per iteration keyed by the registry's names (summary.csv's columns,
@@ -427,7 +444,8 @@ pub struct FolderFindings {
     pub more: usize,
     /// Every exact cliff found, grouped per allocator and pair of sizes, leading first.
     pub cliffs: Vec<Item>,
-    /// Every comparison the findings print: each variant against its allocator's
-    /// in-place, each allocator against the fastest of its variant, at every size.
-    pub comparisons: Vec<Figures>,
+    /// Every comparison of the findings (each variant against its allocator's in-place,
+    /// each allocator against the fastest of its variant, each knob set against its
+    /// allocator's defaults, at the sizes of interest), worded, with its figures.
+    pub comparisons: Vec<Item>,
 }

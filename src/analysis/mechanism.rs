@@ -75,9 +75,16 @@ pub const MECHANISMS: &[Mechanism] = &[
     Mechanism {
         key: "purge",
         name: "a purge",
-        needs: "madvise calls with their advice and range (DONTNEED, FREE, REMOVE, PAGEOUT give pages back), and each fault's address: faults on a purged range are its pages faulted in again",
+        needs: "madvise calls with their advice and range (DONTNEED, REMOVE, PAGEOUT drop the range's pages at once), and each fault's address: faults on a purged range are its pages faulted in again",
         without: "without the faults' addresses the purge is said with its bytes, and that whether its pages were faulted in again was not recorded",
         rule: purge,
+    },
+    Mechanism {
+        key: "lazy-free",
+        name: "a lazy free",
+        needs: "madvise(FREE) calls with their range, and the faults' addresses: FREE only marks pages the kernel may take when it needs memory; a fault on them shows it took them",
+        without: "without the faults' addresses it is said that the pages were marked free, not that they were given back",
+        rule: lazy_free,
     },
     Mechanism {
         key: "unused-purge",
@@ -128,6 +135,29 @@ pub fn by_key(key: &str) -> Option<&'static Mechanism> {
     MECHANISMS.iter().find(|m| m.key == key)
 }
 
+/// "3,874 faults", "1 fault": a count of faults per unit.
+fn faults_word(f: f64, per: Per) -> String {
+    let n = count(f, per);
+    if n == "1" {
+        "1 fault".to_string()
+    } else {
+        format!("{n} faults")
+    }
+}
+
+/// "of 8.0 MiB", "of 4.1 to 64.1 MiB": the size of the calls of `m`, one size or the
+/// range.
+fn sizes(m: &Moved) -> String {
+    if m.calls == 0 {
+        return String::new();
+    }
+    if m.most == 0 || m.least == m.most {
+        bytes(m.bytes as f64 / m.calls as f64)
+    } else {
+        format!("{} to {}", bytes(m.least as f64), bytes(m.most as f64))
+    }
+}
+
 /// A count per unit: two decimals per iteration, a whole number in a run.
 fn count(v: f64, per: Per) -> String {
     match per {
@@ -153,8 +183,8 @@ fn faults_after(e: &Evidence, how: GivenBack) -> Option<f64> {
 fn faults_clause(e: &Evidence, how: GivenBack, what: &str) -> String {
     match faults_after(e, how) {
         Some(f) if f >= faults_floor(e.per) => format!(
-            "; {} faults {} landed on the {what} pages",
-            count(f, e.per),
+            "; {} {} landed on the {what} pages",
+            faults_word(f, e.per),
             unit(e.per)
         ),
         Some(_) => format!("; no fault landed on the {what} pages"),
@@ -183,7 +213,7 @@ fn trim(e: &Evidence, m: &Mechanism) -> Option<Held> {
     let regrown = if e.brk.regrown_bytes > 0 {
         format!(
             " and {} grew it back over the trimmed top by {}",
-            count(e.per_unit(e.brk.grew.calls), e.per),
+            count(e.per_unit(e.brk.regrew), e.per),
             bytes(e.per_unit(e.brk.regrown_bytes))
         )
     } else {
@@ -228,9 +258,35 @@ fn purge(e: &Evidence, m: &Mechanism) -> Option<Held> {
         "; whether its pages were faulted in again was not recorded".to_string()
     };
     let sentence = format!(
-        "{} {} {} gave back {} ({}){tail}",
+        "{} {} {} over {} ({}){tail}",
         count(n, e.per),
         releasing_advice(e),
+        unit(e.per),
+        bytes(e.per_unit(p.bytes)),
+        m.name
+    );
+    Some(held(m, e, p, faults, sentence))
+}
+
+fn lazy_free(e: &Evidence, m: &Mechanism) -> Option<Held> {
+    let p = e.freed();
+    let n = e.per_unit(p.calls);
+    if n < calls_floor(e.per) {
+        return None;
+    }
+    let faults = faults_after(e, GivenBack::Free);
+    let tail = match faults {
+        Some(f) if f >= faults_floor(e.per) => format!(
+            "; {} {} landed on them: the kernel had taken them",
+            faults_word(f, e.per),
+            unit(e.per)
+        ),
+        Some(_) => "; no fault landed on them: the kernel took none of them back here (it does when it needs memory)".to_string(),
+        None => "; whether the kernel took them was not recorded".to_string(),
+    };
+    let sentence = format!(
+        "{} madvise(FREE) {} marked {} free ({}){tail}",
+        count(n, e.per),
         unit(e.per),
         bytes(e.per_unit(p.bytes)),
         m.name
@@ -246,7 +302,7 @@ fn unused_purge(e: &Evidence, m: &Mechanism) -> Option<Held> {
         return None;
     }
     let sentence = format!(
-        "{} {} {} gave back {} that no fault touched again (calls, not faults)",
+        "{} {} {} over {} that no fault touched again (calls, not faults)",
         count(n, e.per),
         releasing_advice(e),
         unit(e.per),
@@ -278,9 +334,9 @@ fn map_per_buffer(e: &Evidence, m: &Mechanism) -> Option<Held> {
         return None;
     }
     let sentence = format!(
-        "{} mmap and munmap of the same {} block {} ({}){}",
+        "{} mmap and munmap of the same block ({}) {} ({}){}",
         count(n, e.per),
-        bytes(u.bytes as f64 / u.calls.max(1) as f64),
+        sizes(&u),
         unit(e.per),
         m.name,
         faults_clause(e, GivenBack::Unmap, "unmapped")
@@ -294,8 +350,8 @@ fn first_touch(e: &Evidence, m: &Mechanism) -> Option<Held> {
         return None;
     }
     let sentence = format!(
-        "{} faults {} were first touches of memory never given back",
-        count(f, e.per),
+        "{} {} were first touches of memory never given back",
+        faults_word(f, e.per),
         unit(e.per),
     );
     Some(held(m, e, Moved::default(), Some(f), sentence))
@@ -554,35 +610,41 @@ fn check(side: &Side, e: &Evidence) -> Option<String> {
     })
 }
 
-/// The mechanisms of `of` that `against` lacks or shows less of, by [`differs`], each
-/// with the other side's figures where it holds there too; of those, only the ones that
-/// carry a tenth of the sides' difference in faults (`faults_d`) or in memory syscalls
-/// (`calls_d`), so that a small extra beside the cause is not named as one.
+/// The faults a mechanism of the other side's class accounts for there: its faults on
+/// memory given back before (for a mechanism of given-back memory), or its first touches.
+fn class_faults(key: &str, other: Option<&Evidence>) -> f64 {
+    let Some(e) = other else { return 0.0 };
+    let Some(f) = e.faults else { return 0.0 };
+    match key {
+        "first-touch" => e.per_unit(f.first_touch),
+        _ => e.per_unit(f.given_back()),
+    }
+}
+
+/// The mechanisms of `of` that explain what the costly side does more of than the other:
+/// where it has more faults (`faults_d` > 0, named), those whose faults exceed the other
+/// side's faults of their class by a tenth of that difference; where it makes more
+/// memory syscalls (`calls_d`), those whose calls exceed the other side's of the same
+/// mechanism by a tenth of it. Each with the other side's figures where it holds there
+/// too.
 fn beyond<'a, 'b>(
     of: &'a [Held],
     against: &'b [Held],
+    other: Option<&Evidence>,
     (faults_d, calls_d): (f64, f64),
 ) -> Vec<(&'a Held, Option<&'b Held>)> {
-    let carries = |h: &Held, a: Option<&Held>| {
-        let f = h.faults.unwrap_or(0.0) - a.and_then(|a| a.faults).unwrap_or(0.0);
-        let c = h.calls - a.map_or(0.0, |a| a.calls);
-        (f >= faults_floor(h.per) && f >= 0.1 * faults_d.abs())
-            || (c >= calls_floor(h.per) && c >= 0.1 * calls_d.abs())
-    };
     of.iter()
         .filter(|h| h.key != "advice" || against.iter().all(|a| a.key != "advice"))
-        .filter_map(|h| match against.iter().find(|a| a.key == h.key) {
-            None => Some((h, None)),
-            Some(a) => {
-                let more_calls = h.calls > a.calls && differs(h.calls, a.calls, calls_floor(h.per));
-                let more_faults = match (h.faults, a.faults) {
-                    (Some(x), Some(y)) => x > y && differs(x, y, faults_floor(h.per)),
-                    _ => false,
-                };
-                (more_calls || more_faults).then_some((h, Some(a)))
-            }
+        .filter_map(|h| {
+            let a = against.iter().find(|a| a.key == h.key);
+            let floor_f = faults_floor(h.per);
+            let floor_c = calls_floor(h.per);
+            let f_extra = h.faults.unwrap_or(0.0) - class_faults(h.key, other);
+            let c_extra = h.calls - a.map_or(0.0, |a| a.calls);
+            let by_faults = faults_d >= floor_f && f_extra >= floor_f.max(0.1 * faults_d);
+            let by_calls = calls_d >= floor_c && c_extra >= floor_c.max(0.1 * calls_d);
+            (by_faults || by_calls).then_some((h, a))
         })
-        .filter(|(h, a)| carries(h, *a))
         .collect()
 }
 
@@ -630,8 +692,21 @@ impl Why {
 /// Why `subject` differs from `base` (its time over theirs `ratio`), per `per`: the
 /// mechanisms of the slower side (the one whose recorded calls can explain a cost) that
 /// the other shows less of, after the count differences of `subject` against `base`.
-pub fn why_of(subject: Side, base: Side, ratio: f64, per: Per) -> Why {
-    if ratio > 1.0 {
+pub fn why_of(subject: Side, base: Side, (ratio, decided): (f64, bool), per: Per) -> Why {
+    // Without a verdict on time, the costlier side is the one with more faults, or else
+    // with more memory syscalls.
+    let calls = |c: &Counts| c.brk + c.mmap + c.munmap + c.madvise;
+    let (s, b) = (subject.counts, base.counts);
+    let subject_costly = if decided {
+        ratio > 1.0
+    } else if differs(s.faults, b.faults, faults_floor(per)) {
+        s.faults > b.faults
+    } else if differs(calls(&s), calls(&b), calls_floor(per)) {
+        calls(&s) > calls(&b)
+    } else {
+        ratio > 1.0
+    };
+    if subject_costly {
         why(subject, base, true, per)
     } else {
         why(base, subject, false, per)
@@ -686,7 +761,8 @@ pub fn why(costly: Side, other: Side, subject_is_costly: bool, per: Per) -> Why 
                 costly.counts.faults - other.counts.faults,
                 calls(&costly.counts) - calls(&other.counts),
             );
-            let pairs = beyond(&held, &theirs, difference);
+            let other_evidence = other.evidence.and_then(|r| r.get().ok());
+            let pairs = beyond(&held, &theirs, other_evidence, difference);
             let said: Vec<String> = pairs
                 .iter()
                 .map(|(h, a)| match a {
@@ -699,23 +775,36 @@ pub fn why(costly: Side, other: Side, subject_is_costly: bool, per: Per) -> Why 
                 if counted.is_empty() {
                     return same();
                 }
-                (
-                    lead(&format!(
-                        "under {}, no known mechanism: what its recorded calls did {}",
-                        costly.name,
-                        if held.is_empty() {
-                            "holds no rule the lab knows".to_string()
-                        } else {
-                            format!(
-                                "({}) holds as much under {}",
-                                held.iter().map(|h| h.name).collect::<Vec<_>>().join(", "),
-                                other.name
-                            )
-                        }
-                    )),
-                    Vec::new(),
-                    "no-known-mechanism",
-                )
+                let names = |h: &[Held]| {
+                    h.iter()
+                        .filter(|h| h.key != "advice")
+                        .map(|h| h.name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                let (mine, yours) = (names(&held), names(&theirs));
+                let text = if mine.is_empty() {
+                    format!(
+                        "under {}, no known mechanism: its recorded run holds no rule the lab knows",
+                        costly.name
+                    )
+                } else if mine == yours {
+                    format!(
+                        "under {}, no known mechanism costs more than under {}: both show {mine}",
+                        costly.name, other.name
+                    )
+                } else if yours.is_empty() {
+                    format!(
+                        "under {}, no known mechanism costs more than under {}: {} shows {mine}, costing no more faults or calls",
+                        costly.name, other.name, costly.name
+                    )
+                } else {
+                    format!(
+                        "under {}, no known mechanism costs more than under {}: {} shows {mine}, {} {yours}",
+                        costly.name, other.name, costly.name, other.name
+                    )
+                };
+                (lead(&text), Vec::new(), "no-known-mechanism")
             } else {
                 let mut text = lead(&format!("under {}, {}", costly.name, said.join("; ")));
                 if let Some(Ok(e)) = costly.evidence.map(Recorded::get) {
@@ -775,12 +864,15 @@ mod tests {
                 grew: Moved {
                     calls: 200,
                     bytes: 1510 * MIB,
+                    ..Moved::default()
                 },
                 shrank: Moved {
                     calls: 100,
                     bytes: 1510 * MIB,
+                    ..Moved::default()
                 },
                 still: 0,
+                regrew: 200,
                 regrown_bytes: 1510 * MIB,
             },
             faults: Some(FaultSplit {
@@ -855,6 +947,7 @@ mod tests {
                 Moved {
                     calls: 3,
                     bytes: 3 * MIB,
+                    ..Moved::default()
                 },
             )]
             .into_iter()
@@ -933,6 +1026,7 @@ mod tests {
                 Moved {
                     calls: 10,
                     bytes: 80 * MIB,
+                    ..Moved::default()
                 },
             )]
             .into_iter()
@@ -942,7 +1036,73 @@ mod tests {
         };
         let h = held_in(&e);
         assert_eq!(h.len(), 1);
-        assert_eq!(h[0].sentence, "1.00 madvise(DONTNEED) per iteration gave back 8.0 MiB (a purge); whether its pages were faulted in again was not recorded");
+        assert_eq!(h[0].sentence, "1.00 madvise(DONTNEED) per iteration over 8.0 MiB (a purge); whether its pages were faulted in again was not recorded");
+    }
+
+    /// The same faults on both sides, given back by different mechanisms (jemalloc's
+    /// purge, glibc's map per buffer of a large calloc): neither is named as the cost.
+    #[test]
+    fn a_mechanism_of_as_many_faults_is_not_the_cost() {
+        let purge = Recorded::Recorded(Box::new(Evidence {
+            per: Per::Run,
+            units: 1.0,
+            madvise: [(
+                "dontneed".to_string(),
+                Moved {
+                    calls: 17,
+                    bytes: 630 * MIB,
+                    ..Moved::default()
+                },
+            )]
+            .into_iter()
+            .collect(),
+            faults: Some(FaultSplit {
+                after_purge: 143_361,
+                ..FaultSplit::default()
+            }),
+            ..Evidence::default()
+        }));
+        let unmap = Recorded::Recorded(Box::new(Evidence {
+            per: Per::Run,
+            units: 1.0,
+            unmapped_again: Moved {
+                calls: 15,
+                bytes: 600 * MIB,
+                ..Moved::default()
+            },
+            faults: Some(FaultSplit {
+                after_unmap: 143_360,
+                ..FaultSplit::default()
+            }),
+            ..Evidence::default()
+        }));
+        let costly = Side {
+            name: "jemalloc",
+            counts: Counts {
+                faults: 143_361.0,
+                madvise: 17.0,
+                ..Counts::default()
+            },
+            evidence: Some(&purge),
+        };
+        let other = Side {
+            name: "system",
+            counts: Counts {
+                faults: 143_360.0,
+                mmap: 15.0,
+                munmap: 15.0,
+                ..Counts::default()
+            },
+            evidence: Some(&unmap),
+        };
+        let w = why(costly, other, true, Per::Run);
+        assert_eq!(w.basis, "no-known-mechanism", "{}", w.text);
+        assert!(
+            w.text
+                .contains("jemalloc shows a purge, system a map per buffer"),
+            "{}",
+            w.text
+        );
     }
 
     #[test]

@@ -9,7 +9,6 @@ pub mod command;
 pub mod diff;
 pub mod eta;
 pub mod evidence;
-pub mod explain;
 pub mod findings;
 pub mod jumps;
 pub mod mechanism;

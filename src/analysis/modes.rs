@@ -18,6 +18,7 @@
 
 use crate::analysis::stats::median;
 pub use crate::model::behaviours::{Behaviours, Group, Unit};
+use crate::model::summary::SummaryRow;
 
 /// A value of `unit` as the lab prints it.
 pub fn format_value(unit: Unit, v: f64) -> String {
@@ -178,6 +179,17 @@ pub fn note(who: &str, behaviours: &[Behaviours], of: &str, one: &str) -> Option
         "{who}: {}; its medians describe no {one}",
         said.join("; ")
     ))
+}
+
+/// "note: system out-of-place: 2 behaviours of p50: …" for every cell whose processes
+/// fall into groups.
+pub fn behaviour_notes(rows: &[SummaryRow]) -> Vec<String> {
+    rows.iter()
+        .filter_map(|r| {
+            let who = format!("note: {} {}", r.allocator_spec, r.variant);
+            note(&who, &r.behaviours, "processes", "process")
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! on one workload, variant and size, and which combinations remove the faults and
 //! syscalls, at what time and RSS cost.
 
-use crate::analysis::explain::describe;
+use crate::analysis::answer::phrase as describe;
 use crate::analysis::stats::{Comparison, Verdict};
 use crate::fmt::{fmt_count, fmt_ns, human_bytes};
 use crate::model::knobs::AllocatorSpec;
@@ -248,7 +248,7 @@ pub fn set_verdicts(record: &crate::model::command::ExecRecord) -> Vec<SetVerdic
                 format!(
                     "{}: {instead}{call}{} against {defaults}'s defaults, per run; {} faults and {} memory syscalls per run (defaults: {} and {}); peak RSS {} vs {}",
                     r.allocator,
-                    crate::analysis::explain::describe(&c),
+                    describe(&c),
                     count(v.figures.set[RUN_MINOR_FAULTS]),
                     count(v.figures.set.memory_calls()),
                     count(v.figures.defaults[RUN_MINOR_FAULTS]),

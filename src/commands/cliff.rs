@@ -1,9 +1,9 @@
 //! `alloclab cliff`: bisection to the exact size where faults or syscalls per iteration
 //! change, for one allocator, workload and variant.
 
+use crate::analysis::answer::phrase as describe;
 use crate::analysis::cells;
 use crate::analysis::cliff::{self, Probe};
-use crate::analysis::explain::describe;
 use crate::cli::CliffArgs;
 use crate::engine::{self, preflight, ProcessExecutor};
 use crate::error::{Error, Result};

@@ -2,8 +2,8 @@
 //! measured in several worker processes over interleaved rounds, printed as one screen
 //! with intervals and verdicts (or Markdown, CSV, JSON).
 
+use crate::analysis::cells;
 use crate::analysis::stats::{half_width_pct, level_text};
-use crate::analysis::{cells, explain};
 use crate::cli::CompareArgs;
 use crate::counters::load::Load;
 use crate::engine::schedule::Order;
@@ -323,9 +323,9 @@ pub fn run(args: CompareArgs, level: f64) -> Result<()> {
     let mut ran = m.ran.clone();
     ran.procs_column = rows.iter().any(|r| r.processes.unwrap_or(1) > 1);
     let incomplete = ran.note();
-    let said = said(&args, &m, &ran, &cells, &rows);
-    let mut answer = crate::analysis::answer::of_cells(&cells, &rows, args.noise_threshold);
+    let mut answer = crate::analysis::answer::of_cells(&cells, &rows, args.noise_threshold, None);
     answer.price = crate::analysis::price::price_of_speed(&cells, args.noise_threshold);
+    let said = said(&args, &m, &ran, &answer, (&cells, &rows));
     if !rows.is_empty() {
         let text = render(
             &args,
@@ -614,7 +614,13 @@ struct Said {
     explained: usize,
 }
 
-fn said(args: &CompareArgs, m: &Measured, ran: &Ran, cells: &[&Cell], rows: &[SummaryRow]) -> Said {
+fn said(
+    args: &CompareArgs,
+    m: &Measured,
+    ran: &Ran,
+    answer: &crate::analysis::answer::Answer,
+    (cells, rows): (&[&Cell], &[SummaryRow]),
+) -> Said {
     let lvl = level_text(ran.level);
     let method = format!(
         "{} in interleaved rounds ({}, order seed {}){}; p50 and counts are medians over processes, ±p50 its {lvl} interval{}; a ratio is significant when its whole interval of at least {lvl} lies beyond ±{} %",
@@ -631,7 +637,9 @@ fn said(args: &CompareArgs, m: &Measured, ran: &Ran, cells: &[&Cell], rows: &[Su
         coverage_note(rows, ran.level),
         args.noise_threshold * 100.0
     );
-    let mut lines = explain::cell_explanations(cells, rows, args.noise_threshold);
+    // Every comparison, as the answer words it.
+    let mut lines: Vec<String> = answer.all_items().into_iter().map(|i| i.text).collect();
+    lines.extend(crate::analysis::modes::behaviour_notes(rows));
     // The lines after these are notes (disagreements, rounds, order, noise).
     let explained = lines.len();
     lines.extend(
@@ -828,14 +836,24 @@ fn write_html(
         ),
         environment,
         answer: {
-            let mut lines = answer.sentences();
-            let more = lines.len().saturating_sub(crate::export::headlines::MOST);
-            lines.truncate(crate::export::headlines::MOST);
+            let mut items: Vec<_> = answer
+                .items()
+                .into_iter()
+                .filter(|i| match &i.figures {
+                    Some(crate::analysis::findings::Figures::Difference(d)) => matches!(
+                        d.comparison.verdict,
+                        Some(
+                            crate::analysis::stats::Verdict::Slower
+                                | crate::analysis::stats::Verdict::Faster
+                        )
+                    ),
+                    _ => true,
+                })
+                .collect();
+            let more = items.len().saturating_sub(crate::export::headlines::MOST);
+            items.truncate(crate::export::headlines::MOST);
             crate::export::headlines::Answer {
-                items: lines
-                    .into_iter()
-                    .map(crate::analysis::findings::Item::text)
-                    .collect(),
+                items,
                 more,
                 incomplete: incomplete.map(str::to_string),
                 price: answer.price.clone(),

@@ -15,6 +15,7 @@ pub fn calls_of_trapped(calls: &[TrappedCall]) -> Vec<Call> {
         .filter_map(|c| {
             let kind = match c.nr {
                 crate::counters::linux::ptrace::EXEC => CallKind::Exec,
+                crate::counters::linux::ptrace::FORK => CallKind::Fork,
                 libc::SYS_brk => CallKind::Brk,
                 libc::SYS_mmap => CallKind::Mmap,
                 libc::SYS_munmap => CallKind::Munmap,

@@ -108,11 +108,11 @@ pub fn console(answer: &Answer, heading: &str, width: usize) -> String {
         ));
     }
     s.push_str(&price_console(&answer.price, width));
-    if answer.open > 0 {
+    if !answer.open.is_empty() {
         s.push_str(&wrap(
             &format!(
                 "{} more comparison(s) have neither a verdict nor a difference in counts: noise so far, not findings (more rounds: --max-time; a quieter machine)",
-                answer.open
+                answer.open.len()
             ),
             width,
             "",
@@ -329,7 +329,7 @@ pub fn compare_screen(
     s.push_str(&console(answer, &heading, width));
     s.push('\n');
     s.push_str(&crate::export::table::to_compact_table(rows));
-    let unavailable: Vec<String> = crate::analysis::explain::unavailable_notes(outcomes)
+    let unavailable: Vec<String> = crate::analysis::cells::unavailable_notes(outcomes)
         .into_iter()
         .map(|n| format!("note: {n}"))
         .collect();

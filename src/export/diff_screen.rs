@@ -2,8 +2,8 @@
 //! one called changed with its interval), the table that fits, the environment's changes
 //! cut to a line each; and a cell's change in words, which the full table uses too.
 
+use crate::analysis::answer::phrase as describe;
 use crate::analysis::diff::{CellChange, Diff};
-use crate::analysis::explain::describe;
 use crate::analysis::stats::{Comparison, Interval, Verdict};
 use crate::export::table::{render_table, TableRow};
 use crate::fmt::{fmt_ns, signed};

@@ -10,13 +10,8 @@
 //! variant), each with its interval (or why there is none) and the mechanism its counts
 //! show. Everything else stays in the findings below it.
 
-use crate::analysis::answer::phrase;
-use crate::analysis::cells;
 use crate::analysis::cliff::FoundCliff;
-use crate::analysis::findings::{
-    counts_of, CliffChange, CliffFigures, DifferenceFigures, Figures, FolderFindings, Item,
-};
-use crate::analysis::stats::Verdict;
+use crate::analysis::findings::{CliffChange, CliffFigures, Figures, FolderFindings, Item};
 use crate::analysis::thresholds::{self, Cause};
 use crate::export::plots::sizes_of_interest;
 use crate::export::results::Loaded;
@@ -28,9 +23,6 @@ use std::collections::BTreeSet;
 pub const MOST: usize = 5;
 /// Cliffs take at most this many of them, so that a difference can still lead.
 const MOST_CLIFFS: usize = 4;
-/// A difference without a verdict (one process per cell, or too few for the interval's
-/// level) leads only from this ratio.
-const UNTESTED_RATIO: f64 = 1.5;
 
 /// The exact cliffs of one allocator at one pair of sizes.
 pub struct CliffGroup<'a> {
@@ -175,93 +167,48 @@ fn cliff_headline(g: &CliffGroup, confirming: bool) -> (u8, Item) {
     )
 }
 
-/// The figures of `other` against `base`, compared as `cmp`.
-fn difference_figures(
-    base: &crate::model::record::Cell,
-    other: &crate::model::record::Cell,
-    cmp: crate::analysis::stats::Comparison,
-    cause: crate::analysis::mechanism::Why,
-) -> Figures {
-    Figures::Difference(DifferenceFigures {
-        allocator: other.spec.allocator_label(),
-        variant: other.spec.variant,
-        against_allocator: base.spec.allocator_label(),
-        against_variant: base.spec.variant,
-        workload: other.spec.workload,
-        threads: other.spec.threads,
-        size: other.spec.size,
-        comparison: cmp,
-        processes: other.records().count(),
-        against_processes: base.records().count(),
-        counts: counts_of(&cells::row(other)),
-        against_counts: counts_of(&cells::row(base)),
-        cause,
-    })
-}
-
-/// The largest differences against the same allocator's in-place cell, at the sizes of
-/// interest: (weight, item), the weight the size of the effect.
-fn differences(loaded: &Loaded) -> Vec<(f64, Item)> {
-    let mut out = Vec::new();
-    let cells = &loaded.cells;
-    let groups: BTreeSet<_> = cells
-        .iter()
-        .map(|c| (c.spec.workload, c.spec.threads))
-        .collect();
-    for (w, t) in groups {
-        let sizes: BTreeSet<u64> = cells
+/// The answers of the folder's cells at the sizes of interest of each workload and thread
+/// count ([`crate::analysis::answer::of_groups`]).
+pub fn answers(loaded: &Loaded) -> Vec<crate::analysis::answer::Answer> {
+    let planned = loaded.plan.experiment.processes.max(1) as usize;
+    let sizes = |w, t| {
+        let all: BTreeSet<u64> = loaded
+            .cells
             .iter()
             .filter(|c| c.spec.workload == w && c.spec.threads == t)
             .map(|c| c.spec.size)
             .collect();
-        for n in sizes_of_interest(&sizes) {
-            let at = |c: &&crate::model::record::Cell| {
-                c.spec.workload == w
-                    && c.spec.threads == t
-                    && c.spec.size == n
-                    && c.records().next().is_some()
+        sizes_of_interest(&all)
+    };
+    crate::analysis::answer::of_groups(
+        &loaded.cells,
+        crate::model::metric::NOISE_THRESHOLD,
+        Some(planned),
+        &sizes,
+    )
+}
+
+/// The differences that may lead, largest first: each variant against its allocator's
+/// in-place and each knob set against its allocator's defaults, at the sizes of
+/// interest, one size per allocator (without its THP mode) and variant.
+fn differences(answers: &[crate::analysis::answer::Answer]) -> Vec<Item> {
+    use crate::analysis::answer::Against;
+    let mut out: Vec<(f64, DiffKey, Item)> = answers
+        .iter()
+        .flat_map(|a| a.allocators.iter().flat_map(|x| &x.items))
+        .filter_map(|f| {
+            let weight = f.weight()?;
+            let key = match f.kind {
+                Against::Defaults => format!("{} against its defaults", spec_only(&f.subject)),
+                _ => spec_only(&f.subject),
             };
-            for c in cells.iter().filter(at) {
-                if c.spec.variant == Variant::InPlace {
-                    continue;
-                }
-                let label = c.spec.allocator_label();
-                let Some(base) = cells.iter().filter(at).find(|b| {
-                    b.spec.variant == Variant::InPlace && b.spec.allocator_label() == label
-                }) else {
-                    continue;
-                };
-                let Some((weight, cmp)) = weighed(base, c) else {
-                    continue;
-                };
-                let cause = cells::why(
-                    (c, &c.spec.variant.to_string()),
-                    (base, "in-place"),
-                    cmp.ratio,
-                );
-                let text = format!(
-                    "{label} {} at {} elements ({w}, {}): {} than in place; {}{}",
-                    c.spec.variant,
-                    group_thousands(n as i64),
-                    crate::fmt::Threads(t),
-                    phrase(&cmp),
-                    cause.text,
-                    short_of(loaded, base, c)
-                );
-                out.push((
-                    weight,
-                    (spec_only(&label), c.spec.variant, w, t),
-                    Item {
-                        text,
-                        figures: Some(difference_figures(base, c, cmp, cause)),
-                    },
-                ));
-            }
-        }
-    }
-    out.extend(knob_differences(&loaded.cells, &|b, c| {
-        short_of(loaded, b, c)
-    }));
+            Some((
+                weight,
+                (key, f.variant, f.figures.workload, f.figures.threads),
+                f.item(),
+            ))
+        })
+        .collect();
     // The largest first, and one size per allocator × variant (the same difference at
     // the next size says nothing new; the findings have every size).
     out.sort_by(|a, b| b.0.total_cmp(&a.0));
@@ -272,111 +219,8 @@ fn differences(loaded: &Loaded) -> Vec<(f64, Item)> {
             seen.push(d.1.clone());
             fresh
         })
-        .map(|d| (d.0, d.2))
+        .map(|d| d.2)
         .collect()
-}
-
-/// `other` against `base`, and how much the difference weighs as a headline: the size of
-/// its ratio (log), where decided; half that without a verdict (one process, or too few
-/// for the interval's level: said so, and below every decided one of the same size),
-/// only from [`UNTESTED_RATIO`] and only where the counts differ; none where the runs
-/// find no difference.
-fn weighed(
-    base: &crate::model::record::Cell,
-    other: &crate::model::record::Cell,
-) -> Option<(f64, crate::analysis::stats::Comparison)> {
-    let cmp = cells::compare(base, other, crate::model::metric::NOISE_THRESHOLD)?;
-    let size = cmp.ratio.ln().abs();
-    // Without a verdict a time ratio is an answer only where exact counts differ and
-    // explain it: one process's ratio alone is noise, not a finding.
-    let explained = || cells::why((other, ""), (base, ""), cmp.ratio).explains();
-    let weight = match cmp.verdict {
-        Some(Verdict::Slower | Verdict::Faster) => size,
-        Some(Verdict::NoSignificantDifference) => return None,
-        _ if (cmp.ratio >= UNTESTED_RATIO || cmp.ratio <= 1.0 / UNTESTED_RATIO) && explained() => {
-            size / 2.0
-        }
-        _ => return None,
-    };
-    Some((weight, cmp))
-}
-
-/// The differences a knob set makes against its allocator's defaults (the same variant,
-/// workload, threads, size and THP mode): a tunables folder's answer is what each knob
-/// set does. Keyed apart from the in-place differences.
-/// `short` says what a difference of two cells rests on where they have fewer processes
-/// than planned ([`short_of`]).
-fn knob_differences(
-    cells: &[crate::model::record::Cell],
-    short: &dyn Fn(&crate::model::record::Cell, &crate::model::record::Cell) -> String,
-) -> Vec<(f64, DiffKey, Item)> {
-    let mut out = Vec::new();
-    for c in cells
-        .iter()
-        .filter(|c| !c.spec.knobs.is_empty() && c.records().next().is_some())
-    {
-        let Some(base) = cells.iter().find(|b| {
-            b.spec.knobs.is_empty()
-                && b.spec.library.is_none()
-                && b.spec.allocator == c.spec.allocator
-                && b.spec.variant == c.spec.variant
-                && b.spec.workload == c.spec.workload
-                && b.spec.threads == c.spec.threads
-                && b.spec.size == c.spec.size
-                && b.spec.thp == c.spec.thp
-                && b.records().next().is_some()
-        }) else {
-            continue;
-        };
-        let Some((weight, cmp)) = weighed(base, c) else {
-            continue;
-        };
-        let label = c.spec.allocator_label();
-        let defaults = format!("{}'s defaults", base.spec.allocator_label());
-        let cause = cells::why((c, &label), (base, &defaults), cmp.ratio);
-        let text = format!(
-            "{label} {} at {} elements ({}, {}): {} than {defaults}; {}{}",
-            c.spec.variant,
-            group_thousands(c.spec.size as i64),
-            c.spec.workload,
-            crate::fmt::Threads(c.spec.threads),
-            phrase(&cmp),
-            cause.text,
-            short(base, c)
-        );
-        out.push((
-            weight,
-            (
-                format!("{} against its defaults", spec_only(&label)),
-                c.spec.variant,
-                c.spec.workload,
-                c.spec.threads,
-            ),
-            Item {
-                text,
-                figures: Some(difference_figures(base, c, cmp, cause)),
-            },
-        ));
-    }
-    out
-}
-
-/// Where either cell of a difference has fewer processes than planned (an unfinished
-/// run), what it rests on: " (INCOMPLETE: 2 and 6 of 6 processes)".
-fn short_of(
-    loaded: &Loaded,
-    base: &crate::model::record::Cell,
-    other: &crate::model::record::Cell,
-) -> String {
-    if loaded.short_of(base).is_none() && loaded.short_of(other).is_none() {
-        return String::new();
-    }
-    let planned = loaded.plan.experiment.processes.max(1);
-    format!(
-        " (INCOMPLETE: {} and {} of {planned} processes)",
-        base.runs.len(),
-        other.runs.len()
-    )
 }
 
 /// A label without its THP mode: the same difference with THP off says nothing new in an
@@ -465,7 +309,7 @@ impl Answer {
 /// The folder's headline findings, leading first: at most [`MOST`], and how many more
 /// there are.
 pub fn headlines(loaded: &Loaded) -> Answer {
-    let differences = differences(loaded).into_iter().map(|d| d.1).collect();
+    let differences = differences(&answers(loaded));
     let complete = loaded.complete();
     let confirming = !complete && loaded.plan.experiment.confirm_cliffs;
     let mut answer = answer_of(cliff_lines(&loaded.cliffs, confirming), differences);
@@ -489,21 +333,11 @@ pub fn headlines(loaded: &Loaded) -> Answer {
 }
 
 /// The folder's findings.json: `answer` (its [`headlines`]), every cliff, and every
-/// comparison the findings print, as figures.
+/// comparison of the findings, as items with their figures.
 pub fn findings(loaded: &Loaded, answer: &Answer) -> FolderFindings {
     let e = &loaded.plan.experiment;
     let threshold = crate::model::metric::NOISE_THRESHOLD;
-    let rows: Vec<_> = loaded.cells.iter().map(cells::row).collect();
-    let comparisons = crate::analysis::pairs::printed_comparisons(&rows)
-        .into_iter()
-        .filter_map(|(b, o)| {
-            let (base, other) = (&loaded.cells[b], &loaded.cells[o]);
-            let cmp = cells::compare(base, other, threshold)?;
-            let (o, b) = cells::names(other, base);
-            let cause = cells::why((other, &o), (base, &b), cmp.ratio);
-            Some(difference_figures(base, other, cmp, cause))
-        })
-        .collect();
+    let comparisons = answers(loaded).iter().flat_map(|a| a.all_items()).collect();
     let confirming = !loaded.complete() && e.confirm_cliffs;
     FolderFindings {
         schema: crate::analysis::findings::SCHEMA,
@@ -545,8 +379,6 @@ mod tests {
         serde_json::from_str(json).unwrap()
     }
 
-    use crate::analysis::cells::test_cell as cell_of;
-
     /// At most five headlines, cliffs first but at most four of them, so that a
     /// difference still leads; what did not make them is counted in a sentence of its
     /// own (no sixth headline), in the singular or plural, only where something was left
@@ -578,75 +410,6 @@ mod tests {
         assert_eq!(
             a.more_line().as_deref(),
             Some("… and 1,234 more cliffs and differences in the findings")
-        );
-    }
-
-    /// One process each: a ratio of 2x weighs as a headline only where the exact
-    /// counts differ; the same ratio with the same counts is noise, never an answer.
-    #[test]
-    fn a_ratio_without_a_verdict_is_an_answer_only_where_the_counts_differ() {
-        let base = cell_of("system", &[(1000, 0.0)]);
-        let same_counts = cell_of("system", &[(2000, 0.0)]);
-        let more_faults = cell_of("system", &[(2000, 3874.0)]);
-        let (weight, cmp) = weighed(&base, &more_faults).expect("counts explain it");
-        assert!(cmp.interval.is_none() && weight > 0.0);
-        assert!(weighed(&base, &same_counts).is_none());
-    }
-
-    /// A tunables folder's answer says what each knob set does against its allocator's
-    /// defaults: the faster one with its ratio and the faults it removes; one that
-    /// changes nothing is no headline.
-    #[test]
-    fn a_knob_set_is_compared_with_its_allocators_defaults() {
-        let defaults = cell_of(
-            "system",
-            &[
-                (1700, 3874.0),
-                (1710, 3874.0),
-                (1690, 3874.0),
-                (1705, 3874.0),
-                (1698, 3874.0),
-                (1702, 3874.0),
-            ],
-        );
-        let padded = cell_of(
-            "system:top_pad=64M",
-            &[
-                (100, 0.0),
-                (101, 0.0),
-                (99, 0.0),
-                (100, 0.0),
-                (102, 0.0),
-                (100, 0.0),
-            ],
-        );
-        let same = cell_of(
-            "system:arena_max=1",
-            &[
-                (1701, 3874.0),
-                (1690, 3874.0),
-                (1712, 3874.0),
-                (1699, 3874.0),
-                (1703, 3874.0),
-                (1695, 3874.0),
-            ],
-        );
-        let found = knob_differences(&[defaults, padded, same], &|_, _| String::new());
-        assert_eq!(
-            found.len(),
-            1,
-            "{:?}",
-            found.iter().map(|f| &f.2.text).collect::<Vec<_>>()
-        );
-        let line = &found[0].2.text;
-        assert!(
-            line.starts_with("system:top_pad=64M out-of-place at "),
-            "{line}"
-        );
-        assert!(line.contains("(scale, 1 thread): 17.01x faster"), "{line}");
-        assert!(
-            line.contains("than system's defaults; 3,874 fewer page faults"),
-            "{line}"
         );
     }
 

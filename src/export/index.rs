@@ -356,7 +356,7 @@ fn founding(entries: &[Entry], html: &mut String, price: &mut String) -> Option<
             group_thousands(size as i64),
             human_bytes(size * 8),
             esc(&e.name),
-            esc(&cells::why((oop, "out-of-place"), (base, "in-place"), c.ratio).text),
+            esc(&cells::why((oop, "out-of-place"), (base, "in-place"), &c).text),
         );
         // The call path behind it, where a trace of glibc's out-of-place cell is here.
         if let Some((t, (_, n, line))) = entries.iter().find_map(|t| {

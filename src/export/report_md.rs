@@ -1,8 +1,8 @@
 //! REPORT.md and the rest of a results folder rebuilt from its runs: summary.csv, the
 //! histogram files, env.json, plots. Findings are computed from the data.
 
+use crate::analysis::cells;
 use crate::analysis::jumps::Jump;
-use crate::analysis::{cells, explain};
 use crate::counters::unix_now;
 use crate::export::csv::to_csv;
 use crate::export::folder::Folder;
@@ -11,7 +11,7 @@ use crate::export::results::{self, Loaded, ResultsError};
 use crate::export::table;
 use crate::fmt::rfc3339;
 use crate::fmt::{fmt_count, human_bytes};
-use crate::model::record::{Cell, Outcome, RunRecord};
+use crate::model::record::{Outcome, RunRecord};
 use crate::model::spec::Workload;
 use crate::model::summary::SummaryRow;
 use std::collections::{BTreeMap, BTreeSet};
@@ -296,77 +296,25 @@ pub fn findings_blocks(
     outcomes: &[Outcome],
     env: &serde_json::Value,
 ) -> Vec<Block> {
-    let processes = loaded.plan.experiment.processes;
     let mut blocks = Vec::new();
     let groups: BTreeSet<(Workload, u32)> = rows.iter().map(|r| (r.workload, r.threads)).collect();
-    for &(w, t) in &groups {
-        let sizes: BTreeSet<u64> = rows
-            .iter()
-            .filter(|r| r.workload == w && r.threads == t)
-            .map(|r| r.size)
-            .collect();
-        for n in sizes_of_interest(&sizes) {
-            let idx: Vec<usize> = (0..rows.len())
-                .filter(|&i| {
-                    let r = &rows[i];
-                    r.workload == w && r.threads == t && r.size == n
-                })
-                .collect();
-            let at: Vec<SummaryRow> = idx.iter().map(|&i| rows[i].clone()).collect();
-            let lines = if processes > 1 {
-                let cells_at: Vec<&Cell> = idx.iter().map(|&i| &loaded.cells[i]).collect();
-                explain::cell_explanations(&cells_at, &at, REPORT_NOISE_THRESHOLD)
-            } else {
-                explain::explanations(&at)
-            };
-            if lines.is_empty() {
-                continue;
-            }
-            let mut block = Block::labelled(format!(
-                "{w}, {} elements, {}:",
-                fmt_count(n as f64),
-                crate::fmt::Threads(t)
-            ));
-            for l in lines {
-                let mut l = l.split_whitespace().collect::<Vec<_>>().join(" ");
-                // "fastest" among the cells with results only: where the plan has more
-                // at this size, say so.
-                if let Some(v) = <crate::model::spec::Variant as crate::model::spec::Choice>::ALL
-                    .iter()
-                    .find(|v| l.starts_with(&format!("{v}: fastest ")))
-                {
-                    let planned = loaded
-                        .plan
-                        .runs
-                        .iter()
-                        .filter(|r| {
-                            (r.spec.workload, r.spec.threads, r.spec.size, r.spec.variant)
-                                == (w, t, n, *v)
-                        })
-                        .count();
-                    let have = at.iter().filter(|r| r.variant == *v).count();
-                    if have < planned {
-                        let _ = write!(
-                            l,
-                            " (INCOMPLETE: of the {have} of {planned} allocators with results)"
-                        );
-                    }
-                }
-                block.items.push(l);
-            }
-            blocks.push(block);
+    // Every comparison at the sizes of interest, as the one composer words it; per
+    // workload, size and thread count.
+    for answer in crate::export::headlines::answers(loaded) {
+        let items: Vec<String> = answer.all_items().into_iter().map(|i| i.text).collect();
+        if items.is_empty() {
+            continue;
         }
+        let mut block = Block::labelled(format!("{}:", answer.context));
+        block.items = items;
+        blocks.push(block);
     }
-    let knob_lines = explain::knob_findings(
-        rows,
-        (processes > 1).then_some(loaded.cells.as_slice()),
-        REPORT_NOISE_THRESHOLD,
-    );
-    if !knob_lines.is_empty() {
+    let notes = crate::analysis::modes::behaviour_notes(rows);
+    if !notes.is_empty() {
         blocks.push(Block {
-            lead: Some("**Knob sets and THP against their allocator's defaults**, in every variant (changes of 1.5x or more in the p50; smaller ones are left to `alloclab tune`, which pairs rounds for its intervals):".into()),
+            lead: None,
             label: None,
-            items: knob_lines,
+            items: notes,
         });
     }
     if let Some(note) = thp_note(rows, env) {
@@ -447,7 +395,7 @@ pub fn findings_blocks(
         }
         blocks.push(block);
     }
-    let notes = explain::unavailable_notes(outcomes);
+    let notes = crate::analysis::cells::unavailable_notes(outcomes);
     if !notes.is_empty() {
         blocks.push(Block {
             lead: None,

@@ -1,7 +1,6 @@
 //! Tables for people: the aligned plain-text table and the GitHub Markdown table of
 //! summary rows, and the renderers other tables (exec, tune) share.
 
-use crate::analysis::explain;
 use crate::fmt::{fmt_count, fmt_ns, group_thousands, human_bytes};
 use crate::model::metric::{ALLOCS, COUNTS, MEMORY_SYSCALLS, MINOR_FAULTS};
 use crate::model::record::Outcome;
@@ -340,7 +339,7 @@ pub fn compare_screen(
             ));
         }
     }
-    let notes = explain::unavailable_notes(outcomes);
+    let notes = crate::analysis::cells::unavailable_notes(outcomes);
     if !notes.is_empty() {
         s.push('\n');
         for n in notes {

@@ -20,9 +20,10 @@ pub struct Call {
     /// brk: the break asked for (0 asks for the current one); mmap: the hint; munmap,
     /// madvise, mremap: the (old) address.
     pub addr: u64,
-    /// mmap, munmap, madvise: the length; mremap: the new length; brk: 0.
+    /// mmap, munmap, madvise: the length; mremap: the new length; a fork: the new
+    /// process; brk: 0.
     pub len: u64,
-    /// madvise: the advice; mmap: its flags (MAP_ANONYMOUS, …).
+    /// madvise: the advice; mmap: its flags (MAP_ANONYMOUS, …); mremap: the old length.
     pub advice: u64,
     /// What it returned, where recorded: brk's break, mmap's and mremap's address.
     pub ret: Option<u64>,
@@ -44,6 +45,9 @@ pub enum CallKind {
     Mremap,
     /// Not a memory syscall: the process exec'd, and its address space is new.
     Exec,
+    /// Not a memory syscall: the process started another (`len`: its pid), whose
+    /// address space starts as a copy of this one.
+    Fork,
 }
 
 /// A page fault with its address, as the recorder saw it.
@@ -64,13 +68,40 @@ pub struct Moved {
     pub calls: u64,
     /// The bytes they asked for, together.
     pub bytes: u64,
+    /// The fewest bytes one call asked for (0 without calls).
+    #[serde(default)]
+    pub least: u64,
+    /// The most bytes one call asked for.
+    #[serde(default)]
+    pub most: u64,
 }
 
 impl Moved {
     /// One more call of `bytes`.
     pub fn add(&mut self, bytes: u64) {
+        self.least = if self.calls == 0 {
+            bytes
+        } else {
+            self.least.min(bytes)
+        };
+        self.most = self.most.max(bytes);
         self.calls += 1;
         self.bytes += bytes;
+    }
+
+    /// Both together.
+    pub fn plus(self, other: Moved) -> Moved {
+        let least = match (self.calls, other.calls) {
+            (0, _) => other.least,
+            (_, 0) => self.least,
+            _ => self.least.min(other.least),
+        };
+        Moved {
+            calls: self.calls + other.calls,
+            bytes: self.bytes + other.bytes,
+            least,
+            most: self.most.max(other.most),
+        }
     }
 }
 
@@ -83,6 +114,9 @@ pub struct BrkMoves {
     pub shrank: Moved,
     /// Calls that moved nothing (brk(0) asks for the break) or failed.
     pub still: u64,
+    /// Of the calls that grew it, those that grew it over a range a trim had given back.
+    #[serde(default)]
+    pub regrew: u64,
     /// Of the growth, the bytes that lie where a trim had given the heap back before:
     /// the heap grown again over its own trimmed top.
     pub regrown_bytes: u64,
@@ -96,8 +130,11 @@ pub enum GivenBack {
     Trim,
     /// munmap (or mremap) unmapped it.
     Unmap,
-    /// madvise with a releasing advice (DONTNEED, FREE, REMOVE, …) dropped its page.
+    /// madvise with a releasing advice (DONTNEED, REMOVE, …) dropped its page.
     Purge,
+    /// madvise(FREE) let the kernel take its page when it needs memory (and it did: a
+    /// fault found the page gone).
+    Free,
 }
 
 /// The faults of the window by what had happened to their page before.
@@ -111,6 +148,9 @@ pub struct FaultSplit {
     pub after_unmap: u64,
     /// Faults on pages a purge (a releasing madvise) had given back.
     pub after_purge: u64,
+    /// Faults on pages madvise(FREE) had marked free and the kernel had taken.
+    #[serde(default)]
+    pub after_free: u64,
     /// Faults the recorder lost (a full buffer) over the whole run: the split is short
     /// by up to this many.
     pub lost: u64,
@@ -122,12 +162,12 @@ pub struct FaultSplit {
 impl FaultSplit {
     /// Every fault of the split.
     pub fn total(&self) -> u64 {
-        self.first_touch + self.after_trim + self.after_unmap + self.after_purge
+        self.first_touch + self.given_back()
     }
 
     /// The faults on memory given back before, however.
     pub fn given_back(&self) -> u64 {
-        self.after_trim + self.after_unmap + self.after_purge
+        self.after_trim + self.after_unmap + self.after_purge + self.after_free
     }
 
     /// The faults on memory given back by `how`.
@@ -136,6 +176,7 @@ impl FaultSplit {
             GivenBack::Trim => self.after_trim,
             GivenBack::Unmap => self.after_unmap,
             GivenBack::Purge => self.after_purge,
+            GivenBack::Free => self.after_free,
         }
     }
 }
@@ -236,7 +277,8 @@ pub fn advice_name(advice: u64) -> (&'static str, bool) {
         2 => ("sequential", false),
         3 => ("willneed", false),
         4 => ("dontneed", true),
-        8 => ("free", true),
+        // Marks the pages free: the kernel takes them only when it needs memory.
+        8 => ("free", false),
         9 => ("remove", true),
         10 => ("dontfork", false),
         11 => ("dofork", false),
@@ -258,12 +300,10 @@ pub fn advice_name(advice: u64) -> (&'static str, bool) {
     }
 }
 
-/// Whether the advice named `name` gives pages back.
+/// Whether the advice named `name` gives pages back at once (FREE does not: the kernel
+/// takes them only when it needs memory).
 pub fn releases(name: &str) -> bool {
-    matches!(
-        name,
-        "dontneed" | "free" | "remove" | "pageout" | "dontneed_locked"
-    )
+    matches!(name, "dontneed" | "remove" | "pageout" | "dontneed_locked")
 }
 
 impl Evidence {
@@ -277,21 +317,20 @@ impl Evidence {
         self.madvise
             .iter()
             .filter(|(k, _)| releases(k))
-            .fold(Moved::default(), |a, (_, m)| Moved {
-                calls: a.calls + m.calls,
-                bytes: a.bytes + m.bytes,
-            })
+            .fold(Moved::default(), |a, (_, m)| a.plus(*m))
+    }
+
+    /// madvise(FREE) calls: pages marked free for the kernel to take when it needs memory.
+    pub fn freed(&self) -> Moved {
+        self.madvise.get("free").copied().unwrap_or_default()
     }
 
     /// madvise calls with an advice that gives nothing back (huge pages, dumps, …).
     pub fn advised(&self) -> Moved {
         self.madvise
             .iter()
-            .filter(|(k, _)| !releases(k))
-            .fold(Moved::default(), |a, (_, m)| Moved {
-                calls: a.calls + m.calls,
-                bytes: a.bytes + m.bytes,
-            })
+            .filter(|(k, _)| !releases(k) && *k != "free")
+            .fold(Moved::default(), |a, (_, m)| a.plus(*m))
     }
 
     /// The memory-syscall counts it recorded, as the counters count them.

@@ -128,7 +128,7 @@ pub struct TrappedCall {
     /// brk: the break asked for; mmap, munmap, madvise: the length; mremap: the new
     /// length.
     pub arg: u64,
-    /// madvise: the advice; mmap: its flags (MAP_ANONYMOUS, …).
+    /// madvise: the advice; mmap: its flags (MAP_ANONYMOUS, …); mremap: the old length.
     pub advice: u64,
     /// The first argument: brk's break, mmap's hint, munmap's, madvise's and mremap's
     /// old address.
@@ -191,7 +191,7 @@ fn read_trap(tid: libc::pid_t) -> Option<Trap> {
         libc::SYS_mmap => (regs.rsi, regs.r10),
         libc::SYS_munmap => (regs.rsi, 0),
         libc::SYS_madvise => (regs.rsi, regs.rdx),
-        libc::SYS_mremap => (regs.rdx, 0),
+        libc::SYS_mremap => (regs.rdx, regs.rsi),
         _ => return None,
     };
     Some(Trap::Call {
@@ -216,6 +216,11 @@ fn read_return(_tid: libc::pid_t) -> Option<u64> {
 /// The number a [`Log::Evidence`] log gives an exec: the process's address space is new
 /// from there on.
 pub const EXEC: i64 = -1;
+
+/// The number a [`Log::Evidence`] log gives a new process (fork, vfork, a clone without
+/// CLONE_THREAD): its `arg` is the new process, which starts with a copy of the address
+/// space of the call's process.
+pub const FORK: i64 = -2;
 
 /// The thread group of `tid`, from /proc.
 fn tgid_of(tid: libc::pid_t) -> Option<libc::pid_t> {
@@ -658,6 +663,20 @@ pub fn trace(pid: libc::pid_t, scope: Scope, watch: Watch, log: Log) -> std::io:
                         new
                     };
                     group.insert(new, of);
+                    if of == new {
+                        let process = group.get(&tid).copied().unwrap_or(tid);
+                        calls.push(TrappedCall {
+                            tid,
+                            pid: process,
+                            time_ns: monotonic_ns(),
+                            nr: FORK,
+                            arg: new as u64,
+                            advice: 0,
+                            addr: 0,
+                            ret: None,
+                            in_phase: scope == Scope::Tree || markers == 1,
+                        });
+                    }
                 }
                 cont(tid, 0);
                 if held.remove(&new) {
