@@ -153,30 +153,25 @@ impl Finding {
         }
     }
 
-    /// The finding as an item, worded once: "system out-of-place vs in-place (scale,
-    /// 1,000,000 elements, 1 thread): 29.03x slower [28.01x, 30.70x]; why: …; removed by:
-    /// …".
+    /// The finding as an item, worded once: "scale, 1,000,000 elements, 1 thread: system
+    /// out-of-place vs in-place: 29.03x slower [28.01x, 30.70x]; why: …; removed by: …".
     pub fn item(&self) -> Item {
-        let mut text = format!(
-            "{} {} ({}): {}",
-            self.subject,
-            self.compared(),
-            self.context,
-            self.words()
-        );
+        let mut body = format!("{}: {}", self.compared(), self.words());
         if let Some(w) = &self.cause {
-            text.push_str(&format!("; why: {}", w.text));
+            body.push_str(&format!("; why: {}", w.text));
         }
         if !self.removed_by.is_empty() {
-            text.push_str(&format!("; removed by: {}", self.removed_by.join("; ")));
+            body.push_str(&format!("; removed by: {}", self.removed_by.join("; ")));
         }
         if let Some(s) = &self.short {
-            text.push_str(s);
+            body.push_str(s);
         }
-        Item {
-            text,
-            figures: Some(Figures::Difference(Box::new(self.figures.clone()))),
-        }
+        Item::parted(
+            self.context.clone(),
+            self.subject.clone(),
+            body,
+            Figures::Difference(Box::new(self.figures.clone())),
+        )
     }
 }
 
@@ -298,6 +293,8 @@ fn difference_figures(
         size: other.spec.size,
         comparison: *cmp,
         words: phrase(cmp),
+        p50_ns: cells::row(other).p50_ns,
+        against_p50_ns: cells::row(base).p50_ns,
         processes: other.records().count(),
         against_processes: base.records().count(),
         counts: counts_of(&cells::row(other)),
@@ -647,10 +644,9 @@ mod tests {
         );
         let line = found[0].item().text;
         assert!(
-            line.starts_with("system:top_pad=64M out-of-place vs system's defaults (scale, "),
+            line.contains(": system:top_pad=64M out-of-place vs system's defaults: 17.01x faster"),
             "{line}"
         );
-        assert!(line.contains("): 17.01x faster"), "{line}");
         assert!(line.contains("; why: 3,874 fewer page faults"), "{line}");
     }
 }

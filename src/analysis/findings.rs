@@ -17,9 +17,25 @@ use std::collections::BTreeMap;
 pub struct Item {
     /// The sentence every surface prints, word for word.
     pub text: String,
+    /// The same words in parts, where a surface groups items under their lead and lines
+    /// up their subjects (the console, the index): `text` is "{lead}: {subject} {body}".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parts: Option<Parts>,
     /// The figures behind it (none for a sentence that is not a measured finding).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub figures: Option<Figures>,
+}
+
+/// An item's words in parts (see [`Item::parts`]).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Parts {
+    /// What the items of a group share: "price of speed, scale out-of-place at 1,000,000
+    /// elements (1 thread)".
+    pub lead: String,
+    /// Whom the item is of: "jemalloc".
+    pub subject: String,
+    /// What it says of it.
+    pub body: String,
 }
 
 impl Item {
@@ -51,7 +67,21 @@ impl Item {
     pub fn text(text: impl Into<String>) -> Self {
         Item {
             text: text.into(),
+            parts: None,
             figures: None,
+        }
+    }
+
+    /// An item worded in parts: its text "{lead}: {subject} {body}".
+    pub fn parted(lead: String, subject: String, body: String, figures: Figures) -> Self {
+        Item {
+            text: format!("{lead}: {subject} {body}"),
+            parts: Some(Parts {
+                lead,
+                subject,
+                body,
+            }),
+            figures: Some(figures),
         }
     }
 }
@@ -83,8 +113,8 @@ pub enum Figures {
 impl HugePagesFigures {
     /// Whether huge pages moved this cell enough to show where room is short: a decided
     /// time difference; or, under the machine's own THP mode (what a user gets without
-    /// asking), 1 MiB or more held on average.
-    pub fn moved(&self) -> bool {
+    /// asking), 1 MiB or more held on average. Kept as [`HugePagesFigures::moved`].
+    pub fn moves(&self) -> bool {
         use crate::model::metric::MEM_MEAN;
         matches!(
             self.comparison.verdict,
@@ -118,6 +148,9 @@ pub struct HugePagesFigures {
     /// Each side's memory figures (huge-page coverage among them).
     pub memory: crate::model::metric::MemoryFigures,
     pub against_memory: crate::model::metric::MemoryFigures,
+    /// Whether huge pages moved it enough to be shown where room is short
+    /// ([`HugePagesFigures::moves`]).
+    pub moved: bool,
 }
 
 /// What an after-the-burst sentence rests on.
@@ -279,6 +312,11 @@ pub struct TraceFindings {
     pub schema: &'static str,
     /// What was traced: "scale out-of-place at 1,000,000 elements", or the command.
     pub traced: String,
+    /// A built-in cell's variant and size (None for a command).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub variant: Option<Variant>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
     pub complete: bool,
     pub answer: Vec<Item>,
 }
@@ -300,6 +338,7 @@ pub fn trace_item(
     };
     Some(Item {
         text,
+        parts: None,
         figures: Some(Figures::Trace(TraceFigures {
             allocator: label.to_string(),
             per,
@@ -350,8 +389,17 @@ pub struct CliffFigures {
     /// The threshold it is at or near.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub threshold: Option<String>,
+    /// What is behind it, in words: the threshold's rule and its knob, or that no known
+    /// threshold of the allocator is there.
+    pub behind: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub confirmation: Option<Confirmation>,
+    /// Where moving the threshold sent it, in words; None where it was not moved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moved: Option<String>,
+    /// Whether it went where the threshold's rule puts it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confirmed: Option<bool>,
 }
 
 /// One variant's change at a cliff, per iteration.
@@ -384,6 +432,9 @@ pub struct DifferenceFigures {
     pub comparison: Comparison,
     /// The comparison in words ("29.03x slower [28.01x, 30.70x]").
     pub words: String,
+    /// Each side's p50 (the median over its processes), ns.
+    pub p50_ns: Option<u64>,
+    pub against_p50_ns: Option<u64>,
     /// Processes with a result, the cell's and the base's.
     pub processes: usize,
     pub against_processes: usize,
@@ -444,6 +495,9 @@ pub struct FolderFindings {
     pub more: usize,
     /// Every exact cliff found, grouped per allocator and pair of sizes, leading first.
     pub cliffs: Vec<Item>,
+    /// Where neighbouring sizes' faults or memory syscalls per element differ 4x or more
+    /// and no cliff was bisected from it: the sweep's own changes.
+    pub changes: Vec<Item>,
     /// Every comparison of the findings (each variant against its allocator's in-place,
     /// each allocator against the fastest of its variant, each knob set against its
     /// allocator's defaults, at the sizes of interest), worded, with its figures.

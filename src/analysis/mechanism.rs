@@ -56,7 +56,7 @@ pub struct Held {
 pub struct Mechanism {
     pub key: &'static str,
     pub name: &'static str,
-    /// What the rule reads: the evidence it needs (docs/method.md lists it).
+    /// What the rule reads: the evidence it needs (docs/why.md lists it).
     pub needs: &'static str,
     /// What the lab says where that evidence is not there.
     pub without: &'static str,
@@ -117,7 +117,7 @@ pub const MECHANISMS: &[Mechanism] = &[
     Mechanism {
         key: "keeps-pages",
         name: "pages kept",
-        needs: "the faults' addresses (or their count) and every releasing call: fewer than one fault per unit and nothing given back",
+        needs: "the faults' addresses and every releasing call: fewer than one fault per iteration (two in a run) and nothing given back",
         without: "without a recording the counts are said alone",
         rule: keeps_pages,
     },
@@ -390,7 +390,7 @@ fn advice(e: &Evidence, m: &Mechanism) -> Option<Held> {
     let names: Vec<String> = e
         .madvise
         .keys()
-        .filter(|k| !crate::model::evidence::releases(k))
+        .filter(|k| !crate::model::evidence::releases(k) && *k != "free")
         .map(|k| k.to_uppercase())
         .collect();
     let sentence = format!(
@@ -430,9 +430,7 @@ pub fn said_of(recorded: Option<&Recorded>) -> String {
                     .collect::<Vec<_>>()
                     .join("; ")
             };
-            if e.faults.is_none() {
-                text.push_str(" (the faults' addresses were not recorded)");
-            }
+            text.push_str(&faults_note(e));
             text
         }
         Some(Err(why)) => format!("the mechanism was not recorded ({why})"),
@@ -571,8 +569,23 @@ fn count_words(subject: Counts, base: Counts, per: Per) -> String {
     format!("{} {}", parts.join(", "), unit(per))
 }
 
-/// Where the recorded run's counts differ from the timed ones': "the recorded process
-/// made 2.00 brk per iteration where the timed ones made 3.00".
+/// What a sentence about faults owes its reader of how they were recorded: that their
+/// addresses were not, that the recorder lost some, or that only user-mode faults were
+/// sampled; empty where every fault was recorded.
+fn faults_note(e: &Evidence) -> String {
+    match e.faults {
+        None => " (the faults' addresses were not recorded)".to_string(),
+        Some(f) if f.lost > 0 => format!(
+            " ({} faults of the recorded run were lost by the recorder: the fault figures are short by up to that many)",
+            group_thousands(f.lost as i64)
+        ),
+        Some(f) if f.user_mode_only => " (user-mode faults only: this user may not sample the kernel's faults on user memory)".to_string(),
+        Some(_) => String::new(),
+    }
+}
+
+/// Where the recorded run's counts differ from the timed ones': "the recorded process of
+/// out-of-place made 2.00 brk per iteration where the timed ones made 3.00".
 fn check(side: &Side, e: &Evidence) -> Option<String> {
     if side.counts.calls_uncounted {
         return None;
@@ -661,7 +674,7 @@ fn also_under(name: &str, a: &Held) -> String {
         ));
     }
     if let Some(f) = a.faults.filter(|f| *f > 0.0) {
-        parts.push(format!("{} faults", count(f, a.per)));
+        parts.push(faults_word(f, a.per));
     }
     format!(" (under {name}: {} {})", parts.join(", "), unit(a.per))
 }
@@ -808,8 +821,11 @@ pub fn why(costly: Side, other: Side, subject_is_costly: bool, per: Per) -> Why 
             } else {
                 let mut text = lead(&format!("under {}, {}", costly.name, said.join("; ")));
                 if let Some(Ok(e)) = costly.evidence.map(Recorded::get) {
-                    if e.faults.is_none() && named.iter().any(|h| h.key != "advice") {
-                        text.push_str(" (the faults' addresses were not recorded)");
+                    if named
+                        .iter()
+                        .any(|h| h.faults.is_some() || h.key != "advice")
+                    {
+                        text.push_str(&faults_note(e));
                     }
                 }
                 (text, named, "mechanism")

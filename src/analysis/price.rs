@@ -49,14 +49,15 @@ fn held(m: Metric, what: &str, base: &MemoryFigures, new: &MemoryFigures) -> Opt
     ))
 }
 
-/// The sentence of `other` against the base `base` compared as `cmp`.
+/// The words of `other` against the base `base` compared as `cmp`: (lead, subject,
+/// body).
 fn sentence(
     base: &Cell,
     other: &Cell,
     cmp: &Comparison,
     bm: &MemoryFigures,
     om: &MemoryFigures,
-) -> String {
+) -> (String, String, String) {
     let memory: Vec<String> = [(MEM_MEAN, "on average"), (MEM_LAST, "at its end")]
         .iter()
         .filter_map(|(m, what)| held(*m, what, bm, om))
@@ -66,14 +67,19 @@ fn sentence(
     } else {
         format!("holds {}", memory.join(" and "))
     };
-    format!(
-        "price of speed, {} {} at {} elements ({}): {} {}; {holds}",
-        other.spec.workload,
-        other.spec.variant,
-        crate::fmt::group_thousands(other.spec.size as i64),
-        crate::fmt::Threads(other.spec.threads),
+    (
+        format!(
+            "price of speed, {} {} at {} elements ({})",
+            other.spec.workload,
+            other.spec.variant,
+            crate::fmt::group_thousands(other.spec.size as i64),
+            crate::fmt::Threads(other.spec.threads),
+        ),
         other.spec.allocator_label(),
-        phrase_than(cmp, &base.spec.allocator_label()),
+        format!(
+            "{}; {holds}",
+            phrase_than(cmp, &base.spec.allocator_label())
+        ),
     )
 }
 
@@ -145,9 +151,12 @@ pub fn price_of_speed(cells: &[&Cell], threshold: f64) -> Vec<Item> {
                 continue;
             };
             let om = cells::row(other).memory;
-            out.push(Item {
-                text: sentence(base, other, &cmp, &bm, &om),
-                figures: Some(Figures::Price(Box::new(PriceFigures {
+            let (lead, subject, body) = sentence(base, other, &cmp, &bm, &om);
+            out.push(Item::parted(
+                lead,
+                subject,
+                body,
+                Figures::Price(Box::new(PriceFigures {
                     allocator: other.spec.allocator_label(),
                     against_allocator: base.spec.allocator_label(),
                     variant,
@@ -157,8 +166,8 @@ pub fn price_of_speed(cells: &[&Cell], threshold: f64) -> Vec<Item> {
                     comparison: cmp,
                     memory: om.clone(),
                     against_memory: bm.clone(),
-                }))),
-            });
+                })),
+            ));
         }
     }
     out
@@ -206,22 +215,26 @@ pub fn after_burst(cells: &[&Cell]) -> Vec<Item> {
                         .join(", ")
                 ),
             };
-            let text = format!(
-                "after the burst, {} {} at {} elements ({}), {} s idle: {} held {} at its peak, {} once every buffer was freed and {} at the end of the idle; {}{own}",
+            let lead = format!(
+                "after the burst, {} {} at {} elements ({}), {} s idle",
                 c.spec.workload,
                 c.spec.variant,
                 crate::fmt::group_thousands(c.spec.size as i64),
                 crate::fmt::Threads(c.spec.threads),
                 crate::fmt::trim_float(idle_ms / 1e3),
-                c.spec.allocator_label(),
+            );
+            let body = format!(
+                "held {} at its peak, {} once every buffer was freed and {} at the end of the idle; {}{own}",
                 crate::fmt::human_bytes(peak.round() as u64),
                 crate::fmt::human_bytes(from.round() as u64),
                 crate::fmt::human_bytes(last.round() as u64),
                 given_back(&m)
             );
-            Some(Item {
-                text,
-                figures: Some(Figures::AfterBurst(Box::new(AfterBurstFigures {
+            Some(Item::parted(
+                lead,
+                c.spec.allocator_label(),
+                body,
+                Figures::AfterBurst(Box::new(AfterBurstFigures {
                     allocator: c.spec.allocator_label(),
                     variant: c.spec.variant,
                     workload: c.spec.workload,
@@ -232,8 +245,8 @@ pub fn after_burst(cells: &[&Cell]) -> Vec<Item> {
                     memory: m.clone(),
                     allocator_stats: stats,
                     held: split,
-                }))),
-            })
+                })),
+            ))
         })
         .collect()
 }
@@ -277,46 +290,6 @@ pub fn huge_page_figures(h: &HugePagesFigures) -> String {
     parts.join("; ")
 }
 
-/// The console's shorter form of [`huge_page_figures`]: "faults 808 vs 3,874 (6.00
-/// huge), 15.1 MiB faulted in vs 15.1 MiB; 43 % in huge pages; −0.5 MiB on average".
-pub fn huge_page_short(h: &HugePagesFigures) -> String {
-    let (n, b) = (&h.per_iter, &h.against_per_iter);
-    let mut parts = Vec::new();
-    if let (Some(x), Some(y)) = (n[MINOR_FAULTS], b[MINOR_FAULTS]) {
-        if x.max(y) >= 0.5 {
-            let huge = match n[HUGE_FAULTS] {
-                Some(k) if k >= 0.005 => format!(" ({} huge)", crate::fmt::fmt_count(k)),
-                _ => String::new(),
-            };
-            let bytes = match (n[FAULTED_BYTES], b[FAULTED_BYTES]) {
-                (Some(p), Some(q)) => format!(
-                    ", {} vs {} faulted in",
-                    FAULTED_BYTES.show(p),
-                    FAULTED_BYTES.show(q)
-                ),
-                _ => String::new(),
-            };
-            parts.push(format!(
-                "faults {} vs {}{huge}{bytes}",
-                MINOR_FAULTS.show(x),
-                MINOR_FAULTS.show(y)
-            ));
-        }
-    }
-    if let Some(x) = h.memory[HUGE_COVERAGE] {
-        parts.push(format!("{} % in huge pages", x.round()));
-    }
-    if let (Some(a), Some(b)) = (h.memory[MEM_MEAN], h.against_memory[MEM_MEAN]) {
-        let d = (a - b) / 1048576.0;
-        parts.push(if d.abs() < 0.05 {
-            "the same memory on average".to_string()
-        } else {
-            format!("{d:+.1} MiB on average")
-        });
-    }
-    parts.join("; ")
-}
-
 /// Huge pages: one item per cell measured with huge pages (THP `system` or `advise`)
 /// beside the same cell (allocator and knobs, workload, variant, size, threads) with THP
 /// off for the worker (`never`): its time against that cell's, paired by round, its
@@ -351,21 +324,30 @@ pub fn huge_pages(cells: &[&Cell], threshold: f64) -> Vec<Item> {
                 against_per_iter: base_row.per_iter.clone(),
                 memory: row.memory.clone(),
                 against_memory: base_row.memory.clone(),
+                moved: false,
             };
-            let text = format!(
-                "huge pages, {} {} at {} elements ({}): {} {}; {}",
+            let figures = HugePagesFigures {
+                moved: figures.moves(),
+                ..figures
+            };
+            let lead = format!(
+                "huge pages, {} {} at {} elements ({})",
                 c.spec.workload,
                 c.spec.variant,
                 crate::fmt::group_thousands(c.spec.size as i64),
                 crate::fmt::Threads(c.spec.threads),
-                c.spec.allocator_label(),
+            );
+            let body = format!(
+                "{}; {}",
                 phrase_than(&figures.comparison, "THP off"),
                 huge_page_figures(&figures)
             );
-            Some(Item {
-                text,
-                figures: Some(Figures::HugePages(Box::new(figures))),
-            })
+            Some(Item::parted(
+                lead,
+                c.spec.allocator_label(),
+                body,
+                Figures::HugePages(Box::new(figures)),
+            ))
         })
         .collect()
 }

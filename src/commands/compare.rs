@@ -341,7 +341,6 @@ pub fn run(args: CompareArgs, level: f64) -> Result<()> {
     if let Some(path) = &args.html {
         write_html(
             path,
-            &m.all,
             &answer,
             &outcomes,
             &rows,
@@ -800,7 +799,6 @@ fn ci_text(
 #[allow(clippy::too_many_arguments)]
 fn write_html(
     path: &std::path::Path,
-    all: &[Cell],
     answer: &crate::analysis::answer::Answer,
     outcomes: &[Outcome],
     rows: &[SummaryRow],
@@ -859,18 +857,7 @@ fn write_html(
                 price: answer.price.clone(),
             }
         },
-        sections: all
-            .iter()
-            .find(|c| !c.runs.is_empty())
-            .map(|c| {
-                crate::export::index::heat_table_of(
-                    all,
-                    args.processes,
-                    args.noise_threshold,
-                    &c.spec,
-                    "every",
-                )
-            })
+        sections: crate::export::index::heat_table(answer, args.processes, "every")
             .into_iter()
             .collect(),
         findings,

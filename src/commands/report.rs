@@ -28,9 +28,10 @@ pub fn run(args: &ReportArgs, given: Option<f64>) -> Result<()> {
                 dir.display()
             )));
         }
-        // An unfinished run folder (a killed run-all) gets its own REPORT.md and page
-        // rebuilt first, from what it holds, so that the index links a page that says
-        // what is missing; one another alloclab is writing is left to it.
+        // An unfinished run folder (a killed run-all), or one without findings.json, gets
+        // its REPORT.md, page and findings.json rebuilt first, from what it holds, so that
+        // the index reads findings of what is there and links a page that says what is
+        // missing; one another alloclab is writing is left to it.
         for e in crate::export::index::entries(dir) {
             if !e.needs_rebuild() {
                 continue;

@@ -435,6 +435,7 @@ fn answer(cliffs: &[CommandCliff], unit: &str) -> Vec<Item> {
         .filter(|c| c.unresolved.is_none())
         .map(|c| Item {
             text: c.describe(unit),
+            parts: None,
             figures: serde_json::to_value(c).ok().map(Figures::SweepCliff),
         })
         .collect()

@@ -144,161 +144,53 @@ fn named_lead(s: &mut String, name: &str, w: usize) -> String {
     }
 }
 
-/// The price of speed on the console, in `width` columns: a heading per group (workload,
-/// variant, size, base), then one line per allocator: its time against the base and the
-/// memory it holds more or less, on average and at its end. The sentences of
-/// [`crate::analysis::price`], laid out from their figures.
+/// The price of speed, what was held after the burst and what huge pages did, on the
+/// console in `width` columns: each group's lead as its heading, then one line per item,
+/// its subject in a column and its words after it (the items' own parts,
+/// [`crate::analysis::price`]'s); of huge pages only those that moved, said how many.
 pub fn price_console(items: &[crate::analysis::findings::Item], width: usize) -> String {
-    use crate::model::metric::{MEM_LAST, MEM_MEAN};
-    let prices: Vec<&crate::analysis::findings::PriceFigures> = items
+    use crate::analysis::findings::Figures;
+    let shown: Vec<&crate::analysis::findings::Item> = items
         .iter()
-        .filter_map(crate::analysis::findings::Item::price)
+        .filter(|i| match &i.figures {
+            Some(Figures::HugePages(h)) => h.moved,
+            _ => true,
+        })
         .collect();
-    let name_w = name_width(prices.iter().map(|p| p.allocator.as_str()));
+    let name_w = name_width(
+        shown
+            .iter()
+            .filter_map(|i| i.parts.as_ref())
+            .map(|p| p.subject.as_str()),
+    );
     let mut s = String::new();
-    let mut group = None;
-    let bursts: Vec<&crate::analysis::findings::AfterBurstFigures> = items
-        .iter()
-        .filter_map(crate::analysis::findings::Item::after_burst)
-        .collect();
-    let burst_w = name_width(bursts.iter().map(|b| b.allocator.as_str()));
-    for p in prices {
-        let key = (
-            p.workload,
-            p.variant,
-            p.size,
-            p.threads,
-            p.against_allocator.clone(),
-        );
-        if group.as_ref() != Some(&key) {
-            let head = format!(
-                "the price of speed ({} {}, {} elements, {}): time and memory held against {}",
-                p.workload,
-                p.variant,
-                crate::fmt::group_thousands(p.size as i64),
-                crate::fmt::Threads(p.threads),
-                p.against_allocator
+    let mut lead: Option<&str> = None;
+    for item in &shown {
+        let Some(p) = &item.parts else {
+            s.push_str(&wrap(&item.text, width, "", "  "));
+            continue;
+        };
+        if lead != Some(p.lead.as_str()) {
+            let of_lead = |i: &crate::analysis::findings::Item| {
+                i.parts.as_ref().is_some_and(|q| q.lead == p.lead)
+            };
+            let (k, n) = (
+                shown.iter().filter(|i| of_lead(i)).count(),
+                items.iter().filter(|i| of_lead(i)).count(),
             );
-            s.push_str(&wrap(&head, width, "", "  "));
-            group = Some(key);
-        }
-        let mib = |v: f64| format!("{:.1}", v / 1048576.0);
-        let delta = |m| match (p.against_memory[m], p.memory[m]) {
-            (Some(b), Some(n)) => {
-                let d = (n - b) / 1048576.0;
+            let head = if k < n {
                 format!(
-                    "{}{d:.1} MiB ({} vs {})",
-                    if d >= 0.0 { "+" } else { "" },
-                    mib(n),
-                    mib(b)
+                    "{} ({k} of {n} shown: those whose time or memory moved):",
+                    p.lead
                 )
-            }
-            _ => "n/a".into(),
-        };
-        let text = format!(
-            "{}; {} on average, {} at its end",
-            crate::analysis::answer::phrase(&p.comparison),
-            delta(MEM_MEAN),
-            delta(MEM_LAST)
-        );
-        let lead = named_lead(&mut s, &p.allocator, name_w);
-        s.push_str(&wrap(&text, width, &lead, &" ".repeat(name_w + 4)));
-    }
-    let mut group = None;
-    for b in bursts {
-        let key = (
-            b.workload,
-            b.variant,
-            b.size,
-            b.threads,
-            b.idle_ms.to_bits(),
-        );
-        if group != Some(key) {
-            let head = format!(
-                "after the burst ({} {}, {} elements, {}): resident at the peak → once every buffer was freed → after {} s idle; of that last, MiB of live data, held free by the allocator (its own figure) and other",
-                b.workload,
-                b.variant,
-                crate::fmt::group_thousands(b.size as i64),
-                crate::fmt::Threads(b.threads),
-                crate::fmt::trim_float(b.idle_ms / 1e3)
-            );
+            } else {
+                format!("{}:", p.lead)
+            };
             s.push_str(&wrap(&head, width, "", "  "));
-            group = Some(key);
+            lead = Some(p.lead.as_str());
         }
-        let mib = |v: Option<f64>| v.map_or("n/a".into(), |v| format!("{:.1}", v / 1048576.0));
-        // What the end's figure is made of, where the allocator says what it holds.
-        let split = match &b.held {
-            Some(h) => match (h.held_free, h.outside) {
-                (Some(free), Some(out)) => format!(
-                    "; {:.1} live, {:.1} held free by it, {:.1} other",
-                    h.live as f64 / 1048576.0,
-                    free as f64 / 1048576.0,
-                    out as f64 / 1048576.0
-                ),
-                _ => format!("; {:.1} live", h.live as f64 / 1048576.0),
-            },
-            None => String::new(),
-        };
-        let text = format!(
-            "{} → {} → {} MiB; {}{split}",
-            mib(b.memory[crate::model::metric::MEM_PEAK]),
-            mib(b.memory[crate::model::metric::FREED]),
-            mib(b.memory[MEM_LAST]),
-            crate::analysis::price::given_back(&b.memory)
-        );
-        let lead = named_lead(&mut s, &b.allocator, burst_w);
-        s.push_str(&wrap(&text, width, &lead, &" ".repeat(burst_w + 4)));
-    }
-    // Huge pages: per variant, the cells whose time or memory moved (a decided
-    // difference, or 1 MiB or more held on average), one line each.
-    let huge: Vec<&crate::analysis::findings::HugePagesFigures> = items
-        .iter()
-        .filter_map(crate::analysis::findings::Item::huge_pages)
-        .collect();
-    let group_of = |h: &crate::analysis::findings::HugePagesFigures| {
-        (h.workload, h.variant, h.size, h.threads)
-    };
-    // Shown: those that moved ([`crate::analysis::findings::HugePagesFigures::moved`]).
-    let mut shown: Vec<_> = huge.iter().filter(|h| h.moved()).collect();
-    // Grouped (stable: the cells' order within a group).
-    let order: Vec<_> = huge
-        .iter()
-        .map(|h| group_of(h))
-        .fold(Vec::new(), |mut v, g| {
-            if !v.contains(&g) {
-                v.push(g);
-            }
-            v
-        });
-    shown.sort_by_key(|h| order.iter().position(|g| *g == group_of(h)));
-    let labels: Vec<String> = shown
-        .iter()
-        .map(|h| format!("{} thp={}", h.allocator, h.thp))
-        .collect();
-    let huge_w = name_width(labels.iter().map(String::as_str));
-    let mut group = None;
-    for (h, label) in shown.iter().zip(&labels) {
-        let key = group_of(h);
-        if group != Some(key) {
-            let head = format!(
-                "huge pages ({} {}, {} elements, {}): against the same cell with THP off ({} of {} shown)",
-                h.workload,
-                h.variant,
-                crate::fmt::group_thousands(h.size as i64),
-                crate::fmt::Threads(h.threads),
-                shown.iter().filter(|x| group_of(x) == key).count(),
-                huge.iter().filter(|x| group_of(x) == key).count(),
-            );
-            s.push_str(&wrap(&head, width, "", "  "));
-            group = Some(key);
-        }
-        let text = format!(
-            "{}; {}",
-            crate::analysis::answer::phrase(&h.comparison),
-            crate::analysis::price::huge_page_short(h)
-        );
-        let lead = named_lead(&mut s, label, huge_w);
-        s.push_str(&wrap(&text, width, &lead, &" ".repeat(huge_w + 4)));
+        let l = named_lead(&mut s, &p.subject, name_w);
+        s.push_str(&wrap(&p.body, width, &l, &" ".repeat(name_w + 4)));
     }
     s
 }

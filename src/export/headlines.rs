@@ -156,12 +156,16 @@ fn cliff_headline(g: &CliffGroup, confirming: bool) -> (u8, Item) {
             .collect(),
         cause: at,
         threshold,
+        behind: cause.sentence(),
         confirmation: confirmation.cloned(),
+        moved: confirmation.map(|c| c.describe()),
+        confirmed: confirmation.map(|c| c.verdict.starts_with("confirmed")),
     });
     (
         rank,
         Item {
             text,
+            parts: None,
             figures: Some(figures),
         },
     )
@@ -351,8 +355,75 @@ pub fn findings(loaded: &Loaded, answer: &Answer) -> FolderFindings {
         price_of_speed: answer.price.clone(),
         more: answer.more,
         cliffs: cliff_lines(&loaded.cliffs, confirming),
+        changes: changes(loaded),
         comparisons,
     }
+}
+
+/// A change of faults or memory syscalls per iteration between neighbouring sizes, in
+/// words.
+pub fn describe_jump(j: &crate::analysis::jumps::Jump, what: &str) -> String {
+    let verb = if j.to_value > j.from_value {
+        "jump"
+    } else {
+        "drop"
+    };
+    format!(
+        "{} {} ({}, {}): {what} per iteration {verb} from {} at {} elements ({} per f64 buffer) to {} at {} elements ({})",
+        j.allocator,
+        j.variant,
+        j.workload,
+        crate::fmt::Threads(j.threads),
+        fmt_count(j.from_value),
+        fmt_count(j.from_size as f64),
+        human_bytes(j.from_size * 8),
+        fmt_count(j.to_value),
+        fmt_count(j.to_size as f64),
+        human_bytes(j.to_size * 8),
+    )
+}
+
+/// Whether the bisected cliff `c` came from jump `j` of the sweep (of `what`).
+pub fn covers(j: &crate::analysis::jumps::Jump, what: &str, c: &FoundCliff) -> bool {
+    c.allocator == j.allocator
+        && c.variant == j.variant
+        && c.workload == j.workload
+        && c.threads == j.threads
+        && c.metric == what
+        && j.from_size <= c.below_size
+        && c.above_size <= j.to_size
+}
+
+/// The sweep's changes between neighbouring sizes of the plan that no cliff was bisected
+/// from, each as an item.
+pub fn changes(loaded: &Loaded) -> Vec<Item> {
+    let rows: Vec<_> = loaded
+        .cells
+        .iter()
+        .map(crate::analysis::cells::row)
+        .collect();
+    let (faults, syscalls) = loaded.jumps(&rows);
+    faults
+        .iter()
+        .map(|j| (j, "minor faults"))
+        .chain(syscalls.iter().map(|j| (j, "memory syscalls")))
+        .filter(|(j, what)| !loaded.cliffs.iter().any(|c| covers(j, what, c)))
+        .map(|(j, what)| {
+            let onset = thresholds::is_onset(
+                crate::analysis::cliff::Metric::of_name(what).threshold(),
+                j.from_value,
+                j.to_value,
+            );
+            let cause = thresholds::cause_of(
+                &j.allocator,
+                &[j.workload.live_buffers(j.variant)],
+                onset,
+                j.from_size,
+                j.to_size,
+            );
+            Item::text(format!("{}{}", describe_jump(j, what), cause.short()))
+        })
+        .collect()
 }
 
 /// The headlines out of the cliffs' and the differences' lines (each leading first): the
@@ -374,6 +445,17 @@ fn answer_of(cliffs: Vec<Item>, differences: Vec<Item>) -> Answer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn jumps_are_described_as_jumps_and_drops() {
+        use crate::analysis::jumps::fault_jumps;
+        use crate::analysis::jumps::tests::row;
+        let j = fault_jumps(&[row(4000, 0.02), row(8000, 35.0)]);
+        let text = describe_jump(&j[0], "minor faults");
+        assert!(text.contains("jump from 0.02 at 4,000 elements"), "{text}");
+        let drops = fault_jumps(&[row(1, 500.0), row(2, 3.0)]);
+        assert!(describe_jump(&drops[0], "minor faults").contains("drop"));
+    }
 
     fn cliff(json: &str) -> FoundCliff {
         serde_json::from_str(json).unwrap()

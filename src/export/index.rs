@@ -1,47 +1,26 @@
 //! `index.html` of a folder of results folders (what `make run-all` writes): the run's
-//! answer on its first screen — the founding case's verdict under glibc with the
-//! mechanism its counts show, what removes it (the tunables experiment), where it starts
-//! (the size sweep's cliffs, each matched against the allocator's known thresholds) —
-//! then every allocator × variant as a heat table, and a link to every folder's page.
+//! answer on its first screen — the founding case's verdict under glibc with its cause,
+//! what removes it (the tunables experiment), the price of speed, where it starts (the
+//! size sweep's cliffs) — then every allocator × variant as a heat table, and a link to
+//! every folder's page.
 //!
-//! Everything on it is read from the folders (their runs, summaries and cliffs); a part
-//! whose folder is missing or incomplete says so instead of a figure. The page is written
-//! by [`crate::export::folder::write_index`], which replaces only an index the lab wrote.
+//! Every finding on it is read from the folders' findings.json, word for word, as their
+//! own reports print it; the page lays the items out and composes none. What a folder
+//! did not finish is read from its folder.json and runs, and said instead of a figure.
+//! The page is written by [`crate::export::folder::write_index`], which replaces only an
+//! index the lab wrote.
 
-use crate::analysis::answer::phrase;
-use crate::analysis::cells;
-use crate::analysis::stats::{Comparison, Verdict};
-use crate::analysis::thresholds::{self, Cause};
 use crate::export::escape_markup as esc;
 use crate::export::folder::{self, Kind};
 use crate::export::results::{self, Loaded};
 use crate::fmt::{fmt_count, group_thousands, human_bytes};
-use crate::model::metric::MINOR_FAULTS;
-use crate::model::record::Cell;
 use crate::model::spec::{Variant, Workload};
-use crate::model::summary::SummaryRow;
+use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::Path;
 
-/// The items as a list, each without its heading up to `after` (what the paragraph
-/// above it already says).
-fn item_list(out: &mut String, items: &[crate::analysis::findings::Item], after: &str) {
-    out.push_str(r#"<ul class="price">"#);
-    for item in items {
-        let text = item
-            .text
-            .split_once(after)
-            .map_or(item.text.as_str(), |(_, rest)| rest);
-        let _ = write!(out, "<li>{}</li>", esc(text));
-    }
-    out.push_str("</ul>");
-}
-
 /// How the lab's index.html begins (the writer's mark of its own index).
 pub use crate::export::folder::INDEX_HEAD as HEAD;
-
-/// The noise band of the page's verdicts (the reports' own).
-const THRESHOLD: f64 = crate::model::metric::NOISE_THRESHOLD;
 
 /// One results folder under the parent.
 pub struct Entry {
@@ -61,41 +40,66 @@ pub struct Entry {
     loaded: Option<Loaded>,
     /// Why a run folder's results could not be read.
     pub problem: Option<String>,
-    /// A trace folder's call path under glibc: (variant, size, mechanism line).
-    traced: Option<(String, u64, String)>,
+    /// Its findings.json (a run or trace folder's), or None where it has none that reads.
+    findings: Option<Value>,
 }
 
 impl Entry {
-    /// A run folder whose plan did not finish, readable, with no page or a page built
-    /// before it knew (its REPORT.md does not say INCOMPLETE): `report` of the parent
-    /// rebuilds it.
+    /// A readable run folder whose plan did not finish, or without findings.json:
+    /// `report` of the parent rebuilds its REPORT.md, page and findings.json from what
+    /// it holds before the index reads them.
     pub fn needs_rebuild(&self) -> bool {
         self.kind == Some(Kind::Run)
-            && !self.complete
             && self.loaded.is_some()
-            && self.page.is_none()
+            && (!self.complete || self.findings.is_none())
     }
 }
 
-/// The glibc mechanism line of a trace folder's trace.json, with its variant and size.
-fn traced_mechanism(path: &Path) -> Option<(String, u64, String)> {
-    traced_mechanism_of(&std::fs::read_to_string(path.join("trace.json")).ok()?)
+/// A folder's findings.json, where it has one that reads (bounded, a regular file).
+fn findings_of(path: &Path) -> Option<Value> {
+    let text = folder::read_limited(&path.join("findings.json"), 64 << 20).ok()?;
+    serde_json::from_str(&text).ok()
 }
 
-/// The same, from trace.json's text.
-fn traced_mechanism_of(text: &str) -> Option<(String, u64, String)> {
-    let v: serde_json::Value = serde_json::from_str(text).ok()?;
-    let mechanism = v["allocators"]
-        .as_array()?
-        .iter()
-        .find(|a| a["label"] == "system")?["mechanism"]
-        .as_str()?
-        .to_string();
-    Some((
-        v["variant"].as_str()?.to_string(),
-        v["size"].as_u64()?,
-        mechanism,
-    ))
+/// The items of `list` ("answer", "comparisons", "price_of_speed", "cliffs", "changes")
+/// of a findings.json.
+fn items<'a>(findings: Option<&'a Value>, list: &str) -> Vec<&'a Value> {
+    findings
+        .and_then(|f| f[list].as_array())
+        .map(|a| a.iter().collect())
+        .unwrap_or_default()
+}
+
+/// An item's text, its words marked where they name a verdict.
+fn item_html(item: &Value) -> String {
+    let text = item["text"].as_str().unwrap_or_default();
+    mark_words(text, item)
+}
+
+/// `text` with its comparison's words (`figures.words`) marked by their verdict's class.
+fn mark_words(text: &str, item: &Value) -> String {
+    let words = item["figures"]["words"].as_str().unwrap_or_default();
+    match (words.is_empty(), text.find(words)) {
+        (false, Some(at)) => format!(
+            "{}<b class=\"{}\">{}</b>{}",
+            esc(&text[..at]),
+            class(&item["figures"]),
+            esc(words),
+            esc(&text[at + words.len()..])
+        ),
+        _ => esc(text),
+    }
+}
+
+/// The CSS class of a comparison's verdict: the heat table's colour (with its word, for
+/// readers who do not see the colour).
+fn class(figures: &Value) -> &'static str {
+    match figures["comparison"]["verdict"].as_str() {
+        Some("slower") => "slower",
+        Some("faster") => "faster",
+        Some("no-significant-difference") => "same",
+        _ => "open",
+    }
 }
 
 /// The results folders directly under `parent` (a folder with the lab's folder.json, or
@@ -125,7 +129,7 @@ pub fn entries(parent: &Path) -> Vec<Entry> {
                         page: None,
                         loaded: None,
                         problem: Some(why.to_string()),
-                        traced: None,
+                        findings: None,
                     })
                 }
             };
@@ -137,8 +141,8 @@ pub fn entries(parent: &Path) -> Vec<Entry> {
                 link.push_str("/report.html");
                 link
             });
-            let traced = (status.kind == Kind::Trace)
-                .then(|| traced_mechanism(&path))
+            let findings = matches!(status.kind, Kind::Run | Kind::Trace)
+                .then(|| findings_of(&path))
                 .flatten();
             // A folder another alloclab is writing now is not a stopped one.
             let writing = folder::writer_of(&path)
@@ -168,7 +172,7 @@ pub fn entries(parent: &Path) -> Vec<Entry> {
                 page,
                 loaded,
                 problem,
-                traced,
+                findings,
             })
         })
         .collect();
@@ -176,32 +180,29 @@ pub fn entries(parent: &Path) -> Vec<Entry> {
     out
 }
 
-/// The cell of `label` (allocator label) and `variant` at `size`.
-fn cell<'a>(cells: &'a [Cell], label: &str, variant: Variant, size: u64) -> Option<&'a Cell> {
-    cells.iter().find(|c| {
-        c.spec.allocator_label() == label
-            && c.spec.variant == variant
-            && c.spec.size == size
-            && c.records().next().is_some()
-    })
+/// A difference item's figures, where `item` is one: of `allocator` (any with None),
+/// `variant`, against what ("in-place", "defaults"), at the founding workload on one
+/// thread.
+fn difference<'a>(
+    item: &'a Value,
+    allocator: Option<&str>,
+    variant: Option<&str>,
+    against: &str,
+) -> Option<&'a Value> {
+    let f = &item["figures"];
+    (f["kind"] == "difference"
+        && f["against"] == against
+        && allocator.is_none_or(|a| f["allocator"] == a)
+        && variant.is_none_or(|v| f["variant"] == v))
+    .then_some(f)
 }
 
-/// The CSS class of a verdict: the heat table's colour (with its word, for readers who
-/// do not see the colour).
-fn class(c: Option<&Comparison>) -> &'static str {
-    match c.and_then(|c| c.verdict) {
-        Some(Verdict::Slower) => "slower",
-        Some(Verdict::Faster) => "faster",
-        Some(Verdict::NoSignificantDifference) => "same",
-        _ => "open",
-    }
-}
-
-/// The founding case: the numpy-temporaries folder (or the first run folder with
-/// glibc's in-place and out-of-place cells of the founding workload, `scale`), its size,
-/// and its heat table; into `price`, the price of speed of its cells and what every
-/// folder with an idle phase gave back after the burst (a section of its own, after
-/// what removes the cost).
+/// The founding case: the numpy-temporaries folder (or the first run folder whose
+/// findings compare glibc's out-of-place cell of the founding workload, `scale` on one
+/// thread, with its in-place one), its finding at its largest size, and the heat table
+/// of that size; into `price`, the price of speed of that folder and what every folder
+/// with an idle phase gave back after the burst and with huge pages (a section of its
+/// own, after what removes the cost). All of it read from the folders' findings.json.
 fn founding(entries: &[Entry], html: &mut String, price: &mut String) -> Option<String> {
     let mut names: Vec<&Entry> = entries
         .iter()
@@ -244,101 +245,21 @@ fn founding(entries: &[Entry], html: &mut String, price: &mut String) -> Option<
         }
     }
     for e in names {
-        let Some(loaded) = &e.loaded else {
-            continue;
-        };
         // The founding workload on one thread only: another workload's cells (chain's)
         // are not `a.astype(np.float64) / 255.0`, and NumPy's is one thread.
-        let scale: Vec<Cell> = loaded
-            .cells
-            .iter()
-            .filter(|c| c.spec.workload == Workload::Scale && c.spec.threads == 1)
-            .cloned()
-            .collect();
-        let cells = &scale;
-        let Some(size) = cells
-            .iter()
-            .filter(|c| {
-                c.spec.allocator_label() == "system" && c.spec.variant == Variant::OutOfPlace
-            })
-            .map(|c| c.spec.size)
-            .max()
+        let founding = |item: &&Value| {
+            difference(item, Some("system"), Some("out-of-place"), "in-place")
+                .is_some_and(|f| f["workload"] == "scale" && f["threads"] == 1)
+        };
+        let Some(item) = items(e.findings.as_ref(), "comparisons")
+            .into_iter()
+            .filter(founding)
+            .max_by_key(|i| i["figures"]["size"].as_u64().unwrap_or(0))
         else {
             continue;
         };
-        let (Some(base), Some(oop)) = (
-            cell(cells, "system", Variant::InPlace, size),
-            cell(cells, "system", Variant::OutOfPlace, size),
-        ) else {
-            continue;
-        };
-        let c = cells::compare(base, oop, THRESHOLD)?;
-        // The price of speed: what the faster allocators hold for it, one line each.
-        let priced =
-            crate::analysis::price::price_of_speed(&cells.iter().collect::<Vec<_>>(), THRESHOLD);
-        if !priced.is_empty() {
-            price.push_str(r#"<p>Each allocator's time against glibc's and the resident memory it holds for it (over each worker's life, sampled by the driver; folder numpy-temporaries):</p>"#);
-            item_list(price, &priced, "): ");
-        }
-        // After the burst, where a folder idled its workers (experiments/after-burst).
-        for other in entries.iter().filter(|e| e.kind == Some(Kind::Run)) {
-            let Some(l) = &other.loaded else { continue };
-            let items = crate::analysis::price::after_burst(&l.cells.iter().collect::<Vec<_>>());
-            if items.is_empty() {
-                continue;
-            }
-            let context = items[0]
-                .text
-                .split_once(" idle: ")
-                .and_then(|(head, _)| head.strip_prefix("after the burst, "))
-                .map_or(String::new(), |c| format!("{c} idle, "));
-            let _ = write!(
-                price,
-                r#"<p><b>After the burst</b> ({}folder {}): what each allocator held at its peak, once every buffer was freed and after the idle, and how long until half came back:</p>"#,
-                esc(&context),
-                esc(&other.name)
-            );
-            item_list(price, &items, " idle: ");
-        }
-        // Huge pages, where a folder ran cells with THP off beside cells with it
-        // (experiments/huge-pages): the founding case's second temporary, per allocator.
-        for other in entries.iter().filter(|e| e.kind == Some(Kind::Run)) {
-            let Some(l) = &other.loaded else { continue };
-            let items: Vec<_> =
-                crate::analysis::price::huge_pages(&l.cells.iter().collect::<Vec<_>>(), THRESHOLD)
-                    .into_iter()
-                    .filter(|i| {
-                        i.huge_pages()
-                            .is_some_and(|h| h.variant == Variant::OutOfPlace && h.moved())
-                    })
-                    .collect();
-            let Some(first) = items.first().and_then(|i| i.huge_pages()) else {
-                continue;
-            };
-            let advised = l
-                .cells
-                .iter()
-                .any(|c| c.spec.thp == crate::model::spec::Thp::Advise);
-            let _ = write!(
-                price,
-                r#"<p><b>Huge pages</b> ({} out-of-place at {} elements, folder {}): each allocator with transparent huge pages as the machine gives them (THP here: {}){}, against itself with THP off (those whose time or memory moved); the bytes faulted in count the memory whatever the page size:</p>"#,
-                esc(&first.workload.to_string()),
-                group_thousands(first.size as i64),
-                esc(&other.name),
-                esc(l
-                    .cells
-                    .iter()
-                    .find_map(|c| c.records().next().map(|(_, r)| r.env.thp_enabled.clone()))
-                    .as_deref()
-                    .unwrap_or("unknown")),
-                if advised {
-                    " and with its buffers advised as NumPy advises every array of 4 MiB or more (thp=advise)"
-                } else {
-                    ""
-                }
-            );
-            item_list(price, &items, "): ");
-        }
+        let size = item["figures"]["size"].as_u64().unwrap_or(0);
+        price_section(entries, e, price);
         html.push_str(r#"<section id="answer"><h2>The founding case</h2>"#);
         for d in &damaged {
             let _ = write!(
@@ -350,33 +271,35 @@ fn founding(entries: &[Entry], html: &mut String, price: &mut String) -> Option<
         }
         let _ = write!(
             html,
-            r#"<p class="verdict">Under glibc, the second temporary (<code>t = a.astype(np.float64); t / 255.0</code>) is <b class="{}">{}</b> than dividing the one temporary in place, at {} elements ({} per f64 buffer; folder {}).</p><p class="why"><b>Why:</b> {}.</p>"#,
-            class(Some(&c)),
-            esc(&phrase(&c)),
+            r#"<p>Under glibc, the second temporary (<code>t = a.astype(np.float64); t / 255.0</code>, the built-in workload's out-of-place cell) against one divided in place, at {} elements ({} per f64 buffer; folder {}):</p><p class="verdict">{}</p>"#,
             group_thousands(size as i64),
             human_bytes(size * 8),
             esc(&e.name),
-            esc(&cells::why((oop, "out-of-place"), (base, "in-place"), &c).text),
+            item_html(item),
         );
         // The call path behind it, where a trace of glibc's out-of-place cell is here.
-        if let Some((t, (_, n, line))) = entries.iter().find_map(|t| {
-            t.traced
-                .as_ref()
-                .filter(|(v, _, _)| v == "out-of-place")
-                .map(|x| (t, x))
-        }) {
-            let _ = write!(
-                html,
-                r#"<p class="why"><b>Traced</b> ({}, {} elements{}): {}</p>"#,
-                esc(&t.name),
-                group_thousands(*n as i64),
-                if *n == size {
-                    ""
-                } else {
-                    ", another size than the verdict's"
-                },
-                esc(line.strip_prefix("system: ").unwrap_or(line))
-            );
+        for t in entries.iter().filter(|t| t.kind == Some(Kind::Trace)) {
+            let f = t.findings.as_ref();
+            if f.is_none_or(|f| f["variant"] != "out-of-place") {
+                continue;
+            }
+            let n = f.and_then(|f| f["size"].as_u64()).unwrap_or(0);
+            for traced in items(f, "answer").into_iter().filter(|i| {
+                i["figures"]["kind"] == "trace" && i["figures"]["allocator"] == "system"
+            }) {
+                let _ = write!(
+                    html,
+                    r#"<p class="why"><b>Traced</b> ({}, {} elements{}): {}</p>"#,
+                    esc(&t.name),
+                    group_thousands(n as i64),
+                    if n == size {
+                        ""
+                    } else {
+                        ", another size than the verdict's"
+                    },
+                    esc(traced["text"].as_str().unwrap_or_default())
+                );
+            }
         }
         if !e.complete {
             let _ = write!(
@@ -386,7 +309,19 @@ fn founding(entries: &[Entry], html: &mut String, price: &mut String) -> Option<
             );
         }
         html.push_str("</section>");
-        return Some(heat_table(loaded, &oop.spec, "matrix"));
+        let heat: Vec<Value> = items(e.findings.as_ref(), "comparisons")
+            .into_iter()
+            .filter_map(|i| difference(i, None, None, "in-place"))
+            .filter(|f| f["workload"] == "scale" && f["threads"] == 1 && f["size"] == size)
+            .cloned()
+            .collect();
+        let processes = e.loaded.as_ref().map_or(1, |l| l.plan.experiment.processes);
+        return Some(heat_table_of(
+            &heat,
+            processes,
+            (Workload::Scale, 1, size),
+            "matrix",
+        ));
     }
     html.push_str(r#"<section id="answer"><h2>The founding case</h2>"#);
     for d in &damaged {
@@ -396,55 +331,115 @@ fn founding(entries: &[Entry], html: &mut String, price: &mut String) -> Option<
     None
 }
 
-/// Every allocator × variant of `loaded` at one workload, thread count and size (those
-/// of `at`): the ratio to that allocator's in-place cell, coloured by its verdict, with
-/// faults per iteration. `id` is the section's id.
-pub(crate) fn heat_table(loaded: &Loaded, at: &crate::model::run::RunSpec, id: &str) -> String {
-    heat_table_of(
-        &loaded.cells,
-        loaded.plan.experiment.processes,
-        THRESHOLD,
-        at,
-        id,
-    )
+/// Into `price`: the founding folder `e`'s price of speed, and what every run folder's
+/// findings say after the burst and of huge pages (out of place, those that moved), each
+/// group under its lead, each item its subject and words.
+fn price_section(entries: &[Entry], e: &Entry, price: &mut String) {
+    let of_kind = |e: &Entry, kind: &str| -> Vec<Value> {
+        items(e.findings.as_ref(), "price_of_speed")
+            .into_iter()
+            .filter(|i| i["figures"]["kind"] == kind)
+            .filter(|i| {
+                kind != "huge-pages"
+                    || (i["figures"]["moved"] == true && i["figures"]["variant"] == "out-of-place")
+            })
+            .cloned()
+            .collect()
+    };
+    let priced = of_kind(e, "price");
+    if !priced.is_empty() {
+        let _ = write!(
+            price,
+            r#"<p>Each allocator's time against glibc's and the resident memory it holds for it (over each worker's life, sampled by the driver; folder {}):</p>"#,
+            esc(&e.name)
+        );
+        grouped(price, &priced);
+    }
+    for other in entries.iter().filter(|e| e.kind == Some(Kind::Run)) {
+        let burst = of_kind(other, "after-burst");
+        if !burst.is_empty() {
+            let _ = write!(
+                price,
+                r#"<p><b>After the burst</b> (folder {}): what each allocator held at its peak, once every buffer was freed and after the idle, and how long until half came back:</p>"#,
+                esc(&other.name)
+            );
+            grouped(price, &burst);
+        }
+        let huge = of_kind(other, "huge-pages");
+        if !huge.is_empty() {
+            let _ = write!(
+                price,
+                r#"<p><b>Huge pages</b> (folder {}): each allocator with transparent huge pages as the machine gives them or advised, against itself with THP off (those whose time or memory moved); the bytes faulted in count the memory whatever the page size:</p>"#,
+                esc(&other.name)
+            );
+            grouped(price, &huge);
+        }
+    }
 }
 
-/// [`heat_table`] of `cells` measured with `processes` per cell, verdicts against a noise
-/// band of ±`threshold` (compare's page, a folder's page).
+/// Items under their leads: each lead once, then a list of the items' subjects and words
+/// (an item without parts as its whole text).
+fn grouped(out: &mut String, items: &[Value]) {
+    let mut lead: Option<&str> = None;
+    for item in items {
+        let parts = &item["parts"];
+        let this = parts["lead"].as_str();
+        if this != lead {
+            if lead.is_some() {
+                out.push_str("</ul>");
+            }
+            if let Some(l) = this {
+                let _ = write!(out, "<p>{}:</p>", esc(l));
+            }
+            out.push_str(r#"<ul class="price">"#);
+            lead = this;
+        }
+        match (parts["subject"].as_str(), parts["body"].as_str()) {
+            (Some(s), Some(b)) => {
+                let _ = write!(
+                    out,
+                    "<li><code>{}</code> {}</li>",
+                    esc(s),
+                    mark_words(b, item)
+                );
+            }
+            _ => {
+                let _ = write!(out, "<li>{}</li>", item_html(item));
+            }
+        }
+    }
+    if lead.is_some() || !items.is_empty() {
+        out.push_str("</ul>");
+    }
+}
+
+/// Every allocator × variant at one workload, thread count and size as a heat table,
+/// from `comparisons` (each a difference's figures against its allocator's in-place
+/// cell, as findings.json keeps them): the ratio in its words, coloured by its verdict,
+/// with faults per iteration; the in-place column is the base's p50 and faults. `id` is
+/// the section's id.
 pub(crate) fn heat_table_of(
-    cells: &[Cell],
+    comparisons: &[Value],
     processes: u32,
-    threshold: f64,
-    at: &crate::model::run::RunSpec,
+    (workload, threads, size): (Workload, u32, u64),
     id: &str,
 ) -> String {
-    let (size, workload, threads) = (at.size, at.workload, at.threads);
-    let all: Vec<Cell> = cells
-        .iter()
-        .filter(|c| c.spec.workload == workload && c.spec.threads == threads)
-        .cloned()
-        .collect();
-    let cells = &all;
-    let mut labels: Vec<String> = Vec::new();
-    let mut variants: Vec<Variant> = Vec::new();
-    for c in cells.iter().filter(|c| c.spec.size == size) {
-        let l = c.spec.allocator_label();
+    let mut labels: Vec<&str> = Vec::new();
+    let mut variants: Vec<String> = vec![Variant::InPlace.to_string()];
+    for f in comparisons {
+        let l = f["allocator"].as_str().unwrap_or_default();
         if !labels.contains(&l) {
             labels.push(l);
         }
-        if !variants.contains(&c.spec.variant) {
-            variants.push(c.spec.variant);
+        let v = f["variant"].as_str().unwrap_or_default().to_string();
+        if !variants.contains(&v) {
+            variants.push(v);
         }
     }
     let how = if processes > 1 {
         format!(
-            "median of the per-round ratios, {} interval; a colour and a word for the verdict beyond ±{} %",
-            crate::analysis::stats::level_text(
-                cells
-                    .first()
-                    .map_or(crate::analysis::stats::DEFAULT_LEVEL, |c| c.level)
-            ),
-            threshold * 100.0
+            "median of the per-round ratios with its interval; a colour and a word for the verdict beyond ±{} %",
+            crate::model::metric::NOISE_THRESHOLD * 100.0
         )
     } else {
         "one process per cell: the ratio of the p50s, no interval and no verdict".to_string()
@@ -456,43 +451,51 @@ pub(crate) fn heat_table_of(
         crate::fmt::Threads(threads),
     );
     for v in &variants {
-        let _ = write!(t, "<th>{}</th>", esc(&v.to_string()));
+        let _ = write!(t, "<th>{}</th>", esc(v));
     }
     t.push_str("</tr>");
+    let faults = |counts: &Value| {
+        counts["minflt_per_iter"]
+            .as_f64()
+            .map(|f| format!("{} faults", fmt_count(f)))
+            .unwrap_or_else(|| "faults n/a".into())
+    };
     for l in &labels {
         let _ = write!(t, "<tr><th>{}</th>", esc(l));
-        let base = cell(cells, l, Variant::InPlace, size);
+        let of = |v: &str| {
+            comparisons
+                .iter()
+                .find(|f| f["allocator"] == *l && f["variant"] == v)
+        };
         for v in &variants {
-            let Some(c) = cell(cells, l, *v, size) else {
-                t.push_str("<td class=\"open\">—</td>");
-                continue;
-            };
-            let row = cells::row(c);
-            let faults = row.per_iter[MINOR_FAULTS]
-                .map(|f| format!("{} faults", fmt_count(f)))
-                .unwrap_or_else(|| "faults n/a".into());
-            if *v == Variant::InPlace {
-                let p50 = row
-                    .p50_ns
-                    .map(|v| crate::fmt::fmt_ns(v as f64))
+            if *v == Variant::InPlace.to_string() {
+                let base = comparisons.iter().find(|f| f["allocator"] == *l);
+                let p50 = base
+                    .and_then(|f| f["against_p50_ns"].as_f64())
+                    .map(crate::fmt::fmt_ns)
                     .unwrap_or_default();
                 let _ = write!(
                     t,
                     "<td class=\"base\">{} (the base)<br><small>{}</small></td>",
                     esc(&p50),
-                    esc(&faults)
+                    esc(&base
+                        .map(|f| faults(&f["against_counts"]))
+                        .unwrap_or_default())
                 );
                 continue;
             }
-            let cmp = base.and_then(|b| cells::compare(b, c, threshold));
-            let text = cmp.as_ref().map(phrase).unwrap_or_else(|| "no pair".into());
-            let _ = write!(
-                t,
-                "<td class=\"{}\">{}<br><small>{}</small></td>",
-                class(cmp.as_ref()),
-                esc(&text),
-                esc(&faults)
-            );
+            match of(v) {
+                Some(f) => {
+                    let _ = write!(
+                        t,
+                        "<td class=\"{}\">{}<br><small>{}</small></td>",
+                        class(f),
+                        esc(f["words"].as_str().unwrap_or_default()),
+                        esc(&faults(&f["counts"]))
+                    );
+                }
+                None => t.push_str("<td class=\"open\">—</td>"),
+            }
         }
         t.push_str("</tr>");
     }
@@ -500,13 +503,36 @@ pub(crate) fn heat_table_of(
     t
 }
 
-/// What removes the founding case's faults: per allocator of the tunables folder, its
-/// knob sets' out-of-place cells against its defaults', those that remove most faults.
+/// [`heat_table_of`] of an answer's findings against in-place (compare's page, a
+/// folder's page).
+pub(crate) fn heat_table(
+    answer: &crate::analysis::answer::Answer,
+    processes: u32,
+    id: &str,
+) -> Option<String> {
+    use crate::analysis::answer::Against;
+    let comparisons: Vec<Value> = answer
+        .findings()
+        .chain(&answer.open)
+        .filter(|f| f.kind == Against::InPlace)
+        .filter_map(|f| serde_json::to_value(&f.figures).ok())
+        .collect();
+    let f = answer.findings().chain(&answer.open).next()?;
+    Some(heat_table_of(
+        &comparisons,
+        processes,
+        (f.figures.workload, f.figures.threads, f.figures.size),
+        id,
+    ))
+}
+
+/// What removes the founding case's faults: the tunables folder's findings of its knob
+/// sets out of place against their allocator's defaults, fastest first.
 fn remedies(entries: &[Entry], html: &mut String) {
-    let Some(loaded) = named(entries, "tunables", "What removes it", "remedies", html) else {
+    let Some((e, loaded)) = named(entries, "tunables", "What removes it", "remedies", html) else {
         return;
     };
-    html.push_str(r#"<section id="remedies"><h2>What removes it</h2><p>Knob sets of the tunables experiment, out-of-place, against the same allocator's defaults (paired rounds), fastest first: those that remove its faults, and those that add faults.</p>"#);
+    html.push_str(r#"<section id="remedies"><h2>What removes it</h2><p>Knob sets of the tunables experiment, out-of-place, against the same allocator's defaults (paired rounds), fastest first, as the folder's findings say them.</p>"#);
     let complete = loaded.complete();
     if !complete {
         let _ = write!(
@@ -516,90 +542,35 @@ fn remedies(entries: &[Entry], html: &mut String) {
         );
     }
     html.push_str("<ul>");
-    let mut any = false;
-    // Knob-set cells compared with their allocator's defaults, whatever they changed;
-    // those that remove faults, fastest first over every allocator.
-    let mut compared = 0;
-    let mut found: Vec<(f64, String)> = Vec::new();
-    let mut worse_lines: Vec<String> = Vec::new();
-    for base in loaded
-        .cells
-        .iter()
-        .filter(|c| c.spec.knobs.is_empty() && c.spec.variant == Variant::OutOfPlace)
-    {
-        let base_row = cells::row(base);
-        let base_faults = base_row.per_iter[MINOR_FAULTS].unwrap_or(0.0);
-        let mut worse: Vec<String> = Vec::new();
-        for c in loaded.cells.iter().filter(|c| {
-            c.spec.allocator == base.spec.allocator
-                && !c.spec.knobs.is_empty()
-                && c.spec.variant == Variant::OutOfPlace
-                && c.spec.thp == base.spec.thp
-                && c.spec.size == base.spec.size
-        }) {
-            let row = cells::row(c);
-            let faults = row.per_iter[MINOR_FAULTS].unwrap_or(0.0);
-            compared += 1;
-            if (faults - base_faults).abs() < 0.1 * base_faults.max(10.0) {
-                continue;
-            }
-            let Some(cmp) = cells::compare(base, c, THRESHOLD) else {
-                continue;
-            };
-            let short = match (loaded.short_of(base), loaded.short_of(c)) {
-                (None, None) => String::new(),
-                _ => format!(
-                    " (INCOMPLETE: {} and {} of {} processes)",
-                    base.runs.len(),
-                    c.runs.len(),
-                    loaded.plan.experiment.processes.max(1)
-                ),
-            };
-            let rss = |r: &SummaryRow| {
-                r.rss_peak_bytes
-                    .map(human_bytes)
-                    .unwrap_or_else(|| "n/a".into())
-            };
-            if faults > base_faults {
-                worse.push(format!(
-                    "<code>{}</code> ({} → {} faults, {}){}",
-                    esc(&c.spec.allocator_label()),
-                    esc(&fmt_count(base_faults)),
-                    esc(&fmt_count(faults)),
-                    esc(&phrase(&cmp)),
-                    esc(&short)
-                ));
-                continue;
-            }
-            found.push((
-                cmp.ratio,
-                format!(
-                    "<li><code>{}</code>: {}; faults {} → {} per iteration; peak RSS {} → {}{}</li>",
-                    esc(&c.spec.allocator_label()),
-                    esc(&phrase(&cmp)),
-                    esc(&fmt_count(base_faults)),
-                    esc(&fmt_count(faults)),
-                    esc(&rss(&base_row)),
-                    esc(&rss(&row)),
-                    esc(&short),
-                ),
-            ));
-        }
-        if !worse.is_empty() {
-            worse_lines.push(format!(
-                "<li class=\"worse\">Adds faults instead: {}</li>",
-                worse.join("; ")
-            ));
-        }
-    }
-    found.sort_by(|a, b| a.0.total_cmp(&b.0));
-    for (_, li) in found {
-        html.push_str(&li);
-        any = true;
-    }
-    for li in worse_lines {
-        html.push_str(&li);
-        any = true;
+    let all: Vec<&Value> = items(e.findings.as_ref(), "comparisons")
+        .into_iter()
+        .filter(|i| difference(i, None, Some("out-of-place"), "defaults").is_some())
+        .collect();
+    let compared = all.len();
+    // Those that change something: a verdict of faster or slower, or counts that differ.
+    let mut found: Vec<&Value> = all
+        .into_iter()
+        .filter(|i| {
+            let f = &i["figures"];
+            matches!(
+                f["comparison"]["verdict"].as_str(),
+                Some("faster" | "slower")
+            ) || f["cause"]["basis"] != "no-difference"
+        })
+        .collect();
+    found.sort_by(|a, b| {
+        let r = |i: &Value| i["figures"]["comparison"]["ratio"].as_f64().unwrap_or(1.0);
+        r(a).total_cmp(&r(b))
+    });
+    let any = !found.is_empty();
+    for i in &found {
+        let parts = &i["parts"];
+        let _ = write!(
+            html,
+            "<li><code>{}</code>: {}</li>",
+            esc(parts["subject"].as_str().unwrap_or_default()),
+            mark_words(parts["body"].as_str().unwrap_or_default(), i)
+        );
     }
     // Knob sets with results whose allocator's defaults have none: measured, never
     // compared (a run stopped before the defaults' cell ran, or a file without them).
@@ -631,13 +602,11 @@ fn remedies(entries: &[Entry], html: &mut String) {
         );
     }
     if !any && complete && compared > 0 {
-        html.push_str(
-            "<li>No knob set changed the faults of its allocator's out-of-place cell.</li>",
-        );
+        html.push_str("<li>No knob set changed its allocator's out-of-place cell.</li>");
     } else if !any && compared > 0 {
-        // Not "no knob set changes them": the knob sets without results were not run.
+        // Not "no knob set changes it": the knob sets without results were not run.
         html.push_str(
-            "<li>No knob set compared so far changed the faults of its allocator's out-of-place cell (INCOMPLETE: the others were not measured).</li>",
+            "<li>No knob set compared so far changed its allocator's out-of-place cell (INCOMPLETE: the others were not measured).</li>",
         );
     } else if !any && uncompared.is_empty() && !complete {
         html.push_str("<li>No knob set has results yet (INCOMPLETE).</li>");
@@ -647,7 +616,7 @@ fn remedies(entries: &[Entry], html: &mut String) {
     html.push_str("</ul></section>");
 }
 
-/// The run folder `name`'s results; where it is missing or unreadable, the section
+/// The run folder `name` and its results; where it is missing or unreadable, the section
 /// (`title`, `id`) says so and None.
 fn named<'a>(
     entries: &'a [Entry],
@@ -655,21 +624,21 @@ fn named<'a>(
     title: &str,
     id: &str,
     html: &mut String,
-) -> Option<&'a Loaded> {
+) -> Option<(&'a Entry, &'a Loaded)> {
     let e = entries
         .iter()
         .find(|e| matches!(e.kind, Some(Kind::Run) | None) && e.name == name);
-    match e.map(|e| (&e.loaded, &e.problem, &e.missing)) {
-        Some((Some(l), _, _)) => Some(l),
-        Some((None, None, _)) if e.is_some_and(|e| e.writing.is_some()) => {
+    match e.map(|e| (e, &e.loaded, &e.problem)) {
+        Some((e, Some(l), _)) => Some((e, l)),
+        Some((e, None, None)) if e.writing.is_some() => {
             let _ = write!(
                 html,
                 r#"<section id="{id}"><h2>{title}</h2><p class="warn">INCOMPLETE: the {name} folder has no results yet: {}.</p></section>"#,
-                esc(e.and_then(|e| e.writing.as_deref()).unwrap_or_default())
+                esc(e.writing.as_deref().unwrap_or_default())
             );
             None
         }
-        Some((None, problem, _)) => {
+        Some((_, None, problem)) => {
             let _ = write!(
                 html,
                 r#"<section id="{id}"><h2>{title}</h2><p class="warn">The {name} folder could not be read: {}.</p></section>"#,
@@ -687,18 +656,11 @@ fn named<'a>(
     }
 }
 
-/// A cliff: the allocator label, the sizes either side (elements), and whether they were
-/// bisected (else they are the sweep's own sizes).
-type CliffKey = (String, u64, u64, bool);
-
-/// What a change is of, for the rules that need it: the variant's live buffers, and
-/// whether the change rises from nothing.
-type ChangeOf = (Option<u64>, bool);
-
-/// Where it starts: the size sweep's cliffs (bisected, from cliffs.json; else the sweep's
-/// own jumps), each with the threshold behind it.
+/// Where it starts: the size sweep folder's cliffs as its findings.json keeps them (one
+/// row per allocator and pair of sizes, with the threshold behind it and where moving it
+/// sent the cliff), or where none was bisected the sweep's own changes.
 fn cliffs(entries: &[Entry], html: &mut String) {
-    let Some(loaded) = named(entries, "size-sweep", "Where it starts", "cliffs", html) else {
+    let Some((e, loaded)) = named(entries, "size-sweep", "Where it starts", "cliffs", html) else {
         return;
     };
     html.push_str(r#"<section id="cliffs"><h2>Where it starts</h2><p>The sizes where each allocator's faults or memory syscalls per iteration change, and the known threshold of that allocator at that size (its crossing point computed from the allocator's rules): <span class="explained">at a known threshold</span>, <span class="near">near one only</span>, <span class="unexplained">none known</span>.</p>"#);
@@ -709,112 +671,77 @@ fn cliffs(entries: &[Entry], html: &mut String) {
             esc(&loaded.missing().join("; "))
         );
     }
-    html.push_str(r#"<table class="cliffs"><tr><th>allocator</th><th>what changes, per iteration</th><th>between</th><th>behind it</th></tr>"#);
-    // Each change as (the cliff: allocator, sizes, bisected?) and what changes there.
-    let mut rows: Vec<(CliffKey, ChangeOf, String)> = loaded
-        .cliffs
-        .iter()
-        .filter(|c| c.unresolved.is_none())
-        .map(|c| {
-            (
-                (c.allocator.clone(), c.below_size, c.above_size, true),
-                (c.workload.live_buffers(c.variant), c.onset()),
-                format!(
-                    "{}: {} {} → {}",
-                    c.variant,
-                    c.metric,
-                    fmt_count(c.below_value),
-                    fmt_count(c.above_value)
-                ),
-            )
-        })
-        .collect();
-    if rows.is_empty() {
-        let summary: Vec<SummaryRow> = loaded.cells.iter().map(cells::row).collect();
-        // Only between neighbouring sizes of the plan (a size without results between
-        // two others hides where the change is).
-        let (faults, syscalls) = loaded.jumps(&summary);
-        for (metric, jumps) in [("minor faults", faults), ("memory syscalls", syscalls)] {
-            rows.extend(jumps.into_iter().map(|j| {
-                (
-                    (j.allocator.clone(), j.from_size, j.to_size, false),
-                    (
-                        j.workload.live_buffers(j.variant),
-                        thresholds::is_onset(
-                            crate::analysis::cliff::Metric::of_name(metric).threshold(),
-                            j.from_value,
-                            j.to_value,
-                        ),
-                    ),
-                    format!(
-                        "{}: {metric} {} → {}",
-                        j.variant,
-                        fmt_count(j.from_value),
-                        fmt_count(j.to_value)
-                    ),
-                )
-            }));
-        }
-    }
-    if rows.is_empty() {
-        html.push_str(if loaded.complete() {
-            "<tr><td colspan=\"4\">No change of faults or memory syscalls between neighbouring sizes.</td></tr>"
+    let cliffs = items(e.findings.as_ref(), "cliffs");
+    let changes = items(e.findings.as_ref(), "changes");
+    if cliffs.is_empty() {
+        if changes.is_empty() {
+            html.push_str(if loaded.complete() {
+                "<p>No change of faults or memory syscalls between neighbouring sizes.</p>"
+            } else {
+                "<p>No change of faults or memory syscalls between neighbouring sizes that both have results (INCOMPLETE: the others are not judged).</p>"
+            });
         } else {
-            "<tr><td colspan=\"4\">No change of faults or memory syscalls between neighbouring sizes that both have results (INCOMPLETE: the others are not judged).</td></tr>"
-        });
-    }
-    // One finding per cliff: the variants and counts that change at the same sizes of
-    // one allocator are one row.
-    // Each with the live buffers of its variants, for the rules that count them.
-    let mut groups: Vec<(CliffKey, Vec<ChangeOf>, Vec<String>)> = Vec::new();
-    for (key, of, what) in rows {
-        match groups.iter_mut().find(|(k, _, _)| *k == key) {
-            Some((_, l, v)) => {
-                l.push(of);
-                v.push(what);
+            html.push_str("<p>No change was bisected; the sweep's own changes between neighbouring sizes:</p><ul>");
+            for c in changes {
+                let _ = write!(html, "<li>{}</li>", item_html(c));
             }
-            None => groups.push((key, vec![of], vec![what])),
+            html.push_str("</ul>");
         }
+        html.push_str("</section>");
+        return;
     }
-    for ((label, below, above, bisected), ofs, whats) in groups {
-        let lives: Vec<Option<u64>> = ofs.iter().map(|o| o.0).collect();
-        let onset = ofs.iter().any(|o| o.1);
-        let cause = thresholds::cause_of(&label, &lives, onset, below, above);
-        let cls = match cause {
-            Cause::At { .. } => "explained",
-            Cause::Near { .. } => "near",
-            Cause::Unexplained { .. } => "unexplained",
+    html.push_str(r#"<table class="cliffs"><tr><th>allocator</th><th>what changes, per iteration</th><th>between</th><th>behind it</th></tr>"#);
+    for c in cliffs {
+        let f = &c["figures"];
+        let changes: Vec<String> = f["changes"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|ch| {
+                        esc(&format!(
+                            "{}: {} {} → {}",
+                            ch["variant"].as_str().unwrap_or_default(),
+                            ch["metric"].as_str().unwrap_or_default(),
+                            fmt_count(ch["below_value"].as_f64().unwrap_or(0.0)),
+                            fmt_count(ch["above_value"].as_f64().unwrap_or(0.0))
+                        ))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let cls = match f["cause"].as_str() {
+            Some("at") => "explained",
+            Some("near") => "near",
+            _ => "unexplained",
         };
-        // Where moving the threshold sent the cliff (run --confirm).
-        let moved = loaded
-            .cliffs
-            .iter()
-            .filter(|c| c.allocator == label && c.below_size == below && c.above_size == above)
-            .filter_map(|c| c.confirmation.as_ref())
-            .find(|c| cause.proved_by(&c.threshold))
-            .map(|c| {
+        let moved = f["moved"]
+            .as_str()
+            .map(|m| {
                 format!(
                     "<br><b class=\"{}\">Moved: {}</b>",
-                    if c.verdict.starts_with("confirmed") {
+                    if f["confirmed"] == true {
                         "confirmed"
                     } else {
                         "unconfirmed"
                     },
-                    esc(&c.describe())
+                    esc(m)
                 )
             })
             .unwrap_or_default();
+        let (below, above) = (
+            f["below_size"].as_u64().unwrap_or(0),
+            f["above_size"].as_u64().unwrap_or(0),
+        );
         let _ = write!(
             html,
-            "<tr><td>{}</td><td>{}</td><td>{} and {} elements{}<br><small>{} → {} per f64 buffer</small></td><td class=\"{cls}\">{}{moved}</td></tr>",
-            esc(&label),
-            whats.iter().map(|w| esc(w)).collect::<Vec<_>>().join("<br>"),
+            "<tr><td>{}</td><td>{}</td><td>{} and {} elements (bisected)<br><small>{} → {} per f64 buffer</small></td><td class=\"{cls}\">{}{moved}</td></tr>",
+            esc(f["allocator"].as_str().unwrap_or_default()),
+            changes.join("<br>"),
             group_thousands(below as i64),
             group_thousands(above as i64),
-            if bisected { " (bisected)" } else { " (the sweep's sizes)" },
             esc(&human_bytes(below * 8)),
             esc(&human_bytes(above * 8)),
-            esc(&cause.sentence()),
+            esc(f["behind"].as_str().unwrap_or_default()),
         );
     }
     html.push_str("</table><p>A named threshold is the explanation the allocator's rules give; it is proved by moving the threshold with its knob (the spec that “moves it”) and finding the cliff where the rule then puts it: <code>alloclab run --confirm</code> does that after bisecting (on in run-all's size sweep), and the row then says where the cliff went.</p></section>");
@@ -930,21 +857,6 @@ fn percent_bytes(p: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A trace folder's glibc line (trace.json as `alloclab trace` writes it) is what the
-    /// index puts under the founding verdict; other allocators' lines are not.
-    #[test]
-    fn a_trace_folder_gives_the_founding_case_its_call_path() {
-        let text = r#"{"schema":"alloclab.trace/1","workload":"scale","variant":"out-of-place","size":1000000,"allocators":[
-              {"label":"jemalloc","mechanism":"jemalloc: 2.00 madvise per iteration"},
-              {"label":"system","mechanism":"system: 3.00 brk per iteration, 33 % from free → _int_free → systrim."}]}"#;
-        let (variant, size, line) = traced_mechanism_of(text).unwrap();
-        assert_eq!((variant.as_str(), size), ("out-of-place", 1_000_000));
-        assert!(line.contains("free → _int_free → systrim"), "{line}");
-        assert!(traced_mechanism_of("{ not json").is_none());
-        // A folder without trace.json has none.
-        assert!(traced_mechanism(Path::new("/nonexistent-alloclab-folder")).is_none());
-    }
 
     #[test]
     fn links_are_percent_escaped() {

@@ -9,8 +9,8 @@ use crate::export::folder::Folder;
 use crate::export::plots::{self, sizes_of_interest};
 use crate::export::results::{self, Loaded, ResultsError};
 use crate::export::table;
+use crate::fmt::fmt_count;
 use crate::fmt::rfc3339;
-use crate::fmt::{fmt_count, human_bytes};
 use crate::model::record::{Outcome, RunRecord};
 use crate::model::spec::Workload;
 use crate::model::summary::SummaryRow;
@@ -88,27 +88,6 @@ pub fn incomplete_note(loaded: &Loaded) -> String {
         crate::fmt::counted(loaded.cells.len(), "cell", "cells"),
         loaded.plan.runs.len(),
         loaded.missing().join("; ")
-    )
-}
-
-fn describe_jump(j: &Jump, what: &str) -> String {
-    let verb = if j.to_value > j.from_value {
-        "jump"
-    } else {
-        "drop"
-    };
-    format!(
-        "{} {} ({}, {}): {what} per iteration {verb} from {} at {} elements ({} per f64 buffer) to {} at {} elements ({})",
-        j.allocator,
-        j.variant,
-        j.workload,
-        crate::fmt::Threads(j.threads),
-        fmt_count(j.from_value),
-        fmt_count(j.from_size as f64),
-        human_bytes(j.from_size * 8),
-        fmt_count(j.to_value),
-        fmt_count(j.to_size as f64),
-        human_bytes(j.to_size * 8),
     )
 }
 
@@ -325,15 +304,7 @@ pub fn findings_blocks(
     let (fault_jumps, syscall_jumps) = loaded.jumps(rows);
     // One finding per cliff: a jump of the sweep that a cliff was bisected from (or
     // failed to be) is that cliff's evidence, said with it, not a finding of its own.
-    let covers = |j: &Jump, what: &str, c: &crate::analysis::cliff::FoundCliff| {
-        c.allocator == j.allocator
-            && c.variant == j.variant
-            && c.workload == j.workload
-            && c.threads == j.threads
-            && c.metric == what
-            && j.from_size <= c.below_size
-            && c.above_size <= j.to_size
-    };
+    let covers = crate::export::headlines::covers;
     let jumps: Vec<(&Jump, &str)> = fault_jumps
         .iter()
         .map(|j| (j, "minor faults"))
@@ -369,7 +340,7 @@ pub fn findings_blocks(
                 }
             )),
             label: None,
-            items: alone.iter().map(|(j, what)| describe_jump(j, what)).collect(),
+            items: alone.iter().map(|(j, what)| crate::export::headlines::describe_jump(j, what)).collect(),
         });
     }
     if !loaded.cliffs.is_empty() {
@@ -741,14 +712,12 @@ fn report_html(
     let sections = if html::is_sweep(rows) {
         Vec::new()
     } else {
-        let mut seen: Vec<(Workload, u32, u64)> = Vec::new();
         let mut out = Vec::new();
-        for c in &loaded.cells {
-            let key = (c.spec.workload, c.spec.threads, c.spec.size);
-            if seen.contains(&key) {
+        for answer in crate::export::headlines::answers(loaded) {
+            let Some(f) = answer.findings().chain(&answer.open).next() else {
                 continue;
-            }
-            seen.push(key);
+            };
+            let key = (f.figures.workload, f.figures.threads, f.figures.size);
             let at = rows
                 .iter()
                 .filter(|r| (r.workload, r.threads, r.size) == key);
@@ -756,7 +725,11 @@ fn report_html(
             let variants: BTreeSet<_> = at.map(|r| r.variant).collect();
             if allocators.len() > 1 || variants.len() > 2 {
                 let id = format!("matrix-{}", out.len() + 1);
-                out.push(super::index::heat_table(loaded, &c.spec, &id));
+                out.extend(super::index::heat_table(
+                    &answer,
+                    loaded.plan.experiment.processes,
+                    &id,
+                ));
             }
         }
         out
@@ -792,20 +765,4 @@ fn report_html(
         text: vec![("REPORT.md".into(), md.to_string())],
     }
     .render()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::analysis::jumps::fault_jumps;
-    use crate::analysis::jumps::tests::row;
-
-    #[test]
-    fn jumps_are_described_as_jumps_and_drops() {
-        let j = fault_jumps(&[row(4000, 0.02), row(8000, 35.0)]);
-        let text = describe_jump(&j[0], "minor faults");
-        assert!(text.contains("jump from 0.02 at 4,000 elements"), "{text}");
-        let drops = fault_jumps(&[row(1, 500.0), row(2, 3.0)]);
-        assert!(describe_jump(&drops[0], "minor faults").contains("drop"));
-    }
 }

@@ -479,6 +479,8 @@ pub fn save(
                 report.variant,
                 group_thousands(report.size as i64)
             ),
+            variant: Some(report.variant),
+            size: Some(report.size),
             complete: report.complete,
             answer: items.clone(),
         },

@@ -428,6 +428,8 @@ pub fn save(
         &crate::analysis::findings::TraceFindings {
             schema: crate::analysis::findings::SCHEMA,
             traced: report.command.join(" "),
+            variant: None,
+            size: None,
             complete: report.complete,
             answer: items.clone(),
         },

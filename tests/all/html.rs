@@ -224,7 +224,7 @@ fn exec_and_run_folders_get_a_report_html() {
     assert!(
         answer
             .iter()
-            .all(|a| a.contains(" vs in-place (") && a.contains("page faults")),
+            .all(|a| a.contains(" vs in-place: ") && a.contains("page faults")),
         "{answer:?}"
     );
     // One answer, word for word wherever it is shown: findings.json's items, REPORT.md's
@@ -604,7 +604,10 @@ fn an_index_of_unfinished_folders_states_nothing_unmeasured() {
     let html = std::fs::read_to_string(results.join("index.html")).unwrap();
     assert!(!html.contains("INCOMPLETE"), "{html}");
     assert!(html.contains("<code>system:top_pad=64M</code>:"), "{html}");
-    assert!(html.contains("8,192 and 12,288 elements"), "{html}");
+    assert!(
+        html.contains("at 8,192 elements") && html.contains("at 12,288 elements"),
+        "{html}"
+    );
 
     unfinish("tunables", "top_pad");
     unfinish("size-sweep", "-n12288-");
@@ -626,7 +629,7 @@ fn an_index_of_unfinished_folders_states_nothing_unmeasured() {
         "{html}"
     );
     assert!(
-        !html.contains("8,192 and 16,384 elements"),
+        !html.contains("at 16,384 elements"),
         "a change across 12,288: {html}"
     );
     // Each folder's own report says so too, rebuilt from what is on disk.

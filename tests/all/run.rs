@@ -130,7 +130,7 @@ fn run_writes_every_file_and_they_parse_back() {
             && report.contains("## Findings")
             && report.contains("## Summary")
     );
-    assert!(report.contains("out-of-place vs in-place ("), "{report}");
+    assert!(report.contains("out-of-place vs in-place: "), "{report}");
     let mut plots = 0;
     for link in report.split("](plots/").skip(1) {
         let name = &link[..link.find(')').unwrap()];
@@ -728,7 +728,7 @@ fn replicated_processes_merge_into_cells_with_intervals() {
         report.contains("each cell in 3 worker processes"),
         "{report}"
     );
-    assert!(report.contains("out-of-place vs in-place ("), "{report}");
+    assert!(report.contains("out-of-place vs in-place: "), "{report}");
 
     // Resume keeps all twelve processes; report rebuilds the same summary.
     let o = run(&driver_path(), &[&args[..], &["--resume"]].concat());
