@@ -205,3 +205,19 @@ fn every_commands_help_has_an_example_and_no_text_cut_off() {
         }
     }
 }
+
+/// docs/why.md says, for every mechanism of the registry, its key and name, the evidence
+/// it needs and what the lab says without it, word for word as the registry has them.
+#[test]
+fn every_mechanism_is_in_the_manual_with_its_evidence() {
+    let why = std::fs::read_to_string(repo().join("docs/why.md")).unwrap();
+    for m in alloclab::analysis::mechanism::MECHANISMS {
+        for text in [m.key, m.name, m.needs, m.without] {
+            assert!(
+                why.contains(text),
+                "docs/why.md lacks {text:?} (of {})",
+                m.key
+            );
+        }
+    }
+}

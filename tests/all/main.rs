@@ -13,6 +13,7 @@ mod counting;
 mod diff;
 mod docs;
 mod engine;
+mod evidence;
 mod exec;
 mod faults;
 mod headers;
