@@ -8,7 +8,7 @@ use crate::model::counts::SyscallCounts;
 use crate::model::evidence::Per;
 use crate::model::metric::{
     Figures, Metric, Registry, RunFigures, Source, SourceTotals, Unit as MetricUnit, RUN_COUNTS,
-    RUN_METRICS, RUN_MINOR_FAULTS,
+    RUN_METRICS, RUN_MINOR_FAULTS, RUN_PEAK_RSS, RUN_SYS_TIME,
 };
 use crate::model::summary::RunStatus;
 use serde::{Deserialize, Serialize};
@@ -737,6 +737,19 @@ pub fn answer(rows: &[ExecRow]) -> Vec<crate::analysis::findings::Item> {
             let decided = matches!(r.vs_baseline_verdict.as_deref(), Some("faster" | "slower"));
             let label = if decided { "why" } else { "counts" };
             text.push_str(&format!("; {label}: {}", w.text));
+        }
+        // Its price beside it: the kernel's CPU time and the peak RSS, this allocator's
+        // against its base's ("kernel CPU time": "system time" beside an allocator named
+        // system reads as that allocator's).
+        let price: Vec<String> = [RUN_SYS_TIME, RUN_PEAK_RSS]
+            .iter()
+            .filter_map(|m| {
+                let (a, b) = (r.per_run[*m]?, base.per_run[*m]?);
+                Some(format!("{} {} vs {}", m.label, m.show(a), m.show(b)))
+            })
+            .collect();
+        if r.per_run[RUN_SYS_TIME].is_some() && base.per_run[RUN_SYS_TIME].is_some() {
+            text.push_str(&format!("; {}", price.join(", ")));
         }
         items.push(Item {
             text,

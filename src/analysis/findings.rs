@@ -293,6 +293,9 @@ pub struct TraceFigures {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failed: Option<String>,
     pub attributions: Vec<crate::analysis::trace::Attribution>,
+    /// The sentence's parts, one per mechanism and kind of event, in its order: what the
+    /// console puts on lines of their own.
+    pub lines: Vec<String>,
 }
 
 /// A sweep folder's findings.json: the command and its answer, the cliffs its console,
@@ -326,24 +329,29 @@ pub struct TraceFindings {
 pub fn trace_item(
     label: &str,
     failure: Option<&str>,
-    mechanism: Option<&str>,
+    mechanism: &[String],
     without: Option<String>,
     per: &'static str,
     attributions: &[crate::analysis::trace::Attribution],
 ) -> Option<Item> {
-    let text = match (failure, mechanism) {
-        (Some(why), _) => format!("{label}: the traced run failed: {why}"),
-        (None, Some(m)) => m.to_string(),
-        (None, None) => without?,
+    let lines: Vec<String> = match (failure, mechanism.is_empty()) {
+        (Some(why), _) => vec![format!("{label}: the traced run failed: {why}")],
+        (None, false) => mechanism.to_vec(),
+        (None, true) => vec![without?],
     };
     Some(Item {
-        text,
+        text: if mechanism.is_empty() || failure.is_some() {
+            lines.join("; ")
+        } else {
+            crate::analysis::trace::paragraph(&lines)
+        },
         parts: None,
         figures: Some(Figures::Trace(TraceFigures {
             allocator: label.to_string(),
             per,
             failed: failure.map(str::to_string),
             attributions: attributions.to_vec(),
+            lines,
         })),
     })
 }

@@ -411,30 +411,34 @@ pub fn held_in(e: &Evidence) -> Vec<Held> {
 /// What one side's recorded calls and faults did, in words: every mechanism that holds,
 /// "no known mechanism" with what was recorded, or why nothing was.
 pub fn said_of(recorded: Option<&Recorded>) -> String {
+    said_parts(recorded).join("; ")
+}
+
+/// [`said_of`] in its parts: one per mechanism (the faults' note with the last).
+pub fn said_parts(recorded: Option<&Recorded>) -> Vec<String> {
     match recorded.map(Recorded::get) {
         Some(Ok(e)) => {
             let held = held_in(e);
-            let mut text = if held.is_empty() {
+            let mut parts: Vec<String> = if held.is_empty() {
                 let c = e.counts();
-                format!(
+                vec![format!(
                     "no known mechanism: its recorded run made {} brk, {} mmap, {} munmap and {} madvise {}",
                     count(e.per_unit(c.brk), e.per),
                     count(e.per_unit(c.mmap), e.per),
                     count(e.per_unit(c.munmap), e.per),
                     count(e.per_unit(c.madvise), e.per),
                     unit(e.per)
-                )
+                )]
             } else {
-                held.iter()
-                    .map(|h| h.sentence.as_str())
-                    .collect::<Vec<_>>()
-                    .join("; ")
+                held.into_iter().map(|h| h.sentence).collect()
             };
-            text.push_str(&faults_note(e));
-            text
+            if let Some(last) = parts.last_mut() {
+                last.push_str(&faults_note(e));
+            }
+            parts
         }
-        Some(Err(why)) => format!("the mechanism was not recorded ({why})"),
-        None => "the mechanism was not recorded".to_string(),
+        Some(Err(why)) => vec![format!("the mechanism was not recorded ({why})")],
+        None => vec!["the mechanism was not recorded".to_string()],
     }
 }
 

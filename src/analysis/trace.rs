@@ -1066,17 +1066,18 @@ pub fn attribute_among(inside: &[&Event], n: f64, faults_per: Option<f64>) -> Ve
     out
 }
 
-/// The mechanism in one paragraph: what the evidence run shows the calls and faults did
-/// ([`crate::analysis::mechanism::said_of`]), then where they came from, by the
-/// attribution: "…; where from: 3.00 brk per iteration, 100 % from free → _int_free →
-/// systrim; 3,874 faults per iteration, 99 % (of 6,100 samples) in <Scale as
-/// Kernel>::iterate".
+/// The mechanism in one paragraph's parts: what the evidence run shows the calls and
+/// faults did ([`crate::analysis::mechanism::said_parts`]), then where they came from,
+/// by the attribution: ["system: 1.00 brk per iteration shrank the heap …", "where from:
+/// 3.00 brk per iteration, 100 % from free → _int_free → systrim", "3,874 faults per
+/// iteration, 99 % (of 6,100 samples) in <Scale as Kernel>::iterate"]. [`paragraph`]
+/// joins them.
 pub fn mechanism(
     label: &str,
     evidence: Option<&crate::model::evidence::Recorded>,
     attributions: &[Attribution],
     events: &[IterationEvents],
-) -> String {
+) -> Vec<String> {
     with_evidence(
         label,
         evidence,
@@ -1091,7 +1092,7 @@ pub fn run_mechanism(
     evidence: Option<&crate::model::evidence::Recorded>,
     attributions: &[Attribution],
     totals: &IterationEvents,
-) -> String {
+) -> Vec<String> {
     with_evidence(
         label,
         evidence,
@@ -1099,18 +1100,35 @@ pub fn run_mechanism(
     )
 }
 
+/// The paragraph of a mechanism's parts: "system: …; where from: ….".
+pub fn paragraph(parts: &[String]) -> String {
+    format!("{}.", parts.join("; "))
+}
+
 fn with_evidence(
     label: &str,
     evidence: Option<&crate::model::evidence::Recorded>,
-    from: String,
-) -> String {
-    format!(
-        "{label}: {}; where from: {from}.",
-        crate::analysis::mechanism::said_of(evidence)
-    )
+    from: Vec<String>,
+) -> Vec<String> {
+    let mut parts = crate::analysis::mechanism::said_parts(evidence);
+    if let Some(first) = parts.first_mut() {
+        *first = format!("{label}: {first}");
+    }
+    for (i, f) in from.into_iter().enumerate() {
+        parts.push(if i == 0 {
+            format!("where from: {f}")
+        } else {
+            f
+        });
+    }
+    parts
 }
 
-fn mechanism_per(attributions: &[Attribution], events: &[IterationEvents], per: &str) -> String {
+fn mechanism_per(
+    attributions: &[Attribution],
+    events: &[IterationEvents],
+    per: &str,
+) -> Vec<String> {
     let n = events.len().max(1) as f64;
     let run = per == "in the run";
     let mut no_stacks = false;
@@ -1208,7 +1226,7 @@ fn mechanism_per(attributions: &[Attribution], events: &[IterationEvents], per: 
     if no_stacks {
         parts.push("no call stacks".to_string());
     }
-    parts.join("; ")
+    parts
 }
 
 /// What a cause's line adds about it: " at exit" (or the share at exit), and the
@@ -1379,7 +1397,7 @@ mod tests {
         let brk = a.iter().find(|a| a.kind == EventKind::Brk).unwrap();
         assert_eq!(brk.per_iteration, Some(0.5));
         assert_eq!(brk.causes[0].chain, "free → _int_free → systrim");
-        let m = mechanism("system", None, &a, &placed.per_iteration);
+        let m = paragraph(&mechanism("system", None, &a, &placed.per_iteration));
         assert!(m.contains("0.50 brk per iteration"), "{m}");
         assert!(m.contains("100 % from free → _int_free → systrim"), "{m}");
         assert!(
@@ -1538,7 +1556,7 @@ mod tests {
                 ),
             ]
         );
-        let line = run_mechanism(
+        let line = paragraph(&run_mechanism(
             "jemalloc",
             None,
             &a,
@@ -1546,7 +1564,7 @@ mod tests {
                 madvise: 5,
                 ..Default::default()
             },
-        );
+        ));
         assert!(
             line.contains("(triggered 80 % by large_dalloc → extent_record → extent_maximally_purge, 20 % by malloc → arena_handle_deferred_work → pac_decay_to_limit)"),
             "{line}"
@@ -1572,7 +1590,7 @@ mod tests {
         let c = &a[0].causes[0];
         assert!(c.triggers.is_empty(), "{:?}", c.triggers);
         assert_eq!(c.at_exit, 1.0);
-        let line = run_mechanism(
+        let line = paragraph(&run_mechanism(
             "mimalloc",
             None,
             &a,
@@ -1580,7 +1598,7 @@ mod tests {
                 madvise: 4,
                 ..Default::default()
             },
-        );
+        ));
         assert!(
             line.contains("mi_os_decommit_ex (DONTNEED) at exit"),
             "{line}"
@@ -1675,7 +1693,7 @@ mod tests {
             "{causes:?}"
         );
         let a = attribute_among(&tl.inside, 1.0, tl.faults.map(|f| f as f64));
-        let m = run_mechanism("system", None, &a, &tl.totals);
+        let m = paragraph(&run_mechanism("system", None, &a, &tl.totals));
         assert!(m.contains("3 brk in the run"), "{m}");
         assert!(m.contains("2 faults in the run"), "{m}");
     }

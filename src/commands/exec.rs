@@ -141,7 +141,12 @@ fn render(args: &ExecArgs, record: &ExecRecord, rows: &[output::ExecRow]) -> Res
             let mut s = output::header(record);
             s.push('\n');
             s.push_str(&output::to_table(rows));
-            let mut lines = output::explanations(rows);
+            // Every item of the answer, then the notes, each line whole.
+            let mut lines: Vec<String> = crate::analysis::command::answer(rows)
+                .into_iter()
+                .map(|i| i.text)
+                .collect();
+            lines.extend(output::notes(rows));
             lines.extend(output::order_line(record));
             if !lines.is_empty() {
                 s.push('\n');

@@ -585,7 +585,7 @@ impl Sweep {
             )
             .map_err(err)?;
         let md = self.markdown(complete, &items, plots_md);
-        self.folder.text("REPORT.md", &md).map_err(err)?;
+        self.folder.text("REPORT.md", &md.md).map_err(err)?;
         let (rows, sizes) = (&self.rows, &self.sizes);
         // An unfinished sweep says so in the page's title, as an unfinished run's page does.
         let title = if complete {
@@ -633,7 +633,13 @@ impl Sweep {
 
     /// REPORT.md: the command, the answer (and the changes not bisected), the plots and
     /// the table.
-    fn markdown(&self, complete: bool, items: &[Item], plots_md: &str) -> String {
+    fn markdown(
+        &self,
+        complete: bool,
+        items: &[Item],
+        plots_md: &str,
+    ) -> crate::export::html::Report {
+        let mut found = Vec::new();
         let (per, sizes, rows, cliffs) = (self.per, &self.sizes, &self.rows, &self.cliffs);
         let unit = per.unit();
         let mut md = format!(
@@ -652,16 +658,17 @@ impl Sweep {
             if measured == sizes.len() { " (the cliffs between them are not all bisected)" } else { "" }
         ));
         }
-        md.push_str(&format!(
-        "Figures are {}; time is the median over the rounds with its {} interval. Sizes: {}.\n\n",
-        per.describe(),
-        crate::analysis::stats::level_text(self.settings.level),
-        sizes
-            .iter()
-            .map(|s| group_thousands(*s as i64))
-            .collect::<Vec<_>>()
-            .join(", ")
-    ));
+        let about = format!(
+            "Figures are {}; time is the median over the rounds with its {} interval. Sizes: {}.",
+            per.describe(),
+            crate::analysis::stats::level_text(self.settings.level),
+            sizes
+                .iter()
+                .map(|s| group_thousands(*s as i64))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        md.push_str(&format!("{about}\n\n"));
         md.push_str("## Where behaviour changes\n\n");
         if items.is_empty() {
             md.push_str("No change bisected (none found between neighbouring sizes, or `--no-cliffs`, or not reached).\n\n");
@@ -672,9 +679,10 @@ impl Sweep {
         let unresolved: Vec<&CommandCliff> =
             cliffs.iter().filter(|c| c.unresolved.is_some()).collect();
         if !unresolved.is_empty() {
-            md.push_str("\n**Seen in the sweep, not bisected:**\n\n");
+            let heading = "Seen in the sweep, not bisected:";
+            md.push_str(&format!("\n**{heading}**\n\n"));
             for c in unresolved {
-                md.push_str(&format!("* {}\n", c.describe(unit)));
+                crate::export::html::bullet(&mut md, &mut found, heading, &c.describe(unit));
             }
         }
         md.push_str("\n## Plots\n\n");
@@ -682,7 +690,11 @@ impl Sweep {
         md.push_str("\n## Summary\n\n");
         md.push_str(&table(rows, true, self.settings.level));
         md.push_str("\nEvery run: `points/n<size>.json` (exec's record of that size). Run times: `histograms/<allocator>-n<size>.us.csv` (HdrHistogram, µs; with {calls}, the 2N-call runs). All rows: `summary.csv`; cliffs: `cliffs.json`.\n");
-        md
+        crate::export::html::Report {
+            md,
+            environment: vec![shell_words(&self.command()), about],
+            findings: found,
+        }
     }
 }
 

@@ -288,20 +288,22 @@ impl CellTracing<'_> {
         } else {
             Vec::new()
         };
-        let mechanism = timed.then(|| {
+        let mut parts = if timed {
             analysis::mechanism(
                 label,
                 evidence.as_ref(),
                 &attributions,
                 &placed.per_iteration,
             )
-        });
+        } else {
+            Vec::new()
+        };
         let check = sample_check(&traced.record, &placed);
         // A mechanism drawn from samples that miss some calls says so.
-        let mechanism = match (mechanism, &check) {
-            (Some(m), Some((c, true))) => Some(format!("{m} NOT ALL CALLS SAMPLED: {c}.")),
-            (m, _) => m,
-        };
+        if let (false, Some((c, true))) = (parts.is_empty(), &check) {
+            parts.push(format!("NOT ALL CALLS SAMPLED: {c}"));
+        }
+        let mechanism = (!parts.is_empty()).then(|| analysis::paragraph(&parts));
         let check = check.map(|(c, _)| c);
         let fold = |kinds: &[EventKind]| analysis::fold(&placed.inside, kinds);
         let traced_ns: Vec<f64> = traced
@@ -315,6 +317,7 @@ impl CellTracing<'_> {
             allocator: spec.allocator,
             failure: None,
             mechanism,
+            mechanism_parts: parts,
             attributions,
             overhead: overhead(&traced_ns, untraced, self.level),
             faults_folded: fold(&[EventKind::Fault]),
@@ -935,10 +938,11 @@ fn command_trace(
     evidence: crate::model::evidence::Recorded,
 ) -> CommandTrace {
     let attributions = analysis::attribute_among(&tl.inside, 1.0, tl.faults.map(|f| f as f64));
-    let mut mechanism = analysis::run_mechanism(label, Some(&evidence), &attributions, &tl.totals);
+    let mut parts = analysis::run_mechanism(label, Some(&evidence), &attributions, &tl.totals);
     if let Some(note) = not_unwound(&tl, &attributions) {
-        mechanism.push_str(&note);
+        parts.push(note);
     }
+    let mechanism = analysis::paragraph(&parts);
     let duration = tl.end_ns.saturating_sub(tl.start_ns);
     let syscall_rows = syscall_rows(&tl);
     let ratio = untraced.wall_median_ns.map(|m| duration as f64 / m);
@@ -950,6 +954,7 @@ fn command_trace(
         allocator,
         failure: None,
         mechanism: Some(mechanism),
+        mechanism_parts: parts,
         pid: tl.pid,
         comm: tl.comm.clone(),
         duration_ns: tl.exited.then_some(duration),
@@ -994,7 +999,7 @@ fn not_unwound(
     });
     (tl.programs.len() > 1 && a_kind_lost).then(|| {
         format!(
-            " NOT UNWOUND: {not_unwound} of {} memory syscalls have no stack past the call; the command's process ran {} programs in turn ({}), and perf does not unwind well across repeated execs of one process: trace the last program directly (by its full path: for pyenv, `$(pyenv which {})`).",
+            "NOT UNWOUND: {not_unwound} of {} memory syscalls have no stack past the call; the command's process ran {} programs in turn ({}), and perf does not unwind well across repeated execs of one process: trace the last program directly (by its full path: for pyenv, `$(pyenv which {})`)",
             syscalls.len(),
             tl.programs.len(),
             if tl.programs.len() > 4 {

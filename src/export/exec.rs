@@ -9,7 +9,7 @@ use crate::export::folder::Folder;
 use crate::export::table::{render_markdown, render_table, TableRow};
 use crate::fmt::{fmt_count, fmt_ns, group_thousands};
 use crate::model::command::{AllocatorRuns, ExecRecord};
-use crate::model::metric::{Metric, Unit, RUN_COUNTS, RUN_METRICS, RUN_PEAK_RSS, RUN_SYS_TIME};
+use crate::model::metric::{Metric, Unit, RUN_METRICS, RUN_PEAK_RSS};
 use hdrhistogram::Histogram;
 
 /// Allocators whose runs spread widely (max − min more than a fifth of the median over
@@ -233,28 +233,6 @@ pub fn answer_screen(record: &ExecRecord, rows: &[ExecRow], width: usize) -> Str
     }
     for item in &items {
         s.push_str(&wrap(&item.text, width, "", "      "));
-        // The price beside it: system time and peak RSS, this allocator's and its base's.
-        let Some(crate::analysis::findings::Figures::Command(f)) = &item.figures else {
-            continue;
-        };
-        let row = |name: &str| rows.iter().find(|r| r.allocator == name);
-        let (Some(r), Some(base)) = (row(&f.allocator), row(&f.against_allocator)) else {
-            continue;
-        };
-        // "kernel CPU time": "system time" beside an allocator named system reads as
-        // that allocator's.
-        let price: Vec<String> = [RUN_SYS_TIME, RUN_PEAK_RSS]
-            .iter()
-            .filter_map(|m| {
-                let (a, b) = (r.per_run[*m]?, base.per_run[*m]?);
-                Some(format!("{} {} vs {}", m.label, m.show(a), m.show(b)))
-            })
-            .collect();
-        // Only beside the system times (the peak RSS alone is in the table).
-        if r.per_run[RUN_SYS_TIME].is_some() && base.per_run[RUN_SYS_TIME].is_some() {
-            let t = price.join("; ");
-            s.push_str(&wrap(&t, width, "    ", "      "));
-        }
     }
     s.push('\n');
     s.push_str(&to_compact_table(rows));
@@ -305,8 +283,6 @@ impl crate::export::Rows for ExecRow {
     }
 }
 
-/// One line per allocator against the baseline: the time ratio and the counters that
-/// differ (by at least 2 and 10 %), as medians per run.
 /// Where the command's own process held far less than the run's peak RSS (wait4's, which
 /// covers the children it waited for): its work is in a child the driver does not
 /// sample, so its memory over time says little.
@@ -328,68 +304,11 @@ fn memory_notes(rows: &[ExecRow]) -> Vec<String> {
         .collect()
 }
 
-pub fn explanations(rows: &[ExecRow]) -> Vec<String> {
+/// The notes beside the answer's items: the figures that fall into two or more groups,
+/// the spread of the runs, each allocator's memory over its runs, where that memory is
+/// the command's process alone, and the syscalls counted under the tracer.
+pub fn notes(rows: &[ExecRow]) -> Vec<String> {
     let mut lines = Vec::new();
-    // Each row against the row it was compared with (in a session of several commands, a
-    // command against its allocator's first command).
-    for (r, base) in crate::analysis::command::against_baseline(rows) {
-        let (Some(ratio), Some(sys), Some(bsys)) = (
-            r.vs_baseline,
-            r.per_run[RUN_SYS_TIME],
-            base.per_run[RUN_SYS_TIME],
-        ) else {
-            continue;
-        };
-        let verdict = match (r.vs_baseline_ci_low, r.vs_baseline_ci_high) {
-            (Some(lo), Some(hi)) => {
-                let words = r.vs_baseline_verdict.as_deref().unwrap_or("");
-                let over: Vec<&str> = [r, base]
-                    .iter()
-                    .filter(|x| wall_behaviours(x))
-                    .map(|x| x.allocator.as_str())
-                    .collect();
-                let bimodal = if over.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        " (over two or more behaviours of {}'s wall time: a ratio of medians that no pair of runs may show)",
-                        over.join("'s and ")
-                    )
-                };
-                format!(" [{lo:.2}x, {hi:.2}x]: {words}{bimodal}")
-            }
-            _ => " (one run: no interval)".to_string(),
-        };
-        let mut diffs = Vec::new();
-        for m in RUN_COUNTS {
-            if let (Some(a), Some(b)) = (r.per_run[m], base.per_run[m]) {
-                let d = a - b;
-                if d.abs() >= 2.0 && d.abs() >= 0.1 * a.abs().max(b.abs()) {
-                    let sign = if d > 0.0 { "+" } else { "−" };
-                    diffs.push(format!("{sign}{} {}", count(Some(d.abs())), m.label));
-                }
-            }
-        }
-        if let (Some(a), Some(b)) = (r.per_run[RUN_PEAK_RSS], base.per_run[RUN_PEAK_RSS]) {
-            let d = a - b;
-            if d.abs() >= 0.1 * a.abs().max(b.abs()) {
-                let sign = if d > 0.0 { "+" } else { "−" };
-                diffs.push(format!("{sign}{:.1} MiB peak RSS", d.abs()));
-            }
-        }
-        lines.push(format!(
-            "{}: {ratio:.2}x {}'s wall time{verdict}; system time {} vs {}{}",
-            r.allocator,
-            base.allocator,
-            fmt_ns(sys * 1e6),
-            fmt_ns(bsys * 1e6),
-            if diffs.is_empty() {
-                String::new()
-            } else {
-                format!("; per run {}", diffs.join(", "))
-            }
-        ));
-    }
     lines.extend(
         behaviour_notes(rows)
             .into_iter()
@@ -583,6 +502,8 @@ struct ExecFindings {
     /// Allocators whose runs failed (none of them is in the answer), with why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     failed: Vec<FailedAllocator>,
+    /// The notes beside the answer: figures in two or more groups, spreads, memory, the
+    /// tracer's counts, the order effect.
     findings: Vec<String>,
 }
 
@@ -629,7 +550,7 @@ pub fn save(folder: &Folder, record: &ExecRecord) -> Result<(), String> {
         }
     }
     let items = crate::analysis::command::answer(&rows);
-    let mut findings_lines = explanations(&rows);
+    let mut findings_lines = notes(&rows);
     findings_lines.extend(order_line(record));
     let findings = ExecFindings {
         schema: crate::analysis::findings::SCHEMA,

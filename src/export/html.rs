@@ -761,43 +761,28 @@ pub fn is_sweep(rows: &[SummaryRow]) -> bool {
     sizes.len() > 2
 }
 
-/// The findings of a REPORT.md: its bullet lines, each after the bold heading above it
-/// (so that a finding says at which size and workload it holds).
-pub fn findings_of_markdown(md: &str) -> Vec<String> {
-    let mut heading = String::new();
-    let mut out = Vec::new();
-    // Where a report has a "## Findings" section, its findings are that section's (not
-    // its answer's, which lead the page on their own, nor its method's).
-    let lines: Vec<&str> = md.lines().collect();
-    let section = match lines.iter().position(|l| l.trim() == "## Findings") {
-        Some(start) => {
-            let rest = &lines[start + 1..];
-            let end = rest
-                .iter()
-                .position(|l| l.starts_with("## "))
-                .unwrap_or(rest.len());
-            &rest[..end]
-        }
-        None => &lines[..],
-    };
-    for &line in section {
-        let t = line.trim();
-        if t.starts_with("**") && t.ends_with(":**") {
-            heading = t.trim_matches('*').to_string();
-        } else if let Some(item) = t.strip_prefix("- ").or_else(|| t.strip_prefix("* ")) {
-            let item = plain_links(&item.replace('`', ""));
-            out.push(if heading.is_empty() {
-                item
-            } else {
-                format!("{heading} {item}")
-            });
-        } else if t.is_empty() || t.starts_with('#') {
-            // A heading or a blank line ends nothing; a paragraph ends the list's context.
-        } else if !t.starts_with('|') {
-            heading.clear();
-        }
-    }
-    out
+/// A folder's REPORT.md as it was written, with what its page lists beside it, kept as it
+/// was written (no page reads the Markdown back): the paragraph that says how it was
+/// measured, and every bullet that is not the answer's, each after its heading.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    pub md: String,
+    pub environment: Vec<String>,
+    pub findings: Vec<String>,
+}
+
+/// Writes `text` as a bullet of `md` and keeps it among `findings`, after `heading` where
+/// it is under one, its markup taken off.
+pub fn bullet(md: &mut String, findings: &mut Vec<String>, heading: &str, text: &str) {
+    md.push_str("* ");
+    md.push_str(text);
+    md.push('\n');
+    let plain = plain_links(&text.replace('`', "").replace("**", ""));
+    findings.push(if heading.is_empty() {
+        plain
+    } else {
+        format!("{heading} {plain}")
+    });
 }
 
 /// Markdown links `[text](file)` as `text (file)`: the page names the folder's files
@@ -1119,33 +1104,20 @@ pub fn median_by<T>(items: &[T], key: impl Fn(&T) -> Option<f64>) -> Option<&T> 
 }
 
 /// A folder's page from its answer, its REPORT.md and the plots it drew (sweeps of a
-/// command, traces): the answer, REPORT.md's other findings, the plots inline, and
+/// command, traces): the answer, the report's other findings, the plots inline, and
 /// REPORT.md.
 pub fn folder_page(
     title: &str,
-    md: &str,
+    report: &Report,
     drawings: Vec<(String, String)>,
     figures: Vec<Figure>,
     section: String,
     answer: super::headlines::Answer,
 ) -> String {
-    // The answer leads the page; the findings below are REPORT.md's other bullets.
-    let answered: Vec<String> = answer
-        .lines()
-        .map(|l| plain_links(&l.replace('`', "")))
-        .collect();
     Page {
         title: title.to_string(),
-        environment: md
-            .lines()
-            .skip_while(|l| l.starts_with('#') || l.trim().is_empty())
-            .take_while(|l| !l.trim().is_empty() && !l.starts_with('#'))
-            .map(|l| l.replace('`', ""))
-            .collect(),
-        findings: findings_of_markdown(md)
-            .into_iter()
-            .filter(|f| !answered.contains(f))
-            .collect(),
+        environment: report.environment.clone(),
+        findings: report.findings.clone(),
         answer,
         sections: if section.is_empty() {
             Vec::new()
@@ -1154,7 +1126,7 @@ pub fn folder_page(
         },
         drawings,
         figures,
-        text: vec![("REPORT.md".into(), md.to_string())],
+        text: vec![("REPORT.md".into(), report.md.clone())],
     }
     .render()
 }
@@ -1175,14 +1147,22 @@ mod tests {
 
     #[test]
     fn findings_keep_their_heading_and_lose_their_markup() {
-        let md = "# t\n\n**scale, 1M elements:**\n\n- system: `3.00` brk, see [faults](flamegraphs/s.svg) and [x](y)\n\nA paragraph.\n\n- alone\n";
+        let (mut md, mut found) = (String::new(), Vec::new());
+        bullet(
+            &mut md,
+            &mut found,
+            "scale, 1M elements:",
+            "system: `3.00` brk, see [faults](flamegraphs/s.svg) and [x](y)",
+        );
+        bullet(&mut md, &mut found, "", "alone");
         assert_eq!(
-            findings_of_markdown(md),
+            found,
             vec![
                 "scale, 1M elements: system: 3.00 brk, see faults (flamegraphs/s.svg) and x (y)",
                 "alone"
             ]
         );
+        assert!(md.starts_with("* system: `3.00` brk"));
         assert!(
             finding("a 2.00x slower <b>").contains(r#"<b class="slower"> slower</b> &lt;b&gt;"#)
         );

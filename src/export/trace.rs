@@ -42,6 +42,9 @@ pub struct AllocatorTrace {
     pub failure: Option<String>,
     /// The mechanism in one paragraph (None without call stacks).
     pub mechanism: Option<String>,
+    /// The same paragraph in its parts (one per mechanism and kind of event).
+    #[serde(skip)]
+    pub mechanism_parts: Vec<String>,
     pub attributions: Vec<Attribution>,
     pub overhead: Overhead,
     /// Samples of each kind outside every iteration but inside the measured span (the
@@ -79,6 +82,7 @@ impl AllocatorTrace {
             allocator,
             failure: Some(why),
             mechanism: None,
+            mechanism_parts: Vec::new(),
             attributions: Vec::new(),
             overhead,
             between: BTreeMap::new(),
@@ -337,7 +341,7 @@ pub fn answer(report: &TraceReport) -> Vec<crate::analysis::findings::Item> {
             crate::analysis::findings::trace_item(
                 &t.label,
                 t.failure.as_deref(),
-                t.mechanism.as_deref(),
+                &t.mechanism_parts,
                 Some(format!(
                     "{}: {} faults per iteration (no call stacks)",
                     t.label,
@@ -355,18 +359,20 @@ pub fn answer(report: &TraceReport) -> Vec<crate::analysis::findings::Item> {
 /// words); none where the allocator has no item.
 pub fn item_lines(items: &[crate::analysis::findings::Item], label: &str, width: usize) -> String {
     use crate::analysis::findings::Figures;
-    let Some(item) = items
+    let Some(Some(Figures::Trace(f))) = items
         .iter()
-        .find(|i| matches!(&i.figures, Some(Figures::Trace(f)) if f.allocator == label))
+        .map(|i| &i.figures)
+        .find(|f| matches!(f, Some(Figures::Trace(f)) if f.allocator == label))
     else {
         return String::new();
     };
-    let parts: Vec<&str> = item.text.split("; ").collect();
     let mut s = String::new();
-    for (i, part) in parts.iter().enumerate() {
+    for (i, part) in f.lines.iter().enumerate() {
         let first = if i == 0 { "" } else { "  " };
-        let part = if i + 1 < parts.len() {
+        let part = if i + 1 < f.lines.len() {
             format!("{part};")
+        } else if f.failed.is_none() && !part.ends_with('.') {
+            format!("{part}.")
         } else {
             part.to_string()
         };
@@ -379,7 +385,7 @@ pub fn item_lines(items: &[crate::analysis::findings::Item], label: &str, width:
 /// REPORT.md's other findings and the plots.
 pub fn page(
     title: &str,
-    md: &str,
+    md: &super::html::Report,
     drawings: Vec<(String, String)>,
     figures: Vec<super::html::Figure>,
     items: Vec<crate::analysis::findings::Item>,
@@ -487,7 +493,7 @@ pub fn save(
     )?;
     written.push("findings.json".into());
     let md = markdown(report, &written);
-    folder.text("REPORT.md", &md)?;
+    folder.text("REPORT.md", &md.md)?;
     folder.text(
         "report.html",
         &page(
@@ -610,7 +616,12 @@ pub(crate) fn save_differential(
 
 /// REPORT.md's links to the flame graphs of `labels` (the traced allocators) and to the
 /// differential view of the first two: only to those `written`.
-pub(crate) fn stack_links(md: &mut String, labels: &[&str], written: &[String]) {
+pub(crate) fn stack_links(
+    md: &mut String,
+    found: &mut Vec<String>,
+    labels: &[&str],
+    written: &[String],
+) {
     let link = |text: &str, file: String| -> Option<String> {
         written.contains(&file).then(|| format!("[{text}]({file})"))
     };
@@ -636,7 +647,7 @@ pub(crate) fn stack_links(md: &mut String, labels: &[&str], written: &[String]) 
         } else {
             String::new()
         };
-        let _ = writeln!(md, "* {label}: {graphs}{folded}");
+        super::html::bullet(md, found, "", &format!("{label}: {graphs}{folded}"));
     }
     if let [a, b, ..] = labels {
         let name = format!("{}-vs-{}", file_stem(a), file_stem(b));
@@ -651,10 +662,14 @@ pub(crate) fn stack_links(md: &mut String, labels: &[&str], written: &[String]) 
         .flatten()
         .collect();
         if !graphs.is_empty() {
-            let _ = writeln!(
+            super::html::bullet(
                 md,
-                "* {a} → {b}: {} (differential: the shape is {b}'s, red where it has more)",
-                graphs.join(" · ")
+                found,
+                "",
+                &format!(
+                    "{a} → {b}: {} (differential: the shape is {b}'s, red where it has more)",
+                    graphs.join(" · ")
+                ),
             );
         }
     }
@@ -705,8 +720,10 @@ fn overhead_text(o: &Overhead) -> String {
 }
 
 /// REPORT.md.
-pub fn markdown(report: &TraceReport, written: &[String]) -> String {
+pub fn markdown(report: &TraceReport, written: &[String]) -> super::html::Report {
+    use super::html::bullet;
     let mut md = String::new();
+    let mut found = Vec::new();
     let _ = writeln!(
         md,
         "# Trace: {} {} at {} elements\n",
@@ -721,9 +738,8 @@ pub fn markdown(report: &TraceReport, written: &[String]) -> String {
             report.allocators.iter().filter(|t| t.record.is_some()).count()
         );
     }
-    let _ = writeln!(
-        md,
-        "One traced worker process per allocator: {} measured iterations, each timed alone and kept (latency, minor faults from getrusage, RSS, heap top). {}\n",
+    let about = format!(
+        "One traced worker process per allocator: {} measured iterations, each timed alone and kept (latency, minor faults from getrusage, RSS, heap top). {}",
         report.iterations,
         match &report.attribution {
             None => format!("Under `perf record`: every brk, mmap, munmap, madvise and mremap with its user call stack, and one page fault in {} with its stack (DWARF unwinding), placed into the iterations by their CLOCK_MONOTONIC timestamps.", report.fault_period),
@@ -737,6 +753,7 @@ pub fn markdown(report: &TraceReport, written: &[String]) -> String {
             ),
         }
     );
+    let _ = writeln!(md, "{about}\n");
     let _ = writeln!(md, "## Mechanism\n");
     for item in answer(report) {
         let _ = writeln!(md, "* {}", item.text);
@@ -746,18 +763,19 @@ pub fn markdown(report: &TraceReport, written: &[String]) -> String {
     let checks: Vec<String> = report
         .allocators
         .iter()
-        .filter_map(|t| Some(format!("* {}: {}", t.label, t.sample_check.as_ref()?)))
+        .filter_map(|t| Some(format!("{}: {}", t.label, t.sample_check.as_ref()?)))
         .collect();
     if !checks.is_empty() {
-        let _ = writeln!(
-            md,
-            "\n**The samples against the workers' own counts:**\n\n{}",
-            checks.join("\n")
-        );
+        let heading = "The samples against the workers' own counts:";
+        let _ = writeln!(md, "\n**{heading}**\n");
+        for c in &checks {
+            bullet(&mut md, &mut found, heading, c);
+        }
     }
     let _ = writeln!(md, "\n## What tracing cost\n");
     for t in &report.allocators {
-        let _ = writeln!(md, "* {}: {}", t.label, overhead_text(&t.overhead));
+        let line = format!("{}: {}", t.label, overhead_text(&t.overhead));
+        bullet(&mut md, &mut found, "", &line);
     }
     let _ = writeln!(
         md,
@@ -770,14 +788,20 @@ pub fn markdown(report: &TraceReport, written: &[String]) -> String {
         .filter_map(|t| {
             let text =
                 crate::analysis::command::memory_text(&t.untraced_memory, &t.untraced_memory_ci)?;
-            Some(format!("* {}: {text}", t.label))
+            Some(format!("{}: {text}", t.label))
         })
         .collect();
     if !memory.is_empty() {
         let _ = writeln!(
             md,
-            "## Memory over a process's life\n\nThe untraced processes, sampled by the driver: medians over the processes with their intervals.\n\n{}\n\nAs data: `memory/<allocator>.csv`, every sample of every untraced process; the traced run's RSS per iteration is in the timeline below.\n",
-            memory.join("\n")
+            "## Memory over a process's life\n\nThe untraced processes, sampled by the driver: medians over the processes with their intervals.\n"
+        );
+        for l in &memory {
+            bullet(&mut md, &mut found, "", l);
+        }
+        let _ = writeln!(
+            md,
+            "\nAs data: `memory/<allocator>.csv`, every sample of every untraced process; the traced run's RSS per iteration is in the timeline below.\n"
         );
     }
     let _ = writeln!(md, "## Timeline\n");
@@ -799,13 +823,17 @@ pub fn markdown(report: &TraceReport, written: &[String]) -> String {
             .filter(|t| t.record.is_some())
             .map(|t| t.label.as_str())
             .collect();
-        stack_links(&mut md, &labels, written);
+        stack_links(&mut md, &mut found, &labels, written);
         let _ = writeln!(
             md,
             "\n(A flame graph is written only where there were samples: an allocator without memory syscalls has no syscall graph. With `--keep-perf-data`, perf's own files stay in `perf/<allocator>.data`, for `perf report -i`.)"
         );
     }
-    md
+    super::html::Report {
+        md,
+        environment: vec![about.replace('`', "").replace("**", "")],
+        findings: found,
+    }
 }
 
 /// What the console shows: the mechanism lines, the cost of tracing, where the files are.
@@ -864,7 +892,7 @@ mod tests {
         .map(String::from)
         .to_vec();
         let mut md = String::new();
-        stack_links(&mut md, &["system", "mimalloc"], &written);
+        stack_links(&mut md, &mut Vec::new(), &["system", "mimalloc"], &written);
         let links: Vec<&str> = md
             .split("](")
             .skip(1)

@@ -76,6 +76,9 @@ pub struct CommandTrace {
     pub allocator: Allocator,
     pub failure: Option<String>,
     pub mechanism: Option<String>,
+    /// The same paragraph in its parts (one per mechanism and kind of event).
+    #[serde(skip)]
+    pub mechanism_parts: Vec<String>,
     pub attributions: Vec<Attribution>,
     /// The process perf started and its program.
     pub pid: u32,
@@ -137,6 +140,7 @@ impl CommandTrace {
             allocator,
             failure: Some(why),
             mechanism: None,
+            mechanism_parts: Vec::new(),
             attributions: Vec::new(),
             pid: 0,
             comm: String::new(),
@@ -349,7 +353,7 @@ pub fn answer(report: &CommandTraceReport) -> Vec<crate::analysis::findings::Ite
             crate::analysis::findings::trace_item(
                 &t.label,
                 t.failure.as_deref(),
-                t.mechanism.as_deref(),
+                &t.mechanism_parts,
                 None,
                 "run",
                 &t.attributions,
@@ -436,7 +440,7 @@ pub fn save(
     )?;
     written.push("findings.json".into());
     let md = markdown(report, &written);
-    folder.text("REPORT.md", &md)?;
+    folder.text("REPORT.md", &md.md)?;
     folder.text(
         "report.html",
         &super::trace::page(
@@ -895,8 +899,10 @@ fn cost_text(t: &CommandTrace, report: &CommandTraceReport) -> String {
     s
 }
 
-pub fn markdown(report: &CommandTraceReport, written: &[String]) -> String {
+pub fn markdown(report: &CommandTraceReport, written: &[String]) -> super::html::Report {
+    use super::html::bullet;
     let mut md = String::new();
+    let mut found = Vec::new();
     let _ = writeln!(md, "# Trace: `{}`\n", report.command.join(" "));
     if !report.complete {
         let _ = writeln!(
@@ -905,20 +911,22 @@ pub fn markdown(report: &CommandTraceReport, written: &[String]) -> String {
             report.allocators.iter().filter(|t| t.traced()).count()
         );
     }
-    if report.syscalls_timed_by == "perf" {
-        let _ = writeln!(
-            md,
-            "One run of the command per allocator under `perf record`, from its exec to its exit: every brk, mmap, munmap, madvise and mremap of it and of every process it starts, with its user call stack; one user page fault in {} with its stack (DWARF unwinding); every user page fault and every change of the resident set without stacks, for the timeline. Counts are of the whole run, start-up included.\n",
+    let about = if report.syscalls_timed_by == "perf" {
+        format!(
+            "One run of the command per allocator under `perf record`, from its exec to its exit: every brk, mmap, munmap, madvise and mremap of it and of every process it starts, with its user call stack; one user page fault in {} with its stack (DWARF unwinding); every user page fault and every change of the resident set without stacks, for the timeline. Counts are of the whole run, start-up included.",
             report.fault_period
-        );
+        )
     } else {
-        let _ = writeln!(
-            md,
-            "One run of the command per allocator under the ptrace tracer, from its launch to its end: every brk, mmap, munmap, madvise and mremap of it and of every process it starts, with its arguments and the time the tracer saw it (each call stops the command for a round trip through the tracer). No call stacks, faults or RSS over time (they need perf events). Counts are of the whole run, start-up included.\n"
-        );
-    }
+        "One run of the command per allocator under the ptrace tracer, from its launch to its end: every brk, mmap, munmap, madvise and mremap of it and of every process it starts, with its arguments and the time the tracer saw it (each call stops the command for a round trip through the tracer). No call stacks, faults or RSS over time (they need perf events). Counts are of the whole run, start-up included.".to_string()
+    };
+    let _ = writeln!(md, "{about}\n");
     for m in &report.missing {
-        let _ = writeln!(md, "* **Not measured here:** {m}.");
+        bullet(
+            &mut md,
+            &mut found,
+            "",
+            &format!("**Not measured here:** {m}."),
+        );
     }
     if let Some(p) = &report.python {
         let _ = writeln!(md, "## By Python line\n\n{p}.\n");
@@ -927,19 +935,20 @@ pub fn markdown(report: &CommandTraceReport, written: &[String]) -> String {
                 Some(Ok(v)) => {
                     let repeated = repeated_lines(v);
                     if !repeated.is_empty() {
-                        let _ = writeln!(
-                            md,
-                            "**{}, the lines that ran more than once and made at least 1 % of a kind of event, most memory syscalls first:**\n",
+                        let heading = format!(
+                            "{}, the lines that ran more than once and made at least 1 % of a kind of event, most memory syscalls first:",
                             t.label
                         );
+                        let _ = writeln!(md, "**{heading}**\n");
                         for l in repeated.iter().take(8) {
-                            let _ = writeln!(md, "* {}", line_summary_text(l));
+                            bullet(&mut md, &mut found, &heading, &line_summary_text(l));
                         }
                         md.push('\n');
                     }
-                    let _ = writeln!(md, "**{}, by kind of event:**\n", t.label);
+                    let heading = format!("{}, by kind of event:", t.label);
+                    let _ = writeln!(md, "**{heading}**\n");
                     for l in python_lines(v, 3) {
-                        let _ = writeln!(md, "* {l}");
+                        bullet(&mut md, &mut found, &heading, &l);
                     }
                     md.push('\n');
                     python_table(&mut md, v, 12);
@@ -961,7 +970,8 @@ pub fn markdown(report: &CommandTraceReport, written: &[String]) -> String {
                     }
                 }
                 Some(Err(why)) => {
-                    let _ = writeln!(md, "* **{}**: no Python lines: {why}", t.label);
+                    let line = format!("**{}**: no Python lines: {why}", t.label);
+                    bullet(&mut md, &mut found, "", &line);
                 }
                 None => {}
             }
@@ -973,13 +983,13 @@ pub fn markdown(report: &CommandTraceReport, written: &[String]) -> String {
     }
     let _ = writeln!(md, "\n## What tracing cost\n");
     for t in report.allocators.iter().filter(|t| t.traced()) {
-        let _ = writeln!(
-            md,
-            "* {}: {}; {}",
+        let line = format!(
+            "{}: {}; {}",
             t.label,
             cost_text(t, report),
             t.count_check.text
         );
+        bullet(&mut md, &mut found, "", &line);
     }
     let _ = writeln!(
         md,
@@ -992,7 +1002,7 @@ pub fn markdown(report: &CommandTraceReport, written: &[String]) -> String {
         .filter_map(|t| {
             let text =
                 crate::analysis::command::memory_text(&t.untraced.memory, &t.untraced.memory_ci)?;
-            Some(format!("* {}: {text}", t.label))
+            Some(format!("{}: {text}", t.label))
         })
         .collect();
     if !memory.is_empty() {
@@ -1001,7 +1011,7 @@ pub fn markdown(report: &CommandTraceReport, written: &[String]) -> String {
             "## Memory over a run\n\nThe command's own process in its untraced runs, sampled by the driver (not its children): medians over the runs with their intervals.\n"
         );
         for l in &memory {
-            let _ = writeln!(md, "{l}");
+            bullet(&mut md, &mut found, "", l);
         }
         let _ = writeln!(
             md,
@@ -1019,8 +1029,13 @@ pub fn markdown(report: &CommandTraceReport, written: &[String]) -> String {
         md,
         "As data: `timeline/<allocator>.csv` ({TIMELINE_HEADER}), one row per bin; `events/<allocator>.csv` ({EVENTS_HEADER}), one row per memory syscall.\n"
     );
+    let report_of = |md: String, found: Vec<String>| super::html::Report {
+        md,
+        environment: vec![about.replace('`', "")],
+        findings: found,
+    };
     if report.syscalls_timed_by != "perf" {
-        return md;
+        return report_of(md, found);
     }
     let _ = writeln!(md, "## Call stacks\n");
     let labels: Vec<&str> = report
@@ -1029,8 +1044,8 @@ pub fn markdown(report: &CommandTraceReport, written: &[String]) -> String {
         .filter(|t| t.traced())
         .map(|t| t.label.as_str())
         .collect();
-    stack_links(&mut md, &labels, written);
-    md
+    stack_links(&mut md, &mut found, &labels, written);
+    report_of(md, found)
 }
 
 /// The traced allocators with a Python view, and their views.
