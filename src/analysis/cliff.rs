@@ -100,6 +100,10 @@ pub struct FoundCliff {
     /// The threshold the cliff is at, moved with its knob, and where the cliff went.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirmation: Option<Confirmation>,
+    /// What the calls and faults did either side, from one recorded process at each of
+    /// the two sizes ([`crate::model::evidence`]); None where none was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<[crate::model::evidence::Recorded; 2]>,
 }
 
 /// A cliff's cause tested by moving it: the knob set that moves the threshold, where the
@@ -307,6 +311,7 @@ impl FoundCliff {
             probes: c.probes,
             unresolved: None,
             confirmation: None,
+            evidence: None,
         }
     }
 
@@ -325,7 +330,42 @@ impl FoundCliff {
             probes: 0,
             unresolved: Some(why),
             confirmation: None,
+            evidence: None,
         }
+    }
+
+    /// What changes at the cliff, from the evidence either side: the side with more of
+    /// its metric read against the other by the one cause composer, per iteration; None
+    /// without a recording.
+    pub fn why(&self) -> Option<crate::analysis::mechanism::Why> {
+        use crate::analysis::mechanism::{why, Counts, Side};
+        let [below, above] = self.evidence.as_ref()?;
+        let faults = self.metric == Metric::Faults.name();
+        let counts = |r: &crate::model::evidence::Recorded, value: f64| {
+            let mut c = r.get().map(Counts::of_evidence).unwrap_or_default();
+            if faults {
+                c.faults = value;
+            }
+            c
+        };
+        let g = |n: u64| format!("{} elements", crate::fmt::group_thousands(n as i64));
+        let (b_name, a_name) = (g(self.below_size), g(self.above_size));
+        let b = Side {
+            name: &b_name,
+            counts: counts(below, self.below_value),
+            evidence: Some(below),
+        };
+        let a = Side {
+            name: &a_name,
+            counts: counts(above, self.above_value),
+            evidence: Some(above),
+        };
+        let w = if self.above_value >= self.below_value {
+            why(a, b, true, crate::model::evidence::Per::Iteration)
+        } else {
+            why(b, a, true, crate::model::evidence::Per::Iteration)
+        };
+        w.explains().then_some(w)
     }
 
     pub fn describe(&self) -> String {
@@ -377,6 +417,10 @@ impl FoundCliff {
                 .as_ref()
                 .filter(|c| cause.proved_by(&c.threshold))
                 .map(|c| format!("; moved: {}", c.describe()))
+                .unwrap_or_default()
+            + &self
+                .why()
+                .map(|w| format!("; what changes: {}", w.text))
                 .unwrap_or_default()
     }
 }

@@ -408,6 +408,10 @@ pub struct CliffFigures {
     /// Whether it went where the threshold's rule puts it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub confirmed: Option<bool>,
+    /// What the recorded calls and faults show changes there, per cliff of the group
+    /// that was recorded either side.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub what_changes: Vec<crate::analysis::mechanism::Why>,
 }
 
 /// One variant's change at a cliff, per iteration.

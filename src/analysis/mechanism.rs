@@ -475,6 +475,21 @@ impl Counts {
         }
     }
 
+    /// What a recorded run itself counted, per unit: its faults (where recorded) and its
+    /// memory syscalls.
+    pub fn of_evidence(e: &Evidence) -> Self {
+        let c = e.counts();
+        Counts {
+            calls_uncounted: false,
+            faults: e.faults.map_or(0.0, |f| e.per_unit(f.total())),
+            brk: e.per_unit(c.brk),
+            mmap: e.per_unit(c.mmap),
+            munmap: e.per_unit(c.munmap),
+            madvise: e.per_unit(c.madvise),
+            faulted: None,
+        }
+    }
+
     /// A command's counts per run (medians over its runs).
     pub fn of_run(f: &crate::model::metric::RunFigures) -> Self {
         use crate::model::metric::{RUN_BRK, RUN_MADVISE, RUN_MINOR_FAULTS, RUN_MMAP, RUN_MUNMAP};

@@ -42,6 +42,8 @@ struct CliffOutput {
     /// The known threshold of the allocator at the cliff, near it, or none (the same
     /// sentence as the text output's "behind it").
     behind_it: String,
+    /// Above against below, from each side's recorded calls and faults.
+    what_changes: Option<String>,
 }
 
 /// One side of the cliff as its bisection probe measured it.
@@ -119,8 +121,9 @@ pub fn run(args: &CliffArgs, level: f64) -> Result<()> {
         ..base.clone()
     });
     let order_seed = args.program.order_seed.unwrap_or_else(engine::clock_seed);
-    let mut progress = Progress::new(2 * args.processes as usize);
-    let cells = engine::run_rounds(
+    // Each side's processes, and one recorded process each: what its calls did.
+    let mut progress = Progress::new(2 * args.processes as usize + 2);
+    let mut cells = engine::run_rounds(
         &sides,
         &budget,
         args.processes,
@@ -129,15 +132,30 @@ pub fn run(args: &CliffArgs, level: f64) -> Result<()> {
         &mut progress,
         level,
     );
+    for c in &mut cells {
+        let what = format!("evidence: {}", c.spec);
+        engine::record_cell(c, &budget, &mut exec, &mut progress, &what);
+    }
     progress.clear();
     let rows: Vec<SummaryRow> = cells.iter().map(cells::row).collect();
     let across = cells::compare(&cells[0], &cells[1], args.noise_threshold);
+    // What changes across the cliff, by the one cause composer: above against below.
+    let what_changes = across.map(|a| {
+        let name = |n: u64| format!("{} elements", crate::fmt::group_thousands(n as i64));
+        cells::why(
+            (&cells[1], &name(c.above.size)),
+            (&cells[0], &name(c.below.size)),
+            &a,
+        )
+        .text
+    });
     let found = Found {
         base: &base,
         metric,
         cliff: &c,
         rows: &rows,
         across,
+        what_changes,
         order_seed,
     };
     super::print_out(&if args.format == Format::Json {
@@ -181,6 +199,9 @@ struct Found<'a> {
     cliff: &'a cliff::Cliff<crate::model::record::RunRecord>,
     rows: &'a [SummaryRow],
     across: Option<crate::analysis::stats::Comparison>,
+    /// Above against below, from their recorded calls: what changes (None without a
+    /// comparison of the two sides).
+    what_changes: Option<String>,
     order_seed: u64,
 }
 
@@ -246,6 +267,7 @@ impl Found<'_> {
             }),
             order_seed: self.order_seed,
             behind_it: self.behind_it(),
+            what_changes: self.what_changes.clone(),
         };
         Ok(serde_json::to_string_pretty(&value).map_err(Error::failed)? + "\n")
     }
@@ -277,9 +299,10 @@ impl Found<'_> {
                 fmt_ns(p.record.p50_ns as f64)
             )
         };
-        let across = match self.across {
-            Some(a) => format!("above vs below: {}", describe(&a)),
-            None => "above vs below: no paired rounds (a side failed)".into(),
+        let across = match (self.across, &self.what_changes) {
+            (Some(a), Some(w)) => format!("above vs below: {}\nwhat changes: {w}", describe(&a)),
+            (Some(a), None) => format!("above vs below: {}", describe(&a)),
+            (None, _) => "above vs below: no paired rounds (a side failed)".into(),
         };
         let how = if self.rises_from_nothing() {
             format!("cross {}", metric.threshold())

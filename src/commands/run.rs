@@ -787,7 +787,22 @@ fn find_cliffs(
                 cliff::auto_resolution(j.from_size),
                 &mut |_| {},
             ) {
-                Ok(c) => found.push(FoundCliff::new(base, metric, &c)),
+                Ok(c) => {
+                    // What the calls and faults did either side: one recorded probe each.
+                    let mut cliff = FoundCliff::new(base, metric, &c);
+                    let evidence = [c.below.size, c.above.size].map(|size| {
+                        let spec = RunSpec {
+                            size,
+                            ..base.clone()
+                        };
+                        progress.work_started();
+                        let e = executor.evidence(&spec, budget);
+                        progress.work_done(&eta_key);
+                        e
+                    });
+                    cliff.evidence = (!interrupted()).then_some(evidence);
+                    found.push(cliff);
+                }
                 Err(e) => {
                     progress.say(&format!("  not found: {e}"));
                     // Every change found is accounted for: this one with its reason.

@@ -124,8 +124,18 @@ fn cliff_headline(g: &CliffGroup, confirming: bool) -> (u8, Item) {
     } else {
         format!(" ({}, {})", g.workload, crate::fmt::Threads(g.threads))
     };
+    // What the recorded calls show changes there, variant by variant.
+    let what: Vec<(String, crate::analysis::mechanism::Why)> = g
+        .cliffs
+        .iter()
+        .filter_map(|c| Some((c.variant.to_string(), c.why()?)))
+        .collect();
+    let changes_why: String = what
+        .iter()
+        .map(|(v, w)| format!("; what changes ({v}): {}", w.text))
+        .collect();
     let text = format!(
-        "{}{of} changes between {} and {} elements ({} per f64 buffer): {}{}{moved}",
+        "{}{of} changes between {} and {} elements ({} per f64 buffer): {}{}{moved}{changes_why}",
         g.label,
         group_thousands(g.below as i64),
         group_thousands(g.above as i64),
@@ -160,6 +170,7 @@ fn cliff_headline(g: &CliffGroup, confirming: bool) -> (u8, Item) {
         confirmation: confirmation.cloned(),
         moved: confirmation.map(|c| c.describe()),
         confirmed: confirmation.map(|c| c.verdict.starts_with("confirmed")),
+        what_changes: what.into_iter().map(|(_, w)| w).collect(),
     });
     (
         rank,
