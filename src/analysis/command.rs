@@ -698,7 +698,6 @@ pub fn memory_lines(rows: &[ExecRow]) -> Vec<String> {
 
 pub fn answer(rows: &[ExecRow]) -> Vec<crate::analysis::findings::Item> {
     use crate::analysis::findings::{CommandFigures, Figures, Item};
-    use crate::analysis::mechanism::{why_of, Counts, Side, Why};
     let mut items = Vec::new();
     for (r, base) in against_baseline(rows) {
         let Some(ratio) = r.vs_baseline else { continue };
@@ -718,21 +717,8 @@ pub fn answer(rows: &[ExecRow]) -> Vec<crate::analysis::findings::Item> {
             "{}: {ratio:.2}x {}'s wall time{verdict}",
             r.allocator, base.allocator
         );
-        fn side(x: &ExecRow) -> Side<'_> {
-            Side {
-                name: x.allocator.as_str(),
-                counts: Counts::of_run(&x.per_run),
-                evidence: x.evidence.as_ref(),
-            }
-        }
-        // The cause is read from the slower side's recorded calls.
-        let cause = (r.per_run[RUN_MINOR_FAULTS].is_some()
-            && base.per_run[RUN_MINOR_FAULTS].is_some())
-        .then(|| {
-            let decided = matches!(r.vs_baseline_verdict.as_deref(), Some("faster" | "slower"));
-            why_of(side(r), side(base), (ratio, decided), Per::Run)
-        })
-        .filter(Why::explains);
+        let decided = matches!(r.vs_baseline_verdict.as_deref(), Some("faster" | "slower"));
+        let cause = why_against(r, base, (ratio, decided));
         if let Some(w) = &cause {
             let decided = matches!(r.vs_baseline_verdict.as_deref(), Some("faster" | "slower"));
             let label = if decided { "why" } else { "counts" };
@@ -771,6 +757,27 @@ pub fn answer(rows: &[ExecRow]) -> Vec<crate::analysis::findings::Item> {
         });
     }
     items
+}
+
+/// Why `r`'s runs differ from `base`'s (its wall time over theirs `ratio`, `decided` a
+/// verdict of faster or slower), per run: the one cause composer over their counts and
+/// their evidence; None where neither shows a difference or the faults were not read.
+pub fn why_against(
+    r: &ExecRow,
+    base: &ExecRow,
+    (ratio, decided): (f64, bool),
+) -> Option<crate::analysis::mechanism::Why> {
+    use crate::analysis::mechanism::{why_of, Counts, Side, Why};
+    fn side(x: &ExecRow) -> Side<'_> {
+        Side {
+            name: x.allocator.as_str(),
+            counts: Counts::of_run(&x.per_run),
+            evidence: x.evidence.as_ref(),
+        }
+    }
+    (r.per_run[RUN_MINOR_FAULTS].is_some() && base.per_run[RUN_MINOR_FAULTS].is_some())
+        .then(|| why_of(side(r), side(base), (ratio, decided), Per::Run))
+        .filter(Why::explains)
 }
 
 /// Whether a row's comparison with its baseline still wants rounds: it has none yet, no

@@ -60,7 +60,11 @@ pub fn specs(a: Allocator) -> Vec<AllocatorSpec> {
 /// One verdict line per knob set, against the allocator's defaults (the first row of
 /// each allocator). `time[i]` is row i's p50 against its defaults from paired rounds: a
 /// set helps only when it is significantly faster.
-pub fn verdicts(rows: &[SummaryRow], time: &[Option<Comparison>]) -> Vec<String> {
+pub fn verdicts(
+    rows: &[SummaryRow],
+    time: &[Option<Comparison>],
+    why: &[Option<String>],
+) -> Vec<String> {
     let mut lines = Vec::new();
     for a in Allocator::ALL {
         let mine: Vec<(usize, &SummaryRow)> = rows
@@ -136,8 +140,14 @@ pub fn verdicts(rows: &[SummaryRow], time: &[Option<Comparison>]) -> Vec<String>
             } else {
                 "instead of glibc, "
             };
+            let why = why
+                .get(i)
+                .cloned()
+                .flatten()
+                .map(|w| format!("; why: {w}"))
+                .unwrap_or_default();
             lines.push(format!(
-                "{}: {instead}{what}; {time}{rss}",
+                "{}: {instead}{what}; {time}{rss}{why}",
                 r.allocator_spec
             ));
         }
@@ -245,8 +255,18 @@ pub fn set_verdicts(record: &crate::model::command::ExecRecord) -> Vec<SetVerdic
                 } else {
                     "instead of glibc, ".to_string()
                 };
+                let decided = matches!(
+                    c.verdict,
+                    Some(
+                        crate::analysis::stats::Verdict::Faster
+                            | crate::analysis::stats::Verdict::Slower
+                    )
+                );
+                let why = command::why_against(r, base, (c.ratio, decided))
+                    .map(|w| format!("; why: {}", w.text))
+                    .unwrap_or_default();
                 format!(
-                    "{}: {instead}{call}{} against {defaults}'s defaults, per run; {} faults and {} memory syscalls per run (defaults: {} and {}); peak RSS {} vs {}",
+                    "{}: {instead}{call}{} against {defaults}'s defaults, per run; {} faults and {} memory syscalls per run (defaults: {} and {}); peak RSS {} vs {}{why}",
                     r.allocator,
                     describe(&c),
                     count(v.figures.set[RUN_MINOR_FAULTS]),

@@ -30,6 +30,8 @@ struct CommandCliffOutput<'a> {
     /// or none, or why none is named.
     #[serde(skip_serializing_if = "Option::is_none")]
     behind_it: Option<String>,
+    /// What changes across the cliff, from one recorded run either side.
+    what_changes: Option<String>,
 }
 
 /// The cliff of your command: `{size}` bisected between --from and --to under one
@@ -65,6 +67,17 @@ pub fn run(args: &CliffArgs, level: f64) -> Result<()> {
     )
     .map_err(Error::from)?;
     let label = settings.allocators[0].to_string();
+    // What changes across it, from one recorded run either side.
+    let what_changes =
+        program::evidence_at(&settings, &template, per, [c.below.size, c.above.size])
+            .and_then(|e| {
+                program::why_across(
+                    (c.below.size, c.above.size),
+                    (c.below.value, c.above.value),
+                    &e,
+                )
+            })
+            .map(|w| w.text);
     let behind_it = args.bytes_per_element.map(|per_element| {
         program::name_cliff(
             &label,
@@ -97,13 +110,14 @@ pub fn run(args: &CliffArgs, level: f64) -> Result<()> {
             margin: c.margin,
             order_seed: settings.order_seed,
             behind_it,
+            what_changes,
         };
         return super::print_out(
             &(serde_json::to_string_pretty(&value).map_err(Error::failed)? + "\n"),
         );
     }
     super::print_out(&crate::fmt::wrap_lines(
-        &text(args, per, &label, &c, behind_it),
+        &text(args, per, &label, &c, behind_it, what_changes),
         crate::fmt::screen_width(),
     ))
 }
@@ -144,6 +158,7 @@ fn text(
     label: &str,
     c: &cliff::Cliff<program::PointRow>,
     behind_it: Option<String>,
+    what_changes: Option<String>,
 ) -> String {
     let metric = args.metric;
     let side = |p: &Probe<program::PointRow>| {
@@ -170,7 +185,7 @@ fn text(
         )
     };
     format!(
-        "{label}: the onset of {} per {}: the first size that leaves the level of --from ({}) by {} or more (the threshold, or twice the spread of a size's rounds where larger)\n  below: {}\n  above: {}\n({} probes, {} each){}\n",
+        "{label}: the onset of {} per {}: the first size that leaves the level of --from ({}) by {} or more (the threshold, or twice the spread of a size's rounds where larger)\n  below: {}\n  above: {}\n({} probes, {} each){}{}\n",
         metric.name(),
         per.unit(),
         match per.trend(metric) {
@@ -185,6 +200,9 @@ fn text(
         crate::fmt::counted(args.runs as usize, "round", "rounds"),
         behind_it
             .map(|b| format!("\nbehind it: {b}"))
+            .unwrap_or_default(),
+        what_changes
+            .map(|w| format!("\nwhat changes: {w}"))
             .unwrap_or_default(),
     )
 }

@@ -714,23 +714,12 @@ impl<'a> Tracing<'a> {
 
     /// The evidence run of the command under `a`: what its calls and faults did.
     fn evidence(&self, a: &crate::model::knobs::AllocatorSpec) -> crate::model::evidence::Recorded {
-        let (row, prepared) = crate::engine::command::prepare_wrapped(
+        crate::engine::command::evidence_of(
             a,
             self.settings,
             &self.settings.program,
             &self.settings.command,
-            None,
-            &[],
-        );
-        let Some(prepared) = prepared else {
-            return crate::model::evidence::Recorded::Unrecorded(
-                row.failure
-                    .unwrap_or_else(|| "the command could not be prepared".into()),
-            );
-        };
-        crate::engine::evidence::of_command(&prepared, &self.opts)
-            .map(|(_, e)| e)
-            .into()
+        )
     }
 
     /// The traced run under perf record, read back with perf script, with the lab's own

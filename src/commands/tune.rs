@@ -28,19 +28,27 @@ pub fn run(args: &TuneArgs, level: f64) -> Result<()> {
     exec.timeout_hint = "each run has 300 s: lower --min-time or --size";
     crate::engine::begin();
     let order_seed = args.program.order_seed.unwrap_or_else(engine::clock_seed);
-    let mut progress = Progress::new(specs.len() * args.processes as usize);
-    let all = engine::run_rounds(
+    // Each set's processes, and one recorded process each: what its calls did.
+    let mut progress = Progress::new(specs.len() * (args.processes as usize + 1));
+    let budget = Budget {
+        warmup_time_ns: 50_000_000,
+        ..Budget::short(args.min_time)
+    };
+    let mut all = engine::run_rounds(
         &specs,
-        &Budget {
-            warmup_time_ns: 50_000_000,
-            ..Budget::short(args.min_time)
-        },
+        &budget,
         args.processes,
         order_seed,
         &mut exec,
         &mut progress,
         level,
     );
+    for c in all.iter_mut().filter(|c| !c.runs.is_empty()) {
+        let what = format!("evidence: {}", c.spec);
+        if !engine::record_cell(c, &budget, &mut exec, &mut progress, &what) {
+            break;
+        }
+    }
     progress.clear();
     let rows: Vec<SummaryRow> = all.iter().map(cells::row).collect();
     // Each set against its allocator's defaults (the allocator's first cell).
@@ -53,6 +61,20 @@ pub fn run(args: &TuneArgs, level: f64) -> Result<()> {
                 .flatten()
         })
         .collect();
+    // Why each set differs from its defaults, from the evidence of both.
+    let why: Vec<Option<String>> = all
+        .iter()
+        .zip(&time)
+        .map(|(c, t)| {
+            let base = all.iter().find(|b| b.spec.allocator == c.spec.allocator)?;
+            let w = cells::why(
+                (c, &c.spec.allocator_label()),
+                (base, &format!("{}'s defaults", base.spec.allocator_label())),
+                t.as_ref()?,
+            );
+            w.explains().then_some(w.text)
+        })
+        .collect();
     let stopped_by = crate::ui::interrupt::interrupted()
         .then(|| crate::ui::interrupt::signal_name().unwrap_or("an interrupt"));
     let text = match args.format {
@@ -60,7 +82,7 @@ pub fn run(args: &TuneArgs, level: f64) -> Result<()> {
             args,
             &allocators,
             &rows,
-            &time,
+            (&time, &why),
             order_seed,
             stopped_by,
             level,
@@ -130,7 +152,10 @@ fn screen(
     args: &TuneArgs,
     allocators: &[AllocatorSpec],
     rows: &[SummaryRow],
-    time: &[Option<crate::analysis::stats::Comparison>],
+    (time, why): (
+        &[Option<crate::analysis::stats::Comparison>],
+        &[Option<String>],
+    ),
     order_seed: u64,
     stopped_by: Option<&str>,
     level: f64,
@@ -159,7 +184,7 @@ fn screen(
         "",
         "  ",
     );
-    for line in tune::verdicts(rows, time) {
+    for line in tune::verdicts(rows, time, why) {
         t += &wrap(&line, "", "    ");
     }
     t.push('\n');

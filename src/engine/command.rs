@@ -334,6 +334,44 @@ pub fn prepare_wrapped(
     }
 }
 
+/// How a session's runs are launched: the settings' output, THP mode and timeout, memory
+/// sampled, the mark descriptor given; no counters (the session adds its own).
+pub fn launch_options(settings: &ExecSettings) -> LaunchOptions {
+    LaunchOptions {
+        show_output: settings.show_output,
+        thp_never: settings.thp == Thp::Never,
+        timeout: settings.timeout,
+        count_syscalls: false,
+        launcher_apart: false,
+        trace: None,
+        capture_stdout: false,
+        log: crate::counters::linux::ptrace::Log::Counts,
+        record_faults: false,
+        memory_every: crate::engine::spawn::memory_every(),
+        mark: true,
+    }
+}
+
+/// The evidence run of `command` (with `program`) under allocator `a` of `settings`:
+/// what its calls and faults did, or why nothing was recorded.
+pub fn evidence_of(
+    a: &AllocatorSpec,
+    settings: &ExecSettings,
+    program: &Path,
+    command: &[OsString],
+) -> crate::model::evidence::Recorded {
+    let (row, prepared) = prepare_wrapped(a, settings, program, command, None, &[]);
+    match prepared {
+        Some(p) => crate::engine::evidence::of_command(&p, &launch_options(settings))
+            .map(|(_, e)| e)
+            .into(),
+        None => crate::model::evidence::Recorded::Unrecorded(
+            row.failure
+                .unwrap_or_else(|| "the command could not be prepared".into()),
+        ),
+    }
+}
+
 /// Why a session stopped before its end.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
@@ -422,17 +460,8 @@ pub fn run_session(
         }
     }
     let opts = LaunchOptions {
-        show_output: settings.show_output,
-        thp_never: settings.thp == Thp::Never,
-        timeout: settings.timeout,
         count_syscalls: matches!(plan, CounterPlan::Perf(_)),
-        launcher_apart: false,
-        trace: None,
-        capture_stdout: false,
-        log: crate::counters::linux::ptrace::Log::Counts,
-        record_faults: false,
-        memory_every: crate::engine::spawn::memory_every(),
-        mark: true,
+        ..launch_options(settings)
     };
     let mut record = ExecRecord {
         schema: SCHEMA.into(),

@@ -461,6 +461,10 @@ pub struct CommandCliff {
     pub margin: Option<f64>,
     /// Why there is no exact size.
     pub unresolved: Option<String>,
+    /// What the calls and faults did at `below_size` and `above_size`, from one recorded
+    /// run each; None where none was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<[crate::model::evidence::Recorded; 2]>,
     /// The allocator's known threshold at the cliff, near it, or none (with
     /// `--bytes-per-element`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -481,7 +485,19 @@ impl CommandCliff {
         if let Some(c) = &self.confirmation {
             line.push_str(&format!("; moved: {}", c.describe()));
         }
+        if let Some(w) = self.why() {
+            line.push_str(&format!("; what changes: {}", w.text));
+        }
         line
+    }
+
+    /// What changes at the cliff, from the evidence either side ([`why_across`]).
+    pub fn why(&self) -> Option<crate::analysis::mechanism::Why> {
+        why_across(
+            (self.below_size?, self.above_size?),
+            (self.below_value?, self.above_value?),
+            self.evidence.as_ref()?,
+        )
     }
 
     fn describe_sizes(&self, unit: &str) -> String {
@@ -508,6 +524,62 @@ impl CommandCliff {
             ),
         }
     }
+}
+
+/// What changes across a cliff of a command between `sizes` (below, above; the cliff's
+/// metric there `values`), from one recorded run at each (`evidence`, per run): the side
+/// with more of the metric read against the other by the one cause composer; None where
+/// nothing differs.
+pub fn why_across(
+    (below, above): (u64, u64),
+    (bv, av): (f64, f64),
+    evidence: &[crate::model::evidence::Recorded; 2],
+) -> Option<crate::analysis::mechanism::Why> {
+    use crate::analysis::mechanism::{why, Counts, Side};
+    let counts =
+        |r: &crate::model::evidence::Recorded| r.get().map(Counts::of_evidence).unwrap_or_default();
+    let g = |n: u64| format!("{} elements", group_thousands(n as i64));
+    let (b_name, a_name) = (g(below), g(above));
+    let b = Side {
+        name: &b_name,
+        counts: counts(&evidence[0]),
+        evidence: Some(&evidence[0]),
+    };
+    let a = Side {
+        name: &a_name,
+        counts: counts(&evidence[1]),
+        evidence: Some(&evidence[1]),
+    };
+    let w = if av >= bv {
+        why(a, b, true, crate::model::evidence::Per::Run)
+    } else {
+        why(b, a, true, crate::model::evidence::Per::Run)
+    };
+    w.explains().then_some(w)
+}
+
+/// The evidence of `base`'s first allocator running `template` at each of `sizes` (with
+/// the calls `per` asks for): one recorded run each.
+pub fn evidence_at(
+    base: &ExecSettings,
+    template: &Template,
+    per: Per,
+    sizes: [u64; 2],
+) -> Option<[crate::model::evidence::Recorded; 2]> {
+    let a = base.allocators.first()?;
+    let calls = match per {
+        Per::Difference(n) | Per::Divide(n) => Some(n),
+        Per::Run => None,
+    };
+    let evidence = sizes.map(|size| {
+        crate::engine::command::evidence_of(
+            a,
+            base,
+            &base.program,
+            &template.render(Some(size), calls),
+        )
+    });
+    (!crate::ui::interrupt::interrupted()).then_some(evidence)
 }
 
 /// What a program's buffers are, for naming its cliffs: bytes per element of `{size}`,
@@ -687,6 +759,7 @@ pub fn bisect(
         unresolved: None,
         behind_it: None,
         confirmation: None,
+        evidence: None,
     };
     let Some(a) = base
         .allocators
@@ -719,6 +792,8 @@ pub fn bisect(
             out.above_value = Some(c.above.value);
             out.probes = Some(c.probes);
             out.margin = Some(c.margin);
+            // What the calls and faults did either side: one recorded run each.
+            out.evidence = evidence_at(&one, template, per, [c.below.size, c.above.size]);
         }
         Err(e) => {
             out.unresolved = Some(match e {
