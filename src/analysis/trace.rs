@@ -1190,9 +1190,10 @@ fn mechanism_per(
                 continue;
             }
             parts.push(format!(
-                "{} faults {per} ({} samples), {pct:.0} % in {}{rest}",
+                "{} faults {per} ({} sample{}), {pct:.0} % in {}{rest}",
                 crate::fmt::group_thousands(a.per_iteration.unwrap_or(0.0).round() as i64),
                 crate::fmt::group_thousands(a.samples as i64),
+                if a.samples == 1 { "" } else { "s" },
                 top.chain
             ));
         } else {

@@ -85,7 +85,7 @@ fn load_object(path: &Path, text: &str) -> Result<Side> {
         s if s == crate::export::trace::SCHEMA => {
             "the trace.json of `alloclab trace` (one cell's timeline and call stacks)"
         }
-        s if s == crate::export::trace_command::SCHEMA => {
+        s if s == crate::export::trace::COMMAND_SCHEMA => {
             "the trace.json of `alloclab trace -- CMD` (a command's timeline and call stacks)"
         }
         "alloclab.sweep/1" => "the sweep.json of `alloclab sweep` (one command over sizes)",

@@ -10,7 +10,10 @@ use crate::cli::TraceArgs;
 use crate::engine::{self, preflight, trace, ProcessExecutor};
 use crate::error::{Error, Result};
 use crate::export::folder::Kind;
-use crate::export::trace::{self as export, AllocatorTrace, Overhead, TraceReport};
+use crate::export::trace::{
+    self as export, AllocatorTrace, CellRun, CommandRun, Overhead, Subject, TraceReport, TracedRun,
+    Untraced,
+};
 use crate::model::budget::Budget;
 use crate::model::run::WorkerRequest;
 use crate::ui::interrupt::interrupted;
@@ -74,10 +77,12 @@ pub fn run(args: &TraceArgs, level: f64) -> Result<()> {
             .unwrap_or_default();
         match cell.allocator(spec, &untraced, &mut progress)? {
             Some(mut t) => {
-                if let Some(c) = cells.iter().find(|c| c.spec == *spec) {
+                if let (Some(c), TracedRun::Cell(run)) =
+                    (cells.iter().find(|c| c.spec == *spec), &mut t.run)
+                {
                     let row = crate::analysis::cells::row(c);
-                    t.untraced_memory = row.memory;
-                    t.untraced_memory_ci = row.memory_ci;
+                    run.untraced_memory = row.memory;
+                    run.untraced_memory_ci = row.memory_ci;
                 }
                 traces.push(t)
             }
@@ -87,7 +92,8 @@ pub fn run(args: &TraceArgs, level: f64) -> Result<()> {
     progress.clear();
     let complete = !interrupted() && traces.len() == specs.len();
     let report = cell_report(args, &sampling, ptrace_ok, order_seed, complete, traces);
-    let written = export::save(&folder, &report, &cells).map_err(Error::failed)?;
+    let written = export::save(&folder, &report, export::UntracedRuns::Cells(&cells))
+        .map_err(Error::failed)?;
     let failed = report.allocators.iter().map(|t| t.failure.is_some());
     let console = export::console(&report, &args.out, &written);
     conclude(folder, complete, &console, failed, specs.len(), &args.out)
@@ -126,21 +132,23 @@ fn cell_report(
 ) -> TraceReport {
     TraceReport {
         schema: export::SCHEMA.into(),
-        workload: args.workload,
-        variant: args.variant,
-        size: args.size,
-        iterations: args.iterations,
-        fault_period: args.fault_period,
-        attribution: match sampling {
-            Ok(_) => None,
-            Err(why) => Some(why.clone()),
+        subject: Subject::Cell {
+            workload: args.workload,
+            variant: args.variant,
+            size: args.size,
+            iterations: args.iterations,
+            processes: args.processes,
+            attribution: match sampling {
+                Ok(_) => None,
+                Err(why) => Some(why.clone()),
+            },
         },
+        fault_period: args.fault_period,
         syscalls_timed_by: match (sampling, ptrace_ok) {
             (Ok(_), _) => Some("perf".into()),
             (Err(_), true) => Some("ptrace".into()),
             (Err(_), false) => None,
         },
-        processes: args.processes,
         order_seed,
         complete,
         allocators: traces,
@@ -160,7 +168,7 @@ fn perf_data<'f>(
 }
 
 /// A worker's traced run, or why it failed.
-type TracedRun = std::result::Result<trace::Traced, crate::model::record::RunFailure>;
+type WorkerTraced = std::result::Result<trace::Traced, crate::model::record::RunFailure>;
 
 /// How each allocator's worker is traced: under perf (its samples checked against the
 /// worker's own counts), or with the ptrace tracer timing the memory syscalls, or with
@@ -236,14 +244,14 @@ impl CellTracing<'_> {
                 &label,
                 spec.allocator,
                 f.cause,
-                overhead(&[], untraced, self.level),
+                TracedRun::Cell(Box::new(CellRun::new(overhead(&[], untraced, self.level)))),
             ),
         }))
     }
 
     /// The worker's traced run: under perf record; without perf events, with the
     /// memory syscalls timed by the ptrace tracer (no stacks); else untraced.
-    fn traced(&self, request: &WorkerRequest, label: &str) -> Result<TracedRun> {
+    fn traced(&self, request: &WorkerRequest, label: &str) -> Result<WorkerTraced> {
         Ok(match self.sampling {
             Ok(s) => {
                 let data = perf_data(self.folder, label, self.args.keep_perf_data)?;
@@ -319,19 +327,19 @@ impl CellTracing<'_> {
             mechanism,
             mechanism_parts: parts,
             attributions,
-            overhead: overhead(&traced_ns, untraced, self.level),
             faults_folded: fold(&[EventKind::Fault]),
             syscalls_folded: fold(&EventKind::SYSCALLS),
-            between: placed.between.clone(),
-            per_iteration: placed.per_iteration,
             skipped_lines: traced.skipped_lines,
             lost: traced.lost,
-            sample_check: check,
             evidence,
-            record: Some(traced.record),
-            // Set from the untraced cell by the caller.
-            untraced_memory: Default::default(),
-            untraced_memory_ci: Default::default(),
+            run: TracedRun::Cell(Box::new(CellRun {
+                between: placed.between.clone(),
+                per_iteration: placed.per_iteration,
+                sample_check: check,
+                record: Some(traced.record),
+                // The untraced memory is set from the untraced cell by the caller.
+                ..CellRun::new(overhead(&traced_ns, untraced, self.level))
+            })),
         }
     }
 }
@@ -468,29 +476,36 @@ fn run_command(args: &TraceArgs, level: f64) -> Result<()> {
     let complete = !interrupted()
         && traces.len() == settings.allocators.len()
         && record.as_ref().is_none_or(|r| r.complete);
-    let report = CommandTraceReport {
-        schema: cmd_export::SCHEMA.into(),
-        command: settings
-            .command
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect(),
+    let report = TraceReport {
+        schema: export::COMMAND_SCHEMA.into(),
+        subject: Subject::Command {
+            command: settings
+                .command
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            python: python.said(args.python_perf_frames),
+            missing,
+            runs: args.runs,
+        },
         fault_period: args.fault_period,
-        syscalls_timed_by: if sampling.is_ok() { "perf" } else { "ptrace" }.into(),
-        python: python.said(args.python_perf_frames),
-        missing,
-        runs: args.runs,
+        syscalls_timed_by: Some(if sampling.is_ok() { "perf" } else { "ptrace" }.into()),
         order_seed: settings.order_seed,
         complete,
         allocators: traces,
     };
-    let mut written = cmd_export::save(&folder, &report, record.as_ref()).map_err(Error::failed)?;
+    let mut written = export::save(
+        &folder,
+        &report,
+        export::UntracedRuns::Command(record.as_ref()),
+    )
+    .map_err(Error::failed)?;
     if record.is_some() {
         // Written by the session, after every untraced run.
         written.push("untraced.json".into());
     }
     let failed = report.allocators.iter().map(|t| t.failure.is_some());
-    let console = cmd_export::console(&report, &args.out, &written);
+    let console = export::console(&report, &args.out, &written);
     let asked = settings.allocators.len();
     conclude(folder, complete, &console, failed, asked, &args.out)
 }
@@ -635,7 +650,7 @@ impl<'a> Tracing<'a> {
         untraced: Untraced,
         max_records: Option<u64>,
         progress: &mut Progress,
-    ) -> Result<Option<CommandTrace>> {
+    ) -> Result<Option<AllocatorTrace>> {
         let label = a.to_string();
         progress.start(&format!("{label}: traced run"));
         let mut recorder = match self.python {
@@ -696,18 +711,25 @@ impl<'a> Tracing<'a> {
                             untraced,
                             evidence,
                         );
-                        t.python = py;
+                        if let TracedRun::Command(c) = &mut t.run {
+                            c.python = py;
+                        }
                         t
                     }
-                    None => CommandTrace::failed(
+                    None => AllocatorTrace::failed(
                         &label,
                         a.allocator,
                         "perf recorded no exec of the command".into(),
-                        untraced,
+                        TracedRun::Command(Box::new(CommandRun::new(untraced))),
                     ),
                 }
             }
-            Err(why) => CommandTrace::failed(&label, a.allocator, why, untraced),
+            Err(why) => AllocatorTrace::failed(
+                &label,
+                a.allocator,
+                why,
+                TracedRun::Command(Box::new(CommandRun::new(untraced))),
+            ),
         };
         Ok(Some(t))
     }
@@ -786,10 +808,6 @@ type Traced = std::result::Result<
     )>,
     String,
 >;
-
-use crate::export::trace_command::{
-    self as cmd_export, CommandTrace, CommandTraceReport, Untraced,
-};
 
 /// One traced run of the command under `a` (started by `wrapper` where given, perf's
 /// argument vector): Ok(None) when Ctrl-C stopped it; Err with why it failed — perf's own
@@ -907,9 +925,7 @@ fn untraced_of(record: Option<&crate::engine::command::ExecRecord>, label: &str)
         wall_median_ns: median(&walls),
         wall_ci_ns: ci.map(|c| (c.low, c.high)),
         wall_ci_coverage: ci.map(|c| c.coverage),
-        medians: crate::export::trace_command::Medians(crate::analysis::command::medians(
-            row, false,
-        )),
+        medians: export::Medians(crate::analysis::command::medians(row, false)),
         syscalls_median: (syscalls.len() == walls.len())
             .then(|| median(&syscalls))
             .flatten(),
@@ -925,7 +941,7 @@ fn command_trace(
     (lost, check): (Option<String>, analysis::CountCheck),
     untraced: Untraced,
     evidence: crate::model::evidence::Recorded,
-) -> CommandTrace {
+) -> AllocatorTrace {
     let attributions = analysis::attribute_among(&tl.inside, 1.0, tl.faults.map(|f| f as f64));
     let mut parts = analysis::run_mechanism(label, Some(&evidence), &attributions, &tl.totals);
     if let Some(note) = not_unwound(&tl, &attributions) {
@@ -938,33 +954,35 @@ fn command_trace(
     let ratio_range = untraced
         .wall_ci_ns
         .map(|(lo, hi)| (duration as f64 / hi, duration as f64 / lo));
-    CommandTrace {
+    AllocatorTrace {
         label: label.to_string(),
         allocator,
         failure: None,
         mechanism: Some(mechanism),
         mechanism_parts: parts,
-        pid: tl.pid,
-        comm: tl.comm.clone(),
-        duration_ns: tl.exited.then_some(duration),
-        processes: tl.processes,
-        faults: tl.faults,
-        syscalls: tl.totals.clone(),
-        peak_rss_bytes: tl.peak_rss_bytes,
-        bin_ns: tl.bin_ns,
-        untraced,
-        ratio,
-        ratio_range,
         skipped_lines: script.skipped,
         lost,
-        count_check: check,
         evidence: Some(evidence),
-        python: None,
         faults_folded: analysis::fold(&tl.inside, &[EventKind::Fault]),
         syscalls_folded: analysis::fold(&tl.inside, &EventKind::SYSCALLS),
-        bins: tl.bins,
-        syscall_rows,
         attributions,
+        run: TracedRun::Command(Box::new(CommandRun {
+            pid: tl.pid,
+            comm: tl.comm.clone(),
+            duration_ns: tl.exited.then_some(duration),
+            processes: tl.processes,
+            faults: tl.faults,
+            syscalls: tl.totals.clone(),
+            peak_rss_bytes: tl.peak_rss_bytes,
+            bin_ns: tl.bin_ns,
+            untraced,
+            ratio,
+            ratio_range,
+            count_check: check,
+            python: None,
+            bins: tl.bins,
+            syscall_rows,
+        })),
     }
 }
 

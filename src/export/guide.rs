@@ -582,13 +582,13 @@ mod tests {
             .split(',')
             .map(String::from)
             .chain(
-                crate::export::trace_command::TIMELINE_HEADER
+                crate::export::trace::COMMAND_TIMELINE_HEADER
                     .split(',')
                     .map(String::from),
             )
             .collect();
         assert_eq!(guide_of(trace_timeline_columns()), timeline);
-        let events: BTreeSet<String> = crate::export::trace_command::EVENTS_HEADER
+        let events: BTreeSet<String> = crate::export::trace::EVENTS_HEADER
             .split(',')
             .map(String::from)
             .collect();

@@ -21,7 +21,7 @@ pub mod results;
 pub mod svg;
 pub mod table;
 pub mod trace;
-pub mod trace_command;
+pub mod trace_python;
 
 use serde::Serialize;
 

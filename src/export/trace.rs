@@ -1,15 +1,23 @@
-//! The files of `alloclab trace`: `trace.json` (schema `alloclab.trace/1`), each
-//! allocator's worker record with its timeline (`runs/`), the timeline as CSV
-//! (`timeline/`), folded call stacks (`stacks/`), flame graphs and the differential view
-//! of the first two allocators (`flamegraphs/`, inferno), timeline plots (`plots/`),
-//! REPORT.md, and the console summary.
+//! The files of `alloclab trace`, of a built-in cell or of a command (`trace -- CMD`),
+//! from one report: `trace.json` (schema `alloclab.trace/1` for a cell,
+//! `alloclab.trace-command/1` for a command), each allocator's timeline (`timeline/`:
+//! per iteration of a cell, per bin of time since a command's exec), a cell's worker
+//! records (`runs/`), a command's every memory syscall with its time, size and cause
+//! (`events/`), folded stacks, flame graphs and the differential view of the first two
+//! allocators (`stacks/`, `flamegraphs/`, inferno), plots, REPORT.md, report.html,
+//! findings.json and the console summary. A Python command's view by line is in
+//! [`super::trace_python`].
 
 use super::folder::Folder;
 use super::results::ResultsError;
 use super::svg::{self, Axis, Chart, Scale, Series};
-use crate::analysis::trace::{Attribution, EventKind, IterationEvents};
-use crate::fmt::{fmt_ns, group_thousands, wrap};
-use crate::model::metric::{Source, MINOR_FAULTS, TIMELINE};
+use super::trace_python as python;
+use crate::analysis::python::PythonView;
+use crate::analysis::trace::{Attribution, Bin, CountCheck, EventKind, IterationEvents};
+use crate::fmt::{fmt_ns, group_thousands, human_bytes, wrap};
+use crate::model::metric::{
+    Metric, RunFigures, Source, MINOR_FAULTS, RUN_METRICS, RUN_MINOR_FAULTS, TIMELINE,
+};
 use crate::model::record::RunRecord;
 use crate::model::spec::{Allocator, Variant, Workload};
 use serde::Serialize;
@@ -17,7 +25,130 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
+pub use crate::model::spec::file_stem;
+
+/// trace.json of a built-in cell.
 pub const SCHEMA: &str = "alloclab.trace/1";
+/// trace.json of a command.
+pub const COMMAND_SCHEMA: &str = "alloclab.trace-command/1";
+
+/// `trace.json`: what was traced, how, and one trace per allocator.
+#[derive(Clone, Debug, Serialize)]
+pub struct TraceReport {
+    pub schema: String,
+    #[serde(flatten)]
+    pub subject: Subject,
+    pub fault_period: u64,
+    /// What gave the memory syscalls their times: perf (with stacks), ptrace (without),
+    /// None (a cell's syscall columns are empty).
+    pub syscalls_timed_by: Option<String>,
+    pub order_seed: u64,
+    /// True only when every allocator was traced (and a command's untraced runs are all
+    /// there).
+    pub complete: bool,
+    pub allocators: Vec<AllocatorTrace>,
+}
+
+/// What was traced.
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
+pub enum Subject {
+    /// One built-in cell: a worker per allocator, every iteration kept.
+    Cell {
+        workload: Workload,
+        variant: Variant,
+        size: u64,
+        iterations: u64,
+        /// Untraced processes per allocator.
+        processes: u32,
+        /// Why there are no call stacks (None: there are).
+        attribution: Option<String>,
+    },
+    /// A user's command: one run per allocator, over time from its exec.
+    Command {
+        command: Vec<String>,
+        /// A Python command: the interpreter and how its lines were recorded, or why not.
+        python: Option<String>,
+        /// What the timeline lacks on this machine, and why (a tracepoint not in this
+        /// kernel, no perf events).
+        missing: Vec<String>,
+        /// Untraced runs per allocator.
+        runs: u32,
+    },
+}
+
+/// One allocator's trace.
+#[derive(Clone, Debug, Serialize)]
+pub struct AllocatorTrace {
+    pub label: String,
+    pub allocator: Allocator,
+    /// Why the traced run failed, if it did.
+    pub failure: Option<String>,
+    /// The mechanism in one paragraph (None without call stacks or times).
+    pub mechanism: Option<String>,
+    /// The same paragraph in its parts (one per mechanism and kind of event).
+    #[serde(skip)]
+    pub mechanism_parts: Vec<String>,
+    pub attributions: Vec<Attribution>,
+    /// Lines of perf script the lab did not understand.
+    pub skipped_lines: usize,
+    /// perf's word on lost samples.
+    pub lost: Option<String>,
+    /// What its calls and faults did, from one more run recorded with their arguments.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<crate::model::evidence::Recorded>,
+    /// What a traced cell or command has of its own.
+    #[serde(flatten)]
+    pub run: TracedRun,
+    #[serde(skip)]
+    pub faults_folded: Vec<String>,
+    #[serde(skip)]
+    pub syscalls_folded: Vec<String>,
+}
+
+/// A traced run's own figures: a cell's per iteration, a command's over time.
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
+pub enum TracedRun {
+    Cell(Box<CellRun>),
+    Command(Box<CommandRun>),
+}
+
+/// A traced worker of a built-in cell.
+#[derive(Clone, Debug, Serialize)]
+pub struct CellRun {
+    pub overhead: Overhead,
+    /// Samples of each kind outside every iteration but inside the measured span (the
+    /// observer's reads between iterations).
+    pub between: BTreeMap<EventKind, u64>,
+    /// Memory syscalls sampled against the worker's own count of them.
+    pub sample_check: Option<String>,
+    #[serde(skip)]
+    pub per_iteration: Vec<IterationEvents>,
+    #[serde(skip)]
+    pub record: Option<RunRecord>,
+    /// The untraced processes' memory over their lives (sampled by the driver: peak,
+    /// mean, end, …), medians with their intervals; null where not sampled.
+    #[serde(default)]
+    pub untraced_memory: crate::model::metric::MemoryFigures,
+    #[serde(default)]
+    pub untraced_memory_ci: crate::model::metric::MemoryIntervals,
+}
+
+impl CellRun {
+    /// A worker not traced (yet), stated against its untraced processes.
+    pub fn new(overhead: Overhead) -> Self {
+        CellRun {
+            overhead,
+            between: BTreeMap::new(),
+            sample_check: None,
+            per_iteration: Vec::new(),
+            record: None,
+            untraced_memory: Default::default(),
+            untraced_memory_ci: Default::default(),
+        }
+    }
+}
 
 /// What tracing cost: the traced run's median iteration against the untraced processes'.
 #[derive(Clone, Debug, Serialize)]
@@ -33,50 +164,126 @@ pub struct Overhead {
     pub ratio_range: Option<(f64, f64)>,
 }
 
-/// One allocator's trace.
+/// One traced run of a command.
 #[derive(Clone, Debug, Serialize)]
-pub struct AllocatorTrace {
-    pub label: String,
-    pub allocator: Allocator,
-    /// Why the traced run failed, if it did.
-    pub failure: Option<String>,
-    /// The mechanism in one paragraph (None without call stacks).
-    pub mechanism: Option<String>,
-    /// The same paragraph in its parts (one per mechanism and kind of event).
+pub struct CommandRun {
+    /// The process perf started and its program.
+    pub pid: u32,
+    pub comm: String,
+    /// From its exec to its exit, as perf timed them.
+    pub duration_ns: Option<u64>,
+    /// Processes that left an event.
+    pub processes: usize,
+    /// Every user page fault of the run (None where not counted).
+    pub faults: Option<u64>,
+    pub syscalls: IterationEvents,
+    pub peak_rss_bytes: Option<u64>,
+    pub bin_ns: u64,
+    pub untraced: Untraced,
+    /// Traced duration / the untraced runs' median wall time, and over its interval.
+    pub ratio: Option<f64>,
+    pub ratio_range: Option<(f64, f64)>,
+    /// The recorded memory syscalls against the lab's counters of the same run.
+    pub count_check: CountCheck,
+    /// A CPython command's events by Python line (Err: why there are none); in JSON the
+    /// view, or `{"missing": why}`, or null for a command that is not a Python program.
+    #[serde(serialize_with = "python_json")]
+    pub python: Option<Result<PythonView, String>>,
     #[serde(skip)]
-    pub mechanism_parts: Vec<String>,
-    pub attributions: Vec<Attribution>,
-    pub overhead: Overhead,
-    /// Samples of each kind outside every iteration but inside the measured span (the
-    /// observer's reads between iterations).
-    pub between: BTreeMap<EventKind, u64>,
-    /// Lines of perf script the lab did not understand.
-    pub skipped_lines: usize,
-    /// perf's word on lost samples.
-    pub lost: Option<String>,
-    /// Memory syscalls sampled against the worker's own count of them.
-    pub sample_check: Option<String>,
-    /// What its calls and faults did, from one more run recorded with their arguments.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub evidence: Option<crate::model::evidence::Recorded>,
+    pub bins: Vec<Bin>,
+    /// `time_ms,pid,call,bytes,advice,cause` rows.
     #[serde(skip)]
-    pub faults_folded: Vec<String>,
-    #[serde(skip)]
-    pub syscalls_folded: Vec<String>,
-    #[serde(skip)]
-    pub per_iteration: Vec<IterationEvents>,
-    #[serde(skip)]
-    pub record: Option<RunRecord>,
-    /// The untraced processes' memory over their lives (sampled by the driver: peak,
-    /// mean, end, …), medians with their intervals; null where not sampled.
-    #[serde(default)]
-    pub untraced_memory: crate::model::metric::MemoryFigures,
-    #[serde(default)]
-    pub untraced_memory_ci: crate::model::metric::MemoryIntervals,
+    pub syscall_rows: Vec<String>,
+}
+
+impl CommandRun {
+    /// A run not traced (yet), stated against its untraced runs.
+    pub fn new(untraced: Untraced) -> Self {
+        CommandRun {
+            pid: 0,
+            comm: String::new(),
+            duration_ns: None,
+            processes: 0,
+            faults: None,
+            syscalls: IterationEvents::default(),
+            peak_rss_bytes: None,
+            bin_ns: 0,
+            untraced,
+            ratio: None,
+            ratio_range: None,
+            count_check: CountCheck::default(),
+            python: None,
+            bins: Vec::new(),
+            syscall_rows: Vec::new(),
+        }
+    }
+}
+
+/// The untraced runs of one allocator, which the traced run is stated against.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Untraced {
+    pub runs: usize,
+    pub wall_median_ns: Option<f64>,
+    pub wall_ci_ns: Option<(f64, f64)>,
+    pub wall_ci_coverage: Option<f64>,
+    /// Medians over the runs of the per-run registry entries whose runs are searched for
+    /// behaviours but the syscalls (faults, peak RSS): `<key>_median`.
+    #[serde(flatten)]
+    pub medians: Medians,
+    /// The median over the runs of their memory syscalls (None where not counted).
+    pub syscalls_median: Option<f64>,
+    /// The figures whose untraced runs fall into two or more groups: one traced run is
+    /// of one of them.
+    pub behaviours: Vec<crate::model::behaviours::Behaviours>,
+    /// The command's memory over the untraced runs (sampled by the driver: peak, mean,
+    /// end, …), medians with their intervals, as exec gives them; null where not sampled.
+    #[serde(flatten)]
+    pub memory: crate::model::metric::MemoryFigures,
+    #[serde(flatten)]
+    pub memory_ci: crate::model::metric::MemoryIntervals,
+}
+
+/// Per-run medians, serialised as `<key>_median` for each per-run registry entry whose
+/// runs are searched for behaviours, but the syscalls.
+#[derive(Clone, Debug, Default)]
+pub struct Medians(pub RunFigures);
+
+impl Medians {
+    /// The entries it gives.
+    pub fn entries() -> impl Iterator<Item = &'static Metric> {
+        RUN_METRICS.iter().filter(|m| m.spread && !m.syscall)
+    }
+}
+
+impl Serialize for Medians {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(None)?;
+        for m in Medians::entries() {
+            map.serialize_entry(&format!("{}_median", m.key), &self.0[*m])?;
+        }
+        map.end()
+    }
+}
+
+fn python_json<S: serde::Serializer>(
+    v: &Option<Result<PythonView, String>>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Missing<'a> {
+        missing: &'a str,
+    }
+    match v {
+        None => s.serialize_none(),
+        Some(Ok(view)) => view.serialize(s),
+        Some(Err(why)) => Missing { missing: why }.serialize(s),
+    }
 }
 
 impl AllocatorTrace {
-    pub fn failed(label: &str, allocator: Allocator, why: String, overhead: Overhead) -> Self {
+    /// An allocator whose traced run failed, and why.
+    pub fn failed(label: &str, allocator: Allocator, why: String, run: TracedRun) -> Self {
         AllocatorTrace {
             label: label.to_string(),
             allocator,
@@ -84,47 +291,164 @@ impl AllocatorTrace {
             mechanism: None,
             mechanism_parts: Vec::new(),
             attributions: Vec::new(),
-            overhead,
-            between: BTreeMap::new(),
             skipped_lines: 0,
             lost: None,
-            sample_check: None,
             evidence: None,
+            run,
             faults_folded: Vec::new(),
             syscalls_folded: Vec::new(),
-            per_iteration: Vec::new(),
-            record: None,
-            untraced_memory: Default::default(),
-            untraced_memory_ci: Default::default(),
+        }
+    }
+
+    /// Whether its traced run finished and was read.
+    pub fn traced(&self) -> bool {
+        self.failure.is_none()
+    }
+
+    pub fn cell(&self) -> Option<&CellRun> {
+        match &self.run {
+            TracedRun::Cell(c) => Some(c),
+            TracedRun::Command(_) => None,
+        }
+    }
+
+    pub fn command(&self) -> Option<&CommandRun> {
+        match &self.run {
+            TracedRun::Command(c) => Some(c),
+            TracedRun::Cell(_) => None,
+        }
+    }
+
+    /// The untraced processes' or runs' memory over their lives.
+    fn untraced_memory(
+        &self,
+    ) -> (
+        &crate::model::metric::MemoryFigures,
+        &crate::model::metric::MemoryIntervals,
+    ) {
+        match &self.run {
+            TracedRun::Cell(c) => (&c.untraced_memory, &c.untraced_memory_ci),
+            TracedRun::Command(c) => (&c.untraced.memory, &c.untraced.memory_ci),
+        }
+    }
+
+    /// The recorded calls against an independent count of them: a cell's samples against
+    /// the worker's own counters, a command's against the lab's counters beside perf.
+    fn check(&self) -> Option<&str> {
+        match &self.run {
+            TracedRun::Cell(c) => c.sample_check.as_deref(),
+            TracedRun::Command(c) => Some(&c.count_check.text),
+        }
+    }
+
+    /// A Python command's view by line, or why there is none.
+    fn python(&self) -> Option<&Result<PythonView, String>> {
+        self.command().and_then(|c| c.python.as_ref())
+    }
+}
+
+impl TraceReport {
+    /// What was traced, in a few words: "array-temp out-of-place at 1,000,000 elements",
+    /// or the command.
+    pub fn traced(&self) -> String {
+        match &self.subject {
+            Subject::Cell {
+                workload,
+                variant,
+                size,
+                ..
+            } => format!(
+                "{workload} {variant} at {} elements",
+                group_thousands(*size as i64)
+            ),
+            Subject::Command { command, .. } => command.join(" "),
+        }
+    }
+
+    /// Whether the calls came with their call stacks (under perf).
+    pub fn stacks(&self) -> bool {
+        self.syscalls_timed_by.as_deref() == Some("perf")
+    }
+
+    fn is_command(&self) -> bool {
+        matches!(self.subject, Subject::Command { .. })
+    }
+
+    fn traced_allocators(&self) -> impl Iterator<Item = &AllocatorTrace> {
+        self.allocators.iter().filter(|t| t.traced())
+    }
+
+    /// The first two allocators traced: the differential view's.
+    fn first_two(&self) -> Option<(&AllocatorTrace, &AllocatorTrace)> {
+        let mut ok = self.traced_allocators();
+        Some((ok.next()?, ok.next()?))
+    }
+
+    /// A Python command's traced allocators with a view by line, and their views.
+    fn python_views(&self) -> (Vec<&str>, Vec<&PythonView>) {
+        self.traced_allocators()
+            .filter_map(|t| match t.python() {
+                Some(Ok(v)) => Some((t.label.as_str(), v)),
+                _ => None,
+            })
+            .unzip()
+    }
+}
+
+/// The untraced side of a trace as it was run: a cell's untraced processes (interleaved
+/// rounds), or a command's untraced runs (exec's record; None without any).
+pub enum UntracedRuns<'a> {
+    Cells(&'a [crate::model::record::Cell]),
+    Command(Option<&'a crate::engine::command::ExecRecord>),
+}
+
+impl UntracedRuns<'_> {
+    /// Every memory sample of every untraced process or run, one file per allocator.
+    fn memory_files(&self) -> Vec<(String, String)> {
+        let file = |label: &str, runs: &[(String, &[crate::model::memory::MemorySample])]| {
+            super::results::memory_csv("run", runs)
+                .map(|text| (format!("memory/{}.csv", file_stem(label)), text))
+        };
+        match self {
+            UntracedRuns::Cells(cells) => cells
+                .iter()
+                .filter_map(|c| {
+                    let runs: Vec<(String, &[crate::model::memory::MemorySample])> = c
+                        .records()
+                        .map(|(round, r)| ((round + 1).to_string(), &r.memory_timeline[..]))
+                        .collect();
+                    file(&c.spec.allocator_label(), &runs)
+                })
+                .collect(),
+            UntracedRuns::Command(record) => record
+                .iter()
+                .flat_map(|r| &r.allocators)
+                .filter_map(|a| {
+                    let runs: Vec<(String, &[crate::model::memory::MemorySample])> = a
+                        .runs
+                        .iter()
+                        .map(|r| (r.round.to_string(), &r.memory[..]))
+                        .collect();
+                    file(&a.allocator, &runs)
+                })
+                .collect(),
+        }
+    }
+
+    /// The page's figures of that memory.
+    fn figures(&self) -> Vec<super::html::Figure> {
+        match self {
+            UntracedRuns::Cells(cells) => super::html::cell_memory_figures(cells),
+            UntracedRuns::Command(record) => record
+                .and_then(super::html::exec_memory_figure)
+                .into_iter()
+                .collect(),
         }
     }
 }
 
-/// `trace.json`.
-#[derive(Clone, Debug, Serialize)]
-pub struct TraceReport {
-    pub schema: String,
-    pub workload: Workload,
-    pub variant: Variant,
-    pub size: u64,
-    pub iterations: u64,
-    pub fault_period: u64,
-    /// Why there are no call stacks (None: there are).
-    pub attribution: Option<String>,
-    /// What gave the memory syscalls their times: perf (with stacks), ptrace (without),
-    /// None (the syscall columns are empty).
-    pub syscalls_timed_by: Option<String>,
-    pub processes: u32,
-    pub order_seed: u64,
-    /// True only when every allocator was traced.
-    pub complete: bool,
-    pub allocators: Vec<AllocatorTrace>,
-}
-
-pub use crate::model::spec::file_stem;
-
-/// The timeline CSV header: one row per measured iteration, its counts the registry's
-/// [`TIMELINE`] entries by stem.
+/// The timeline CSV header of a cell: one row per measured iteration, its counts the
+/// registry's [`TIMELINE`] entries by stem.
 pub fn timeline_header() -> String {
     let counts: Vec<&str> = TIMELINE.iter().map(|m| m.stem()).collect();
     format!(
@@ -133,8 +457,21 @@ pub fn timeline_header() -> String {
     )
 }
 
-/// The timeline of one allocator as CSV; the syscall columns are empty without perf.
-pub fn timeline_csv(t: &AllocatorTrace, with_syscalls: bool) -> String {
+/// The timeline CSV header of a command: one row per bin of time since its exec.
+pub const COMMAND_TIMELINE_HEADER: &str = "start_ms,faults,brk,mmap,munmap,madvise,mremap,brk_delta_bytes,mmap_bytes,munmap_bytes,madvise_bytes,rss_bytes,heap_top_offset_bytes,python_line";
+/// A command's events CSV header: one row per memory syscall.
+pub const EVENTS_HEADER: &str = "time_ms,pid,call,bytes,advice,cause";
+
+/// One allocator's timeline as CSV: per iteration of a cell (the syscall columns empty
+/// where nothing timed them), per bin of a command.
+pub fn timeline_csv(t: &AllocatorTrace, report: &TraceReport) -> String {
+    match &t.run {
+        TracedRun::Cell(c) => cell_timeline_csv(c, report.syscalls_timed_by.is_some()),
+        TracedRun::Command(c) => command_timeline_csv(c),
+    }
+}
+
+fn cell_timeline_csv(t: &CellRun, with_syscalls: bool) -> String {
     let mut s = timeline_header();
     s.push('\n');
     let Some(r) = &t.record else { return s };
@@ -171,6 +508,43 @@ pub fn timeline_csv(t: &AllocatorTrace, with_syscalls: bool) -> String {
             counts.join(","),
             x.rss_bytes.map_or(String::new(), |v| v.to_string()),
             x.heap_top as i64 - top as i64
+        );
+    }
+    s
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map_or(String::new(), |v| v.to_string())
+}
+
+fn command_timeline_csv(t: &CommandRun) -> String {
+    let mut s = format!("{COMMAND_TIMELINE_HEADER}\n");
+    let lines = match &t.python {
+        Some(Ok(v)) => v.bin_lines.as_slice(),
+        _ => &[],
+    };
+    for (i, b) in t.bins.iter().enumerate() {
+        let e = &b.events;
+        let line = lines
+            .get(i)
+            .and_then(|l| l.as_deref())
+            .map_or(String::new(), crate::export::csv::field);
+        let _ = writeln!(
+            s,
+            "{:.6},{},{},{},{},{},{},{},{},{},{},{},{},{line}",
+            b.start_ns as f64 / 1e6,
+            opt(b.faults),
+            e.brk,
+            e.mmap,
+            e.munmap,
+            e.madvise,
+            e.mremap,
+            e.brk_delta_bytes,
+            e.mmap_bytes,
+            e.munmap_bytes,
+            e.madvise_bytes,
+            opt(b.rss_bytes),
+            opt(b.heap_top_offset_bytes)
         );
     }
     s
@@ -223,46 +597,64 @@ fn whole(v: f64) -> String {
     group_thousands(v.round() as i64)
 }
 
-/// The timeline plots: latency, faults, memory syscalls and RSS per iteration, one line
-/// per allocator.
+/// The timeline plots, one line per traced allocator: a cell's per iteration (latency,
+/// faults, memory syscalls, RSS), a command's over time since its exec (faults, memory
+/// syscalls, RSS, heap top).
 fn plots(report: &TraceReport) -> Vec<(String, String)> {
-    let traced: Vec<&AllocatorTrace> = report
-        .allocators
+    let traced: Vec<&AllocatorTrace> = report.traced_allocators().collect();
+    let charts = if report.is_command() {
+        command_plots(report, &traced)
+    } else {
+        cell_plots(report, &traced)
+    };
+    charts
+        .into_iter()
+        .map(|(name, chart)| (format!("plots/{name}.svg"), svg::render(&chart)))
+        .collect()
+}
+
+/// One series per allocator of the points `f` gives it.
+fn series_of(
+    traced: &[&AllocatorTrace],
+    f: &dyn Fn(&AllocatorTrace) -> Vec<(f64, f64)>,
+) -> Vec<Series> {
+    traced
         .iter()
-        .filter(|t| t.record.is_some())
-        .collect();
-    let series = |f: &dyn Fn(&AllocatorTrace, usize) -> Option<f64>| -> Vec<Series> {
-        traced
-            .iter()
-            .map(|t| {
-                let n = t.record.as_ref().map_or(0, |r| r.timeline.len());
-                Series {
-                    label: t.label.clone(),
-                    color: super::plots::color(t.allocator, &t.label, 0),
-                    dash: None,
-                    points: (0..n)
-                        .filter_map(|i| f(t, i).map(|y| (i as f64, y)))
-                        .collect(),
-                }
-            })
-            .collect()
+        .map(|t| Series {
+            label: t.label.clone(),
+            color: super::plots::color(t.allocator, &t.label, 0),
+            dash: None,
+            points: f(t),
+        })
+        .collect()
+}
+
+/// A traced worker's iterations.
+fn cell_samples(t: &AllocatorTrace) -> &[crate::model::record::IterationSample] {
+    t.cell()
+        .and_then(|c| c.record.as_ref())
+        .map_or(&[], |r| &r.timeline[..])
+}
+
+fn cell_plots(report: &TraceReport, traced: &[&AllocatorTrace]) -> Vec<(&'static str, Chart)> {
+    let per_iteration = |f: &dyn Fn(&crate::model::record::IterationSample) -> Option<f64>| {
+        series_of(traced, &|t| {
+            cell_samples(t)
+                .iter()
+                .enumerate()
+                .filter_map(|(i, s)| f(s).map(|y| (i as f64, y)))
+                .collect()
+        })
     };
     let x = || Axis {
         label: "iteration".into(),
         scale: Scale::Linear,
         format: whole,
     };
-    let cell = format!(
-        "{} {} at {} elements",
-        report.workload,
-        report.variant,
-        group_thousands(report.size as i64)
-    );
-    let sample =
-        |t: &AllocatorTrace, i: usize| t.record.as_ref().and_then(|r| r.timeline.get(i).copied());
+    let cell = report.traced();
     let mut out = vec![
         (
-            "plots/latency.svg".to_string(),
+            "latency",
             Chart {
                 title: format!("Latency of every iteration, traced — {cell}"),
                 x: x(),
@@ -271,11 +663,11 @@ fn plots(report: &TraceReport) -> Vec<(String, String)> {
                     scale: Scale::Log,
                     format: |v| fmt_ns(v),
                 },
-                series: series(&|t, i| sample(t, i).map(|s| s.elapsed_ns as f64)),
+                series: per_iteration(&|s| Some(s.elapsed_ns as f64)),
             },
         ),
         (
-            "plots/faults.svg".to_string(),
+            "faults",
             Chart {
                 title: format!("Minor page faults per iteration — {cell}"),
                 x: x(),
@@ -284,11 +676,11 @@ fn plots(report: &TraceReport) -> Vec<(String, String)> {
                     scale: Scale::Log,
                     format: whole,
                 },
-                series: series(&|t, i| sample(t, i).and_then(|s| s.figures()[MINOR_FAULTS])),
+                series: per_iteration(&|s| s.figures()[MINOR_FAULTS]),
             },
         ),
         (
-            "plots/rss.svg".to_string(),
+            "rss",
             Chart {
                 title: format!("Resident set after each iteration — {cell}"),
                 x: x(),
@@ -297,15 +689,13 @@ fn plots(report: &TraceReport) -> Vec<(String, String)> {
                     scale: Scale::Linear,
                     format: |v| format!("{v:.1}"),
                 },
-                series: series(&|t, i| {
-                    sample(t, i).and_then(|s| s.rss_bytes.map(|b| b as f64 / 1048576.0))
-                }),
+                series: per_iteration(&|s| s.rss_bytes.map(|b| b as f64 / 1048576.0)),
             },
         ),
     ];
     if report.syscalls_timed_by.is_some() {
         out.push((
-            "plots/syscalls.svg".to_string(),
+            "syscalls",
             Chart {
                 title: format!(
                     "Memory syscalls per iteration (brk, mmap, munmap, madvise, mremap) — {cell}"
@@ -316,38 +706,155 @@ fn plots(report: &TraceReport) -> Vec<(String, String)> {
                     scale: Scale::Linear,
                     format: whole,
                 },
-                series: series(&|t, i| t.per_iteration.get(i).map(|e| e.syscalls() as f64)),
+                series: series_of(traced, &|t| {
+                    t.cell().map_or_else(Vec::new, |c| {
+                        c.per_iteration
+                            .iter()
+                            .enumerate()
+                            .map(|(i, e)| (i as f64, e.syscalls() as f64))
+                            .collect()
+                    })
+                }),
             },
         ));
     }
-    out.into_iter()
-        .map(|(name, chart)| (name, svg::render(&chart)))
-        .collect()
+    out
 }
 
-/// The trace's answer, one item per allocator: its mechanism (or why its traced run
-/// failed, or its faults without call stacks). The console, REPORT.md, report.html and
-/// findings.json show these items.
+/// The command for a chart's title: the program's file name and its arguments, at most
+/// 40 characters.
+fn short_command(command: &[String]) -> String {
+    let mut words: Vec<String> = command.to_vec();
+    if let Some(first) = words.first_mut() {
+        if let Some(name) = Path::new(first.as_str()).file_name() {
+            *first = name.to_string_lossy().into_owned();
+        }
+    }
+    let s = words.join(" ");
+    if s.chars().count() > 40 {
+        format!("{}…", s.chars().take(39).collect::<String>())
+    } else {
+        s
+    }
+}
+
+fn command_plots(report: &TraceReport, traced: &[&AllocatorTrace]) -> Vec<(&'static str, Chart)> {
+    let runs: Vec<&CommandRun> = traced.iter().filter_map(|t| t.command()).collect();
+    let per_bin = |f: &dyn Fn(&Bin) -> Option<f64>| {
+        series_of(traced, &|t| {
+            t.command().map_or_else(Vec::new, |c| {
+                c.bins
+                    .iter()
+                    .filter_map(|b| f(b).map(|y| (b.start_ns as f64 / 1e6, y)))
+                    .collect()
+            })
+        })
+    };
+    let x = || Axis {
+        label: "ms since the exec".into(),
+        scale: Scale::Linear,
+        format: |v| format!("{v:.0}"),
+    };
+    let bin = runs
+        .iter()
+        .map(|t| t.bin_ns)
+        .max()
+        .map_or(String::new(), |b| format!(" per {}", fmt_ns(b as f64)));
+    let what = match &report.subject {
+        Subject::Command { command, .. } => short_command(command),
+        Subject::Cell { .. } => report.traced(),
+    };
+    let mut out = vec![];
+    if runs.iter().any(|t| t.faults.is_some()) {
+        out.push((
+            "faults",
+            Chart {
+                title: format!("User page faults{bin} — {what}"),
+                x: x(),
+                y: Axis {
+                    label: "faults".into(),
+                    scale: Scale::Linear,
+                    format: whole,
+                },
+                series: per_bin(&|b| b.faults.map(|f| f as f64)),
+            },
+        ));
+    }
+    out.push((
+        "syscalls",
+        Chart {
+            title: format!("Memory syscalls{bin} — {what}"),
+            x: x(),
+            y: Axis {
+                label: "brk, mmap, munmap, madvise, mremap".into(),
+                scale: Scale::Linear,
+                format: whole,
+            },
+            series: per_bin(&|b| Some(b.events.syscalls() as f64)),
+        },
+    ));
+    if runs.iter().any(|t| t.peak_rss_bytes.is_some()) {
+        out.push((
+            "rss",
+            Chart {
+                title: format!("RSS of the command's process — {what}"),
+                x: x(),
+                y: Axis {
+                    label: "RSS (MiB)".into(),
+                    scale: Scale::Linear,
+                    format: |v| format!("{v:.1}"),
+                },
+                series: per_bin(&|b| b.rss_bytes.map(|r| r as f64 / 1048576.0)),
+            },
+        ));
+    }
+    out.push((
+        "heap-top",
+        Chart {
+            title: format!("Heap top against the first break — {what}"),
+            x: x(),
+            y: Axis {
+                label: "MiB".into(),
+                scale: Scale::Linear,
+                format: |v| format!("{v:.1}"),
+            },
+            series: per_bin(&|b| b.heap_top_offset_bytes.map(|h| h as f64 / 1048576.0)),
+        },
+    ));
+    out
+}
+
+/// The trace's answer, one item per allocator: its mechanism, or why its traced run
+/// failed, or (a cell traced without times) its faults without call stacks. The console,
+/// REPORT.md, report.html and findings.json show these items.
 pub fn answer(report: &TraceReport) -> Vec<crate::analysis::findings::Item> {
+    let per = if report.is_command() {
+        "run"
+    } else {
+        "iteration"
+    };
     report
         .allocators
         .iter()
         .filter_map(|t| {
-            let faults = t
-                .record
-                .as_ref()
-                .and_then(|r| r.per_iter[MINOR_FAULTS])
-                .unwrap_or(0.0);
+            let without = t.cell().map(|c| {
+                let faults = c
+                    .record
+                    .as_ref()
+                    .and_then(|r| r.per_iter[MINOR_FAULTS])
+                    .unwrap_or(0.0);
+                format!(
+                    "{}: {} faults per iteration (no call stacks)",
+                    t.label,
+                    whole(faults)
+                )
+            });
             crate::analysis::findings::trace_item(
                 &t.label,
                 t.failure.as_deref(),
                 &t.mechanism_parts,
-                Some(format!(
-                    "{}: {} faults per iteration (no call stacks)",
-                    t.label,
-                    whole(faults)
-                )),
-                "iteration",
+                without,
+                per,
                 &t.attributions,
             )
         })
@@ -381,19 +888,137 @@ pub fn item_lines(items: &[crate::analysis::findings::Item], label: &str, width:
     s
 }
 
+/// What tracing cost one allocator: its traced run against its untraced processes or
+/// runs.
+fn cost_text(t: &AllocatorTrace, report: &TraceReport) -> String {
+    match &t.run {
+        TracedRun::Cell(c) => overhead_text(&c.overhead),
+        TracedRun::Command(c) => command_cost_text(c, report),
+    }
+}
+
+/// "traced median 9.1 ms, 1.04x the untraced processes' (8.8 ms [8.6 ms, 9.0 ms], 6
+/// processes; 1.01x–1.06x over that interval)".
+fn overhead_text(o: &Overhead) -> String {
+    match (o.traced_median_ns, o.untraced_median_ns, o.ratio) {
+        (Some(t), Some(u), Some(r)) => {
+            let ci = match (o.untraced_ci_ns, o.ratio_range, o.untraced_ci_coverage) {
+                (Some((lo, hi)), Some((rlo, rhi)), Some(cov)) => format!(
+                    " [{}, {}] ({:.1} % interval)); {:.2}x–{:.2}x over that interval",
+                    fmt_ns(lo),
+                    fmt_ns(hi),
+                    100.0 * cov,
+                    rlo,
+                    rhi
+                ),
+                _ => ")".to_string(),
+            };
+            format!(
+                "traced median iteration {}, {r:.2}x the untraced processes' median ({} of {} process(es){ci}",
+                fmt_ns(t),
+                fmt_ns(u),
+                o.untraced_processes
+            )
+        }
+        (Some(t), _, _) => format!(
+            "traced median iteration {} (no untraced processes to state it against)",
+            fmt_ns(t)
+        ),
+        _ => "no traced iterations".to_string(),
+    }
+}
+
+/// "traced run 412 ms, 1.85x the untraced runs' median wall time (223 ms [219 ms, 230 ms],
+/// 96.9 % interval, 5 runs); its counts: 77,881 faults (untraced median 77,850), 81
+/// memory syscalls (untraced median 81)".
+fn command_cost_text(t: &CommandRun, report: &TraceReport) -> String {
+    let u = &t.untraced;
+    let Some(d) = t.duration_ns else {
+        return "no traced duration (perf saw no exit)".into();
+    };
+    let span = if report.stacks() {
+        "from exec to exit"
+    } else {
+        "from launch to end, under ptrace"
+    };
+    let mut s = format!("traced run {} {span}", fmt_ns(d as f64));
+    match (u.wall_median_ns, t.ratio) {
+        (Some(m), Some(r)) => {
+            let ci = match (u.wall_ci_ns, u.wall_ci_coverage, t.ratio_range) {
+                (Some((lo, hi)), Some(c), Some((rlo, rhi))) => format!(
+                    " [{}, {}] ({:.1} % interval); {rlo:.2}x–{rhi:.2}x over it",
+                    fmt_ns(lo),
+                    fmt_ns(hi),
+                    100.0 * c
+                ),
+                _ => String::new(),
+            };
+            let _ = write!(
+                s,
+                ", {r:.2}x the untraced runs' median wall time ({} of {} run(s){ci})",
+                fmt_ns(m),
+                u.runs
+            );
+        }
+        _ => s.push_str(" (no untraced runs to state it against)"),
+    }
+    let mut counts = Vec::new();
+    if let Some(f) = t.faults {
+        counts.push(format!(
+            "{} user faults{}",
+            whole(f as f64),
+            u.medians.0[RUN_MINOR_FAULTS].map_or(String::new(), |m| format!(
+                " (untraced runs' median {} {})",
+                whole(m),
+                RUN_MINOR_FAULTS.label
+            ))
+        ));
+    }
+    counts.push(format!(
+        "{} memory syscalls{}",
+        whole(t.syscalls.syscalls() as f64),
+        u.syscalls_median.map_or(String::new(), |m| format!(
+            " (untraced runs' median {})",
+            whole(m)
+        ))
+    ));
+    let _ = write!(s, "; traced counts: {}", counts.join(", "));
+    if !u.behaviours.is_empty() {
+        let said: Vec<String> = u
+            .behaviours
+            .iter()
+            .map(|b| crate::analysis::modes::describe(b, "runs"))
+            .collect();
+        let _ = write!(
+            s,
+            "; the untraced runs show {} (the traced run is one run, of one of them)",
+            said.join("; ")
+        );
+    }
+    s
+}
+
 /// A trace folder's page: its answer first (an incomplete trace says so), then
-/// REPORT.md's other findings and the plots.
-pub fn page(
-    title: &str,
+/// REPORT.md's other findings, the plots and (a Python command) the listing by line.
+fn page(
+    report: &TraceReport,
     md: &super::html::Report,
     drawings: Vec<(String, String)>,
     figures: Vec<super::html::Figure>,
     items: Vec<crate::analysis::findings::Item>,
-    complete: bool,
-    section: String,
 ) -> String {
+    let (labels, views) = report.python_views();
+    let section = if labels.is_empty() {
+        String::new()
+    } else {
+        super::python_listing::html(&labels, &super::python_listing::lines(&views))
+    };
     super::html::folder_page(
-        title,
+        if report.is_command() {
+            "alloclab trace -- command"
+        } else {
+            "alloclab trace"
+        },
         md,
         drawings,
         figures,
@@ -402,7 +1027,7 @@ pub fn page(
             price: Vec::new(),
             items,
             more: 0,
-            incomplete: (!complete).then(|| {
+            incomplete: (!report.complete).then(|| {
                 "INCOMPLETE: not every allocator asked for was traced (interrupted, or a run failed)"
                     .to_string()
             }),
@@ -410,41 +1035,38 @@ pub fn page(
     )
 }
 
-/// Writes every file of the trace into `folder`; returns the names written, in order
-/// (REPORT.md and the console name only these).
+/// Writes every file of the trace into `folder` (a command's untraced record is written
+/// by its session); returns the names written, in order (REPORT.md and the console name
+/// only these).
 pub fn save(
     folder: &Folder,
     report: &TraceReport,
-    untraced: &[crate::model::record::Cell],
+    untraced: UntracedRuns<'_>,
 ) -> Result<Vec<String>, ResultsError> {
-    let with_stacks = report.attribution.is_none();
     let mut written = Vec::new();
-    // The untraced processes' memory over time, one file per allocator, as a run folder
-    // writes a cell's.
-    for c in untraced {
-        let runs: Vec<(String, &[crate::model::memory::MemorySample])> = c
-            .records()
-            .map(|(round, r)| ((round + 1).to_string(), &r.memory_timeline[..]))
-            .collect();
-        if let Some(text) = super::results::memory_csv("run", &runs) {
-            let name = format!("memory/{}.csv", file_stem(&c.spec.allocator_label()));
-            folder.text(&name, &text)?;
-            written.push(name);
-        }
+    // The untraced processes' or runs' memory over time, one file per allocator.
+    for (name, text) in untraced.memory_files() {
+        folder.text(&name, &text)?;
+        written.push(name);
     }
-    for t in &report.allocators {
+    for t in report.traced_allocators() {
         let stem = file_stem(&t.label);
-        if let Some(r) = &t.record {
+        if let Some(r) = t.cell().and_then(|c| c.record.as_ref()) {
             let run = format!("runs/{stem}.json");
             folder.json(&run, r)?;
-            let timeline = format!("timeline/{stem}.csv");
-            folder.text(
-                &timeline,
-                &timeline_csv(t, report.syscalls_timed_by.is_some()),
-            )?;
-            written.extend([run, timeline]);
+            written.push(run);
         }
-        if !with_stacks || t.record.is_none() {
+        let timeline = format!("timeline/{stem}.csv");
+        folder.text(&timeline, &timeline_csv(t, report))?;
+        written.push(timeline);
+        if let Some(c) = t.command() {
+            let mut events = format!("{EVENTS_HEADER}\n");
+            events.push_str(&lines(&c.syscall_rows));
+            let name = format!("events/{stem}.csv");
+            folder.text(&name, &events)?;
+            written.push(name);
+        }
+        if !report.stacks() {
             continue;
         }
         written.extend(save_stacks(
@@ -454,8 +1076,16 @@ pub fn save(
             &t.syscalls_folded,
             report.fault_period,
         )?);
+        if let Some(Ok(v)) = t.python() {
+            written.extend(python::save_python_stacks(
+                folder,
+                &t.label,
+                v,
+                report.fault_period,
+            )?);
+        }
     }
-    if let (true, Some((a, b))) = (with_stacks, first_two(report)) {
+    if let (true, Some((a, b))) = (report.stacks(), report.first_two()) {
         written.extend(save_differential(
             folder,
             (&a.label, &a.faults_folded, &a.syscalls_folded),
@@ -468,25 +1098,28 @@ pub fn save(
         written.push(name.clone());
         drawings.push((name, svg));
     }
-    if let Some(env) = report.allocators.iter().find_map(|t| t.record.as_ref()) {
-        folder.json("env.json", &env.env)?;
+    if let Some(r) = report
+        .allocators
+        .iter()
+        .find_map(|t| t.cell().and_then(|c| c.record.as_ref()))
+    {
+        folder.json("env.json", &r.env)?;
         written.push("env.json".into());
     }
     folder.json("trace.json", report)?;
     written.push("trace.json".into());
     let items = answer(report);
+    let (variant, size) = match &report.subject {
+        Subject::Cell { variant, size, .. } => (Some(*variant), Some(*size)),
+        Subject::Command { .. } => (None, None),
+    };
     folder.json(
         "findings.json",
         &crate::analysis::findings::TraceFindings {
             schema: crate::analysis::findings::SCHEMA,
-            traced: format!(
-                "{} {} at {} elements",
-                report.workload,
-                report.variant,
-                group_thousands(report.size as i64)
-            ),
-            variant: Some(report.variant),
-            size: Some(report.size),
+            traced: report.traced(),
+            variant,
+            size,
             complete: report.complete,
             answer: items.clone(),
         },
@@ -496,15 +1129,7 @@ pub fn save(
     folder.text("REPORT.md", &md.md)?;
     folder.text(
         "report.html",
-        &page(
-            "alloclab trace",
-            &md,
-            drawings,
-            super::html::cell_memory_figures(untraced),
-            items,
-            report.complete,
-            String::new(),
-        ),
+        &page(report, &md, drawings, untraced.figures(), items),
     )?;
     written.extend(["REPORT.md".into(), "report.html".into()]);
     // The folder's guide to its files and columns, where the lab wrote it.
@@ -675,11 +1300,6 @@ pub(crate) fn stack_links(
     }
 }
 
-fn first_two(report: &TraceReport) -> Option<(&AllocatorTrace, &AllocatorTrace)> {
-    let mut ok = report.allocators.iter().filter(|t| t.record.is_some());
-    Some((ok.next()?, ok.next()?))
-}
-
 pub(crate) fn lines(v: &[String]) -> String {
     let mut s = v.join("\n");
     if !s.is_empty() {
@@ -688,139 +1308,212 @@ pub(crate) fn lines(v: &[String]) -> String {
     s
 }
 
-/// "traced median 9.1 ms, 1.04x the untraced processes' (8.8 ms [8.6 ms, 9.0 ms], 6
-/// processes; 1.01x–1.06x over that interval)".
-fn overhead_text(o: &Overhead) -> String {
-    match (o.traced_median_ns, o.untraced_median_ns, o.ratio) {
-        (Some(t), Some(u), Some(r)) => {
-            let ci = match (o.untraced_ci_ns, o.ratio_range, o.untraced_ci_coverage) {
-                (Some((lo, hi)), Some((rlo, rhi)), Some(cov)) => format!(
-                    " [{}, {}] ({:.1} % interval)); {:.2}x–{:.2}x over that interval",
-                    fmt_ns(lo),
-                    fmt_ns(hi),
-                    100.0 * cov,
-                    rlo,
-                    rhi
+/// How the trace was made, in one paragraph (REPORT.md's and the page's).
+fn about(report: &TraceReport) -> String {
+    match &report.subject {
+        Subject::Cell {
+            iterations,
+            attribution,
+            ..
+        } => format!(
+            "One traced worker process per allocator: {iterations} measured iterations, each timed alone and kept (latency, minor faults from getrusage, RSS, heap top). {}",
+            match attribution {
+                None => format!("Under `perf record`: every brk, mmap, munmap, madvise and mremap with its user call stack, and one page fault in {} with its stack (DWARF unwinding), placed into the iterations by their CLOCK_MONOTONIC timestamps.", report.fault_period),
+                Some(why) => format!(
+                    "**No call stacks:** {why}.{}",
+                    if report.syscalls_timed_by.as_deref() == Some("ptrace") {
+                        " The memory syscalls are timed by the ptrace tracer instead (each call stops the worker for a round trip through the tracer), and placed into the iterations by the time it saw them."
+                    } else {
+                        ""
+                    }
                 ),
-                _ => ")".to_string(),
-            };
-            format!(
-                "traced median iteration {}, {r:.2}x the untraced processes' median ({} of {} process(es){ci}",
-                fmt_ns(t),
-                fmt_ns(u),
-                o.untraced_processes
-            )
-        }
-        (Some(t), _, _) => format!(
-            "traced median iteration {} (no untraced processes to state it against)",
-            fmt_ns(t)
+            }
         ),
-        _ => "no traced iterations".to_string(),
+        Subject::Command { .. } if report.stacks() => format!(
+            "One run of the command per allocator under `perf record`, from its exec to its exit: every brk, mmap, munmap, madvise and mremap of it and of every process it starts, with its user call stack; one user page fault in {} with its stack (DWARF unwinding); every user page fault and every change of the resident set without stacks, for the timeline. Counts are of the whole run, start-up included.",
+            report.fault_period
+        ),
+        Subject::Command { .. } => "One run of the command per allocator under the ptrace tracer, from its launch to its end: every brk, mmap, munmap, madvise and mremap of it and of every process it starts, with its arguments and the time the tracer saw it (each call stops the command for a round trip through the tracer). No call stacks, faults or RSS over time (they need perf events). Counts are of the whole run, start-up included.".to_string(),
     }
 }
 
-/// REPORT.md.
+/// REPORT.md's "By Python line" section of a Python command.
+fn python_section(
+    md: &mut String,
+    found: &mut Vec<String>,
+    report: &TraceReport,
+    said: &str,
+    written: &[String],
+) {
+    use super::html::bullet;
+    let _ = writeln!(md, "## By Python line\n\n{said}.\n");
+    for t in report.traced_allocators() {
+        match t.python() {
+            Some(Ok(v)) => {
+                let repeated = python::repeated_lines(v);
+                if !repeated.is_empty() {
+                    let heading = format!(
+                        "{}, the lines that ran more than once and made at least 1 % of a kind of event, most memory syscalls first:",
+                        t.label
+                    );
+                    let _ = writeln!(md, "**{heading}**\n");
+                    for l in repeated.iter().take(8) {
+                        bullet(md, found, &heading, &python::line_summary_text(l));
+                    }
+                    md.push('\n');
+                }
+                let heading = format!("{}, by kind of event:", t.label);
+                let _ = writeln!(md, "**{heading}**\n");
+                for l in python::python_lines(v, 3) {
+                    bullet(md, found, &heading, &l);
+                }
+                md.push('\n');
+                python::python_table(md, v, 12);
+                let stem = file_stem(&t.label);
+                let graphs: Vec<String> = [("faults", "faults"), ("memory syscalls", "syscalls")]
+                    .into_iter()
+                    .filter(|(_, f)| {
+                        written.contains(&format!("flamegraphs/{stem}.python.{f}.svg"))
+                    })
+                    .map(|(what, f)| format!("[{what}](flamegraphs/{stem}.python.{f}.svg)"))
+                    .collect();
+                if !graphs.is_empty() {
+                    let _ = writeln!(
+                        md,
+                        "Flame graphs with the Python stack (function and line, import machinery folded) above the native frames: {} (folded: `stacks/{stem}.python.*.folded`).\n",
+                        graphs.join(" · ")
+                    );
+                }
+            }
+            Some(Err(why)) => {
+                let line = format!("**{}**: no Python lines: {why}", t.label);
+                bullet(md, found, "", &line);
+            }
+            None => {}
+        }
+    }
+}
+
+/// REPORT.md: how the trace was made, the answer, the checks, what tracing cost, memory
+/// over a life, the timeline and the call stacks.
 pub fn markdown(report: &TraceReport, written: &[String]) -> super::html::Report {
     use super::html::bullet;
     let mut md = String::new();
     let mut found = Vec::new();
-    let _ = writeln!(
-        md,
-        "# Trace: {} {} at {} elements\n",
-        report.workload,
-        report.variant,
-        group_thousands(report.size as i64)
-    );
+    let command = report.is_command();
+    let title = if command {
+        format!("`{}`", report.traced())
+    } else {
+        report.traced()
+    };
+    let _ = writeln!(md, "# Trace: {title}\n");
     if !report.complete {
         let _ = writeln!(
             md,
             "> **Incomplete:** {} of the allocators asked for were traced (interrupted, or a run failed).\n",
-            report.allocators.iter().filter(|t| t.record.is_some()).count()
+            report.traced_allocators().count()
         );
     }
-    let about = format!(
-        "One traced worker process per allocator: {} measured iterations, each timed alone and kept (latency, minor faults from getrusage, RSS, heap top). {}",
-        report.iterations,
-        match &report.attribution {
-            None => format!("Under `perf record`: every brk, mmap, munmap, madvise and mremap with its user call stack, and one page fault in {} with its stack (DWARF unwinding), placed into the iterations by their CLOCK_MONOTONIC timestamps.", report.fault_period),
-            Some(why) => format!(
-                "**No call stacks:** {why}.{}",
-                if report.syscalls_timed_by.as_deref() == Some("ptrace") {
-                    " The memory syscalls are timed by the ptrace tracer instead (each call stops the worker for a round trip through the tracer), and placed into the iterations by the time it saw them."
-                } else {
-                    ""
-                }
-            ),
-        }
-    );
+    let about = about(report);
     let _ = writeln!(md, "{about}\n");
+    if let Subject::Command {
+        missing, python, ..
+    } = &report.subject
+    {
+        for m in missing {
+            let line = format!("**Not measured here:** {m}.");
+            bullet(&mut md, &mut found, "", &line);
+        }
+        if let Some(said) = python {
+            python_section(&mut md, &mut found, report, said, written);
+        }
+    }
     let _ = writeln!(md, "## Mechanism\n");
     for item in answer(report) {
         let _ = writeln!(md, "* {}", item.text);
     }
-    // The samples checked against each worker's own counts, named per allocator (after
-    // the answer, not as a part of its last item).
+    // The recorded calls checked against an independent count, named per allocator
+    // (after the answer, not as a part of its last item).
     let checks: Vec<String> = report
-        .allocators
-        .iter()
-        .filter_map(|t| Some(format!("{}: {}", t.label, t.sample_check.as_ref()?)))
+        .traced_allocators()
+        .filter_map(|t| Some(format!("{}: {}", t.label, t.check()?)))
         .collect();
     if !checks.is_empty() {
-        let heading = "The samples against the workers' own counts:";
+        let heading = "The recorded calls against an independent count of the same run:";
         let _ = writeln!(md, "\n**{heading}**\n");
         for c in &checks {
             bullet(&mut md, &mut found, heading, c);
         }
     }
     let _ = writeln!(md, "\n## What tracing cost\n");
-    for t in &report.allocators {
-        let line = format!("{}: {}", t.label, overhead_text(&t.overhead));
+    for t in report.traced_allocators() {
+        let line = format!("{}: {}", t.label, cost_text(t, report));
         bullet(&mut md, &mut found, "", &line);
     }
-    let _ = writeln!(
-        md,
-        "\nThe untraced processes ran compare's budget in interleaved rounds (order seed {}); the traced counts are never mixed into compare's figures.\n",
-        report.order_seed
-    );
+    let _ = match &report.subject {
+        Subject::Cell { .. } => writeln!(
+            md,
+            "\nThe untraced processes ran compare's budget in interleaved rounds (order seed {}); the traced counts are never mixed into compare's figures.\n",
+            report.order_seed
+        ),
+        Subject::Command { runs, .. } => writeln!(
+            md,
+            "\nThe untraced runs ({runs} per allocator, shuffled rounds, order seed {}) are exec's, in `untraced.json`; the traced counts are never mixed into them.\n",
+            report.order_seed
+        ),
+    };
     let memory: Vec<String> = report
         .allocators
         .iter()
         .filter_map(|t| {
-            let text =
-                crate::analysis::command::memory_text(&t.untraced_memory, &t.untraced_memory_ci)?;
+            let (m, ci) = t.untraced_memory();
+            let text = crate::analysis::command::memory_text(m, ci)?;
             Some(format!("{}: {text}", t.label))
         })
         .collect();
     if !memory.is_empty() {
-        let _ = writeln!(
-            md,
-            "## Memory over a process's life\n\nThe untraced processes, sampled by the driver: medians over the processes with their intervals.\n"
-        );
+        let (heading, whose, traced_rss) = if command {
+            (
+                "Memory over a run",
+                "The command's own process in its untraced runs, sampled by the driver (not its children): medians over the runs with their intervals.",
+                "every sample of every untraced run; the traced run's RSS over time is in the timeline below (from kmem:rss_stat)",
+            )
+        } else {
+            (
+                "Memory over a process's life",
+                "The untraced processes, sampled by the driver: medians over the processes with their intervals.",
+                "every sample of every untraced process; the traced run's RSS per iteration is in the timeline below",
+            )
+        };
+        let _ = writeln!(md, "## {heading}\n\n{whose}\n");
         for l in &memory {
             bullet(&mut md, &mut found, "", l);
         }
-        let _ = writeln!(
-            md,
-            "\nAs data: `memory/<allocator>.csv`, every sample of every untraced process; the traced run's RSS per iteration is in the timeline below.\n"
-        );
+        let _ = writeln!(md, "\nAs data: `memory/<allocator>.csv`, {traced_rss}.\n");
     }
     let _ = writeln!(md, "## Timeline\n");
-    for name in ["latency", "faults", "syscalls", "rss"] {
+    for name in ["latency", "faults", "syscalls", "rss", "heap-top"] {
+        // The plots that were drawn (see `plots`).
         if written.contains(&format!("plots/{name}.svg")) {
             let _ = writeln!(md, "![{name}](plots/{name}.svg)\n");
         }
     }
-    let _ = writeln!(
-        md,
-        "Per iteration, as data: `timeline/<allocator>.csv` ({}).\n",
-        timeline_header()
-    );
-    if report.attribution.is_none() {
+    let _ = if command {
+        writeln!(
+            md,
+            "As data: `timeline/<allocator>.csv` ({COMMAND_TIMELINE_HEADER}), one row per bin; `events/<allocator>.csv` ({EVENTS_HEADER}), one row per memory syscall.\n"
+        )
+    } else {
+        writeln!(
+            md,
+            "Per iteration, as data: `timeline/<allocator>.csv` ({}).\n",
+            timeline_header()
+        )
+    };
+    if report.stacks() {
         let _ = writeln!(md, "## Call stacks\n");
         let labels: Vec<&str> = report
-            .allocators
-            .iter()
-            .filter(|t| t.record.is_some())
+            .traced_allocators()
             .map(|t| t.label.as_str())
             .collect();
         stack_links(&mut md, &mut found, &labels, written);
@@ -836,33 +1529,83 @@ pub fn markdown(report: &TraceReport, written: &[String]) -> super::html::Report
     }
 }
 
-/// What the console shows: the mechanism lines, the cost of tracing, where the files are.
+/// What the console shows: what was traced, what is missing, a Python command's own
+/// lines, then per allocator its answer, its Python lines, what tracing cost, the check
+/// of its calls, and where the files are.
 pub fn console(report: &TraceReport, out: &Path, written: &[String]) -> String {
     let width = crate::fmt::screen_width();
-    let mut s = wrap(
-        &format!(
-            "{} {} at {} elements, {} traced iterations per allocator",
-            report.workload,
-            report.variant,
-            group_thousands(report.size as i64),
-            report.iterations
-        ),
-        width,
-        "",
-        "  ",
-    );
-    if let Some(why) = &report.attribution {
-        s.push_str(&wrap(&format!("no call stacks: {why}"), width, "", "  "));
+    let mut s = String::new();
+    let mut say = |line: &str| s.push_str(&wrap(line, width, "", "  "));
+    match &report.subject {
+        Subject::Cell {
+            iterations,
+            attribution,
+            ..
+        } => {
+            say(&format!(
+                "{}, {iterations} traced iterations per allocator",
+                report.traced()
+            ));
+            if let Some(why) = attribution {
+                say(&format!("no call stacks: {why}"));
+            }
+        }
+        Subject::Command {
+            missing, python, ..
+        } => {
+            say(&format!(
+                "`{}`, one traced run per allocator",
+                report.traced()
+            ));
+            for m in missing {
+                say(&format!("not measured here: {m}"));
+            }
+            if let Some(p) = python {
+                say(&format!(
+                    "Python: {}",
+                    p.split(": run with").next().unwrap_or(p)
+                ));
+            }
+        }
+    }
+    // A Python command's own lines first, as a line profiler shows them.
+    let (labels, views) = report.python_views();
+    if let Subject::Command { command, .. } = &report.subject {
+        let (listed, elsewhere) =
+            super::python_listing::own(super::python_listing::lines(&views), command);
+        s.push_str(&super::python_listing::console(
+            &labels, &listed, elsewhere, width, 8, 3,
+        ));
     }
     let items = answer(report);
+    let more = |s: &mut String, line: &str| s.push_str(&wrap(line, width, "  ", "    "));
     for t in &report.allocators {
+        // The allocator's answer item; a failed one has nothing more to say.
         s.push_str(&item_lines(&items, &t.label, width));
-        s.push_str(&wrap(&overhead_text(&t.overhead), width, "  ", "    "));
-        if let Some(l) = &t.lost {
-            s.push_str(&wrap(&format!("perf: {l}"), width, "  ", "    "));
+        if !t.traced() {
+            continue;
         }
-        if let Some(c) = &t.sample_check {
-            s.push_str(&wrap(c, width, "  ", "    "));
+        match t.python() {
+            Some(Ok(v)) => {
+                for l in python::python_summary(v, 0) {
+                    more(&mut s, &l);
+                }
+            }
+            Some(Err(why)) => more(&mut s, &format!("no Python lines: {why}")),
+            None => {}
+        }
+        more(&mut s, &cost_text(t, report));
+        if let Some(p) = t.command().and_then(|c| c.peak_rss_bytes) {
+            more(
+                &mut s,
+                &format!("peak RSS of the command's process {}", human_bytes(p)),
+            );
+        }
+        if let Some(c) = t.check() {
+            more(&mut s, c);
+        }
+        if let Some(l) = &t.lost {
+            more(&mut s, &format!("perf: {l}"));
         }
     }
     s.push_str(&wrap(
