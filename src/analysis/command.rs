@@ -287,15 +287,71 @@ pub fn trap_slowdown_explains(
     (seen - expected).abs() <= (0.5 * expected).max(hi - lo)
 }
 
+/// The untraced runs (or processes) a traced one is stated against: their median time
+/// with its interval. The one composer of a traced run against its untraced ones (exec's
+/// counted run, trace's traced runs).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct UntracedTimes {
+    pub median_ns: f64,
+    /// The median's interval: low, high, coverage.
+    pub ci: Option<(f64, f64, f64)>,
+    pub n: usize,
+}
+
+impl UntracedTimes {
+    /// A command's runs, their wall time.
+    pub const RUNS: (&'static str, &'static str) = ("runs' median wall time", "run(s)");
+    /// A cell's worker processes, the median of their iterations' p50s.
+    pub const PROCESSES: (&'static str, &'static str) = ("processes' median", "process(es)");
+
+    /// Of the untraced times (None without one, or with a median of 0).
+    pub fn of(times_ns: &[f64], level: f64) -> Option<UntracedTimes> {
+        let m = median(times_ns).filter(|m| *m > 0.0)?;
+        Some(UntracedTimes {
+            median_ns: m,
+            ci: median_ci(times_ns, level).map(|c| (c.low, c.high, c.coverage)),
+            n: times_ns.len(),
+        })
+    }
+
+    /// "1.85x the untraced runs' median wall time (223 ms of 5 run(s) [219 ms, 230 ms]
+    /// (96.9 % interval); 1.79x–1.88x over it)"; `(whose, unit)` one of [`Self::RUNS`],
+    /// [`Self::PROCESSES`].
+    pub fn text(&self, traced_ns: f64, (whose, unit): (&str, &str)) -> String {
+        let ci = match self.ci {
+            Some((lo, hi, cov)) if lo > 0.0 => format!(
+                " [{}, {}] ({:.1} % interval); {:.2}x–{:.2}x over it",
+                crate::fmt::fmt_ns(lo),
+                crate::fmt::fmt_ns(hi),
+                100.0 * cov,
+                traced_ns / hi,
+                traced_ns / lo
+            ),
+            _ => String::new(),
+        };
+        format!(
+            "{:.2}x the untraced {whose} ({} of {} {unit}{ci})",
+            traced_ns / self.median_ns,
+            crate::fmt::fmt_ns(self.median_ns),
+            self.n
+        )
+    }
+}
+
 /// The row's words on its traced run: how much slower, and whether it behaved as the
 /// untraced runs did.
-fn traced_text(runs: &[ExecRun], t: &TracedRun, differs: Option<&[TracedDeviation]>) -> String {
+fn traced_text(
+    runs: &[ExecRun],
+    t: &TracedRun,
+    differs: Option<&[TracedDeviation]>,
+    level: f64,
+) -> String {
     let walls: Vec<f64> = runs.iter().map(|r| r.wall_ns as f64).collect();
     let mut s = String::from("counted in one traced run");
-    if let Some(m) = median(&walls).filter(|m| *m > 0.0) {
+    if let Some(against) = UntracedTimes::of(&walls, level) {
         s.push_str(&format!(
-            ", {:.2}x the untraced runs' median wall time",
-            t.wall_ns as f64 / m
+            ", {}",
+            against.text(t.wall_ns as f64, UntracedTimes::RUNS)
         ));
     }
     match differs {
@@ -461,7 +517,10 @@ fn row_of(
         baseline: None,
         per_run,
         syscall_counter: match (&a.traced_run, &a.traced_note, traced) {
-            (Some(t), _, true) => format!("ptrace: {}", traced_text(runs, t, differs.as_deref())),
+            (Some(t), _, true) => format!(
+                "ptrace: {}",
+                traced_text(runs, t, differs.as_deref(), level)
+            ),
             (None, Some(note), true) => format!("ptrace: {note}"),
             _ => syscall_counter.to_string(),
         },
@@ -804,6 +863,34 @@ mod tests {
     use super::*;
     use crate::analysis::stats::DEFAULT_LEVEL;
     use crate::model::counts::Rusage;
+
+    #[test]
+    fn a_traced_run_is_stated_against_its_untraced_median_and_over_its_interval() {
+        let walls: Vec<f64> = (0..9).map(|i| 200e6 + 2e6 * i as f64).collect();
+        let u = UntracedTimes::of(&walls, DEFAULT_LEVEL).unwrap();
+        let text = u.text(400e6, UntracedTimes::RUNS);
+        // The ratio is to the median (208 ms); the range runs over the interval, which
+        // holds the median, so the range holds the ratio.
+        let (ratio, rest) = text
+            .split_once("x the untraced runs' median wall time (")
+            .unwrap();
+        assert_eq!(ratio, format!("{:.2}", 400.0 / 208.0), "{text}");
+        assert!(rest.starts_with("208 ms of 9 run(s) ["), "{text}");
+        let range = rest
+            .split("; ")
+            .nth(1)
+            .unwrap()
+            .trim_end_matches(" over it)");
+        let (lo, hi) = range.split_once("x–").unwrap();
+        let (lo, hi): (f64, f64) = (
+            lo.parse().unwrap(),
+            hi.trim_end_matches('x').parse().unwrap(),
+        );
+        assert!(lo <= 400.0 / 208.0 && 400.0 / 208.0 <= hi, "{text}");
+        // Nothing to state it against: no words.
+        assert!(UntracedTimes::of(&[], DEFAULT_LEVEL).is_none());
+        assert!(UntracedTimes::of(&[0.0, 0.0], DEFAULT_LEVEL).is_none());
+    }
 
     fn run(round: u32, wall_ms: u64, user_ms: u64, faults: u64) -> ExecRun {
         ExecRun {

@@ -897,30 +897,27 @@ fn cost_text(t: &AllocatorTrace, report: &TraceReport) -> String {
     }
 }
 
-/// "traced median 9.1 ms, 1.04x the untraced processes' (8.8 ms [8.6 ms, 9.0 ms], 6
-/// processes; 1.01x–1.06x over that interval)".
+/// "traced median iteration 9.1 ms, 1.04x the untraced processes' median (8.8 ms of 6
+/// process(es) [8.6 ms, 9.0 ms] (96.9 % interval); 1.01x–1.06x over it)".
 fn overhead_text(o: &Overhead) -> String {
-    match (o.traced_median_ns, o.untraced_median_ns, o.ratio) {
-        (Some(t), Some(u), Some(r)) => {
-            let ci = match (o.untraced_ci_ns, o.ratio_range, o.untraced_ci_coverage) {
-                (Some((lo, hi)), Some((rlo, rhi)), Some(cov)) => format!(
-                    " [{}, {}] ({:.1} % interval)); {:.2}x–{:.2}x over that interval",
-                    fmt_ns(lo),
-                    fmt_ns(hi),
-                    100.0 * cov,
-                    rlo,
-                    rhi
-                ),
-                _ => ")".to_string(),
+    use crate::analysis::command::UntracedTimes;
+    match (o.traced_median_ns, o.untraced_median_ns) {
+        (Some(t), Some(u)) if u > 0.0 => {
+            let against = UntracedTimes {
+                median_ns: u,
+                ci: o
+                    .untraced_ci_ns
+                    .zip(o.untraced_ci_coverage)
+                    .map(|((lo, hi), c)| (lo, hi, c)),
+                n: o.untraced_processes,
             };
             format!(
-                "traced median iteration {}, {r:.2}x the untraced processes' median ({} of {} process(es){ci}",
+                "traced median iteration {}, {}",
                 fmt_ns(t),
-                fmt_ns(u),
-                o.untraced_processes
+                against.text(t, UntracedTimes::PROCESSES)
             )
         }
-        (Some(t), _, _) => format!(
+        (Some(t), _) => format!(
             "traced median iteration {} (no untraced processes to state it against)",
             fmt_ns(t)
         ),
@@ -928,9 +925,10 @@ fn overhead_text(o: &Overhead) -> String {
     }
 }
 
-/// "traced run 412 ms, 1.85x the untraced runs' median wall time (223 ms [219 ms, 230 ms],
-/// 96.9 % interval, 5 runs); its counts: 77,881 faults (untraced median 77,850), 81
-/// memory syscalls (untraced median 81)".
+/// "traced run 412 ms from exec to exit, 1.85x the untraced runs' median wall time (223 ms
+/// of 5 run(s) [219 ms, 230 ms] (96.9 % interval); 1.79x–1.88x over it); traced counts:
+/// 77,881 user faults (untraced runs' median 77,850 minor faults), 81 memory syscalls
+/// (untraced runs' median 81)".
 fn command_cost_text(t: &CommandRun, report: &TraceReport) -> String {
     let u = &t.untraced;
     let Some(d) = t.duration_ns else {
@@ -942,25 +940,20 @@ fn command_cost_text(t: &CommandRun, report: &TraceReport) -> String {
         "from launch to end, under ptrace"
     };
     let mut s = format!("traced run {} {span}", fmt_ns(d as f64));
-    match (u.wall_median_ns, t.ratio) {
-        (Some(m), Some(r)) => {
-            let ci = match (u.wall_ci_ns, u.wall_ci_coverage, t.ratio_range) {
-                (Some((lo, hi)), Some(c), Some((rlo, rhi))) => format!(
-                    " [{}, {}] ({:.1} % interval); {rlo:.2}x–{rhi:.2}x over it",
-                    fmt_ns(lo),
-                    fmt_ns(hi),
-                    100.0 * c
-                ),
-                _ => String::new(),
+    use crate::analysis::command::UntracedTimes;
+    match u.wall_median_ns.filter(|m| *m > 0.0) {
+        Some(m) => {
+            let against = UntracedTimes {
+                median_ns: m,
+                ci: u
+                    .wall_ci_ns
+                    .zip(u.wall_ci_coverage)
+                    .map(|((lo, hi), c)| (lo, hi, c)),
+                n: u.runs,
             };
-            let _ = write!(
-                s,
-                ", {r:.2}x the untraced runs' median wall time ({} of {} run(s){ci})",
-                fmt_ns(m),
-                u.runs
-            );
+            let _ = write!(s, ", {}", against.text(d as f64, UntracedTimes::RUNS));
         }
-        _ => s.push_str(" (no untraced runs to state it against)"),
+        None => s.push_str(" (no untraced runs to state it against)"),
     }
     let mut counts = Vec::new();
     if let Some(f) = t.faults {
