@@ -76,6 +76,10 @@ pub struct ExecRow {
     /// behaved as they did, None when not traced or with fewer than two untraced runs.
     #[serde(default)]
     pub traced_differs: Option<Vec<TracedDeviation>>,
+    /// Under the ptrace tracer: how its syscalls were counted, in words (`syscall_counter`
+    /// is "ptrace: " and these words); the surfaces' note.
+    #[serde(skip)]
+    pub traced_words: Option<String>,
     /// The command's memory over each run ([`crate::model::metric::MEMORY_METRICS`]:
     /// peak, mean, end, huge pages; sampled by the driver), medians over the runs; null
     /// where not sampled. The last columns in CSV.
@@ -300,9 +304,11 @@ pub struct UntracedTimes {
 
 impl UntracedTimes {
     /// A command's runs, their wall time.
-    pub const RUNS: (&'static str, &'static str) = ("runs' median wall time", "run(s)");
+    pub const RUNS: (&'static str, &'static str, &'static str) =
+        ("runs' median wall time", "run", "runs");
     /// A cell's worker processes, the median of their iterations' p50s.
-    pub const PROCESSES: (&'static str, &'static str) = ("processes' median", "process(es)");
+    pub const PROCESSES: (&'static str, &'static str, &'static str) =
+        ("processes' median", "process", "processes");
 
     /// Of the untraced times (None without one, or with a median of 0).
     pub fn of(times_ns: &[f64], level: f64) -> Option<UntracedTimes> {
@@ -314,10 +320,11 @@ impl UntracedTimes {
         })
     }
 
-    /// "1.85x the untraced runs' median wall time (223 ms of 5 run(s) [219 ms, 230 ms]
+    /// "1.85x the untraced runs' median wall time (223 ms of 5 runs [219 ms, 230 ms]
     /// (96.9 % interval); 1.79x–1.88x over it)"; `(whose, unit)` one of [`Self::RUNS`],
     /// [`Self::PROCESSES`].
-    pub fn text(&self, traced_ns: f64, (whose, unit): (&str, &str)) -> String {
+    pub fn text(&self, traced_ns: f64, (whose, one, many): (&str, &str, &str)) -> String {
+        let unit = if self.n == 1 { one } else { many };
         let ci = match self.ci {
             Some((lo, hi, cov)) if lo > 0.0 => format!(
                 " [{}, {}] ({:.1} % interval); {:.2}x–{:.2}x over it",
@@ -486,6 +493,11 @@ fn row_of(
             memory_ci.high[*m] = Some(ci.high);
         }
     }
+    let traced_words = match (&a.traced_run, &a.traced_note, traced) {
+        (Some(t), _, true) => Some(traced_text(runs, t, differs.as_deref(), level)),
+        (None, Some(note), true) => Some(note.clone()),
+        _ => None,
+    };
     ExecRow {
         memory: crate::model::metric::MemoryFigures::each(|m| med_of(&memory, m)),
         memory_ci,
@@ -516,14 +528,10 @@ fn row_of(
         vs_baseline_verdict: None,
         baseline: None,
         per_run,
-        syscall_counter: match (&a.traced_run, &a.traced_note, traced) {
-            (Some(t), _, true) => format!(
-                "ptrace: {}",
-                traced_text(runs, t, differs.as_deref(), level)
-            ),
-            (None, Some(note), true) => format!("ptrace: {note}"),
-            _ => syscall_counter.to_string(),
-        },
+        syscall_counter: traced_words
+            .as_ref()
+            .map_or_else(|| syscall_counter.to_string(), |w| format!("ptrace: {w}")),
+        traced_words,
         traced_differs: differs,
         allocator_version: a.version.clone(),
         preload: a.preload.clone(),
@@ -875,7 +883,7 @@ mod tests {
             .split_once("x the untraced runs' median wall time (")
             .unwrap();
         assert_eq!(ratio, format!("{:.2}", 400.0 / 208.0), "{text}");
-        assert!(rest.starts_with("208 ms of 9 run(s) ["), "{text}");
+        assert!(rest.starts_with("208 ms of 9 runs ["), "{text}");
         let range = rest
             .split("; ")
             .nth(1)
@@ -1020,7 +1028,7 @@ mod tests {
         assert_eq!(row.per_run[crate::model::metric::RUN_MADVISE], Some(2931.0));
         let text = &row.syscall_counter;
         assert!(
-            text.starts_with("ptrace: counted in one traced run, 1.00x the untraced runs' median wall time; it behaved otherwise than the untraced runs (minor faults 8,600 against 6,130–7,300, 1.20x their median"),
+            text.starts_with("ptrace: counted in one traced run, 1.00x the untraced runs' median wall time (4.01 s of 4 runs [4.01 s, 4.01 s] (87.5 % interval); 1.00x–1.00x over it); it behaved otherwise than the untraced runs (minor faults 8,600 against 6,130–7,300, 1.20x their median"),
             "{text}"
         );
         // Faults beyond the untraced runs' range by less than its width (1,170):

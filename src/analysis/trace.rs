@@ -1402,7 +1402,7 @@ mod tests {
         assert!(m.contains("0.50 brk per iteration"), "{m}");
         assert!(m.contains("100 % from free → _int_free → systrim"), "{m}");
         assert!(
-            m.contains("10 faults per iteration (1 samples), 100 % in"),
+            m.contains("10 faults per iteration (1 sample), 100 % in"),
             "{m}"
         );
     }

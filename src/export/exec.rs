@@ -242,7 +242,7 @@ pub fn answer_screen(record: &ExecRecord, rows: &[ExecRow], width: usize) -> Str
         .map(|n| format!("note: {n}"))
         .collect();
     notes.extend(rows.iter().filter_map(|r| {
-        let note = r.syscall_counter.strip_prefix("ptrace: ")?;
+        let note = r.traced_words.as_ref()?;
         Some(format!("note: {}'s syscalls: {note}", r.allocator))
     }));
     notes.extend(order_line(record));
@@ -319,7 +319,7 @@ pub fn notes(rows: &[ExecRow]) -> Vec<String> {
     lines.extend(memory_notes(rows).into_iter().map(|n| format!("note: {n}")));
     // Syscalls counted under the tracer come from a slower run than the rest of the row.
     lines.extend(rows.iter().filter_map(|r| {
-        let note = r.syscall_counter.strip_prefix("ptrace: ")?;
+        let note = r.traced_words.as_ref()?;
         Some(format!("note: {}'s syscalls: {note}", r.allocator))
     }));
     lines

@@ -898,7 +898,7 @@ fn cost_text(t: &AllocatorTrace, report: &TraceReport) -> String {
 }
 
 /// "traced median iteration 9.1 ms, 1.04x the untraced processes' median (8.8 ms of 6
-/// process(es) [8.6 ms, 9.0 ms] (96.9 % interval); 1.01x–1.06x over it)".
+/// processes [8.6 ms, 9.0 ms] (96.9 % interval); 1.01x–1.06x over it)".
 fn overhead_text(o: &Overhead) -> String {
     use crate::analysis::command::UntracedTimes;
     match (o.traced_median_ns, o.untraced_median_ns) {
@@ -926,7 +926,7 @@ fn overhead_text(o: &Overhead) -> String {
 }
 
 /// "traced run 412 ms from exec to exit, 1.85x the untraced runs' median wall time (223 ms
-/// of 5 run(s) [219 ms, 230 ms] (96.9 % interval); 1.79x–1.88x over it); traced counts:
+/// of 5 runs [219 ms, 230 ms] (96.9 % interval); 1.79x–1.88x over it); traced counts:
 /// 77,881 user faults (untraced runs' median 77,850 minor faults), 81 memory syscalls
 /// (untraced runs' median 81)".
 fn command_cost_text(t: &CommandRun, report: &TraceReport) -> String {
