@@ -7,6 +7,7 @@ pub mod ci;
 pub mod csv;
 pub mod diff_screen;
 pub mod exec;
+pub mod flame;
 pub mod folder;
 pub mod guide;
 pub mod hdr;

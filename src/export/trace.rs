@@ -8,6 +8,7 @@
 //! findings.json and the console summary. A Python command's view by line is in
 //! [`super::trace_python`].
 
+use super::flame::{flamegraph, lines};
 use super::folder::Folder;
 use super::results::ResultsError;
 use super::svg::{self, Axis, Chart, Scale, Series};
@@ -399,7 +400,7 @@ impl TraceReport {
 /// rounds), or a command's untraced runs (exec's record; None without any).
 pub enum UntracedRuns<'a> {
     Cells(&'a [crate::model::record::Cell]),
-    Command(Option<&'a crate::engine::command::ExecRecord>),
+    Command(Option<&'a crate::model::command::ExecRecord>),
 }
 
 impl UntracedRuns<'_> {
@@ -548,19 +549,6 @@ fn command_timeline_csv(t: &CommandRun) -> String {
         );
     }
     s
-}
-
-/// A flame graph of folded stacks (inferno), or None without stacks.
-pub(crate) fn flamegraph(lines: &[String], title: &str, count_name: &str) -> Option<String> {
-    if lines.is_empty() {
-        return None;
-    }
-    let mut opt = inferno::flamegraph::Options::default();
-    opt.title = title.to_string();
-    opt.count_name = count_name.to_string();
-    let mut out = Vec::new();
-    inferno::flamegraph::from_lines(&mut opt, lines.iter().map(String::as_str), &mut out).ok()?;
-    String::from_utf8(out).ok()
 }
 
 /// The differential flame graph from `before` to `after` (inferno): the shape is
@@ -1291,14 +1279,6 @@ pub(crate) fn stack_links(
             );
         }
     }
-}
-
-pub(crate) fn lines(v: &[String]) -> String {
-    let mut s = v.join("\n");
-    if !s.is_empty() {
-        s.push('\n');
-    }
-    s
 }
 
 /// How the trace was made, in one paragraph (REPORT.md's and the page's).

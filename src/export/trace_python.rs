@@ -3,11 +3,12 @@
 //! given), the table of REPORT.md and the flame graphs with the Python stack above the
 //! native frames.
 
+use super::flame::{flamegraph, lines};
 use super::folder::Folder;
 use super::results::ResultsError;
-use super::trace::{file_stem, flamegraph, lines};
 use crate::analysis::python::{LineRow, PythonView};
 use crate::fmt::group_thousands;
+use crate::model::spec::file_stem;
 use std::fmt::Write as _;
 use std::path::Path;
 
