@@ -911,6 +911,7 @@ mod tests {
             memory: Vec::new(),
             memory_unavailable: None,
             idle_from_ms: None,
+            env_pad_bytes: None,
         }
     }
 

@@ -108,6 +108,9 @@ pub enum Figures {
     /// A cell with huge pages (the system's mode, or advised) against the same cell with
     /// THP off for the worker.
     HugePages(Box<HugePagesFigures>),
+    /// Where a cell's output buffers fell against 64-byte boundaries over its processes,
+    /// and whether time followed it.
+    Alignment(Box<AlignmentFigures>),
 }
 
 impl HugePagesFigures {
@@ -125,6 +128,29 @@ impl HugePagesFigures {
                 (Some(a), Some(b)) if (a - b).abs() >= 1048576.0
             )
     }
+}
+
+/// Where one cell's output buffers fell, and what that did to its time.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AlignmentFigures {
+    /// The allocator (with its knobs and THP mode).
+    pub allocator: String,
+    pub workload: Workload,
+    pub variant: Variant,
+    pub size: u64,
+    pub threads: u32,
+    /// The output buffer's size in bytes.
+    pub bytes: u64,
+    /// Processes whose output buffer was mostly 0, 16, 32 and 48 bytes past a 64-byte
+    /// boundary.
+    pub processes_by_mod_64: [usize; 4],
+    /// Those 16 bytes past a 32-byte boundary against those on one (their p50s, not
+    /// paired: the Hodges–Lehmann ratio and its Mann–Whitney interval), where each side
+    /// has at least [`crate::analysis::layout::LEAST_PER_SIDE`] processes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub off_against_on_32: Option<Comparison>,
+    /// Whether time followed alignment: that comparison decided faster or slower.
+    pub moved: bool,
 }
 
 /// What a huge-pages sentence rests on: the cell's time against the same cell without
@@ -510,6 +536,10 @@ pub struct FolderFindings {
     /// Where neighbouring sizes' faults or memory syscalls per element differ 4x or more
     /// and no cliff was bisected from it: the sweep's own changes.
     pub changes: Vec<Item>,
+    /// Where each cell's output buffer fell against 64-byte boundaries over its
+    /// processes, and whether time followed it ([`crate::analysis::layout`]): every
+    /// cell's, those where time moved in the answer too.
+    pub alignment: Vec<Item>,
     /// Every comparison of the findings (each variant against its allocator's in-place,
     /// each allocator against the fastest of its variant, each knob set against its
     /// allocator's defaults, at the sizes of interest), worded, with its figures.

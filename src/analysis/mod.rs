@@ -11,6 +11,7 @@ pub mod eta;
 pub mod evidence;
 pub mod findings;
 pub mod jumps;
+pub mod layout;
 pub mod mechanism;
 pub mod modes;
 pub mod noise;

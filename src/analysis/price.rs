@@ -83,6 +83,22 @@ fn sentence(
     )
 }
 
+/// Every item of the answer beside the comparisons of time, in the order every surface
+/// lists them: the price of speed, what was held after the burst, what huge pages did,
+/// and where time followed the alignment of a cell's output buffer (the rest of
+/// [`crate::analysis::layout::alignment`] is a finding, not an answer).
+pub fn beside_time(cells: &[&Cell], threshold: f64) -> Vec<Item> {
+    let mut items = price_of_speed(cells, threshold);
+    items.extend(after_burst(cells));
+    items.extend(huge_pages(cells, threshold));
+    items.extend(
+        crate::analysis::layout::alignment(cells, threshold)
+            .into_iter()
+            .filter(|i| matches!(&i.figures, Some(Figures::Alignment(a)) if a.moved)),
+    );
+    items
+}
+
 /// The price of speed in `cells`: per workload and thread count, the variant and size
 /// (of those measured) where another allocator's time differs most from glibc's, at least
 /// [`FROM_RATIO`] either way, decided (or without a verdict for too few processes, but

@@ -531,6 +531,13 @@ pub struct RunArgs {
     pub timeout: f64,
     /// Refuse a run set larger than this many runs (its size and estimated time are
     /// shown); raise it to run a larger one on purpose.
+    /// Layout: random draws, for every worker process, a heap shift (0–4 KiB) and an
+    /// environment padding, and gives every cell's request and environment one length,
+    /// so that where the heap puts a buffer is noise the intervals hold, not a cell's
+    /// fixed bias; fixed holds them alike in every process (docs/method.md measures
+    /// both).
+    #[arg(long, value_enum, default_value = "random")]
+    pub layout: crate::model::layout::LayoutMode,
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_runs: u64,
 }
@@ -676,6 +683,13 @@ pub struct CompareArgs {
     /// rounds would run the same cells side by side every time).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub jobs: u32,
+    /// Layout: random draws, for every worker process, a heap shift (0–4 KiB) and an
+    /// environment padding, and gives every cell's request and environment one length,
+    /// so that where the heap puts a buffer is noise the intervals hold, not a cell's
+    /// fixed bias; fixed holds them alike in every process (docs/method.md measures
+    /// both).
+    #[arg(long, value_enum, default_value = "random")]
+    pub layout: crate::model::layout::LayoutMode,
     /// Start no round that would end after this many seconds of measuring, the
     /// --processes rounds included (the first round always runs) [default: 18, with
     /// --precision 60].

@@ -170,6 +170,7 @@ fn noise_series(
         counters: crate::counters::CounterMode::Off,
         timeline: true,
         cpu: args.cpu,
+        layout: None,
     };
     let mut progress = crate::ui::progress::Progress::new(args.processes as usize);
     let mut series = Vec::new();

@@ -93,6 +93,9 @@ pub fn run(args: &CliffArgs, level: f64) -> Result<()> {
     let workers = preflight::check(std::slice::from_ref(&base)).map_err(Error::bad)?;
     let mut exec = ProcessExecutor::new(workers, args.counters, Duration::from_secs(300))
         .map_err(|why| Error::counters(args.counters, why))?;
+    // Where the cliff falls is counted from where the heap starts: every process of it,
+    // probes, sides and their evidence, with one layout.
+    exec.layout = crate::model::layout::LayoutMode::Fixed;
     crate::engine::begin();
     let budget = Budget::short(args.min_time);
     let metric = args.metric;
@@ -310,7 +313,7 @@ impl Found<'_> {
             format!("change by {} or more", crate::fmt::fmt_count(c.margin))
         };
         format!(
-        "{} {} {}: {} per iteration {how} between\n  below: {}\n  above: {}\n({} probes)\nbehind it: {behind_it}\nlatency, measured again in interleaved rounds (order seed {order_seed}):\n  below: {}\n  above: {}\n  {across}\n",
+        "{} {} {}: {} per iteration {how} between\n  below: {}\n  above: {}\n({} probes)\nbehind it: {behind_it}\nlatency, measured again in interleaved rounds (order seed {order_seed}; layout held fixed: the element is counted from where the heap starts):\n  below: {}\n  above: {}\n  {across}\n",
         base.allocator_label(),
         base.workload,
         base.variant,

@@ -324,7 +324,7 @@ pub fn run(args: CompareArgs, level: f64) -> Result<()> {
     ran.procs_column = rows.iter().any(|r| r.processes.unwrap_or(1) > 1);
     let incomplete = ran.note();
     let mut answer = crate::analysis::answer::of_cells(&cells, &rows, args.noise_threshold, None);
-    answer.price = crate::analysis::price::price_of_speed(&cells, args.noise_threshold);
+    answer.price = crate::analysis::price::beside_time(&cells, args.noise_threshold);
     let said = said(&args, &m, &ran, &answer, (&cells, &rows));
     if !rows.is_empty() {
         let text = render(
@@ -383,6 +383,7 @@ fn prepare(args: &CompareArgs, specs: &[crate::model::run::RunSpec]) -> Result<P
     .map_err(|why| Error::counters(args.counters, why))?;
     executor.cpu = args.cpu;
     executor.jobs = job_cpus(args)?;
+    executor.layout = args.layout;
     Ok(executor)
 }
 
@@ -622,7 +623,7 @@ fn said(
 ) -> Said {
     let lvl = level_text(ran.level);
     let method = format!(
-        "{} in interleaved rounds ({}, order seed {}){}; p50 and counts are medians over processes, ±p50 its {lvl} interval{}; a ratio is significant when its whole interval of at least {lvl} lies beyond ±{} %",
+        "{} in interleaved rounds ({}, order seed {}){}; {}; p50 and counts are medians over processes, ±p50 its {lvl} interval{}; a ratio is significant when its whole interval of at least {lvl} lies beyond ±{} %",
         ran.processes_clause(),
         m.order_words,
         m.order_seed,
@@ -633,6 +634,7 @@ fn said(
             ),
             _ => String::new(),
         },
+        args.layout.words(),
         coverage_note(rows, ran.level),
         args.noise_threshold * 100.0
     );

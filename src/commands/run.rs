@@ -139,6 +139,7 @@ fn prepare(
     .map_err(|why| Error::counters(args.counters, why))?;
     executor.timeout_hint =
         "raise --timeout, or lower the experiment file's budget.min_time or sizes";
+    executor.layout = args.layout;
     // Without --resume a run replaces what the folder held: one measurement per folder.
     let mut folders = experiments
         .iter()
@@ -735,8 +736,22 @@ fn measure_confirmation(
 }
 
 /// Bisects every change between neighbouring sizes of a finished experiment to the exact
-/// size, each probe run with `budget`.
+/// size, each probe run with `budget`, and records one process either side; all with
+/// the layout held fixed ([`Executor::set_layout`]).
 fn find_cliffs(
+    cells: &[Cell],
+    budget: &Budget,
+    experiment: &str,
+    executor: &mut dyn Executor,
+    progress: &mut Progress,
+) -> Vec<FoundCliff> {
+    let mode = executor.set_layout(crate::model::layout::LayoutMode::Fixed);
+    let found = find_cliffs_fixed(cells, budget, experiment, executor, progress);
+    executor.set_layout(mode);
+    found
+}
+
+fn find_cliffs_fixed(
     cells: &[Cell],
     budget: &Budget,
     experiment: &str,

@@ -206,6 +206,7 @@ impl CellTracing<'_> {
             },
             timeline: true,
             cpu: None,
+            layout: None,
         };
         progress.start(&format!(
             "{label}: traced run of {} iterations",

@@ -166,6 +166,17 @@ fn child_env(a: &AllocatorSpec, preload: Option<&Path>) -> Vec<(OsString, OsStri
     if let Some(p) = preload {
         env.push(("LD_PRELOAD".into(), p.as_os_str().to_owned()));
     }
+    // The allocator's own settings and the layout padding take one length under every
+    // allocator; each run adds its own random part ([`Prepared::padded`]).
+    let mut own = a.env();
+    if let Some(p) = preload {
+        own.push(("LD_PRELOAD".into(), p.display().to_string()));
+    }
+    env.retain(|(k, _)| k != crate::model::layout::PAD_ENV);
+    env.push((
+        crate::model::layout::PAD_ENV.into(),
+        crate::model::layout::env_padding(&own, 0).into(),
+    ));
     env
 }
 
@@ -372,6 +383,9 @@ pub fn evidence_of(
     }
 }
 
+/// Keeps a session's layout draws apart from its order's (both from its seed).
+const LAYOUT_STREAM: u64 = 0x6c61_796f_7574_0002;
+
 /// Why a session stopped before its end.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
@@ -526,6 +540,9 @@ pub fn run_session(
         measuring_since: Option<std::time::Instant>,
         /// The runs the progress counts, adaptive rounds added as they start.
         planned: usize,
+        /// The draws of each run's environment padding ([`crate::model::layout`]),
+        /// from the order's seed.
+        layout: crate::analysis::stats::SplitMix,
     }
     impl Rounds for Session<'_> {
         fn more(&mut self, done: u32) -> bool {
@@ -576,7 +593,9 @@ pub fn run_session(
                 Pass::Round(r) => format!("run {} (adaptive)", r + 1),
             };
             self.observer.run_started(&label, &what);
-            let outcome = launch::run(c, &self.opts).map_err(|e| e.to_string());
+            let pad =
+                crate::model::layout::LayoutDraw::draw(|| self.layout.next_u64()).env_pad_bytes;
+            let outcome = launch::run(&c.padded(pad), &self.opts).map_err(|e| e.to_string());
             self.observer
                 .run_finished(&label, outcome.as_ref().map_err(String::as_str));
             let row = &mut self.record.allocators[i];
@@ -617,6 +636,7 @@ pub fn run_session(
                                 memory_unavailable: run.memory.as_ref().err().map(|u| u.0.clone()),
                                 memory: run.memory.unwrap_or_default(),
                                 idle_from_ms: run.mark_ms,
+                                env_pad_bytes: Some(pad),
                             }),
                         }
                     }
@@ -643,6 +663,7 @@ pub fn run_session(
         error: None,
         measuring_since: None,
         planned,
+        layout: crate::analysis::stats::SplitMix(settings.order_seed ^ LAYOUT_STREAM),
     };
     Schedule {
         subjects: session.alive.len(),

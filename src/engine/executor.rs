@@ -9,6 +9,7 @@ use crate::counters::linux::ptrace;
 use crate::counters::{CounterMode, CounterPlan, Unavailable};
 use crate::model::budget::Budget;
 use crate::model::evidence::Recorded;
+use crate::model::layout::{LayoutDraw, LayoutMode};
 use crate::model::record::{Cell, Outcome, RunFailure, RunRecord};
 use crate::model::run::RunSpec;
 use crate::model::run::WorkerRequest;
@@ -44,6 +45,14 @@ pub trait Executor {
     fn evidence(&mut self, _spec: &RunSpec, _budget: &Budget) -> Recorded {
         Recorded::Unrecorded("this executor records no evidence".into())
     }
+
+    /// Sets whether each process draws its layout, and returns the mode it replaces
+    /// (an executor that draws none keeps none). A cliff holds it fixed: where glibc's
+    /// top pad puts the cliff is counted from where the heap starts, so its bisection,
+    /// its sides and their evidence compare like with like.
+    fn set_layout(&mut self, mode: LayoutMode) -> LayoutMode {
+        mode
+    }
 }
 
 /// Spawns `alloclab-<allocator>` from a directory, one process per run.
@@ -69,6 +78,11 @@ pub struct ProcessExecutor {
     /// With `--jobs N` (N > 1): the CPUs of the N workers that run at once, one each;
     /// empty runs one worker at a time.
     pub jobs: Vec<u32>,
+    /// Whether every worker draws its own layout ([`crate::model::layout`]).
+    pub layout: LayoutMode,
+    /// The state of the layout draws (splitmix64, advanced atomically: `--jobs` draws
+    /// from several threads); seeded from the clock, each draw kept in its record.
+    layout_state: std::sync::atomic::AtomicU64,
 }
 
 impl ProcessExecutor {
@@ -95,6 +109,8 @@ impl ProcessExecutor {
             _keepalive: keepalive,
             cpu: None,
             jobs: Vec::new(),
+            layout: LayoutMode::Random,
+            layout_state: std::sync::atomic::AtomicU64::new(clock_seed() ^ LAYOUT_STREAM),
         })
     }
 }
@@ -165,6 +181,31 @@ pub fn with_memory(mut record: RunRecord, run: spawn::ChildRun) -> RunRecord {
     record
 }
 
+/// A worker's request as its argument: JSON padded to one length in every cell
+/// ([`crate::model::layout::pad_request`]).
+fn request_text(request: &WorkerRequest) -> String {
+    // Serializing these plain types cannot fail.
+    crate::model::layout::pad_request(serde_json::to_string(request).unwrap_or_default())
+}
+
+/// A worker's environment: the driver's, without any allocator setting of its own, with
+/// `spec`'s knobs set (so that the worker need not restart itself for them) and padded
+/// to one length in every cell plus the draw's random part
+/// ([`crate::model::layout::env_padding`]).
+pub fn worker_env(spec: &RunSpec, layout: Option<LayoutDraw>) -> Vec<(OsString, OsString)> {
+    let settings = spec.allocator_spec().env();
+    let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
+        .filter(|(k, _)| {
+            let k = k.to_string_lossy();
+            !crate::model::knobs::is_allocator_env(&k) && k != crate::model::layout::PAD_ENV
+        })
+        .collect();
+    let pad = crate::model::layout::env_padding(&settings, layout.map_or(0, |l| l.env_pad_bytes));
+    env.extend(settings.into_iter().map(|(k, v)| (k.into(), v.into())));
+    env.push((crate::model::layout::PAD_ENV.into(), pad.into()));
+    env
+}
+
 /// Turns what a finished worker left behind into a record or a failure.
 pub fn interpret(
     termination: spawn::Termination,
@@ -205,15 +246,33 @@ pub fn interpret(
     }
 }
 
+/// Keeps the layout draws apart from the order's, which is seeded from the clock too.
+const LAYOUT_STREAM: u64 = 0x6c61_796f_7574_0001;
+
 impl ProcessExecutor {
-    /// The worker's executable and argument vector for `spec`: the serialized request.
+    /// The next process's layout draw; None with the layout held fixed.
+    fn draw_layout(&self) -> Option<LayoutDraw> {
+        use std::sync::atomic::Ordering::Relaxed;
+        (self.layout == LayoutMode::Random).then(|| {
+            // One splitmix64 step from the state before this draw's.
+            LayoutDraw::draw(|| {
+                crate::analysis::stats::SplitMix(
+                    self.layout_state.fetch_add(0x9E37_79B9_7F4A_7C15, Relaxed),
+                )
+                .next_u64()
+            })
+        })
+    }
+
+    /// The worker's executable and argument vector for `spec` (the serialized request),
+    /// and the layout drawn for it.
     fn argv(
         &self,
         spec: &RunSpec,
         budget: &Budget,
         counters: CounterMode,
         cpu: Option<u32>,
-    ) -> (PathBuf, Vec<OsString>) {
+    ) -> (PathBuf, Vec<OsString>, Option<LayoutDraw>) {
         let program = self.dir.join(spec.allocator.worker_binary());
         let request = WorkerRequest {
             spec: spec.clone(),
@@ -221,11 +280,14 @@ impl ProcessExecutor {
             counters,
             timeline: false,
             cpu,
+            layout: self.draw_layout(),
         };
-        // Serializing these plain types cannot fail.
-        let json = serde_json::to_string(&request).unwrap_or_default();
-        let argv = vec![program.clone().into(), "--request".into(), json.into()];
-        (program, argv)
+        let argv = vec![
+            program.clone().into(),
+            "--request".into(),
+            request_text(&request).into(),
+        ];
+        (program, argv, request.layout)
     }
 
     fn timed_out(&self) -> RunFailure {
@@ -249,8 +311,8 @@ impl ProcessExecutor {
         trace: Option<ptrace::Scope>,
         cpu: Option<u32>,
     ) -> Result<spawn::ChildRun, RunFailure> {
-        let (program, argv) = self.argv(spec, budget, counters, cpu);
-        self.launch_argv(spec, program, argv, trace, false)
+        let (program, argv, layout) = self.argv(spec, budget, counters, cpu);
+        self.launch_argv(spec, program, argv, layout, trace, false)
     }
 
     /// [`Self::launch`] of a given program and argument vector (the worker's, or a
@@ -260,10 +322,11 @@ impl ProcessExecutor {
         spec: &RunSpec,
         program: PathBuf,
         argv: Vec<OsString>,
+        layout: Option<LayoutDraw>,
         trace: Option<ptrace::Scope>,
         evidence: bool,
     ) -> Result<spawn::ChildRun, RunFailure> {
-        let env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+        let env = worker_env(spec, layout);
         let cannot = |e: spawn::LaunchError| RunFailure {
             cause: format!("cannot start {}: {e}", spec.allocator.worker_binary()),
         };
@@ -272,7 +335,8 @@ impl ProcessExecutor {
             &prepared,
             &spawn::LaunchOptions {
                 show_output: false,
-                thp_never: false,
+                // Set here, the worker need not restart itself to turn THP off.
+                thp_never: spec.thp == crate::model::spec::Thp::Never,
                 timeout: Some(self.timeout),
                 count_syscalls: false,
                 launcher_apart: false,
@@ -306,7 +370,7 @@ impl ProcessExecutor {
         request: &WorkerRequest,
         wrapper: Option<(PathBuf, Vec<OsString>)>,
     ) -> Result<RunRecord, RunFailure> {
-        let (worker, own) = self.request_argv(request);
+        let (worker, own, layout) = self.request_argv(request);
         let wrapped = wrapper.is_some();
         let (program, argv) = match wrapper {
             Some((program, mut argv)) => {
@@ -315,7 +379,7 @@ impl ProcessExecutor {
             }
             None => (worker, own),
         };
-        let mut run = self.launch_argv(&request.spec, program, argv, None, false)?;
+        let mut run = self.launch_argv(&request.spec, program, argv, layout, None, false)?;
         if wrapped {
             run.memory = Err(crate::counters::Unavailable(
                 "the worker ran under a wrapper (perf record), whose memory the driver would have sampled".into(),
@@ -330,12 +394,21 @@ impl ProcessExecutor {
     }
 
     /// The worker of `request` and its argument vector.
-    fn request_argv(&self, request: &WorkerRequest) -> (PathBuf, Vec<OsString>) {
+    fn request_argv(
+        &self,
+        request: &WorkerRequest,
+    ) -> (PathBuf, Vec<OsString>, Option<LayoutDraw>) {
         let worker = self.dir.join(request.spec.allocator.worker_binary());
-        // Serializing these plain types cannot fail.
-        let json = serde_json::to_string(request).unwrap_or_default();
-        let argv = vec![worker.clone().into(), "--request".into(), json.into()];
-        (worker, argv)
+        let mut request = request.clone();
+        if request.layout.is_none() {
+            request.layout = self.draw_layout();
+        }
+        let argv = vec![
+            worker.clone().into(),
+            "--request".into(),
+            request_text(&request).into(),
+        ];
+        (worker, argv, request.layout)
     }
 
     /// `request` (with `counters: Ptrace`) under the ptrace tracer: the record and every
@@ -344,11 +417,12 @@ impl ProcessExecutor {
         &self,
         request: &WorkerRequest,
     ) -> Result<(RunRecord, Vec<ptrace::TrappedCall>), RunFailure> {
-        let (worker, argv) = self.request_argv(request);
+        let (worker, argv, layout) = self.request_argv(request);
         let run = self.launch_argv(
             &request.spec,
             worker,
             argv,
+            layout,
             Some(ptrace::Scope::Worker),
             false,
         )?;
@@ -377,8 +451,15 @@ impl ProcessExecutor {
         spec: &RunSpec,
         budget: &Budget,
     ) -> Result<(RunRecord, Result<crate::model::evidence::Evidence, String>), RunFailure> {
-        let (program, argv) = self.argv(spec, budget, CounterMode::Ptrace, self.cpu);
-        let run = self.launch_argv(spec, program, argv, Some(ptrace::Scope::Worker), true)?;
+        let (program, argv, layout) = self.argv(spec, budget, CounterMode::Ptrace, self.cpu);
+        let run = self.launch_argv(
+            spec,
+            program,
+            argv,
+            layout,
+            Some(ptrace::Scope::Worker),
+            true,
+        )?;
         let record = interpret(
             run.termination,
             run.stdout.as_deref().unwrap_or(""),
@@ -507,6 +588,10 @@ impl ProcessExecutor {
 }
 
 impl Executor for ProcessExecutor {
+    fn set_layout(&mut self, mode: LayoutMode) -> LayoutMode {
+        std::mem::replace(&mut self.layout, mode)
+    }
+
     fn execute(&mut self, spec: &RunSpec, budget: &Budget) -> Result<RunRecord, RunFailure> {
         // With several jobs, every run's machine-wide huge-page count is set aside, also
         // a run that happened to run alone (an adaptive round's): a cell's figure is then
@@ -811,7 +896,9 @@ pub fn probe(
         size,
         ..base.clone()
     };
+    let mode = exec.set_layout(LayoutMode::Fixed);
     let record = exec.execute(&spec, budget);
+    exec.set_layout(mode);
     if interrupted() {
         return Err(CliffError::Interrupted(size));
     }

@@ -99,6 +99,41 @@ impl Prepared {
     }
 }
 
+impl Prepared {
+    /// The same command with `extra` more bytes in its layout padding variable
+    /// ([`crate::model::layout::PAD_ENV`], added where it has none): one draw of a run's
+    /// stack offset.
+    pub fn padded(&self, extra: u32) -> Prepared {
+        let name = format!("{}=", crate::model::layout::PAD_ENV);
+        let mut envp: Vec<CString> = self._envp.clone();
+        let mut value: Vec<u8> = match envp
+            .iter()
+            .position(|e| e.as_bytes().starts_with(name.as_bytes()))
+        {
+            Some(i) => envp.remove(i).into_bytes(),
+            None => name.into_bytes(),
+        };
+        value.extend(std::iter::repeat_n(b'x', extra as usize));
+        // The name and 'x's hold no NUL.
+        envp.push(CString::new(value).unwrap_or_default());
+        let nul_terminated = |v: &[CString]| {
+            v.iter()
+                .map(|c| c.as_ptr())
+                .chain(std::iter::once(std::ptr::null()))
+                .collect::<Vec<_>>()
+        };
+        let argv = self._argv.clone();
+        Prepared {
+            program: self.program.clone(),
+            death_signal: self.death_signal,
+            argv_ptrs: nul_terminated(&argv),
+            _argv: argv,
+            envp_ptrs: nul_terminated(&envp),
+            _envp: envp,
+        }
+    }
+}
+
 /// Finds `name` like execvp does: as given when it contains a '/', else in `PATH`.
 pub fn resolve_program(name: &OsStr, path_var: Option<&OsStr>) -> Result<PathBuf, String> {
     let is_exec = |p: &Path| {

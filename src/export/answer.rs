@@ -154,6 +154,7 @@ pub fn price_console(items: &[crate::analysis::findings::Item], width: usize) ->
         .iter()
         .filter(|i| match &i.figures {
             Some(Figures::HugePages(h)) => h.moved,
+            Some(Figures::Alignment(a)) => a.moved,
             _ => true,
         })
         .collect();

@@ -385,6 +385,7 @@ pub fn header(record: &ExecRecord) -> String {
         },
         record.warmup,
         match record.order_seed {
+            Some(seed) if record.allocators.iter().flat_map(|a| &a.runs).any(|r| r.env_pad_bytes.is_some()) => format!("every allocator once per round in a shuffled order (order seed {seed}), each run's environment padded by a random 0–4 KiB (its stack's offset, the run's env_pad_bytes)"),
             Some(seed) => format!("every allocator once per round in a shuffled order (order seed {seed})"),
             None => "allocators alternating in a fixed order".to_string(),
         },
@@ -662,6 +663,7 @@ mod tests {
                 memory: Vec::new(),
                 memory_unavailable: None,
                 idle_from_ms: None,
+                env_pad_bytes: None,
             })
             .collect()
     }

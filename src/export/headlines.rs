@@ -330,14 +330,7 @@ pub fn headlines(loaded: &Loaded) -> Answer {
     let mut answer = answer_of(cliff_lines(&loaded.cliffs, confirming), differences);
     let cells: Vec<_> = loaded.cells.iter().collect();
     answer.price =
-        crate::analysis::price::price_of_speed(&cells, crate::model::metric::NOISE_THRESHOLD);
-    answer
-        .price
-        .extend(crate::analysis::price::after_burst(&cells));
-    answer.price.extend(crate::analysis::price::huge_pages(
-        &cells,
-        crate::model::metric::NOISE_THRESHOLD,
-    ));
+        crate::analysis::price::beside_time(&cells, crate::model::metric::NOISE_THRESHOLD);
     answer.incomplete = (!complete).then(|| {
         format!(
             "INCOMPLETE: the run did not finish; missing: {}",
@@ -367,6 +360,10 @@ pub fn findings(loaded: &Loaded, answer: &Answer) -> FolderFindings {
         more: answer.more,
         cliffs: cliff_lines(&loaded.cliffs, confirming),
         changes: changes(loaded),
+        alignment: crate::analysis::layout::alignment(
+            &loaded.cells.iter().collect::<Vec<_>>(),
+            threshold,
+        ),
         comparisons,
     }
 }

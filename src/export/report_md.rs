@@ -288,6 +288,21 @@ pub fn findings_blocks(
         block.items = items;
         blocks.push(block);
     }
+    // Where the allocator put each cell's output buffer: a dimension of its own.
+    let placed: Vec<String> = crate::analysis::layout::alignment(
+        &loaded.cells.iter().collect::<Vec<_>>(),
+        REPORT_NOISE_THRESHOLD,
+    )
+    .into_iter()
+    .map(|i| i.text)
+    .collect();
+    if !placed.is_empty() {
+        let mut block = Block::labelled(
+            "Where the allocator put the output buffer (its address past a 64-byte boundary, over each cell's processes; the lab shifts each process's heap at random, so that only what the allocator decides stays fixed):".to_string(),
+        );
+        block.items = placed;
+        blocks.push(block);
+    }
     let notes = crate::analysis::modes::behaviour_notes(rows);
     if !notes.is_empty() {
         blocks.push(Block {
@@ -560,6 +575,31 @@ fn report_markdown(
     }
 
     let processes = loaded.plan.experiment.processes;
+    // Each record keeps its process's layout draw; none where the layout was fixed.
+    let (drawn, all) = loaded
+        .cells
+        .iter()
+        .flat_map(|c| c.records())
+        .fold((0, 0), |(d, n), (_, r)| {
+            (d + usize::from(r.layout.is_some()), n + 1)
+        });
+    if all > 0 {
+        let mode = if drawn == all {
+            crate::model::layout::LayoutMode::Random
+        } else {
+            crate::model::layout::LayoutMode::Fixed
+        };
+        let _ = writeln!(
+            method,
+            "Layout: {}{}.\n",
+            mode.words(),
+            if drawn > 0 && drawn < all {
+                format!(" in {} of {all} processes", all - drawn)
+            } else {
+                String::new()
+            }
+        );
+    }
     if processes > 1 {
         let lvl = crate::analysis::stats::level_text(loaded.plan.level());
         let _ = writeln!(

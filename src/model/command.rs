@@ -39,6 +39,12 @@ pub struct ExecRun {
     /// idle phase (`freed_bytes`, `half_returned_ms`). None where it did not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_from_ms: Option<f64>,
+    /// The random part of this run's environment padding, in bytes
+    /// ([`crate::model::layout::PAD_ENV`]: its stack offset; the fixed part gives every
+    /// allocator's environment one length). Absent in records written before the lab
+    /// drew one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env_pad_bytes: Option<u32>,
 }
 
 impl ExecRun {

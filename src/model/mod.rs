@@ -11,6 +11,7 @@ pub mod environment;
 pub mod evidence;
 pub mod experiment;
 pub mod knobs;
+pub mod layout;
 pub mod library;
 pub mod memory;
 pub mod metric;

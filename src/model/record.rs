@@ -293,6 +293,15 @@ pub struct RunRecord {
     /// a timeline (each iteration then timed alone); empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub timeline: Vec<IterationSample>,
+    /// What the lab randomised in this process's layout (its heap shift and environment
+    /// padding; [`crate::model::layout`]): with the request, what replays it. None where
+    /// the layout was held fixed, and in records written before the lab drew one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<crate::model::layout::LayoutDraw>,
+    /// Where the allocator put each kind of hot buffer (input, temporary, output): its
+    /// addresses modulo 64 and 4096. Empty in records written before the lab noted them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub buffers: Vec<crate::model::layout::BufferAlignment>,
 }
 
 impl RunRecord {

@@ -93,4 +93,9 @@ pub struct WorkerRequest {
     /// anything), where one was asked for (`--cpu`); None lets the kernel place it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<u32>,
+    /// This process's layout draw: the heap shift it makes before anything of the
+    /// workload, and the environment padding the lab gave it; None holds the layout
+    /// fixed ([`crate::model::layout`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<crate::model::layout::LayoutDraw>,
 }

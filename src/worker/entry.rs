@@ -119,6 +119,7 @@ pub fn request(args: &WorkerArgs, allocator: Allocator) -> anyhow::Result<Worker
         counters: args.counters,
         timeline: args.timeline,
         cpu: args.cpu,
+        layout: None,
     })
 }
 
@@ -140,6 +141,12 @@ pub fn run(
     }
     let library = spec.library.as_ref().zip(preload);
     let budget = request.budget;
+    // The layout draw's heap shift, before anything of the workload and kept to the end:
+    // it moves where the heap's later blocks start, which the allocator does not decide
+    // ([`crate::model::layout`]). Written, so that it is really allocated.
+    let _heap_shift = request
+        .layout
+        .map(|l| heap_shift(l.heap_shift_bytes as usize));
     if let (Some(knob), 0) = (crate::model::knobs::needs_idle(&spec.knobs), budget.idle_ns) {
         anyhow::bail!(
             "{knob}=true acts at the start of the idle phase, and this run has none: give the experiment's [budget] an idle_time (e.g. idle_time = 2.0)"
@@ -224,6 +231,8 @@ pub fn run(
     }
     let mut record = RunRecord::new(spec, budget, &m, overhead, checksum, env);
     record.timeline = std::mem::take(&mut m.timeline);
+    record.layout = request.layout;
+    record.buffers = super::buffers::alignments();
     if let Some(c) = record.conditions.as_mut() {
         c.pinned = request.cpu;
     }
@@ -278,6 +287,16 @@ pub fn run(
         }
     }
     Ok(record)
+}
+
+/// A block that moves the heap's top by [`crate::model::layout::HEAP_FLOOR`] plus
+/// `shift` bytes: larger than any block freed while the worker started (its request,
+/// its arguments), so that glibc carves it from the top of its heap rather than from a
+/// hole it leaves where it was. Its first byte written, so that it is really there.
+fn heap_shift(shift: usize) -> Vec<u8> {
+    let mut v = Vec::with_capacity(crate::model::layout::HEAP_FLOOR + shift);
+    v.push(1u8);
+    std::hint::black_box(v)
 }
 
 /// The `--library` spec, for the system worker only (its file is resolved once, in

@@ -2,6 +2,7 @@
 //! measured loop and the allocation counter.
 
 pub mod alloc_count;
+pub mod buffers;
 pub mod entry;
 pub mod measure;
 pub mod record;

@@ -119,6 +119,8 @@ impl RunRecord {
             env,
             conditions: Some(m.conditions.clone()),
             timeline: Vec::new(),
+            layout: None,
+            buffers: Vec::new(),
         }
     }
 }

@@ -2,7 +2,9 @@
 //! global allocator's plain `malloc` path (`Vec::with_capacity` + fill), as NumPy's
 //! `astype` does; nothing here takes the zeroed (`calloc`) path.
 
+use crate::model::layout::Role;
 use crate::model::spec::{Variant, Workload};
+use crate::worker::buffers;
 use std::hint::black_box;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -107,8 +109,10 @@ impl Scale {
         } else {
             Vec::new()
         };
+        let input = input_bytes(size, seed);
+        buffers::note(Role::Input, input.as_ptr(), size);
         Scale {
-            input: input_bytes(size, seed),
+            input,
             variant,
             out,
         }
@@ -119,12 +123,12 @@ impl Scale {
     fn run<R>(&mut self, sink: impl FnOnce(&[f64]) -> R) -> R {
         match self.variant {
             Variant::InPlace => {
-                let mut t = astype_f64(&self.input);
+                let mut t = astype_f64(&self.input, Role::Output);
                 divide_in_place(&mut t, 255.0);
                 sink(&t)
             }
             Variant::OutOfPlace => {
-                let t = astype_f64(&self.input);
+                let t = astype_f64(&self.input, Role::Temporary);
                 let r = divide(&t, 255.0);
                 // NumPy frees the temporary when func2 returns, then the caller drops r.
                 drop(t);
@@ -137,7 +141,7 @@ impl Scale {
             }
             Variant::Fused => {
                 let a = &self.input;
-                let r = new_filled(a.len(), |out| {
+                let r = new_filled(Role::Output, a.len(), |out| {
                     for (o, &x) in out.iter_mut().zip(a) {
                         o.write(f64::from(x) / 255.0);
                     }
@@ -162,10 +166,12 @@ impl Kernel for Scale {
 }
 
 /// A new, uninitialised `Vec` of `n` elements through the plain malloc path (not the
-/// zeroed one), filled by `fill` — which must write every element.
+/// zeroed one), filled by `fill` — which must write every element; its address noted as
+/// a buffer of `role`.
 #[inline(always)]
-fn new_filled<T>(n: usize, fill: impl FnOnce(&mut [MaybeUninit<T>])) -> Vec<T> {
+fn new_filled<T>(role: Role, n: usize, fill: impl FnOnce(&mut [MaybeUninit<T>])) -> Vec<T> {
     let mut v: Vec<T> = Vec::with_capacity(n);
+    buffers::note(role, v.as_ptr(), n * std::mem::size_of::<T>());
     advise(v.as_ptr(), n * std::mem::size_of::<T>());
     fill(&mut v.spare_capacity_mut()[..n]);
     // SAFETY: capacity is at least `n` and `fill` initialised all `n` elements (every
@@ -177,14 +183,15 @@ fn new_filled<T>(n: usize, fill: impl FnOnce(&mut [MaybeUninit<T>])) -> Vec<T> {
 /// The reuse variant's output, zeroed (`np.zeros`), advised like any new array.
 fn advised_zeros(n: usize) -> Vec<f64> {
     let v = vec![0.0; n];
+    buffers::note(Role::Output, v.as_ptr(), n * std::mem::size_of::<f64>());
     advise(v.as_ptr(), n * std::mem::size_of::<f64>());
     v
 }
 
-/// `a.astype(np.float64)`: a new buffer through the plain malloc path.
+/// `a.astype(np.float64)`: a new buffer (of `role`) through the plain malloc path.
 #[inline(always)]
-fn astype_f64(a: &[u8]) -> Vec<f64> {
-    new_filled(a.len(), |out| {
+fn astype_f64(a: &[u8], role: Role) -> Vec<f64> {
+    new_filled(role, a.len(), |out| {
         for (o, &x) in out.iter_mut().zip(a) {
             o.write(f64::from(x));
         }
@@ -208,7 +215,7 @@ fn divide_in_place(t: &mut [f64], d: f64) {
 /// `t / d` into a new buffer.
 #[inline(always)]
 fn divide(t: &[f64], d: f64) -> Vec<f64> {
-    new_filled(t.len(), |out| {
+    new_filled(Role::Output, t.len(), |out| {
         for (o, &x) in out.iter_mut().zip(t) {
             o.write(x / d);
         }
@@ -233,7 +240,7 @@ impl Chain {
     pub fn new(variant: Variant, size: usize, seed: u64) -> Self {
         let input = |k: u64, offset: f64| -> Vec<f64> {
             let bytes = input_bytes(size, seed.wrapping_add(k));
-            new_filled(size, |out| {
+            new_filled(Role::Input, size, |out| {
                 for (o, &x) in out.iter_mut().zip(&bytes) {
                     o.write(f64::from(x) + offset);
                 }
@@ -260,17 +267,17 @@ impl Chain {
         match self.variant {
             Variant::OutOfPlace => {
                 // Each temporary is freed as soon as the next operator has consumed it.
-                let t1 = binary(a, b, |x, y| x + y);
-                let t2 = binary(&t1, c, |x, y| x * y);
+                let t1 = binary(Role::Temporary, a, b, |x, y| x + y);
+                let t2 = binary(Role::Temporary, &t1, c, |x, y| x * y);
                 drop(t1);
-                let t3 = binary(&t2, d, |x, y| x - y);
+                let t3 = binary(Role::Temporary, &t2, d, |x, y| x - y);
                 drop(t2);
-                let r = binary(&t3, e, |x, y| x / y);
+                let r = binary(Role::Output, &t3, e, |x, y| x / y);
                 drop(t3);
                 sink(&r)
             }
             Variant::InPlace => {
-                let mut t = binary(a, b, |x, y| x + y);
+                let mut t = binary(Role::Output, a, b, |x, y| x + y);
                 binary_in_place(&mut t, c, |x, y| x * y);
                 binary_in_place(&mut t, d, |x, y| x - y);
                 binary_in_place(&mut t, e, |x, y| x / y);
@@ -286,7 +293,7 @@ impl Chain {
                 sink(&self.out)
             }
             Variant::Fused => {
-                let r = new_filled(a.len(), |out| {
+                let r = new_filled(Role::Output, a.len(), |out| {
                     let inputs = a.iter().zip(b).zip(c).zip(d).zip(e);
                     for (o, ((((&a, &b), &c), &d), &e)) in out.iter_mut().zip(inputs) {
                         o.write(((a + b) * c - d) / e);
@@ -311,10 +318,10 @@ impl Kernel for Chain {
     }
 }
 
-/// `x op y` elementwise into a new buffer.
+/// `x op y` elementwise into a new buffer (of `role`).
 #[inline(always)]
-fn binary(x: &[f64], y: &[f64], op: impl Fn(f64, f64) -> f64) -> Vec<f64> {
-    new_filled(x.len(), |out| {
+fn binary(role: Role, x: &[f64], y: &[f64], op: impl Fn(f64, f64) -> f64) -> Vec<f64> {
+    new_filled(role, x.len(), |out| {
         for ((o, &p), &q) in out.iter_mut().zip(x).zip(y) {
             o.write(op(p, q));
         }

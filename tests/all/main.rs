@@ -21,6 +21,7 @@ mod hlog;
 mod html;
 mod knobs;
 mod layers;
+mod layout;
 mod libraries;
 mod memory;
 mod noise;
