@@ -13,7 +13,7 @@ fn main() -> ExitCode {
         // A help or version page with nowhere to go is refused like any output.
         Err(_) if alloclab::commands::stdout_is_open().is_err() => {
             if let Err(err) = alloclab::commands::stdout_is_open() {
-                eprintln!("{}", err.message());
+                alloclab::say!("{}", err.message());
                 return ExitCode::from(err.exit_code());
             }
             return ExitCode::from(2);
@@ -23,7 +23,7 @@ fn main() -> ExitCode {
             return match e.print() {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(err) => {
-                    eprintln!("error: writing the help failed: {err}");
+                    alloclab::say!("error: writing the help failed: {err}");
                     ExitCode::from(1)
                 }
             };
@@ -33,7 +33,7 @@ fn main() -> ExitCode {
             return match alloclab::commands::print_out(&page) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(err) => {
-                    eprintln!("{}", err.message());
+                    alloclab::say!("{}", err.message());
                     ExitCode::from(err.exit_code())
                 }
             };
@@ -41,13 +41,13 @@ fn main() -> ExitCode {
     };
     // A mistyped option would otherwise be taken for the command to run.
     if let Some(why) = cli.command.mistyped_option() {
-        eprintln!("error: {why}");
+        alloclab::say!("error: {why}");
         return ExitCode::from(2);
     }
     match alloclab::commands::dispatch(cli.command, cli.confidence) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("{}", e.message());
+            alloclab::say!("{}", e.message());
             ExitCode::from(e.exit_code())
         }
     }
