@@ -764,3 +764,38 @@ fn a_mistyped_option_is_named_not_run_as_the_command() {
         assert!(o.stdout.is_empty());
     }
 }
+
+/// stderr into a pipe nobody reads any more (`alloclab compare … 2>&1 | head -1` once
+/// head has exited): the progress lines are dropped, the run ends as it would, no panic.
+#[test]
+fn a_closed_stderr_is_no_panic() {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: pipe writes two descriptors into the array; the read end is closed at once
+    // and the write end handed to the child, owned once.
+    let writer = unsafe {
+        assert_eq!(libc::pipe(fds.as_mut_ptr()), 0);
+        libc::close(fds[0]);
+        std::os::fd::OwnedFd::from_raw_fd(fds[1])
+    };
+    let status = Command::new(driver_path())
+        .args([
+            "compare",
+            "--size",
+            "10000",
+            "--variants",
+            "in-place",
+            "--allocators",
+            "system",
+            "--processes",
+            "2",
+            "--no-adaptive",
+            "--counters",
+            "off",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::from(writer))
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "{status:?}");
+}
