@@ -1,6 +1,17 @@
 //! Numbers as people read them: durations, per-iteration counts, byte sizes, elapsed
 //! time. The one place that formats numbers for tables, reports and progress.
 
+/// A line on stderr (as `eprintln!` takes it) that a closed stderr does not turn into a
+/// panic: `alloclab compare … 2>&1 | head -3` drops what nobody reads, as `ls | head`
+/// does, and the run goes on to its end and its exit status.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let _ = ::std::writeln!(::std::io::stderr(), $($arg)*);
+    }};
+}
+pub(crate) use say;
+
 /// "1.92 ms" — three significant figures, unit chosen by magnitude.
 pub fn fmt_ns(ns: f64) -> String {
     if ns == 0.0 {

@@ -4,17 +4,6 @@
 //! Workers (`src/bin/alloclab-<allocator>.rs`) set the global allocator and call
 //! [`worker::main`]; the driver (`src/main.rs`) spawns them, one process per run.
 
-/// A line on stderr (as `eprintln!` takes it) that a closed stderr does not turn into a
-/// panic: `alloclab compare … 2>&1 | head -3` drops what nobody reads, as `ls | head`
-/// does, and the run goes on to its end and its exit status.
-#[macro_export]
-macro_rules! say {
-    ($($arg:tt)*) => {{
-        use ::std::io::Write as _;
-        let _ = ::std::writeln!(::std::io::stderr(), $($arg)*);
-    }};
-}
-
 pub mod analysis;
 pub mod cli;
 pub mod commands;

@@ -4,6 +4,15 @@
 use clap::Parser;
 use std::process::ExitCode;
 
+/// A line on stderr that a closed stderr does not turn into a panic (as the library's
+/// `fmt::say!`).
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let _ = ::std::writeln!(::std::io::stderr(), $($arg)*);
+    }};
+}
+
 fn main() -> ExitCode {
     // --help and --version print through the same checked write as every result: a
     // page that could not be written is an error (exit 1), not a silent success.
@@ -13,7 +22,7 @@ fn main() -> ExitCode {
         // A help or version page with nowhere to go is refused like any output.
         Err(_) if alloclab::commands::stdout_is_open().is_err() => {
             if let Err(err) = alloclab::commands::stdout_is_open() {
-                alloclab::say!("{}", err.message());
+                say!("{}", err.message());
                 return ExitCode::from(err.exit_code());
             }
             return ExitCode::from(2);
@@ -23,7 +32,7 @@ fn main() -> ExitCode {
             return match e.print() {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(err) => {
-                    alloclab::say!("error: writing the help failed: {err}");
+                    say!("error: writing the help failed: {err}");
                     ExitCode::from(1)
                 }
             };
@@ -33,7 +42,7 @@ fn main() -> ExitCode {
             return match alloclab::commands::print_out(&page) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(err) => {
-                    alloclab::say!("{}", err.message());
+                    say!("{}", err.message());
                     ExitCode::from(err.exit_code())
                 }
             };
@@ -41,13 +50,13 @@ fn main() -> ExitCode {
     };
     // A mistyped option would otherwise be taken for the command to run.
     if let Some(why) = cli.command.mistyped_option() {
-        alloclab::say!("error: {why}");
+        say!("error: {why}");
         return ExitCode::from(2);
     }
     match alloclab::commands::dispatch(cli.command, cli.confidence) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            alloclab::say!("{}", e.message());
+            say!("{}", e.message());
             ExitCode::from(e.exit_code())
         }
     }

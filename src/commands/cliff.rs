@@ -100,7 +100,7 @@ pub fn run(args: &CliffArgs, level: f64) -> Result<()> {
     let budget = Budget::short(args.min_time);
     let metric = args.metric;
     let mut show = |p: &Probe| {
-        crate::say!(
+        crate::fmt::say!(
             "  size {:>12}: {} {} per iteration",
             fmt_count(p.size as f64),
             fmt_count(p.value),

@@ -43,11 +43,11 @@ pub fn run(args: &CliffArgs, level: f64) -> Result<()> {
     let per = template.per(p.calls);
     let settings = settings(args, &template, level)?;
     crate::engine::begin();
-    crate::say!("{}", per.describe());
+    crate::fmt::say!("{}", per.describe());
     let metric = args.metric;
     let mut quiet = super::exec::ExecProgress::quiet();
     let mut show = |p: &Probe<program::PointRow>| {
-        crate::say!(
+        crate::fmt::say!(
             "  size {:>12}: {} {} per {}",
             fmt_count(p.size as f64),
             fmt_count(p.value),

@@ -744,7 +744,7 @@ fn finish(incomplete: Option<&str>, ran: &Ran, rows: &[SummaryRow]) -> Result<()
             };
             return Err(Error::Interrupted(rest.to_string()));
         }
-        (Some(note), _) => crate::say!("{note}"),
+        (Some(note), _) => crate::fmt::say!("{note}"),
         _ => {}
     }
     let failed = rows.iter().filter(|r| !r.status.is_ok()).count();
@@ -869,7 +869,7 @@ fn write_html(
     };
     crate::export::results::write_atomic(path, page.render().as_bytes())
         .map_err(|e| Error::RunFailed(format!("cannot write --html {}: {e}", path.display())))?;
-    crate::say!("report: {}", path.display());
+    crate::fmt::say!("report: {}", path.display());
     Ok(())
 }
 

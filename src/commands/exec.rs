@@ -109,7 +109,7 @@ pub fn run(args: &ExecArgs, level: f64) -> Result<()> {
     let rows = output::rows(&record);
     super::print_out(&render(args, &record, &rows)?)?;
     if let Some(dir) = &args.out {
-        crate::say!("results in {}", dir.display());
+        crate::fmt::say!("results in {}", dir.display());
     }
     conclude(&record, &rows)
 }

@@ -109,7 +109,7 @@ fn generate(args: &crate::cli::GenerateArgs) -> Result<()> {
     folder.finish(true).map_err(Error::failed)?;
     let mut written: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
     written.sort();
-    crate::say!(
+    crate::fmt::say!(
         "wrote {} file(s) into {}: {}",
         written.len(),
         args.out.display(),
@@ -168,7 +168,7 @@ pub fn ci_output(
         .unwrap_or_else(|| Err(format!("--format {} is not a CI format", format.name())))
         .map_err(Error::BadInput)?;
     for line in ci::stderr_lines(benches, testbed) {
-        crate::say!("{line}");
+        crate::fmt::say!("{line}");
     }
     Ok(text)
 }

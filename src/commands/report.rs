@@ -41,7 +41,7 @@ pub fn run(args: &ReportArgs, given: Option<f64>) -> Result<()> {
                 continue;
             }
             if let Err(why) = rebuild(&sub, given) {
-                crate::say!(
+                crate::fmt::say!(
                     "warning: {}: its report could not be rebuilt: {}",
                     sub.display(),
                     why.message()
@@ -51,7 +51,7 @@ pub fn run(args: &ReportArgs, given: Option<f64>) -> Result<()> {
         let entries = crate::export::index::entries(dir);
         for e in &entries {
             if let Some(p) = &e.problem {
-                crate::say!(
+                crate::fmt::say!(
                     "warning: {}/{}: could not read its results: {p}; the index says so",
                     dir.display(),
                     e.name
@@ -60,7 +60,7 @@ pub fn run(args: &ReportArgs, given: Option<f64>) -> Result<()> {
         }
         let html = crate::export::index::page(dir, &entries);
         let path = crate::export::folder::write_index(dir, &html).map_err(Error::BadInput)?;
-        crate::say!(
+        crate::fmt::say!(
             "{}: the run's answer, with a link to every folder's page ({})",
             path.display(),
             crate::fmt::counted(entries.len(), "folder", "folders")
@@ -68,7 +68,7 @@ pub fn run(args: &ReportArgs, given: Option<f64>) -> Result<()> {
         return Ok(());
     }
     let rebuilt = rebuild(dir, given)?;
-    crate::say!(
+    crate::fmt::say!(
         "{}: {}; {}; REPORT.md rebuilt",
         dir.display(),
         rebuilt.counts(),

@@ -62,7 +62,7 @@ pub fn run(args: RunArgs, level: f64) -> Result<()> {
     // calibration.json and said in REPORT.md.
     let min_time = calibration_min_time().unwrap_or(min_time);
     if !args.no_calibration {
-        crate::say!("calibrating the observer ({rounds} round(s))…");
+        crate::fmt::say!("calibrating the observer ({rounds} round(s))…");
     }
     let calibration = if args.no_calibration {
         None
@@ -194,7 +194,7 @@ fn calibration_min_time() -> Option<f64> {
     match s.trim().parse::<f64>() {
         Ok(v) if v > 0.0 && v.is_finite() => Some(v),
         _ => {
-            crate::say!("warning: ALLOCLAB_CALIBRATION_MIN_TIME={s} is not a number of seconds above 0; ignored");
+            crate::fmt::say!("warning: ALLOCLAB_CALIBRATION_MIN_TIME={s} is not a number of seconds above 0; ignored");
             None
         }
     }
@@ -218,7 +218,7 @@ fn calibration(
     ) {
         Ok(c) => Some(c),
         Err(e) => {
-            crate::say!(
+            crate::fmt::say!(
                 "warning: observer calibration failed ({}); the reports will not have it",
                 e.cause
             );

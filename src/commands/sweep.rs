@@ -108,7 +108,7 @@ pub fn run(args: &SweepArgs, level: f64) -> Result<()> {
         .finish(complete)
         .map_err(|e| Error::RunFailed(format!("writing the results failed: {e}")))?;
     super::print_out(&sweep.screen(args.no_cliffs, complete))?;
-    crate::say!("results in {}", args.out.display());
+    crate::fmt::say!("results in {}", args.out.display());
     if interrupted() {
         return Err(Error::Interrupted(
             "the sizes measured are kept; the cliffs not bisected are missing".into(),
@@ -144,7 +144,7 @@ impl Sweep {
             * arms
             * (self.settings.runs + self.settings.warmup) as usize;
         let mut progress = ExecProgress::planned(Progress::with_results(planned));
-        crate::say!("{}", self.per.describe());
+        crate::fmt::say!("{}", self.per.describe());
         for size in self.sizes.clone() {
             let name = format!("points/n{size}.json");
             let f = &self.folder;
@@ -184,7 +184,7 @@ impl Sweep {
             if interrupted() {
                 break;
             }
-            crate::say!(
+            crate::fmt::say!(
                 "bisecting: {} {} per {} between {} and {} elements",
                 j.allocator,
                 j.metric.name(),
@@ -194,7 +194,7 @@ impl Sweep {
             );
             let mut quiet = ExecProgress::quiet();
             let mut show = |probe: &crate::analysis::cliff::Probe<program::PointRow>| {
-                crate::say!(
+                crate::fmt::say!(
                     "  size {:>12}: {} {} per {}",
                     group_thousands(probe.size as i64),
                     fmt_count(probe.value),
@@ -236,10 +236,10 @@ impl Sweep {
                 args.resolution,
                 &mut quiet,
                 &mut show,
-                &mut |line| crate::say!("{line}"),
+                &mut |line| crate::fmt::say!("{line}"),
             );
             if let Some(conf) = &c.confirmation {
-                crate::say!("  {}", conf.describe());
+                crate::fmt::say!("  {}", conf.describe());
             }
             self.write(false)?;
         }

@@ -109,7 +109,7 @@ fn cell_sampling(args: &TraceArgs) -> (std::result::Result<trace::Sampling, Stri
     });
     let ptrace_ok = crate::counters::linux::ptrace::unsupported().is_none();
     if let Err(why) = &sampling {
-        crate::say!(
+        crate::fmt::say!(
             "note: no call stacks: {why}; the timeline is measured without them{}",
             if ptrace_ok {
                 " (memory syscalls timed by the ptrace tracer)"

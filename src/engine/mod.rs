@@ -37,7 +37,7 @@ pub use executor::*;
 pub fn begin() {
     crate::ui::interrupt::stop_on_interrupt();
     if let Err(e) = lifetime::become_subreaper() {
-        crate::say!(
+        crate::fmt::say!(
             "warning: cannot become a child subreaper ({e}): what a run starts in another session may outlive it"
         );
     }

@@ -198,7 +198,7 @@ impl Progress {
         match &self.bar {
             Some(bar) => bar.set_message(what.to_string()),
             None if self.lines_at_end || !self.lines.shows(self.done + 1, self.total) => {}
-            None => crate::say!("[{}/{}] {what} ({})", self.done + 1, self.total, self.eta()),
+            None => crate::fmt::say!("[{}/{}] {what} ({})", self.done + 1, self.total, self.eta()),
         }
     }
 
@@ -209,7 +209,7 @@ impl Progress {
             Some(_) if failed => self.say(&format!("{}: {result}", self.current)),
             Some(_) => {}
             None if !failed && !self.lines.shows(self.done + 1, self.total) => {}
-            None => crate::say!(
+            None => crate::fmt::say!(
                 "[{}/{}] {}: {result}",
                 self.done + 1,
                 self.total,
@@ -235,8 +235,8 @@ impl Progress {
     /// Prints a message on its own line (above the bar on a terminal).
     pub fn say(&self, msg: &str) {
         match &self.bar {
-            Some(bar) => bar.suspend(|| crate::say!("{msg}")),
-            None => crate::say!("{msg}"),
+            Some(bar) => bar.suspend(|| crate::fmt::say!("{msg}")),
+            None => crate::fmt::say!("{msg}"),
         }
     }
 
@@ -253,7 +253,7 @@ impl Progress {
     pub fn finish(&self) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
-            crate::say!(
+            crate::fmt::say!(
                 "{}/{} runs in {}",
                 self.done,
                 self.total,
