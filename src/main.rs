@@ -53,6 +53,9 @@ fn main() -> ExitCode {
         say!("error: {why}");
         return ExitCode::from(2);
     }
+    for warning in cli.command.options_after_command() {
+        say!("{warning}");
+    }
     match alloclab::commands::dispatch(cli.command, cli.confidence) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

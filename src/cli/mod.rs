@@ -36,27 +36,50 @@ impl Command {
     /// so `alloclab exec --max-tme 3 -- prog` would try to run `--max-tme`. No program's
     /// name starts with `-`: such a first word is an option this command does not have,
     /// said with the closest one it has.
-    pub fn mistyped_option(&self) -> Option<String> {
-        let (name, command) = match self {
+    /// A warning for each of alloclab's own options that comes after the command (and so
+    /// goes to the command): `alloclab exec ./prog 10 --runs 1` runs the default rounds
+    /// and passes `--runs 1` to ./prog. Not an error: the command may take an option of
+    /// that name too.
+    pub fn options_after_command(&self) -> Vec<String> {
+        let Some((name, command)) = self.command_of() else {
+            return Vec::new();
+        };
+        let longs = long_options(name);
+        let program = command
+            .first()
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        command
+            .iter()
+            .skip(1)
+            .map(|a| a.to_string_lossy().into_owned())
+            .filter(|a| longs.iter().any(|l| a.split('=').next() == Some(l.as_str())))
+            .map(|a| format!(
+                "warning: {a} comes after the command, so it goes to {program}, not to alloclab {name}; if it was meant for alloclab, put it before the command (alloclab {name} {a} … -- {program} …)"
+            ))
+            .collect()
+    }
+
+    /// The subcommand's name and the user's command, for those that run one.
+    fn command_of(&self) -> Option<(&'static str, &Vec<std::ffi::OsString>)> {
+        Some(match self {
             Command::Exec(a) => ("exec", &a.command),
             Command::Trace(a) => ("trace", &a.command),
             Command::Tune(a) => ("tune", &a.program.command),
             Command::Sweep(a) => ("sweep", &a.program.command),
             Command::Cliff(a) => ("cliff", &a.program.command),
             _ => return None,
-        };
+        })
+    }
+
+    pub fn mistyped_option(&self) -> Option<String> {
+        let (name, command) = self.command_of()?;
         let first = command.first()?.to_string_lossy().into_owned();
         if !first.starts_with('-') {
             return None;
         }
         let given = first.split('=').next().unwrap_or(&first).to_string();
-        let cli = <Cli as clap::CommandFactory>::command();
-        let longs: Vec<String> = cli
-            .find_subcommand(name)
-            .into_iter()
-            .flat_map(|c| c.get_arguments())
-            .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
-            .collect();
+        let longs = long_options(name);
         let closest = longs
             .iter()
             .map(|l| (crate::model::spec::edit_distance(&given, l), l))
@@ -68,6 +91,16 @@ impl Command {
             "unknown option '{given}' for alloclab {name}{closest}: its options go before `--` and your command after it; `alloclab {name} --help` lists them"
         ))
     }
+}
+
+/// The long options of subcommand `name`, as typed ("--runs").
+fn long_options(name: &str) -> Vec<String> {
+    let cli = <Cli as clap::CommandFactory>::command();
+    cli.find_subcommand(name)
+        .into_iter()
+        .flat_map(|c| c.get_arguments())
+        .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+        .collect()
 }
 
 #[derive(Debug, Subcommand)]

@@ -799,3 +799,39 @@ fn a_closed_stderr_is_no_panic() {
         .unwrap();
     assert_eq!(status.code(), Some(0), "{status:?}");
 }
+
+/// One of exec's own options after the command goes to the command, as the command line
+/// says; alloclab warns, naming where it would belong, and runs as asked.
+#[test]
+fn an_option_of_alloclabs_after_the_command_is_warned_about() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ex");
+    let o = lab(&[
+        "exec",
+        "--out",
+        out.to_str().unwrap(),
+        "--runs",
+        "2",
+        "--allocators",
+        "system",
+        "--counters",
+        "off",
+        "--",
+        "/bin/true",
+        "--runs",
+        "1",
+        "--help",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = unwrapped(&stderr(&o));
+    assert!(
+        err.contains("warning: --runs comes after the command, so it goes to /bin/true, not to alloclab exec"),
+        "{err}"
+    );
+    // --help is no option of exec's own to warn about (clap's), and the program's
+    // arguments are its own.
+    assert!(!err.contains("warning: --help"), "{err}");
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("exec.json")).unwrap()).unwrap();
+    assert_eq!(record["allocators"][0]["runs"].as_array().unwrap().len(), 2);
+}
