@@ -82,12 +82,6 @@ impl Prepared {
                 cstring(&kv)
             })
             .collect::<Result<_, _>>()?;
-        let nul_terminated = |v: &[CString]| {
-            v.iter()
-                .map(|c| c.as_ptr())
-                .chain(std::iter::once(std::ptr::null()))
-                .collect::<Vec<_>>()
-        };
         Ok(Prepared {
             program,
             death_signal,
@@ -116,12 +110,6 @@ impl Prepared {
         value.extend(std::iter::repeat_n(b'x', extra as usize));
         // The name and 'x's hold no NUL.
         envp.push(CString::new(value).unwrap_or_default());
-        let nul_terminated = |v: &[CString]| {
-            v.iter()
-                .map(|c| c.as_ptr())
-                .chain(std::iter::once(std::ptr::null()))
-                .collect::<Vec<_>>()
-        };
         let argv = self._argv.clone();
         Prepared {
             program: self.program.clone(),
@@ -132,6 +120,14 @@ impl Prepared {
             _envp: envp,
         }
     }
+}
+
+/// The pointers of `v` and a NULL after them: what execve takes.
+fn nul_terminated(v: &[CString]) -> Vec<*const libc::c_char> {
+    v.iter()
+        .map(|c| c.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect()
 }
 
 /// Finds `name` like execvp does: as given when it contains a '/', else in `PATH`.
