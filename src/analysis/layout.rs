@@ -83,6 +83,7 @@ pub fn alignment(cells: &[&Cell], threshold: f64) -> Vec<Item> {
                     pairs: on.len() + off.len(),
                     verdict: Some(verdict(ci, threshold, c.level)),
                     level: c.level,
+                    unpaired: true,
                 });
             let moved = off_against_on_32
                 .is_some_and(|k| matches!(k.verdict, Some(Verdict::Faster | Verdict::Slower)));

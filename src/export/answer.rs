@@ -215,8 +215,16 @@ pub fn compare_screen(
     if let Some(note) = incomplete {
         s.push_str(&wrap(note, width, "", "  "));
     }
+    // Fewer rounds than the paired interval needs: the comparisons' intervals are the
+    // unpaired ones over the processes (stats::compare_paired).
+    let fewest = rows.iter().filter_map(|r| r.processes).min().unwrap_or(0) as usize;
+    let kind = if fewest < crate::analysis::stats::rounds_needed(answer.level) {
+        "intervals over the processes, unpaired (too few rounds to pair)"
+    } else {
+        "intervals of paired rounds"
+    };
     let heading = format!(
-        "{what}: each variant against in-place, each allocator against the fastest ({} intervals of paired rounds)",
+        "{what}: each variant against in-place, each allocator against the fastest ({} {kind})",
         crate::analysis::stats::level_text(answer.level)
     );
     s.push_str(&console(answer, &heading, width));

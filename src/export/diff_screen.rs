@@ -28,6 +28,7 @@ pub(crate) fn change_words(c: &CellChange, level: f64) -> String {
         pairs: 0,
         verdict: c.verdict,
         level,
+        unpaired: true,
     })
 }
 
