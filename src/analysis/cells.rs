@@ -213,6 +213,59 @@ pub fn compare(base: &Cell, other: &Cell, threshold: f64) -> Option<Comparison> 
     compare_paired(&pairs, threshold, base.level)
 }
 
+/// How far a session's own halves put a printed comparison: the ratio of `other` to
+/// `base` over the earlier half of their paired rounds against the later half (each a
+/// median of the per-round ratios), as |log| of their quotient; the comparison that
+/// moved most with its two ratios. Drift the session shows between its halves is drift a
+/// second run may show too (docs/method.md measures how often the next run falls inside
+/// this run's interval). None below 4 paired rounds.
+pub struct Halves {
+    pub base: usize,
+    pub other: usize,
+    pub early: f64,
+    pub late: f64,
+}
+
+impl Halves {
+    /// The move between the halves, as a fraction of the smaller ratio (0.31 = 31 %).
+    pub fn apart(&self) -> f64 {
+        self.early.max(self.late) / self.early.min(self.late) - 1.0
+    }
+}
+
+/// Every printed comparison's [`Halves`], in the order of the printed comparisons.
+pub fn halves(cells: &[Cell]) -> Vec<Halves> {
+    let rows: Vec<SummaryRow> = cells.iter().map(row).collect();
+    crate::analysis::pairs::printed_comparisons(&rows)
+        .into_iter()
+        .filter_map(|(b, o)| {
+            let base: BTreeMap<u32, f64> = cells[b]
+                .records()
+                .map(|(round, r)| (round, r.p50_ns as f64))
+                .collect();
+            let mut ratios: Vec<(u32, f64)> = cells[o]
+                .records()
+                .filter_map(|(round, r)| {
+                    let v = *base.get(&round)?;
+                    (v > 0.0).then(|| (round, r.p50_ns as f64 / v))
+                })
+                .collect();
+            if ratios.len() < 4 {
+                return None;
+            }
+            ratios.sort_by_key(|(round, _)| *round);
+            let v: Vec<f64> = ratios.into_iter().map(|(_, r)| r).collect();
+            let (early, late) = v.split_at(v.len() / 2);
+            Some(Halves {
+                base: b,
+                other: o,
+                early: median(early)?,
+                late: median(late)?,
+            })
+        })
+        .collect()
+}
+
 /// Fills each row's ratio to its allocator's in-place row, from paired rounds (`cells`
 /// and `rows` in the same order): the ratio wherever one pair was measured, its interval
 /// from two, its verdict words (`undecided` below the confidence level).
@@ -456,6 +509,30 @@ mod tests {
         );
         let one = cell_of(&[(1000, 200.0); 6]);
         assert!(row(&one).behaviours.is_empty());
+    }
+
+    #[test]
+    fn the_halves_of_a_session_say_how_far_its_ratio_moved() {
+        // Out-of-place twice in-place in the earlier three rounds, three times in the
+        // later three: the halves say 2.00x then 3.00x, 50 % apart.
+        let mut base = cell_of(&[(100, 0.0); 6]);
+        base.spec.variant = crate::model::spec::Variant::InPlace;
+        let other = cell_of(&[
+            (200, 0.0),
+            (200, 0.0),
+            (200, 0.0),
+            (300, 0.0),
+            (300, 0.0),
+            (300, 0.0),
+        ]);
+        let h = halves(&[base.clone(), other]);
+        assert_eq!(h.len(), 1);
+        assert_eq!((h[0].base, h[0].other), (0, 1));
+        assert_eq!((h[0].early, h[0].late), (2.0, 3.0));
+        assert!((h[0].apart() - 0.5).abs() < 1e-12);
+        // Three rounds are too few to split.
+        let short = cell_of(&[(200, 0.0), (200, 0.0), (300, 0.0)]);
+        assert!(halves(&[base, short]).is_empty());
     }
 
     #[test]

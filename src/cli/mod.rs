@@ -169,18 +169,20 @@ pub struct ExecArgs {
     )]
     pub allocators: String,
     /// Measured runs per allocator, in rounds: every allocator once per round, in an
-    /// order shuffled in every round (6, the default, is the fewest whose intervals reach
-    /// 95 %: with fewer every comparison is undecided). After them, adaptive rounds while
-    /// an allocator's comparison with the first is still open, until --max-time (not
-    /// after fewer runs than that: a quick look keeps to its runs).
+    /// order shuffled in every round (6, the default, is the fewest whose paired
+    /// intervals reach 95 %; 4 or 5 decide unpaired, fewer decide nothing), as many as
+    /// fit into --max-time. After them, adaptive rounds while an allocator's comparison
+    /// with the first is still open, until --max-time (not after fewer than 4 runs: a
+    /// quick look keeps to its runs).
     #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub runs: u32,
     /// Only the --runs rounds, no adaptive rounds after them: a fixed budget (an open
     /// comparison stays undecided).
     #[arg(long)]
     pub no_adaptive: bool,
-    /// Start no adaptive round that would end after this many seconds of measuring, the
-    /// --runs rounds included (those always run); at most 60 rounds in all.
+    /// Start no round that would end, with the evidence runs after the rounds, after
+    /// this many seconds of the session (warm-ups included; the warm-ups and the first
+    /// round always run); at most 60 rounds in all. The progress lines give the ETA.
     #[arg(long, default_value_t = 30.0, value_parser = crate::model::budget::parse_timeout)]
     pub max_time: f64,
     /// Runs per allocator before the measured ones, not counted.
@@ -724,8 +726,9 @@ pub struct CompareArgs {
     #[arg(long, value_enum, default_value = "random")]
     pub layout: crate::model::layout::LayoutMode,
     /// Start no round that would end after this many seconds of measuring, the
-    /// --processes rounds included (the first round always runs) [default: 18, with
-    /// --precision 60].
+    /// --processes rounds included (the first round always runs), each round expected
+    /// to cost what the last one did; fewer than 6 rounds still decide, unpaired, from 4
+    /// [default: 18, with --precision 60].
     #[arg(long, value_parser = crate::model::budget::parse_timeout)]
     pub max_time: Option<f64>,
     /// Refuse a plan of more than this many runs (cells × --processes; its size and

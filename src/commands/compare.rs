@@ -34,6 +34,9 @@ struct Adaptive {
     planned_cut: Option<u32>,
     /// --no-adaptive: none were to run.
     off: bool,
+    /// When the last round began (seconds into the session): the next round is
+    /// expected to cost what the last one did (the host's speed moves over a session).
+    round_started: f64,
 }
 
 /// Why a session ended before its plan did.
@@ -532,8 +535,10 @@ fn measure(
 }
 
 /// Which cells the next round runs (None: the session is over): every cell until
-/// --processes rounds ran, as long as each round fits into --max-time; then only the
-/// cells of the comparisons still open.
+/// --processes rounds ran, as long as each round fits into --max-time at the last
+/// round's cost; then only the cells of the comparisons still open. Rounds are dropped,
+/// not processes shortened: shortened processes measured another ratio under load
+/// (docs/method.md), and 4 or 5 rounds still decide, unpaired.
 fn next_round(
     args: &CompareArgs,
     adaptive: &mut Adaptive,
@@ -544,11 +549,12 @@ fn next_round(
     progress: &mut Progress,
 ) -> Option<Vec<bool>> {
     let runs: usize = cells.iter().map(|c| c.runs.len()).sum();
-    let per_run = elapsed / runs.max(1) as f64;
+    let last_round = elapsed - adaptive.round_started;
+    adaptive.round_started = elapsed;
     if done < args.processes {
         // The first round always runs (nothing to estimate a round from before it);
-        // each later one only when it ends within --max-time.
-        if done > 0 && elapsed + per_run * cells.len() as f64 > max_time {
+        // each later one only when it ends within --max-time, at the last round's cost.
+        if done > 0 && elapsed + last_round > max_time {
             adaptive.planned_cut = Some(done);
             progress.set_total(runs);
             return None;
@@ -568,6 +574,13 @@ fn next_round(
         part[o] = true;
     }
     let next = part.iter().filter(|p| **p).count();
+    // A run's cost: the last round's, per run in it.
+    let last_runs = cells
+        .iter()
+        .filter(|c| c.runs.last().is_some_and(|(r, _)| *r + 1 == done))
+        .count()
+        .max(1);
+    let per_run = last_round / last_runs as f64;
     if elapsed + per_run * next as f64 > max_time {
         adaptive.hit_max_time = true;
         return None;
@@ -658,6 +671,7 @@ fn said(
         m.seconds,
     ));
     lines.extend(m.order.as_ref().and_then(|e| e.describe(ran.level, "runs")));
+    lines.extend(next_run_line(&m.all));
     if args.jobs > 1 {
         lines.push(format!(
             "note: --jobs {0}: {0} workers ran at once, each on a CPU of its own, and shared the memory bandwidth and caches: absolute times include that, and ratios can move beyond their intervals (docs/compare.md measures it); confirm a ratio you act on with --jobs 1",
@@ -678,6 +692,30 @@ fn said(
         lines,
         explained,
     }
+}
+
+/// How much a second run may differ, from the drift this session shows between the
+/// earlier and later halves of its rounds: the median move over the printed comparisons
+/// and the largest, named. The intervals hold this session's processes; a second run
+/// adds the host's drift (docs/method.md measures how often the next run's ratio falls
+/// inside this run's interval).
+fn next_run_line(all: &[Cell]) -> Option<String> {
+    let halves = cells::halves(all);
+    let moves: Vec<f64> = halves.iter().map(|h| h.apart()).collect();
+    let median = crate::analysis::stats::median(&moves)?;
+    let most = halves
+        .iter()
+        .max_by(|a, b| a.apart().total_cmp(&b.apart()))?;
+    let name = |c: &Cell| format!("{} {}", c.spec.allocator_label(), c.spec.variant);
+    Some(format!(
+        "next run: this session's halves put its ratios a median {:.0} % apart, at most {:.0} % ({} vs {}: {:.2}x, then {:.2}x); a second run may differ as much (docs/method.md)",
+        100.0 * median,
+        100.0 * most.apart(),
+        name(&all[most.other]),
+        name(&all[most.base]),
+        most.early,
+        most.late
+    ))
 }
 
 /// The session in the format asked for: the answer-first screen (or the full one with
@@ -953,18 +991,23 @@ fn adaptive_line(
     s
 }
 
-/// Where too few processes keep the interval from reaching the level, says what it reaches.
+/// Where too few processes keep a cell's interval from reaching the level, says what it
+/// reaches, and whether its comparisons can still decide (unpaired, from 4 at 95 %).
 fn coverage_note(rows: &[SummaryRow], level: f64) -> String {
     let lowest = rows.iter().filter_map(|r| r.ci_coverage).reduce(f64::min);
+    let fewest = rows.iter().filter_map(|r| r.processes).min().unwrap_or(0) as usize;
+    let decide = crate::analysis::stats::rounds_to_decide(level);
     match lowest {
-        Some(c) if c < level => {
-            format!(
-                " (with this few processes: {:.1} % coverage, so no verdicts; {} processes give {})",
-                c * 100.0,
-                crate::analysis::stats::rounds_needed(level),
-                level_text(level)
-            )
-        }
+        Some(c) if c < level && fewest < decide => format!(
+            " (with this few processes: {:.1} % coverage, so no verdicts; {decide} processes give {})",
+            c * 100.0,
+            level_text(level)
+        ),
+        Some(c) if c < level => format!(
+            " (with this few processes a cell's own interval covers {:.1} %; its comparisons reach {} unpaired, from {decide} processes a side)",
+            c * 100.0,
+            level_text(level)
+        ),
         _ => String::new(),
     }
 }

@@ -96,9 +96,10 @@ impl ExecArgs {
         settings.versions = versions;
         // Adaptive rounds follow a budget that can decide (--runs at least the rounds an
         // interval at the confidence level needs); fewer runs are a quick look, kept to.
-        let can_decide = self.runs >= crate::analysis::stats::rounds_needed(level) as u32;
+        let can_decide = self.runs >= crate::analysis::stats::rounds_to_decide(level) as u32;
         settings.adaptive_until =
             (!self.no_adaptive && can_decide).then(|| Duration::from_secs_f64(self.max_time));
+        settings.max_time = Some(Duration::from_secs_f64(self.max_time));
         Ok(settings)
     }
 }
@@ -182,5 +183,6 @@ pub fn command_settings(
         second: None,
         versions: Vec::new(),
         adaptive_until: None,
+        max_time: None,
     })
 }

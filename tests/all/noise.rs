@@ -167,6 +167,17 @@ fn adaptive_rounds_account_for_every_extra_process_and_stop_at_max_time() {
     );
     // The printed comparisons: 2 against in-place, 2 against the fastest.
     assert!(rounds.contains("of 4 printed comparisons"), "{rounds}");
+    // How far the session's own halves put its ratios: one line, its largest move
+    // named with the two ratios it moved between.
+    let next = text
+        .lines()
+        .find(|l| l.starts_with("next run: this session's halves put its ratios a median "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        next.contains("x, then ")
+            && next.ends_with("a second run may differ as much (docs/method.md)"),
+        "{next}"
+    );
 
     // No time for a second round: --max-time bounds the --processes rounds too (only
     // the first always runs), every output says the session is incomplete, and the
