@@ -130,6 +130,10 @@ pub struct ExecSettings {
     /// of them starting when it would end after this long from the first measured run;
     /// None: the `runs` rounds only.
     pub adaptive_until: Option<Duration>,
+    /// The session's bound: no measured round starts that would end, with the evidence
+    /// runs after the rounds, later than this after the session began (the first measured
+    /// round always runs); None: every --runs round runs.
+    pub max_time: Option<Duration>,
 }
 
 /// Rounds an exec session makes at most, adaptive ones included.
@@ -499,6 +503,8 @@ pub fn run_session(
         trap_cost_ns: None,
         stopped_by: None,
         adaptive_rounds: 0,
+        rounds_cut: None,
+        max_time_s: settings.max_time.map(|t| t.as_secs_f64()),
         commands: settings
             .versions
             .iter()
@@ -538,6 +544,8 @@ pub fn run_session(
         error: Option<SessionError>,
         /// When the first measured round began (the adaptive rounds' clock).
         measuring_since: Option<std::time::Instant>,
+        /// When the session began (--max-time's clock: warm-ups count).
+        began: std::time::Instant,
         /// The runs the progress counts, adaptive rounds added as they start.
         planned: usize,
         /// The draws of each run's environment padding ([`crate::model::layout`]),
@@ -549,21 +557,29 @@ pub fn run_session(
             if done == 0 {
                 self.measuring_since = Some(std::time::Instant::now());
             }
+            // A round, as long as the rounds so far took on average, and the evidence
+            // runs after the last round (one run per allocator, about a round more).
+            let per_round = self
+                .measuring_since
+                .map_or(Duration::ZERO, |since| since.elapsed() / done.max(1));
+            let fits = |until: Duration| self.began.elapsed() + per_round + per_round <= until;
             if done < self.settings.runs {
+                // The first measured round always runs; each later one when it fits.
+                if done > 0 && self.settings.max_time.is_some_and(|t| !fits(t)) {
+                    self.record.rounds_cut = Some(done);
+                    let alive = self.prepared.iter().filter(|p| p.is_some()).count();
+                    self.planned -= alive * (self.settings.runs - done) as usize;
+                    self.observer.session_started(self.planned);
+                    return false;
+                }
                 return true;
             }
-            let (Some(until), Some(since)) = (self.settings.adaptive_until, self.measuring_since)
+            let (Some(until), Some(_)) = (self.settings.adaptive_until, self.measuring_since)
             else {
                 return false;
             };
-            // Another round only while a comparison is open and the round, as long as the
-            // rounds so far took on average, ends in time.
-            let elapsed = since.elapsed();
-            let per_round = elapsed / done.max(1);
-            if done >= MAX_ROUNDS
-                || crate::ui::interrupt::interrupted()
-                || elapsed + per_round > until
-            {
+            // Another round only while a comparison is open and the round ends in time.
+            if done >= MAX_ROUNDS || crate::ui::interrupt::interrupted() || !fits(until) {
                 return false;
             }
             let rows = crate::analysis::command::rows(self.record);
@@ -662,6 +678,7 @@ pub fn run_session(
         save: &mut *save,
         error: None,
         measuring_since: None,
+        began: std::time::Instant::now(),
         planned,
         layout: crate::analysis::stats::SplitMix(settings.order_seed ^ LAYOUT_STREAM),
     };

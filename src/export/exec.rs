@@ -358,11 +358,19 @@ pub fn header(record: &ExecRecord) -> String {
         }
         s
     };
-    let rounds = record.runs_requested + record.adaptive_rounds;
+    let ran = record.rounds_cut.unwrap_or(record.runs_requested);
+    let rounds = ran + record.adaptive_rounds;
     s.push_str(&format!(
         "{} run(s) per allocator{} after {} warm-up(s), {} (ratios: median of the per-round ratios, {} interval, significant beyond ±{} %); THP {}{}; {} · {}\n",
         rounds,
-        if record.adaptive_rounds > 0 {
+        if let Some(cut) = record.rounds_cut {
+            format!(
+                " ({cut} of the {} asked for: --max-time {} s left no room for round {}, the evidence runs counted)",
+                record.runs_requested,
+                record.max_time_s.map_or("?".into(), crate::fmt::trim_float),
+                cut + 1
+            )
+        } else if record.adaptive_rounds > 0 {
             let rows = crate::analysis::command::rows(record);
             let open = rows
                 .iter()
@@ -390,15 +398,27 @@ pub fn header(record: &ExecRecord) -> String {
             None => "allocators alternating in a fixed order".to_string(),
         },
         match coverage(rounds as usize, record.confidence) {
+            _ if rounds < 2 => "no".to_string(),
             Some(c) if c >= record.confidence => level_text(record.confidence),
-            Some(c) => format!(
+            _ if crate::analysis::stats::too_few(rounds as usize, "runs", record.confidence)
+                .is_none() =>
+            {
+                format!(
+                    "{} (unpaired, over the runs: too few rounds to pair)",
+                    level_text(record.confidence)
+                )
+            }
+            _ => format!(
                 "{:.1} % (all {} runs can give; no verdict below {}: {} runs give it)",
-                c * 100.0,
+                100.0
+                    * crate::analysis::stats::decidable_coverage(
+                        rounds as usize,
+                        record.confidence
+                    ),
                 rounds,
                 level_text(record.confidence),
-                crate::analysis::stats::rounds_needed(record.confidence)
+                crate::analysis::stats::rounds_to_decide(record.confidence)
             ),
-            None => "no".to_string(),
         },
         crate::fmt::trim_float(record.noise_threshold * 100.0),
         e.thp_enabled,

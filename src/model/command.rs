@@ -177,6 +177,13 @@ pub struct ExecRecord {
     /// allocator was still open (`exec`'s adaptive rounds; 0 without).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub adaptive_rounds: u32,
+    /// --max-time left no room for all `runs_requested` rounds: how many ran (None: all
+    /// of them did).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds_cut: Option<u32>,
+    /// The session's bound in seconds (`--max-time`; None where none applied).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_time_s: Option<f64>,
 }
 
 /// One of several commands of a session.

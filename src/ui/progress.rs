@@ -204,19 +204,26 @@ impl Progress {
 
     /// The current run is over with `result` (a time, or why it failed); a failure is
     /// also kept above the bar on a terminal.
+    /// Without a bar, the line ends with the ETA of what is left.
     pub fn finish_with(&mut self, result: &str, failed: bool) {
-        match &self.bar {
-            Some(_) if failed => self.say(&format!("{}: {result}", self.current)),
-            Some(_) => {}
-            None if !failed && !self.lines.shows(self.done + 1, self.total) => {}
-            None => crate::fmt::say!(
-                "[{}/{}] {}: {result}",
-                self.done + 1,
-                self.total,
-                self.current
-            ),
+        let shown = self.bar.is_none() && (failed || self.lines.shows(self.done + 1, self.total));
+        if let (Some(_), true) = (&self.bar, failed) {
+            self.say(&format!("{}: {result}", self.current));
         }
         self.finish_one();
+        if shown {
+            let eta = if self.done < self.total {
+                format!(" ({})", self.eta())
+            } else {
+                String::new()
+            };
+            crate::fmt::say!(
+                "[{}/{}] {}: {result}{eta}",
+                self.done,
+                self.total,
+                self.current
+            );
+        }
     }
 
     /// The current run is over.

@@ -1019,13 +1019,58 @@ fn the_confidence_level_asked_for_is_the_one_stated_and_kept() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let screen = unwrapped(&String::from_utf8_lossy(&o.stdout));
-    // 3 runs cover 75 % of the median; 99 % needs 8 (95 % would need 6).
+    // 3 runs reach 90 % at most (unpaired; paired, 75 %); 99 % needs 5 (95 % would
+    // need 4).
     assert!(
-        screen.contains("no verdict below 99 %: 8 runs give it"),
+        screen.contains("no verdict below 99 %: 5 runs give it"),
         "{screen}"
     );
     assert_eq!(read_record(&out).confidence, 0.99);
     let findings: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("findings.json")).unwrap()).unwrap();
     assert_eq!(findings["confidence"], 0.99);
+}
+
+/// --max-time bounds the whole session, the --runs rounds too: the first round always
+/// runs, each later one only when it (and the evidence runs after the rounds) still fits;
+/// the record says how many ran, every allocator has that many, and the screen says why.
+#[test]
+fn max_time_bounds_the_runs_rounds_and_says_how_many_ran() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x");
+    let o = exec(
+        &[
+            "--allocators",
+            "system,system:top_pad=128K",
+            "--warmup",
+            "0",
+            "--runs",
+            "20",
+            "--max-time",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &["sleep", "0.1"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let record = read_record(&out);
+    let ran = record
+        .rounds_cut
+        .expect("20 rounds of 0.2 s cannot fit 1 s");
+    assert!((1..20).contains(&ran), "{ran}");
+    assert_eq!(record.adaptive_rounds, 0);
+    assert!(record
+        .allocators
+        .iter()
+        .all(|a| a.runs.len() == ran as usize));
+    assert_eq!(record.max_time_s, Some(1.0));
+    let screen = unwrapped(&stdout(&o));
+    assert!(
+        screen.contains(&format!(
+            "{ran} run(s) per allocator ({ran} of the 20 asked for: --max-time 1 s left no room for round {}",
+            ran + 1
+        )),
+        "{screen}"
+    );
 }
