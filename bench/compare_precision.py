@@ -55,7 +55,10 @@ def run(args):
     )
     seconds = time.monotonic() - start
     if out.returncode not in (0, 1):
-        sys.exit(f"alloclab compare {' '.join(args)} failed:\n{out.stderr[-2000:]}")
+        # A refused or failed step is reported as such; the bench goes on without it.
+        print(f"REFUSED/FAILED (exit {out.returncode}): alloclab compare {' '.join(args)}: "
+              f"{out.stderr.strip()[-600:]}")
+        return None, seconds
     return out.stdout, seconds
 
 
@@ -97,6 +100,8 @@ def defaults(a, ref, label):
         for order in a.orders:
             st = stats[order]
             text, s = run(["--size", a.size, "--order", order])
+            if text is None:
+                continue
             got = vs_in_place(text)
             widths = [half_width(*v[:3]) for v in got.values()]
             for key, v in got.items():
@@ -119,6 +124,9 @@ def defaults(a, ref, label):
             )
     for order in a.orders:
         st = stats[order]
+        if not st["seconds"]:
+            print(f"{label} --order {order}: no run completed")
+            continue
         print(
             f"{label} --order {order}: {statistics.median(st['seconds']):.1f} s median; median "
             f"interval ±{statistics.median(st['widths']):.1f} % (runs: "
@@ -153,6 +161,8 @@ def a_a(a, label):
             ["--size", a.size, "--allocators", f"jemalloc;{twin}",
              "--variants", "in-place,out-of-place"]
         )
+        if text is None:
+            continue
         for line in text.splitlines():
             if re.match(r"^(in-place|out-of-place): fastest", line):
                 if re.search(r"jemalloc(:dirty_decay_ms=10000)? [\d.]+x (slower|faster)", line):
@@ -166,13 +176,25 @@ def a_a(a, label):
         files = []
         for k in range(2):
             text, _ = run(["--size", a.size, "--format", "json"])
+            if text is None:
+                break
             f = f"{d}/{k}.json"
             with open(f, "w") as out:
                 out.write(text)
             files.append(f)
+        if len(files) < 2:
+            print(f"{label} A/A two runs diffed: not measured (a compare step failed, above)")
+            return
         out = subprocess.run([ALLOCLAB, "diff", "--format", "json", *files],
                              capture_output=True, text=True, check=False)
-        rows = json.loads(out.stdout)["diff"]["cells"]
+        try:
+            rows = json.loads(out.stdout)["diff"]["cells"]
+        except (ValueError, KeyError, TypeError):
+            # diff refuses what it cannot compare (for instance sessions measured on
+            # different machine states); that is an outcome, not a crash.
+            print(f"{label} A/A two runs diffed: REFUSED by alloclab diff (exit "
+                  f"{out.returncode}): {out.stderr.strip()[-600:]}")
+            return
         called = [r for r in rows if r["verdict"] in ("faster", "slower")]
         print(f"{label} A/A two runs diffed: {len(called)} false verdicts in {len(rows)} cells")
         for r in called:
@@ -194,6 +216,8 @@ def main():
         sys.exit("--neighbour needs stress-ng (Debian: apt-get install stress-ng)")
 
     ref_text, ref_s = run(["--size", a.size, "--precision", "2"])
+    if ref_text is None:
+        sys.exit("the --precision 2 reference failed (above): nothing to judge verdicts against")
     ref = vs_in_place(ref_text)
     print(f"--precision 2 (quiet): {ref_s:.1f} s; {rounds_line(ref_text)}")
 
