@@ -311,6 +311,12 @@ pub struct SweepArgs {
     /// Do not bisect the changes the sweep finds.
     #[arg(long)]
     pub no_cliffs: bool,
+    /// Start no size, and no bisection, that would end after this many seconds of the
+    /// sweep, each size expected to cost what the last one did (the first size always
+    /// runs); what was left is named on the screen and in REPORT.md. The progress lines
+    /// give the ETA.
+    #[arg(long, default_value_t = 600.0, value_parser = crate::model::budget::parse_timeout)]
+    pub max_time: f64,
     /// Bisect each change until the two sides are this many elements apart.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     pub resolution: u64,
@@ -434,6 +440,12 @@ pub struct TuneArgs {
     /// Worker processes per knob set, one per interleaved round.
     #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub processes: u32,
+    /// Start no round that would end after this many seconds of measuring, each round
+    /// expected to cost what the last one did (the first always runs; with a command,
+    /// as exec's --max-time: warm-ups and evidence runs counted); the screen says how
+    /// many rounds ran. The progress gives the ETA.
+    #[arg(long, default_value_t = 120.0, value_parser = crate::model::budget::parse_timeout)]
+    pub max_time: f64,
     /// A set helps (or costs time) only when its whole --confidence interval against the
     /// defaults lies beyond this band around 1 (percent).
     #[arg(long, default_value = "2", value_parser = parse_percent)]
@@ -797,6 +809,12 @@ pub struct TraceArgs {
     /// Seed of the order within the untraced rounds [default: from the clock; recorded].
     #[arg(long)]
     pub order_seed: Option<u64>,
+    /// Start no untraced round (--processes, or a command's --runs) that would end after
+    /// this many seconds, each expected to cost what the last one did (the first always
+    /// runs; with a command, as exec's --max-time). The traced runs, one per allocator,
+    /// always run.
+    #[arg(long, default_value_t = 60.0, value_parser = crate::model::budget::parse_timeout)]
+    pub max_time: f64,
     /// With a command: its untraced runs per allocator (exec's, shuffled rounds), which
     /// the traced run's time and counts are stated against. 0: none.
     #[arg(long, requires = "command", default_value_t = 6, value_parser = clap::value_parser!(u32).range(0..=1000))]

@@ -57,6 +57,9 @@ struct SweepFile<'a> {
     per: String,
     sizes: &'a [u64],
     complete: bool,
+    /// What --max-time left undone, when it did (None: nothing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_time_cut: Option<&'a str>,
     rows: &'a [PointRow],
     cliffs: &'a [CommandCliff],
 }
@@ -96,12 +99,15 @@ pub fn run(args: &SweepArgs, level: f64) -> Result<()> {
         rows: Vec::new(),
         cliffs: Vec::new(),
         records: Vec::new(),
+        started: std::time::Instant::now(),
+        max_time: args.max_time,
+        cut: None,
     };
     sweep.measure_sizes(&args.out)?;
-    if !args.no_cliffs {
+    if !args.no_cliffs && sweep.cut.is_none() {
         sweep.bisect(args)?;
     }
-    let complete = !interrupted();
+    let complete = !interrupted() && sweep.cut.is_none();
     sweep.write(complete)?;
     sweep
         .folder
@@ -128,6 +134,11 @@ struct Sweep {
     rows: Vec<PointRow>,
     cliffs: Vec<CommandCliff>,
     records: Vec<(u64, ExecRecord)>,
+    /// When the sweep began, and its bound (--max-time, seconds).
+    started: std::time::Instant,
+    max_time: f64,
+    /// What --max-time left undone ("sizes 8,000 to 12,000 not measured"), once it did.
+    cut: Option<String>,
 }
 
 impl Sweep {
@@ -145,7 +156,21 @@ impl Sweep {
             * (self.settings.runs + self.settings.warmup) as usize;
         let mut progress = ExecProgress::planned(Progress::with_results(planned));
         crate::fmt::say!("{}", self.per.describe());
-        for size in self.sizes.clone() {
+        let mut last_size = None::<f64>;
+        for (k, size) in self.sizes.clone().into_iter().enumerate() {
+            // Each size is expected to cost what the last one did; the first always runs.
+            let elapsed = self.started.elapsed().as_secs_f64();
+            if last_size.is_some_and(|last| elapsed + last > self.max_time) {
+                self.cut = Some(format!(
+                    "--max-time {} s left no room for size {} and after: {} of the {} sizes measured, no change bisected",
+                    crate::fmt::trim_float(self.max_time),
+                    group_thousands(size as i64),
+                    k,
+                    self.sizes.len()
+                ));
+                break;
+            }
+            let size_started = std::time::Instant::now();
             let name = format!("points/n{size}.json");
             let f = &self.folder;
             let mut save = |r: &ExecRecord| f.json(&name, r).map_err(|e| e.to_string());
@@ -158,6 +183,7 @@ impl Sweep {
                 &mut save,
             )?;
             let complete = record.complete;
+            last_size = Some(size_started.elapsed().as_secs_f64());
             if complete {
                 self.rows.extend(point);
                 self.records.push((size, record));
@@ -180,8 +206,18 @@ impl Sweep {
     /// on disk once found.
     fn bisect(&mut self, args: &SweepArgs) -> Result<()> {
         let per = self.per;
-        for j in program::jumps(&self.rows, per) {
+        let jumps = program::jumps(&self.rows, per);
+        let count = jumps.len();
+        for (k, j) in jumps.into_iter().enumerate() {
             if interrupted() {
+                break;
+            }
+            if self.started.elapsed().as_secs_f64() >= self.max_time {
+                self.cut = Some(format!(
+                    "--max-time {} s ran out before {} of the {count} changes were bisected (every size was measured)",
+                    crate::fmt::trim_float(self.max_time),
+                    count - k
+                ));
                 break;
             }
             crate::fmt::say!(
@@ -252,6 +288,14 @@ impl Sweep {
         let (per, cliffs) = (self.per, &self.cliffs);
         let width = crate::fmt::screen_width();
         let mut text = String::new();
+        if let Some(cut) = &self.cut {
+            text.push_str(&crate::fmt::wrap(
+                &format!("INCOMPLETE: {cut} (a longer --max-time measures the rest)"),
+                width,
+                "",
+                "  ",
+            ));
+        }
         let items = answer(cliffs, per.unit());
         if !items.is_empty() {
             text.push_str(&format!(
@@ -261,7 +305,7 @@ impl Sweep {
             for i in &items {
                 text.push_str(&crate::fmt::wrap(&i.text, width, "  ", "    "));
             }
-        } else if !complete {
+        } else if !complete && self.cut.is_none() {
             text.push_str(&crate::fmt::wrap(
                 "INCOMPLETE: the sweep stopped before every size was measured and every change bisected, so it states no cliff",
                 width,
@@ -474,6 +518,7 @@ impl Sweep {
                     per: per.describe(),
                     sizes,
                     complete,
+                    max_time_cut: self.cut.as_deref(),
                     rows,
                     cliffs,
                 },
@@ -612,9 +657,10 @@ impl Sweep {
                 price: Vec::new(),
                 items,
                 more: 0,
-                incomplete: (!complete).then(|| {
-                    "INCOMPLETE: not every size was measured, or not every cliff bisected"
-                        .to_string()
+                incomplete: (!complete).then(|| match &self.cut {
+                    Some(cut) => format!("INCOMPLETE: {cut}"),
+                    None => "INCOMPLETE: not every size was measured, or not every cliff bisected"
+                        .to_string(),
                 }),
             },
         );
@@ -652,11 +698,16 @@ impl Sweep {
                 .map(|r| r.size)
                 .collect::<std::collections::BTreeSet<_>>()
                 .len();
-            md.push_str(&format!(
+            match &self.cut {
+                Some(cut) => md.push_str(&format!(
+                    "> **Incomplete:** {cut}; a longer `--max-time` measures the rest.\n\n"
+                )),
+                None => md.push_str(&format!(
             "> **Incomplete:** {measured} of {} sizes measured{}; the sweep is still going, or was interrupted or killed. Only a finished sweep says `\"complete\": true` in sweep.json and folder.json.\n\n",
             sizes.len(),
             if measured == sizes.len() { " (the cliffs between them are not all bisected)" } else { "" }
-        ));
+        )),
+            }
         }
         let about = format!(
             "Figures are {}; time is the median over the rounds with its {} interval. Sizes: {}.",

@@ -43,16 +43,27 @@ pub fn run(args: &TraceArgs, level: f64) -> Result<()> {
     // Per allocator: its untraced processes, its traced run, its evidence run.
     let mut progress = Progress::new(specs.len() * (args.processes as usize + 2));
     let cells = if args.processes > 0 {
-        engine::run_rounds(
+        let (cells, cut) = engine::run_rounds_within(
             &specs,
             // compare's default budget: 0.07 s measured after 0.02 s of warm-up.
             &Budget::compare(),
             args.processes,
+            args.max_time,
             order_seed,
             &mut executor,
             &mut progress,
             level,
-        )
+        );
+        if let Some(ran) = cut {
+            progress.shorten(specs.len() * (args.processes - ran) as usize);
+            progress.say(&format!(
+                "--max-time {} s left no room for untraced round {} of {}: {ran} untraced processes per allocator",
+                crate::fmt::trim_float(args.max_time),
+                ran + 1,
+                args.processes
+            ));
+        }
+        cells
     } else {
         Vec::new()
     };
@@ -524,11 +535,15 @@ fn command_settings(args: &TraceArgs, level: f64) -> Result<crate::engine::comma
             thp: args.thp,
             timeout: Some(args.timeout),
             counters: crate::counters::CounterMode::Auto,
-            noise_threshold: 2.0,
+            noise_threshold: crate::model::metric::NOISE_THRESHOLD,
             level,
             order_seed: args.order_seed,
         },
     )
+    .map(|settings| crate::engine::command::ExecSettings {
+        max_time: Some(std::time::Duration::from_secs_f64(args.max_time)),
+        ..settings
+    })
     .map_err(Error::BadInput)
 }
 

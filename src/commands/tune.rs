@@ -34,15 +34,19 @@ pub fn run(args: &TuneArgs, level: f64) -> Result<()> {
         warmup_time_ns: 50_000_000,
         ..Budget::short(args.min_time)
     };
-    let mut all = engine::run_rounds(
+    let (mut all, cut) = engine::run_rounds_within(
         &specs,
         &budget,
         args.processes,
+        args.max_time,
         order_seed,
         &mut exec,
         &mut progress,
         level,
     );
+    if let Some(ran) = cut {
+        progress.shorten(specs.len() * (args.processes - ran) as usize);
+    }
     for c in all.iter_mut().filter(|c| !c.runs.is_empty()) {
         let what = format!("evidence: {}", c.spec);
         if !engine::record_cell(c, &budget, &mut exec, &mut progress, &what) {
@@ -84,7 +88,7 @@ pub fn run(args: &TuneArgs, level: f64) -> Result<()> {
             &rows,
             (&time, &why),
             order_seed,
-            stopped_by,
+            (stopped_by, cut),
             level,
         ),
         format => rows_as(args, format, &rows, stopped_by)?,
@@ -157,13 +161,13 @@ fn screen(
         &[Option<String>],
     ),
     order_seed: u64,
-    stopped_by: Option<&str>,
+    (stopped_by, cut): (Option<&str>, Option<u32>),
     level: f64,
 ) -> String {
     let width = crate::fmt::screen_width();
     let wrap = |text: &str, first: &str, rest: &str| crate::fmt::wrap(text, width, first, rest);
-    let mut t = match stopped_by {
-        Some(sig) => wrap(
+    let mut t = match (stopped_by, cut) {
+        (Some(sig), _) => wrap(
             &format!(
                 "incomplete: interrupted by {sig}; the rows are from the finished processes (procs) of the {} planned per set",
                 args.processes
@@ -171,8 +175,19 @@ fn screen(
             "",
             "  ",
         ),
-        None => String::new(),
+        (None, Some(ran)) => wrap(
+            &format!(
+                "incomplete: --max-time {} s left no room for round {} of the {} planned: {ran} processes per set",
+                crate::fmt::trim_float(args.max_time),
+                ran + 1,
+                args.processes
+            ),
+            "",
+            "  ",
+        ),
+        (None, None) => String::new(),
     };
+    let ran = cut.unwrap_or(args.processes);
     // The answer first: what each knob set does against its allocator's defaults.
     t += &wrap(
         &format!(
@@ -191,11 +206,10 @@ fn screen(
     t.push_str(&table::to_sets_table(&set_names(rows), args.verbose));
     t += &wrap(
         &format!(
-            "{} processes per set in interleaved rounds (order seed {order_seed}), medians with {} intervals, significant beyond ±{} %{}",
-            args.processes,
+            "{ran} processes per set in interleaved rounds (order seed {order_seed}), medians with {} intervals, significant beyond ±{} %{}",
             crate::analysis::stats::level_text(level),
             args.noise_threshold * 100.0,
-            crate::analysis::stats::too_few(args.processes as usize, "processes", level)
+            crate::analysis::stats::too_few(ran as usize, "processes", level)
                 .map_or(String::new(), |few| format!("; {few}"))
         ),
         "",

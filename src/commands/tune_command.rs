@@ -69,6 +69,10 @@ pub fn run(args: &TuneArgs, level: f64) -> Result<()> {
         ),
     )
     .map_err(Error::BadInput)?;
+    let settings = crate::engine::command::ExecSettings {
+        max_time: Some(std::time::Duration::from_secs_f64(args.max_time)),
+        ..settings
+    };
     crate::engine::begin();
     let mut progress = super::exec::ExecProgress::session();
     let record = crate::engine::command::run_session(&settings, &mut progress, &mut |_| Ok(()));

@@ -733,6 +733,51 @@ pub fn run_rounds(
     .cells
 }
 
+/// [`run_rounds`] bounded by `max_time` seconds: the first round always runs, each later
+/// one only when it would end in time at the last round's cost. The cells, and how many
+/// rounds ran when the bound cut the `rounds` (None: all of them ran).
+#[allow(clippy::too_many_arguments)] // run_rounds' arguments and the bound
+pub fn run_rounds_within(
+    specs: &[RunSpec],
+    budget: &Budget,
+    rounds: u32,
+    max_time: f64,
+    order_seed: u64,
+    executor: &mut dyn Executor,
+    progress: &mut Progress,
+    level: f64,
+) -> (Vec<Cell>, Option<u32>) {
+    let every = vec![true; specs.len()];
+    let started = std::time::Instant::now();
+    let mut round_started = 0.0f64;
+    let mut cut = None;
+    let cells = run_rounds_while(
+        specs,
+        budget,
+        order_seed,
+        Order::Shuffled,
+        level,
+        executor,
+        progress,
+        &mut |done, _, _| {
+            let elapsed = started.elapsed().as_secs_f64();
+            let last = elapsed - round_started;
+            round_started = elapsed;
+            if done >= rounds {
+                return None;
+            }
+            if done > 0 && elapsed + last > max_time {
+                // The caller sets its progress total: it knows what follows the rounds.
+                cut = Some(done);
+                return None;
+            }
+            Some(every.clone())
+        },
+    )
+    .cells;
+    (cells, cut)
+}
+
 /// Whether another round runs after `done`, and which cells take part: the plan of
 /// [`run_rounds_while`].
 pub type MoreRounds<'a> = &'a mut dyn FnMut(u32, &[Cell], &mut Progress) -> Option<Vec<bool>>;

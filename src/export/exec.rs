@@ -7,7 +7,7 @@ pub use crate::analysis::command::{paired, rows, ExecRow};
 use crate::analysis::stats::{coverage, level_text};
 use crate::export::folder::Folder;
 use crate::export::table::{render_markdown, render_table, TableRow};
-use crate::fmt::{fmt_count, fmt_ns, group_thousands};
+use crate::fmt::{fmt_count, fmt_ns};
 use crate::model::command::{AllocatorRuns, ExecRecord};
 use crate::model::metric::{Metric, Unit, RUN_METRICS, RUN_PEAK_RSS};
 use hdrhistogram::Histogram;
@@ -68,18 +68,14 @@ fn entry(m: Metric) -> Column {
     )
 }
 
-/// A median count: whole numbers as such ("3", "15,342"), halves as "2.5".
+/// A median count: whole numbers as such ("3", "15,342"); the half a median of an even
+/// number of runs can fall on shown only where it says something (small counts: "2.5"
+/// brk, two runs apart), a large count rounded to whole ("78,590", not "78,589.5").
 fn count(v: Option<f64>) -> String {
     match v {
         None => NA.into(),
-        Some(v) if v.fract() == 0.0 && v.abs() >= 100.0 => fmt_count(v),
+        Some(v) if v.abs() >= 100.0 => fmt_count(v),
         Some(v) if v.fract() == 0.0 => format!("{v:.0}"),
-        // Halves of large counts keep their digit groups: "78,589.5".
-        Some(v) if v.abs() >= 1000.0 => format!(
-            "{}.{}",
-            group_thousands(v.trunc() as i64),
-            ((v.fract().abs() * 10.0).round() as i64).min(9)
-        ),
         Some(v) => format!("{v:.1}"),
     }
 }
@@ -657,8 +653,9 @@ mod tests {
         assert_eq!(count(Some(3.0)), "3");
         assert_eq!(count(Some(2.5)), "2.5");
         assert_eq!(count(Some(155_392.0)), "155,392");
-        assert_eq!(count(Some(78_589.5)), "78,589.5");
-        assert_eq!(count(Some(-77_770.5)), "-77,770.5");
+        assert_eq!(count(Some(78_589.5)), "78,590");
+        assert_eq!(count(Some(-77_770.5)), "-77,771");
+        assert_eq!(count(Some(112.5)), "113");
         assert_eq!(count(None), "n/a");
     }
 

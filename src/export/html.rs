@@ -842,7 +842,8 @@ type ExecChart = (
 pub fn exec_figures(rows: &[ExecRow]) -> Vec<Figure> {
     let mut charts: Vec<ExecChart> = vec![(
         "Wall time per run, with its interval".into(),
-        "wall time (ms)".into(),
+        // The ticks carry their unit (ms or s, as fmt_ns picks it).
+        "wall time".into(),
         |v| fmt_ns(v * 1e6),
         Box::new(|r| Some((r.wall_median_ms?, r.wall_ci_low_ms.zip(r.wall_ci_high_ms)))),
         "Median over the runs, with the interval of the median (whisker).".into(),
@@ -850,7 +851,7 @@ pub fn exec_figures(rows: &[ExecRow]) -> Vec<Figure> {
     for m in RUN_METRICS.iter().filter(|m| m.spread && !m.syscall) {
         let (format, unit): (fn(f64) -> String, &str) = match m.unit {
             Unit::Mib => (mib, " (MiB)"),
-            Unit::Ms => (|v| fmt_ns(v * 1e6), " (ms)"),
+            Unit::Ms => (|v| fmt_ns(v * 1e6), ""),
             _ => (count, ""),
         };
         let m = *m;

@@ -37,7 +37,8 @@ fn is_library(a: Allocator, label: &str) -> bool {
 /// further specs of the same allocator (other knobs) get darker and lighter shades of
 /// it, in order. The six allocators' first colours are Okabe and Ito's colour-blind-safe
 /// set (blue, vermillion, bluish green, sky blue, orange, reddish purple), and no shade
-/// is so pale that it fades on white.
+/// is so pale that it fades on white. snmalloc's shades stay golden, apart from
+/// jemalloc's reds (its dark browns once read as jemalloc's dark red).
 pub fn color(a: Allocator, label: &str, shade: usize) -> &'static str {
     const LIBRARY: [&str; 8] = [
         "#252525", "#737373", "#000000", "#969696", "#525252", "#bdbdbd", "#3b3b3b", "#636363",
@@ -58,7 +59,7 @@ pub fn color(a: Allocator, label: &str, shade: usize) -> &'static str {
         "#56b4e9", "#3f007d", "#762a83", "#6a51a3", "#54278f", "#8856a7", "#807dba", "#4a1486",
     ];
     const SNMALLOC: [&str; 8] = [
-        "#e69f00", "#4d2b1f", "#b35806", "#a0522d", "#6b3e26", "#8c510a", "#7f4f24", "#bf8040",
+        "#e69f00", "#9c7a00", "#b8860b", "#daa520", "#806600", "#cc9900", "#f0b400", "#a67c00",
     ];
     const RPMALLOC: [&str; 8] = [
         "#cc79a7", "#7a0177", "#f768a1", "#ce1256", "#980043", "#c51b7d", "#dd3497", "#ae017e",

@@ -162,6 +162,11 @@ impl Progress {
         self.set_total(self.total + more);
     }
 
+    /// `by` fewer runs than planned (a bound cut the plan).
+    pub fn shorten(&mut self, by: usize) {
+        self.set_total(self.total.saturating_sub(by));
+    }
+
     /// Changes the number of runs (once a session knows it).
     pub fn set_total(&mut self, total: usize) {
         self.total = total;

@@ -737,13 +737,13 @@ fn a_mistyped_option_is_named_not_run_as_the_command() {
                 "sweep",
                 "--sizes",
                 "1000,2000",
-                "--max-time",
+                "--precision",
                 "3",
                 "--",
                 "true",
                 "{size}",
             ][..],
-            "unknown option '--max-time' for alloclab sweep: its options go before `--`",
+            "unknown option '--precision' for alloclab sweep: its options go before `--`",
         ),
         (
             &[

@@ -433,3 +433,36 @@ fn each_allocator_reports_its_own_statistics() {
         assert!(live >= 800_000, "{a}: {:?}", r.allocator_stats);
     }
 }
+
+/// tune's --max-time: the first round always runs, no later one that would end after
+/// it; the screen opens with what ran, and its method line counts the processes that did.
+#[test]
+fn tune_stops_at_max_time_and_says_how_many_rounds_ran() {
+    let o = Command::new(driver_path())
+        .args([
+            "tune",
+            "--allocators",
+            "system",
+            "--min-time",
+            "0.005",
+            "--size",
+            "100000",
+            "--max-time",
+            "0.01",
+        ])
+        .env("COLUMNS", "400")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        text.starts_with(
+            "incomplete: --max-time 0.01 s left no room for round 2 of the 6 planned: 1 processes per set"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("1 processes per set in interleaved rounds"),
+        "{text}"
+    );
+}

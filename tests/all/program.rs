@@ -598,3 +598,46 @@ fn a_sweep_killed_half_way_says_it_is_incomplete() {
         "{report}"
     );
 }
+
+/// --max-time bounds a sweep: the first size always runs, each later one only when it
+/// fits at the last size's cost; what was left is named on the screen, in REPORT.md and
+/// in sweep.json, the folder is incomplete, and the sweep exits 0 (a bound, not a failure).
+#[test]
+fn max_time_bounds_a_sweep_and_names_the_sizes_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep");
+    let o = lab(&[
+        "sweep",
+        "--allocators",
+        "system",
+        "--sizes",
+        "1000,2000,3000",
+        "--runs",
+        "1",
+        "--max-time",
+        "0.01",
+        "--out",
+        out.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "sleep 0.05; : {size}",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let screen = unwrapped(&String::from_utf8_lossy(&o.stdout));
+    let said = "INCOMPLETE: --max-time 0.01 s left no room for size 2,000 and after: 1 of the 3 sizes measured, no change bisected";
+    assert!(screen.contains(said), "{screen}");
+    let sweep = json(read(&out.join("sweep.json")).as_bytes());
+    assert_eq!(sweep["complete"], false);
+    assert!(sweep["max_time_cut"]
+        .as_str()
+        .unwrap()
+        .starts_with("--max-time 0.01 s left no room for size 2,000"));
+    assert_eq!(sweep["rows"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        json(read(&out.join("folder.json")).as_bytes())["complete"],
+        false
+    );
+    assert!(read(&out.join("REPORT.md"))
+        .contains("> **Incomplete:** --max-time 0.01 s left no room for size 2,000"));
+}
