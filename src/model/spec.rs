@@ -48,8 +48,22 @@ pub fn parse_choice<T: Choice>(given: &str) -> Result<T, UnknownChoice> {
             valid: valid_names::<T>(),
             suggestion: closest::<T>(wanted)
                 .map(|c| format!(" (did you mean '{}'?)", c.name()))
+                .or_else(|| numpy_name(T::KIND, wanted))
                 .unwrap_or_default(),
         })
+}
+
+/// The founding case's NumPy functions by the variants they are (func1 divides its one
+/// temporary in place, func2 makes a second buffer), for a variant given by their name.
+fn numpy_name(kind: &str, given: &str) -> Option<String> {
+    let variant = match (kind, given.to_ascii_lowercase().as_str()) {
+        ("variant", "func1") => "in-place",
+        ("variant", "func2") => "out-of-place",
+        _ => return None,
+    };
+    Some(format!(
+        " (NumPy's {given} of the founding case is the lab's {variant}: --variants {variant})"
+    ))
 }
 
 /// The choice whose name or alias is within a typo of `given` (edit distance at most 2,
@@ -435,6 +449,22 @@ fn checked_size(given: &str, value: u128) -> Result<u64, SizeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numpys_function_names_point_to_the_variants_they_are() {
+        let e = parse_choice::<Variant>("func2").unwrap_err().to_string();
+        assert!(
+            e.contains("(NumPy's func2 of the founding case is the lab's out-of-place: --variants out-of-place)"),
+            "{e}"
+        );
+        let e = parse_choice::<Variant>("func1").unwrap_err().to_string();
+        assert!(e.contains("is the lab's in-place"), "{e}");
+        assert!(parse_choice::<Allocator>("func2")
+            .unwrap_err()
+            .to_string()
+            .find("NumPy")
+            .is_none());
+    }
 
     #[test]
     fn names_round_trip_and_unknown_lists_valid() {
