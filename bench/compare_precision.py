@@ -34,13 +34,28 @@ import sys
 import time
 
 ALLOCLAB = "target/release/alloclab"
+# The full screen (--verbose) says each comparison on its own line, after the workload:
+# "scale, 1,000,000 elements, 1 thread: system out-of-place vs in-place: 30.45x slower
+# [21.64x, 32.65x]; why: …", "… reuse vs in-place: no significant difference (0.99x
+# [0.87x, 1.12x])", "… 44.59x slower (no verdict: [26.37x, 47.75x] is only a 87.5 %
+# interval)".
+VS_IN_PLACE = re.compile(
+    r"(?P<alloc>\S+) (?P<variant>out-of-place|reuse|fused) vs in-place: (?P<rest>.*)$"
+)
 DECIDED = re.compile(
-    r"(?P<variant>out-of-place|reuse|fused) (?P<r>[\d.]+)x (?P<dir>slower|faster) "
-    r"\[(?P<lo>[\d.]+)x, (?P<hi>[\d.]+)x\]"
+    r"^(?P<r>[\d.]+)x (?P<dir>slower|faster) \[(?P<lo>[\d.]+)x, (?P<hi>[\d.]+)x\]"
+)
+NO_VERDICT = re.compile(
+    r"^(?P<r>[\d.]+)x (?:slower|faster) \(no verdict: \[(?P<lo>[\d.]+)x, (?P<hi>[\d.]+)x\]"
 )
 OPEN = re.compile(
-    r"(?P<variant>out-of-place|reuse|fused) (?:no significant difference|undecided) "
-    r"\((?P<r>[\d.]+)x \[(?P<lo>[\d.]+)x, (?P<hi>[\d.]+)x\]"
+    r"^(?:no significant difference|undecided) \((?P<r>[\d.]+)x \[(?P<lo>[\d.]+)x, (?P<hi>[\d.]+)x\]"
+)
+# "… jemalloc in-place vs jemalloc:dirty_decay_ms=10000 (the fastest): 1.05x slower [" —
+# a verdict between the A/A twins.
+VS_FASTEST = re.compile(
+    r"(?P<a>\S+) (?P<variant>in-place|out-of-place) vs (?P<b>\S+) \(the fastest\): "
+    r"[\d.]+x (?P<dir>slower|faster) \["
 )
 
 
@@ -67,14 +82,16 @@ def vs_in_place(text):
     A faster ratio is printed inverted ("1.39x faster" is 1/1.39)."""
     found = {}
     for line in text.splitlines():
-        if " vs in-place: " not in line:
+        m = VS_IN_PLACE.search(line)
+        if not m:
             continue
-        alloc = line.split(":")[0].strip()
-        for rx in (DECIDED, OPEN):
-            for m in rx.finditer(line):
-                verdict = m["dir"] if rx is DECIDED else "none"
-                found[(alloc, m["variant"])] = (
-                    float(m["r"]), float(m["lo"]), float(m["hi"]), verdict)
+        rest = m["rest"]
+        for rx, verdict in ((NO_VERDICT, "none"), (DECIDED, None), (OPEN, "none")):
+            d = rx.match(rest)
+            if d:
+                found[(m["alloc"], m["variant"])] = (
+                    float(d["r"]), float(d["lo"]), float(d["hi"]), verdict or d["dir"])
+                break
     return found
 
 
@@ -164,10 +181,10 @@ def a_a(a, label):
         if text is None:
             continue
         for line in text.splitlines():
-            if re.match(r"^(in-place|out-of-place): fastest", line):
-                if re.search(r"jemalloc(:dirty_decay_ms=10000)? [\d.]+x (slower|faster)", line):
-                    false += 1
-                    print(f"{label} A/A #{i + 1} false verdict: {line}")
+            m = VS_FASTEST.search(line)
+            if m and {m["a"], m["b"]} == {"jemalloc", twin}:
+                false += 1
+                print(f"{label} A/A #{i + 1} false verdict: {line[:200]}")
     print(f"{label} A/A in one compare: {false} false verdicts in {2 * a.repeat} twin comparisons")
 
     import json
