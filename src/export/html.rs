@@ -884,13 +884,21 @@ pub fn exec_figures(rows: &[ExecRow]) -> Vec<Figure> {
             .enumerate()
             .filter_map(|(i, r)| {
                 let (v, band) = get(r)?;
-                let alloc = r
-                    .allocator
-                    .parse::<crate::model::knobs::AllocatorSpec>()
-                    .map_or(Allocator::System, |a| a.allocator);
+                let alloc_of = |label: &str| {
+                    label
+                        .parse::<crate::model::knobs::AllocatorSpec>()
+                        .map_or(Allocator::System, |a| a.allocator)
+                };
+                let alloc = alloc_of(&r.allocator);
+                // The shade is the row's rank among the rows of its allocator (its knob
+                // sets), not its place in the table: each allocator keeps its own colour.
+                let shade = ok[..i]
+                    .iter()
+                    .filter(|o| alloc_of(&o.allocator) == alloc)
+                    .count();
                 let series = Series {
                     label: r.allocator.clone(),
-                    color: color(alloc, &r.allocator, i),
+                    color: color(alloc, &r.allocator, shade),
                     dash: None,
                     points: vec![(i as f64 + 1.0, v)],
                 };

@@ -308,16 +308,25 @@ pub fn render_with(chart: &Chart, extras: &Extras) -> String {
     } else {
         extras.x_labels.clone()
     };
-    for (t, label) in ticks {
+    // Category names wider than their slot (about 7.5 px a character at this font size)
+    // alternate between two rows, so that neighbours do not run into each other.
+    let stagger = !extras.x_labels.is_empty() && {
+        let slot = (xm.map(1.0) - xm.map(0.0)).abs();
+        ticks
+            .iter()
+            .any(|(_, l)| 7.5 * l.chars().count() as f64 > slot - 6.0)
+    };
+    for (k, (t, label)) in ticks.into_iter().enumerate() {
         let x = xm.map(t);
         let _ = writeln!(
             s,
             r##"<line x1="{x:.1}" y1="{y1}" x2="{x:.1}" y2="{y0}" stroke="#e3e3e3"/>"##
         );
+        let row = if stagger && k % 2 == 1 { 33.0 } else { 18.0 };
         let _ = writeln!(
             s,
             r#"<text x="{x:.1}" y="{}" text-anchor="middle">{}</text>"#,
-            y0 + 18.0,
+            y0 + row,
             esc(&label)
         );
     }
@@ -361,7 +370,8 @@ pub fn render_with(chart: &Chart, extras: &Extras) -> String {
         s,
         r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
         (x0 + x1) / 2.0,
-        h - 22.0,
+        // Below a second row of category names when there is one.
+        if stagger { h - 6.0 } else { h - 22.0 },
         esc(&chart.x.label)
     );
     let _ = writeln!(
