@@ -558,11 +558,13 @@ pub fn run_session(
                 self.measuring_since = Some(std::time::Instant::now());
             }
             // A round, as long as the rounds so far took on average, and the evidence
-            // runs after the last round (one run per allocator, about a round more).
+            // runs after the last round (one run per allocator, each recorded run a
+            // third slower than an untraced one here: a round and a half, to be safe).
             let per_round = self
                 .measuring_since
                 .map_or(Duration::ZERO, |since| since.elapsed() / done.max(1));
-            let fits = |until: Duration| self.began.elapsed() + per_round + per_round <= until;
+            let fits =
+                |until: Duration| self.began.elapsed() + per_round + per_round * 3 / 2 <= until;
             if done < self.settings.runs {
                 // The first measured round always runs; each later one when it fits.
                 if done > 0 && self.settings.max_time.is_some_and(|t| !fits(t)) {
