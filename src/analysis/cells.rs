@@ -423,17 +423,32 @@ pub fn disturbed(cells: &[&Cell]) -> Option<String> {
 /// faults per iteration set.
 /// Each distinct reason a counter was unavailable, once, with the runs it affected.
 pub fn unavailable_notes(outcomes: &[Outcome]) -> Vec<String> {
-    let mut notes: BTreeMap<(String, String), usize> = BTreeMap::new();
+    // One note per figure and reason: reasons that differ only in their numbers (a count
+    // seen machine-wide, a size) are one reason, said with its first run's numbers.
+    let shape = |why: &str| -> String {
+        why.chars()
+            .map(|c| if c.is_ascii_digit() { '#' } else { c })
+            .collect()
+    };
+    let mut notes: BTreeMap<(String, String), (usize, String)> = BTreeMap::new();
     for o in outcomes {
         if let Ok(r) = &o.result {
             for (what, why) in &r.unavailable {
-                *notes.entry((what.clone(), why.clone())).or_default() += 1;
+                notes
+                    .entry((what.clone(), shape(why)))
+                    .or_insert_with(|| (0, why.clone()))
+                    .0 += 1;
             }
         }
     }
     notes
         .into_iter()
-        .map(|((what, why), n)| format!("{what} unavailable ({n} runs): {why}"))
+        .map(|((what, _), (n, why))| {
+            format!(
+                "{what} unavailable ({}): {why}",
+                crate::fmt::counted(n, "run", "runs")
+            )
+        })
         .collect()
 }
 
@@ -509,6 +524,35 @@ mod tests {
         );
         let one = cell_of(&[(1000, 200.0); 6]);
         assert!(row(&one).behaviours.is_empty());
+    }
+
+    #[test]
+    fn an_unavailable_figure_is_one_note_whatever_numbers_its_reasons_carry() {
+        let cell = cell_of(&[(100, 0.0); 3]);
+        let outcomes: Vec<Outcome> = cell
+            .runs
+            .iter()
+            .zip(["3", "7", "7"])
+            .map(|((_, r), n)| {
+                let mut r = r.clone().unwrap();
+                r.unavailable.insert(
+                    "huge_faults".into(),
+                    format!("the count is machine-wide ({n} seen)"),
+                );
+                Outcome {
+                    spec: cell.spec.clone(),
+                    result: Ok(r),
+                }
+            })
+            .collect();
+        assert_eq!(
+            unavailable_notes(&outcomes),
+            ["huge_faults unavailable (3 runs): the count is machine-wide (3 seen)"]
+        );
+        assert_eq!(
+            unavailable_notes(&outcomes[..1]),
+            ["huge_faults unavailable (1 run): the count is machine-wide (3 seen)"]
+        );
     }
 
     #[test]
