@@ -756,13 +756,16 @@ impl Folder {
     /// kind left is removed first (without, as for `run --resume`, it stays); either way
     /// `folder.json` says `complete: false` until [`Folder::finish`].
     pub fn start(&mut self, fresh: bool) -> Result<(), ResultsError> {
+        // Before `clear`: which temporaries are the lab's is known from the manifest,
+        // which a fresh start empties (and a folder that held only the lab's files and
+        // a temporary of one of them is then empty, and goes with them).
+        self.remove_stale_temporaries();
         if fresh {
             self.clear()?;
             self.status.started = rfc3339(unix_now());
         }
         self.status.schema = SCHEMA.into();
         self.status.command_line = crate::counters::envinfo::command_line();
-        self.remove_stale_temporaries();
         // Not finished, and nothing written yet to guide a reader to: the guide comes
         // with the first account of how far the measurement got.
         self.status.complete = false;
@@ -776,6 +779,7 @@ impl Folder {
     /// symbolic links. Safe under the folder's lock: no other writer of it is running,
     /// so every such file is an orphan. Not in a folder the lab did not make
     /// (`--force-out` into a folder without folder.json): nothing there is removed.
+    /// Reads the manifest: [`Folder::start`] calls it before a fresh start clears that.
     pub fn remove_stale_temporaries(&self) {
         if !self.was_ours {
             return;
@@ -1457,6 +1461,41 @@ mod tests {
             assert!(p.exists(), "{} went", p.display());
         }
         assert!(dir.path().join("runs/a.json").is_file());
+    }
+
+    /// A fresh measurement (a new `run`, `exec`, `run-all`: `start(true)`) removes the
+    /// temporaries of the last one's files too, though it clears the manifest that
+    /// says which files those were (issue 71).
+    #[test]
+    fn a_fresh_writer_removes_temporary_files_a_killed_write_left() {
+        let dir = tempfile::tempdir().unwrap();
+        for kind in [Kind::Run, Kind::Exec] {
+            let root = dir.path().join(kind.name());
+            let mut f = Folder::open(&root, kind, Claim::Own).unwrap();
+            f.start(true).unwrap();
+            f.text("x.json", "{}").unwrap();
+            f.text("runs/a.json", "{}").unwrap();
+            f.finish(true).unwrap();
+            drop(f);
+            let stale = [
+                root.join(".x.json.tmp.999999.0"),
+                root.join("runs/.a.json.tmp.4242.1f3a9"),
+            ];
+            for p in &stale {
+                fs::write(p, "half").unwrap();
+            }
+            let alike = root.join(".mine.json.tmp.12.ab");
+            fs::write(&alike, "mine").unwrap();
+            let mut f = Folder::open(&root, kind, Claim::Own).unwrap();
+            f.start(true).unwrap();
+            for p in &stale {
+                assert!(!p.exists(), "{} stays", p.display());
+            }
+            assert!(alike.is_file());
+            // The folder held only the lab's file and its temporary: it goes with them.
+            assert!(!root.join("runs").exists());
+            assert!(!root.join("x.json").exists());
+        }
     }
 
     /// `--force-out` into a folder the lab did not make removes nothing, not even a file
