@@ -13,8 +13,8 @@
 
 use crate::analysis::stats::{median, shift_ratio, verdict, Interval, Verdict};
 use crate::model::metric::{
-    Changes, Figures, RunFigures, BRK, MADVISE, MINOR_FAULTS, MMAP, MREMAP, MUNMAP, RUN_BRK,
-    RUN_MADVISE, RUN_MINOR_FAULTS, RUN_MMAP, RUN_MREMAP, RUN_MUNMAP, RUN_PEAK_RSS,
+    Changes, Figures, Metric, RunFigures, BRK, MADVISE, MINOR_FAULTS, MMAP, MREMAP, MUNMAP,
+    RUN_BRK, RUN_MADVISE, RUN_MINOR_FAULTS, RUN_MMAP, RUN_MREMAP, RUN_MUNMAP, RUN_PEAK_RSS,
 };
 use serde::{Deserialize, Serialize};
 
@@ -128,6 +128,12 @@ pub fn invalid(rows: &[DiffInput]) -> Option<String> {
                 i + 1
             ));
         }
+        if let Some((column, v)) = r.negative() {
+            return Some(format!(
+                "row {} ({key}): column {column} is {v}, below zero; counts, times and bytes are 0 or more (no measurement gives a negative one: the file was damaged or edited by hand)",
+                i + 1
+            ));
+        }
         if r.status != "ok" && r.status != "failed" {
             return Some(format!(
                 "row {} ({key}): status {:?}, expected \"ok\" or \"failed\"",
@@ -178,18 +184,22 @@ pub fn invalid(rows: &[DiffInput]) -> Option<String> {
     None
 }
 
-/// An exec row's per-run figures in the per-iteration entries a diff reads (one run of
-/// the command is its iteration): faults and each memory syscall, their sum derived.
+/// Where an exec row's per-run figures go among the per-iteration entries a diff reads
+/// (one run of the command is its iteration): faults and each memory syscall.
+const EXEC_FIGURES: [(Metric, Metric); 6] = [
+    (MINOR_FAULTS, RUN_MINOR_FAULTS),
+    (BRK, RUN_BRK),
+    (MMAP, RUN_MMAP),
+    (MUNMAP, RUN_MUNMAP),
+    (MADVISE, RUN_MADVISE),
+    (MREMAP, RUN_MREMAP),
+];
+
+/// An exec row's per-run figures in the per-iteration entries a diff reads
+/// ([`EXEC_FIGURES`]), their sum derived.
 fn exec_figures(run: &RunFigures) -> Figures {
     let mut f = Figures::default();
-    f[MINOR_FAULTS] = run[RUN_MINOR_FAULTS];
-    for (to, from) in [
-        (BRK, RUN_BRK),
-        (MMAP, RUN_MMAP),
-        (MUNMAP, RUN_MUNMAP),
-        (MADVISE, RUN_MADVISE),
-        (MREMAP, RUN_MREMAP),
-    ] {
+    for (to, from) in EXEC_FIGURES {
         f[to] = run[from];
     }
     f.derive();
@@ -251,6 +261,27 @@ impl DiffInput {
 
     fn interval(&self) -> Option<(f64, f64, f64)> {
         Some((self.p50_ci_low_ns?, self.p50_ci_high_ns?, self.ci_coverage?))
+    }
+
+    /// The first count (or RSS) of the row below zero, with the column it came from (an
+    /// exec row's under exec's own column: `minflt`, `brk`, `peak_rss_mib`): no
+    /// measurement gives one.
+    fn negative(&self) -> Option<(&'static str, f64)> {
+        let exec = self.workload == EXEC_WORKLOAD;
+        let column = |m: Metric| match EXEC_FIGURES.iter().find(|(to, _)| to.index == m.index) {
+            Some((_, from)) if exec => from.key,
+            _ => m.key,
+        };
+        let rss = if exec {
+            RUN_PEAK_RSS.key
+        } else {
+            "rss_end_bytes"
+        };
+        self.per_iter
+            .iter()
+            .map(|(m, v)| (column(m), v))
+            .chain([(rss, self.rss_end_bytes)])
+            .find_map(|(c, v)| v.filter(|v| *v < 0.0).map(|v| (c, v)))
     }
 }
 
@@ -1520,6 +1551,35 @@ mod tests {
         let mut r = ok.clone();
         r.per_iter[MINOR_FAULTS] = Some(1e308);
         assert!(invalid(&[r]).unwrap().contains("below 1e15"));
+        // Counts below zero, named by their column (an exec row's by exec's column),
+        // failed rows as much as ok ones.
+        let mut r = ok.clone();
+        r.per_iter[MINOR_FAULTS] = Some(-5.0);
+        let e = invalid(&[r]).unwrap();
+        assert!(
+            e.contains("row 1 (scale system in-place size=")
+                && e.contains("column minflt_per_iter is -5")
+                && e.contains("0 or more"),
+            "{e}"
+        );
+        let mut r = ok.clone();
+        r.status = "failed".into();
+        r.rss_end_bytes = Some(-1.0);
+        assert!(invalid(&[r])
+            .unwrap()
+            .contains("column rss_end_bytes is -1"));
+        let mut run = RunFigures::default();
+        run[RUN_BRK] = Some(-3.0);
+        let exec = crate::analysis::command::ExecRow {
+            allocator: "system".into(),
+            per_run: run,
+            ..Default::default()
+        };
+        let e = invalid(&[DiffInput::from_exec(&exec)]).unwrap();
+        assert!(
+            e.contains("(system (whole command, per run)): column brk is -3"),
+            "{e}"
+        );
     }
 
     /// Cells whose processes all gave the same p50 (zero-width intervals) are widened

@@ -30,13 +30,19 @@ pub const MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
 const READS: &str = "diff compares results folders of `alloclab run` or `alloclab exec --out` (or their exec.json), and the output of `alloclab compare --format json` / `--format csv` or `alloclab exec --format json`";
 
 /// The text of `path`: a regular file (symlinks followed) of at most
-/// [`MAX_INPUT_BYTES`], in UTF-8 (the lab's one bounded reader), or why not.
+/// [`MAX_INPUT_BYTES`], in UTF-8 (the lab's one bounded reader), without the byte order
+/// mark an editor may have put first (U+FEFF: a JSON file with one reads as one without,
+/// as a CSV file always did), or why not.
 fn read_bounded(path: &Path) -> std::result::Result<String, String> {
     use crate::export::results::{read_limited, ResultsError};
-    read_limited(path, MAX_INPUT_BYTES).map_err(|e| match e {
+    let text = read_limited(path, MAX_INPUT_BYTES).map_err(|e| match e {
         ResultsError::Invalid { why, .. } => format!("{why}; {READS}"),
         ResultsError::Io { source, .. } => format!("cannot read it: {source}"),
         other => other.to_string(),
+    })?;
+    Ok(match text.strip_prefix('\u{feff}') {
+        Some(rest) => rest.to_string(),
+        None => text,
     })
 }
 

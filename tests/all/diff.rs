@@ -417,6 +417,51 @@ fn diff_refuses_inputs_it_cannot_compare() {
     assert!(bad("no-p50.json", no_p50).contains("has no p50_ns"));
     assert!(bad("twice.csv", &format!("{DIFF_HEADER}\n{row}\n{row}\n")).contains("twice"));
     assert!(bad("notes.txt", "hello world\n").contains("no rows"));
+    // Counts below zero (issue 71: read as "Δ minflt −3,879"): the file, the row's cell
+    // and the column named, with what would be right.
+    let fewer = diff_row("system", "in-place", 570_000.0, -5.0);
+    let e = bad("negative-count.csv", &format!("{DIFF_HEADER}\n{fewer}\n"));
+    assert!(
+        e.contains("row 1 (scale system in-place size=1000000): column minflt_per_iter is -5")
+            && e.contains("0 or more"),
+        "{e}"
+    );
+    let brk = r#"[{"workload":"scale","variant":"in-place","allocator_spec":"system","size":1000000,"threads":1,"status":"ok","p50_ns":570000.0,"minflt_per_iter":0.0,"brk_per_iter":-3,"rss_end_bytes":null,"allocator_version":null}]"#;
+    let e = bad("negative-brk.json", brk);
+    assert!(e.contains("column brk_per_iter is -3"), "{e}");
+}
+
+/// A file an editor saved with a UTF-8 byte order mark (EF BB BF) reads as the same file
+/// without one: compare's JSON (refused as "not a summary CSV" before issue 71) as much
+/// as a summary CSV.
+#[test]
+fn diff_reads_files_that_begin_with_a_byte_order_mark() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = results_folder(
+        dir.path(),
+        "good",
+        &[diff_row("system", "in-place", 570_000.0, 0.0)],
+        "6.1",
+    );
+    let json = r#"[{"workload":"scale","variant":"in-place","allocator_spec":"system","size":1000000,"threads":1,"status":"ok","p50_ns":570000.0,"p50_ci_low_ns":564300.0,"p50_ci_high_ns":575700.0,"ci_coverage":0.99,"minflt_per_iter":0.0,"memory_syscalls_per_iter":3,"rss_end_bytes":5000000,"allocator_version":"glibc 2.36"}]"#;
+    let csv = format!(
+        "{DIFF_HEADER}\n{}\n",
+        diff_row("system", "in-place", 570_000.0, 0.0)
+    );
+    let mut outputs = Vec::new();
+    for (name, text) in [("bom.json", json.to_string()), ("bom.csv", csv)] {
+        let p = dir.path().join(name);
+        std::fs::write(&p, [b"\xEF\xBB\xBF".as_slice(), text.as_bytes()].concat()).unwrap();
+        let o = diff_of(&good, &p, &[]);
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(
+            out.starts_with("1 cells compared: 0 slower, 0 faster"),
+            "{name}: {out}"
+        );
+        outputs.push(out);
+    }
+    assert_eq!(outputs[0], outputs[1]);
 }
 
 fn diff_of(a: &Path, b: &Path, extra: &[&str]) -> Output {
