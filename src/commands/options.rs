@@ -83,7 +83,29 @@ impl ExecArgs {
             },
         )?;
         // Every allocator's run of every version is a row whose label becomes a file
-        // name (its histograms): two that would share one are refused now.
+        // name (its histograms): one too long for a file name, or two that would share
+        // one, are refused now, not when the session is saved.
+        let max = crate::model::spec::MAX_STEM_BYTES;
+        for a in &settings.allocators {
+            for v in &versions {
+                let label = format!("{a} [{}]", v.name);
+                let bytes = crate::model::spec::file_stem(&label).len();
+                if bytes > max {
+                    // One byte of the file name per character of the name.
+                    let room = max.saturating_sub(bytes - v.name.chars().count());
+                    let start: String = v.name.chars().take(30).collect();
+                    let fix = if room == 0 {
+                        format!("give the allocator {a} a shorter name")
+                    } else {
+                        format!("give a --name of at most {room} characters")
+                    };
+                    return Err(format!(
+                        "--name '{start}…' is too long: its runs under {a} are saved in files named after '{a} [NAME]', {bytes} bytes as a file name, and at most {max} leave room for what the lab adds within the {} bytes a file name may have; {fix}",
+                        crate::model::spec::NAME_MAX
+                    ));
+                }
+            }
+        }
         let labels: Vec<String> = settings
             .allocators
             .iter()

@@ -25,6 +25,7 @@ pub fn run(args: &TraceArgs, level: f64) -> Result<()> {
         return run_command(args, level);
     }
     let specs = args.specs()?;
+    differential_fits(specs.iter().map(|s| s.allocator_label()))?;
     preflight::refuse_idle_knobs(&specs).map_err(Error::BadInput)?;
     let workers = preflight::check(&specs).map_err(Error::bad)?;
     let mut executor = ProcessExecutor::new(
@@ -108,6 +109,34 @@ pub fn run(args: &TraceArgs, level: f64) -> Result<()> {
     let failed = report.allocators.iter().map(|t| t.failure.is_some());
     let console = export::console(&report, &args.out, &written);
     conclude(folder, complete, &console, failed, specs.len(), &args.out)
+}
+
+/// Refuses, before anything runs, a first two allocators (`labels`, as the traces name
+/// them) whose differential flame graphs would get a file name too long
+/// (`flamegraphs/diff/A-vs-B.syscalls.svg`): each label fits alone, the two joined may
+/// not, and the save at the end would fail.
+fn differential_fits(labels: impl Iterator<Item = String>) -> Result<()> {
+    let labels: Vec<String> = labels.take(2).collect();
+    let [a, b] = &labels[..] else {
+        return Ok(());
+    };
+    let stem = crate::model::spec::pair_stem(a, b);
+    let max = crate::model::spec::MAX_STEM_BYTES;
+    if stem.len() > max {
+        let short = |l: &str| match l.char_indices().nth(30) {
+            Some((i, _)) => format!("'{}…'", &l[..i]),
+            None => format!("'{l}'"),
+        };
+        return Err(Error::BadInput(format!(
+            "--allocators: the first two, {} and {}, name their differential flame graphs together ({} bytes as a file name), and at most {max} leave room for what the lab adds within the {} bytes a file name may have: give them names of at most {} bytes together, or put an allocator with a shorter name first",
+            short(a),
+            short(b),
+            stem.len(),
+            crate::model::spec::NAME_MAX,
+            max - "-vs-".len()
+        )));
+    }
+    Ok(())
 }
 
 /// perf's sampling of a built-in cell (Err: why not, said), and whether the ptrace
@@ -450,6 +479,7 @@ fn sample_check(
 /// timeline over time, folded stacks and a mechanism line.
 fn run_command(args: &TraceArgs, level: f64) -> Result<()> {
     let settings = command_settings(args, level)?;
+    differential_fits(settings.allocators.iter().map(|a| a.to_string()))?;
     let max_records = crate::engine::python::max_records_from_env().map_err(Error::BadInput)?;
     let sampling = sampling(args)?;
     let folder = super::exec::take_out_dir(&args.out, Kind::Trace, args.force_out)?;

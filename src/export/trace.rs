@@ -1198,7 +1198,7 @@ pub(crate) fn save_differential(
     b: (&str, &[String], &[String]),
 ) -> Result<Vec<String>, ResultsError> {
     let mut written = Vec::new();
-    let name = format!("{}-vs-{}", file_stem(a.0), file_stem(b.0));
+    let name = crate::model::spec::pair_stem(a.0, b.0);
     for (what, before, after, unit) in [
         ("faults", a.1, b.1, "faults"),
         ("syscalls", a.2, b.2, "calls"),
@@ -1256,7 +1256,7 @@ pub(crate) fn stack_links(
         super::html::bullet(md, found, "", &format!("{label}: {graphs}{folded}"));
     }
     if let [a, b, ..] = labels {
-        let name = format!("{}-vs-{}", file_stem(a), file_stem(b));
+        let name = crate::model::spec::pair_stem(a, b);
         let graphs: Vec<String> = [
             link("faults", format!("flamegraphs/diff/{name}.faults.svg")),
             link(

@@ -330,9 +330,19 @@ impl Experiment {
                 a.get_ref()
                     .iter()
                     .map(|s| {
-                        s.get_ref()
+                        let spec = s
+                            .get_ref()
                             .parse::<AllocatorSpec>()
-                            .map_err(|e| src.error(Some(s.span()), e.to_string()))
+                            .map_err(|e| src.error(Some(s.span()), e.to_string()))?;
+                        // Its cells' files are named after it: refused now, not at the
+                        // first save.
+                        match spec::too_long_for_a_file(&spec.to_string()) {
+                            Some(why) => Err(src.error(
+                                Some(s.span()),
+                                format!("{why}: give the library a shorter name (name=/path/to/lib.so), or the allocator fewer knobs"),
+                            )),
+                            None => Ok(spec),
+                        }
                     })
                     .collect::<Result<Vec<_>, _>>()?
             }
@@ -649,6 +659,21 @@ budget = { min_time = 0.01, warmup_time = 0 }
         assert_eq!(e.sizes.first(), Some(&32));
         assert_eq!(e.sizes.last(), Some(&(1 << 27)));
         assert_eq!(e.sizes.len(), 45);
+    }
+
+    /// An allocator whose cells' files would get names too long is refused with its
+    /// line (issue 71: the run used to fail at its first save).
+    #[test]
+    fn an_allocator_name_too_long_for_a_file_name_is_refused_with_its_line() {
+        let long = format!("{}=/no/such/lib.so", "a".repeat(200));
+        fails(
+            &OK.replace(
+                r#"allocators = ["system"]"#,
+                &format!(r#"allocators = ["system", "{long}"]"#),
+            ),
+            "experiments/t.toml:5:25",
+            &["200 bytes as a file name", "shorter name"],
+        );
     }
 
     #[test]

@@ -223,9 +223,10 @@ pub enum KnobError {
     /// The same allocator spec twice in one list.
     #[error("allocator '{0}' is given twice")]
     Duplicate(String),
-    /// Two specs whose file names in a results folder would be the same.
+    /// Two specs whose file names in a results folder would be the same, or one whose
+    /// name is too long for a file name.
     #[error("{0}")]
-    SameFileName(String),
+    FileName(String),
     /// A list without a single spec.
     #[error("no allocator in '{0}': expected e.g. system,jemalloc,mimalloc")]
     Empty(String),
@@ -581,7 +582,7 @@ pub fn parse_spec_list(text: &str) -> Result<Vec<AllocatorSpec>, KnobError> {
     }
     let labels: Vec<String> = out.iter().map(|s| s.to_string()).collect();
     crate::model::spec::distinct_stems(labels.iter().map(String::as_str))
-        .map_err(KnobError::SameFileName)?;
+        .map_err(KnobError::FileName)?;
     Ok(out)
 }
 

@@ -308,13 +308,54 @@ pub fn file_stem(label: &str) -> String {
     }
 }
 
-/// Refuses labels of one measurement that would share a file name: the first pair that
-/// does, as "'a' and 'b' would both be written as 'stem'".
+/// The longest file name Linux's file systems take, in bytes (NAME_MAX).
+pub const NAME_MAX: usize = 255;
+
+/// What the lab adds to a label's stem in the longest file name it makes of one, in
+/// bytes: 33 for the writer's temporary `.NAME.tmp.PID.N` (a PID of up to 10 digits, N
+/// of up to 16 hex digits) and 70 around the stem in a run's cell files
+/// (`scale-out-of-place-` before it, `-n<16 digits>-t256-thpadvise.p1000.failed.json`
+/// after it). The other commands add less: exec's histograms 8 (`.us.hgrm`,
+/// `.ns.hlog`), sweep's 26 (`-n<size>.us.hgrm`), trace's 27 (` thp=advise` and
+/// `.syscalls.folded`; `.python.syscalls.folded`, 23).
+const STEM_ROOM: usize = 33 + 70;
+
+/// The longest stem ([`file_stem`]) a label may have, in bytes: every file named after
+/// it then fits in [`NAME_MAX`].
+pub const MAX_STEM_BYTES: usize = NAME_MAX - STEM_ROOM;
+
+/// Why `label` cannot name the lab's files (its stem is longer than
+/// [`MAX_STEM_BYTES`]), showing its start and its length; None when it can. Said before
+/// anything runs: a write that failed for a name too long would lose the measurement.
+pub fn too_long_for_a_file(label: &str) -> Option<String> {
+    let bytes = file_stem(label).len();
+    (bytes > MAX_STEM_BYTES).then(|| {
+        let start: String = label.chars().take(40).collect();
+        format!(
+            "'{start}…' is too long to name the lab's files: {bytes} bytes as a file name, and at most {MAX_STEM_BYTES} leave room for what the lab adds to it within the {NAME_MAX} bytes a file name may have"
+        )
+    })
+}
+
+/// Refuses labels of one measurement that would share a file name (the first pair that
+/// does, as "'a' and 'b' would both be written as 'stem'") or that are too long to name
+/// a file ([`too_long_for_a_file`]).
 pub fn distinct_stems<'a>(labels: impl IntoIterator<Item = &'a str>) -> Result<(), String> {
+    let labels: Vec<&str> = labels.into_iter().collect();
+    if let Some(why) = labels.iter().find_map(|l| too_long_for_a_file(l)) {
+        return Err(format!(
+            "{why}: give the library a shorter name (name=/path/to/lib.so), or the allocator fewer knobs"
+        ));
+    }
     distinct_stems_or(
         labels,
         "give one of them another name (name=/path/to/lib.so)",
     )
+}
+
+/// The stem of trace's differential flame graphs from `a` to `b`: `A-vs-B`.
+pub fn pair_stem(a: &str, b: &str) -> String {
+    format!("{}-vs-{}", file_stem(a), file_stem(b))
 }
 
 /// [`distinct_stems`] with what to do about a clash in the words of the option that
@@ -573,5 +614,28 @@ mod tests {
             e.contains("'lib+a.so' and 'lib_a.so'") && e.contains("'lib_a.so'"),
             "{e}"
         );
+    }
+
+    /// A label is refused when a file named after it would pass 255 bytes (issue 71:
+    /// exec and trace ran a whole session, then lost it to "File name too long").
+    #[test]
+    fn labels_too_long_for_a_file_name_are_refused() {
+        // The longest file a label names fits, with the writer's temporary.
+        let stem = "x".repeat(MAX_STEM_BYTES);
+        let longest = format!(
+            ".scale-out-of-place-{stem}-n1125899906842624-t256-thpadvise.p1000.failed.json.tmp.2147483647.ffffffffffffffff"
+        );
+        assert_eq!(longest.len(), NAME_MAX);
+        assert!(distinct_stems(["system", stem.as_str()]).is_ok());
+        let long = format!("{stem}y");
+        let e = distinct_stems(["system", long.as_str()]).unwrap_err();
+        assert!(
+            e.contains(&format!("{} bytes as a file name", MAX_STEM_BYTES + 1))
+                && e.contains(&format!("at most {MAX_STEM_BYTES}"))
+                && e.contains("shorter name"),
+            "{e}"
+        );
+        // Counted as the file name has it: a character outside ASCII is one '_'.
+        assert!(too_long_for_a_file(&"é".repeat(MAX_STEM_BYTES)).is_none());
     }
 }

@@ -834,6 +834,46 @@ fn versions_that_cannot_work_are_refused_before_anything_runs() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
 
+/// A --name too long for the file names its rows get is refused before anything runs
+/// (issue 71: the whole session ran, then "histograms: File name too long" lost it),
+/// saying how long it may be.
+#[test]
+fn a_name_too_long_for_a_file_name_is_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("never");
+    let long = "n".repeat(240);
+    let o = lab(&[
+        "exec",
+        "--runs",
+        "2",
+        "--allocators",
+        "system",
+        "--out",
+        out.to_str().unwrap(),
+        "-c",
+        "true",
+        "-n",
+        &long,
+        "-c",
+        "true",
+        "-n",
+        "other",
+    ]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("is too long")
+            && e.contains("'system [NAME]', 249 bytes as a file name")
+            && e.contains(&format!(
+                "give a --name of at most {} characters",
+                alloclab::model::spec::MAX_STEM_BYTES - "system [".len() - 1
+            )),
+        "{e}"
+    );
+    assert!(!out.exists(), "a results folder was made");
+    assert!(o.stdout.is_empty());
+}
+
 /// exec's defaults decide a difference the size of the founding case's: with no option
 /// but the allocators, glibc against mimalloc on the temporaries gets a verdict (the
 /// default runs reach the 95 % interval, five did not; adaptive rounds follow while it

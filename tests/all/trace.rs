@@ -297,6 +297,40 @@ fn a_command_trace_refuses_the_built_in_options_and_says_what_it_needs() {
     assert!(!out.exists(), "nothing is written for bad input");
 }
 
+/// Allocator names that make a file name too long are refused before anything runs
+/// (issue 71: the traces ran, then the save failed): one name alone, and the first two
+/// together, which name the differential flame graphs. The libraries need not exist:
+/// the names are refused before they are looked for.
+#[test]
+fn names_too_long_for_a_file_name_are_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t");
+    let o_ = out.to_str().unwrap();
+    let name = |c: &str, n: usize| format!("{}=/no/such/lib.so", c.repeat(n));
+    let one = format!("system,{}", name("a", 240));
+    let two = format!("{},{}", name("a", 100), name("b", 100));
+    for (allocators, said) in [
+        (one.as_str(), "240 bytes as a file name"),
+        (
+            two.as_str(),
+            "name their differential flame graphs together (204 bytes",
+        ),
+    ] {
+        for command in [&["--", "true"][..], &[]] {
+            let mut args = vec!["trace", "--out", o_, "--allocators", allocators];
+            args.extend_from_slice(command);
+            let o = lab(&args);
+            let e = stderr(&o);
+            assert_eq!(o.status.code(), Some(2), "{command:?}: {e}");
+            assert!(
+                e.contains(said) && e.contains("at most"),
+                "{command:?}: {e}"
+            );
+        }
+    }
+    assert!(!out.exists(), "nothing is written for bad input");
+}
+
 #[test]
 #[ignore = "needs root (drops to user nobody); .ci/run runs it with --ignored"]
 fn a_command_trace_without_perf_events_times_the_syscalls_with_ptrace() {
