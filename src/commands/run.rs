@@ -50,6 +50,50 @@ fn check_run_count(experiments: &[Experiment], max_runs: u64) -> Result<()> {
     )))
 }
 
+/// Refuses an experiment whose idle phase alone takes the whole --timeout (`timeout_s`):
+/// every worker idles `budget.idle_time` after its measured phase, so each would be
+/// killed before it finished and every cell fail, after all the time it took.
+fn check_idle_time(experiments: &[Experiment], timeout_s: f64) -> Result<()> {
+    let timeout_ns = crate::model::budget::secs_to_ns(timeout_s);
+    let Some(e) = experiments
+        .iter()
+        .find(|e| e.budget.idle_ns > 0 && e.budget.idle_ns >= timeout_ns)
+    else {
+        return Ok(());
+    };
+    let idle = e.budget.idle_ns as f64 / 1e9;
+    // Room for the warm-up and the measured phase on top of the idle time: the default
+    // --timeout's 300 s, within the 86,400 s a timeout may have.
+    let raise = (idle + 300.0).ceil().min(86_400.0);
+    let raise = if raise > idle {
+        format!("raise --timeout above the idle time with room for the warm-up and the measured phase (e.g. --timeout {raise}), or ")
+    } else {
+        String::new()
+    };
+    Err(Error::BadInput(format!(
+        "{}: budget.idle_time is {idle} s, and --timeout {timeout_s} s would kill every worker before its idle phase ended (each idles that long after its measured phase, on top of its warm-up and measurement); {raise}lower budget.idle_time well below {timeout_s} s",
+        e.path.display()
+    )))
+}
+
+/// What a row of a worker killed at --timeout tells the user to change: with an idle
+/// phase in an experiment (the longest, with its file), that it counts in the worker's
+/// time, and that it can be lowered.
+fn timeout_hint(experiments: &[Experiment]) -> String {
+    match experiments
+        .iter()
+        .filter(|e| e.budget.idle_ns > 0)
+        .max_by_key(|e| e.budget.idle_ns)
+    {
+        None => "raise --timeout, or lower the experiment file's budget.min_time or sizes".into(),
+        Some(e) => format!(
+            "raise --timeout: each worker also idles {} s after its measured phase (budget.idle_time of {}); or lower the experiment file's budget.idle_time, budget.min_time or sizes",
+            e.budget.idle_ns as f64 / 1e9,
+            e.path.display()
+        ),
+    }
+}
+
 pub fn run(args: RunArgs, level: f64) -> Result<()> {
     let experiments = args.experiments().map_err(Error::bad)?;
     let (workers, mut executor, mut folders) = prepare(&args, &experiments)?;
@@ -125,6 +169,7 @@ fn prepare(
     experiments: &[Experiment],
 ) -> Result<(std::path::PathBuf, ProcessExecutor, Vec<ResultsDir>)> {
     check_run_count(experiments, args.max_runs)?;
+    check_idle_time(experiments, args.timeout)?;
     for exp in experiments {
         preflight::check_memory_here(&exp.runs())
             .map_err(|e| Error::BadInput(format!("{}: {e}", exp.path.display())))?;
@@ -137,8 +182,7 @@ fn prepare(
         Duration::from_secs_f64(args.timeout),
     )
     .map_err(|why| Error::counters(args.counters, why))?;
-    executor.timeout_hint =
-        "raise --timeout, or lower the experiment file's budget.min_time or sizes";
+    executor.timeout_hint = timeout_hint(experiments).into();
     executor.layout = args.layout;
     // Without --resume a run replaces what the folder held: one measurement per folder.
     let mut folders = experiments
@@ -833,4 +877,39 @@ fn find_cliffs_fixed(
         }
     }
     found
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn experiment(idle: &str) -> Experiment {
+        let text = format!(
+            "description = \"idle\"\nworkloads = [\"scale\"]\nsizes = [2000]\n\n[budget]\nidle_time = {idle}\n"
+        );
+        Experiment::parse(std::path::Path::new("idle.toml"), &text, false).unwrap()
+    }
+
+    /// The idle time alone at least the timeout is refused; below it, not; without an
+    /// idle phase the hint is what it was, with one it names it.
+    #[test]
+    fn an_idle_time_of_the_whole_timeout_is_refused_and_the_hint_names_it() {
+        let e = [experiment("5.0")];
+        for timeout in [5.0, 4.999] {
+            let why = check_idle_time(&e, timeout).unwrap_err().to_string();
+            assert!(
+                why.starts_with("idle.toml: budget.idle_time is 5 s"),
+                "{why}"
+            );
+        }
+        assert!(check_idle_time(&e, 5.001).is_ok());
+        assert!(check_idle_time(&[experiment("0")], 0.001).is_ok());
+        let hint = timeout_hint(&[experiment("0"), experiment("2.5")]);
+        assert!(
+            hint.contains("each worker also idles 2.5 s after its measured phase (budget.idle_time of idle.toml)"),
+            "{hint}"
+        );
+        assert!(!timeout_hint(&[experiment("0")]).contains("idle"));
+    }
 }

@@ -34,7 +34,7 @@ pub fn run(args: &TraceArgs, level: f64) -> Result<()> {
         Duration::from_secs_f64(args.timeout),
     )
     .map_err(|why| Error::counters(crate::counters::CounterMode::Auto, why))?;
-    executor.timeout_hint = "raise --timeout or lower --iterations/--size";
+    executor.timeout_hint = "raise --timeout or lower --iterations/--size".into();
     let folder = super::exec::take_out_dir(&args.out, Kind::Trace, args.force_out)?;
     engine::begin();
     let (sampling, ptrace_ok) = cell_sampling(args);

@@ -25,7 +25,7 @@ pub fn run(args: &TuneArgs, level: f64) -> Result<()> {
     let workers = preflight::check(&specs).map_err(Error::bad)?;
     let mut exec = ProcessExecutor::new(workers, args.counters, Duration::from_secs(300))
         .map_err(|why| Error::counters(args.counters, why))?;
-    exec.timeout_hint = "each run has 300 s: lower --min-time or --size";
+    exec.timeout_hint = "each run has 300 s: lower --min-time or --size".into();
     crate::engine::begin();
     let order_seed = args.program.order_seed.unwrap_or_else(engine::clock_seed);
     // Each set's processes, and one recorded process each: what its calls did.

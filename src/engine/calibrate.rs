@@ -48,7 +48,7 @@ pub fn calibrate(
         Duration::from_secs(300),
     )
     .map_err(|why| RunFailure { cause: why.0 })?;
-    exec.timeout_hint = "each run has 300 s: lower --min-time or --size";
+    exec.timeout_hint = "each run has 300 s: lower --min-time or --size".into();
     let mut unavailable = Vec::new();
     let perf_ok = match SyscallCounters::open() {
         Ok(_) => true,

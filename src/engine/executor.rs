@@ -65,8 +65,9 @@ pub struct ProcessExecutor {
     /// How long one worker process may take before it is killed.
     pub timeout: Duration,
     /// What a timed-out run's row tells the user to change, in the options of the
-    /// command that runs it ("raise --timeout or lower --min-time/--size").
-    pub timeout_hint: &'static str,
+    /// command that runs it ("raise --timeout or lower --min-time/--size"; `run`'s names
+    /// an experiment's idle time too).
+    pub timeout_hint: std::borrow::Cow<'static, str>,
     /// Disabled tracepoint counters held by the driver itself. The kernel unregisters a
     /// tracepoint's perf probe — waiting for an RCU grace period, ~35 ms per tracepoint
     /// here — only when its last event closes; while the driver holds one, a worker's exit
@@ -102,7 +103,7 @@ impl ProcessExecutor {
             CounterPlan::Unavailable(_) => (CounterMode::Perf, None),
         };
         Ok(ProcessExecutor {
-            timeout_hint: "raise --timeout or lower --min-time/--size",
+            timeout_hint: "raise --timeout or lower --min-time/--size".into(),
             dir,
             counters,
             timeout,

@@ -310,6 +310,81 @@ fn bad_experiment_files_name_the_line_and_write_nothing() {
     );
 }
 
+/// An experiment whose idle phase alone takes the whole --timeout is refused before
+/// anything runs, naming both and what to change (issue 71: every worker was killed, and
+/// the time-out's hint said nothing of the idle phase); a worker killed at the timeout of
+/// an experiment with an idle phase is told of it.
+#[test]
+fn an_idle_time_of_the_whole_timeout_is_refused_and_a_time_out_names_it() {
+    let idle = |text: &str, secs: &str| {
+        text.replace(
+            "warmup_iters = 1",
+            &format!("warmup_iters = 1\nidle_time = {secs}"),
+        )
+    };
+    let (dir, exp) = setup(&idle(TINY, "5"));
+    let out = dir.path().join("res");
+    for timeout in ["5", "2"] {
+        let o = run(
+            &driver_path(),
+            &[
+                "run",
+                "--no-calibration",
+                "--timeout",
+                timeout,
+                "--out",
+                out.to_str().unwrap(),
+                exp.to_str().unwrap(),
+            ],
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(&format!(
+                "tiny.toml: budget.idle_time is 5 s, and --timeout {timeout} s would kill every worker"
+            )) && err.contains("e.g. --timeout 305")
+                && err.contains(&format!("lower budget.idle_time well below {timeout} s")),
+            "{err}"
+        );
+        assert!(
+            !out.exists(),
+            "--timeout {timeout}: a results folder was made"
+        );
+    }
+    // Below the timeout it runs; a worker killed at the timeout is told of the idle phase.
+    let lab = lab_with_mimalloc_script("exec sleep 30");
+    let one = TINY
+        .replace(r#"["in-place", "out-of-place"]"#, r#"["in-place"]"#)
+        .replace(r#"["system", "mimalloc"]"#, r#"["mimalloc"]"#)
+        .replace("[2000, 4000]", "[2000]");
+    let (dir, exp) = setup(&idle(&one, "0.5"));
+    let out = dir.path().join("res");
+    let o = run(
+        &lab.path().join("alloclab"),
+        &[
+            "run",
+            "--no-calibration",
+            "--timeout",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+            exp.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let failed = text(&out.join("tiny/runs/scale-in-place-mimalloc-n2000-t1.failed.json"));
+    assert!(
+        failed.contains("timed out after 1 s and was killed (raise --timeout: each worker also idles 0.5 s after its measured phase (budget.idle_time of ")
+            && failed.contains("lower the experiment file's budget.idle_time"),
+        "{failed}"
+    );
+}
+
 /// A copy of the driver beside the real system worker and a scripted mimalloc worker.
 fn lab_with_mimalloc_script(script: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
