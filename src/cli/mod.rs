@@ -183,7 +183,7 @@ pub struct ExecArgs {
     /// Start no round that would end, with the evidence runs after the rounds, after
     /// this many seconds of the session (warm-ups included; the warm-ups and the first
     /// round always run); at most 60 rounds in all. The progress lines give the ETA.
-    #[arg(long, default_value_t = 30.0, value_parser = crate::model::budget::parse_timeout)]
+    #[arg(long, default_value_t = 40.0, value_parser = crate::model::budget::parse_timeout)]
     pub max_time: f64,
     /// Runs per allocator before the measured ones, not counted.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=1000))]
