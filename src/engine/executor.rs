@@ -720,18 +720,11 @@ pub fn run_rounds(
     progress: &mut Progress,
     level: f64,
 ) -> Vec<Cell> {
-    let every = vec![true; specs.len()];
-    run_rounds_while(
-        specs,
-        budget,
-        order_seed,
-        Order::Shuffled,
-        level,
-        executor,
-        progress,
-        &mut |done, _, _| (done < rounds).then(|| every.clone()),
+    let unbounded = f64::INFINITY;
+    run_rounds_within(
+        specs, budget, rounds, unbounded, order_seed, executor, progress, level,
     )
-    .cells
+    .0
 }
 
 /// [`run_rounds`] bounded by `max_time` seconds: the first round always runs, each later
