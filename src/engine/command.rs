@@ -127,8 +127,8 @@ pub struct ExecSettings {
     pub versions: Vec<Version>,
     /// After the `runs` rounds, more rounds while a comparison with the first allocator is
     /// still open (no verdict yet, or an interval across an edge of the noise band), none
-    /// of them starting when it would end after this long from the first measured run;
-    /// None: the `runs` rounds only.
+    /// of them starting when it would end, with the evidence runs, after this long from
+    /// the session's start (as `max_time` counts); None: the `runs` rounds only.
     pub adaptive_until: Option<Duration>,
     /// The session's bound: no measured round starts that would end, with the evidence
     /// runs after the rounds, later than this after the session began (the first measured
