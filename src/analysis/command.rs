@@ -63,6 +63,8 @@ pub struct ExecRow {
     /// allocator (`runs` is how many finished).
     #[serde(default)]
     pub complete: Option<bool>,
+    /// The signal that stopped an incomplete session, as exec.json records it (empty
+    /// where none was: a SIGKILL, or a session still running).
     #[serde(default)]
     pub stopped_by: Option<String>,
     #[serde(default)]
@@ -595,12 +597,11 @@ pub fn rows(record: &ExecRecord) -> Vec<ExecRow> {
                     .map_or(&record.command, |c| &c.command),
             ),
             complete: Some(record.complete),
-            stopped_by: (!record.complete).then(|| {
-                record
-                    .stopped_by
-                    .clone()
-                    .unwrap_or_else(|| "an interrupt".to_string())
-            }),
+            // What exec.json says: the signal that stopped the session, and nothing where
+            // none was recorded (a SIGKILL, or a session still running), not a guess.
+            stopped_by: (!record.complete)
+                .then(|| record.stopped_by.clone())
+                .flatten(),
             runs_planned: Some(record.runs_requested),
             ..row_of(
                 a,

@@ -1114,3 +1114,61 @@ fn max_time_bounds_the_runs_rounds_and_says_how_many_ran() {
         "{screen}"
     );
 }
+
+/// A session killed (SIGKILL: no chance to say why) leaves summary.csv saying what
+/// exec.json says: incomplete, stopped by nothing recorded — not a guessed "an interrupt".
+#[test]
+fn a_killed_session_states_no_reason_it_did_not_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x");
+    let mut child = Command::new(driver_path())
+        .args([
+            "exec",
+            "--allocators",
+            "system",
+            "--warmup",
+            "0",
+            "--runs",
+            "50",
+            "--no-adaptive",
+            "--out",
+            out.to_str().unwrap(),
+            "--",
+            "sleep",
+            "0.2",
+        ])
+        .stderr(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let runs = || {
+        std::fs::read_to_string(out.join("exec.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+            .and_then(|v| v["allocators"][0]["runs"].as_array().map(Vec::len))
+            .unwrap_or(0)
+    };
+    let waiting = std::time::Instant::now();
+    while runs() < 2 {
+        assert!(
+            waiting.elapsed().as_secs() < 60,
+            "the session never got going"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let record = read_record(&out);
+    assert!(!record.complete);
+    assert_eq!(record.stopped_by, None);
+    let csv = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = header.iter().position(|h| *h == "stopped_by").unwrap();
+    let complete = header.iter().position(|h| *h == "complete").unwrap();
+    for line in lines {
+        let cells: Vec<&str> = line.split(',').collect();
+        assert_eq!(cells[complete], "false", "{csv}");
+        assert_eq!(cells[col], "", "{csv}");
+    }
+}
