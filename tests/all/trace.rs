@@ -463,25 +463,35 @@ fn the_mechanism_line_names_the_immediate_and_the_decay_purge_and_what_runs_at_e
         panic!("{why}");
     }
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("t");
-    let o = Command::new(driver_path())
-        .args([
-            "trace",
-            "--runs",
-            "1",
-            "--allocators",
-            "jemalloc,mimalloc",
-            "--out",
-        ])
-        .arg(&out)
-        .arg("--")
-        .arg(example("purge"))
-        .args(["--idle-ms", "2500"])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let console = unwrapped(&String::from_utf8_lossy(&o.stdout));
-    let trace = json(&out.join("trace.json"));
+    // perf's DWARF unwinding of a sampled madvise can come back short (no caller above
+    // the purge: no trigger to name); one such trace in three was seen in CI. A second
+    // trace is taken only then; the assertions below hold for the one kept.
+    let mut attempt = 0;
+    let (console, trace) = loop {
+        attempt += 1;
+        let out = dir.path().join(format!("t{attempt}"));
+        let o = Command::new(driver_path())
+            .args([
+                "trace",
+                "--runs",
+                "1",
+                "--allocators",
+                "jemalloc,mimalloc",
+                "--out",
+            ])
+            .arg(&out)
+            .arg("--")
+            .arg(example("purge"))
+            .args(["--idle-ms", "2500"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let console = unwrapped(&String::from_utf8_lossy(&o.stdout));
+        let trace = json(&out.join("trace.json"));
+        if attempt == 2 || console.contains("(triggered ") {
+            break (console, trace);
+        }
+    };
     let causes = |label: &str| -> Vec<serde_json::Value> {
         let t = trace["allocators"]
             .as_array()
