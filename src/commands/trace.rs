@@ -662,7 +662,7 @@ impl<'a> Tracing<'a> {
             // kmem:rss_stat instead.
             memory_every: None,
             // The command may write to ALLOCLAB_MARK_FD as under exec: the pipe is
-            // there (unread: a trace has no idle phase), so the write never fails.
+            // there and drained (a trace has no idle phase), so no write fails or blocks.
             mark: true,
         };
         let beside: std::result::Result<(), String> =

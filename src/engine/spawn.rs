@@ -394,12 +394,6 @@ struct Sampler {
     error: Option<String>,
     gone: bool,
     buf: Vec<u8>,
-    /// The read end of the child's [`MARK_FD`] pipe (non-blocking; owned by the run, open
-    /// until the child is gone, so that a later write never meets a closed pipe), until
-    /// the child wrote to it or closed it.
-    mark: Option<libc::c_int>,
-    /// When the child first wrote to it, ms since `start`.
-    mark_ms: Option<f64>,
 }
 
 impl Sampler {
@@ -414,30 +408,12 @@ impl Sampler {
             error: None,
             gone: false,
             buf: vec![0; 8192],
-            mark: None,
-            mark_ms: None,
-        }
-    }
-
-    /// Looks at the mark pipe: the first byte the child wrote stamps `mark_ms`; its end
-    /// (the child gone, or closed it) ends the looking.
-    fn look_for_mark(&mut self, now: Instant) {
-        let Some(fd) = self.mark else { return };
-        let mut byte = [0u8; 64];
-        // SAFETY: reads at most 64 bytes into `byte` from a descriptor the run holds open.
-        let n = unsafe { libc::read(fd, byte.as_mut_ptr().cast(), byte.len()) };
-        if n > 0 {
-            self.mark_ms = Some(now.duration_since(self.start).as_secs_f64() * 1e3);
-            self.mark = None;
-        } else if n == 0 {
-            self.mark = None;
         }
     }
 
     /// Takes a sample if one is due.
     fn tick(&mut self) {
         let now = Instant::now();
-        self.look_for_mark(now);
         if self.gone || self.error.is_some() || now < self.next {
             return;
         }
@@ -651,7 +627,9 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
     drop(err_w);
     drop(pre_w);
     // The command holds the only write end of its mark pipe: it ends when the command does.
-    let mark_r: Option<OwnedFd> = mark_pipe.map(|(r, _w)| r);
+    // Its read end is drained for the command's whole life, whatever else watches it (the
+    // sampler, the ptrace tracer, or nothing), so that no write of the command's blocks.
+    let mark_drain = mark_pipe.map(|(r, _w)| MarkDrain::start(r));
     // Both sides set the group, so it exists whichever runs first (and kill_group reaches
     // the child from here on).
     // SAFETY: plain integers.
@@ -753,7 +731,6 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
     let mut memory = Err(Unavailable(
         "not sampled under the ptrace tracer (a traced run's figures are its calls)".into(),
     ));
-    let mut mark_ms = None;
     let (forced, status, ru, traced, markers, calls, phase_ns) = if let Some(scope) = opts.trace {
         let watch = ptrace::Watch {
             kill: -pid,
@@ -776,17 +753,13 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
             t.phase_ns,
         )
     } else {
-        let mut sampler = opts.memory_every.map(|every| Sampler {
-            mark: mark_r.as_ref().map(|fd| fd.as_raw_fd()),
-            ..Sampler::new(pid, start, every)
-        });
+        let mut sampler = opts
+            .memory_every
+            .map(|every| Sampler::new(pid, start, every));
         let forced = wait_for_exit(pid, opts.timeout, sampler.as_mut());
-        (memory, mark_ms) = match sampler {
-            Some(s) => {
-                let mark = s.mark_ms;
-                (s.finish(), mark)
-            }
-            None => (Err(Unavailable("memory sampling is off".into())), None),
+        memory = match sampler {
+            Some(s) => s.finish(),
+            None => Err(Unavailable("memory sampling is off".into())),
         };
         let (status, ru) = wait4(pid).map_err(|e| setup("wait4", e))?;
         (forced, status, ru, None, 0, Vec::new(), (None, None))
@@ -839,8 +812,8 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
         }
         (None, None) => Err(Unavailable("syscall counting is off".into())),
     };
-    // Held to here: the command and everything it left are gone.
-    drop(mark_r);
+    // Drained to here: the command and everything it left are gone.
+    let mark_ms = mark_drain.and_then(|d| d.finish(start));
     let faults = fault_recorder.map(|r| r.and_then(|r| r.finish()));
     Ok(ChildRun {
         wall_ns,
@@ -881,6 +854,67 @@ fn keep_tail(mut from: impl std::io::Read, keep: usize) -> String {
 /// late at most Ctrl-C stops a run (20 wake-ups a second of the driver, which sleeps
 /// beside the measured process).
 const FLAG_CHECK_MS: i32 = 50;
+
+/// The reader of a command's [`MARK_FD`] pipe: a thread that empties it for the command's
+/// whole life, so that a command may write to it as often as it likes and never blocks on
+/// a full pipe (64 KiB), and that stamps when the first byte came.
+struct MarkDrain {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<Option<Instant>>,
+}
+
+impl MarkDrain {
+    /// How often the thread looks at its stop flag while the pipe is quiet.
+    const LOOK_MS: i32 = 50;
+
+    /// Starts draining `read_end` (non-blocking).
+    fn start(read_end: OwnedFd) -> Self {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut first = None;
+            let mut buf = [0u8; 4096];
+            let fd = read_end.as_raw_fd();
+            loop {
+                let mut p = libc::pollfd {
+                    fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd.
+                unsafe { libc::poll(&mut p, 1, Self::LOOK_MS) };
+                // Everything written so far, then the end or the flag.
+                loop {
+                    // SAFETY: reads at most `buf.len()` bytes into `buf` from a
+                    // descriptor this thread owns.
+                    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+                    if n > 0 {
+                        first.get_or_insert_with(Instant::now);
+                        continue;
+                    }
+                    if n == 0 {
+                        // Every writer is gone: nothing more can come.
+                        return first;
+                    }
+                    break;
+                }
+                if flag.load(Ordering::Relaxed) {
+                    return first;
+                }
+            }
+        });
+        MarkDrain { stop, thread }
+    }
+
+    /// Stops the draining (the command and everything it left are gone) and says when the
+    /// first byte came, in ms since `start`.
+    fn finish(self, start: Instant) -> Option<f64> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let first = self.thread.join().ok().flatten()?;
+        Some(first.saturating_duration_since(start).as_secs_f64() * 1e3)
+    }
+}
 
 /// Waits until `pid` has exited (without reaping it), killing its process group on
 /// timeout or Ctrl-C; says which of those happened. Uses a pidfd so that the wait can

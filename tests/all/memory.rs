@@ -412,3 +412,53 @@ fn glibc_serves_a_burst_on_a_thread_of_its_own_from_an_arena_it_does_not_trim() 
         last(thread)
     );
 }
+
+#[test]
+fn a_command_that_marks_more_than_a_pipe_holds_never_blocks_on_the_lab() {
+    // 70,000 one-byte marks: more than a pipe's 64 KiB. The lab drains the descriptor for
+    // the command's whole life, sampled or not, traced by ptrace or not; a pipe left
+    // undrained would block the 65,537th write until the time-out killed the command.
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("marks.py");
+    std::fs::write(
+        &script,
+        "import os\nfd = int(os.environ['ALLOCLAB_MARK_FD'])\nfor _ in range(70000):\n    os.write(fd, b'.')\nprint('done')\n",
+    )
+    .unwrap();
+    for (how, sampling, counters) in [
+        ("sampled", None, "auto"),
+        ("unsampled", Some("0"), "auto"),
+        ("traced by ptrace", None, "ptrace"),
+    ] {
+        let out = dir.path().join(how.replace(' ', "-"));
+        let mut cmd = std::process::Command::new(crate::common::driver_path());
+        if let Some(v) = sampling {
+            cmd.env("ALLOCLAB_MEMORY_EVERY_MS", v);
+        }
+        let o = cmd
+            .args([
+                "exec",
+                "--runs",
+                "1",
+                "--allocators",
+                "system",
+                "--timeout",
+                "60",
+            ])
+            .args(["--counters", counters, "--out"])
+            .arg(&out)
+            .args(["--", "python3"])
+            .arg(&script)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{how}: {}", stderr(&o));
+        let record = json(&std::fs::read(out.join("exec.json")).unwrap());
+        let runs = record["allocators"][0]["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 1, "{how}: {record}");
+        for run in runs {
+            if sampling.is_none() && counters == "auto" {
+                assert!(run["idle_from_ms"].as_f64().is_some(), "{how}: {run}");
+            }
+        }
+    }
+}
