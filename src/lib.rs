@@ -12,6 +12,7 @@ pub mod counters;
 pub mod engine;
 pub mod error;
 pub mod export;
+pub mod files;
 pub mod fmt;
 #[warn(missing_docs)]
 pub mod model;

@@ -102,7 +102,7 @@ pub fn read_dir(dir: &Path) -> Result<Recording, String> {
         pids
     };
     for pid in pids_of("notes-", ".txt") {
-        let text = std::fs::read(dir.join(format!("notes-{pid}.txt")))
+        let text = crate::files::read(dir.join(format!("notes-{pid}.txt")))
             .map_err(|e| format!("the recorder's notes of process {pid}: {e}"))?;
         for line in String::from_utf8_lossy(&text).lines() {
             if let Some((t, why)) = line.split_once('\t') {
@@ -126,9 +126,9 @@ pub fn read_dir(dir: &Path) -> Result<Recording, String> {
         .collect();
     stems.sort();
     for (pid, _, stem) in stems {
-        let table = std::fs::read(dir.join(format!("codes-{stem}.tsv")))
+        let table = crate::files::read(dir.join(format!("codes-{stem}.tsv")))
             .map_err(|e| format!("the recorder's code table of process {pid}: {e}"))?;
-        let data = std::fs::read(dir.join(format!("lines-{stem}.bin")))
+        let data = crate::files::read(dir.join(format!("lines-{stem}.bin")))
             .map_err(|e| format!("the recorder's records of process {pid}: {e}"))?;
         let (ends, tids) = rec.add(&table, &data, bootstrap.as_deref());
         let Ends {
@@ -553,7 +553,7 @@ fn source_line(
     line: u32,
 ) -> Option<String> {
     let lines = cache.entry(file.to_path_buf()).or_insert_with(|| {
-        std::fs::read_to_string(file)
+        crate::files::read_to_string(file)
             .ok()
             .map(|t| t.lines().map(|l| l.trim().to_string()).collect())
     });

@@ -86,7 +86,8 @@ fn rebuild(dir: &std::path::Path, given: Option<f64>) -> Result<report_md::Rebui
     // in use, not "no results folder".
     let mut folder = results::ResultsDir::open(dir, Claim::Existing).map_err(Error::bad)?;
     folder.folder().remove_stale_temporaries();
-    if !dir.join("plan.json").is_file()
+    // Anything at plan.json (a FIFO, say) is read, and refused for what it is.
+    if !dir.join("plan.json").exists()
         && crate::export::folder::kind_of(dir).ok().flatten()
             == Some(crate::export::folder::Kind::Run)
     {
@@ -95,7 +96,7 @@ fn rebuild(dir: &std::path::Path, given: Option<f64>) -> Result<report_md::Rebui
             dir.display()
         )));
     }
-    if !dir.join("plan.json").is_file() {
+    if !dir.join("plan.json").exists() {
         return Err(Error::BadInput(format!(
             "{} is not a results folder (no plan.json) and holds none; give one written by `alloclab run`, e.g. results/numpy-temporaries, or the folder that holds them (results/) for its index.html",
             dir.display()

@@ -17,7 +17,7 @@ pub struct Snapshot {
 
 /// Reads up to `buf.len()` bytes of `path` as text.
 fn read_into<'a>(path: &str, buf: &'a mut [u8]) -> Result<&'a str, String> {
-    let mut f = std::fs::File::open(path).map_err(|e| format!("{path}: {e}"))?;
+    let mut f = crate::files::open(path).map_err(|e| format!("{path}: {e}"))?;
     let mut n = 0;
     while n < buf.len() {
         match f.read(&mut buf[n..]) {

@@ -78,8 +78,8 @@ pub fn command_line() -> Vec<String> {
 /// has no call that reads tunables back, so this asks the dynamic loader of this process
 /// (`ld.so --list-tunables`, glibc 2.33 and later) in a child with the same environment.
 pub fn glibc_tunable(name: &str) -> Result<String, Unavailable> {
-    let maps =
-        std::fs::read_to_string("/proc/self/maps").map_err(|e| format!("/proc/self/maps: {e}"))?;
+    let maps = crate::files::read_to_string("/proc/self/maps")
+        .map_err(|e| format!("/proc/self/maps: {e}"))?;
     let ld = maps
         .lines()
         .filter_map(|l| l.split_whitespace().nth(5))
@@ -143,7 +143,7 @@ fn kernel() -> String {
 }
 
 fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
+    crate::files::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|t| {
             t.lines()
@@ -163,7 +163,7 @@ pub fn selected_mode(text: &str) -> Option<String> {
 
 fn thp(file: &str) -> String {
     let path = format!("/sys/kernel/mm/transparent_hugepage/{file}");
-    match std::fs::read_to_string(&path) {
+    match crate::files::read_to_string(&path) {
         Ok(t) => selected_mode(&t).unwrap_or_else(|| t.trim().to_string()),
         Err(e) => format!("unavailable: {path}: {e}"),
     }

@@ -110,7 +110,7 @@ impl HugeFaultCounter {
         if sources.is_empty() {
             // Before per-size statistics: the PMD size's count in /proc/vmstat.
             let pmd =
-                std::fs::read_to_string(format!("{THP_DIR}/hpage_pmd_size")).map_err(|e| {
+                crate::files::read_to_string(format!("{THP_DIR}/hpage_pmd_size")).map_err(|e| {
                     format!(
                         "{THP_DIR}/hpage_pmd_size: {e} (a kernel without transparent huge pages)"
                     )
@@ -119,7 +119,7 @@ impl HugeFaultCounter {
                 .trim()
                 .parse()
                 .map_err(|e| format!("{THP_DIR}/hpage_pmd_size reads '{}': {e}", pmd.trim()))?;
-            let vmstat = std::fs::read_to_string("/proc/vmstat")
+            let vmstat = crate::files::read_to_string("/proc/vmstat")
                 .map_err(|e| format!("/proc/vmstat: {e}"))?;
             if vmstat_field(&vmstat, "thp_fault_alloc").is_none() {
                 return Err("/proc/vmstat has no thp_fault_alloc".into());

@@ -6,20 +6,22 @@ pub use crate::model::environment::Load;
 
 impl Load {
     pub fn now() -> Load {
-        let loadavg_1m = std::fs::read_to_string("/proc/loadavg")
+        let loadavg_1m = crate::files::read_to_string("/proc/loadavg")
             .ok()
             .and_then(|t| t.split_whitespace().next()?.parse().ok());
-        let others_running = std::fs::read_to_string("/proc/stat").ok().and_then(|t| {
-            let n: u64 = t
-                .lines()
-                .find_map(|l| l.strip_prefix("procs_running "))?
-                .trim()
-                .parse()
-                .ok()?;
-            Some(n.saturating_sub(1))
-        });
+        let others_running = crate::files::read_to_string("/proc/stat")
+            .ok()
+            .and_then(|t| {
+                let n: u64 = t
+                    .lines()
+                    .find_map(|l| l.strip_prefix("procs_running "))?
+                    .trim()
+                    .parse()
+                    .ok()?;
+                Some(n.saturating_sub(1))
+            });
         let governor =
-            std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
+            crate::files::read_to_string("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
                 .ok()
                 .map(|g| g.trim().to_string());
         Load {

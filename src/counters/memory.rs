@@ -19,7 +19,7 @@ pub fn page_size() -> std::io::Result<u64> {
 /// it does not allocate.
 pub fn rss_bytes() -> std::io::Result<u64> {
     let mut buf = [0u8; 128];
-    let mut f = std::fs::File::open("/proc/self/statm")?;
+    let mut f = crate::files::open("/proc/self/statm")?;
     let n = f.read(&mut buf)?;
     let text = std::str::from_utf8(&buf[..n]).map_err(std::io::Error::other)?;
     let resident: u64 = text
@@ -44,7 +44,7 @@ pub fn sample_of(
 ) -> Result<Option<crate::model::memory::MemorySample>, String> {
     use crate::model::memory::{parse_rollup, parse_statm};
     let read = |path: &str, buf: &mut [u8]| -> std::io::Result<usize> {
-        let mut f = std::fs::File::open(path)?;
+        let mut f = crate::files::open(path)?;
         let mut n = 0;
         while n < buf.len() {
             match f.read(&mut buf[n..])? {
@@ -107,7 +107,7 @@ fn fmt_path<'a>(buf: &'a mut [u8; 40], pid: i32, file: &str) -> &'a str {
 
 /// MemAvailable from /proc/meminfo, in bytes.
 pub fn available_bytes() -> std::io::Result<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo")?;
+    let text = crate::files::read_to_string("/proc/meminfo")?;
     parse_mem_available(&text)
         .ok_or_else(|| std::io::Error::other("no MemAvailable line in /proc/meminfo"))
 }

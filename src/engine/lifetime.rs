@@ -54,7 +54,7 @@ fn children() -> Vec<libc::pid_t> {
     };
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<libc::pid_t>().ok())
         .filter(|pid| {
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            let Ok(stat) = crate::files::read_to_string(format!("/proc/{pid}/stat")) else {
                 return false;
             };
             // pid (comm) state ppid …: comm may hold spaces and parentheses.

@@ -112,7 +112,7 @@ pub fn detect(program: &Path, args: &[OsString]) -> Result<Option<Interpreter>, 
 fn shebang(program: &Path) -> Option<PathBuf> {
     use std::io::Read;
     let mut head = [0u8; 256];
-    let n = std::fs::File::open(program).ok()?.read(&mut head).ok()?;
+    let n = crate::files::open(program).ok()?.read(&mut head).ok()?;
     let text = std::str::from_utf8(&head[..n]).ok()?;
     let line = text.strip_prefix("#!")?.lines().next()?;
     let mut words = line.split_whitespace();

@@ -170,7 +170,7 @@ pub fn preload_obstacle(program: &Path) -> Option<String> {
     use std::io::Read;
     use std::os::unix::fs::PermissionsExt;
     let mut head = [0u8; 256];
-    let n = std::fs::File::open(program)
+    let n = crate::files::open(program)
         .and_then(|mut f| f.read(&mut head))
         .ok()?;
     let head = &head[..n];
@@ -197,7 +197,7 @@ pub fn preload_obstacle(program: &Path) -> Option<String> {
     let phoff = u64::from_le_bytes(head[0x20..0x28].try_into().ok()?);
     let (phentsize, phnum) = (u16_at(0x36), u16_at(0x38));
     let mut table = vec![0u8; (phentsize * phnum) as usize];
-    let mut f = std::fs::File::open(program).ok()?;
+    let mut f = crate::files::open(program).ok()?;
     std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(phoff)).ok()?;
     f.read_exact(&mut table).ok()?;
     const PT_INTERP: u32 = 3;

@@ -1025,7 +1025,7 @@ impl Folder {
             Err(_) => true,
             Ok(m) if m.file_type().is_file() => {
                 let mut head = vec![0u8; GUIDE_HEAD.len()];
-                File::open(&path)
+                crate::files::open(&path)
                     .and_then(|mut f| f.read_exact(&mut head))
                     .is_ok_and(|()| head == GUIDE_HEAD.as_bytes())
             }
@@ -1050,7 +1050,7 @@ impl Folder {
                 return None;
             }
             let mut text = String::new();
-            File::open(&p)
+            crate::files::open(&p)
                 .ok()?
                 .take(64 * 1024)
                 .read_to_string(&mut text)
@@ -1188,7 +1188,7 @@ fn sample(names: &[String]) -> String {
 
 /// The journal's lines: files a measurement listed before it wrote them.
 fn read_journal(root: &Path) -> Vec<String> {
-    fs::read_to_string(root.join(JOURNAL))
+    crate::files::read_to_string(root.join(JOURNAL))
         .unwrap_or_default()
         .lines()
         .filter_map(|l| checked_rel(l.trim()).map(str::to_string))
@@ -1304,7 +1304,7 @@ pub fn read_limited(path: &Path, limit: u64) -> Result<String, ResultsError> {
         return Err(too_big(m.len()));
     }
     let mut bytes = Vec::new();
-    File::open(path)
+    crate::files::open(path)
         .map_err(io_err(path))?
         .take(limit + 1)
         .read_to_end(&mut bytes)
@@ -1388,7 +1388,7 @@ mod tests {
                 assert!(!root.join(w).exists(), "{w}");
             }
             assert_eq!(
-                fs::read_to_string(root.join("histograms/mine.ns.hlog")).unwrap(),
+                crate::files::read_to_string(root.join("histograms/mine.ns.hlog")).unwrap(),
                 "mine"
             );
             drop(f);
@@ -1567,7 +1567,7 @@ mod tests {
         // Not even the lock file was left in it.
         assert!(!d.join(LOCK).exists() && !d.join(STATUS_FILE).exists());
         assert_eq!(
-            fs::read_to_string(d.join("REPORT.md")).unwrap(),
+            crate::files::read_to_string(d.join("REPORT.md")).unwrap(),
             "# my notes"
         );
     }
@@ -1582,7 +1582,10 @@ mod tests {
         f.text("events/system.csv", "x").unwrap();
         f.finish(true).unwrap();
         drop(f);
-        assert_eq!(fs::read_to_string(d.join("plots/my.svg")).unwrap(), "keep");
+        assert_eq!(
+            crate::files::read_to_string(d.join("plots/my.svg")).unwrap(),
+            "keep"
+        );
         // Now the folder is the lab's: a second measurement needs no flag, and removes
         // exactly what the first one wrote.
         let mut f = Folder::open(d, Kind::Trace, Claim::Own).unwrap();
@@ -1617,7 +1620,7 @@ mod tests {
             status(d).unwrap().unwrap().files.unwrap(),
             [GUIDE_FILE, "trace.json"]
         );
-        let guide = fs::read_to_string(d.join(GUIDE_FILE)).unwrap();
+        let guide = crate::files::read_to_string(d.join(GUIDE_FILE)).unwrap();
         assert!(guide.contains("| `trace.json` |"), "{guide}");
         assert!(!guide.contains("untraced.json"), "{guide}");
     }
@@ -1631,7 +1634,10 @@ mod tests {
         f.start(true).unwrap();
         f.text("exec.json", "{}").unwrap();
         f.finish(true).unwrap();
-        assert_eq!(fs::read_to_string(d.join(GUIDE_FILE)).unwrap(), "my notes");
+        assert_eq!(
+            crate::files::read_to_string(d.join(GUIDE_FILE)).unwrap(),
+            "my notes"
+        );
         assert!(!f.holds(GUIDE_FILE));
         // In a folder of its own the guide follows what the folder holds.
         let other = tempfile::tempdir().unwrap();
@@ -1640,11 +1646,11 @@ mod tests {
         f.start(true).unwrap();
         f.text("exec.json", "{}").unwrap();
         f.finish(false).unwrap();
-        let first = fs::read_to_string(d.join(GUIDE_FILE)).unwrap();
+        let first = crate::files::read_to_string(d.join(GUIDE_FILE)).unwrap();
         assert!(first.contains("| `exec.json` |") && !first.contains("summary.csv"));
         f.text("summary.csv", "allocator\n").unwrap();
         f.finish(true).unwrap();
-        let second = fs::read_to_string(d.join(GUIDE_FILE)).unwrap();
+        let second = crate::files::read_to_string(d.join(GUIDE_FILE)).unwrap();
         assert!(second.contains("| `summary.csv` |"), "{second}");
         assert!(second.contains("## Columns of `summary.csv`"), "{second}");
     }
@@ -1660,14 +1666,14 @@ mod tests {
         // The guide comes with the first file, before any finish: a killed measurement
         // has one too.
         f.text("exec.json", "{}").unwrap();
-        assert!(fs::read_to_string(d.join(GUIDE_FILE))
+        assert!(crate::files::read_to_string(d.join(GUIDE_FILE))
             .unwrap()
             .starts_with(GUIDE_HEAD));
         // A link in its place: left, not followed, not this measurement's.
         fs::remove_file(d.join(GUIDE_FILE)).unwrap();
         std::os::unix::fs::symlink(&victim, d.join(GUIDE_FILE)).unwrap();
         f.finish(true).unwrap();
-        assert_eq!(fs::read_to_string(&victim).unwrap(), "mine");
+        assert_eq!(crate::files::read_to_string(&victim).unwrap(), "mine");
         assert!(fs::symlink_metadata(d.join(GUIDE_FILE))
             .unwrap()
             .file_type()
@@ -1683,7 +1689,7 @@ mod tests {
         fs::write(d.join(GUIDE_FILE), "# My notes on this run\n").unwrap();
         f.finish(true).unwrap();
         assert_eq!(
-            fs::read_to_string(d.join(GUIDE_FILE)).unwrap(),
+            crate::files::read_to_string(d.join(GUIDE_FILE)).unwrap(),
             "# My notes on this run\n"
         );
     }
@@ -1702,7 +1708,7 @@ mod tests {
         f.start(true).unwrap();
         assert!(!d.join("plots/p50.svg").exists());
         assert_eq!(
-            fs::read_to_string(d.join("plots/mine.svg")).unwrap(),
+            crate::files::read_to_string(d.join("plots/mine.svg")).unwrap(),
             "keep"
         );
     }
@@ -1732,7 +1738,10 @@ mod tests {
             .unwrap_err()
             .contains("symbolic link"));
         assert!(write_atomic(&d.join("link.html"), b"x").is_err());
-        assert_eq!(fs::read_to_string(d.join("real.html")).unwrap(), "mine");
+        assert_eq!(
+            crate::files::read_to_string(d.join("real.html")).unwrap(),
+            "mine"
+        );
         assert!(check_file_target(d).unwrap_err().contains("is a folder"));
         assert!(check_file_target(&d.join("new.html")).is_ok());
         assert!(check_file_target(&d.join("no/such/dir.html"))
@@ -1817,7 +1826,7 @@ mod tests {
         fs::write(d.join(STATUS_FILE), serde_json::to_string(&st).unwrap()).unwrap();
         let mut f = Folder::open(&d, Kind::Trace, Claim::Own).unwrap();
         f.start(true).unwrap();
-        assert_eq!(fs::read_to_string(&victim).unwrap(), "mine");
+        assert_eq!(crate::files::read_to_string(&victim).unwrap(), "mine");
         assert!(!d.join("trace.json").exists());
     }
 
@@ -1837,10 +1846,16 @@ mod tests {
         std::os::unix::fs::symlink(&shared, d.join("plots")).unwrap();
         let mut f = Folder::open(&d, Kind::Run, Claim::Own).unwrap();
         f.start(true).unwrap();
-        assert_eq!(fs::read_to_string(shared.join("p50.svg")).unwrap(), "mine");
+        assert_eq!(
+            crate::files::read_to_string(shared.join("p50.svg")).unwrap(),
+            "mine"
+        );
         let e = f.text("plots/p50.svg", "<svg/>").unwrap_err().to_string();
         assert!(e.contains("symbolic link"), "{e}");
-        assert_eq!(fs::read_to_string(shared.join("p50.svg")).unwrap(), "mine");
+        assert_eq!(
+            crate::files::read_to_string(shared.join("p50.svg")).unwrap(),
+            "mine"
+        );
     }
 
     #[test]
@@ -1852,13 +1867,13 @@ mod tests {
         fs::create_dir(&d).unwrap();
         std::os::unix::fs::symlink(&victim, d.join(LOCK)).unwrap();
         assert!(Folder::open(&d, Kind::Exec, Claim::Own).is_err());
-        assert_eq!(fs::read_to_string(&victim).unwrap(), "mine");
+        assert_eq!(crate::files::read_to_string(&victim).unwrap(), "mine");
         let d = outer.path().join("r2");
         let mut f = Folder::open(&d, Kind::Exec, Claim::Own).unwrap();
         f.start(true).unwrap();
         std::os::unix::fs::symlink(&victim, d.join(JOURNAL)).unwrap();
         assert!(f.text("exec.json", "{}").is_err());
-        assert_eq!(fs::read_to_string(&victim).unwrap(), "mine");
+        assert_eq!(crate::files::read_to_string(&victim).unwrap(), "mine");
     }
 
     #[test]

@@ -800,7 +800,7 @@ pub fn page(parent: &Path, entries: &[Entry]) -> String {
         .iter()
         .filter(|e| e.kind == Some(Kind::Run) && e.loaded.is_some())
         .min_by_key(|e| e.name != "numpy-temporaries")
-        .and_then(|e| std::fs::read_to_string(parent.join(&e.name).join("env.json")).ok())
+        .and_then(|e| crate::files::read_to_string(parent.join(&e.name).join("env.json")).ok())
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
     if let Some(env) = env {
         body.push_str("<details id=\"environment\"><summary>Environment</summary><ul>");

@@ -394,7 +394,7 @@ pub fn html(labels: &[&str], lines: &[Line]) -> String {
         let text = std::fs::metadata(file)
             .ok()
             .filter(|m| m.is_file() && m.len() <= LISTED_BYTES)
-            .and_then(|_| std::fs::read_to_string(file).ok());
+            .and_then(|_| crate::files::read_to_string(file).ok());
         let _ = write!(
             h,
             "<h3>{}</h3>\n<table class=\"listing\"><tr><th>line</th><th>runs</th>",

@@ -231,7 +231,7 @@ fn load_evidence(root: &Path, id: &str) -> Option<crate::model::evidence::Record
 }
 
 fn load_run(path: &Path) -> Result<RunRecord, ResultsError> {
-    let text = fs::read_to_string(path).map_err(io_err(path))?;
+    let text = crate::files::read_to_string(path).map_err(io_err(path))?;
     RunRecord::from_json(&text).map_err(|why| ResultsError::Invalid {
         path: path.to_path_buf(),
         why,
@@ -571,7 +571,7 @@ pub fn load_outcome(
         }
         Ok(r)
     } else if failed.exists() {
-        let text = fs::read_to_string(&failed).map_err(io_err(&failed))?;
+        let text = crate::files::read_to_string(&failed).map_err(io_err(&failed))?;
         let f: FailedRun = serde_json::from_str(&text).map_err(|e| ResultsError::Invalid {
             path: failed.clone(),
             why: e.to_string(),
@@ -596,7 +596,7 @@ pub fn load_outcome(
 
 /// The exact cliffs kept in a results folder (none if it has no cliffs.json).
 pub fn load_cliffs(root: &Path) -> Vec<FoundCliff> {
-    fs::read_to_string(root.join("cliffs.json"))
+    crate::files::read_to_string(root.join("cliffs.json"))
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or_default()
@@ -641,7 +641,7 @@ pub fn load(root: &Path) -> Result<Loaded, ResultsError> {
             why: "its run was stopped before it wrote its plan (plan.json): nothing of it was measured; run the experiment again".into(),
         });
     }
-    let text = fs::read_to_string(&plan_path).map_err(|e| ResultsError::Invalid {
+    let text = crate::files::read_to_string(&plan_path).map_err(|e| ResultsError::Invalid {
         path: plan_path.clone(),
         why: format!("{e}; is this a results folder written by `alloclab run`?"),
     })?;
@@ -655,7 +655,7 @@ pub fn load(root: &Path) -> Result<Loaded, ResultsError> {
             cells.push(c);
         }
     }
-    let calibration = fs::read_to_string(root.join("calibration.json"))
+    let calibration = crate::files::read_to_string(root.join("calibration.json"))
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok());
     let cliffs = load_cliffs(root);
@@ -679,7 +679,7 @@ mod tests {
         let p = dir.path().join("a/b.txt");
         write_atomic(&p, b"one").unwrap();
         write_atomic(&p, b"two").unwrap();
-        assert_eq!(fs::read_to_string(&p).unwrap(), "two");
+        assert_eq!(crate::files::read_to_string(&p).unwrap(), "two");
         let names: Vec<_> = fs::read_dir(dir.path().join("a")).unwrap().collect();
         assert_eq!(names.len(), 1);
     }

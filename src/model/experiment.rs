@@ -281,7 +281,7 @@ pub fn geometric(from: u64, to: u64, per_octave: u32) -> Vec<u64> {
 impl Experiment {
     /// Reads and validates an experiment file; `quick` applies its `[quick]` overrides.
     pub fn load(path: &Path, quick: bool) -> Result<Self, ExperimentError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ExperimentError {
+        let text = crate::files::read_to_string(path).map_err(|e| ExperimentError {
             location: path.display().to_string(),
             message: format!("cannot read the experiment file: {e}"),
         })?;

@@ -339,3 +339,66 @@ fn an_interrupted_tune_says_so() {
     let o = interrupted_after_runs(&["tune", "--format", "json"], 3);
     assert!(!interrupted_rows(&o).is_empty());
 }
+
+/// Runs the driver with `args`, killing it (and failing) if it has not ended in two
+/// minutes: a read that blocks would otherwise hang the suite.
+fn lab_unless_blocked(args: &[&std::ffi::OsStr]) -> std::process::Output {
+    let mut child = std::process::Command::new(driver_path())
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    for _ in 0..1200 {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    child.kill().unwrap();
+    panic!("alloclab {args:?} blocked (killed after 120 s)");
+}
+
+fn make_fifo(p: &Path) {
+    fs::remove_file(p).unwrap();
+    let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string; mkfifo has no other preconditions.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+#[test]
+fn a_fifo_in_a_results_folder_is_refused_for_what_it_is_and_never_waited_on() {
+    // No writer ever opens these FIFOs: a plain open of one waits for ever.
+    let dir = tempfile::tempdir().unwrap();
+    let folder = run_experiment(
+        dir.path(),
+        "tiny",
+        "description = \"tiny\"\nworkloads = [\"scale\"]\nvariants = [\"out-of-place\"]\nallocators = [\"system\"]\nsizes = [\"1e5\"]\n[budget]\nmin_time = 0.02\nmin_iters = 3\nwarmup_time = 0.01\nwarmup_iters = 1\nprocesses = 2\n",
+    );
+    let record = fs::read_dir(folder.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .unwrap();
+    make_fifo(&record);
+    let o = lab_unless_blocked(&["report".as_ref(), folder.as_os_str()]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("is a FIFO (named pipe), not a regular file"),
+        "{}",
+        stderr(&o)
+    );
+    // The parent's index names the folder it could not read and is written.
+    let o = lab_unless_blocked(&["report".as_ref(), dir.path().join("out").as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("FIFO"), "{}", stderr(&o));
+    // A FIFO at plan.json is what it is, not a run stopped before its plan.
+    make_fifo(&folder.join("plan.json"));
+    let o = lab_unless_blocked(&["report".as_ref(), folder.as_os_str()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("plan.json: is a FIFO") && !stderr(&o).contains("stopped before"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -91,7 +91,7 @@ impl FaultRecorder {
                 Err(e) => {
                     return Err(Unavailable(format!(
                         "perf_event_open(page-faults, one sample per fault) failed: {e} (kernel.perf_event_paranoid = {}; a user's own processes need 2 or less)",
-                        std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+                        crate::files::read_to_string("/proc/sys/kernel/perf_event_paranoid")
                             .map(|s| s.trim().to_string())
                             .unwrap_or_else(|_| "unknown".into())
                     )))

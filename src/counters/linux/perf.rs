@@ -9,7 +9,6 @@
 use crate::counters::Unavailable;
 use perf_event::events::Tracepoint;
 use perf_event::{Builder, Counter};
-use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -57,7 +56,7 @@ pub struct SyscallCounters {
 pub fn tracefs_root() -> Result<PathBuf, Unavailable> {
     const ROOTS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
     let probe = |root: &str| Path::new(root).join("events/syscalls/sys_enter_brk/id");
-    if let Some(root) = ROOTS.iter().find(|r| File::open(probe(r)).is_ok()) {
+    if let Some(root) = ROOTS.iter().find(|r| crate::files::open(probe(r)).is_ok()) {
         return Ok(PathBuf::from(root));
     }
     // tracefs is often not mounted until perf mounts it; root can mount it as perf does.
@@ -73,7 +72,7 @@ pub fn tracefs_root() -> Result<PathBuf, Unavailable> {
                 std::ptr::null(),
             )
         };
-        if rc == 0 && File::open(probe(ROOTS[0])).is_ok() {
+        if rc == 0 && crate::files::open(probe(ROOTS[0])).is_ok() {
             return Ok(PathBuf::from(ROOTS[0]));
         }
     }
@@ -90,7 +89,7 @@ pub fn tracefs_root() -> Result<PathBuf, Unavailable> {
 fn tracepoint_id(root: &Path, category: &str, name: &str) -> Result<u64, Unavailable> {
     let path = root.join("events").join(category).join(name).join("id");
     let mut text = String::new();
-    File::open(&path)
+    crate::files::open(&path)
         .and_then(|mut f| f.read_to_string(&mut text))
         .map_err(|e| Unavailable(format!("cannot read {}: {e}", path.display())))?;
     text.trim()
@@ -99,7 +98,7 @@ fn tracepoint_id(root: &Path, category: &str, name: &str) -> Result<u64, Unavail
 }
 
 fn paranoid_level() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+    crate::files::read_to_string("/proc/sys/kernel/perf_event_paranoid")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "unknown".into())
 }

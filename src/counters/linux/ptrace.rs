@@ -28,7 +28,7 @@ pub fn phase_marker() {
 
 /// Whether this process is being traced (TracerPid in /proc/self/status), and by whom.
 pub fn tracer_pid() -> Option<u32> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let status = crate::files::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("TracerPid:"))?;
     let pid: u32 = line.split_whitespace().nth(1)?.parse().ok()?;
     (pid != 0).then_some(pid)
@@ -224,7 +224,7 @@ pub const FORK: i64 = -2;
 
 /// The thread group of `tid`, from /proc.
 fn tgid_of(tid: libc::pid_t) -> Option<libc::pid_t> {
-    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    let status = crate::files::read_to_string(format!("/proc/{tid}/status")).ok()?;
     status
         .lines()
         .find_map(|l| l.strip_prefix("Tgid:"))?
@@ -428,7 +428,7 @@ impl GateKeeper {
 
     fn look(&mut self, gate: &PollGate) {
         let now = Instant::now();
-        let Some(idle) = std::fs::read_to_string("/proc/stat")
+        let Some(idle) = crate::files::read_to_string("/proc/stat")
             .ok()
             .as_deref()
             .and_then(idle_ticks)
