@@ -93,9 +93,8 @@ pub struct Finding {
     pub cause: Option<Why>,
     /// What removes the cost: measured in the same rounds, or a knob set to measure.
     pub removed_by: Vec<String>,
-    /// Where either cell has fewer processes than planned: " (INCOMPLETE: 2 and 6 of 6
-    /// processes)".
-    pub short: Option<String>,
+    /// Where either cell has fewer processes than planned (its item says so).
+    pub short: Option<crate::analysis::findings::Shortfall>,
     /// The figures it rests on.
     pub figures: DifferenceFigures,
 }
@@ -163,15 +162,13 @@ impl Finding {
         if !self.removed_by.is_empty() {
             body.push_str(&format!("; removed by: {}", self.removed_by.join("; ")));
         }
-        if let Some(s) = &self.short {
-            body.push_str(s);
-        }
         Item::parted(
             self.context.clone(),
             self.subject.clone(),
             body,
             Figures::Difference(Box::new(self.figures.clone())),
         )
+        .marked(self.short.clone())
     }
 }
 
@@ -323,27 +320,27 @@ pub fn of_cells(
     let find = |spec: &str, v: Variant| {
         (0..rows.len()).find(|&i| ok(i) && rows[i].allocator_spec == spec && rows[i].variant == v)
     };
-    let short = |a: usize, b: usize| {
-        let planned = planned?;
-        let (na, nb) = (cells[a].runs.len(), cells[b].runs.len());
-        (na < planned || nb < planned)
-            .then(|| format!(" (INCOMPLETE: {nb} and {na} of {planned} processes)"))
-    };
     let context = cells.first().map(|c| context_of(c)).unwrap_or_default();
     let finding = |i: usize, base: usize, kind: Against, against: String, names: (&str, &str)| {
         let c = cells::compare(cells[base], cells[i], threshold)?;
         let cause = cells::why((cells[i], names.0), (cells[base], names.1), &c);
+        let figures = difference_figures(cells[base], cells[i], kind, &c, cause.clone());
+        let short = crate::analysis::findings::Shortfall::of(
+            &Figures::Difference(Box::new(figures.clone())).cells(),
+            cells,
+            planned,
+        );
         Some(Finding {
             subject: rows[i].allocator_spec.clone(),
             variant: rows[i].variant,
             against,
             kind,
             context: context.clone(),
-            figures: difference_figures(cells[base], cells[i], kind, &c, cause.clone()),
+            figures,
             comparison: c,
             cause: cause.explains().then_some(cause),
             removed_by: Vec::new(),
-            short: short(i, base),
+            short,
         })
     };
     let mut answer = Answer {

@@ -808,6 +808,7 @@ pub fn answer(rows: &[ExecRow]) -> Vec<crate::analysis::findings::Item> {
         items.push(Item {
             text,
             parts: None,
+            incomplete: None,
             figures: Some(Figures::Command(CommandFigures {
                 allocator: r.allocator.clone(),
                 against_allocator: base.allocator.clone(),

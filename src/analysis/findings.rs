@@ -24,6 +24,65 @@ pub struct Item {
     /// The figures behind it (none for a sentence that is not a measured finding).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub figures: Option<Figures>,
+    /// Where a cell it rests on has fewer processes than planned (a run stopped by Ctrl-C
+    /// or a kill): how many each has. Set by [`Item::marked`] alone, which also says it
+    /// in the words; absent where every cell is whole (or no plan says how many).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<Shortfall>,
+}
+
+/// The processes behind a finding's cells, where one has fewer than planned.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Shortfall {
+    /// Each cell's processes with a result, in the order of [`Figures::cells`] (the base
+    /// first, where there is one).
+    pub processes: Vec<usize>,
+    /// The processes each cell was to have.
+    pub planned: usize,
+}
+
+/// A cell a finding rests on: (allocator label with its THP mode, workload, variant,
+/// size, threads).
+pub type CellKey = (String, Workload, Variant, u64, u32);
+
+impl Shortfall {
+    /// The shortfall of the cells `keys` among `cells`, where any has fewer processes
+    /// with a result than `planned`; None where each has them all, none is found, or no
+    /// plan says how many.
+    pub fn of(
+        keys: &[CellKey],
+        cells: &[&crate::model::record::Cell],
+        planned: Option<usize>,
+    ) -> Option<Shortfall> {
+        let planned = planned?;
+        let processes: Vec<usize> = keys
+            .iter()
+            .map(|(label, w, v, n, t)| {
+                cells
+                    .iter()
+                    .find(|c| {
+                        c.spec.workload == *w
+                            && c.spec.variant == *v
+                            && c.spec.size == *n
+                            && c.spec.threads == *t
+                            && c.spec.allocator_label() == *label
+                    })
+                    .map_or(0, |c| c.records().count())
+            })
+            .collect();
+        (!processes.is_empty() && processes.iter().any(|&p| p < planned))
+            .then_some(Shortfall { processes, planned })
+    }
+
+    /// " (INCOMPLETE: 1 and 2 of 2 processes)".
+    pub fn words(&self) -> String {
+        let counts: Vec<String> = self.processes.iter().map(|p| p.to_string()).collect();
+        let list = match counts.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+            _ => counts.join(""),
+        };
+        format!(" (INCOMPLETE: {list} of {} processes)", self.planned)
+    }
 }
 
 /// An item's words in parts (see [`Item::parts`]).
@@ -69,7 +128,36 @@ impl Item {
             text: text.into(),
             parts: None,
             figures: None,
+            incomplete: None,
         }
+    }
+
+    /// The item with its completeness: where `short` says a cell it rests on has fewer
+    /// processes than planned, that is its [`Item::incomplete`] and its words (text and
+    /// body alike) end with it. The one place an item's completeness is set, for every
+    /// kind of finding and so for every surface that renders them.
+    pub fn marked(mut self, short: Option<Shortfall>) -> Self {
+        if let Some(s) = &short {
+            let words = s.words();
+            self.text.push_str(&words);
+            if let Some(p) = &mut self.parts {
+                p.body.push_str(&words);
+            }
+        }
+        self.incomplete = short;
+        self
+    }
+
+    /// The item marked ([`Item::marked`]) by the processes its figures' cells have among
+    /// `cells`, against the `planned` of each.
+    pub fn rests_on(self, cells: &[&crate::model::record::Cell], planned: Option<usize>) -> Self {
+        let keys = self
+            .figures
+            .as_ref()
+            .map(Figures::cells)
+            .unwrap_or_default();
+        let short = Shortfall::of(&keys, cells, planned);
+        self.marked(short)
     }
 
     /// An item worded in parts: its text "{lead}: {subject} {body}".
@@ -82,6 +170,7 @@ impl Item {
                 body,
             }),
             figures: Some(figures),
+            incomplete: None,
         }
     }
 }
@@ -111,6 +200,91 @@ pub enum Figures {
     /// Where a cell's output buffers fell against 64-byte boundaries over its processes,
     /// and whether time followed it.
     Alignment(Box<AlignmentFigures>),
+}
+
+impl Figures {
+    /// The cells it rests on, the base first (where it has one); none for a cliff, a
+    /// command's comparison, a trace or a sweep (whose completeness is their own).
+    pub fn cells(&self) -> Vec<CellKey> {
+        // As [`crate::model::run::RunSpec::allocator_label`] words it.
+        let label = |spec: &str, thp: crate::model::spec::Thp| match thp {
+            crate::model::spec::Thp::System => spec.to_string(),
+            crate::model::spec::Thp::Never => format!("{spec} thp=never"),
+            crate::model::spec::Thp::Advise => format!("{spec} thp=advise"),
+        };
+        match self {
+            Figures::Difference(d) => vec![
+                (
+                    d.against_allocator.clone(),
+                    d.workload,
+                    d.against_variant,
+                    d.size,
+                    d.threads,
+                ),
+                (
+                    d.allocator.clone(),
+                    d.workload,
+                    d.variant,
+                    d.size,
+                    d.threads,
+                ),
+            ],
+            Figures::Price(p) => vec![
+                (
+                    p.against_allocator.clone(),
+                    p.workload,
+                    p.variant,
+                    p.size,
+                    p.threads,
+                ),
+                (
+                    p.allocator.clone(),
+                    p.workload,
+                    p.variant,
+                    p.size,
+                    p.threads,
+                ),
+            ],
+            Figures::AfterBurst(b) => {
+                vec![(
+                    b.allocator.clone(),
+                    b.workload,
+                    b.variant,
+                    b.size,
+                    b.threads,
+                )]
+            }
+            Figures::HugePages(h) => vec![
+                (
+                    label(&h.allocator, crate::model::spec::Thp::Never),
+                    h.workload,
+                    h.variant,
+                    h.size,
+                    h.threads,
+                ),
+                (
+                    label(&h.allocator, h.thp),
+                    h.workload,
+                    h.variant,
+                    h.size,
+                    h.threads,
+                ),
+            ],
+            Figures::Alignment(a) => {
+                vec![(
+                    a.allocator.clone(),
+                    a.workload,
+                    a.variant,
+                    a.size,
+                    a.threads,
+                )]
+            }
+            Figures::Cliff(_)
+            | Figures::Command(_)
+            | Figures::Trace(_)
+            | Figures::SweepCliff(_) => Vec::new(),
+        }
+    }
 }
 
 impl HugePagesFigures {
@@ -372,6 +546,7 @@ pub fn trace_item(
             crate::analysis::trace::paragraph(&lines)
         },
         parts: None,
+        incomplete: None,
         figures: Some(Figures::Trace(TraceFigures {
             allocator: label.to_string(),
             per,

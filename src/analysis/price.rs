@@ -87,7 +87,9 @@ fn sentence(
 /// lists them: the price of speed, what was held after the burst, what huge pages did,
 /// and where time followed the alignment of a cell's output buffer (the rest of
 /// [`crate::analysis::layout::alignment`] is a finding, not an answer).
-pub fn beside_time(cells: &[&Cell], threshold: f64) -> Vec<Item> {
+/// Each is marked by the processes its cells have against the `planned` of each
+/// ([`Item::rests_on`]).
+pub fn beside_time(cells: &[&Cell], threshold: f64, planned: Option<usize>) -> Vec<Item> {
     let mut items = price_of_speed(cells, threshold);
     items.extend(after_burst(cells));
     items.extend(huge_pages(cells, threshold));
@@ -97,6 +99,9 @@ pub fn beside_time(cells: &[&Cell], threshold: f64) -> Vec<Item> {
             .filter(|i| matches!(&i.figures, Some(Figures::Alignment(a)) if a.moved)),
     );
     items
+        .into_iter()
+        .map(|i| i.rests_on(cells, planned))
+        .collect()
 }
 
 /// The price of speed in `cells`: per workload and thread count, the variant and size

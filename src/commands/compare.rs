@@ -327,7 +327,7 @@ pub fn run(args: CompareArgs, level: f64) -> Result<()> {
     ran.procs_column = rows.iter().any(|r| r.processes.unwrap_or(1) > 1);
     let incomplete = ran.note();
     let mut answer = crate::analysis::answer::of_cells(&cells, &rows, args.noise_threshold, None);
-    answer.price = crate::analysis::price::beside_time(&cells, args.noise_threshold);
+    answer.price = crate::analysis::price::beside_time(&cells, args.noise_threshold, None);
     let said = said(&args, &m, &ran, &answer, (&cells, &rows));
     if !rows.is_empty() {
         let text = render(

@@ -481,6 +481,7 @@ fn answer(cliffs: &[CommandCliff], unit: &str) -> Vec<Item> {
             text: c.describe(unit),
             parts: None,
             figures: serde_json::to_value(c).ok().map(Figures::SweepCliff),
+            incomplete: None,
         })
         .collect()
 }

@@ -178,14 +178,30 @@ fn cliff_headline(g: &CliffGroup, confirming: bool) -> (u8, Item) {
             text,
             parts: None,
             figures: Some(figures),
+            incomplete: None,
         },
     )
 }
 
 /// The answers of the folder's cells at the sizes of interest of each workload and thread
 /// count ([`crate::analysis::answer::of_groups`]).
+/// Where each of the folder's cells put its output buffer, one item a cell, each marked
+/// by its processes against the plan's: findings.json's and REPORT.md's alike.
+pub fn alignment(loaded: &Loaded) -> Vec<Item> {
+    let cells: Vec<_> = loaded.cells.iter().collect();
+    crate::analysis::layout::alignment(&cells, crate::model::metric::NOISE_THRESHOLD)
+        .into_iter()
+        .map(|i| i.rests_on(&cells, Some(planned_processes(loaded))))
+        .collect()
+}
+
+/// The processes each of the folder's cells was to have.
+fn planned_processes(loaded: &Loaded) -> usize {
+    loaded.plan.experiment.processes.max(1) as usize
+}
+
 pub fn answers(loaded: &Loaded) -> Vec<crate::analysis::answer::Answer> {
-    let planned = loaded.plan.experiment.processes.max(1) as usize;
+    let planned = planned_processes(loaded);
     let sizes = |w, t| {
         let all: BTreeSet<u64> = loaded
             .cells
@@ -329,8 +345,11 @@ pub fn headlines(loaded: &Loaded) -> Answer {
     let confirming = !complete && loaded.plan.experiment.confirm_cliffs;
     let mut answer = answer_of(cliff_lines(&loaded.cliffs, confirming), differences);
     let cells: Vec<_> = loaded.cells.iter().collect();
-    answer.price =
-        crate::analysis::price::beside_time(&cells, crate::model::metric::NOISE_THRESHOLD);
+    answer.price = crate::analysis::price::beside_time(
+        &cells,
+        crate::model::metric::NOISE_THRESHOLD,
+        Some(planned_processes(loaded)),
+    );
     answer.incomplete = (!complete).then(|| {
         format!(
             "INCOMPLETE: the run did not finish; missing: {}",
@@ -360,10 +379,7 @@ pub fn findings(loaded: &Loaded, answer: &Answer) -> FolderFindings {
         more: answer.more,
         cliffs: cliff_lines(&loaded.cliffs, confirming),
         changes: changes(loaded),
-        alignment: crate::analysis::layout::alignment(
-            &loaded.cells.iter().collect::<Vec<_>>(),
-            threshold,
-        ),
+        alignment: alignment(loaded),
         comparisons,
     }
 }

@@ -55,6 +55,16 @@ impl Entry {
     }
 }
 
+/// Why an unfinished folder `e` is so, in words: "its run is still going (…)", "missing:
+/// …", or "its run did not finish" where nothing names what is missing.
+fn unfinished(e: &Entry) -> String {
+    match (&e.writing, e.missing.is_empty()) {
+        (Some(w), _) => w.clone(),
+        (None, false) => format!("missing: {}", e.missing.join("; ")),
+        (None, true) => "its run did not finish".into(),
+    }
+}
+
 /// A folder's findings.json, where it has one that reads (bounded, a regular file).
 fn findings_of(path: &Path) -> Option<Value> {
     let text = folder::read_limited(&path.join("findings.json"), 64 << 20).ok()?;
@@ -238,9 +248,9 @@ fn founding(entries: &[Entry], html: &mut String, price: &mut String) -> Option<
         };
         if !(has(Variant::InPlace) && has(Variant::OutOfPlace)) {
             damaged.push(format!(
-                "{} is INCOMPLETE: glibc's in-place and out-of-place cells do not both have results yet (missing: {})",
+                "{} is INCOMPLETE: glibc's in-place and out-of-place cells do not both have results yet ({})",
                 e.name,
-                e.missing.join("; ")
+                unfinished(e)
             ));
         }
     }
@@ -304,8 +314,8 @@ fn founding(entries: &[Entry], html: &mut String, price: &mut String) -> Option<
         if !e.complete {
             let _ = write!(
                 html,
-                r#"<p class="warn">INCOMPLETE: this folder's run did not finish (missing: {}); the figures are over the processes it has.</p>"#,
-                esc(&e.missing.join("; "))
+                r#"<p class="warn">INCOMPLETE: this folder's run did not finish ({}); the figures are over the processes it has.</p>"#,
+                esc(&unfinished(e))
             );
         }
         html.push_str("</section>");
@@ -354,6 +364,7 @@ fn price_section(entries: &[Entry], e: &Entry, price: &mut String) {
             esc(&e.name)
         );
         grouped(price, &priced);
+        short_note(price, e);
     }
     for other in entries.iter().filter(|e| e.kind == Some(Kind::Run)) {
         let burst = of_kind(other, "after-burst");
@@ -364,6 +375,7 @@ fn price_section(entries: &[Entry], e: &Entry, price: &mut String) {
                 esc(&other.name)
             );
             grouped(price, &burst);
+            short_note(price, other);
         }
         let huge = of_kind(other, "huge-pages");
         if !huge.is_empty() {
@@ -373,8 +385,24 @@ fn price_section(entries: &[Entry], e: &Entry, price: &mut String) {
                 esc(&other.name)
             );
             grouped(price, &huge);
+            short_note(price, other);
         }
     }
+}
+
+/// Below a part listed from folder `e`'s findings, where its run did not finish: that
+/// the list holds only the cells with results (each item resting on a short cell says
+/// so itself), and what is missing.
+fn short_note(out: &mut String, e: &Entry) {
+    if e.complete && e.writing.is_none() {
+        return;
+    }
+    let _ = write!(
+        out,
+        r#"<p class="warn">INCOMPLETE: folder {}'s run did not finish ({}); only the cells with results are listed, and an allocator without them is absent.</p>"#,
+        esc(&e.name),
+        esc(&unfinished(e))
+    );
 }
 
 /// Items under their leads: each lead once, then a list of the items' subjects and words
@@ -772,11 +800,8 @@ pub fn page(parent: &Path, entries: &[Entry]) -> String {
     for e in entries {
         let state = match (&e.problem, e.complete) {
             (Some(p), _) => format!("unreadable: {p}"),
-            (None, _) if e.writing.is_some() => {
-                format!("INCOMPLETE: {}", e.writing.as_deref().unwrap_or_default())
-            }
-            (None, true) => "complete".into(),
-            (None, false) => format!("INCOMPLETE: missing {}", e.missing.join("; ")),
+            (None, true) if e.writing.is_none() => "complete".into(),
+            (None, _) => format!("INCOMPLETE: {}", unfinished(e)),
         };
         let _ = write!(
             body,

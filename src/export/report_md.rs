@@ -289,13 +289,10 @@ pub fn findings_blocks(
         blocks.push(block);
     }
     // Where the allocator put each cell's output buffer: a dimension of its own.
-    let placed: Vec<String> = crate::analysis::layout::alignment(
-        &loaded.cells.iter().collect::<Vec<_>>(),
-        REPORT_NOISE_THRESHOLD,
-    )
-    .into_iter()
-    .map(|i| i.text)
-    .collect();
+    let placed: Vec<String> = crate::export::headlines::alignment(loaded)
+        .into_iter()
+        .map(|i| i.text)
+        .collect();
     if !placed.is_empty() {
         let mut block = Block::labelled(
             "Where the allocator put the output buffer (its address past a 64-byte boundary, over each cell's processes; the lab shifts each process's heap at random, so that only what the allocator decides stays fixed):".to_string(),

@@ -402,3 +402,69 @@ fn a_fifo_in_a_results_folder_is_refused_for_what_it_is_and_never_waited_on() {
         stderr(&o)
     );
 }
+
+#[test]
+fn every_finding_resting_on_a_short_cell_says_so_in_every_surface() {
+    // A run whose one cell lost a process (its record removed, as a kill between the two
+    // leaves it): every finding on that cell — a difference, after the burst, the price
+    // of speed, an alignment — carries its completeness, and no other does.
+    let dir = tempfile::tempdir().unwrap();
+    let folder = run_experiment(
+        dir.path(),
+        "short",
+        "description = \"short\"\nworkloads = [\"scale\"]\nvariants = [\"in-place\", \"out-of-place\"]\nallocators = [\"system\", \"jemalloc\"]\nsizes = [\"1e6\"]\n[budget]\nmin_time = 0.05\nmin_iters = 5\nwarmup_time = 0.01\nwarmup_iters = 1\nidle_time = 0.2\nprocesses = 2\n",
+    );
+    fs::remove_file(folder.join("runs/scale-out-of-place-system-n1000000-t1.p2.json")).unwrap();
+    let o = lab(&["report", folder.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let findings = json(&fs::read(folder.join("findings.json")).unwrap());
+    let report = fs::read_to_string(folder.join("REPORT.md")).unwrap();
+    let mut kinds = BTreeSet::new();
+    for list in ["answer", "price_of_speed", "comparisons", "alignment"] {
+        for item in findings[list].as_array().unwrap() {
+            let f = &item["figures"];
+            let on =
+                |allocator: &str, variant: &str| allocator == "system" && variant == "out-of-place";
+            let s = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+            let short = on(&s(&f["allocator"]), &s(&f["variant"]))
+                || on(&s(&f["against_allocator"]), &s(&f["against_variant"]))
+                || (f["kind"] == "price" && on(&s(&f["against_allocator"]), &s(&f["variant"])));
+            let text = item["text"].as_str().unwrap();
+            if short {
+                kinds.insert(s(&f["kind"]));
+                assert!(item["incomplete"]["planned"] == 2, "{item}");
+                assert!(
+                    item["incomplete"]["processes"]
+                        .as_array()
+                        .unwrap()
+                        .contains(&serde_json::json!(1)),
+                    "{item}"
+                );
+                assert!(text.contains("(INCOMPLETE: "), "{text}");
+                // REPORT.md never lists the item without its completeness.
+                let bare = &text[..text.find(" (INCOMPLETE: ").unwrap()];
+                assert!(!report.contains(bare) || report.contains(text), "{text}");
+            } else {
+                assert!(item.get("incomplete").is_none(), "{item}");
+                assert!(!text.contains("INCOMPLETE"), "{text}");
+            }
+        }
+    }
+    // A difference, the cell after its burst and its alignment, at least.
+    for kind in ["difference", "after-burst", "alignment"] {
+        assert!(kinds.contains(kind), "{kind} not among {kinds:?}");
+    }
+    assert!(
+        report.contains("(INCOMPLETE: 1 of 2 processes)"),
+        "{report}"
+    );
+    // The parent's index lists the folder's parts with the note that they are short.
+    let o = lab(&["report", dir.path().join("out").to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let index = fs::read_to_string(dir.path().join("out/index.html")).unwrap();
+    assert!(
+        index.contains("INCOMPLETE: folder short&#39;s run did not finish")
+            || index.contains("INCOMPLETE: folder short's run did not finish"),
+        "{index}"
+    );
+}
