@@ -611,7 +611,25 @@ Run times per allocator: `histograms/<allocator>.us.csv` (HdrHistogram, µs). Ev
     );
     folder.text("REPORT.md", &md).map_err(err)?;
     let page = super::html::Page {
-        title: format!("alloclab exec: {}", shell_words(&record.command)),
+        title: if record.complete {
+            format!("alloclab exec: {}", shell_words(&record.command))
+        } else {
+            // As run, sweep and compare pages say it: first, with what ran.
+            let ran: usize = record.allocators.iter().map(|a| a.runs.len()).sum();
+            // Rounds added to decide a comparison count as planned once begun.
+            let rounds = record
+                .allocators
+                .iter()
+                .flat_map(|a| a.runs.iter().map(|r| r.round as usize))
+                .max()
+                .unwrap_or(0)
+                .max(record.runs_requested as usize);
+            let planned = rounds * record.allocators.len();
+            format!(
+                "INCOMPLETE ({ran} of {planned} runs): alloclab exec: {}",
+                shell_words(&record.command)
+            )
+        },
         environment: header(record).lines().map(str::to_string).collect(),
         answer: super::headlines::Answer {
             price: Vec::new(),

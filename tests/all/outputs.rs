@@ -329,6 +329,31 @@ fn an_interrupted_exec_says_so_in_every_format_and_diff_refuses_it() {
     assert!(String::from_utf8(o.stdout)
         .unwrap()
         .starts_with("> **Incomplete:**"));
+    // Its page's title says so first, as an interrupted run's, sweep's and compare's do.
+    let out = dir.path().join("ex");
+    interrupted_after_runs(
+        &[
+            "exec",
+            "--runs",
+            "200",
+            "--allocators",
+            "system,jemalloc",
+            "--out",
+            out.to_str().unwrap(),
+            "--",
+            t.to_str().unwrap(),
+            "--iterations",
+            "20",
+        ],
+        4,
+    );
+    let page = fs::read_to_string(out.join("report.html")).unwrap();
+    let title = &page[page.find("<title>").unwrap()..page.find("</title>").unwrap()];
+    assert!(
+        title.starts_with("<title>INCOMPLETE (")
+            && title.contains(" of 400 runs): alloclab exec: "),
+        "{title}"
+    );
 }
 
 /// An interrupted tune is an interrupt (130, the signal named), not a failure, and its
