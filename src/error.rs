@@ -69,9 +69,11 @@ impl From<crate::analysis::cliff::CliffError> for Error {
         match e {
             CliffError::Interrupted(_) => Error::Interrupted(e.to_string()),
             CliffError::Unavailable(..) => Error::Unsupported(e.to_string()),
-            CliffError::NoChange { .. } | CliffError::NotAStep { .. } | CliffError::Run(_) => {
-                Error::RunFailed(e.to_string())
-            }
+            CliffError::NoChange { .. }
+            | CliffError::NotAStep { .. }
+            | CliffError::Run(_)
+            | CliffError::OutOfTime(_)
+            | CliffError::CutShort { .. } => Error::RunFailed(e.to_string()),
         }
     }
 }

@@ -438,6 +438,19 @@ pub struct Cliff<R = RunRecord> {
 pub enum CliffError {
     #[error("{0}")]
     Run(String),
+    /// A probe not started: its bound (`--max-time`) would have passed before it ended.
+    #[error("{0}")]
+    OutOfTime(String),
+    #[error("{bound}: the bisection stopped after {probes} probes with the change of {metric} between {} elements ({}) and {} elements ({}); a longer --max-time, or --from and --to closer around these, finds it to the element", group_thousands(*.below as i64), fmt_count(*.below_value), group_thousands(*.above as i64), fmt_count(*.above_value))]
+    CutShort {
+        bound: String,
+        metric: &'static str,
+        probes: usize,
+        below: u64,
+        below_value: f64,
+        above: u64,
+        above_value: f64,
+    },
     #[error("{metric} is {} at {} and {} at {} elements: {} apart from what the low side's level ({trend}) leads to expect, within the noise margin of {}, so there is no change of behaviour to find in this range; widen it", fmt_count(*.from_value), group_thousands(*.from as i64), fmt_count(*.to_value), group_thousands(*.to as i64), fmt_count(*.departure), fmt_count(*.margin))]
     NoChange {
         metric: &'static str,
@@ -474,6 +487,56 @@ impl Trend {
             Trend::Level => "a level, with the slope measured below the range",
             Trend::Flat => "the same at every size",
         }
+    }
+}
+
+/// A bound on a bisection's probes: none starts that would end after `max_time` seconds
+/// from its start, each expected to cost what the last one did.
+pub struct Bound {
+    started: std::time::Instant,
+    max_time: f64,
+    last: f64,
+}
+
+impl Bound {
+    /// From now, `max_time` seconds.
+    pub fn new(max_time: f64) -> Self {
+        Bound {
+            started: std::time::Instant::now(),
+            max_time,
+            last: 0.0,
+        }
+    }
+
+    /// Measures one probe by `f`, unless the last one's cost from now would pass the
+    /// bound: then [`CliffError::OutOfTime`] (the first probes always run).
+    pub fn probe<T>(&mut self, f: impl FnOnce() -> Result<T, CliffError>) -> Result<T, CliffError> {
+        let now = self.elapsed();
+        if now + self.last > self.max_time {
+            return Err(CliffError::OutOfTime(format!(
+                "--max-time {} s would pass before the next probe ended (the last took {})",
+                crate::fmt::trim_float(self.max_time),
+                crate::fmt::fmt_ns(self.last * 1e9)
+            )));
+        }
+        let out = f();
+        self.last = self.elapsed() - now;
+        out
+    }
+
+    /// Seconds since it began.
+    pub fn elapsed(&self) -> f64 {
+        self.started.elapsed().as_secs_f64()
+    }
+
+    /// Seconds left of it (0 when past).
+    pub fn left(&self) -> f64 {
+        (self.max_time - self.elapsed()).max(0.0)
+    }
+
+    /// What the last probe cost, seconds.
+    pub fn last(&self) -> f64 {
+        self.last
     }
 }
 
@@ -545,7 +608,20 @@ pub fn find<R>(
     let far_departure = departure(&hi);
     while hi.size - lo.size > resolution.max(1) {
         let mid = lo.size + (hi.size - lo.size) / 2;
-        let m = measure(mid)?;
+        let m = match measure(mid) {
+            Err(CliffError::OutOfTime(bound)) => {
+                return Err(CliffError::CutShort {
+                    bound,
+                    metric: metric.name(),
+                    probes,
+                    below: lo.size,
+                    below_value: lo.value,
+                    above: hi.size,
+                    above_value: hi.value,
+                })
+            }
+            other => other?,
+        };
         progress(&m);
         probes += 1;
         if past(&m) {

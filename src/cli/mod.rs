@@ -405,6 +405,11 @@ pub struct CliffArgs {
     /// With your command: how many of those buffers one call holds at once.
     #[arg(long, value_name = "N", requires = "bytes_per_element", value_parser = clap::value_parser!(u64).range(1..=64))]
     pub buffers: Option<u64>,
+    /// Start no probe that would end after this many seconds, each expected to cost what
+    /// the last one did; a bisection cut short says between which sizes the change lies.
+    /// The sides' processes fit in what is left (at least one each).
+    #[arg(long, default_value_t = 60.0, value_parser = crate::model::budget::parse_timeout)]
+    pub max_time: f64,
     #[command(flatten)]
     pub program: ProgramArgs,
 }

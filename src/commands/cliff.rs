@@ -44,6 +44,8 @@ struct CliffOutput {
     behind_it: String,
     /// Above against below, from each side's recorded calls and faults.
     what_changes: Option<String>,
+    /// Where --max-time cut the sides' processes: how many ran, in words (null: all).
+    max_time_cut: Option<String>,
 }
 
 /// One side of the cliff as its bisection probe measured it.
@@ -107,7 +109,8 @@ pub fn run(args: &CliffArgs, level: f64) -> Result<()> {
             metric.name()
         );
     };
-    let mut measure = |size| engine::probe(&mut exec, &base, &budget, size, metric);
+    let mut bound = cliff::Bound::new(args.max_time);
+    let mut measure = |size| bound.probe(|| engine::probe(&mut exec, &base, &budget, size, metric));
     let c = cliff::find(
         &mut measure,
         args.from,
@@ -126,15 +129,26 @@ pub fn run(args: &CliffArgs, level: f64) -> Result<()> {
     let order_seed = args.program.order_seed.unwrap_or_else(engine::clock_seed);
     // Each side's processes, and one recorded process each: what its calls did.
     let mut progress = Progress::new(2 * args.processes as usize + 2);
-    let mut cells = engine::run_rounds(
+    // The sides' rounds in what --max-time leaves, their recorded processes (a probe's
+    // cost each, twice over for the recording) kept out of it; one round always runs.
+    let reserve = 2.0 * 2.0 * bound.last();
+    let (mut cells, cut) = engine::run_rounds_within(
         &sides,
         &budget,
         args.processes,
+        (bound.left() - reserve).max(0.0),
         order_seed,
         &mut exec,
         &mut progress,
         level,
     );
+    let cut = cut.map(|ran| {
+        format!(
+            "{ran} of the {} processes per side asked for: --max-time {} s left no room for more",
+            args.processes,
+            crate::fmt::trim_float(args.max_time)
+        )
+    });
     for c in &mut cells {
         let what = format!("evidence: {}", c.spec);
         engine::record_cell(c, &budget, &mut exec, &mut progress, &what);
@@ -160,6 +174,7 @@ pub fn run(args: &CliffArgs, level: f64) -> Result<()> {
         across,
         what_changes,
         order_seed,
+        cut,
     };
     super::print_out(&if args.format == Format::Json {
         found.json()?
@@ -206,6 +221,8 @@ struct Found<'a> {
     /// comparison of the two sides).
     what_changes: Option<String>,
     order_seed: u64,
+    /// Where --max-time cut the sides' rounds: how many ran, in words.
+    cut: Option<String>,
 }
 
 impl Found<'_> {
@@ -271,6 +288,7 @@ impl Found<'_> {
             order_seed: self.order_seed,
             behind_it: self.behind_it(),
             what_changes: self.what_changes.clone(),
+            max_time_cut: self.cut.clone(),
         };
         Ok(serde_json::to_string_pretty(&value).map_err(Error::failed)? + "\n")
     }
@@ -312,8 +330,12 @@ impl Found<'_> {
         } else {
             format!("change by {} or more", crate::fmt::fmt_count(c.margin))
         };
+        let cut = self
+            .cut
+            .as_ref()
+            .map_or(String::new(), |c| format!(" ({c})"));
         format!(
-        "{} {} {}: {} per iteration {how} between\n  below: {}\n  above: {}\n({} probes)\nbehind it: {behind_it}\nlatency, measured again in interleaved rounds (order seed {order_seed}; layout held fixed: the element is counted from where the heap starts):\n  below: {}\n  above: {}\n  {across}\n",
+        "{} {} {}: {} per iteration {how} between\n  below: {}\n  above: {}\n({} probes)\nbehind it: {behind_it}\nlatency, measured again in interleaved rounds (order seed {order_seed}; layout held fixed: the element is counted from where the heap starts){cut}:\n  below: {}\n  above: {}\n  {across}\n",
         base.allocator_label(),
         base.workload,
         base.variant,

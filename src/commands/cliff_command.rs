@@ -55,7 +55,9 @@ pub fn run(args: &CliffArgs, level: f64) -> Result<()> {
             per.unit()
         );
     };
-    let mut measure = |size| program::probe(&settings, &template, size, per, metric, &mut quiet);
+    let mut bound = cliff::Bound::new(args.max_time);
+    let mut measure =
+        |size| bound.probe(|| program::probe(&settings, &template, size, per, metric, &mut quiet));
     let c = cliff::find(
         &mut measure,
         args.from,

@@ -345,3 +345,61 @@ fn a_blocked_compare_runs_each_allocators_cells_together_and_reverses_them_every
         }
     }
 }
+
+#[test]
+fn a_cliff_cut_short_by_max_time_says_between_which_sizes_the_change_lies() {
+    let cliff = |max_time: &str| {
+        lab(&[
+            "cliff",
+            "--allocator",
+            "system",
+            "--workload",
+            "scale",
+            "--variant",
+            "out-of-place",
+            "--from",
+            "1000",
+            "--to",
+            "100000",
+            "--min-time",
+            "0.01",
+            "--format",
+            "json",
+            "--max-time",
+            max_time,
+        ])
+    };
+    let whole = cliff("600");
+    assert!(whole.status.success(), "{}", stderr(&whole));
+    let v = json(&whole.stdout);
+    let (below, above) = (
+        v["below"]["size"].as_u64().unwrap(),
+        v["above"]["size"].as_u64().unwrap(),
+    );
+    assert_eq!(above, below + 1, "{v}");
+    // The same bisection cut short: a failure that says where it had got to, and the
+    // whole one's cliff lies within it (the probes are exact counts, the path the same).
+    let cut = cliff("0.3");
+    assert_eq!(cut.status.code(), Some(1), "{}", stderr(&cut));
+    assert!(cut.stdout.is_empty());
+    let err = stderr(&cut);
+    assert!(
+        err.contains("--max-time 0.3 s would pass before the next probe ended"),
+        "{err}"
+    );
+    if let Some(at) = err.find("the bisection stopped after") {
+        let size = |after: &str| -> u64 {
+            let from = err[at..].find(after).unwrap() + at + after.len();
+            let words = &err[from..];
+            words[..words.find(" elements").unwrap()]
+                .replace(',', "")
+                .parse()
+                .unwrap()
+        };
+        let (lo, hi) = (size(" between "), size(") and "));
+        assert!(
+            lo <= below && above <= hi && hi - lo > 1,
+            "{lo}..{hi} against {below}..{above}: {err}"
+        );
+    }
+}
