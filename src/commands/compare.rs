@@ -45,8 +45,14 @@ enum Stop {
     /// SIGINT (Ctrl-C) or SIGTERM.
     Signal(&'static str),
     /// --max-time (seconds) left no room for the next of the --processes rounds, after
-    /// this many.
-    MaxTime { rounds: u32, max_time: f64 },
+    /// this many; `then` rounds of the largest open comparisons (`then_runs` runs) used
+    /// what was left.
+    MaxTime {
+        rounds: u32,
+        max_time: f64,
+        then: u32,
+        then_runs: usize,
+    },
 }
 
 /// What ran of the plan, which every output states: the --processes every cell was to
@@ -146,11 +152,17 @@ impl Ran {
                 self.asked,
                 self.counts()
             ),
-            Stop::MaxTime { rounds, max_time } => format!(
-                "incomplete: --max-time {} s left no room for round {} of the {planned} planned; of the {planned} processes planned per cell, {}{procs}, and no adaptive rounds ran",
+            Stop::MaxTime {
+                rounds,
+                max_time,
+                then,
+                then_runs,
+            } => format!(
+                "incomplete: --max-time {} s left no room for round {} of the {planned} planned; of the {planned} processes planned per cell, {}{procs}, and {}",
                 crate::fmt::trim_float(*max_time),
                 rounds + 1,
-                self.counts()
+                self.counts(),
+                then_words(*then, *then_runs, "no adaptive rounds ran")
             ),
         })
     }
@@ -192,10 +204,16 @@ impl Ran {
             .done()
             .saturating_sub(planned as usize * self.per_cell.len());
         match &self.stop {
-            Some(Stop::MaxTime { rounds, max_time }) => format!(
-                "{rounds} of the {planned} planned for every cell (round {} would have ended after --max-time {} s); no adaptive rounds",
+            Some(Stop::MaxTime {
+                rounds,
+                max_time,
+                then,
+                then_runs,
+            }) => format!(
+                "{rounds} of the {planned} planned for every cell (round {} would have ended after --max-time {} s); {}",
                 rounds + 1,
-                crate::fmt::trim_float(*max_time)
+                crate::fmt::trim_float(*max_time),
+                then_words(*then, *then_runs, "no adaptive rounds")
             ),
             Some(Stop::Signal(name)) if min < planned as usize => format!(
                 "interrupted by {name} during the {planned} planned: {}; no adaptive rounds",
@@ -213,6 +231,16 @@ impl Ran {
                 adaptive.rounds, adaptive.runs
             ),
         }
+    }
+}
+
+/// What ran after --max-time cut the --processes rounds: "then 2 round(s) (4 runs) of
+/// the largest open comparisons, as many as fitted", or `none`.
+fn then_words(rounds: u32, runs: usize, none: &str) -> String {
+    if rounds == 0 {
+        none.to_string()
+    } else {
+        format!("then {rounds} round(s) ({runs} runs) of the largest open comparisons, as many as fitted")
     }
 }
 
@@ -513,9 +541,12 @@ fn measure(
                 crate::ui::interrupt::signal_name().unwrap_or("a signal"),
             ))
         } else {
-            adaptive
-                .planned_cut
-                .map(|rounds| Stop::MaxTime { rounds, max_time })
+            adaptive.planned_cut.map(|rounds| Stop::MaxTime {
+                rounds,
+                max_time,
+                then: adaptive.rounds,
+                then_runs: adaptive.runs,
+            })
         },
         procs_column: false,
     };
@@ -538,7 +569,10 @@ fn measure(
 /// --processes rounds ran, as long as each round fits into --max-time at the last
 /// round's cost; then only the cells of the comparisons still open. Rounds are dropped,
 /// not processes shortened: shortened processes measured another ratio under load
-/// (docs/method.md), and 4 or 5 rounds still decide, unpaired.
+/// (docs/method.md), and 4 or 5 rounds still decide, unpaired. When a whole round no
+/// longer fits before --processes rounds ran (a slow or loaded host), the time left
+/// goes to the open comparisons, largest ratio first, as many as fit: a large effect
+/// then reaches the rounds that decide it instead of being left without a verdict.
 fn next_round(
     args: &CompareArgs,
     adaptive: &mut Adaptive,
@@ -551,29 +585,23 @@ fn next_round(
     let runs: usize = cells.iter().map(|c| c.runs.len()).sum();
     let last_round = elapsed - adaptive.round_started;
     adaptive.round_started = elapsed;
-    if done < args.processes {
+    if done < args.processes && adaptive.planned_cut.is_none() {
         // The first round always runs (nothing to estimate a round from before it);
         // each later one only when it ends within --max-time, at the last round's cost.
-        if done > 0 && elapsed + last_round > max_time {
-            adaptive.planned_cut = Some(done);
-            progress.set_total(runs);
-            return None;
+        if done == 0 || elapsed + last_round <= max_time {
+            return Some(vec![true; cells.len()]);
         }
-        return Some(vec![true; cells.len()]);
+        adaptive.planned_cut = Some(done);
     }
     if args.no_adaptive {
+        progress.set_total(runs);
         return None;
     }
-    let (open, _) = cells::open_comparisons(cells, args.noise_threshold, Some(precision));
+    let (mut open, _) = cells::open_comparisons(cells, args.noise_threshold, Some(precision));
     if open.is_empty() {
+        progress.set_total(runs);
         return None;
     }
-    let mut part = vec![false; cells.len()];
-    for (b, o) in open {
-        part[b] = true;
-        part[o] = true;
-    }
-    let next = part.iter().filter(|p| **p).count();
     // A run's cost: the last round's, per run in it.
     let last_runs = cells
         .iter()
@@ -581,8 +609,55 @@ fn next_round(
         .count()
         .max(1);
     let per_run = last_round / last_runs as f64;
-    if elapsed + per_run * next as f64 > max_time {
+    let mut part = vec![false; cells.len()];
+    if adaptive.planned_cut.is_some() {
+        // Each variant against its allocator's in-place cell first (the question the
+        // answer leads with), then the rest; within each, the largest ratio first (either
+        // way), those not yet compared (a cell without a run) last. The first must reach
+        // the rounds that decide it: each of the rounds
+        // it still needs takes an equal share of the time left, and a round holds as
+        // many comparisons as fit into its share (the largest always, if it fits at all).
+        let size = |&(b, o): &(usize, usize)| {
+            cells::compare(&cells[b], &cells[o], args.noise_threshold)
+                .map_or(0.0, |c| c.ratio.ln().abs())
+        };
+        let in_place = |&(b, o): &(usize, usize)| {
+            cells[b].spec.variant == crate::model::spec::Variant::InPlace
+                && cells[b].spec.allocator_label() == cells[o].spec.allocator_label()
+        };
+        open.sort_by(|x, y| {
+            in_place(y)
+                .cmp(&in_place(x))
+                .then(size(y).total_cmp(&size(x)))
+        });
+        let level = cells.first().map_or(0.95, |c| c.level);
+        let have = open
+            .first()
+            .map_or(0, |&(b, o)| cells[b].runs.len().min(cells[o].runs.len()));
+        let rounds_needed = crate::analysis::stats::rounds_to_decide(level)
+            .saturating_sub(have)
+            .max(1);
+        let share = (max_time - elapsed) / rounds_needed as f64;
+        for (b, o) in open {
+            let with = part[b] as usize + part[o] as usize;
+            let count = part.iter().filter(|p| **p).count() + 2 - with;
+            let first = count == 2 && with == 0;
+            if per_run * count as f64 > share && !first {
+                break;
+            }
+            part[b] = true;
+            part[o] = true;
+        }
+    } else {
+        for (b, o) in open {
+            part[b] = true;
+            part[o] = true;
+        }
+    }
+    let next = part.iter().filter(|p| **p).count();
+    if next == 0 || elapsed + per_run * next as f64 > max_time {
         adaptive.hit_max_time = true;
+        progress.set_total(runs);
         return None;
     }
     adaptive.rounds += 1;
@@ -1103,6 +1178,8 @@ mod tests {
             Some(Stop::MaxTime {
                 rounds: 3,
                 max_time: 18.0,
+                then: 0,
+                then_runs: 0,
             }),
         );
         assert_eq!(r.stopped_by().as_deref(), Some("max-time"));
@@ -1127,6 +1204,23 @@ mod tests {
             "1 of the 1000 planned process(es) per cell (incomplete)"
         );
         assert_eq!(done.processes_clause(), "6 process(es) per cell (procs)");
+        // The time left went to the largest open comparisons.
+        let then = ran(
+            &[3, 3, 5, 5],
+            Some(Stop::MaxTime {
+                rounds: 3,
+                max_time: 18.0,
+                then: 2,
+                then_runs: 4,
+            }),
+        );
+        assert!(
+            then.rounds_clause(&Adaptive::default()).ends_with(
+                "(round 4 would have ended after --max-time 18 s); then 2 round(s) (4 runs) of the largest open comparisons, as many as fitted"
+            ),
+            "{}",
+            then.rounds_clause(&Adaptive::default())
+        );
         // Adaptive rounds gave some cells more.
         let mut more = ran(&[6, 6, 9, 12], None);
         more.planned = 6;
