@@ -381,6 +381,9 @@ pub struct AfterBurstFigures {
 /// live data (the lab's own count of bytes allocated and not freed), what the allocator
 /// holds beyond it (its own figure of what it holds, less the live data: free chunks,
 /// cached pages, rounding), and the rest of the resident set (code, stacks, the lab).
+/// Every figure is a size, never below zero: where the allocator's figure is below the
+/// live data or above the resident set, the split says by how much instead
+/// (`live_beyond_figure`, `not_resident`) and leaves that part empty.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct HeldSplit {
     /// The resident set at the end of the idle (the kernel's, sampled), bytes.
@@ -391,12 +394,22 @@ pub struct HeldSplit {
     /// it gives none.
     pub allocator_holds: Option<u64>,
     pub allocator_figure: Option<&'static str>,
-    /// allocator_holds − live: what it keeps free; None without its figure.
-    pub held_free: Option<i64>,
+    /// allocator_holds − live: what it keeps free; None without its figure, or where
+    /// the figure is below the live data.
+    pub held_free: Option<u64>,
+    /// live − allocator_holds where the figure is below the live data: how much of the
+    /// live data the figure leaves out (snmalloc's leaves out its large allocations).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub live_beyond_figure: Option<u64>,
     /// resident − allocator_holds: the rest of the process (code, stacks, and whatever
-    /// the allocator's figure leaves out: snmalloc's leaves out its large allocations'
-    /// memory); negative where the allocator's figure counts memory that is not resident.
-    pub outside: Option<i64>,
+    /// the allocator's figure leaves out); None without its figure, or where the figure
+    /// is above the resident set.
+    pub outside: Option<u64>,
+    /// allocator_holds − resident where the figure is above the resident set: how much
+    /// of what it counts is not resident (mapped and never touched, or given back while
+    /// still counted, as mimalloc's commit accounting does after a purge).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_resident: Option<u64>,
 }
 
 impl HeldSplit {
@@ -415,54 +428,76 @@ impl HeldSplit {
             System => get("arena")
                 .zip(get("hblkhd"))
                 .map(|(a, h)| (a + h, "mallinfo2 arena + hblkhd")),
-            Tcmalloc => get("heap_size")
-                .zip(get("pageheap_unmapped_bytes"))
-                .map(|(h, u)| (h.saturating_sub(u), "heap_size − pageheap_unmapped_bytes")),
+            // Its page heap less what it has returned to the OS already
+            // (pageheap_unmapped_bytes is outside it): live data, its caches, its page
+            // heap's free pages.
+            Tcmalloc => get("heap_size").map(|v| (v, "generic.heap_size")),
             Mimalloc => get("current_rss").map(|v| (v, "current_rss, its commit accounting")),
             Snmalloc => get("current_memory_usage").map(|v| (v, "current_memory_usage")),
             Rpmalloc => None,
         };
+        let h = holds.map(|h| h.0);
+        let minus = |a: Option<u64>, b: Option<u64>| a.zip(b).and_then(|(a, b)| a.checked_sub(b));
+        let beyond =
+            |a: Option<u64>, b: Option<u64>| a.zip(b).and_then(|(a, b)| (a > b).then(|| a - b));
         HeldSplit {
             resident,
             live,
-            allocator_holds: holds.map(|h| h.0),
+            allocator_holds: h,
             allocator_figure: holds.map(|h| h.1),
-            held_free: holds.map(|(h, _)| h as i64 - live as i64),
-            outside: holds.map(|(h, _)| resident as i64 - h as i64),
+            held_free: minus(h, Some(live)),
+            live_beyond_figure: beyond(Some(live), h),
+            outside: minus(Some(resident), h),
+            not_resident: beyond(h, Some(resident)),
         }
     }
 
-    /// "of the 22.2 MiB resident at the end: 533.3 KiB live data, 20.9 MiB held free by the
-    /// allocator (its stats.resident: 21.4 MiB), 800.0 KiB outside that figure (…)".
+    /// "of the 22.2 MiB its first process held at the end: 533.3 KiB live data, 20.9 MiB held free by the
+    /// allocator (its stats.resident: 21.4 MiB), 800.0 KiB outside that figure (…)"; where
+    /// the figure is below the live data or above the resident set, by how much.
     pub fn sentence(&self) -> String {
         let b = |v: u64| crate::fmt::human_bytes(v);
-        let signed = |v: i64| {
-            if v < 0 {
-                format!("−{}", b(v.unsigned_abs()))
-            } else {
-                b(v as u64)
-            }
-        };
-        match (self.allocator_holds, self.allocator_figure, self.held_free, self.outside) {
-            (Some(h), Some(fig), Some(free), Some(out)) => format!(
-                "of the {} resident at the end: {} live data, {} held free by the allocator (its {fig}: {}), {} outside that figure (code, stacks, what the figure leaves out){}",
-                b(self.resident),
-                b(self.live),
-                signed(free),
-                b(h),
-                signed(out),
-                if out < 0 {
-                    " (the allocator's figure counts memory that is not resident)"
-                } else {
-                    ""
-                }
-            ),
-            _ => format!(
-                "of the {} resident at the end: {} live data (the allocator gives no figure of what it holds)",
+        let (Some(h), Some(fig)) = (self.allocator_holds, self.allocator_figure) else {
+            return format!(
+                "of the {} its first process held at the end: {} live data (the allocator gives no figure of what it holds)",
                 b(self.resident),
                 b(self.live)
+            );
+        };
+        let free = match (self.held_free, self.live_beyond_figure) {
+            (Some(free), _) => format!(
+                "{} held free by the allocator (its {fig}: {})",
+                b(free),
+                b(h)
             ),
+            (None, Some(left_out)) => format!(
+                "none held free that its own figure shows (its {fig}, {}, is {} less than the live data: it leaves out part of what the program holds)",
+                b(h),
+                b(left_out)
+            ),
+            (None, None) => format!("its {fig}: {}", b(h)),
+        };
+        let rest = match (self.outside, self.not_resident) {
+            (Some(out), _) => format!(
+                "{} outside that figure (code, stacks, what the figure leaves out)",
+                b(out)
+            ),
+            (None, Some(over)) => format!(
+                "its figure is {} more than the resident set: that much of what it counts is not resident, so the rest of the process (code, stacks) cannot be told apart from it",
+                b(over)
+            ),
+            (None, None) => String::new(),
+        };
+        let mut text = format!(
+            "of the {} its first process held at the end: {} live data, {free}",
+            b(self.resident),
+            b(self.live)
+        );
+        if !rest.is_empty() {
+            text.push_str(", ");
+            text.push_str(&rest);
         }
+        text
     }
 }
 

@@ -217,13 +217,22 @@ pub fn after_burst(cells: &[&Cell]) -> Vec<Item> {
                 return None;
             }
             let idle_ms = idle_ns as f64 / 1e6;
-            let stats = c
-                .records()
-                .next()
-                .map(|(_, r)| r.allocator_stats_after_idle.clone())
+            // The split is one process's: its statistics, its live data and its own
+            // resident set at the end (not the cell's median, which may be another
+            // process's).
+            let first = c.records().next().map(|(_, r)| r);
+            let stats = first
+                .map(|r| r.allocator_stats_after_idle.clone())
                 .unwrap_or_default();
-            let live = c.records().next().and_then(|(_, r)| r.live_bytes_after_idle);
-            let split = live.map(|live| HeldSplit::of(c.spec.allocator, &stats, live, last.round() as u64));
+            let split = first.and_then(|r| {
+                let resident = r.memory[MEM_LAST]?;
+                Some(HeldSplit::of(
+                    c.spec.allocator,
+                    &stats,
+                    r.live_bytes_after_idle?,
+                    resident.round() as u64,
+                ))
+            });
             let own = match &split {
                 Some(h) => format!("; {}", h.sentence()),
                 None if stats.is_empty() => String::new(),
@@ -391,12 +400,10 @@ mod tests {
             m / 2,
             22 * m,
         );
-        assert_eq!(
-            (h.held_free, h.outside),
-            (Some((41 * m / 2) as i64), Some(m as i64))
-        );
-        assert!(h.sentence().starts_with("of the 22.0 MiB resident at the end: 512.0 KiB live data, 20.5 MiB held free by the allocator (its stats.resident: 21.0 MiB), 1.0 MiB outside"), "{}", h.sentence());
-        // A figure above the resident set (mimalloc's commit accounting) is said so.
+        assert_eq!((h.held_free, h.outside), (Some(41 * m / 2), Some(m)));
+        assert!(h.sentence().starts_with("of the 22.0 MiB its first process held at the end: 512.0 KiB live data, 20.5 MiB held free by the allocator (its stats.resident: 21.0 MiB), 1.0 MiB outside"), "{}", h.sentence());
+        // A figure above the resident set (mimalloc's commit accounting) is said so, by
+        // how much: no part below zero.
         let stats: std::collections::BTreeMap<String, u64> =
             [("current_rss".to_string(), 25 * m)].into();
         let h = HeldSplit::of(
@@ -405,15 +412,51 @@ mod tests {
             m / 2,
             16 * m,
         );
-        assert_eq!(h.outside, Some(-(9 * m as i64)));
+        assert_eq!((h.outside, h.not_resident), (None, Some(9 * m)));
         assert!(
-            h.sentence().contains("−9.0 MiB outside that figure"),
+            h.sentence().ends_with("its figure is 9.0 MiB more than the resident set: that much of what it counts is not resident, so the rest of the process (code, stacks) cannot be told apart from it"),
             "{}",
             h.sentence()
         );
-        assert!(h
-            .sentence()
-            .ends_with("(the allocator's figure counts memory that is not resident)"));
+        // A figure below the live data (snmalloc's leaves out its large allocations).
+        let stats: std::collections::BTreeMap<String, u64> =
+            [("current_memory_usage".to_string(), m)].into();
+        let h = HeldSplit::of(
+            crate::model::spec::Allocator::Snmalloc,
+            &stats,
+            3 * m,
+            8 * m,
+        );
+        assert_eq!((h.held_free, h.live_beyond_figure), (None, Some(2 * m)));
+        assert!(
+            h.sentence()
+                .contains("(its current_memory_usage, 1.0 MiB, is 2.0 MiB less than the live data"),
+            "{}",
+            h.sentence()
+        );
+        assert!(!h.sentence().contains('−'), "{}", h.sentence());
+        // TCMalloc's held memory is its heap_size, which leaves out what it returned to
+        // the OS already: not heap_size less pageheap_unmapped_bytes a second time (the
+        // figures of a worker at the end of its idle, release_at_idle=true, 2026-12-07).
+        let stats: std::collections::BTreeMap<String, u64> = [
+            ("heap_size".to_string(), 4_317_184),
+            ("current_allocated_bytes".to_string(), 624_640),
+            ("pageheap_free_bytes".to_string(), 2_793_472),
+            ("pageheap_unmapped_bytes".to_string(), 16_654_336),
+        ]
+        .into();
+        let h = HeldSplit::of(
+            crate::model::spec::Allocator::Tcmalloc,
+            &stats,
+            616_042,
+            14_802_944,
+        );
+        assert_eq!(h.allocator_holds, Some(4_317_184));
+        assert_eq!(
+            (h.held_free, h.outside),
+            (Some(4_317_184 - 616_042), Some(14_802_944 - 4_317_184))
+        );
+        assert!(h.sentence().contains("3.5 MiB held free by the allocator (its generic.heap_size: 4.1 MiB), 10.0 MiB outside"), "{}", h.sentence());
         // No figure of its own: live data only.
         let h = HeldSplit::of(
             crate::model::spec::Allocator::Rpmalloc,

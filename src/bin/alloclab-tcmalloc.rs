@@ -35,19 +35,37 @@ fn property(name: &str) -> Option<u64> {
     ok.then_some(v as u64)
 }
 
-/// TCMalloc's own account: bytes in use by the program, the heap it holds, and of that
-/// what is free in its page heap and what it has already returned to the OS.
+/// TCMalloc's own account: bytes in use by the program, the heap it holds, and its parts
+/// free: in its page heap, its per-CPU, thread, transfer and central caches; besides the
+/// heap, what it has already returned to the OS and its own metadata.
+///
+/// `generic.heap_size` is its page heap's system bytes less those returned to the OS
+/// (global_stats.cc `HeapSizeBytes`), and `generic.current_allocated_bytes` that heap
+/// less every free part below (`InUseByApp`): heap_size = current_allocated_bytes +
+/// the caches + pageheap_free_bytes, read at one moment. `pageheap_unmapped_bytes` is
+/// outside heap_size already.
 fn stats() -> alloclab::counters::envinfo::AllocatorStats {
-    let mut out = Vec::new();
-    for (key, name) in [
+    const PROPERTIES: [(&str, &str); 10] = [
         ("current_allocated_bytes", "generic.current_allocated_bytes"),
         ("heap_size", "generic.heap_size"),
         ("pageheap_free_bytes", "tcmalloc.pageheap_free_bytes"),
+        ("cpu_free", "tcmalloc.cpu_free"),
+        ("thread_cache_free", "tcmalloc.thread_cache_free"),
+        ("transfer_cache_free", "tcmalloc.transfer_cache_free"),
+        (
+            "sharded_transfer_cache_free",
+            "tcmalloc.sharded_transfer_cache_free",
+        ),
+        ("central_cache_free", "tcmalloc.central_cache_free"),
         (
             "pageheap_unmapped_bytes",
             "tcmalloc.pageheap_unmapped_bytes",
         ),
-    ] {
+        ("metadata_bytes", "tcmalloc.metadata_bytes"),
+    ];
+    // Room for every figure first: nothing is allocated between two reads.
+    let mut out = Vec::with_capacity(PROPERTIES.len());
+    for (key, name) in PROPERTIES {
         match property(name) {
             Some(v) => out.push((key, v)),
             None => return Err(format!("TCMalloc does not report {name}")),

@@ -261,6 +261,11 @@ pub struct RunRecord {
     /// `allocator_stats`), where there was one.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub allocator_stats_after_idle: BTreeMap<String, u64>,
+    /// With the lab's knob release_at_idle: the allocator's own statistics just before it
+    /// was asked to give its free memory back (every buffer freed by then), as
+    /// `allocator_stats`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub allocator_stats_before_release: BTreeMap<String, u64>,
     /// The bytes the worker still held through its global allocator at the end of the
     /// idle phase (allocated and not freed, as requested: its live data), counted by the
     /// lab's allocation wrapper; None without an idle phase.

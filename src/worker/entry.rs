@@ -266,7 +266,14 @@ pub fn run(
         drop(m);
         if crate::model::knobs::releases_at_idle(&spec.knobs) {
             // The lab's own knob: the allocator asked to give its free memory back, once,
-            // before the idle is sampled; what it answered is kept with the knobs.
+            // before the idle is sampled; what it answered is kept with the knobs, and its
+            // statistics just before the call beside those after the idle.
+            if library.is_none() {
+                if let Ok(s) = (info.stats)() {
+                    record.allocator_stats_before_release =
+                        s.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+                }
+            }
             let said = (info.release)().map_err(|why| {
                 anyhow::anyhow!("{}=true: {why}", crate::model::knobs::RELEASE_AT_IDLE)
             })?;

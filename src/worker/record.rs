@@ -109,6 +109,7 @@ impl RunRecord {
             idle_start_unix_ns: None,
             idle_end_unix_ns: None,
             allocator_stats_after_idle: Default::default(),
+            allocator_stats_before_release: Default::default(),
             live_bytes_after_idle: None,
             checksum: format!("{checksum:016x}"),
             overhead,

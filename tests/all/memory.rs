@@ -333,6 +333,78 @@ fn asked_at_the_idle_tcmalloc_gives_back_what_it_says_it_released() {
         drop >= 0.75 * released && drop <= released + 2.0 * 1048576.0,
         "TCMalloc says it released {released} bytes; the resident set at the idle's end fell by {drop} ({kept} → {released_run})"
     );
+    // TCMalloc's own statistics just before the release and at the end of the idle:
+    // each time its heap (generic.heap_size, what it has not returned to the OS) is the
+    // program's bytes and its free parts; the release moved exactly what it said from
+    // its page heap's free pages to its unmapped ones, out of the heap.
+    let stat = |when: &str, key: &str| -> u64 {
+        record[when][key]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{when}.{key}: {record}"))
+    };
+    for when in [
+        "allocator_stats",
+        "allocator_stats_before_release",
+        "allocator_stats_after_idle",
+    ] {
+        let parts: u64 = [
+            "current_allocated_bytes",
+            "cpu_free",
+            "thread_cache_free",
+            "transfer_cache_free",
+            "sharded_transfer_cache_free",
+            "central_cache_free",
+            "pageheap_free_bytes",
+        ]
+        .iter()
+        .map(|k| stat(when, k))
+        .sum();
+        assert_eq!(stat(when, "heap_size"), parts, "{when}: {}", record[when]);
+    }
+    let (before, after) = (
+        "allocator_stats_before_release",
+        "allocator_stats_after_idle",
+    );
+    let released = released as u64;
+    assert_eq!(
+        stat(before, "heap_size") - stat(after, "heap_size"),
+        released,
+        "{record}"
+    );
+    assert_eq!(
+        stat(before, "pageheap_free_bytes") - stat(after, "pageheap_free_bytes"),
+        released
+    );
+    assert_eq!(
+        stat(after, "pageheap_unmapped_bytes") - stat(before, "pageheap_unmapped_bytes"),
+        released
+    );
+    // The after-burst answer splits what that process held by heap_size, not by
+    // heap_size less the unmapped bytes once more: the parts add up to its resident set
+    // at the end, and none is below zero.
+    let findings = json(&std::fs::read(folder.join("findings.json")).unwrap());
+    let item = findings["price_of_speed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| {
+            i["figures"]["kind"] == "after-burst"
+                && i["figures"]["allocator"] == "tcmalloc:release_at_idle=true"
+        })
+        .unwrap_or_else(|| panic!("{findings}"));
+    let held = &item["figures"]["held"];
+    let n = |k: &str| held[k].as_u64().unwrap_or_else(|| panic!("{k}: {held}"));
+    assert_eq!(held["allocator_figure"], "generic.heap_size", "{held}");
+    assert_eq!(n("allocator_holds"), stat(after, "heap_size"));
+    assert_eq!(n("live"), record["live_bytes_after_idle"].as_u64().unwrap());
+    assert_eq!(n("resident"), record["mem_last_bytes"].as_u64().unwrap());
+    assert_eq!(
+        n("live") + n("held_free") + n("outside"),
+        n("resident"),
+        "{held}"
+    );
+    let text = item["text"].as_str().unwrap();
+    assert!(!text.contains('−'), "{text}");
 }
 
 #[test]
