@@ -12,7 +12,7 @@ use crate::analysis::findings::{
 use crate::analysis::stats::{Comparison, Verdict};
 use crate::model::metric::{
     MemoryFigures, Metric, FAULTED_BYTES, FREED, HALF_RETURNED, HUGE_COVERAGE, HUGE_FAULTS,
-    MEM_LAST, MEM_MEAN, MEM_PEAK, MINOR_FAULTS,
+    MEM_HWM, MEM_LAST, MEM_MEAN, MEM_PEAK, MINOR_FAULTS,
 };
 use crate::model::record::Cell;
 use crate::model::spec::{Thp, Variant, Workload};
@@ -253,8 +253,14 @@ pub fn after_burst(cells: &[&Cell]) -> Vec<Item> {
                 crate::fmt::Threads(c.spec.threads),
                 crate::fmt::trim_float(idle_ms / 1e3),
             );
+            // The peak as the kernel kept it where the workers read it (the samples can
+            // fall either side of it), else the highest sample; said which.
+            let (peak, source) = match m[MEM_HWM] {
+                Some(hwm) => (hwm, "the kernel's high-water mark, VmHWM"),
+                None => (peak, "sampled"),
+            };
             let body = format!(
-                "held {} at its peak, {} once every buffer was freed and {} at the end of the idle; {}{own}",
+                "held {} at its peak ({source}), {} once every buffer was freed and {} at the end of the idle; {}{own}",
                 crate::fmt::human_bytes(peak.round() as u64),
                 crate::fmt::human_bytes(from.round() as u64),
                 crate::fmt::human_bytes(last.round() as u64),

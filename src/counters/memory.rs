@@ -30,6 +30,28 @@ pub fn rss_bytes() -> std::io::Result<u64> {
     Ok(resident * page_size()?)
 }
 
+/// The kernel's high-water mark of this process's resident set (VmHWM in
+/// /proc/self/status), in bytes: the highest Rss of its image since its execve, kept by
+/// the kernel at every change (so the peak between two samples from outside too). Reads
+/// into a stack buffer.
+pub fn vm_hwm_bytes() -> Result<u64, String> {
+    let mut buf = [0u8; 4096];
+    let mut f = std::fs::File::open("/proc/self/status")
+        .map_err(|e| format!("reading /proc/self/status: {e}"))?;
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) => return Err(format!("reading /proc/self/status: {e}")),
+        }
+    }
+    std::str::from_utf8(&buf[..n])
+        .ok()
+        .and_then(crate::model::memory::parse_vm_hwm)
+        .ok_or_else(|| "/proc/self/status has no VmHWM line".to_string())
+}
+
 /// One sample of process `pid`'s memory at `t_ms`: with `full`, from
 /// /proc/<pid>/smaps_rollup (Rss, Pss, huge pages, LazyFree; it walks the process's page
 /// tables: about 0.3–0.5 ms for 30 MiB here), else, or on a kernel without it (before
@@ -133,6 +155,31 @@ mod tests {
             after >= before + (32 << 20),
             "before {before}, after {after}"
         );
+    }
+
+    #[test]
+    fn the_high_water_mark_holds_a_peak_given_back_since() {
+        // Each read after the figure it is held against (other tests' threads allocate
+        // meanwhile, which can only raise the mark).
+        let rss = rss_bytes().unwrap();
+        let before = vm_hwm_bytes().unwrap();
+        assert!(
+            before >= rss,
+            "VmHWM {before} below a resident set read earlier, {rss}"
+        );
+        let mut v: Vec<u8> = Vec::with_capacity(96 << 20);
+        v.resize(96 << 20, 1);
+        std::hint::black_box(&v);
+        let peak = rss_bytes().unwrap();
+        // Given back (a block that large is mmap'd and unmapped at the free), and the
+        // mark still holds it.
+        drop(v);
+        let hwm = vm_hwm_bytes().unwrap();
+        assert!(
+            hwm >= peak,
+            "VmHWM {hwm} below a resident set read earlier, {peak}"
+        );
+        assert!(hwm >= before);
     }
 
     #[test]

@@ -161,10 +161,13 @@ pub fn with_memory(mut record: RunRecord, run: spawn::ChildRun) -> RunRecord {
             // (memory torn down, not given back) are kept in the timeline but not in
             // the figures.
             let end = on_clock(record.idle_end_unix_ns).unwrap_or(f64::INFINITY);
+            // The worker's own reading of the kernel's high-water mark stays.
+            let hwm = record.memory[crate::model::metric::MEM_HWM];
             record.memory = crate::model::metric::MemoryFigures::of_samples(
                 crate::model::memory::until(&samples, end),
                 idle_ms,
             );
+            record.memory[crate::model::metric::MEM_HWM] = hwm;
             record.counter_sources.insert(
                 "memory".into(),
                 format!(

@@ -49,10 +49,20 @@ pub struct MemorySummary {
     /// highest before the idle) had been given back; None where that never happened
     /// before the process ended.
     pub half_returned_us: Option<u64>,
+    /// The kernel's high-water mark of the resident set (VmHWM), where the process read
+    /// it (not from the samples: the peak between two samples included).
+    pub hwm: Option<u64>,
 }
 
 /// The fields of smaps_rollup a sample keeps, by name.
 const ROLLUP_FIELDS: [&str; 4] = ["Rss", "Pss", "AnonHugePages", "LazyFree"];
+
+/// VmHWM from the text of /proc/<pid>/status, in bytes.
+pub fn parse_vm_hwm(status: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
 
 /// A sample at `t_ms` from the text of /proc/<pid>/smaps_rollup; None when it has no Rss
 /// line (a process that has exited reads empty).
@@ -139,6 +149,7 @@ impl MemorySummary {
             },
             freed: None,
             half_returned_us: None,
+            hwm: None,
         })
     }
 

@@ -750,7 +750,7 @@ const fn memory(
 /// command), sampled from outside it every few ms: in the run records, summary.csv and
 /// exec.csv, after the other figures. Medians over a cell's processes or a command's
 /// runs.
-pub const MEMORY_METRICS: [Metric; 7] = [
+pub const MEMORY_METRICS: [Metric; 8] = [
     Metric {
         spread: true,
         ..memory(
@@ -824,6 +824,14 @@ pub const MEMORY_METRICS: [Metric; 7] = [
             |t| t.memory.and_then(|m| m.huge_share_bp),
         )
     },
+    memory(
+        7,
+        "mem_hwm_bytes",
+        "peak resident memory (kernel's high-water mark)",
+        "mem hwm",
+        "the kernel's high-water mark of the resident set (VmHWM of /proc/<pid>/status), read by the worker itself just before it wrote its record and exited: the peak between two samples included, bytes; empty for a user's command (its peak is wait4's ru_maxrss, peak_rss_mib)",
+        |t| t.memory.and_then(|m| m.hwm),
+    ),
 ];
 
 /// A process's highest sampled resident set.
@@ -840,6 +848,8 @@ pub const FREED: Metric = MEMORY_METRICS[4];
 pub const HALF_RETURNED: Metric = MEMORY_METRICS[5];
 /// The share of a process's resident set in transparent huge pages, percent.
 pub const HUGE_COVERAGE: Metric = MEMORY_METRICS[6];
+/// A process's high-water mark of its resident set, as the kernel kept it (VmHWM).
+pub const MEM_HWM: Metric = MEMORY_METRICS[7];
 
 /// The most entries a registry holds (the room a [`Figures`] has).
 const ROOM: usize = 17;

@@ -293,6 +293,14 @@ pub fn run(
             }
         }
     }
+    // The kernel's high-water mark of this image's resident set, last: the peak the
+    // driver's samples may fall between.
+    match crate::counters::memory::vm_hwm_bytes() {
+        Ok(v) => record.memory[crate::model::metric::MEM_HWM] = Some(v as f64),
+        Err(why) => {
+            record.unavailable.insert("mem_hwm".into(), why);
+        }
+    }
     Ok(record)
 }
 

@@ -31,6 +31,19 @@ fn a_run_samples_each_worker_and_the_idle_phase_says_what_was_given_back() {
         );
         assert!(sampled <= kernel + 1048576.0, "{id}: {sampled} > {kernel}");
         assert!(sampled >= 0.8 * kernel, "{id}: {sampled} ≪ {kernel}");
+        // The kernel's own high-water mark of the worker's image (VmHWM, read by the
+        // worker at its end, after the idle): at least every figure read before it, but
+        // for the kernel's per-CPU caching of its counters (124 KiB seen; the bound is
+        // the one the sampled peak has against ru_maxrss above, 1 MiB).
+        let hwm = num(r, "mem_hwm_bytes").unwrap_or_else(|| panic!("{id}: no VmHWM"));
+        assert!(
+            hwm + 1048576.0 >= sampled,
+            "{id}: VmHWM {hwm} < sampled {sampled}"
+        );
+        assert!(
+            hwm <= 1.25 * sampled,
+            "{id}: VmHWM {hwm} ≫ sampled {sampled}"
+        );
         let mean = num(r, "mem_mean_bytes").unwrap();
         assert!(
             mean > 0.0 && mean <= sampled,
@@ -124,6 +137,17 @@ fn a_run_samples_each_worker_and_the_idle_phase_says_what_was_given_back() {
         .unwrap();
     let text = system["text"].as_str().unwrap();
     assert!(text.contains("half given back within"), "{system}");
+    // Its peak is the kernel's, said so: the cell's median VmHWM.
+    let hwm = system["figures"]["memory"]["mem_hwm_bytes"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        text.contains(&format!(
+            "held {} at its peak (the kernel's high-water mark, VmHWM)",
+            alloclab::fmt::human_bytes(hwm)
+        )),
+        "{text}"
+    );
     // Beside the kernel's view, the allocator's own: jemalloc's count of what it holds
     // resident and of what is allocated, as its worker read them after the idle, and the
     // lab's count of the live data.
