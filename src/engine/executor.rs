@@ -193,15 +193,26 @@ fn request_text(request: &WorkerRequest) -> String {
 }
 
 /// A worker's environment: the driver's, without any allocator setting of its own, with
-/// `spec`'s knobs set (so that the worker need not restart itself for them) and padded
+/// `spec`'s knobs and library set (so that the worker need not restart itself for them:
+/// nothing the driver samples is of an image before a restart) and padded
 /// to one length in every cell plus the draw's random part
 /// ([`crate::model::layout::env_padding`]).
 pub fn worker_env(spec: &RunSpec, layout: Option<LayoutDraw>) -> Vec<(OsString, OsString)> {
-    let settings = spec.allocator_spec().env();
+    let mut settings = spec.allocator_spec().env();
+    // An installed library preloaded here, as the worker resolves it: otherwise the
+    // worker restarts itself to preload it, and the driver's first memory samples are of
+    // its image before the restart. (A file that does not resolve is left to the
+    // worker, which says why.)
+    let preload = spec.library.as_ref().and_then(|l| l.resolve().ok());
+    if let Some(p) = &preload {
+        settings.push(("LD_PRELOAD".into(), p.display().to_string()));
+    }
     let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
         .filter(|(k, _)| {
             let k = k.to_string_lossy();
-            !crate::model::knobs::is_allocator_env(&k) && k != crate::model::layout::PAD_ENV
+            !crate::model::knobs::is_allocator_env(&k)
+                && k != crate::model::layout::PAD_ENV
+                && !(preload.is_some() && k == "LD_PRELOAD")
         })
         .collect();
     let pad = crate::model::layout::env_padding(&settings, layout.map_or(0, |l| l.env_pad_bytes));
