@@ -352,9 +352,12 @@ fn asked_at_the_idle_tcmalloc_gives_back_what_it_says_it_released() {
     // The founding case's temporaries are 8 MB each: TCMalloc holds them free after the
     // burst and gives most back when asked.
     assert!(released >= 4.0 * 1048576.0, "{said}");
+    // Two cells' processes, not one process before and after: their resident sets also
+    // differ by what differs between processes (up to 2.1 MiB seen, 1 run in 4 under a
+    // loaded host), so the exact check is the one of TCMalloc's own figures below.
     let drop = kept - released_run;
     assert!(
-        drop >= 0.75 * released && drop <= released + 2.0 * 1048576.0,
+        drop >= 0.75 * released && drop <= released + 4.0 * 1048576.0,
         "TCMalloc says it released {released} bytes; the resident set at the idle's end fell by {drop} ({kept} → {released_run})"
     );
     // TCMalloc's own statistics just before the release and at the end of the idle:
