@@ -77,18 +77,109 @@ fn finding(line: &str) -> String {
     out
 }
 
+/// A trace's answer item longer than this many characters folds where its events came
+/// from (see [`answer_item`]).
+const FOLD_ITEM_CHARS: usize = 600;
+
+/// Whether a part of a trace's "where from" names the dynamic loader as its largest
+/// cause: every frame of the chain after "N % from" / "N % in" is ld.so's (`_dl_…`,
+/// `dl_…`, `dlopen_doit`), i.e. loading a library at start-up or at an import.
+fn from_the_loader(part: &str) -> bool {
+    let Some(at) = part
+        .find(" % from ")
+        .map(|i| i + 8)
+        .or_else(|| part.find(" % in ").map(|i| i + 6))
+    else {
+        return false;
+    };
+    let chain = &part[at..];
+    let end = [" (", ", "]
+        .iter()
+        .filter_map(|s| chain.find(s))
+        .min()
+        .unwrap_or(chain.len());
+    chain[..end]
+        .split(" → ")
+        .all(|f| f.trim_start_matches('_').starts_with("dl"))
+}
+
+/// An answer item as the page lists it: its sentence. A trace's item that runs long keeps
+/// what the recorded evidence shows in view and folds where its events came from (their
+/// native call stacks, one kind a line, the dynamic loader's last): the same words, in
+/// the same figures, fewer of them in view.
+fn answer_item(item: &crate::analysis::findings::Item) -> String {
+    use crate::analysis::findings::Figures;
+    let Some(Figures::Trace(f)) = &item.figures else {
+        return finding(&item.text);
+    };
+    let at = f.lines.iter().position(|l| l.starts_with("where from: "));
+    let (Some(at), None, true) = (at, &f.failed, item.text.chars().count() > FOLD_ITEM_CHARS)
+    else {
+        return finding(&item.text);
+    };
+    if at == 0 {
+        return finding(&item.text);
+    }
+    let mut s = format!("{}.", finding(&f.lines[..at].join("; ")));
+    let stacks: Vec<&str> = f.lines[at..]
+        .iter()
+        .map(|l| l.strip_prefix("where from: ").unwrap_or(l))
+        .collect();
+    let (loader, own): (Vec<&str>, Vec<&str>) = stacks.iter().partition(|p| from_the_loader(p));
+    // The kinds of events the parts are of ("3,493 faults in the run …": "faults").
+    let kinds = |parts: &[&str]| -> String {
+        parts
+            .iter()
+            .filter_map(|p| {
+                let mut w = p.split_whitespace();
+                w.next()?
+                    .chars()
+                    .next()
+                    .filter(char::is_ascii_digit)
+                    .and(w.next())
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let _ =
+        write!(
+        s,
+        "<details class=\"stacks\"><summary>where from: the native call stacks of {}{}</summary>",
+        esc(&kinds(&own)),
+        if loader.is_empty() {
+            String::new()
+        } else {
+            format!("; the dynamic loader's (loading libraries): {}", esc(&kinds(&loader)))
+        }
+    );
+    for p in &own {
+        let _ = write!(s, "<div>{}</div>", finding(p));
+    }
+    if !loader.is_empty() {
+        s.push_str("<div class=\"env\">The dynamic loader, loading libraries (at start-up and at imports):</div>");
+        for p in &loader {
+            let _ = write!(s, "<div>{}</div>", finding(p));
+        }
+    }
+    s.push_str("</details>");
+    s
+}
+
 const STYLE: &str = r#"
 body{font-family:DejaVu Sans,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1200px;color:#222;padding:0 16px}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd}.heat{border-collapse:collapse;margin:6px 0}.heat td,.heat th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top;font-size:14px}.heat td.slower{background:#fdd9b5}.heat td.faster{background:#c6dbef}.heat td.same{background:#eee}.heat td.open{background:#fff7bc}details.findings>summary{font-size:17px;font-weight:bold;margin:28px 0 8px;cursor:pointer;border-bottom:1px solid #ddd}
 .env{color:#555;font-size:13px}.env div{margin:2px 0}
-.listing{border-collapse:collapse;font-size:12px;margin:6px 0}.listing td,.listing th{padding:1px 6px;text-align:right;white-space:nowrap;border-bottom:1px solid #eee}.listing th:last-child,.listing td:last-child{text-align:left;white-space:pre}.listing tr.hot{background:#fff3e0}h3{font-size:15px;margin:16px 0 4px}
+.listing{border-collapse:collapse;font-size:12px;margin:6px 0}.listing td,.listing th{padding:1px 6px;text-align:right;white-space:nowrap;border-bottom:1px solid #eee}.listing th{white-space:normal}.listing th:last-child,.listing td:last-child{text-align:left;white-space:pre-wrap;overflow-wrap:anywhere}.listing tr.hot{background:#fff3e0}h3{font-size:15px;margin:16px 0 4px;overflow-wrap:anywhere}
+.wide{max-width:100%;overflow-x:auto}details.file>summary{cursor:pointer;margin:6px 0;overflow-wrap:anywhere}details.file .env{margin-left:6px}
+details.stacks{margin:2px 0 0 0;font-size:13px}details.stacks>summary{cursor:pointer;color:#555}details.stacks div{margin:3px 0 3px 14px}
+ul.findings li{overflow-wrap:anywhere}
 ul.findings{padding-left:18px}ul.findings li{margin:4px 0;font-size:14px;line-height:1.4}
 b.slower{color:#b03a2e}b.faster{color:#1e8449}b.same{color:#555;font-weight:normal}b.open{color:#9a7d0a}
 .toggles{position:sticky;top:0;background:#fafafa;border:1px solid #ddd;padding:8px 10px;font-size:13px;z-index:2}
 .toggles span{margin-right:14px}.toggles label{margin-right:8px;cursor:pointer;white-space:nowrap}
 figure{margin:16px 0}figcaption{font-size:13px;color:#555;margin-top:4px}
 svg .series.off{display:none}svg .legend.off{opacity:.25}svg circle{cursor:default}
-pre{font-size:12px;background:#f6f6f6;padding:8px;overflow-x:auto}
+pre{font-size:12px;background:#f6f6f6;padding:8px;overflow-x:auto;white-space:pre-wrap;overflow-wrap:anywhere}
 p.warn{color:#8a4b00;font-weight:bold}
 "#;
 
@@ -180,8 +271,8 @@ impl Page {
         }
         if !self.answer.is_empty() {
             s.push_str("<h2 id=\"answer\">Answer</h2>\n<ul class=\"findings answer\">\n");
-            for f in self.answer.lines() {
-                let _ = writeln!(s, "<li>{}</li>", finding(f));
+            for item in self.answer.items.iter().chain(&self.answer.price) {
+                let _ = writeln!(s, "<li>{}</li>", answer_item(item));
             }
             s.push_str("</ul>\n");
             if let Some(more) = self.answer.more_line() {
@@ -1143,6 +1234,45 @@ pub fn folder_page(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_trace_item_keeps_its_evidence_in_view_and_folds_its_stacks_loader_last() {
+        let lines: Vec<String> = [
+            "system: 200 brk per run shrank the heap by 3.0 GiB (a trim)",
+            "262,481 faults per run landed on the trimmed pages",
+            "where from: 268,725 faults in the run (4,198 samples), 69 % in ufunc_generic_fastcall → generic_wrapped_legacy_loop → DOUBLE_divide_X86_V3, the rest elsewhere",
+            "193 mmap in the run (1009.3 KiB each), 66 % from _dl_map_object → _dl_map_object_from_fd → _dl_map_segments (triggered 72 % by dl_open_worker → _dl_catch_exception → dl_open_worker_begin, 28 % by _dl_map_object_deps → _dl_catch_exception → openaux), the rest elsewhere",
+            "640 brk in the run (the heap grows by 3.0 GiB and is trimmed by 3.0 GiB in the run), 67 % from malloc → _int_malloc → sysmalloc (triggered 93 % by PyArray_NewFromDescr_int → PyDataMem_UserNEW → default_malloc, 6 % by _PyObject_Malloc, the rest by others), 32 % from free → _int_free → systrim, the rest elsewhere",
+        ]
+        .map(String::from)
+        .to_vec();
+        let item = crate::analysis::findings::trace_item("system", None, &lines, None, "run", &[])
+            .unwrap();
+        let html = answer_item(&item);
+        let (shown, folded) = html.split_once("<details").unwrap();
+        assert_eq!(
+            shown,
+            "system: 200 brk per run shrank the heap by 3.0 GiB (a trim); 262,481 faults per run landed on the trimmed pages."
+        );
+        assert!(
+            folded.contains("<summary>where from: the native call stacks of faults, brk; the dynamic loader's (loading libraries): mmap</summary>"),
+            "{folded}"
+        );
+        // Every part is there, word for word, the loader's last.
+        let at = |needle: &str| {
+            folded
+                .find(&esc(needle))
+                .unwrap_or_else(|| panic!("{needle}: {folded}"))
+        };
+        assert!(at(&lines[2]["where from: ".len()..]) < at(&lines[4]));
+        assert!(at(&lines[4]) < at(&lines[3]));
+        // A short item is its sentence.
+        let short =
+            crate::analysis::findings::trace_item("system", None, &lines[..3], None, "run", &[])
+                .unwrap();
+        assert_eq!(answer_item(&short), finding(&short.text));
+        assert!(!from_the_loader(&lines[4]));
+    }
 
     #[test]
     fn log_axis_ticks_below_a_hundredth_keep_their_digits() {

@@ -1,7 +1,8 @@
 //! A traced Python command's lines as Python users know them from line_profiler and
 //! Scalene: the script's own lines, each with — per allocator — the page faults and
 //! memory syscalls per execution of the line and the native path behind them. The
-//! console shows the hottest lines first; the page lists every line of the file.
+//! console shows the hottest lines first; the page lists every line of the script, then
+//! the heaviest lines of the other files, folded.
 
 use crate::analysis::python::PythonView;
 use crate::fmt::group_thousands;
@@ -374,32 +375,88 @@ fn path_lines(labels: &[&str], l: &Line, width: usize) -> String {
 /// with events only.
 const LISTED_BYTES: u64 = 1 << 20;
 
-/// The page's section: every file with events listed whole (line numbers, per allocator
-/// faults and memory syscalls per execution, the native paths as each cell's hover
-/// text), the lines with events marked; a file that cannot be read (or is larger than
-/// 1 MiB) by its lines with events.
-pub fn html(labels: &[&str], lines: &[Line]) -> String {
+/// The most lines of the script the page lists whole; a longer script is listed by its
+/// lines with events (at most [`SCRIPT_ROWS`] of them, the heaviest).
+const LISTED_LINES: usize = 2_000;
+
+/// The most rows of a script listed by its lines with events.
+const SCRIPT_ROWS: usize = 500;
+
+/// The most rows of another file (the standard library's, an import's): its heaviest
+/// lines with events, in the order of the file.
+const OTHER_ROWS: usize = 12;
+
+/// The most other files listed, the heaviest first; the rest are counted.
+const OTHER_FILES: usize = 40;
+
+/// A file as the page names another file: from its package (after `site-packages/`) or
+/// its place in the standard library (after `lib/pythonX.Y/`), else whole.
+fn short_path(file: &str) -> &str {
+    if let Some(i) = file.rfind("/site-packages/") {
+        return &file[i + "/site-packages/".len()..];
+    }
+    if let Some(i) = file.find("/lib/python") {
+        let rest = &file[i + "/lib/python".len()..];
+        if let Some(j) = rest.find('/') {
+            return &rest[j + 1..];
+        }
+    }
+    file
+}
+
+/// The files the command names (its script, as an argument, by their real path), and
+/// `python3 -c`'s `<string>`: the program's own, which the page lists first and whole.
+fn script_files(lines: &[Line], command: &[String]) -> Vec<String> {
+    let named: Vec<std::path::PathBuf> = command
+        .iter()
+        .filter_map(|a| std::fs::canonicalize(a).ok())
+        .filter(|p| p.is_file())
+        .collect();
+    let dash_c = command.iter().any(|a| a == "-c");
+    let mut files: Vec<String> = lines
+        .iter()
+        .map(|l| l.file.as_str())
+        .filter(|f| {
+            (dash_c && *f == "<string>")
+                || std::fs::canonicalize(f).is_ok_and(|p| named.contains(&p))
+        })
+        .map(str::to_string)
+        .collect();
+    files.sort_unstable();
+    files.dedup();
+    files
+}
+
+/// The page's section: the script's own files first, listed whole (line numbers, per
+/// allocator faults and memory syscalls per execution, the native paths as each cell's
+/// hover text), the lines with events marked; then every other file with events folded
+/// (`<details>`), the heaviest (most faults and memory syscalls under all allocators)
+/// first, each by its heaviest [`OTHER_ROWS`] lines with events. A script that cannot be
+/// read (or is larger than 1 MiB or [`LISTED_LINES`] lines) is listed by its lines with
+/// events.
+pub fn html(labels: &[&str], lines: &[Line], command: &[String]) -> String {
     use super::escape_markup as esc;
     if lines.is_empty() {
         return String::new();
     }
-    let mut files: Vec<&str> = lines.iter().map(|l| l.file.as_str()).collect();
-    files.sort_unstable();
-    files.dedup();
+    let scripts = script_files(lines, command);
+    // Every file with events and its weight: (file, faults + memory syscalls).
+    let mut others: Vec<(&str, u64)> = Vec::new();
+    for l in lines {
+        if scripts.contains(&l.file) {
+            continue;
+        }
+        match others.iter_mut().find(|(f, _)| *f == l.file) {
+            Some((_, w)) => *w += l.events(),
+            None => others.push((l.file.as_str(), l.events())),
+        }
+    }
+    others.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
     let mut h = String::from(
-        "<h2 id=\"lines\">By line of the script</h2>\n<p class=\"env\">Per execution of the line, per allocator: page faults and memory syscalls (brk, mmap, munmap, madvise, mremap); hover a figure for the native path behind it. Lines with events are marked.</p>\n",
+        "<h2 id=\"lines\">By line of the script</h2>\n<p class=\"env\">Per execution of the line, per allocator: page faults and memory syscalls (brk, mmap, munmap, madvise, mremap); hover a figure for the native path behind it. Lines with events are marked. The script first, then the other files with events (the standard library's, the imports'), the most events first.</p>\n",
     );
-    for file in files {
-        let at: Vec<&Line> = lines.iter().filter(|l| l.file == file).collect();
-        let text = std::fs::metadata(file)
-            .ok()
-            .filter(|m| m.is_file() && m.len() <= LISTED_BYTES)
-            .and_then(|_| crate::files::read_to_string(file).ok());
-        let _ = write!(
-            h,
-            "<h3>{}</h3>\n<table class=\"listing\"><tr><th>line</th><th>runs</th>",
-            esc(file)
-        );
+    let head = |h: &mut String| {
+        h.push_str("<div class=\"wide\"><table class=\"listing\"><tr><th>line</th><th>runs</th>");
         for label in labels {
             let _ = write!(
                 h,
@@ -409,64 +466,153 @@ pub fn html(labels: &[&str], lines: &[Line]) -> String {
             );
         }
         h.push_str("<th>source</th></tr>\n");
-        let row = |h: &mut String, number: u32, source: &str| {
-            let l = at.iter().find(|l| l.line == number);
-            let runs = l.map_or(String::new(), |l| group_thousands(l.runs() as i64));
-            let _ = write!(
-                h,
-                "<tr{}><td>{number}</td><td>{runs}</td>",
-                if l.is_some() { " class=\"hot\"" } else { "" }
-            );
-            for i in 0..labels.len() {
-                let e = l.and_then(|l| l.per[i].as_ref());
-                for calls in [false, true] {
-                    let Some(e) = e else {
-                        // A line with events under another allocator had none here.
-                        h.push_str(if l.is_some() {
-                            "<td>0</td>"
-                        } else {
-                            "<td></td>"
-                        });
-                        continue;
-                    };
-                    let n = if calls { e.calls } else { e.faults };
-                    let paths: Vec<String> = e
-                        .paths
-                        .iter()
-                        .filter(|(kind, n, _)| (kind != "fault") == calls && *n > 0)
-                        .map(|(kind, n, p)| {
-                            format!(
-                                "{} {kind}{}",
-                                group_thousands(*n as i64),
-                                p.as_ref().map_or(String::new(), |p| format!(" via {p}"))
-                            )
-                        })
-                        .collect();
-                    let _ = write!(
-                        h,
-                        "<td title=\"{}\">{}</td>",
-                        esc(&paths.join("; ")),
-                        per(e.per_execution(n))
-                    );
-                }
-            }
-            let _ = writeln!(h, "<td><code>{}</code></td></tr>", esc(source));
-        };
-        match &text {
-            Some(text) => {
-                for (i, source) in text.lines().enumerate() {
-                    row(&mut h, i as u32 + 1, source);
-                }
-            }
-            None => {
-                let mut numbered: Vec<&&Line> = at.iter().collect();
-                numbered.sort_by_key(|l| l.line);
-                for l in numbered {
-                    row(&mut h, l.line, l.source.as_deref().unwrap_or(""));
-                }
+    };
+    let row = |h: &mut String, at: &[&Line], number: u32, source: &str| {
+        let l = at.iter().find(|l| l.line == number);
+        let runs = l.map_or(String::new(), |l| group_thousands(l.runs() as i64));
+        let _ = write!(
+            h,
+            "<tr{}><td>{number}</td><td>{runs}</td>",
+            if l.is_some() { " class=\"hot\"" } else { "" }
+        );
+        for i in 0..labels.len() {
+            let e = l.and_then(|l| l.per[i].as_ref());
+            for calls in [false, true] {
+                let Some(e) = e else {
+                    // A line with events under another allocator had none here.
+                    h.push_str(if l.is_some() {
+                        "<td>0</td>"
+                    } else {
+                        "<td></td>"
+                    });
+                    continue;
+                };
+                let n = if calls { e.calls } else { e.faults };
+                let paths: Vec<String> = e
+                    .paths
+                    .iter()
+                    .filter(|(kind, n, _)| (kind != "fault") == calls && *n > 0)
+                    .map(|(kind, n, p)| {
+                        format!(
+                            "{} {kind}{}",
+                            group_thousands(*n as i64),
+                            p.as_ref().map_or(String::new(), |p| format!(" via {p}"))
+                        )
+                    })
+                    .collect();
+                let _ = write!(
+                    h,
+                    "<td title=\"{}\">{}</td>",
+                    esc(&paths.join("; ")),
+                    per(e.per_execution(n))
+                );
             }
         }
-        h.push_str("</table>\n");
+        let _ = writeln!(h, "<td><code>{}</code></td></tr>", esc(source));
+    };
+    // A file's lines with events: the heaviest `most`, in the order of the file; and how
+    // many more there are.
+    let heaviest = |at: &[&Line], most: usize| -> (Vec<(u32, String)>, usize) {
+        let mut by_weight: Vec<&&Line> = at.iter().collect();
+        by_weight.sort_by(|a, b| b.events().cmp(&a.events()).then(a.line.cmp(&b.line)));
+        let more = by_weight.len().saturating_sub(most);
+        let mut kept: Vec<(u32, String)> = by_weight
+            .into_iter()
+            .take(most)
+            .map(|l| (l.line, l.source.clone().unwrap_or_default()))
+            .collect();
+        kept.sort_by_key(|(n, _)| *n);
+        (kept, more)
+    };
+    let more_line = |h: &mut String, more: usize| {
+        if more > 0 {
+            let _ = writeln!(
+                h,
+                "<p class=\"env\">… and {} more line{} with fewer events (trace.json has every line).</p>",
+                group_thousands(more as i64),
+                if more == 1 { "" } else { "s" }
+            );
+        }
+    };
+    for file in &scripts {
+        let at: Vec<&Line> = lines.iter().filter(|l| &l.file == file).collect();
+        let text = std::fs::metadata(file)
+            .ok()
+            .filter(|m| m.is_file() && m.len() <= LISTED_BYTES)
+            .and_then(|_| crate::files::read_to_string(file).ok())
+            .filter(|t| t.lines().count() <= LISTED_LINES);
+        let _ = writeln!(h, "<h3 class=\"script\">{}</h3>", esc(file));
+        head(&mut h);
+        let more = match &text {
+            Some(text) => {
+                for (i, source) in text.lines().enumerate() {
+                    row(&mut h, &at, i as u32 + 1, source);
+                }
+                0
+            }
+            None => {
+                let (kept, more) = heaviest(&at, SCRIPT_ROWS);
+                for (n, source) in kept {
+                    row(&mut h, &at, n, &source);
+                }
+                more
+            }
+        };
+        h.push_str("</table></div>\n");
+        more_line(&mut h, more);
+    }
+    if !others.is_empty() {
+        let _ = writeln!(
+            h,
+            "<h3>{} other file{} with events, the most first</h3>",
+            group_thousands(others.len() as i64),
+            if others.len() == 1 { "" } else { "s" }
+        );
+    }
+    for (file, _) in others.iter().take(OTHER_FILES) {
+        let at: Vec<&Line> = lines.iter().filter(|l| l.file == *file).collect();
+        // The file's events per allocator, as its summary says them.
+        let sums: Vec<String> = labels
+            .iter()
+            .enumerate()
+            .map(|(i, label)| {
+                let (f, c) = at
+                    .iter()
+                    .filter_map(|l| l.per[i].as_ref())
+                    .fold((0, 0), |(f, c), e| (f + e.faults, c + e.calls));
+                format!(
+                    "{label} {} faults, {} mem calls",
+                    group_thousands(f as i64),
+                    group_thousands(c as i64)
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            h,
+            "<details class=\"file\"><summary><code title=\"{}\">{}</code> <span class=\"env\">{} line{} with events; {}</span></summary>",
+            esc(file),
+            esc(short_path(file)),
+            group_thousands(at.len() as i64),
+            if at.len() == 1 { "" } else { "s" },
+            esc(&sums.join(" · "))
+        );
+        head(&mut h);
+        let (kept, more) = heaviest(&at, OTHER_ROWS);
+        for (n, source) in kept {
+            row(&mut h, &at, n, &source);
+        }
+        h.push_str("</table></div>\n");
+        more_line(&mut h, more);
+        h.push_str("</details>\n");
+    }
+    if others.len() > OTHER_FILES {
+        let rest = &others[OTHER_FILES..];
+        let _ = writeln!(
+            h,
+            "<p class=\"env\">… and {} more file{} with fewer events (trace.json has every line).</p>",
+            group_thousands(rest.len() as i64),
+            if rest.len() == 1 { "" } else { "s" }
+        );
     }
     h
 }
@@ -497,6 +643,59 @@ mod tests {
             lines,
             ..PythonView::default()
         }
+    }
+
+    #[test]
+    fn the_page_lists_the_script_whole_first_and_folds_the_other_files_heaviest_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("script.py");
+        std::fs::write(&script, "import numpy\nx = 1\ny = numpy.ones(9)\n").unwrap();
+        let script = script.to_string_lossy().into_owned();
+        let at = |file: &str, line: u32, faults: u64| Line {
+            file: file.into(),
+            line,
+            function: "<module>".into(),
+            source: Some(format!("line_{line}")),
+            per: vec![Some(Events {
+                executions: 1,
+                faults,
+                ..Events::default()
+            })],
+        };
+        let light = "/usr/lib/python3.12/site-packages/light/mod.py";
+        let heavy = "/usr/lib/python3.12/heavy.py";
+        let mut l = vec![at(&script, 3, 1), at(light, 1, 5)];
+        // The heavy file has more lines with events than the page lists of another file.
+        l.extend((1..=OTHER_ROWS as u32 + 3).map(|n| at(heavy, n * 10, n as u64)));
+        let command = ["python3".to_string(), script.clone()];
+        let page = html(&["system"], &l, &command);
+        let find = |needle: &str| {
+            page.find(needle)
+                .unwrap_or_else(|| panic!("{needle}\n{page}"))
+        };
+        // The script first, every line of it; the other files after it, folded, the
+        // heaviest first, named from their package or the standard library.
+        assert!(find(&format!("<h3 class=\"script\">{script}</h3>")) < find("<details"));
+        assert!(page.contains("<tr><td>2</td><td></td>"), "{page}");
+        assert!(
+            find(">heavy.py</code>") < find(">light/mod.py</code>"),
+            "{page}"
+        );
+        assert!(page.contains("2 other files with events"), "{page}");
+        // The heavy file by its heaviest lines, the rest counted.
+        let heavy_rows = page
+            .split(">heavy.py</code>")
+            .nth(1)
+            .unwrap()
+            .split("</details>")
+            .next()
+            .unwrap();
+        assert_eq!(heavy_rows.matches("<tr class=\"hot\">").count(), OTHER_ROWS);
+        assert!(
+            !heavy_rows.contains("<td>10</td>"),
+            "the lightest line is left out"
+        );
+        assert!(heavy_rows.contains("… and 3 more lines"), "{heavy_rows}");
     }
 
     #[test]
@@ -582,7 +781,7 @@ mod tests {
         // Only the first line gets its paths.
         assert!(!text.contains("via free"), "{text}");
         // The page lists the lines of a file it cannot read by their events.
-        let page = html(&["system", "mimalloc"], &l);
+        let page = html(&["system", "mimalloc"], &l, &[]);
         assert!(
             page.contains("<tr class=\"hot\"><td>13</td><td>12</td>"),
             "{page}"

@@ -712,6 +712,11 @@ fn cell_plots(report: &TraceReport, traced: &[&AllocatorTrace]) -> Vec<(&'static
 /// The command for a chart's title: the program's file name and its arguments, at most
 /// 40 characters.
 fn short_command(command: &[String]) -> String {
+    shortened(command, 40)
+}
+
+/// The program's file name and its arguments, at most `most` characters.
+fn shortened(command: &[String], most: usize) -> String {
     let mut words: Vec<String> = command.to_vec();
     if let Some(first) = words.first_mut() {
         if let Some(name) = Path::new(first.as_str()).file_name() {
@@ -719,8 +724,8 @@ fn short_command(command: &[String]) -> String {
         }
     }
     let s = words.join(" ");
-    if s.chars().count() > 40 {
-        format!("{}…", s.chars().take(39).collect::<String>())
+    if s.chars().count() > most {
+        format!("{}…", s.chars().take(most - 1).collect::<String>())
     } else {
         s
     }
@@ -992,14 +997,29 @@ fn page(
     let section = if labels.is_empty() {
         String::new()
     } else {
-        super::python_listing::html(&labels, &super::python_listing::lines(&views))
+        let command = match &report.subject {
+            Subject::Command { command, .. } => command.as_slice(),
+            Subject::Cell { .. } => &[],
+        };
+        super::python_listing::html(&labels, &super::python_listing::lines(&views), command)
+    };
+    // The page's title names what was traced: the command (its program's and its files'
+    // names: "python3 script.py"), or the cell.
+    let traced = match &report.subject {
+        Subject::Command { command, .. } => {
+            let named: Vec<String> = command
+                .iter()
+                .map(|w| match Path::new(w).file_name() {
+                    Some(name) if Path::new(w).is_file() => name.to_string_lossy().into_owned(),
+                    _ => w.clone(),
+                })
+                .collect();
+            shortened(&named, 80)
+        }
+        Subject::Cell { .. } => report.traced(),
     };
     super::html::folder_page(
-        if report.is_command() {
-            "alloclab trace -- command"
-        } else {
-            "alloclab trace"
-        },
+        &format!("alloclab trace — {traced}"),
         md,
         drawings,
         figures,

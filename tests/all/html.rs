@@ -325,7 +325,7 @@ fn exec_and_run_folders_get_a_report_html() {
     }
 }
 
-fn chromium() -> Option<PathBuf> {
+pub(crate) fn chromium() -> Option<PathBuf> {
     ["chromium", "chromium-browser", "google-chrome"]
         .iter()
         .find_map(|name| {
@@ -339,7 +339,7 @@ fn chromium() -> Option<PathBuf> {
 }
 
 /// The page's `<body>` after Chromium ran its script, with the self-test asked for.
-fn body_in_browser(browser: &Path, page: &Path) -> String {
+pub(crate) fn body_in_browser(browser: &Path, page: &Path) -> String {
     let profile = tempfile::tempdir().unwrap();
     let out = Command::new(browser)
         .args([

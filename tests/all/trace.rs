@@ -1130,6 +1130,33 @@ fn a_python_commands_calls_are_put_at_the_script_lines_that_made_them() {
         page.contains(&format!("<tr><td>{last}</td><td></td>")),
         "every line listed"
     );
+    // The title names the command; the page opens with its answer, then the script's own
+    // lines, before any other file's (those are folded); it stays small.
+    let title = page
+        .split("<title>")
+        .nth(1)
+        .and_then(|t| t.split("</title>").next())
+        .unwrap();
+    assert!(
+        title.starts_with("alloclab trace — python3")
+            && title.ends_with(&format!(" python_lines.py {rounds}")),
+        "{title}"
+    );
+    let at = |needle: &str| page.find(needle).unwrap_or(usize::MAX);
+    let script_heading = at("<h3 class=\"script\">");
+    assert!(
+        page[script_heading..]
+            .starts_with(&format!("<h3 class=\"script\">{}</h3>", script.display())),
+        "the script's file is listed first"
+    );
+    assert!(at("<h2 id=\"answer\">") < script_heading);
+    assert!(script_heading < at("<details class=\"file\">"));
+    assert!(page.len() < 1 << 20, "{} bytes", page.len());
+    if let Some(browser) = crate::html::chromium() {
+        let body = crate::html::body_in_browser(&browser, &out.join("report.html"));
+        assert!(body.contains(r#"data-errors="""#), "{body}");
+        assert!(body.contains(r#"data-past-right="0""#), "{body}");
+    }
     let trace = json(&out.join("trace.json"));
     assert!(
         trace["python"].as_str().unwrap().starts_with("CPython 3."),
