@@ -1,7 +1,6 @@
 //! `alloclab`, the driver: parses the command line, runs one command, and maps the lab's
 //! error type to an exit status (0 ok, 1 a run failed, 2 bad input, 130 interrupted).
 
-use clap::Parser;
 use std::process::ExitCode;
 
 /// A line on stderr that a closed stderr does not turn into a panic (as the library's
@@ -16,7 +15,7 @@ macro_rules! say {
 fn main() -> ExitCode {
     // --help and --version print through the same checked write as every result: a
     // page that could not be written is an error (exit 1), not a silent success.
-    let cli = match alloclab::cli::Cli::try_parse() {
+    let cli = match alloclab::cli::Cli::try_parse_in_width() {
         Ok(cli) => cli,
         Err(e) if e.use_stderr() => e.exit(),
         // A help or version page with nowhere to go is refused like any output.

@@ -93,6 +93,22 @@ impl Command {
     }
 }
 
+impl Cli {
+    /// The command line's definition with its help laid out in the console's width
+    /// ([`crate::fmt::screen_width`]: `COLUMNS`, else the terminal's, else 100), as the
+    /// lab's own screens are.
+    pub fn command_in_width() -> clap::Command {
+        <Cli as clap::CommandFactory>::command().term_width(crate::fmt::screen_width())
+    }
+
+    /// [`Parser::try_parse`] with the help wrapped to [`Cli::command_in_width`].
+    pub fn try_parse_in_width() -> Result<Cli, clap::Error> {
+        let mut matches = Self::command_in_width().try_get_matches()?;
+        <Cli as clap::FromArgMatches>::from_arg_matches_mut(&mut matches)
+            .map_err(|e| e.format(&mut Self::command_in_width()))
+    }
+}
+
 /// The long options of subcommand `name`, as typed ("--runs").
 fn long_options(name: &str) -> Vec<String> {
     let cli = <Cli as clap::CommandFactory>::command();
@@ -156,7 +172,7 @@ pub enum Command {
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  alloclab exec --runs 10 -- python3 my_script.py\n  alloclab exec --allocators 'system;jemalloc:dirty_decay_ms=-1;gperftools=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4' -- ./server --bench\n\nsystem runs the command as it is (glibc malloc); jemalloc, mimalloc, tcmalloc, snmalloc and rpmalloc preload the project's libraries (liballoclab_preload_*.so beside alloclab, or in $ALLOCLAB_PRELOAD_DIR); name=/path/lib.so preloads any other allocator."
+    after_help = "Examples:\n  alloclab exec --runs 10 -- python3 my_script.py\n  alloclab exec --allocators \\\n    'system;jemalloc:dirty_decay_ms=-1;gperftools=libtcmalloc_minimal.so.4' \\\n    -- ./server --bench\n\nsystem runs the command as it is (glibc malloc); jemalloc, mimalloc, tcmalloc, snmalloc and rpmalloc preload the project's libraries (liballoclab_preload_*.so beside alloclab, or in $ALLOCLAB_PRELOAD_DIR); name=/path/lib.so preloads any other allocator."
 )]
 pub struct ExecArgs {
     /// Allocators, comma-separated (system,jemalloc,mimalloc,tcmalloc,snmalloc,rpmalloc,
@@ -283,7 +299,7 @@ pub struct ProgramArgs {
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  alloclab sweep --sizes 1000..100000 -- target/release/examples/temporaries --elements {size}\n\nYour own program: put it after `--` with {size} where it takes its input size, and {calls} where it takes how many calls to make:\n  alloclab sweep --sizes 10000..1000000 --calls 50 -- python3 experiments/numpy_temporaries.py --size {size} --calls {calls} --only func2"
+    after_help = "Examples:\n  alloclab sweep --sizes 1000..100000 -- \\\n    target/release/examples/temporaries --elements {size}\n\nYour own program: put it after `--` with {size} where it takes its input size, and {calls} where it takes how many calls to make:\n  alloclab sweep --sizes 10000..1000000 --calls 50 -- \\\n    python3 experiments/numpy_temporaries.py \\\n    --size {size} --calls {calls} --only func2"
 )]
 pub struct SweepArgs {
     /// Sizes: a geometric range FROM..TO (1e4..1e6, 2^10..2^20) with --per-octave sizes
@@ -346,7 +362,9 @@ pub struct SweepArgs {
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  alloclab cliff --allocator system --variant out-of-place --from 1000 --to 100000\n\nYour own program: put it after `--` with {size} where it takes its input size:\n  alloclab cliff --allocator system --from 30000 --to 60000 --calls 50 -- python3 experiments/numpy_temporaries.py --size {size} --calls {calls} --only func2"
+    // Clap does not wrap a usage line: this one in two, each within 80 columns.
+    override_usage = "alloclab cliff [OPTIONS] --allocator <ALLOCATOR> --from <FROM> --to <TO>\n       [COMMAND]...",
+    after_help = "Examples:\n  alloclab cliff --allocator system --variant out-of-place \\\n    --from 1000 --to 100000\n\nYour own program: put it after `--` with {size} where it takes its input size:\n  alloclab cliff --allocator system --from 30000 --to 60000 --calls 50 -- \\\n    python3 experiments/numpy_temporaries.py \\\n    --size {size} --calls {calls} --only func2"
 )]
 pub struct CliffArgs {
     /// The allocator, with knobs if wanted: system, "jemalloc:dirty_decay_ms=-1", or an
@@ -416,7 +434,7 @@ pub struct CliffArgs {
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  alloclab tune\n\nYour own program: put it after `--`; every knob set runs it in interleaved rounds (--processes), through the same preloads and environment as exec:\n  alloclab tune --allocators system,jemalloc -- python3 experiments/numpy_temporaries.py --calls 200 --only func2"
+    after_help = "Examples:\n  alloclab tune\n\nYour own program: put it after `--`; every knob set runs it in interleaved rounds (--processes), through the same preloads and environment as exec:\n  alloclab tune --allocators system,jemalloc -- \\\n    python3 experiments/numpy_temporaries.py --calls 200 --only func2"
 )]
 pub struct TuneArgs {
     /// Elements in the input array (1000000, 1e6, 2^20).
@@ -650,7 +668,7 @@ pub enum RoundOrder {
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  alloclab compare --size 1000000\n  alloclab compare --allocators system,mimalloc --variants in-place,out-of-place --size 1M\n  alloclab compare --allocators 'system;system:top_pad=64M' --variants out-of-place --format json"
+    after_help = "Examples:\n  alloclab compare --size 1000000\n  alloclab compare --allocators system,mimalloc \\\n    --variants in-place,out-of-place --size 1M\n  alloclab compare --allocators 'system;system:top_pad=64M' \\\n    --variants out-of-place --format json"
 )]
 pub struct CompareArgs {
     /// Elements in the input array (1000000, 1_000_000, 1,000,000, 1e6, 1.5e6, 1M, 2^20).
@@ -760,7 +778,7 @@ pub struct CompareArgs {
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  alloclab trace --variant out-of-place --size 1000000\n  alloclab trace -- python3 experiments/numpy_temporaries.py --calls 50 --only func2\n\nThe call stacks need the perf tool (Debian: linux-perf) and perf events (root, CAP_PERFMON or perf_event_paranoid <= -1); without them the timeline is still measured (a command's from its exec to its exit), the memory syscalls are timed by the ptrace tracer (x86_64, no privileges) without stacks, and the attribution says what it needs; a command is refused only where neither perf nor the tracer works. perf's build-id cache (~/.debug) is not written."
+    after_help = "Examples:\n  alloclab trace --variant out-of-place --size 1000000\n  alloclab trace -- python3 experiments/numpy_temporaries.py \\\n    --calls 50 --only func2\n\nThe call stacks need the perf tool (Debian: linux-perf) and perf events (root, CAP_PERFMON or perf_event_paranoid <= -1); without them the timeline is still measured (a command's from its exec to its exit), the memory syscalls are timed by the ptrace tracer (x86_64, no privileges) without stacks, and the attribution says what it needs; a command is refused only where neither perf nor the tracer works. perf's build-id cache (~/.debug) is not written."
 )]
 pub struct TraceArgs {
     /// Elements in the input array (1000000, 1e6, 2^20).

@@ -161,6 +161,8 @@ fn every_commands_help_has_an_example_and_no_text_cut_off() {
         .unwrap()
         .lines()
         .take_while(|l| l.starts_with("  "))
+        // A command's own line (its text wrapped to the width goes on further in).
+        .filter(|l| !l.starts_with("   "))
         .filter_map(|l| l.split_whitespace().next())
         .filter(|c| *c != "help")
         .collect();
@@ -173,8 +175,16 @@ fn every_commands_help_has_an_example_and_no_text_cut_off() {
                 "alloclab {c} {flag} has no example:\n{help}"
             );
             // Each example is a command line the lab takes: its options parse (required
-            // ones given, values of the right kind).
-            for example in help
+            // ones given, values of the right kind). A long one goes on over lines ending
+            // in ` \`, as a shell reads it, each within the width.
+            let joined = help.replace(" \\\n", " ");
+            for l in help
+                .lines()
+                .filter(|l| l.trim_start().starts_with("alloclab "))
+            {
+                assert!(l.chars().count() <= 100, "alloclab {c} {flag}: {l}");
+            }
+            for example in joined
                 .lines()
                 .filter_map(|l| l.trim_start().strip_prefix("alloclab "))
                 .filter(|l| !l.contains('\''))
@@ -187,8 +197,23 @@ fn every_commands_help_has_an_example_and_no_text_cut_off() {
                 }
             }
             // Clap's "[default: …]" and "[possible values: …]" follow a sentence; a
-            // text that stops on a word of its own was cut.
-            for l in help.lines().filter(|l| l.trim_start().starts_with("--")) {
+            // text that stops on a word of its own was cut. A text wrapped to the width
+            // goes on over the lines below its option, indented.
+            let lines: Vec<&str> = help.lines().collect();
+            for (i, l) in lines.iter().enumerate() {
+                if !l.trim_start().starts_with("--") {
+                    continue;
+                }
+                let mut whole = l.to_string();
+                for next in &lines[i + 1..] {
+                    let t = next.trim_start();
+                    if t.is_empty() || t.starts_with('-') || !next.starts_with("  ") {
+                        break;
+                    }
+                    whole.push(' ');
+                    whole.push_str(t);
+                }
+                let l = whole.as_str();
                 let text = l.split("  ").filter(|p| !p.is_empty()).nth(1);
                 if let Some(t) = text.filter(|_| flag == "-h") {
                     let t = t.split(" [").next().unwrap().trim_end();
@@ -201,6 +226,58 @@ fn every_commands_help_has_an_example_and_no_text_cut_off() {
                         "alloclab {c} -h cuts a text: {l}"
                     );
                 }
+            }
+        }
+    }
+}
+
+/// At COLUMNS=80 every command's help fits 80 columns, and its examples are whole
+/// command lines: one that goes on does so over lines ending in ` \`, never cut by the
+/// wrapping.
+#[test]
+fn every_commands_help_fits_80_columns_with_its_examples_whole() {
+    let top = stdout(&lab(&["--help"]));
+    let commands: Vec<&str> = top
+        .split("Commands:\n")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .take_while(|l| l.starts_with("  "))
+        // A command's own line (its text wrapped to the width goes on further in).
+        .filter(|l| !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .collect();
+    assert!(commands.len() >= 12, "{commands:?}");
+    for c in commands {
+        for flag in ["-h", "--help"] {
+            let o = std::process::Command::new(driver_path())
+                .args([c, flag])
+                .env("COLUMNS", "80")
+                .output()
+                .unwrap();
+            let help = stdout(&o);
+            let lines: Vec<&str> = help.lines().collect();
+            for l in &lines {
+                assert!(l.chars().count() <= 80, "alloclab {c} {flag}: {l}");
+            }
+            for (i, l) in lines.iter().enumerate() {
+                if !l.starts_with("  alloclab ") {
+                    continue;
+                }
+                let mut at = i;
+                while lines[at].ends_with(" \\") {
+                    at += 1;
+                    assert!(
+                        lines.get(at).is_some_and(|n| n.starts_with("    ")),
+                        "alloclab {c} {flag}: an example goes on unindented:\n{help}"
+                    );
+                }
+                let next = lines.get(at + 1).copied().unwrap_or("");
+                assert!(
+                    next.is_empty() || next.starts_with("  alloclab "),
+                    "alloclab {c} {flag}: an example was cut by the wrapping ({next}):\n{help}"
+                );
             }
         }
     }
