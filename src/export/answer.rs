@@ -229,7 +229,7 @@ pub fn compare_screen(
     );
     s.push_str(&console(answer, &heading, width));
     s.push('\n');
-    s.push_str(&crate::export::table::to_compact_table(rows));
+    s.push_str(&crate::export::table::to_compact_table_within(rows, width));
     let unavailable: Vec<String> = crate::analysis::cells::unavailable_notes(outcomes)
         .into_iter()
         .map(|n| format!("note: {n}"))

@@ -110,6 +110,17 @@ pub struct TableRow {
 /// Aligned plain-text table: the first `names` columns are names (left-aligned), the rest
 /// numbers (right-aligned); a failed row shows its names and then its cause.
 pub fn render_table(headers: &[&str], names: usize, rows: &[TableRow]) -> String {
+    render_table_within(headers, names, rows, usize::MAX)
+}
+
+/// [`render_table`] within `width` columns where one space between the columns instead
+/// of two makes it fit (the figures are never cut).
+pub fn render_table_within(
+    headers: &[&str],
+    names: usize,
+    rows: &[TableRow],
+    width: usize,
+) -> String {
     let shown = |r: &TableRow| -> usize {
         if r.failure.is_some() {
             names.min(r.cells.len())
@@ -123,6 +134,8 @@ pub fn render_table(headers: &[&str], names: usize, rows: &[TableRow]) -> String
             *w = (*w).max(c.chars().count());
         }
     }
+    let at_two = widths.iter().sum::<usize>() + 2 * widths.len().saturating_sub(1);
+    let gap = if at_two > width { " " } else { "  " };
     let line = |items: &[&str]| {
         let mut s = String::new();
         for (i, (item, w)) in items.iter().zip(&widths).enumerate() {
@@ -134,7 +147,7 @@ pub fn render_table(headers: &[&str], names: usize, rows: &[TableRow]) -> String
                 s.push_str(&pad);
                 s.push_str(item);
             }
-            s.push_str("  ");
+            s.push_str(gap);
         }
         s
     };
@@ -190,22 +203,29 @@ fn summary_table_rows(rows: &[SummaryRow], cols: &[Column]) -> Vec<TableRow> {
 
 /// Aligned plain-text table, rows in run order; a failed run gets one line with its cause.
 pub fn to_table(rows: &[SummaryRow]) -> String {
-    table_of(rows, true)
+    table_of(rows, true, usize::MAX)
 }
 
 /// The table that fits a screen: allocator, variant, p50 and its interval, faults and
 /// memory syscalls per iteration, RSS at the end (the others: [`to_table`]).
 pub fn to_compact_table(rows: &[SummaryRow]) -> String {
-    table_of(rows, false)
+    table_of(rows, false, usize::MAX)
 }
 
-fn table_of(rows: &[SummaryRow], wide: bool) -> String {
+/// [`to_compact_table`] for a screen of `width` columns: where two spaces between the
+/// columns would run past it, one.
+pub fn to_compact_table_within(rows: &[SummaryRow], width: usize) -> String {
+    table_of(rows, false, width)
+}
+
+fn table_of(rows: &[SummaryRow], wide: bool, width: usize) -> String {
     let cols = display_columns(rows, wide);
     let headers: Vec<&str> = cols.iter().map(|(h, _)| h.as_str()).collect();
-    render_table(
+    render_table_within(
         &headers,
         name_columns(&cols),
         &summary_table_rows(rows, &cols),
+        width,
     )
 }
 
@@ -354,6 +374,44 @@ mod tests {
     use super::*;
     use crate::export::csv::to_csv;
     use crate::model::record::{Outcome, RunFailure};
+
+    #[test]
+    fn a_table_too_wide_for_the_screen_closes_its_gaps_and_keeps_every_figure() {
+        let headers = [
+            "allocator",
+            "variant",
+            "procs",
+            "p50",
+            "±p50",
+            "faults/it",
+            "mem calls/it",
+            "rss_end",
+        ];
+        let cells = [
+            "jemalloc",
+            "out-of-place",
+            "3",
+            "24.6 ms",
+            "±25.0%",
+            "3,908",
+            "2.00",
+            "6.5 MiB",
+        ];
+        let rows = [TableRow {
+            cells: cells.map(String::from).to_vec(),
+            failure: None,
+        }];
+        let wide = render_table(&headers, 2, &rows);
+        assert!(wide.lines().all(|l| l.chars().count() > 80), "{wide}");
+        let narrow = render_table_within(&headers, 2, &rows, 80);
+        for l in narrow.lines() {
+            assert!(l.chars().count() <= 80, "{l}");
+        }
+        let words = |t: &str| t.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+        assert_eq!(words(&narrow), words(&wide));
+        // Where two spaces fit, two spaces.
+        assert_eq!(render_table_within(&headers, 2, &rows, 100), wide);
+    }
     use crate::model::run::RunSpec;
     use crate::model::spec::{Allocator, Variant, Workload};
     use crate::model::summary::sample as row;
