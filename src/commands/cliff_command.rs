@@ -70,16 +70,15 @@ pub fn run(args: &CliffArgs, level: f64) -> Result<()> {
     .map_err(Error::from)?;
     let label = settings.allocators[0].to_string();
     // What changes across it, from one recorded run either side.
-    let what_changes =
-        program::evidence_at(&settings, &template, per, [c.below.size, c.above.size])
-            .and_then(|e| {
-                program::why_across(
-                    (c.below.size, c.above.size),
-                    (c.below.value, c.above.value),
-                    &e,
-                )
-            })
-            .map(|w| w.text);
+    let why = program::evidence_at(&settings, &template, per, [c.below.size, c.above.size])
+        .and_then(|e| {
+            program::why_across(
+                (c.below.size, c.above.size),
+                (c.below.value, c.above.value),
+                &e,
+            )
+        });
+    let what_changes = why.as_ref().map(|w| w.text.clone());
     let behind_it = args.bytes_per_element.map(|per_element| {
         program::name_cliff(
             &label,
@@ -91,6 +90,7 @@ pub fn run(args: &CliffArgs, level: f64) -> Result<()> {
                 per_element,
                 live: args.buffers,
             },
+            why.as_ref(),
         )
         .map_or_else(|why| why, |cause| cause.sentence())
     });

@@ -124,6 +124,11 @@ pub fn run(args: &SweepArgs, level: f64) -> Result<()> {
     super::failed_runs(failed, sweep.rows.len(), "sizes × allocators")
 }
 
+/// The console's heading of the differences the sweep saw that were noise when measured
+/// again: no change, and not listed as one.
+const NOISE_HEADING: &str =
+    "not a change: seen in the sweep, within the noise when measured again:";
+
 /// A sweep under way: what it runs, its folder, and what it has measured so far.
 struct Sweep {
     settings: crate::engine::command::ExecSettings,
@@ -328,11 +333,20 @@ impl Sweep {
             text.push('\n');
         }
         text.push_str(&table(&self.rows, false, self.settings.level));
-        let unresolved: Vec<&CommandCliff> =
-            cliffs.iter().filter(|c| c.unresolved.is_some()).collect();
-        if !unresolved.is_empty() {
-            text.push_str("\nseen in the sweep, not bisected:\n");
-            for c in unresolved {
+        // A change that did not hold when measured again is no change: said apart.
+        for (heading, noise) in [
+            ("seen in the sweep, not bisected:", false),
+            (NOISE_HEADING, true),
+        ] {
+            let listed: Vec<&CommandCliff> = cliffs
+                .iter()
+                .filter(|c| c.unresolved.is_some() && c.noise == noise)
+                .collect();
+            if listed.is_empty() {
+                continue;
+            }
+            text.push_str(&format!("\n{heading}\n"));
+            for c in listed {
                 text.push_str(&crate::fmt::wrap(
                     &c.describe(per.unit()),
                     width,
@@ -728,12 +742,22 @@ impl Sweep {
         for i in items {
             md.push_str(&format!("* {}\n", i.text));
         }
-        let unresolved: Vec<&CommandCliff> =
-            cliffs.iter().filter(|c| c.unresolved.is_some()).collect();
-        if !unresolved.is_empty() {
-            let heading = "Seen in the sweep, not bisected:";
+        for (heading, noise) in [
+            ("Seen in the sweep, not bisected:", false),
+            (
+                "Not a change: seen in the sweep, within the noise when measured again:",
+                true,
+            ),
+        ] {
+            let listed: Vec<&CommandCliff> = cliffs
+                .iter()
+                .filter(|c| c.unresolved.is_some() && c.noise == noise)
+                .collect();
+            if listed.is_empty() {
+                continue;
+            }
             md.push_str(&format!("\n**{heading}**\n\n"));
-            for c in unresolved {
+            for c in listed {
                 crate::export::html::bullet(&mut md, &mut found, heading, &c.describe(unit));
             }
         }
