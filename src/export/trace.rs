@@ -1018,8 +1018,14 @@ fn page(
         }
         Subject::Cell { .. } => report.traced(),
     };
+    // Unfinished, it says so first, as run, sweep, compare and exec pages do.
+    let title = if report.complete {
+        format!("alloclab trace — {traced}")
+    } else {
+        format!("INCOMPLETE: alloclab trace — {traced}")
+    };
     super::html::folder_page(
-        &format!("alloclab trace — {traced}"),
+        &title,
         md,
         drawings,
         figures,

@@ -928,6 +928,13 @@ fn an_interrupted_trace_counts_only_what_it_traced() {
     assert!(!console.contains("timeline/"), "{console}");
     assert!(!console.contains("flamegraphs/"), "{console}");
     assert!(!out.join("perf").exists(), "perf's data is removed");
+    // Its page's title says so first, as an interrupted run's, exec's and compare's do.
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        page.contains("<title>INCOMPLETE: alloclab trace — "),
+        "{}",
+        &page[..page.len().min(600)]
+    );
 }
 
 /// perf failing itself (here: a full disk under the results folder) is said as perf's
