@@ -160,11 +160,15 @@ mod tests {
     #[test]
     fn the_high_water_mark_holds_a_peak_given_back_since() {
         // Each read after the figure it is held against (other tests' threads allocate
-        // meanwhile, which can only raise the mark).
+        // meanwhile, which can only raise the mark). The kernel keeps each thread's
+        // resident count apart for a while (its split counters) and folds it in later:
+        // two reads of the same moment may differ by that, 144 KiB seen under the whole
+        // suite, so each comparison allows 1 MiB.
+        const SLACK: u64 = 1 << 20;
         let rss = rss_bytes().unwrap();
         let before = vm_hwm_bytes().unwrap();
         assert!(
-            before >= rss,
+            before + SLACK >= rss,
             "VmHWM {before} below a resident set read earlier, {rss}"
         );
         let mut v: Vec<u8> = Vec::with_capacity(96 << 20);
@@ -176,7 +180,7 @@ mod tests {
         drop(v);
         let hwm = vm_hwm_bytes().unwrap();
         assert!(
-            hwm >= peak,
+            hwm + SLACK >= peak,
             "VmHWM {hwm} below a resident set read earlier, {peak}"
         );
         assert!(hwm >= before);
