@@ -64,8 +64,14 @@ fn recording_allocates_nothing() {
             (Variant::OutOfPlace, 2),
             (Variant::Fused, 1),
         ] {
-            let mut kernel =
-                workload::prepare(alloclab::model::spec::Workload::Scale, variant, 4096, 1);
+            let mut kernel = workload::prepare(
+                alloclab::model::spec::Workload::Scale,
+                variant,
+                4096,
+                1,
+                1,
+                None,
+            );
             let mut hist = new_histogram();
             let before = mine();
             let stats = timed_loop(kernel.as_mut(), &budget, &mut hist, batch);
@@ -90,8 +96,14 @@ fn the_timeline_allocates_nothing_and_keeps_every_iteration() {
     let iters = 300;
     let budget = Budget::exactly(0, iters);
     for (variant, per_iter) in [(Variant::InPlace, 1), (Variant::OutOfPlace, 2)] {
-        let mut kernel =
-            workload::prepare(alloclab::model::spec::Workload::Scale, variant, 4096, 1);
+        let mut kernel = workload::prepare(
+            alloclab::model::spec::Workload::Scale,
+            variant,
+            4096,
+            1,
+            1,
+            None,
+        );
         let mut hist = new_histogram();
         let mut samples = Vec::with_capacity(iters as usize);
         let before = mine();
@@ -106,4 +118,41 @@ fn the_timeline_allocates_nothing_and_keeps_every_iteration() {
         assert!(samples.iter().all(|s| s.rss_bytes.is_some_and(|r| r > 0)));
         assert_eq!(hist.len(), iters);
     }
+}
+
+/// The open loop of the service workload (`paced_loop`) waits, reads the clock and
+/// records two histograms per request: none of that allocates, and every request gets
+/// one value in each, the one from its intended start never below its own.
+#[test]
+fn the_paced_loop_allocates_nothing_and_records_each_request_twice() {
+    struct Idle(u64);
+    impl alloclab::worker::workload::Kernel for Idle {
+        fn iterate(&mut self) {
+            self.0 += 1;
+        }
+        fn checksum(&mut self) -> u64 {
+            self.0
+        }
+        fn pace_ns(&self) -> Option<u64> {
+            Some(20_000)
+        }
+    }
+    let iters = 400;
+    let budget = Budget::exactly(0, iters);
+    let mut kernel = Idle(0);
+    let mut hist = new_histogram();
+    let mut paced = alloclab::worker::measure::Paced {
+        service_ns: new_histogram(),
+        start_lag_max_ns: 0,
+    };
+    let before = mine();
+    let stats =
+        alloclab::worker::measure::paced_loop(&mut kernel, &budget, &mut hist, &mut paced, 20_000);
+    let after = mine();
+    assert_eq!(after - before, 0);
+    assert_eq!((stats.iterations, kernel.0), (iters, iters));
+    assert_eq!((hist.len(), paced.service_ns.len()), (iters, iters));
+    assert!(hist.max() >= paced.service_ns.max());
+    // 400 requests 20 µs apart: the loop cannot end before the last one's intended start.
+    assert!(stats.wall_ns >= (iters - 1) * 20_000, "{}", stats.wall_ns);
 }

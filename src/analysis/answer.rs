@@ -10,7 +10,7 @@ use crate::analysis::cells;
 use crate::analysis::findings::{counts_of, DifferenceFigures, Figures, Item};
 use crate::analysis::mechanism::Why;
 use crate::analysis::stats::{Comparison, Verdict};
-use crate::fmt::{fmt_count, group_thousands};
+use crate::fmt::fmt_count;
 use crate::model::metric::MINOR_FAULTS;
 use crate::model::record::Cell;
 use crate::model::spec::{Choice, Variant};
@@ -264,9 +264,9 @@ fn knob_to_measure(spec: &str, why: &Why) -> Option<&'static str> {
 /// "scale, 1,000,000 elements, 1 thread": where `cell` was measured.
 pub fn context_of(cell: &Cell) -> String {
     format!(
-        "{}, {} elements, {}",
+        "{}, {}, {}",
         cell.spec.workload,
-        group_thousands(cell.spec.size as i64),
+        cell.spec.workload.size_words(cell.spec.size),
         crate::fmt::Threads(cell.spec.threads)
     )
 }

@@ -202,13 +202,23 @@ pub fn why(
 /// `other` against `base` from the rounds in which both produced a record: the ratio of
 /// their p50s per round, its median, interval and verdict against `threshold`.
 pub fn compare(base: &Cell, other: &Cell, threshold: f64) -> Option<Comparison> {
+    compare_by(base, other, threshold, |r| r.p50_ns as f64)
+}
+
+/// [`compare`] of another figure of each process (a service's p99, say).
+pub fn compare_by(
+    base: &Cell,
+    other: &Cell,
+    threshold: f64,
+    figure: impl Fn(&RunRecord) -> f64,
+) -> Option<Comparison> {
     let base_by_round: BTreeMap<u32, f64> = base
         .records()
-        .map(|(round, r)| (round, r.p50_ns as f64))
+        .map(|(round, r)| (round, figure(r)))
         .collect();
     let pairs: Vec<(f64, f64)> = other
         .records()
-        .filter_map(|(round, r)| Some((*base_by_round.get(&round)?, r.p50_ns as f64)))
+        .filter_map(|(round, r)| Some((*base_by_round.get(&round)?, figure(r))))
         .collect();
     compare_paired(&pairs, threshold, base.level)
 }

@@ -200,6 +200,34 @@ pub enum Figures {
     /// Where a cell's output buffers fell against 64-byte boundaries over its processes,
     /// and whether time followed it.
     Alignment(Box<AlignmentFigures>),
+    /// A service cell's tail latency at its rate, against the lowest of that rate.
+    ServiceTail(Box<ServiceTailFigures>),
+}
+
+/// What a service cell's tail-latency sentence rests on: medians over its processes.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ServiceTailFigures {
+    /// The cell's allocator label, and that of the cell with the lowest p99 at its rate
+    /// (itself where it is that cell).
+    pub allocator: String,
+    pub against_allocator: String,
+    pub workload: Workload,
+    pub variant: Variant,
+    /// The offered rate, requests per second.
+    pub size: u64,
+    pub threads: u32,
+    /// Latency from the requests' intended starts.
+    pub p99_ns: Option<f64>,
+    pub p999_ns: Option<f64>,
+    /// The requests' own p99, from their actual starts.
+    pub service_p99_ns: Option<f64>,
+    pub served_per_s: Option<f64>,
+    /// Resident set and live bytes at the end of the measured phase, and their ratio.
+    pub resident_end_bytes: Option<f64>,
+    pub live_end_bytes: Option<f64>,
+    pub resident_per_live: Option<f64>,
+    /// Its p99 over the lowest's, paired by round; None for the lowest itself.
+    pub comparison: Option<Comparison>,
 }
 
 impl Figures {
@@ -278,6 +306,28 @@ impl Figures {
                     a.size,
                     a.threads,
                 )]
+            }
+            Figures::ServiceTail(t) => {
+                let mut keys = vec![(
+                    t.allocator.clone(),
+                    t.workload,
+                    t.variant,
+                    t.size,
+                    t.threads,
+                )];
+                if t.against_allocator != t.allocator {
+                    keys.insert(
+                        0,
+                        (
+                            t.against_allocator.clone(),
+                            t.workload,
+                            t.variant,
+                            t.size,
+                            t.threads,
+                        ),
+                    );
+                }
+                keys
             }
             Figures::Cliff(_)
             | Figures::Command(_)

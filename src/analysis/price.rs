@@ -90,7 +90,8 @@ fn sentence(
 /// Each is marked by the processes its cells have against the `planned` of each
 /// ([`Item::rests_on`]).
 pub fn beside_time(cells: &[&Cell], threshold: f64, planned: Option<usize>) -> Vec<Item> {
-    let mut items = price_of_speed(cells, threshold);
+    let mut items = crate::analysis::service::tails(cells, threshold);
+    items.extend(price_of_speed(cells, threshold));
     items.extend(after_burst(cells));
     items.extend(huge_pages(cells, threshold));
     items.extend(
@@ -111,7 +112,11 @@ pub fn beside_time(cells: &[&Cell], threshold: f64, planned: Option<usize>) -> V
 /// variant and size. Empty where no such difference was measured.
 pub fn price_of_speed(cells: &[&Cell], threshold: f64) -> Vec<Item> {
     let mut groups: Vec<(Workload, u32)> = Vec::new();
-    for c in cells {
+    // A service's price is its tail ([`crate::analysis::service`]), not its median.
+    for c in cells
+        .iter()
+        .filter(|c| c.spec.workload != Workload::Service)
+    {
         if !groups.contains(&(c.spec.workload, c.spec.threads)) {
             groups.push((c.spec.workload, c.spec.threads));
         }

@@ -171,6 +171,7 @@ fn noise_series(
         timeline: true,
         cpu: args.cpu,
         layout: None,
+        stall: None,
     };
     let mut progress = crate::ui::progress::Progress::new(args.processes as usize);
     let mut series = Vec::new();

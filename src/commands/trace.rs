@@ -247,6 +247,7 @@ impl CellTracing<'_> {
             timeline: true,
             cpu: None,
             layout: None,
+            stall: None,
         };
         progress.start(&format!(
             "{label}: traced run of {} iterations",

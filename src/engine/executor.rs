@@ -296,6 +296,7 @@ impl ProcessExecutor {
             timeline: false,
             cpu,
             layout: self.draw_layout(),
+            stall: None,
         };
         let argv = vec![
             program.clone().into(),

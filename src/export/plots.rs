@@ -5,7 +5,7 @@
 use crate::export::hdr;
 use crate::export::svg::{render, Axis, Chart, Scale, Series};
 use crate::fmt::fmt_ns;
-use crate::fmt::{fmt_elems, fmt_plain, human_bytes, trim_float};
+use crate::fmt::{fmt_elems, fmt_plain, trim_float};
 use crate::model::metric::{MEMORY_SYSCALLS, MINOR_FAULTS};
 use crate::model::record::Outcome;
 use crate::model::spec::{Allocator, Choice, Variant, Workload};
@@ -274,9 +274,8 @@ fn percentile_plot(
             crate::fmt::Threads(t)
         ),
         None => format!(
-            "Latency percentiles: {w}, {} elements ({} per f64 buffer), {}",
-            fmt_elems(n as f64),
-            human_bytes(n.saturating_mul(8)),
+            "Latency percentiles: {w}, {}, {}",
+            w.size_heading(n),
             crate::fmt::Threads(t)
         ),
     };

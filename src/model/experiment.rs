@@ -320,6 +320,16 @@ impl Experiment {
         let variants = match &file.variants {
             Some(v) => {
                 nonempty("variants", v.span(), v.get_ref().is_empty())?;
+                // Listed, a variant must be one of every listed workload's; left out, each
+                // workload runs the ones it has.
+                for w in &workloads {
+                    if let Some(why) = v.get_ref().iter().find_map(|&x| w.refuses(x)) {
+                        return Err(src.error(
+                            Some(v.span()),
+                            format!("{why}; list the service in an experiment file of its own"),
+                        ));
+                    }
+                }
                 v.get_ref().clone()
             }
             None => Variant::ALL.to_vec(),
@@ -457,6 +467,9 @@ impl Experiment {
                     for alloc in &self.allocators {
                         for &thp in &self.thp {
                             for &variant in &self.variants {
+                                if workload.refuses(variant).is_some() {
+                                    continue;
+                                }
                                 out.push(RunSpec {
                                     allocator: alloc.allocator,
                                     workload,

@@ -307,6 +307,49 @@ pub struct RunRecord {
     /// addresses modulo 64 and 4096. Empty in records written before the lab noted them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub buffers: Vec<crate::model::layout::BufferAlignment>,
+    /// What a service run (open loop) measured besides its latencies, which for such a
+    /// run (`p50_ns` … `max_ns`, the histogram) count from each request's intended
+    /// start; None for other workloads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<ServiceFigures>,
+}
+
+/// A service run's figures besides its latencies from the intended starts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServiceFigures {
+    /// Requests per second the open-loop schedule offered (the run's size), all threads.
+    pub offered_per_s: u64,
+    /// Requests answered per second of the measured phase, all threads.
+    pub served_per_s: f64,
+    /// Percentiles of each request's own time, from its actual start: what a tool that
+    /// waits for each answer before it sends the next reports (coordinated omission).
+    pub service_p50_ns: u64,
+    /// The 99th percentile of the requests' own times.
+    pub service_p99_ns: u64,
+    /// The 99.9th percentile of the requests' own times.
+    pub service_p999_ns: u64,
+    /// The longest request's own time.
+    pub service_max_ns: u64,
+    /// The most a request's actual start lagged its intended one.
+    pub start_lag_max_ns: u64,
+    /// Bytes of keys and values the store held when the measured phase began and ended.
+    pub held_start_bytes: u64,
+    /// … and when it ended.
+    pub held_end_bytes: u64,
+    /// The program's live bytes (allocated through the global allocator and not yet
+    /// freed, as requested) then; None where the counting wrapper is not installed.
+    pub live_start_bytes: Option<u64>,
+    /// … and when it ended.
+    pub live_end_bytes: Option<u64>,
+}
+
+impl ServiceFigures {
+    /// Resident set over live bytes at the end of the measured phase: how much memory
+    /// the allocator holds per byte the program holds (1.0: none beyond it).
+    pub fn resident_per_live(&self, rss_end_bytes: Option<u64>) -> Option<f64> {
+        let live = self.live_end_bytes.filter(|&l| l > 0)?;
+        Some(rss_end_bytes? as f64 / live as f64)
+    }
 }
 
 impl RunRecord {

@@ -98,4 +98,18 @@ pub struct WorkerRequest {
     /// fixed ([`crate::model::layout`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layout: Option<crate::model::layout::LayoutDraw>,
+    /// The service workload's injected stall, for tests of its corrected latency only;
+    /// no command of the lab sends one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stall: Option<Stall>,
+}
+
+/// An injected stall: every `every`-th request of each thread of the service workload
+/// sleeps `ns` inside its handling, as a server held up by something does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stall {
+    /// Every how many requests of a thread one stalls.
+    pub every: u64,
+    /// How long it stalls, in ns.
+    pub ns: u64,
 }

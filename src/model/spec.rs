@@ -204,6 +204,9 @@ choice_enum!(
         Scale => "scale",
         /// `((a + b) * c - d) / e` on five f64 arrays, one operator at a time.
         Chain => "chain",
+        /// A key-value service answering gets, sets and deletes at a fixed rate (its
+        /// size: requests per second), latency from each request's intended start.
+        Service => "service",
     }
 );
 
@@ -217,13 +220,67 @@ impl Workload {
                 Variant::InPlace | Variant::Reuse | Variant::Fused => 1,
                 Variant::OutOfPlace => 2,
             }),
-            Workload::Chain => None,
+            Workload::Chain | Workload::Service => None,
+        }
+    }
+
+    /// What the workload's size counts: elements of its input, or for the service the
+    /// requests per second it is offered.
+    pub fn size_unit(self) -> &'static str {
+        match self {
+            Workload::Scale | Workload::Chain => "elements",
+            Workload::Service => "requests/s",
+        }
+    }
+
+    /// `size` in the workload's words: "1,000,000 elements", or for the service
+    /// "50,000 requests/s".
+    pub fn size_words(self, size: u64) -> String {
+        format!(
+            "{} {}",
+            crate::fmt::group_thousands(size as i64),
+            self.size_unit()
+        )
+    }
+
+    /// `size` as the heading of its plots and groups: "1M elements (7.6 MiB per f64
+    /// buffer)", or "50k requests/s".
+    pub fn size_heading(self, size: u64) -> String {
+        match self {
+            Workload::Service => format!("{} requests/s", crate::fmt::fmt_elems(size as f64)),
+            _ => format!(
+                "{} elements ({} per f64 buffer)",
+                crate::fmt::fmt_elems(size as f64),
+                crate::fmt::human_bytes(size.saturating_mul(8))
+            ),
+        }
+    }
+
+    /// Whether the size is a count of array elements (whose bytes the allocator's
+    /// thresholds act on); false for the service, whose size is a rate.
+    pub fn sized_by_elements(self) -> bool {
+        self != Workload::Service
+    }
+
+    /// Why `variant` is not a variant of this workload, if it is not: the service's
+    /// requests either allocate their buffers (`out-of-place`) or reuse them (`reuse`).
+    pub fn refuses(self, variant: Variant) -> Option<String> {
+        match (self, variant) {
+            (Workload::Service, Variant::InPlace | Variant::Fused) => Some(format!(
+                "the service workload has no {variant} variant: its requests either allocate their own buffers (out-of-place) or reuse buffers kept per thread (reuse)"
+            )),
+            _ => None,
         }
     }
 
     /// Bytes one thread of a run holds at its peak (inputs plus live buffers), for the
     /// memory check.
     pub fn peak_bytes(self, variant: Variant, size: u64) -> u64 {
+        if self == Workload::Service {
+            // A shard's items, about 30 MiB at the mean sizes, twice over; the size
+            // (a rate) does not change it.
+            return 64 << 20;
+        }
         // Buffers of 8-byte elements alive at once, besides the inputs.
         let live = match variant {
             Variant::InPlace | Variant::Reuse | Variant::Fused => 1,
@@ -232,6 +289,7 @@ impl Workload {
         let input_bytes_per_elem = match self {
             Workload::Scale => 1,
             Workload::Chain => 5 * 8,
+            Workload::Service => 0,
         };
         size.saturating_mul(input_bytes_per_elem + 8 * live)
     }
@@ -242,6 +300,7 @@ impl Workload {
         let per_elem = match self {
             Workload::Scale => 1 + 8,
             Workload::Chain => 5 * 8 + 8,
+            Workload::Service => return 0,
         };
         size.saturating_mul(per_elem)
     }

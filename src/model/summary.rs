@@ -193,7 +193,7 @@ impl SummaryRow {
             p999_ns: u(|r| Some(r.p999_ns)),
             max_ns: u(|r| Some(r.max_ns)),
             mean_ns: f(|r| Some(r.mean_ns)),
-            throughput_gb_per_s: r.map(|r| {
+            throughput_gb_per_s: r.filter(|r| r.workload.sized_by_elements()).map(|r| {
                 r.workload.useful_bytes(r.size) as f64 * f64::from(r.threads)
                     / r.p50_ns.max(1) as f64
             }),

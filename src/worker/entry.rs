@@ -120,6 +120,7 @@ pub fn request(args: &WorkerArgs, allocator: Allocator) -> anyhow::Result<Worker
         timeline: args.timeline,
         cpu: args.cpu,
         layout: None,
+        stall: None,
     })
 }
 
@@ -133,6 +134,9 @@ pub fn run(
     let spec = &request.spec;
     if spec.threads == 0 {
         anyhow::bail!("--threads 0: a run needs at least 1 thread (the main thread)");
+    }
+    if let Some(why) = spec.workload.refuses(spec.variant) {
+        anyhow::bail!("{why}");
     }
     let size = usize::try_from(spec.size)?;
     if let Some(cpu) = request.cpu {
@@ -173,7 +177,16 @@ pub fn run(
     let burst = || -> anyhow::Result<(measure::Measurement, u64, AllocatorStats)> {
         // Every thread gets its own kernel (its own inputs and temporaries), prepared here.
         let kernels = (0..spec.threads)
-            .map(|_| workload::prepare(spec.workload, spec.variant, size, spec.seed))
+            .map(|_| {
+                workload::prepare(
+                    spec.workload,
+                    spec.variant,
+                    size,
+                    spec.threads,
+                    spec.seed,
+                    request.stall,
+                )
+            })
             .collect();
         let mut perf = match request.counters {
             CounterMode::Perf | CounterMode::Auto => Some(SyscallCounters::open()),

@@ -87,6 +87,64 @@ pub fn timed_loop(
     }
 }
 
+/// What an open-loop (paced) loop saw besides the latencies from the intended starts.
+#[derive(Clone, Debug)]
+pub struct Paced {
+    /// Each iteration's own time, from its actual start: what a closed-loop tool reports.
+    pub service_ns: Histogram<u64>,
+    /// The most an iteration's actual start lagged its intended one, in ns.
+    pub start_lag_max_ns: u64,
+}
+
+/// Below this much waiting, the paced loop spins on the clock; above it, it sleeps all
+/// but this much first (a sleep wakes up to ~60 µs late here).
+const SPIN_NS: u64 = 200_000;
+
+/// Runs `kernel` as a service answers requests that arrive every `period_ns` (open
+/// loop, as wrk2 does): iteration i is meant to start at `i · period_ns` after the
+/// loop's start, and starts then or, when the one before ended later, at once. Its
+/// latency is recorded from the intended start into `hist` (so that a stall counts
+/// for every request it delays, not only the one it hit: coordinated omission
+/// corrected), and from the actual start into `paced.service_ns`. Allocates nothing
+/// itself.
+pub fn paced_loop(
+    kernel: &mut dyn Kernel,
+    budget: &Budget,
+    hist: &mut Histogram<u64>,
+    paced: &mut Paced,
+    period_ns: u64,
+) -> LoopStats {
+    let start = Instant::now();
+    let mut iterations = 0u64;
+    loop {
+        let intended = start + std::time::Duration::from_nanos(iterations * period_ns);
+        let now = Instant::now();
+        if now < intended {
+            let wait = elapsed_ns(now, intended);
+            if wait > SPIN_NS {
+                std::thread::sleep(std::time::Duration::from_nanos(wait - SPIN_NS / 2));
+            }
+            while Instant::now() < intended {
+                std::hint::spin_loop();
+            }
+        }
+        let t0 = Instant::now();
+        kernel.iterate();
+        let t1 = Instant::now();
+        hist.saturating_record(elapsed_ns(intended, t1));
+        paced.service_ns.saturating_record(elapsed_ns(t0, t1));
+        paced.start_lag_max_ns = paced.start_lag_max_ns.max(elapsed_ns(intended, t0));
+        iterations += 1;
+        if budget.measured_done(iterations, elapsed_ns(start, t1)) {
+            return LoopStats {
+                iterations,
+                samples: iterations,
+                wall_ns: elapsed_ns(start, t1),
+            };
+        }
+    }
+}
+
 /// The most iterations a timeline keeps (its samples are allocated before the measured
 /// phase: 40 bytes each).
 pub const TIMELINE_MAX_ITERS: u64 = 1_000_000;
@@ -288,6 +346,14 @@ pub struct Measurement {
     pub conditions: crate::model::conditions::Conditions,
     /// The main thread's iterations, when a timeline was asked for.
     pub timeline: Vec<crate::model::record::IterationSample>,
+    /// For a paced (open-loop) workload: every thread's service times and start lags.
+    pub paced: Option<Paced>,
+    /// The bytes the kernels held (their `held_bytes`, all threads) when the measured
+    /// phase began and ended, where they keep data.
+    pub held_bytes: Option<(u64, u64)>,
+    /// The program's live bytes through the global allocator then (the counting
+    /// wrapper's), where it is installed.
+    pub live_bytes: Option<(u64, u64)>,
 }
 
 /// Touches the next 64 KiB of this thread's stack, so that the measured phase does not
@@ -345,22 +411,38 @@ pub fn measure(
                 let shared_batch = &shared_batch;
                 scope.spawn(move || {
                     let mut h = new_histogram();
+                    let mut paced = kernel.pace_ns().map(|_| Paced {
+                        service_ns: new_histogram(),
+                        start_lag_max_ns: 0,
+                    });
                     warm_up(kernel.as_mut(), budget);
                     prefault_stack();
                     meet.wait();
+                    let held_start = kernel.held_bytes();
                     meet.wait();
                     let batch = shared_batch.load(std::sync::atomic::Ordering::Relaxed);
-                    let stats = timed_loop(kernel.as_mut(), budget, &mut h, batch);
+                    let stats = match (kernel.pace_ns(), paced.as_mut()) {
+                        (Some(period), Some(p)) => {
+                            paced_loop(kernel.as_mut(), budget, &mut h, p, period)
+                        }
+                        _ => timed_loop(kernel.as_mut(), budget, &mut h, batch),
+                    };
                     meet.wait();
-                    (stats, h)
+                    let held = held_start.zip(kernel.held_bytes());
+                    (stats, h, paced, held)
                 })
             })
             .collect();
 
         let (warmup_iterations, warmup_ns) = warm_up(main_kernel.as_mut(), budget);
-        let batch = match timeline {
-            Some(_) => 1,
-            None => batch_size(
+        let pace = main_kernel.pace_ns();
+        let mut paced = pace.map(|_| Paced {
+            service_ns: new_histogram(),
+            start_lag_max_ns: 0,
+        });
+        let batch = match (timeline, pace) {
+            (Some(_), _) | (_, Some(_)) => 1,
+            (None, None) => batch_size(
                 warmup_ns as f64 / warmup_iterations.max(1) as f64,
                 clock_pair_ns,
             ),
@@ -372,31 +454,45 @@ pub fn measure(
         let conditions_before = crate::counters::conditions::Snapshot::now();
         let rss_start = memory::rss_bytes().map_err(unavailable("reading /proc/self/statm"));
         let allocs_before = alloc_count::snapshot();
+        let live_start = alloc_count::live_bytes();
         let huge_before = huge.as_ref().map_err(Clone::clone).and_then(|c| c.read());
+        let held_start = main_kernel.held_bytes();
         let ru_before = rusage::read_self()?;
         syscalls.start();
         meet.wait();
         // A vDSO clock read: no syscall, no allocation, nothing the counters see.
         let measured_start_unix_ns = crate::counters::unix_now_ns();
-        let mut stats = match timeline {
-            Some(_) => timeline_loop(main_kernel.as_mut(), budget, &mut hist, &mut samples),
-            None => timed_loop(main_kernel.as_mut(), budget, &mut hist, batch),
+        let mut stats = match (timeline, pace, paced.as_mut()) {
+            (_, Some(period), Some(p)) => {
+                paced_loop(main_kernel.as_mut(), budget, &mut hist, p, period)
+            }
+            (Some(_), _, _) => timeline_loop(main_kernel.as_mut(), budget, &mut hist, &mut samples),
+            _ => timed_loop(main_kernel.as_mut(), budget, &mut hist, batch),
         };
         meet.wait();
         syscalls.stop();
         let ru_after = rusage::read_self()?;
         let huge_after = huge.as_ref().map_err(Clone::clone).and_then(|c| c.read());
         let allocs_after = alloc_count::snapshot();
+        let live_end = alloc_count::live_bytes();
         let rss_end = memory::rss_bytes().map_err(unavailable("reading /proc/self/statm"));
+        let mut held = held_start.zip(main_kernel.held_bytes());
         let conditions = conditions_before.until(&crate::counters::conditions::Snapshot::now());
         for helper in helpers {
-            let (s, h) = helper
+            let (s, h, p, hb) = helper
                 .join()
                 .map_err(|_| std::io::Error::other("a workload thread panicked"))?;
             stats.iterations += s.iterations;
             stats.samples += s.samples;
             hist.add(&h)
                 .map_err(|e| std::io::Error::other(format!("{e:?}")))?;
+            if let (Some(mine), Some(theirs)) = (paced.as_mut(), p) {
+                mine.service_ns
+                    .add(&theirs.service_ns)
+                    .map_err(|e| std::io::Error::other(format!("{e:?}")))?;
+                mine.start_lag_max_ns = mine.start_lag_max_ns.max(theirs.start_lag_max_ns);
+            }
+            held = held.zip(hb).map(|((a, b), (c, d))| (a + c, b + d));
         }
         let allocs = match (allocs_before, allocs_after) {
             (Some(b), Some(a)) => Ok(AllocSnapshot {
@@ -440,6 +536,9 @@ pub fn measure(
             rss_end_bytes: rss_end,
             conditions,
             timeline: samples,
+            paced,
+            held_bytes: held,
+            live_bytes: live_start.zip(live_end),
         })
     })
 }

@@ -6,6 +6,7 @@ pub mod buffers;
 pub mod entry;
 pub mod measure;
 pub mod record;
+pub mod service;
 pub mod workload;
 
 pub use entry::{main, run, WorkerArgs};

@@ -51,6 +51,16 @@ pub trait Kernel {
     fn iterate(&mut self);
     /// Runs one more iteration and returns a checksum of its output.
     fn checksum(&mut self) -> u64;
+    /// For a workload served at a fixed rate (open loop): the time between the intended
+    /// starts of this thread's iterations, in ns. None: iterations run back to back.
+    fn pace_ns(&self) -> Option<u64> {
+        None
+    }
+    /// The bytes of data the workload holds between iterations (a store's keys and
+    /// values), where it keeps such data; None otherwise.
+    fn held_bytes(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Input bytes, deterministic for a seed (splitmix64), identical in every worker.
@@ -86,11 +96,22 @@ pub fn checksum_f64(values: &[f64]) -> u64 {
 /// A kernel that can run on any thread.
 pub type BoxedKernel = Box<dyn Kernel + Send>;
 
-/// Builds the kernel for a workload and variant.
-pub fn prepare(workload: Workload, variant: Variant, size: usize, seed: u64) -> BoxedKernel {
+/// Builds the kernel of one of a run's `threads` threads for a workload and variant
+/// (`stall`: the service workload's injected stall, tests only).
+pub fn prepare(
+    workload: Workload,
+    variant: Variant,
+    size: usize,
+    threads: u32,
+    seed: u64,
+    stall: Option<crate::worker::service::Stall>,
+) -> BoxedKernel {
     match workload {
         Workload::Scale => Box::new(Scale::new(variant, size, seed)),
         Workload::Chain => Box::new(Chain::new(variant, size, seed)),
+        Workload::Service => Box::new(
+            crate::worker::service::Service::new(variant, size, threads, seed).with_stall(stall),
+        ),
     }
 }
 

@@ -44,6 +44,7 @@ fn shifted(spec: &RunSpec, shift: u32) -> RunRecord {
             heap_shift_bytes: shift,
             env_pad_bytes: 0,
         }),
+        stall: None,
     };
     let out = std::process::Command::new(worker_path(spec.allocator))
         .args(["--request", &serde_json::to_string(&request).unwrap()])

@@ -29,5 +29,6 @@ mod outputs;
 mod perf_crosscheck;
 mod program;
 mod run;
+mod service;
 mod trace;
 mod workers;

@@ -752,6 +752,7 @@ fn under_ptrace_glibc_grows_its_heap_as_much_as_it_trims_it() {
         timeline: true,
         cpu: None,
         layout: None,
+        stall: None,
     };
     let (record, calls) = executor.spawn_request_traced(&request).unwrap();
     let events = alloclab::engine::trace::events_of_calls(&calls);

@@ -159,6 +159,7 @@ fn the_labs_serialized_request_runs_exactly_that_run() {
         timeline: false,
         cpu: None,
         layout: None,
+        stall: None,
     };
     let json = serde_json::to_string(&request).unwrap();
     let out = std::process::Command::new(worker_path(Allocator::Jemalloc))
