@@ -116,8 +116,9 @@ fn item(c: &Cell, best: &Cell, cmp: Option<Comparison>) -> Item {
         ),
         _ => "; its resident memory per live byte was not read".to_string(),
     };
+    let why = recorded(c.evidence.as_ref());
     let body = format!(
-        "p99 {} from the intended start (p99.9 {}; the requests' own p99 {}){against}{memory}; {} requests/s served (median of {processes} process{})",
+        "p99 {} from the intended start (p99.9 {}; the requests' own p99 {}){against}{memory}; {} requests/s served (median of {processes} process{}); {why}",
         show(p99),
         show(p999),
         show(own_p99),
@@ -198,4 +199,63 @@ fn highest_rates(service: &[&Cell]) -> Vec<Item> {
         )));
     }
     out
+}
+
+/// What a service cell's recorded process did, per 1,000 requests: the calls that give
+/// memory back, each by what its arguments say it did (brk down: a trim; munmap of a
+/// block the run had mapped; madvise with a releasing advice: a purge), and the faults,
+/// split by what had happened to their page before. In a service the rare call is the
+/// tail: a count per request would round it away, so none is left out for being rare.
+pub fn recorded(recorded: Option<&crate::model::evidence::Recorded>) -> String {
+    use crate::model::evidence::Recorded;
+    let e = match recorded.map(Recorded::get) {
+        Some(Ok(e)) => e,
+        Some(Err(why)) => return format!("what its memory calls did was not recorded ({why})"),
+        None => return "what its memory calls did was not recorded".into(),
+    };
+    let k = |n: u64| {
+        let v = n as f64 * 1000.0 / e.units.max(1.0);
+        crate::fmt::fmt_count(v)
+    };
+    let mib = |b: u64| human_bytes(b);
+    let mut parts = Vec::new();
+    if e.brk.shrank.calls > 0 {
+        parts.push(format!(
+            "{} brk that shrank the heap (trims, {} in all)",
+            k(e.brk.shrank.calls),
+            mib(e.brk.shrank.bytes)
+        ));
+    }
+    if e.unmapped_again.calls > 0 {
+        parts.push(format!(
+            "{} munmap of a block it had mapped ({} in all)",
+            k(e.unmapped_again.calls),
+            mib(e.unmapped_again.bytes)
+        ));
+    }
+    let purged = e.purged();
+    if purged.calls > 0 {
+        parts.push(format!(
+            "{} madvise that released pages (purges, {} in all)",
+            k(purged.calls),
+            mib(purged.bytes)
+        ));
+    }
+    let faults = match &e.faults {
+        Some(f) => format!(
+            "{} page faults, {} of them on pages given back before",
+            k(f.total()),
+            k(f.given_back())
+        ),
+        None => "faults not split".to_string(),
+    };
+    let given = if parts.is_empty() {
+        "no call that gave memory back".to_string()
+    } else {
+        parts.join(", ")
+    };
+    format!(
+        "its recorded process, per 1,000 requests: {given}; {faults} (over {} requests)",
+        crate::fmt::group_thousands(e.units as i64)
+    )
 }
