@@ -117,8 +117,18 @@ fn item(c: &Cell, best: &Cell, cmp: Option<Comparison>) -> Item {
         _ => "; its resident memory per live byte was not read".to_string(),
     };
     let why = recorded(c.evidence.as_ref());
+    // The loop spins between requests and never yields: an involuntary switch is the
+    // host taking the CPU away, and every request meant to start meanwhile waits.
+    let preempted =
+        m(&|r| Some(r.totals.usage.nivcsw as f64 * 1000.0 / r.iterations.max(1) as f64));
+    let preempted = preempted.map_or(String::new(), |p| {
+        format!(
+            "; the host preempted it {} times per 1,000 requests (involuntary context switches)",
+            crate::fmt::fmt_count(p)
+        )
+    });
     let body = format!(
-        "p99 {} from the intended start (p99.9 {}; the requests' own p99 {}){against}{memory}; {} requests/s served (median of {processes} process{}); {why}",
+        "p99 {} from the intended start (p99.9 {}; the requests' own p99 {}){against}{memory}; {} requests/s served (median of {processes} process{}){preempted}; {why}",
         show(p99),
         show(p999),
         show(own_p99),
