@@ -818,9 +818,9 @@ fn render(
             outcomes,
             rows,
             &format!(
-                "{}, {} elements, {}",
+                "{}, {}, {}",
                 args.workload,
-                crate::fmt::group_thousands(args.size as i64),
+                args.workload.size_words(args.size),
                 processes_range(&ran.per_cell)
             ),
             &said.method,
@@ -938,14 +938,14 @@ fn write_html(
     }
     let page = html::Page {
         title: format!(
-            "{}alloclab compare: {}, {} elements",
+            "{}alloclab compare: {}, {}",
             if incomplete.is_some() {
                 "INCOMPLETE: "
             } else {
                 ""
             },
             args.workload,
-            crate::fmt::group_thousands(args.size as i64)
+            args.workload.size_words(args.size)
         ),
         environment,
         answer: {

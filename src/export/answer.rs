@@ -223,11 +223,25 @@ pub fn compare_screen(
     } else {
         "intervals of paired rounds"
     };
+    // Without an in-place cell (the service has none; --variants may leave it out)
+    // there is nothing to hold the variants against: no line says none differs from it.
+    let in_place = rows
+        .iter()
+        .any(|r| r.variant == crate::model::spec::Variant::InPlace);
     let heading = format!(
-        "{what}: each variant against in-place, each allocator against the fastest ({} {kind})",
+        "{what}: {}each allocator against the fastest ({} {kind})",
+        if in_place {
+            "each variant against in-place, "
+        } else {
+            ""
+        },
         crate::analysis::stats::level_text(answer.level)
     );
-    s.push_str(&console(answer, &heading, width));
+    let mut shown = answer.clone();
+    if !in_place {
+        shown.allocators.retain(|a| !a.items.is_empty());
+    }
+    s.push_str(&console(&shown, &heading, width));
     s.push('\n');
     s.push_str(&crate::export::table::to_compact_table_within(rows, width));
     let unavailable: Vec<String> = crate::analysis::cells::unavailable_notes(outcomes)

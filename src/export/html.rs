@@ -724,9 +724,10 @@ pub fn grouped_cell_figures(rows: &[SummaryRow]) -> Vec<Figure> {
             let mut figures = cell_figures(&at);
             for f in &mut figures {
                 f.chart.title = format!(
-                    "{} · {workload}, {} elements, {}",
+                    "{} · {workload}, {} {}, {}",
                     f.chart.title,
                     crate::fmt::fmt_elems(size as f64),
+                    size_unit(&workload.to_string()),
                     crate::fmt::Threads(threads)
                 );
             }
@@ -1181,8 +1182,9 @@ pub fn cell_memory_figures(cells: &[crate::model::record::Cell]) -> Vec<Figure> 
                 .collect();
             memory_figure(
                 &format!(
-                    "Resident memory over time · {workload} {variant}, {} elements, {}",
+                    "Resident memory over time · {workload} {variant}, {} {}, {}",
                     crate::fmt::fmt_elems(size as f64),
+                    size_unit(&workload.to_string()),
                     crate::fmt::Threads(threads)
                 ),
                 &format!(
@@ -1229,6 +1231,13 @@ pub fn folder_page(
         text: vec![("REPORT.md".into(), report.md.clone())],
     }
     .render()
+}
+
+/// What a workload's size counts, by its name ("elements" where the name is unknown).
+fn size_unit(workload: &str) -> &'static str {
+    workload
+        .parse::<crate::model::spec::Workload>()
+        .map_or("elements", |w| w.size_unit())
 }
 
 #[cfg(test)]

@@ -270,9 +270,9 @@ pub fn compare_screen(
     if let Some(first) = outcomes.first() {
         let spec = &first.spec;
         s.push_str(&format!(
-            "{} · {} elements · seed {}\n",
+            "{} · {} · seed {}\n",
             spec.workload,
-            group_thousands(spec.size as i64),
+            spec.workload.size_words(spec.size),
             spec.seed
         ));
     }
