@@ -103,18 +103,18 @@ fn item(c: &Cell, best: &Cell, cmp: Option<Comparison>) -> Item {
     let show = |v: Option<f64>| v.map_or("?".to_string(), fmt_ns);
     let against = match &cmp {
         Some(cmp) => format!(
-            "; {}",
-            phrase_than(cmp, &format!("{}'s p99", best.spec.allocator_label()))
+            ", {}",
+            phrase_than(cmp, &format!("{}'s", best.spec.allocator_label()))
         ),
-        None => "; the lowest of this rate".to_string(),
+        None => ", the lowest at this rate".to_string(),
     };
     let memory = match (rss, live, per_live) {
         (Some(rss), Some(live), Some(x)) => format!(
-            "; after the churn it held {} resident for {} live ({x:.2}x)",
+            "; {x:.2} resident bytes per live byte after the churn ({} for {})",
             human_bytes(rss as u64),
             human_bytes(live as u64)
         ),
-        _ => "; its resident memory per live byte was not read".to_string(),
+        _ => "; resident memory per live byte not read".to_string(),
     };
     let why = recorded(c.evidence.as_ref());
     // The loop spins between requests and never yields: an involuntary switch is the
@@ -123,16 +123,22 @@ fn item(c: &Cell, best: &Cell, cmp: Option<Comparison>) -> Item {
         m(&|r| Some(r.totals.usage.nivcsw as f64 * 1000.0 / r.iterations.max(1) as f64));
     let preempted = preempted.map_or(String::new(), |p| {
         format!(
-            "; the host preempted it {} times per 1,000 requests (involuntary context switches)",
+            "; preempted by the host {} times per 1,000 requests",
             crate::fmt::fmt_count(p)
         )
     });
+    let served_words = match served {
+        Some(s) if s < 0.99 * c.spec.size as f64 => format!(
+            "; served only {} requests/s",
+            crate::fmt::group_thousands(s.round() as i64)
+        ),
+        _ => String::new(),
+    };
     let body = format!(
-        "p99 {} from the intended start (p99.9 {}; the requests' own p99 {}){against}{memory}; {} requests/s served (median of {processes} process{}){preempted}; {why}",
+        "p99 {} from the intended start (own {}; p99.9 {}){against}{memory}{served_words}{preempted}; {why} ({processes} process{})",
         show(p99),
-        show(p999),
         show(own_p99),
-        served.map_or("?".into(), |s| crate::fmt::group_thousands(s.round() as i64)),
+        show(p999),
         if processes == 1 { "" } else { "es" },
     );
     Item::parted(
@@ -220,8 +226,8 @@ pub fn recorded(recorded: Option<&crate::model::evidence::Recorded>) -> String {
     use crate::model::evidence::Recorded;
     let e = match recorded.map(Recorded::get) {
         Some(Ok(e)) => e,
-        Some(Err(why)) => return format!("what its memory calls did was not recorded ({why})"),
-        None => return "what its memory calls did was not recorded".into(),
+        Some(Err(why)) => return format!("its memory calls were not recorded ({why})"),
+        None => return "its memory calls were not recorded".into(),
     };
     let k = |n: u64| {
         let v = n as f64 * 1000.0 / e.units.max(1.0);
@@ -231,14 +237,14 @@ pub fn recorded(recorded: Option<&crate::model::evidence::Recorded>) -> String {
     let mut parts = Vec::new();
     if e.brk.shrank.calls > 0 {
         parts.push(format!(
-            "{} brk that shrank the heap (trims, {} in all)",
+            "{} trims (brk that shrank the heap, {} in all)",
             k(e.brk.shrank.calls),
             mib(e.brk.shrank.bytes)
         ));
     }
     if e.unmapped_again.calls > 0 {
         parts.push(format!(
-            "{} munmap of a block it had mapped ({} in all)",
+            "{} unmaps of its own blocks ({} in all)",
             k(e.unmapped_again.calls),
             mib(e.unmapped_again.bytes)
         ));
@@ -246,26 +252,26 @@ pub fn recorded(recorded: Option<&crate::model::evidence::Recorded>) -> String {
     let purged = e.purged();
     if purged.calls > 0 {
         parts.push(format!(
-            "{} madvise that released pages (purges, {} in all)",
+            "{} purges (madvise that released pages, {} in all)",
             k(purged.calls),
             mib(purged.bytes)
         ));
     }
     let faults = match &e.faults {
         Some(f) => format!(
-            "{} page faults, {} of them on pages given back before",
+            "{} faults ({} on pages given back before)",
             k(f.total()),
             k(f.given_back())
         ),
         None => "faults not split".to_string(),
     };
     let given = if parts.is_empty() {
-        "no call that gave memory back".to_string()
+        "no call gave memory back".to_string()
     } else {
         parts.join(", ")
     };
     format!(
-        "its recorded process, per 1,000 requests: {given}; {faults} (over {} requests)",
+        "recorded per 1,000 of {} requests: {given}; {faults}",
         crate::fmt::group_thousands(e.units as i64)
     )
 }
