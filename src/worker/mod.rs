@@ -4,6 +4,7 @@
 pub mod alloc_count;
 pub mod buffers;
 pub mod entry;
+pub mod kernel;
 pub mod measure;
 pub mod record;
 pub mod service;

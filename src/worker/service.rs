@@ -257,7 +257,7 @@ fn reply_fold(reply: &[u8]) -> u64 {
     reply.len() as u64 ^ (u64::from(first) << 32) ^ (u64::from(last) << 40)
 }
 
-impl crate::worker::workload::Kernel for Service {
+impl crate::worker::kernel::Kernel for Service {
     fn iterate(&mut self) {
         let (op, key) = self.requests.next();
         self.handle(op, key);
@@ -314,7 +314,7 @@ impl crate::worker::workload::Kernel for Service {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::worker::workload::Kernel;
+    use crate::worker::kernel::Kernel;
 
     #[test]
     fn etc_value_sizes_have_their_published_median_and_the_large_share() {

@@ -9,6 +9,8 @@ use std::hint::black_box;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+pub use crate::worker::kernel::{BoxedKernel, Kernel};
+
 /// Whether every buffer of [`HUGE_ADVICE_FROM`] bytes or more is advised into huge pages
 /// (`--thp advise`); set once, before the kernels are prepared.
 static ADVISE_HUGE_PAGES: AtomicBool = AtomicBool::new(false);
@@ -44,25 +46,6 @@ fn advise<T>(p: *const T, bytes: usize) {
     }
 }
 
-/// One prepared workload: input generated, reuse buffers allocated. `iterate` is what the
-/// measured loop times; it must allocate only what the variant itself allocates.
-pub trait Kernel {
-    /// Runs one iteration and keeps the optimiser from discarding its output.
-    fn iterate(&mut self);
-    /// Runs one more iteration and returns a checksum of its output.
-    fn checksum(&mut self) -> u64;
-    /// For a workload served at a fixed rate (open loop): the time between the intended
-    /// starts of this thread's iterations, in ns. None: iterations run back to back.
-    fn pace_ns(&self) -> Option<u64> {
-        None
-    }
-    /// The bytes of data the workload holds between iterations (a store's keys and
-    /// values), where it keeps such data; None otherwise.
-    fn held_bytes(&self) -> Option<u64> {
-        None
-    }
-}
-
 /// Input bytes, deterministic for a seed (splitmix64), identical in every worker.
 pub fn input_bytes(size: usize, seed: u64) -> Vec<u8> {
     let mut state = seed;
@@ -92,9 +75,6 @@ pub fn checksum_f64(values: &[f64]) -> u64 {
     }
     h
 }
-
-/// A kernel that can run on any thread.
-pub type BoxedKernel = Box<dyn Kernel + Send>;
 
 /// Builds the kernel of one of a run's `threads` threads for a workload and variant
 /// (`stall`: the service workload's injected stall, tests only).
