@@ -19,11 +19,8 @@ use std::path::PathBuf;
     after_help = "Each run is a separate worker process (alloclab-system, alloclab-jemalloc, …, alloclab-rpmalloc) found beside this executable; an installed allocator library (name=/path/lib.so) runs in alloclab-system with the library preloaded."
 )]
 pub struct Cli {
-    /// Confidence level, in percent, of every interval the lab prints; a verdict (faster,
-    /// slower, helps, a cliff) needs an interval of at least this coverage, and below it
-    /// the lab says what the runs support and how many would decide (99 needs 8 rounds
-    /// or processes, 95 needs 6). 95 unless given; `report` rebuilds a folder at the level
-    /// it was measured at unless given.
+    /// Confidence level of every interval, in percent [default: 95; `report`: the
+    /// folder's]; a verdict needs this coverage (95 needs 6 processes, 99 needs 8).
     #[arg(long, global = true, value_name = "PERCENT", value_parser = crate::analysis::stats::parse_confidence)]
     pub confidence: Option<f64>,
     #[command(subcommand)]
@@ -299,7 +296,7 @@ pub struct ProgramArgs {
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  alloclab sweep --sizes 1000..100000 -- \\\n    target/release/examples/temporaries --elements {size}\n\nYour own program: put it after `--` with {size} where it takes its input size, and {calls} where it takes how many calls to make:\n  alloclab sweep --sizes 10000..1000000 --calls 50 -- \\\n    python3 experiments/numpy_temporaries.py \\\n    --size {size} --calls {calls} --only func2"
+    after_help = "Examples:\n  alloclab sweep --sizes 1000..100000 --bytes-per-element 8 --buffers 2 -- \\\n    target/release/examples/temporaries --elements {size}\n(two f64 buffers of {size} elements at once: each cliff is named with the\nallocator's threshold behind it, and the time per run either side of it)\n\nYour own program: put it after `--` with {size} where it takes its input size, and {calls} where it takes how many calls to make:\n  alloclab sweep --sizes 10000..1000000 --calls 50 -- \\\n    python3 experiments/numpy_temporaries.py \\\n    --size {size} --calls {calls} --only func2"
 )]
 pub struct SweepArgs {
     /// Sizes: a geometric range FROM..TO (1e4..1e6, 2^10..2^20) with --per-octave sizes
@@ -668,7 +665,7 @@ pub enum RoundOrder {
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  alloclab compare --size 1000000\n  alloclab compare --allocators system,mimalloc \\\n    --variants in-place,out-of-place --size 1M\n  alloclab compare --allocators 'system;system:top_pad=64M' \\\n    --variants out-of-place --format json"
+    after_help = "Examples:\n  alloclab compare --size 1000000\n  alloclab compare --allocators system,mimalloc \\\n    --variants in-place,out-of-place --size 1M\n  alloclab compare --allocators 'system;system:top_pad=64M' \\\n    --variants out-of-place --format json\n\nEvery option in full, with what each default was measured against: docs/compare.md"
 )]
 pub struct CompareArgs {
     /// Elements in the input array (1000000, 1_000_000, 1,000,000, 1e6, 1.5e6, 1M, 2^20).
@@ -680,16 +677,11 @@ pub struct CompareArgs {
     /// Comma-separated variants [default: all four: in-place,out-of-place,reuse,fused].
     #[arg(long, alias = "variant")]
     pub variants: Option<String>,
-    /// Allocators [default: all six: system,jemalloc,mimalloc,tcmalloc,snmalloc,rpmalloc],
-    /// comma-separated; with knobs,
-    /// separated by ';': "system:top_pad=64M;jemalloc:dirty_decay_ms=-1;mimalloc".
-    /// Installed libraries as name=/path/lib.so or a bare file name from the standard
-    /// library directories: "system,gperftools=libtcmalloc_minimal.so.4" (`alloclab list`
-    /// shows those found here).
+    /// Allocators [default: all six], comma-separated; with knobs ';'-separated:
+    /// "system:top_pad=64M;mimalloc"; a library: "gperftools=libtcmalloc_minimal.so.4".
     #[arg(long, alias = "allocator")]
     pub allocators: Option<String>,
-    /// never: every worker runs with transparent huge pages disabled (prctl); advise: the
-    /// workload asks for huge pages on every buffer of 4 MiB or more (madvise), as NumPy does.
+    /// Transparent huge pages: system, never (disabled), advise (madvise, as NumPy does).
     #[arg(long, default_value = "system", value_parser = spec::parse_choice::<crate::model::spec::Thp>)]
     pub thp: crate::model::spec::Thp,
     /// Seed of the input data.
@@ -697,81 +689,60 @@ pub struct CompareArgs {
     pub seed: u64,
     #[command(flatten)]
     pub budget: BudgetArgs,
-    /// How to count memory syscalls: perf tracepoints (root / CAP_PERFMON), ptrace (no
-    /// privileges; a second, traced pass per run), auto (perf where it works, else ptrace).
-    #[arg(long, value_enum, default_value = "auto")]
+    /// How to count memory syscalls: auto, perf (root or CAP_PERFMON), ptrace (no
+    /// privileges), off.
+    #[arg(long, value_enum, default_value = "auto", hide_possible_values = true)]
     pub counters: CounterMode,
-    /// Output format on stdout.
-    #[arg(long, value_enum, default_value = "table")]
+    /// Output format on stdout: table, markdown, csv, json, bmf, github-action-benchmark.
+    #[arg(long, value_enum, default_value = "table", hide_possible_values = true)]
     pub format: Format,
     /// Kill a worker that runs longer than this many seconds.
     #[arg(long, default_value_t = 300.0, value_parser = crate::model::budget::parse_timeout)]
     pub timeout: f64,
-    /// The full screen instead of the answer first: every column, the machine, each run's
-    /// allocator statistics and effective knobs (table format).
+    /// The full screen: every column, the machine, allocator statistics and knobs.
     #[arg(long, visible_alias = "wide")]
     pub verbose: bool,
-    /// Worker processes every cell gets, one per round; rounds are interleaved (every
-    /// cell once per round, in a shuffled order). After them, adaptive rounds run only
-    /// the cells of printed comparisons still undecided (or wider than --precision), until
-    /// none is or --max-time; medians, intervals and verdicts are over all of a cell's
-    /// processes.
+    /// Worker processes per cell, one per interleaved round (adaptive rounds follow).
     #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub processes: u32,
-    /// A ratio is called faster or slower only when its whole --confidence interval lies beyond
-    /// this band around 1 (in percent: 2 means ±2 %).
+    /// A verdict needs the whole interval beyond ± this percent.
     #[arg(long, default_value = "2", value_parser = parse_percent)]
     pub noise_threshold: f64,
-    /// Seed of the order within rounds [default: from the clock; printed, to repeat it].
+    /// Seed of the order within rounds [default: from the clock, printed].
     #[arg(long)]
     pub order_seed: Option<u64>,
-    /// How a round orders the cells: shuffled (one shuffled order of all cells per round)
-    /// or blocked (each allocator's variants one after another, allocators in a shuffled
-    /// order, each allocator's order reversed every second round, so that its "vs
-    /// in-place" ratios pair runs seconds apart; measured no narrower, docs/method.md).
+    /// How a round orders its cells (blocked: each allocator's cells together).
     #[arg(long, value_enum, default_value = "shuffled")]
     pub order: RoundOrder,
-    /// Keep adding adaptive rounds until every printed comparison (each variant against
-    /// its in-place, each allocator against the fastest of its variant) is decided and its
-    /// --confidence interval is within ± this percent of its ratio, or --max-time runs out
-    /// [default: 5, within 18 s].
+    /// Adaptive rounds until every comparison is decided and within ± this percent
+    /// [default: 5].
     #[arg(long, value_parser = parse_percent)]
     pub precision: Option<f64>,
-    /// Only the --processes rounds, no adaptive rounds after them: a fixed budget, the
-    /// same number of runs every time (undecided comparisons stay undecided).
+    /// Only the --processes rounds: no adaptive rounds, a fixed budget.
     #[arg(long, conflicts_with = "precision")]
     pub no_adaptive: bool,
-    /// Keep every worker on this CPU (its threads too; sched_setaffinity), e.g. 0: the
-    /// processes of a cell then share the CPU's speed, which `calibrate --noise` may
-    /// name as a cause of their spread. The driver stays where the kernel puts it.
+    /// Keep every worker on this CPU (sched_setaffinity).
     #[arg(long)]
     pub cpu: Option<u32>,
-    /// Run N workers at once, each kept on a CPU of its own (the first N this process may
-    /// use), a round's cells N at a time: more rounds in --max-time, but the workers share
-    /// memory bandwidth and caches, which moves absolute times and can move ratios
-    /// (docs/compare.md measures it). Not with --cpu, nor with --order blocked (whose
-    /// rounds would run the same cells side by side every time).
+    /// Run N workers at once, each on its own CPU: more rounds, but ratios can move.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub jobs: u32,
-    /// Layout: random draws, for every worker process, a heap shift (0–4 KiB) and an
-    /// environment padding, and gives every cell's request and environment one length,
-    /// so that where the heap puts a buffer is noise the intervals hold, not a cell's
-    /// fixed bias; fixed holds them alike in every process (docs/method.md measures
-    /// both).
-    #[arg(long, value_enum, default_value = "random")]
+    /// random (a heap shift and an environment padding drawn per process) or fixed.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "random",
+        hide_possible_values = true
+    )]
     pub layout: crate::model::layout::LayoutMode,
-    /// Start no round that would end after this many seconds of measuring, the
-    /// --processes rounds included (the first round always runs), each round expected
-    /// to cost what the last one did; fewer than 6 rounds still decide, unpaired, from 4
-    /// [default: 18, with --precision 60].
+    /// Start no round that would end after this many seconds [default: 18; 60 with
+    /// --precision].
     #[arg(long, value_parser = crate::model::budget::parse_timeout)]
     pub max_time: Option<f64>,
-    /// Refuse a plan of more than this many runs (cells × --processes; its size and
-    /// least time are shown); raise it to run a larger one on purpose.
+    /// Refuse a plan of more than this many runs (cells × --processes).
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_runs: u64,
-    /// Also write a self-contained HTML report (charts with toggles and hover values,
-    /// the findings, the table) to this file.
+    /// Also write a self-contained HTML report to this file.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
 }

@@ -139,9 +139,7 @@ pub fn secs_to_ns(secs: f64) -> u64 {
 /// The measurement budget, shared by the worker and the driver's commands.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BudgetArgs {
-    /// Measure at least this many seconds (per process)… [0.02 s: `alloclab calibrate
-    /// --noise` found shorter processes, more of them, give narrower ratio intervals in
-    /// the same time]
+    /// Measure at least this many seconds per process…
     #[arg(long, default_value_t = COMPARE_MIN_TIME_S, value_parser = parse_seconds, allow_negative_numbers = true)]
     pub min_time: f64,
     /// …and at least this many iterations…
