@@ -297,6 +297,7 @@ fn difference_figures(
         counts: counts_of(&cells::row(other)),
         against_counts: counts_of(&cells::row(base)),
         cause,
+        removed_by: Vec::new(),
     }
 }
 
@@ -386,6 +387,7 @@ pub fn of_cells(
                     continue;
                 }
                 f.removed_by = removed_by(&f, spec, *v, (i, base), cells, rows, threshold, &specs);
+                f.figures.removed_by = f.removed_by.clone();
                 items.push(f);
             }
         }

@@ -676,6 +676,9 @@ pub struct CliffFigures {
     /// The largest size without the change and the smallest with it (elements).
     pub below_size: u64,
     pub above_size: u64,
+    /// Whether those sizes were bisected to the change; false for a change between two
+    /// neighbouring sizes of the sweep (a quick run bisects none).
+    pub bisected: bool,
     pub changes: Vec<CliffChange>,
     /// "at", "near" or "none": where the cliff lies against the allocator's known
     /// thresholds.
@@ -742,6 +745,10 @@ pub struct DifferenceFigures {
     /// Why: the count differences and the mechanism the recorded calls show, with their
     /// figures, or what the sentence rests on instead.
     pub cause: crate::analysis::mechanism::Why,
+    /// What removes the cost, measured in the same rounds (another allocator, reusing
+    /// one output buffer) or a knob set to measure: the item's "removed by" words.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub removed_by: Vec<String>,
 }
 
 /// What a finding compares its cell with.

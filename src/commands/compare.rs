@@ -979,6 +979,7 @@ fn write_html(
         figures: html::cell_figures(rows),
         drawings: Vec::new(),
         text: vec![("The table".into(), screen)],
+        markdown: Vec::new(),
     };
     crate::export::results::write_atomic(path, page.render().as_bytes())
         .map_err(|e| Error::RunFailed(format!("cannot write --html {}: {e}", path.display())))?;

@@ -650,7 +650,8 @@ Run times per allocator: `histograms/<allocator>.us.csv` (HdrHistogram, µs). Ev
             .chain(super::html::exec_memory_figure(record))
             .collect(),
         drawings: Vec::new(),
-        text: vec![("REPORT.md".into(), md.clone())],
+        text: Vec::new(),
+        markdown: vec![("REPORT.md".into(), md.clone())],
     };
     folder.text("report.html", &page.render()).map_err(err)?;
     Ok(())

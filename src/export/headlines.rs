@@ -154,6 +154,7 @@ fn cliff_headline(g: &CliffGroup, confirming: bool) -> (u8, Item) {
         threads: g.threads,
         below_size: g.below,
         above_size: g.above,
+        bisected: true,
         changes: g
             .cliffs
             .iter()
@@ -343,7 +344,11 @@ pub fn headlines(loaded: &Loaded) -> Answer {
     let differences = differences(&answers(loaded));
     let complete = loaded.complete();
     let confirming = !complete && loaded.plan.experiment.confirm_cliffs;
-    let mut answer = answer_of(cliff_lines(&loaded.cliffs, confirming), differences);
+    // The bisected cliffs lead; a change not bisected (a quick run's) follows them where
+    // it lies at a known threshold.
+    let mut cliffs = cliff_lines(&loaded.cliffs, confirming);
+    cliffs.extend(change_lines(loaded));
+    let mut answer = answer_of(cliffs, differences);
     let cells: Vec<_> = loaded.cells.iter().collect();
     answer.price = crate::analysis::price::beside_time(
         &cells,
@@ -432,20 +437,128 @@ pub fn changes(loaded: &Loaded) -> Vec<Item> {
         .map(|j| (j, "minor faults"))
         .chain(syscalls.iter().map(|j| (j, "memory syscalls")))
         .filter(|(j, what)| !loaded.cliffs.iter().any(|c| covers(j, what, c)))
-        .map(|(j, what)| {
-            let onset = thresholds::is_onset(
-                crate::analysis::cliff::Metric::of_name(what).threshold(),
-                j.from_value,
-                j.to_value,
-            );
-            let cause = thresholds::cause_of(
-                &j.allocator,
-                &[j.workload.live_buffers(j.variant)],
-                onset,
-                j.from_size,
-                j.to_size,
-            );
-            Item::text(format!("{}{}", describe_jump(j, what), cause.short()))
+        .map(|(j, what)| Item::text(describe_change(j, what)))
+        .collect()
+}
+
+/// Whether the change `j` (of `what`) starts where there was none (an onset).
+fn onset_of(j: &crate::analysis::jumps::Jump, what: &str) -> bool {
+    thresholds::is_onset(
+        crate::analysis::cliff::Metric::of_name(what).threshold(),
+        j.from_value,
+        j.to_value,
+    )
+}
+
+/// A change of the sweep between neighbouring sizes in words, with the threshold of its
+/// allocator behind it (or that none is known there): findings.json's and REPORT.md's.
+pub fn describe_change(j: &crate::analysis::jumps::Jump, what: &str) -> String {
+    let cause = thresholds::cause_of(
+        &j.allocator,
+        &[j.workload.live_buffers(j.variant)],
+        onset_of(j, what),
+        j.from_size,
+        j.to_size,
+    );
+    format!("{}{}", describe_jump(j, what), cause.short())
+}
+
+/// The sweep's changes that no cliff was bisected from (a quick run bisects none) and
+/// that lie at a known threshold of their allocator, as headlines: one per allocator and
+/// pair of neighbouring sizes, its variants and counts together, said to be between the
+/// sweep's sizes (not bisected).
+fn change_lines(loaded: &Loaded) -> Vec<Item> {
+    let rows: Vec<_> = loaded
+        .cells
+        .iter()
+        .map(crate::analysis::cells::row)
+        .collect();
+    let (faults, syscalls) = loaded.jumps(&rows);
+    type Key = (String, crate::model::spec::Workload, u32, u64, u64);
+    let mut groups: Vec<(Key, Vec<(&crate::analysis::jumps::Jump, &str)>)> = Vec::new();
+    for (j, what) in faults
+        .iter()
+        .map(|j| (j, "minor faults"))
+        .chain(syscalls.iter().map(|j| (j, "memory syscalls")))
+        .filter(|(j, what)| !loaded.cliffs.iter().any(|c| covers(j, what, c)))
+    {
+        let key = (
+            j.allocator.clone(),
+            j.workload,
+            j.threads,
+            j.from_size,
+            j.to_size,
+        );
+        match groups.iter_mut().find(|g| g.0 == key) {
+            Some(g) => g.1.push((j, what)),
+            None => groups.push((key, vec![(j, what)])),
+        }
+    }
+    groups
+        .into_iter()
+        .filter_map(|((allocator, workload, threads, from, to), jumps)| {
+            let lives: Vec<Option<u64>> = jumps
+                .iter()
+                .map(|(j, _)| j.workload.live_buffers(j.variant))
+                .collect();
+            let onset = jumps.iter().any(|(j, what)| onset_of(j, what));
+            let cause = thresholds::cause_of(&allocator, &lives, onset, from, to);
+            let Cause::At { threshold, .. } = &cause else {
+                return None;
+            };
+            let of = if workload == crate::model::spec::Workload::Scale && threads == 1 {
+                String::new()
+            } else {
+                format!(" ({workload}, {})", crate::fmt::Threads(threads))
+            };
+            let changes: Vec<String> = jumps
+                .iter()
+                .map(|(j, what)| {
+                    format!(
+                        "{}: {what} {} → {}",
+                        j.variant,
+                        fmt_count(j.from_value),
+                        fmt_count(j.to_value)
+                    )
+                })
+                .collect();
+            let figures = Figures::Cliff(CliffFigures {
+                allocator: allocator.clone(),
+                workload,
+                threads,
+                below_size: from,
+                above_size: to,
+                bisected: false,
+                changes: jumps
+                    .iter()
+                    .map(|(j, what)| CliffChange {
+                        variant: j.variant,
+                        metric: what.to_string(),
+                        below_value: j.from_value,
+                        above_value: j.to_value,
+                    })
+                    .collect(),
+                cause: "at",
+                threshold: Some(threshold.name.clone()),
+                behind: cause.sentence(),
+                confirmation: None,
+                moved: None,
+                confirmed: None,
+                what_changes: Vec::new(),
+            });
+            Some(Item {
+                text: format!(
+                    "{allocator}{of} changes between the sweep's sizes {} and {} elements ({} per f64 buffer; not bisected): {}{}",
+                    group_thousands(from as i64),
+                    group_thousands(to as i64),
+                    human_bytes(to * 8),
+                    changes.join("; "),
+                    cause.short()
+                ),
+                parts: None,
+                figures: Some(figures),
+                incomplete: None,
+            })
         })
         .collect()
 }

@@ -58,7 +58,10 @@ pub struct Page {
     pub figures: Vec<Figure>,
     /// SVG drawings already made (a folder's plots), each with its caption.
     pub drawings: Vec<(String, String)>,
+    /// Preformatted text (a console's screen), each under its title.
     pub text: Vec<(String, String)>,
+    /// Markdown of the lab's own (REPORT.md), each under its title, rendered as HTML.
+    pub markdown: Vec<(String, String)>,
 }
 
 use super::escape_markup as esc;
@@ -181,6 +184,7 @@ figure{margin:16px 0}figcaption{font-size:13px;color:#555;margin-top:4px}
 svg .series.off{display:none}svg .legend.off{opacity:.25}svg circle{cursor:default}
 pre{font-size:12px;background:#f6f6f6;padding:8px;overflow-x:auto;white-space:pre-wrap;overflow-wrap:anywhere}
 p.warn{color:#8a4b00;font-weight:bold}
+.md{font-size:14px;overflow-wrap:anywhere}.md h1{font-size:18px}.md h2{font-size:16px}.md h3{font-size:15px}.md blockquote{margin:8px 0;padding:2px 12px;border-left:3px solid #ddd;color:#444}.md-table{max-width:100%;overflow-x:auto}.md table{border-collapse:collapse;margin:6px 0;font-size:13px}.md td,.md th{border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top}
 "#;
 
 /// The script: toggles, and a self-test (`#selftest`) that switches the first toggle off
@@ -269,15 +273,29 @@ impl Page {
         if let Some(note) = &self.answer.incomplete {
             let _ = writeln!(s, "<p class=\"warn incomplete\">{}</p>", esc(note));
         }
-        if !self.answer.is_empty() {
+        if !self.answer.items.is_empty() {
             s.push_str("<h2 id=\"answer\">Answer</h2>\n<ul class=\"findings answer\">\n");
-            for item in self.answer.items.iter().chain(&self.answer.price) {
+            for item in &self.answer.items {
                 let _ = writeln!(s, "<li>{}</li>", answer_item(item));
             }
             s.push_str("</ul>\n");
             if let Some(more) = self.answer.more_line() {
                 let _ = writeln!(s, "<p class=\"more\">{}</p>", esc(&more));
             }
+        }
+        // The price of speed (one item per allocator priced) after the answer, folded,
+        // so that the answer stays its five headlines.
+        if !self.answer.price.is_empty() {
+            let _ = writeln!(
+                s,
+                "<details class=\"price\"{}><summary>The price of speed ({})</summary>\n<ul class=\"findings price\">",
+                if self.answer.items.is_empty() { " open" } else { "" },
+                self.answer.price.len()
+            );
+            for item in &self.answer.price {
+                let _ = writeln!(s, "<li>{}</li>", answer_item(item));
+            }
+            s.push_str("</ul></details>\n");
         }
         for section in &self.sections {
             s.push_str(section);
@@ -349,6 +367,14 @@ impl Page {
         }
         for (title, text) in &self.text {
             let _ = writeln!(s, "<h2>{}</h2>\n<pre>{}</pre>", esc(title), esc(text));
+        }
+        for (title, md) in &self.markdown {
+            let _ = writeln!(
+                s,
+                "<h2>{}</h2>\n<div class=\"md\">{}</div>",
+                esc(title),
+                super::markdown::to_html(md)
+            );
         }
         let _ = write!(s, "<script>{SCRIPT}</script>\n</body></html>\n");
         s
@@ -1228,7 +1254,8 @@ pub fn folder_page(
         },
         drawings,
         figures,
-        text: vec![("REPORT.md".into(), report.md.clone())],
+        text: Vec::new(),
+        markdown: vec![("REPORT.md".into(), report.md.clone())],
     }
     .render()
 }

@@ -213,7 +213,13 @@ fn difference<'a>(
 /// of that size; into `price`, the price of speed of that folder and what every folder
 /// with an idle phase gave back after the burst and with huge pages (a section of its
 /// own, after what removes the cost). All of it read from the folders' findings.json.
-fn founding(entries: &[Entry], html: &mut String, price: &mut String) -> Option<String> {
+fn founding(
+    parent: &Path,
+    entries: &[Entry],
+    html: &mut String,
+    price: &mut String,
+    removed: &mut Vec<String>,
+) -> Option<String> {
     let mut names: Vec<&Entry> = entries
         .iter()
         .filter(|e| e.kind == Some(Kind::Run))
@@ -269,6 +275,32 @@ fn founding(entries: &[Entry], html: &mut String, price: &mut String) -> Option<
             continue;
         };
         let size = item["figures"]["size"].as_u64().unwrap_or(0);
+        *removed = item["figures"]["removed_by"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|r| r.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        // Where the finding names no remedy (no verdict: a quick run's one process per
+        // cell), the folder's own comparisons that would: glibc's out-of-place cell
+        // against the fastest allocator's, and glibc reusing one output buffer.
+        if removed.is_empty() {
+            let all = items(e.findings.as_ref(), "comparisons");
+            let of = |variant: &str, against: &str| {
+                all.iter()
+                    .filter(|i| {
+                        difference(i, Some("system"), Some(variant), against).is_some_and(|f| {
+                            f["workload"] == "scale" && f["threads"] == 1 && f["size"] == size
+                        })
+                    })
+                    .map(|i| i["text"].as_str().unwrap_or_default().to_string())
+                    .next()
+            };
+            removed.extend(of("out-of-place", "fastest"));
+            removed.extend(of("reuse", "in-place"));
+        }
         price_section(entries, e, price);
         html.push_str(r#"<section id="answer"><h2>The founding case</h2>"#);
         for d in &damaged {
@@ -281,12 +313,15 @@ fn founding(entries: &[Entry], html: &mut String, price: &mut String) -> Option<
         }
         let _ = write!(
             html,
-            r#"<p>Under glibc, the second temporary (<code>t = a.astype(np.float64); t / 255.0</code>, the built-in workload's out-of-place cell) against one divided in place, at {} elements ({} per f64 buffer; folder {}):</p><p class="verdict">{}</p>"#,
+            r#"<p>Measured by the lab's Rust stand-in for NumPy's temporaries (the experiment {name}, run by the lab's worker processes, not by NumPy): a second temporary buffer for the result, as <code>t = a.astype(np.float64); t / 255.0</code> makes one (the out-of-place cell), against the result divided in place, as <code>a.astype(np.float64) / 255.0</code> does. Under glibc, at {} elements ({} per f64 buffer; folder {}):</p><p class="verdict">{}</p>"#,
             group_thousands(size as i64),
             human_bytes(size * 8),
-            esc(&e.name),
+            folder_link(e),
             item_html(item),
+            name = esc(&e.name),
         );
+        numpy_runs(parent, entries, html);
+        chart(parent, e, size, html);
         // The call path behind it, where a trace of glibc's out-of-place cell is here.
         for t in entries.iter().filter(|t| t.kind == Some(Kind::Trace)) {
             let f = t.findings.as_ref();
@@ -339,6 +374,138 @@ fn founding(entries: &[Entry], html: &mut String, price: &mut String) -> Option<
     }
     html.push_str(r#"<p class="warn">No readable results folder here holds glibc's in-place and out-of-place cells (the numpy-temporaries experiment): <code>make run-all</code> writes one.</p></section>"#);
     None
+}
+
+/// A folder's name, linked to its page where it has one.
+fn folder_link(e: &Entry) -> String {
+    match &e.page {
+        Some(p) => format!("<a href=\"{}\">{}</a>", esc(p), esc(&e.name)),
+        None => esc(&e.name),
+    }
+}
+
+/// The exec folders of NumPy's own runs (`make exec-numpy`): func1 and func2.
+const NUMPY_FOLDERS: [(&str, &str); 2] = [
+    ("exec-numpy-func1", "func1: a.astype(np.float64) / 255.0"),
+    (
+        "exec-numpy-func2",
+        "func2: t = a.astype(np.float64); t / 255.0",
+    ),
+];
+
+/// One allocator's whole-program figures of an exec folder's summary.csv: (allocator,
+/// status, runs, wall p50 in ms).
+type WholeProgram = (String, String, String, Option<f64>);
+
+/// An exec folder's rows, as its summary.csv keeps them (None: no readable file).
+fn exec_rows(folder: &Path) -> Option<Vec<WholeProgram>> {
+    let text = crate::files::read_to_string(folder.join("summary.csv")).ok()?;
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let rows: Vec<std::collections::HashMap<String, String>> =
+        reader.deserialize().collect::<Result<_, _>>().ok()?;
+    Some(
+        rows.into_iter()
+            .map(|r| {
+                let get = |k: &str| r.get(k).cloned().unwrap_or_default();
+                (
+                    get("allocator"),
+                    get("status"),
+                    get("runs"),
+                    get("wall_median_ms").parse().ok(),
+                )
+            })
+            .collect(),
+    )
+}
+
+/// NumPy's own func1 and func2 as whole programs under each allocator, where `make
+/// exec-numpy` wrote their folders here: each allocator's median wall time of the whole
+/// program, as the folders' summary.csv keep them, with a link to each folder's page.
+fn numpy_runs(parent: &Path, entries: &[Entry], html: &mut String) {
+    let found: Vec<(&Entry, &str, Vec<WholeProgram>)> = NUMPY_FOLDERS
+        .iter()
+        .filter_map(|(name, what)| {
+            let e = entries
+                .iter()
+                .find(|e| e.name == *name && e.kind == Some(Kind::Exec))?;
+            Some((e, *what, exec_rows(&parent.join(name))?))
+        })
+        .collect();
+    if found.is_empty() {
+        html.push_str(r#"<p class="why"><b>NumPy itself</b>: no exec-numpy-func1 or exec-numpy-func2 folder here (<code>make exec-numpy EXEC_OUT=dir</code>, or <code>make run-all</code> where NumPy is installed, writes them).</p>"#);
+        return;
+    }
+    let mut allocators: Vec<&str> = Vec::new();
+    for (_, _, rows) in &found {
+        for r in rows {
+            if !allocators.contains(&r.0.as_str()) {
+                allocators.push(&r.0);
+            }
+        }
+    }
+    let _ = write!(
+        html,
+        r#"<p class="why"><b>NumPy itself</b>, the whole Python program per run (start-up included), median wall time over its runs under each allocator (folders {}):</p><table class="numpy"><tr><th>allocator</th>"#,
+        found
+            .iter()
+            .map(|(e, _, _)| folder_link(e))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    for (_, what, _) in &found {
+        let _ = write!(html, "<th><code>{}</code></th>", esc(what));
+    }
+    html.push_str("</tr>");
+    for a in allocators {
+        let _ = write!(html, "<tr><th>{}</th>", esc(a));
+        for (_, _, rows) in &found {
+            let cell = match rows.iter().find(|r| r.0 == a) {
+                Some((_, status, runs, Some(ms))) if status == "ok" => format!(
+                    "{} <small>({})</small>",
+                    esc(&crate::fmt::fmt_ns(ms * 1e6)),
+                    esc(&match runs.parse::<usize>() {
+                        Ok(n) => crate::fmt::counted(n, "run", "runs"),
+                        Err(_) => format!("{runs} runs"),
+                    })
+                ),
+                Some((_, status, _, _)) => format!("<span class=\"warn\">{}</span>", esc(status)),
+                None => "—".into(),
+            };
+            let _ = write!(html, "<td>{cell}</td>");
+        }
+        html.push_str("</tr>");
+    }
+    html.push_str("</table>");
+    for (e, _, _) in found.iter().filter(|(e, _, _)| !e.complete) {
+        let _ = write!(
+            html,
+            r#"<p class="warn">INCOMPLETE: folder {}'s runs did not finish ({}).</p>"#,
+            esc(&e.name),
+            esc(&unfinished(e))
+        );
+    }
+}
+
+/// The founding folder's chart of every allocator's latency at `size`, where it drew one
+/// (plots/scale-n{size}-t1-latency.svg), as an image linked to the file.
+fn chart(parent: &Path, e: &Entry, size: u64, html: &mut String) {
+    use std::os::unix::ffi::OsStrExt as _;
+    let file = format!("plots/scale-n{size}-t1-latency.svg");
+    let path = parent.join(&e.name).join(&file);
+    if !path.is_file() {
+        return;
+    }
+    let mut src = percent_bytes(std::ffi::OsStr::new(&e.name).as_bytes());
+    src.push('/');
+    src.push_str(&file);
+    let _ = write!(
+        html,
+        r#"<figure class="chart"><a href="{0}"><img src="{0}" alt="latency percentiles of every allocator and variant at {1} elements" width="760"></a><figcaption>Latency percentiles of every allocator and variant of the Rust stand-in at {1} elements (folder {2}, {3}).</figcaption></figure>"#,
+        esc(&src),
+        group_thousands(size as i64),
+        esc(&e.name),
+        esc(&file)
+    );
 }
 
 /// Into `price`: the founding folder `e`'s price of speed, and what every run folder's
@@ -554,13 +721,25 @@ pub(crate) fn heat_table(
     ))
 }
 
-/// What removes the founding case's faults: the tunables folder's findings of its knob
-/// sets out of place against their allocator's defaults, fastest first.
-fn remedies(entries: &[Entry], html: &mut String) {
-    let Some((e, loaded)) = named(entries, "tunables", "What removes it", "remedies", html) else {
+/// What removes the founding case's faults, the allocator in question first: glibc's own
+/// tunables (the tunables folder's knob sets of glibc, out of place against glibc's
+/// defaults), then what the founding finding says removes it without tuning glibc
+/// (another allocator, reusing the output buffer: `removed`, its figures' words), then
+/// the other allocators' knob sets — all as the folders' findings say them.
+fn remedies(entries: &[Entry], removed: &[String], html: &mut String) {
+    html.push_str(r#"<section id="remedies"><h2>What removes it</h2>"#);
+    let tunables = named(
+        entries,
+        "tunables",
+        "glibc's own tunables and other knob sets",
+        "tunables",
+        html,
+    );
+    let Some((e, loaded)) = tunables else {
+        compare_remedies(removed, html);
+        html.push_str("</section>");
         return;
     };
-    html.push_str(r#"<section id="remedies"><h2>What removes it</h2><p>Knob sets of the tunables experiment, out-of-place, against the same allocator's defaults (paired rounds), fastest first, as the folder's findings say them.</p>"#);
     let complete = loaded.complete();
     if !complete {
         let _ = write!(
@@ -569,7 +748,6 @@ fn remedies(entries: &[Entry], html: &mut String) {
             esc(&loaded.missing().join("; "))
         );
     }
-    html.push_str("<ul>");
     let all: Vec<&Value> = items(e.findings.as_ref(), "comparisons")
         .into_iter()
         .filter(|i| difference(i, None, Some("out-of-place"), "defaults").is_some())
@@ -591,15 +769,43 @@ fn remedies(entries: &[Entry], html: &mut String) {
         r(a).total_cmp(&r(b))
     });
     let any = !found.is_empty();
-    for i in &found {
-        let parts = &i["parts"];
-        let _ = write!(
-            html,
-            "<li><code>{}</code>: {}</li>",
-            esc(parts["subject"].as_str().unwrap_or_default()),
-            mark_words(parts["body"].as_str().unwrap_or_default(), i)
+    let glibc = |i: &&Value| {
+        i["figures"]["allocator"]
+            .as_str()
+            .is_some_and(|a| a == "system" || a.starts_with("system:") || a.starts_with("system "))
+    };
+    let (own, others): (Vec<&Value>, Vec<&Value>) = found.into_iter().partition(glibc);
+    let list = |html: &mut String, items: &[&Value]| {
+        html.push_str("<ul>");
+        for i in items {
+            let parts = &i["parts"];
+            let _ = write!(
+                html,
+                "<li><code>{}</code>: {}</li>",
+                esc(parts["subject"].as_str().unwrap_or_default()),
+                mark_words(parts["body"].as_str().unwrap_or_default(), i)
+            );
+        }
+        html.push_str("</ul>");
+    };
+    let _ = write!(
+        html,
+        r#"<p><b>glibc's own tunables</b> (M_TOP_PAD, M_TRIM_THRESHOLD, M_MMAP_THRESHOLD: the knobs <code>top_pad</code>, <code>trim_threshold</code>, <code>mmap_threshold</code>), out-of-place against glibc's defaults (paired rounds), fastest first (folder {}):</p>"#,
+        folder_link(e)
+    );
+    if own.is_empty() {
+        html.push_str(
+            "<ul><li>No knob set of glibc's changed its out-of-place cell here.</li></ul>",
         );
+    } else {
+        list(html, &own);
     }
+    compare_remedies(removed, html);
+    if !others.is_empty() {
+        html.push_str("<p><b>The other allocators' knobs</b>, each against its own defaults, fastest first:</p>");
+        list(html, &others);
+    }
+    html.push_str("<ul>");
     // Knob sets with results whose allocator's defaults have none: measured, never
     // compared (a run stopped before the defaults' cell ran, or a file without them).
     let uncompared: Vec<String> = loaded
@@ -642,6 +848,19 @@ fn remedies(entries: &[Entry], html: &mut String) {
         html.push_str("<li>The experiment has no knob set.</li>");
     }
     html.push_str("</ul></section>");
+}
+
+/// Without tuning glibc: what the founding finding says removes its cost, measured in the
+/// same rounds (another allocator, reusing one output buffer: working in place).
+fn compare_remedies(removed: &[String], html: &mut String) {
+    if removed.is_empty() {
+        return;
+    }
+    html.push_str("<p><b>Without tuning glibc</b>: another allocator, or reusing one output buffer (working in place), as the founding folder's findings say them (measured in the same rounds):</p><ul>");
+    for r in removed {
+        let _ = write!(html, "<li>{}</li>", esc(r));
+    }
+    html.push_str("</ul>");
 }
 
 /// The run folder `name` and its results; where it is missing or unreadable, the section
@@ -775,7 +994,7 @@ fn cliffs(entries: &[Entry], html: &mut String) {
     html.push_str("</table><p>A named threshold is the explanation the allocator's rules give; it is proved by moving the threshold with its knob (the spec that “moves it”) and finding the cliff where the rule then puts it: <code>alloclab run --confirm</code> does that after bisecting (on in run-all's size sweep), and the row then says where the cliff went.</p></section>");
 }
 
-const STYLE: &str = "body{font:15px/1.45 system-ui,sans-serif;max-width:1100px;margin:1.2em auto;padding:0 1em;color:#1b1b1b}h1{font-size:1.5em;margin:.2em 0}h2{font-size:1.15em;margin:1.2em 0 .4em}.verdict{font-size:1.25em}.why{font-size:1.05em}table{border-collapse:collapse;margin:.4em 0}td,th{border:1px solid #ccc;padding:.3em .5em;text-align:left;vertical-align:top}.slower{background:#fdd9b5}.faster{background:#c6dbef}.same{background:#eee}.open,.near{background:#fff7bc}.explained{background:#d9f0d3}.unexplained{background:#f4f4f4}.worse{color:#8a4b00}b.confirmed{color:#1a6b1a}b.unconfirmed{color:#8a4b00}.cliffs td:nth-child(2),.cliffs td:nth-child(3){white-space:nowrap}.cliffs td:nth-child(4){overflow-wrap:anywhere}.base{background:#fff}b.slower,b.faster{padding:0 .2em}.warn{color:#8a4b00}small{color:#555}code{background:#f4f4f4;padding:0 .2em}";
+const STYLE: &str = "body{font:15px/1.45 system-ui,sans-serif;max-width:1100px;margin:1.2em auto;padding:0 1em;color:#1b1b1b}h1{font-size:1.5em;margin:.2em 0}h2{font-size:1.15em;margin:1.2em 0 .4em}.verdict{font-size:1.25em}.why{font-size:1.05em}table{border-collapse:collapse;margin:.4em 0}td,th{border:1px solid #ccc;padding:.3em .5em;text-align:left;vertical-align:top}.slower{background:#fdd9b5}.faster{background:#c6dbef}.same{background:#eee}.open,.near{background:#fff7bc}.explained{background:#d9f0d3}.unexplained{background:#f4f4f4}.worse{color:#8a4b00}b.confirmed{color:#1a6b1a}b.unconfirmed{color:#8a4b00}.cliffs td:nth-child(2),.cliffs td:nth-child(3){white-space:nowrap}.cliffs td:nth-child(4){overflow-wrap:anywhere}.base{background:#fff}b.slower,b.faster{padding:0 .2em}.warn{color:#8a4b00}small{color:#555}code{background:#f4f4f4;padding:0 .2em}.folders{font-size:.95em}.chart img{max-width:100%;height:auto;border:1px solid #eee}figure{margin:.6em 0}figcaption{font-size:.85em;color:#555}";
 
 /// The page's script: records errors, and with `#selftest` says whether the answer is
 /// on the first screen and how many links the page has.
@@ -785,8 +1004,9 @@ const SCRIPT: &str = "window.__errors=[];window.addEventListener('error',functio
 pub fn page(parent: &Path, entries: &[Entry]) -> String {
     let mut body = String::new();
     let mut price = String::new();
-    let heat = founding(entries, &mut body, &mut price);
-    remedies(entries, &mut body);
+    let mut removed = Vec::new();
+    let heat = founding(parent, entries, &mut body, &mut price, &mut removed);
+    remedies(entries, &removed, &mut body);
     if !price.is_empty() {
         body.push_str(r#"<section id="price"><h2>The price of speed</h2>"#);
         body.push_str(&price);
@@ -859,8 +1079,23 @@ pub fn page(parent: &Path, entries: &[Entry]) -> String {
             ),
         )
     };
+    // Every folder's page, linked on the first screen (their states are in the table at
+    // the end).
+    let nav: Vec<String> = entries
+        .iter()
+        .filter(|e| e.page.is_some())
+        .map(folder_link)
+        .collect();
+    let nav = if nav.is_empty() {
+        String::new()
+    } else {
+        format!(
+            r##"<p class="folders">Folders: {} (<a href="#folders">their states</a>)</p>"##,
+            nav.join(" · ")
+        )
+    };
     format!(
-        "{HEAD}<meta name=\"viewport\" content=\"width=device-width\"><title>{title_mark}alloclab: the run's answer</title><style>{STYLE}</style><script>{SCRIPT}</script></head><body><h1>{title_mark}alloclab: what the allocators do to the founding case</h1><p><small>{} in {}; each figure below is read from them.</small></p>{banner}{body}</body></html>\n",
+        "{HEAD}<meta name=\"viewport\" content=\"width=device-width\"><title>{title_mark}alloclab: the run's answer</title><style>{STYLE}</style><script>{SCRIPT}</script></head><body><h1>{title_mark}alloclab: what the allocators do to the founding case</h1><p><small>{} in {}; each figure below is read from them.</small></p>{banner}{nav}{body}</body></html>\n",
         crate::fmt::counted(entries.len(), "results folder", "results folders"),
         esc(&parent.display().to_string()),
     )

@@ -15,6 +15,7 @@ pub mod headlines;
 pub mod hlog;
 pub mod html;
 pub mod index;
+pub mod markdown;
 pub mod plots;
 pub mod python_listing;
 pub mod report_md;

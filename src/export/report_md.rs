@@ -352,7 +352,7 @@ pub fn findings_blocks(
                 }
             )),
             label: None,
-            items: alone.iter().map(|(j, what)| crate::export::headlines::describe_jump(j, what)).collect(),
+            items: alone.iter().map(|(j, what)| crate::export::headlines::describe_change(j, what)).collect(),
         });
     }
     if !loaded.cliffs.is_empty() {
@@ -439,6 +439,32 @@ fn findings_plain(blocks: &[Block]) -> Vec<String> {
         .collect()
 }
 
+/// REPORT.md's answer: its headlines (at most [`super::headlines::MOST`] bullets) and the
+/// count of the rest, then the price of speed in a section of its own, so that the
+/// answer stays five lines however many allocators are priced.
+fn answer_markdown(answer: &super::headlines::Answer) -> String {
+    let mut md = String::new();
+    if !answer.items.is_empty() {
+        let _ = writeln!(md, "## Answer\n");
+        for a in &answer.items {
+            let _ = writeln!(md, "- {}", a.text);
+        }
+        if let Some(more) = answer.more_line() {
+            let _ = writeln!(md, "\n{more}");
+        }
+    }
+    if !answer.price.is_empty() {
+        if !md.is_empty() {
+            md.push('\n');
+        }
+        let _ = writeln!(md, "## The price of speed\n");
+        for p in &answer.price {
+            let _ = writeln!(md, "- {}", p.text);
+        }
+    }
+    md
+}
+
 fn report_markdown(
     loaded: &Loaded,
     rows: &[SummaryRow],
@@ -458,15 +484,7 @@ fn report_markdown(
     }
     // The answer first: the headline findings (the same the page and the console lead
     // with), every finding after them.
-    if !answer.is_empty() {
-        let _ = writeln!(md, "## Answer\n");
-        for a in answer.lines() {
-            let _ = writeln!(md, "- {a}");
-        }
-        if let Some(more) = answer.more_line() {
-            let _ = writeln!(md, "\n{more}");
-        }
-    }
+    md.push_str(&answer_markdown(answer));
     let mut envmd = String::new();
     let _ = writeln!(envmd, "## Environment\n");
     let _ = writeln!(envmd, "| | |\n|:--|:--|");
@@ -799,7 +817,54 @@ fn report_html(
             .chain(html::cell_memory_figures(&memory_cells(loaded, rows)))
             .collect(),
         drawings: Vec::new(),
-        text: vec![("REPORT.md".into(), md.to_string())],
+        text: Vec::new(),
+        markdown: vec![("REPORT.md".into(), md.to_string())],
     }
     .render()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::findings::Item;
+
+    /// Five headlines and six allocators priced against glibc: the answer is five
+    /// bullets and the count of the rest; the price of speed follows under its own
+    /// heading, not as more bullets of the answer.
+    #[test]
+    fn the_answer_is_at_most_five_bullets_and_the_price_follows_apart() {
+        let named = |prefix: &str, n: usize| -> Vec<Item> {
+            (0..n).map(|i| Item::text(format!("{prefix}{i}"))).collect()
+        };
+        let answer = super::super::headlines::Answer {
+            items: named("headline ", 5),
+            more: 3,
+            incomplete: None,
+            price: named("price ", 6),
+        };
+        let md = answer_markdown(&answer);
+        let section = md
+            .split("## Answer\n\n")
+            .nth(1)
+            .and_then(|a| a.split("## ").next())
+            .unwrap();
+        let bullets = section.lines().filter(|l| l.starts_with("- ")).count();
+        assert_eq!(bullets, 5, "{md}");
+        assert!(!section.contains("price"), "{md}");
+        assert!(section.contains("… and 3 more"), "{md}");
+        let price = md.split("## The price of speed\n\n").nth(1).unwrap();
+        assert_eq!(
+            price.lines().filter(|l| l.starts_with("- price ")).count(),
+            6
+        );
+        // Only the price: no empty answer heading.
+        let only = answer_markdown(&super::super::headlines::Answer {
+            price: named("price ", 1),
+            ..Default::default()
+        });
+        assert!(
+            only.starts_with("## The price of speed\n\n- price 0\n"),
+            "{only}"
+        );
+    }
 }
