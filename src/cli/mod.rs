@@ -296,7 +296,7 @@ pub struct ProgramArgs {
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  alloclab sweep --sizes 1000..100000 --bytes-per-element 8 --buffers 2 -- \\\n    target/release/examples/temporaries --elements {size}\n(two f64 buffers of {size} elements at once: each cliff is named with the\nallocator's threshold behind it, and the time per run either side of it)\n\nYour own program: put it after `--` with {size} where it takes its input size, and {calls} where it takes how many calls to make:\n  alloclab sweep --sizes 10000..1000000 --calls 50 -- \\\n    python3 experiments/numpy_temporaries.py \\\n    --size {size} --calls {calls} --only func2"
+    after_help = "Examples:\n  alloclab sweep --sizes 1000..100000 --bytes-per-element 8 --buffers 2 -- \\\n    target/release/examples/temporaries --elements {size}\n\nWith --bytes-per-element 8 --buffers 2 (two f64 buffers of {size} elements at once), each cliff is named with the allocator's threshold behind it, beside the time per run either side of it.\n\nYour own program: put it after `--` with {size} where it takes its input size, and {calls} where it takes how many calls to make:\n  alloclab sweep --sizes 10000..1000000 --calls 50 -- \\\n    python3 experiments/numpy_temporaries.py \\\n    --size {size} --calls {calls} --only func2"
 )]
 pub struct SweepArgs {
     /// Sizes: a geometric range FROM..TO (1e4..1e6, 2^10..2^20) with --per-octave sizes

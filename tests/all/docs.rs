@@ -283,6 +283,39 @@ fn every_commands_help_fits_80_columns_with_its_examples_whole() {
     }
 }
 
+/// compare's help fits one or two screens at COLUMNS=100 (it was 214 lines): an option
+/// a line or two, and the long explanations in docs/compare.md, which it names.
+#[test]
+fn compare_help_fits_two_screens_and_points_to_its_manual() {
+    let o = std::process::Command::new(driver_path())
+        .args(["compare", "--help"])
+        .env("COLUMNS", "100")
+        .output()
+        .unwrap();
+    let help = stdout(&o);
+    assert!(
+        help.lines().count() <= 100,
+        "{} lines:\n{help}",
+        help.lines().count()
+    );
+    assert!(help.contains("docs/compare.md"), "{help}");
+    let manual = std::fs::read_to_string(repo().join("docs/compare.md")).unwrap();
+    // Every option the help names is in the manual's table.
+    for l in help.lines().map(str::trim_start) {
+        if let Some(flag) = l
+            .strip_prefix("--")
+            .and_then(|f| f.split([' ', ',']).next())
+        {
+            if flag != "help" && flag != "confidence" {
+                assert!(
+                    manual.contains(&format!("`--{flag}`")),
+                    "--{flag} not in docs/compare.md"
+                );
+            }
+        }
+    }
+}
+
 /// docs/why.md says, for every mechanism of the registry, its key and name, the evidence
 /// it needs and what the lab says without it, word for word as the registry has them.
 #[test]
