@@ -243,8 +243,15 @@ fn confirm_verdict<R>(
             }
             if rule.onset_only && !crate::analysis::thresholds::is_onset(metric.threshold(), bv, av)
             {
+                // Where it lies is said first: a change in the rule's window that is not
+                // the onset is not "not confirmed" alone, as if nothing had moved there.
                 return format!(
-                    "not confirmed: the change found under the moved knobs ({} → {}) does not rise from nothing, as the onset the rule predicts does",
+                    "{}not confirmed: the change found under the moved knobs ({} → {}) does not rise from nothing, as the onset the rule predicts does",
+                    if rule.holds(b, a) {
+                        "a change lies where the moved rule puts it, but it is "
+                    } else {
+                        ""
+                    },
                     fmt_count(bv),
                     fmt_count(av)
                 );
@@ -711,7 +718,13 @@ mod tests {
             "{}",
             verdict(0.9, 1.1)
         );
-        assert!(verdict(2.0, 3.0).contains("does not rise from nothing"));
+        // In the moved rule's window but no onset: where it lies is said, and that it
+        // is not the predicted onset.
+        assert!(
+            verdict(2.0, 3.0).starts_with("a change lies where the moved rule puts it, but it is not confirmed: the change found under the moved knobs (2.00 → 3.00) does not rise from nothing"),
+            "{}",
+            verdict(2.0, 3.0)
+        );
     }
 
     #[test]
