@@ -73,6 +73,9 @@ pub struct ProcessExecutor {
     /// here — only when its last event closes; while the driver holds one, a worker's exit
     /// does not pay that (≈ 0.2 s per run). They count nothing: they are never enabled.
     _keepalive: Option<SyscallCounters>,
+    /// The same for the workers' huge-page fault tracepoint (`kmem:mm_page_alloc`), held
+    /// whatever `--counters` says: every worker counts its huge-page faults with it.
+    _huge_keepalive: Option<crate::counters::hugefaults::HugeFaultCounter>,
     /// The CPU every worker keeps its threads on (`--cpu`); None lets the kernel place
     /// them.
     pub cpu: Option<u32>,
@@ -108,6 +111,7 @@ impl ProcessExecutor {
             counters,
             timeout,
             _keepalive: keepalive,
+            _huge_keepalive: crate::counters::hugefaults::HugeFaultCounter::open().ok(),
             cpu: None,
             jobs: Vec::new(),
             layout: LayoutMode::Random,
@@ -609,16 +613,7 @@ impl Executor for ProcessExecutor {
     }
 
     fn execute(&mut self, spec: &RunSpec, budget: &Budget) -> Result<RunRecord, RunFailure> {
-        // With several jobs, every run's machine-wide huge-page count is set aside, also
-        // a run that happened to run alone (an adaptive round's): a cell's figure is then
-        // empty rather than a median over some of its processes.
-        let jobs = self.jobs.len();
-        self.run_on(spec, budget, self.cpu).map(|mut r| {
-            if jobs > 1 {
-                r.ran_together(jobs);
-            }
-            r
-        })
+        self.run_on(spec, budget, self.cpu)
     }
 
     fn jobs(&self) -> usize {
@@ -662,7 +657,6 @@ impl Executor for ProcessExecutor {
             let first = specs
                 .first()
                 .map(|spec| me.run_on(spec, budget, me.jobs.first().copied()));
-            let together = specs.len().max(jobs);
             first
                 .into_iter()
                 .chain(others.into_iter().map(|t| {
@@ -672,14 +666,6 @@ impl Executor for ProcessExecutor {
                         })
                     })
                 }))
-                .map(|r| {
-                    r.map(|mut record| {
-                        if together > 1 {
-                            record.ran_together(together);
-                        }
-                        record
-                    })
-                })
                 .collect()
         })
     }

@@ -59,8 +59,9 @@ pub enum Source {
     /// The driver's samples of the process's memory (/proc/<pid>/smaps_rollup) while it
     /// ran.
     Memory,
-    /// The kernel's machine-wide counts of faults that mapped a transparent huge page,
-    /// read around the measured phase (with getrusage's minor faults for the bytes).
+    /// The process's own faults that mapped a transparent huge page (perf's
+    /// `kmem:mm_page_alloc` of the huge page's order), counted over the measured phase
+    /// (with getrusage's minor faults for the bytes).
     HugeFaults,
 }
 
@@ -328,7 +329,7 @@ pub const HUGE_FAULTS: Metric = Metric {
     index: 15,
     key: "huge_faults_per_iter",
     label: "huge-page faults",
-    meaning: "minor faults per iteration that mapped a transparent huge page: 0 exactly where THP was off for the worker, else the kernel's machine-wide count over the phase (another process's huge-page faults in the same span count too: an upper bound on a busy machine; empty where they showed, or with --jobs above 1)",
+    meaning: "minor faults per iteration that mapped a transparent huge page (PMD size): 0 exactly where THP was off for the worker, else the worker's own count over the phase from the perf tracepoint kmem:mm_page_alloc with order == 9 (no other process's); empty where that tracepoint cannot be opened (not root, no tracefs, perf_event_paranoid)",
     unit: Unit::Count,
     per: Per::Iteration,
     source: Source::HugeFaults,

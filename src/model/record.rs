@@ -90,9 +90,10 @@ pub struct Totals {
     pub allocs: Option<u64>,
     /// Bytes those allocation calls asked for; None as for `allocs`.
     pub alloc_bytes: Option<u64>,
-    /// The faults of the phase that mapped a transparent huge page, from the kernel's
-    /// machine-wide counts; None where they could not be read or were not the process's
-    /// alone (`unavailable.huge_faults` says why) and in records from before.
+    /// The faults of the phase that mapped a transparent huge page, counted for the
+    /// process alone (perf's `kmem:mm_page_alloc` of the huge page's order); None where
+    /// they could not be counted (`unavailable.huge_faults` says why) and in records
+    /// from before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub huge_faults: Option<HugeFaults>,
 }
@@ -353,28 +354,6 @@ impl ServiceFigures {
 }
 
 impl RunRecord {
-    /// Marks a run measured beside `n - 1` others (`--jobs`): the machine-wide count of
-    /// huge-page faults holds all of theirs, so it is no longer this run's (unless THP
-    /// was off for it: then it is 0 exactly).
-    pub fn ran_together(&mut self, n: usize) {
-        // With THP off for the worker its count is 0 exactly, not the machine's.
-        if self.thp_disabled == Some(true) {
-            return;
-        }
-        if self.totals.huge_faults.take().is_some() {
-            self.per_iter.replace_source(
-                Source::HugeFaults,
-                &SourceTotals::default(),
-                self.iterations,
-            );
-            self.counter_sources.remove("huge_faults");
-            self.unavailable.insert(
-                "huge_faults".into(),
-                format!("{n} workers ran at once (--jobs): the machine-wide count of huge-page faults holds all of theirs"),
-            );
-        }
-    }
-
     /// Puts in the memory-syscall counts of a separate ptrace-traced pass of the same
     /// run (`iterations` measured iterations); everything else stays this pass's.
     pub fn set_traced_syscalls(&mut self, counts: &SyscallCounts, iterations: u64) {

@@ -336,7 +336,7 @@ pub struct Measurement {
     pub rusage: rusage::Rusage,
     pub syscalls: Result<SyscallCounts, Unavailable>,
     pub allocs: Result<AllocSnapshot, Unavailable>,
-    /// The phase's faults that mapped a transparent huge page (the machine's count).
+    /// The phase's faults that mapped a transparent huge page (this process's count).
     pub huge_faults: Result<crate::model::counts::HugeFaults, Unavailable>,
     /// THP was off for the process: its huge-page faults are 0 exactly, not read.
     pub thp_off: bool,
@@ -402,7 +402,7 @@ pub fn measure(
     let mut hist = new_histogram();
     let mut samples = Vec::with_capacity(timeline.unwrap_or(0));
     // Opened (its files found) before the threads start; read without allocating.
-    let huge = crate::counters::hugefaults::HugeFaultCounter::open();
+    let mut huge = crate::counters::hugefaults::HugeFaultCounter::open();
     std::thread::scope(|scope| {
         let helpers: Vec<_> = others
             .into_iter()
@@ -455,9 +455,11 @@ pub fn measure(
         let rss_start = memory::rss_bytes().map_err(unavailable("reading /proc/self/statm"));
         let allocs_before = alloc_count::snapshot();
         let live_start = alloc_count::live_bytes();
-        let huge_before = huge.as_ref().map_err(Clone::clone).and_then(|c| c.read());
         let held_start = main_kernel.held_bytes();
         let ru_before = rusage::read_self()?;
+        if let Ok(c) = &mut huge {
+            c.enable();
+        }
         syscalls.start();
         meet.wait();
         // A vDSO clock read: no syscall, no allocation, nothing the counters see.
@@ -471,8 +473,10 @@ pub fn measure(
         };
         meet.wait();
         syscalls.stop();
+        if let Ok(c) = &mut huge {
+            c.disable();
+        }
         let ru_after = rusage::read_self()?;
-        let huge_after = huge.as_ref().map_err(Clone::clone).and_then(|c| c.read());
         let allocs_after = alloc_count::snapshot();
         let live_end = alloc_count::live_bytes();
         let rss_end = memory::rss_bytes().map_err(unavailable("reading /proc/self/statm"));
@@ -504,17 +508,11 @@ pub fn measure(
             )),
         };
         let rusage = ru_after.since(&ru_before);
-        let huge_faults = match (&huge, &huge_before, &huge_after) {
-            (Ok(c), Ok(b), Ok(a)) => c.since(b, a, rusage.minflt).and_then(|h| match &allocs {
-                Ok(al) => crate::counters::hugefaults::within_allocated(
-                    h,
-                    rusage.minflt,
-                    al.allocs,
-                    al.bytes,
-                ),
-                Err(_) => Ok(h),
-            }),
-            (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => Err(e.clone()),
+        // Read after the helper threads exited: an inherited counter's counts are
+        // folded in as each thread exits (counting stopped before that).
+        let huge_faults = match &mut huge {
+            Ok(c) => c.read(),
+            Err(e) => Err(e.clone()),
         }
         .map_err(Unavailable);
         // Read after the helper threads exited: their inherited counts are folded into

@@ -45,7 +45,7 @@ impl RunRecord {
                 if m.thp_off {
                     "none: THP is off for this process (PR_SET_THP_DISABLE), so no fault of it can map a huge page"
                 } else {
-                    "the kernel's machine-wide counts of faults that mapped a transparent huge page (hugepages-*/stats/anon_fault_alloc, or /proc/vmstat thp_fault_alloc) over the measured phase: this process's, with any other process's in the same span"
+                    "perf tracepoint kmem:mm_page_alloc filtered on the PMD huge page's order ('order == 9 && pfn != -1' with 4 KiB pages), opened for this process and the threads it starts, enabled only around the measured phase: its own huge-page faults, no other process's"
                 },
                 m.huge_faults.as_ref().err(),
             ),

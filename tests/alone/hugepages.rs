@@ -21,11 +21,10 @@ fn advised_buffers_fault_in_huge_pages_and_the_bytes_faulted_in_do_not_change() 
         r[k].parse()
             .unwrap_or_else(|_| panic!("{k} is '{}' in {r:?}", r[k]))
     };
-    // The advised side's count is the machine's: another process's huge-page faults in
-    // the same span add to it, or have it refused. This binary runs after the other
-    // tests, not beside them, but the machine may still run something else; so the
-    // advised figures are taken from the first of up to four runs whose count was the
-    // worker's alone by every check; the THP-off side is exact every time.
+    // The advised side's huge pages depend on the kernel finding free 2 MiB blocks, and
+    // its bytes faulted in on every fault being counted; so the advised figures are
+    // taken from the first of up to four runs whose bytes agree with the THP-off
+    // side's; the THP-off side is exact every time.
     let mut seen = Vec::new();
     for attempt in 0..4 {
         let here = dir.path().join(format!("attempt{attempt}"));
@@ -40,8 +39,8 @@ fn advised_buffers_fault_in_huge_pages_and_the_bytes_faulted_in_do_not_change() 
                 .clone()
         };
         let (never, advised) = (row("out-of-place", "never"), row("out-of-place", "advise"));
-        // With THP off for the worker no fault maps a huge page (0 exactly: the
-        // machine's count is not read for it), and every fault a base page.
+        // With THP off for the worker no fault maps a huge page (0 exactly: nothing is
+        // read for it), and every fault a base page.
         assert_eq!(f(&never, "huge_faults_per_iter"), 0.0, "{never:?}");
         let (a, faults) = (
             f(&never, "faulted_bytes_per_iter"),
