@@ -1,8 +1,10 @@
 //! The price of speed: where one allocator is much faster than glibc's on the same
 //! cells, how much memory it holds for it. One sentence per allocator, with the figures
 //! it rests on: its time against glibc's (paired by round, with the interval and
-//! verdict) and both sides' resident memory over the process's life (mean and at its
-//! end, medians over the processes; [`crate::model::metric::MEMORY_METRICS`]).
+//! verdict) and both sides' resident memory over the process's life (the mean, and the
+//! end only where both sides' processes ended in a defined state, the end of an idle
+//! phase after the burst; medians over the processes;
+//! [`crate::model::metric::MEMORY_METRICS`]).
 
 use crate::analysis::answer::phrase_than;
 use crate::analysis::cells;
@@ -49,8 +51,17 @@ fn held(m: Metric, what: &str, base: &MemoryFigures, new: &MemoryFigures) -> Opt
     ))
 }
 
+/// The idle phase after the burst, in seconds, that every process of `c` ran (its
+/// budget's `idle_time`); None where there was none.
+fn idle_s(c: &Cell) -> Option<f64> {
+    let mut idle = c.records().map(|(_, r)| r.budget.idle_ns);
+    let first = idle.next()?;
+    (first > 0 && idle.all(|n| n == first)).then(|| first as f64 / 1e9)
+}
+
 /// The words of `other` against the base `base` compared as `cmp`: (lead, subject,
-/// body).
+/// body). Both sides' memory: the mean, and the end where it is a defined state (see
+/// [`idle_s`]).
 fn sentence(
     base: &Cell,
     other: &Cell,
@@ -58,9 +69,19 @@ fn sentence(
     bm: &MemoryFigures,
     om: &MemoryFigures,
 ) -> (String, String, String) {
-    let memory: Vec<String> = [(MEM_MEAN, "on average"), (MEM_LAST, "at its end")]
-        .iter()
-        .filter_map(|(m, what)| held(*m, what, bm, om))
+    // The last sample of a process that ends straight after its burst falls at a random
+    // point of what the allocator does there (glibc's trim and regrow): it is a figure
+    // only after an idle phase, the same on both sides.
+    let end = match (idle_s(base), idle_s(other)) {
+        (Some(a), Some(b)) if a == b => Some(format!(
+            "at the end of its {} s idle",
+            crate::fmt::trim_float(a)
+        )),
+        _ => None,
+    };
+    let memory: Vec<String> = std::iter::once((MEM_MEAN, "on average".to_string()))
+        .chain(end.map(|e| (MEM_LAST, e)))
+        .filter_map(|(m, what)| held(m, &what, bm, om))
         .collect();
     let holds = if memory.is_empty() {
         "its memory was not sampled".to_string()
@@ -199,12 +220,42 @@ pub fn price_of_speed(cells: &[&Cell], threshold: f64) -> Vec<Item> {
     out
 }
 
-/// "half given back within 6.5 ms" / "kept until exit" of a cell's memory figures.
-pub fn given_back(m: &MemoryFigures) -> String {
+/// "half given back within 6.5 ms" / "less than half given back within the 2 s idle"
+/// of a cell's memory figures, with an idle phase of `idle_s` seconds. What was not
+/// given back within the idle may still be later (jemalloc's background thread did at
+/// about 13 s): the words say what was measured, not "until exit".
+pub fn given_back(m: &MemoryFigures, idle_s: f64) -> String {
     match m[HALF_RETURNED] {
         Some(ms) => format!("half given back within {}", HALF_RETURNED.show(ms)),
-        None => "kept until exit".into(),
+        None => format!(
+            "less than half given back within the {} s idle",
+            crate::fmt::trim_float(idle_s)
+        ),
     }
+}
+
+/// "14.2 MiB went back at the free, 0.1 MiB more during the 2 s idle" from the peak, the
+/// resident set once every buffer was freed (the idle's first sample) and at its end:
+/// how much the free itself gave back against what the idle did.
+pub fn drops(peak: f64, freed: f64, last: f64, idle_s: f64) -> String {
+    let bytes = |x: f64| crate::fmt::human_bytes(x.abs().round() as u64);
+    let at_free = if freed < peak {
+        format!("{} went back at the free", bytes(peak - freed))
+    } else {
+        "nothing went back at the free".to_string()
+    };
+    let idle = crate::fmt::trim_float(idle_s);
+    let during = if last < freed {
+        format!("{} more during the {idle} s idle", bytes(freed - last))
+    } else if last > freed {
+        format!(
+            "it grew by {} during the {idle} s idle",
+            bytes(last - freed)
+        )
+    } else {
+        format!("nothing more during the {idle} s idle")
+    };
+    format!("{at_free}, {during}")
 }
 
 /// After the burst: one item per cell whose workers idled after their measured phase
@@ -264,12 +315,14 @@ pub fn after_burst(cells: &[&Cell]) -> Vec<Item> {
                 Some(hwm) => (hwm, "the kernel's high-water mark, VmHWM"),
                 None => (peak, "sampled"),
             };
+            let idle_s = idle_ms / 1e3;
             let body = format!(
-                "held {} at its peak ({source}), {} once every buffer was freed and {} at the end of the idle; {}{own}",
+                "held {} at its peak ({source}), {} once every buffer was freed and {} at the end of the idle ({}); {}{own}",
                 crate::fmt::human_bytes(peak.round() as u64),
                 crate::fmt::human_bytes(from.round() as u64),
                 crate::fmt::human_bytes(last.round() as u64),
-                given_back(&m)
+                drops(peak, from, last, idle_s),
+                given_back(&m, idle_s)
             );
             Some(Item::parted(
                 lead,
@@ -396,6 +449,73 @@ pub fn huge_pages(cells: &[&Cell], threshold: f64) -> Vec<Item> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A cell of six processes, each `p50` ns, holding `mean` MiB on average and `end`
+    /// MiB at its last sample, after an idle of `idle_ns`.
+    fn held_cell(allocator: &str, p50: u64, mean: f64, end: f64, idle_ns: u64) -> Cell {
+        let mut c = crate::analysis::cells::test_cell(allocator, &[(p50, 100.0); 6]);
+        let mib = 1048576.0;
+        for (_, r) in c.runs.iter_mut() {
+            let r = r.as_mut().unwrap();
+            r.memory[MEM_MEAN] = Some(mean * mib);
+            r.memory[MEM_LAST] = Some(end * mib);
+            r.budget.idle_ns = idle_ns;
+        }
+        c
+    }
+
+    #[test]
+    fn the_price_states_an_end_only_after_an_idle_phase() {
+        // Without an idle the last sample is a random point of the trim/regrow cycle:
+        // the sentence holds the mean alone.
+        let (base, fast) = (
+            held_cell("system", 3000, 14.0, 10.7, 0),
+            held_cell("jemalloc", 1000, 12.0, 9.1, 0),
+        );
+        let items = price_of_speed(&[&base, &fast], 0.02);
+        assert_eq!(items.len(), 1, "{items:?}");
+        let text = &items[0].text;
+        assert!(
+            text.contains("holds 2.0 MiB less on average (12.0 MiB against 14.0 MiB)"),
+            "{text}"
+        );
+        assert!(!text.contains("end"), "{text}");
+        // After the same 2 s idle on both sides, the end is a defined state: stated,
+        // with the idle it followed.
+        let (base, fast) = (
+            held_cell("system", 3000, 14.0, 10.7, 2_000_000_000),
+            held_cell("jemalloc", 1000, 12.0, 9.1, 2_000_000_000),
+        );
+        let text = price_of_speed(&[&base, &fast], 0.02)[0].text.clone();
+        assert!(
+            text.contains("and 1.6 MiB less at the end of its 2 s idle (9.1 MiB against 10.7 MiB)"),
+            "{text}"
+        );
+        // Idles of different lengths are not one state.
+        let base = held_cell("system", 3000, 14.0, 10.7, 1_000_000_000);
+        let text = price_of_speed(&[&base, &fast], 0.02)[0].text.clone();
+        assert!(!text.contains("end"), "{text}");
+    }
+
+    #[test]
+    fn after_the_burst_says_what_the_free_and_the_idle_gave_back() {
+        let mib = 1048576.0;
+        assert_eq!(
+            drops(24.0 * mib, 8.0 * mib, 7.5 * mib, 2.0),
+            "16.0 MiB went back at the free, 512.0 KiB more during the 2 s idle"
+        );
+        assert_eq!(
+            drops(24.0 * mib, 24.0 * mib, 25.0 * mib, 0.4),
+            "nothing went back at the free, it grew by 1.0 MiB during the 0.4 s idle"
+        );
+        let mut m = MemoryFigures::default();
+        assert_eq!(
+            given_back(&m, 2.0),
+            "less than half given back within the 2 s idle"
+        );
+        m[HALF_RETURNED] = Some(6.5);
+        assert!(given_back(&m, 2.0).starts_with("half given back within 6.5"));
+    }
 
     #[test]
     fn the_held_memory_splits_by_the_allocators_own_figure() {

@@ -137,6 +137,27 @@ fn a_run_samples_each_worker_and_the_idle_phase_says_what_was_given_back() {
         .unwrap();
     let text = system["text"].as_str().unwrap();
     assert!(text.contains("half given back within"), "{system}");
+    // Each says what went back at the free and what during the idle, from its own
+    // figures (the peak it states, the first sample of the idle, the last), and what was
+    // not given back is said to be within the 0.4 s idle, not "until exit".
+    for item in &after {
+        let (text, m) = (item["text"].as_str().unwrap(), &item["figures"]["memory"]);
+        let f = |k: &str| m[k].as_f64().unwrap_or_else(|| panic!("no {k}: {item}"));
+        let words = alloclab::analysis::price::drops(
+            f("mem_hwm_bytes"),
+            f("freed_bytes"),
+            f("mem_last_bytes"),
+            0.4,
+        );
+        assert!(text.contains(&words), "{words} not in {text}");
+        assert!(!text.contains("until exit"), "{text}");
+        if m["half_returned_ms"].is_null() {
+            assert!(
+                text.contains("less than half given back within the 0.4 s idle"),
+                "{text}"
+            );
+        }
+    }
     // Its peak is the kernel's, said so: the cell's median VmHWM.
     let hwm = system["figures"]["memory"]["mem_hwm_bytes"]
         .as_u64()
