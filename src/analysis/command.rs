@@ -347,12 +347,14 @@ impl UntracedTimes {
     }
 }
 
-/// The row's words on its traced run: how much slower, and whether it behaved as the
-/// untraced runs did.
+/// The row's words on its traced run: how much slower, and which of its figures the
+/// untraced runs do not reach; where any, its memory-syscall `counts` are perturbed by
+/// tracing, said apart from the row's figures.
 fn traced_text(
     runs: &[ExecRun],
     t: &TracedRun,
     differs: Option<&[TracedDeviation]>,
+    counts: Option<&SyscallCounts>,
     level: f64,
 ) -> String {
     let walls: Vec<f64> = runs.iter().map(|r| r.wall_ns as f64).collect();
@@ -368,7 +370,7 @@ fn traced_text(
             "; with fewer than two untraced runs there is no spread to tell a different behaviour by",
         ),
         Some([]) => s.push_str(
-            "; it behaved as the untraced runs did (its wall and user time, minor faults and peak RSS within their range, give or take its width)",
+            "; its wall and user time, minor faults and peak RSS were within the untraced runs' range, give or take its width (threads created and work done were not compared)",
         ),
         Some(d) => {
             let bound = d.iter().find(|x| x.figure == "trap_time_ms").map(|x| {
@@ -403,8 +405,18 @@ fn traced_text(
                 )
             });
             let said: Vec<String> = beyond.into_iter().chain(bound).collect();
+            let counts = counts.map_or(String::new(), |c| {
+                format!(
+                    ": brk {}, mmap {}, munmap {}, madvise {}, mremap {}",
+                    crate::fmt::fmt_count(c.brk as f64),
+                    crate::fmt::fmt_count(c.mmap as f64),
+                    crate::fmt::fmt_count(c.munmap as f64),
+                    crate::fmt::fmt_count(c.madvise as f64),
+                    crate::fmt::fmt_count(c.mremap as f64)
+                )
+            });
             s.push_str(&format!(
-                "; {}, so its counts may not be theirs",
+                "; {}, so its counts are perturbed by tracing and not shown as the allocator's{counts}",
                 said.join("; and ")
             ));
         }
@@ -416,17 +428,24 @@ fn traced_text(
 /// entry's median only where every run has it; the memory syscalls those of the one
 /// traced run where `traced` (none where it counted none); sums derived from the medians.
 pub fn medians<R: Registry>(a: &AllocatorRuns, traced: bool) -> Figures<R> {
+    medians_of(a, traced, true)
+}
+
+/// [`medians`], the traced run's counts left out where `use_traced` is false (a run
+/// perturbed by tracing): the memory syscalls are then none.
+fn medians_of<R: Registry>(a: &AllocatorRuns, traced: bool, use_traced: bool) -> Figures<R> {
     let figures: Vec<Figures<R>> = a
         .runs
         .iter()
         .map(|r| Figures::of_totals(&SourceTotals::of_run(&r.usage, r.syscalls)))
         .collect();
-    let traced_counts: Option<Figures<R>> = a.traced_syscalls.filter(|_| traced).map(|s| {
-        Figures::of_totals(&SourceTotals {
-            syscalls: Some(s),
-            ..Default::default()
-        })
-    });
+    let traced_counts: Option<Figures<R>> =
+        a.traced_syscalls.filter(|_| traced && use_traced).map(|s| {
+            Figures::of_totals(&SourceTotals {
+                syscalls: Some(s),
+                ..Default::default()
+            })
+        });
     let mut f = Figures::each(|m| match (&traced_counts, m.source) {
         (Some(t), Source::Syscalls) => t[m],
         (None, Source::Syscalls) if traced => None,
@@ -475,7 +494,10 @@ fn row_of(
         ));
         Some(d)
     });
-    let per_run = medians(a, traced);
+    // A traced run that did otherwise than the untraced runs: its counts are not the
+    // allocator's, so the row has none (its words give them apart).
+    let perturbed = differs.as_ref().is_some_and(|d| !d.is_empty());
+    let per_run = medians_of(a, traced, !perturbed);
     // Medians over the runs that were sampled (one that ended before its first sample,
     // or whose samples could not be read, has none).
     let memory: Vec<_> = runs
@@ -496,7 +518,13 @@ fn row_of(
         }
     }
     let traced_words = match (&a.traced_run, &a.traced_note, traced) {
-        (Some(t), _, true) => Some(traced_text(runs, t, differs.as_deref(), level)),
+        (Some(t), _, true) => Some(traced_text(
+            runs,
+            t,
+            differs.as_deref(),
+            a.traced_syscalls.as_ref(),
+            level,
+        )),
         (None, Some(note), true) => Some(note.clone()),
         _ => None,
     };
@@ -1028,8 +1056,14 @@ mod tests {
         );
         let row = row_of(&a, "ptrace", 0.02, None, DEFAULT_LEVEL);
         assert_eq!(row.traced_differs, Some(d));
-        assert_eq!(row.per_run[crate::model::metric::RUN_MADVISE], Some(2931.0));
+        // Perturbed by tracing: the row holds no memory-syscall count as the
+        // allocator's; its words give the traced counts apart.
+        assert_eq!(row.per_run[crate::model::metric::RUN_MADVISE], None);
         let text = &row.syscall_counter;
+        assert!(
+            text.contains("so its counts are perturbed by tracing and not shown as the allocator's: brk 0, mmap 0, munmap 0, madvise 2,931, mremap 0"),
+            "{text}"
+        );
         assert!(
             text.starts_with("ptrace: counted in one traced run, 1.00x the untraced runs' median wall time (4.01 s of 4 runs [4.01 s, 4.01 s] (87.5 % interval); 1.00x–1.00x over it); it behaved otherwise than the untraced runs (minor faults 8,600 against 6,130–7,300, 1.20x their median"),
             "{text}"
@@ -1039,9 +1073,11 @@ mod tests {
         let calm = allocator(runs.clone(), traced(4011, 3905, 8400));
         let row = row_of(&calm, "ptrace", 0.02, None, DEFAULT_LEVEL);
         assert_eq!(row.traced_differs, Some(vec![]));
+        assert_eq!(row.per_run[crate::model::metric::RUN_MADVISE], Some(2931.0));
         assert!(row
             .syscall_counter
-            .contains("it behaved as the untraced runs did"));
+            .contains("were within the untraced runs' range, give or take its width"));
+        assert!(!row.syscall_counter.contains("behaved as"));
         // A traced run that got less CPU (the tracer took it) is said too.
         let starved = allocator(runs.clone(), traced(4011, 3500, 7000));
         let d = row_of(&starved, "ptrace", 0.02, None, DEFAULT_LEVEL)

@@ -62,10 +62,21 @@ fn entry(m: Metric) -> Column {
     (
         m.short.to_string(),
         Box::new(move |r: &ExecRow| match (m.unit, r.per_run[m]) {
+            _ if m.syscall && perturbed(r) => PERTURBED.into(),
             (Unit::Count, v) => count(v),
             (_, v) => v.map_or(NA.into(), |v| m.show(v)),
         }),
     )
+}
+
+/// What a memory-syscall cell says where the one traced run did otherwise than the
+/// untraced runs: its counts are in the note, not the allocator's column.
+const PERTURBED: &str = "perturbed";
+
+/// Whether `r`'s traced run was perturbed by tracing (a figure beyond the untraced
+/// runs' range).
+fn perturbed(r: &ExecRow) -> bool {
+    r.traced_differs.as_ref().is_some_and(|d| !d.is_empty())
 }
 
 /// A median count: whole numbers as such ("3", "15,342"); the half a median of an even
@@ -118,7 +129,13 @@ fn compact_columns(baseline: &str) -> (Vec<String>, Vec<Column>) {
             .map(|m| entry(*m)),
     );
     // Unavailable when any of them is: a partial sum would be a false one.
-    cols.push(column("mem calls", |r| count(r.per_run.memory_calls())));
+    cols.push(column("mem calls", |r| {
+        if perturbed(r) {
+            PERTURBED.into()
+        } else {
+            count(r.per_run.memory_calls())
+        }
+    }));
     named_headers(cols, baseline)
 }
 
