@@ -82,6 +82,11 @@ pub struct ExecRow {
     /// is "ptrace: " and these words); the surfaces' note.
     #[serde(skip)]
     pub traced_words: Option<String>,
+    /// Its traced run was perturbed by tracing (it did otherwise than the untraced runs,
+    /// not just slower by its traps): its memory-syscall counts are not in the row's
+    /// figures, only in `traced_words`.
+    #[serde(skip)]
+    pub traced_perturbed: bool,
     /// The command's memory over each run ([`crate::model::metric::MEMORY_METRICS`]:
     /// peak, mean, end, huge pages; sampled by the driver), medians over the runs; null
     /// where not sampled. The last columns in CSV.
@@ -348,8 +353,8 @@ impl UntracedTimes {
 }
 
 /// The row's words on its traced run: how much slower, and which of its figures the
-/// untraced runs do not reach; where any, its memory-syscall `counts` are perturbed by
-/// tracing, said apart from the row's figures.
+/// untraced runs do not reach; `counts` where they are perturbed by tracing (not the
+/// allocator's: said apart from the row's figures).
 fn traced_text(
     runs: &[ExecRun],
     t: &TracedRun,
@@ -405,20 +410,18 @@ fn traced_text(
                 )
             });
             let said: Vec<String> = beyond.into_iter().chain(bound).collect();
-            let counts = counts.map_or(String::new(), |c| {
+            let n = |v: u64| crate::fmt::group_thousands(v as i64);
+            let what = counts.map_or("its counts may not be theirs".to_string(), |c| {
                 format!(
-                    ": brk {}, mmap {}, munmap {}, madvise {}, mremap {}",
-                    crate::fmt::fmt_count(c.brk as f64),
-                    crate::fmt::fmt_count(c.mmap as f64),
-                    crate::fmt::fmt_count(c.munmap as f64),
-                    crate::fmt::fmt_count(c.madvise as f64),
-                    crate::fmt::fmt_count(c.mremap as f64)
+                    "its counts are perturbed by tracing and not shown as the allocator's: brk {}, mmap {}, munmap {}, madvise {}, mremap {}",
+                    n(c.brk),
+                    n(c.mmap),
+                    n(c.munmap),
+                    n(c.madvise),
+                    n(c.mremap)
                 )
             });
-            s.push_str(&format!(
-                "; {}, so its counts are perturbed by tracing and not shown as the allocator's{counts}",
-                said.join("; and ")
-            ));
+            s.push_str(&format!("; {}, so {what}", said.join("; and ")));
         }
     }
     s
@@ -479,11 +482,15 @@ fn row_of(
     });
     let ci = median_ci(&walls, level);
     let traced = syscall_counter == "ptrace";
+    // Whether the traced run was measurably slower by what its trapped calls cost: it
+    // did the same work, slowed (a program of fixed work).
+    let mut slowed_by_traps = false;
     let differs = a.traced_run.as_ref().filter(|_| traced).and_then(|t| {
         let mut d = traced_deviations(runs, t, a.traced_syscalls.as_ref(), floor)?;
         // A traced run slower by what its trapped calls cost did the same work: its
         // wall time is no deviation then.
         if trap_slowdown_explains(runs, t, a.traced_syscalls.as_ref(), trap_cost_ns) {
+            slowed_by_traps = d.iter().any(|x| x.figure == "wall_ms");
             d.retain(|x| x.figure != "wall_ms");
         }
         d.extend(time_bound(
@@ -494,9 +501,10 @@ fn row_of(
         ));
         Some(d)
     });
-    // A traced run that did otherwise than the untraced runs: its counts are not the
-    // allocator's, so the row has none (its words give them apart).
-    let perturbed = differs.as_ref().is_some_and(|d| !d.is_empty());
+    // A traced run that did otherwise than the untraced runs, and was not measurably
+    // slowed by its traps alone (the tracer costs a slowed program user time too): its
+    // counts are not the allocator's, so the row has none (its words give them apart).
+    let perturbed = differs.as_ref().is_some_and(|d| !d.is_empty()) && !slowed_by_traps;
     let per_run = medians_of(a, traced, !perturbed);
     // Medians over the runs that were sampled (one that ended before its first sample,
     // or whose samples could not be read, has none).
@@ -522,7 +530,7 @@ fn row_of(
             runs,
             t,
             differs.as_deref(),
-            a.traced_syscalls.as_ref(),
+            a.traced_syscalls.as_ref().filter(|_| perturbed),
             level,
         )),
         (None, Some(note), true) => Some(note.clone()),
@@ -562,6 +570,7 @@ fn row_of(
             .as_ref()
             .map_or_else(|| syscall_counter.to_string(), |w| format!("ptrace: {w}")),
         traced_words,
+        traced_perturbed: perturbed,
         traced_differs: differs,
         allocator_version: a.version.clone(),
         preload: a.preload.clone(),
@@ -1028,6 +1037,17 @@ mod tests {
         let slowed = allocator(runs.clone(), traced(502 + 293, 480, 9000));
         let row = row_of(&slowed, "ptrace", 0.02, slow, DEFAULT_LEVEL);
         assert_eq!(row.traced_differs, Some(vec![]), "{}", row.syscall_counter);
+        assert!(!row.traced_perturbed);
+        // Slowed by its traps and with more user time (the tracer's own cost to a
+        // program of fixed work): named, but its counts stay the allocator's.
+        let costly = allocator(runs.clone(), traced(502 + 293, 600, 9000));
+        let row = row_of(&costly, "ptrace", 0.02, slow, DEFAULT_LEVEL);
+        assert_eq!(row.traced_differs.as_ref().unwrap()[0].figure, "user_ms");
+        assert!(!row.traced_perturbed);
+        assert!(row.per_run[crate::model::metric::RUN_MADVISE].is_some());
+        assert!(row
+            .syscall_counter
+            .ends_with("so its counts may not be theirs"));
         // Without a measured cost the wall time alone says it behaved otherwise.
         let row = row_of(&slowed, "ptrace", 0.02, None, DEFAULT_LEVEL);
         assert_eq!(row.traced_differs.unwrap()[0].figure, "wall_ms");
@@ -1059,6 +1079,7 @@ mod tests {
         // Perturbed by tracing: the row holds no memory-syscall count as the
         // allocator's; its words give the traced counts apart.
         assert_eq!(row.per_run[crate::model::metric::RUN_MADVISE], None);
+        assert!(row.traced_perturbed);
         let text = &row.syscall_counter;
         assert!(
             text.contains("so its counts are perturbed by tracing and not shown as the allocator's: brk 0, mmap 0, munmap 0, madvise 2,931, mremap 0"),

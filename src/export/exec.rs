@@ -73,10 +73,9 @@ fn entry(m: Metric) -> Column {
 /// untraced runs: its counts are in the note, not the allocator's column.
 const PERTURBED: &str = "perturbed";
 
-/// Whether `r`'s traced run was perturbed by tracing (a figure beyond the untraced
-/// runs' range).
+/// Whether `r`'s traced run was perturbed by tracing.
 fn perturbed(r: &ExecRow) -> bool {
-    r.traced_differs.as_ref().is_some_and(|d| !d.is_empty())
+    r.traced_perturbed
 }
 
 /// A median count: whole numbers as such ("3", "15,342"); the half a median of an even
