@@ -338,6 +338,21 @@ impl Answer {
     }
 }
 
+/// The heading of the items beside time ([`Answer::price`]): a service's tails where
+/// they are among them, else the price of speed.
+pub fn beside_heading(items: &[Item]) -> &'static str {
+    if items.iter().any(|i| {
+        matches!(
+            &i.figures,
+            Some(crate::analysis::findings::Figures::ServiceTail(_))
+        )
+    }) {
+        "Tail latency and memory per live byte"
+    } else {
+        "The price of speed"
+    }
+}
+
 /// The folder's headline findings, leading first: at most [`MOST`], and how many more
 /// there are.
 pub fn headlines(loaded: &Loaded) -> Answer {

@@ -288,8 +288,9 @@ impl Page {
         if !self.answer.price.is_empty() {
             let _ = writeln!(
                 s,
-                "<details class=\"price\"{}><summary>The price of speed ({})</summary>\n<ul class=\"findings price\">",
+                "<details class=\"price\"{}><summary>{} ({})</summary>\n<ul class=\"findings price\">",
                 if self.answer.items.is_empty() { " open" } else { "" },
+                crate::export::headlines::beside_heading(&self.answer.price),
                 self.answer.price.len()
             );
             for item in &self.answer.price {

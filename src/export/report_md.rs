@@ -457,7 +457,11 @@ fn answer_markdown(answer: &super::headlines::Answer) -> String {
         if !md.is_empty() {
             md.push('\n');
         }
-        let _ = writeln!(md, "## The price of speed\n");
+        let _ = writeln!(
+            md,
+            "## {}\n",
+            super::headlines::beside_heading(&answer.price)
+        );
         for p in &answer.price {
             let _ = writeln!(md, "- {}", p.text);
         }
