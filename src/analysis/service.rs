@@ -263,7 +263,12 @@ pub fn recorded(recorded: Option<&crate::model::evidence::Recorded>) -> String {
             k(f.total()),
             k(f.given_back())
         ),
-        None => "faults not split".to_string(),
+        None => format!(
+            "its faults not split by page ({})",
+            e.faults_unrecorded
+                .as_deref()
+                .unwrap_or("their addresses were not recorded")
+        ),
     };
     let given = if parts.is_empty() {
         "no call gave memory back".to_string()
