@@ -976,7 +976,7 @@ fn adaptive_rounds_run_while_a_comparison_is_open_and_are_counted() {
             "--warmup",
             "0",
             "--max-time",
-            "1.5",
+            "3",
             "--out",
             out.to_str().unwrap(),
         ],
@@ -985,7 +985,18 @@ fn adaptive_rounds_run_while_a_comparison_is_open_and_are_counted() {
     assert!(o.status.success(), "{}", stderr(&o));
     let record = read_record(&out);
     assert_eq!(record.runs_requested, 6);
-    let rounds = 6 + record.adaptive_rounds as usize;
+    // On a loaded host (CI runs many tests at once) --max-time can leave no room for
+    // all 6 rounds: then the record says how many ran and none is adaptive.
+    let ran = record.rounds_cut.unwrap_or(6) as usize;
+    if record.rounds_cut.is_some() {
+        assert_eq!(record.adaptive_rounds, 0, "a cut session adds no rounds");
+        assert!(
+            unwrapped(&stdout(&o)).contains(&format!("{ran} of the 6 asked for: --max-time 3 s")),
+            "{}",
+            stdout(&o)
+        );
+    }
+    let rounds = ran + record.adaptive_rounds as usize;
     assert!(rounds <= alloclab::engine::command::MAX_ROUNDS as usize);
     for a in &record.allocators {
         assert_eq!(
@@ -999,7 +1010,9 @@ fn adaptive_rounds_run_while_a_comparison_is_open_and_are_counted() {
     }
     let rows = alloclab::export::exec::rows(&record);
     let other = &rows[1];
-    if record.adaptive_rounds == 0 {
+    if record.rounds_cut.is_some() {
+        // Cut before its 6 rounds: checked above.
+    } else if record.adaptive_rounds == 0 {
         // Decided within the 6 rounds: a verdict, its interval clear of the band's edges.
         let (lo, hi) = (
             other.vs_baseline_ci_low.unwrap(),
