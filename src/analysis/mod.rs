@@ -19,6 +19,7 @@ pub mod order;
 pub mod pairs;
 pub mod price;
 pub mod python;
+pub mod serve;
 pub mod service;
 pub mod stats;
 pub mod thresholds;

@@ -61,6 +61,7 @@ impl Command {
     fn command_of(&self) -> Option<(&'static str, &Vec<std::ffi::OsString>)> {
         Some(match self {
             Command::Exec(a) => ("exec", &a.command),
+            Command::Serve(a) => ("serve", &a.command),
             Command::Trace(a) => ("trace", &a.command),
             Command::Tune(a) => ("tune", &a.program.command),
             Command::Sweep(a) => ("sweep", &a.program.command),
@@ -137,6 +138,10 @@ pub enum Command {
     Sweep(SweepArgs),
     /// Run any command under each allocator (preloaded) and compare time, faults and syscalls.
     Exec(ExecArgs),
+    /// Start your server (redis, valkey, KeyDB, dragonfly: anything that speaks RESP) under
+    /// each allocator and drive it at fixed request rates, open loop: tail latency from
+    /// each request's intended start, memory per byte it holds, faults per request.
+    Serve(ServeArgs),
     /// Why and when: one cell under each allocator, every iteration's latency, faults,
     /// memory syscalls, RSS and heap top, and the call stacks of the faults and syscalls
     /// (perf), as a timeline, flame graphs and one mechanism line per allocator.
@@ -256,6 +261,74 @@ pub struct ExecArgs {
     /// The command and its arguments (put them after `--`).
     #[arg(
         required_unless_present = "cmds",
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
+    pub command: Vec<std::ffi::OsString>,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  alloclab serve --rates 10k,50k -- \\\n    redis-server --port {port} --save '' --appendonly no\n  alloclab serve --allocators 'libjemalloc.so.2,system,mimalloc' \\\n    --out results/redis -- redis-server --port {port} --save ''\n\n{port} in the server's arguments is replaced by a free port for every process (or give --port). Each process is stopped with SHUTDOWN NOSAVE, then SIGTERM, then SIGKILL."
+)]
+pub struct ServeArgs {
+    /// Allocators, as for exec: comma-separated, with knobs separated by ';'.
+    #[arg(
+        long,
+        alias = "allocator",
+        default_value = "system,jemalloc,mimalloc,tcmalloc"
+    )]
+    pub allocators: String,
+    /// Request rates, requests per second, comma-separated (10k, 5e4 and 50000 all work);
+    /// every server process runs each, lowest first.
+    #[arg(long, default_value = "10k,50k")]
+    pub rates: String,
+    /// How long each rate's requests are sent, seconds.
+    #[arg(long, default_value_t = 5.0, value_parser = crate::model::budget::parse_timeout)]
+    pub seconds: f64,
+    /// Server processes per allocator, one per round in a shuffled order (4 or more give
+    /// an interval on each allocator's p99 against the first's).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub processes: u32,
+    /// Connections the requests are spread over, round robin.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub connections: u32,
+    /// The p99 a rate must keep (from the intended start) to count as held: 500us, 1ms, 2.5ms.
+    #[arg(long, default_value = "1ms")]
+    pub p99_target: String,
+    /// How long a server may take to answer PING after it starts, seconds.
+    #[arg(long, default_value_t = 10.0, value_parser = crate::model::budget::parse_timeout)]
+    pub ready_timeout: f64,
+    /// The port the server listens on, when its arguments have no {port}.
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// Seed of the request stream (the same stream for every allocator).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Seed of the order within rounds [default: from the clock; recorded, to repeat it].
+    #[arg(long)]
+    pub order_seed: Option<u64>,
+    /// An allocator is called faster or slower than the first only when the whole
+    /// --confidence interval of its per-round p99 ratio lies beyond this band (percent).
+    #[arg(long, default_value = "5", value_parser = parse_percent)]
+    pub noise_threshold: f64,
+    /// Syscall counts of the server: perf (root or CAP_PERFMON), auto, off.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub counters: CounterMode,
+    /// Let the server's stdout and stderr through (discarded by default).
+    #[arg(long)]
+    pub show_output: bool,
+    /// Also write the results into this folder (serve.json, summary.csv, histograms,
+    /// memory, REPORT.md), updated after every server process.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Write into a non-empty folder that alloclab did not make (no folder.json).
+    #[arg(long)]
+    pub force_out: bool,
+    /// The server and its arguments (put them after `--`), with {port} where it takes its port.
+    #[arg(
+        required = true,
         trailing_var_arg = true,
         allow_hyphen_values = true,
         value_name = "COMMAND"

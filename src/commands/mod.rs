@@ -11,6 +11,7 @@ pub mod list;
 pub mod options;
 pub mod report;
 pub mod run;
+pub mod serve;
 pub mod sweep;
 pub mod trace;
 pub mod tune;
@@ -39,6 +40,7 @@ pub fn dispatch(command: Command, confidence: Option<f64>) -> Result<()> {
         Command::Cliff(args) => cliff::run(&args, level),
         Command::Tune(args) => tune::run(&args, level),
         Command::Exec(args) => exec::run(&args, level),
+        Command::Serve(args) => serve::run(&args, level),
         Command::Sweep(args) => sweep::run(&args, level),
         Command::Trace(args) => trace::run(&args, level),
         Command::Diff(args) => diff::run(&args, level),

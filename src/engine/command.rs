@@ -849,7 +849,8 @@ fn trap_cost(untraced: &LaunchOptions, traced: &LaunchOptions) -> Result<f64, St
     }
 }
 
-fn exec_allocator_info() -> crate::counters::envinfo::AllocatorInfo {
+/// The allocators' build facts as an exec session records them.
+pub fn exec_allocator_info() -> crate::counters::envinfo::AllocatorInfo {
     crate::counters::envinfo::AllocatorInfo {
         version: "per allocator: see each row".into(),
         crates: format!(

@@ -23,7 +23,9 @@ pub mod preflight;
 pub mod probe;
 pub mod program;
 pub mod python;
+pub mod resp;
 pub mod schedule;
+pub mod serve;
 pub mod spawn;
 pub mod trace;
 

@@ -493,6 +493,17 @@ fn wait4(pid: libc::pid_t) -> std::io::Result<(libc::c_int, libc::rusage)> {
 /// Runs `cmd` once. `Err` means it could not be started (the reason is for the row);
 /// how it ended once started is in [`ChildRun::termination`].
 pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError> {
+    run_announced(cmd, opts, &|_, _| {})
+}
+
+/// As [`run`], telling `announce` the child's pid and the instant its span began (just
+/// before it is released to exec), from the thread that waits for it: what a caller
+/// driving a server from another thread needs to read `/proc/<pid>` and to stop it.
+pub fn run_announced(
+    cmd: &Prepared,
+    opts: &LaunchOptions,
+    announce: &(dyn Fn(libc::pid_t, Instant) + Sync),
+) -> Result<ChildRun, LaunchError> {
     let setup = |what: &str, e: std::io::Error| LaunchError::Setup(format!("{what}: {e}"));
     // The child's stdin (and its discarded output): a device, not a file of the results
     // folder, so not the folder writer's.
@@ -695,6 +706,7 @@ pub fn run(cmd: &Prepared, opts: &LaunchOptions) -> Result<ChildRun, LaunchError
 
     let start = Instant::now();
     let start_unix_ns = crate::counters::unix_now_ns();
+    announce(pid, start);
     // SAFETY: writes one byte from a live buffer to our end of the pipe.
     let wrote = unsafe { libc::write(go_w.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
     drop(go_w);

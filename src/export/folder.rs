@@ -55,6 +55,8 @@ pub enum Kind {
     Trace,
     /// `alloclab generate`: man pages or shell completions.
     Generate,
+    /// `alloclab serve`: a server under several allocators, driven at fixed rates.
+    Serve,
 }
 
 impl Kind {
@@ -65,6 +67,7 @@ impl Kind {
             Kind::Sweep => "sweep",
             Kind::Trace => "trace",
             Kind::Generate => "generate",
+            Kind::Serve => "serve",
         }
     }
 
@@ -76,6 +79,7 @@ impl Kind {
             Kind::Sweep => "sweep.json",
             Kind::Trace => "trace.json",
             Kind::Generate => STATUS_FILE,
+            Kind::Serve => "serve.json",
         }
     }
 
@@ -157,7 +161,7 @@ impl Kind {
                     ("perf", ".data"),
                 ],
             ),
-            Kind::Generate => (&[], &[]),
+            Kind::Generate | Kind::Serve => (&[], &[]),
         }
     }
 }

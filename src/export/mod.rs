@@ -20,6 +20,7 @@ pub mod plots;
 pub mod python_listing;
 pub mod report_md;
 pub mod results;
+pub mod serve;
 pub mod svg;
 pub mod table;
 pub mod trace;

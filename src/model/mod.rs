@@ -19,5 +19,6 @@ pub mod overhead;
 pub mod percentiles;
 pub mod record;
 pub mod run;
+pub mod serve;
 pub mod spec;
 pub mod summary;

@@ -114,6 +114,73 @@ fn write_key(out: &mut Vec<u8>, index: usize, len: usize) {
 
 pub use crate::model::run::Stall;
 
+/// Every key's length, and the keys holding a value when the store is filled with their
+/// values' lengths: drawn from `seed`, the same in every worker and client.
+fn keys_and_fill(seed: u64) -> (Vec<u8>, Vec<(usize, usize)>) {
+    let mut rng = Rng(seed ^ 0x5EED_5E41_1CE5_0000);
+    let key_lens: Vec<u8> = (0..KEYS).map(|_| key_len(&mut rng) as u8).collect();
+    let mut filled = Vec::new();
+    for key in 0..KEYS {
+        if rng.below(100) < FILLED_PERCENT {
+            filled.push((key, value_len(&mut rng)));
+        }
+    }
+    (key_lens, filled)
+}
+
+/// One request as a client sends it to a real server ([`Wire`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WireOp {
+    /// Read the key's value.
+    Get,
+    /// Store a value of this many bytes under the key.
+    Set(usize),
+    /// Delete the key.
+    Delete,
+}
+
+/// The built-in service's requests for a client of a real server (`alloclab serve`):
+/// the same operations, keys, key lengths and value lengths, and the same fill, for a
+/// seed.
+#[derive(Clone, Debug)]
+pub struct Wire {
+    requests: Requests,
+    key_lens: Vec<u8>,
+    filled: Vec<(usize, usize)>,
+}
+
+impl Wire {
+    pub fn new(seed: u64) -> Self {
+        let (key_lens, filled) = keys_and_fill(seed);
+        Wire {
+            requests: Requests(Rng(seed)),
+            key_lens,
+            filled,
+        }
+    }
+
+    /// The keys that hold a value before the requests begin, with the value's length.
+    pub fn filled(&self) -> &[(usize, usize)] {
+        &self.filled
+    }
+
+    /// The next request: its operation and key.
+    pub fn next_request(&mut self) -> (WireOp, usize) {
+        let (op, key) = self.requests.next();
+        let op = match op {
+            Op::Get => WireOp::Get,
+            Op::Set(len) => WireOp::Set(len),
+            Op::Delete => WireOp::Delete,
+        };
+        (op, key)
+    }
+
+    /// Appends key `index`'s bytes to `out`.
+    pub fn key(&self, index: usize, out: &mut Vec<u8>) {
+        write_key(out, index, usize::from(self.key_lens[index]));
+    }
+}
+
 /// A key-value store served at a fixed rate. `out-of-place`: every request allocates
 /// its own key, value and reply buffers, as most servers do; `reuse`: those buffers are
 /// allocated once per thread and reused, as a server with per-connection buffers does.
@@ -142,8 +209,7 @@ impl Service {
     /// A store of [`KEYS`] keys, [`FILLED_PERCENT`] of them holding a value, served at
     /// `rate_per_s` requests per second on each of `threads` threads' shares.
     pub fn new(variant: Variant, rate_per_s: usize, threads: u32, seed: u64) -> Self {
-        let mut rng = Rng(seed ^ 0x5EED_5E41_1CE5_0000);
-        let key_lens: Vec<u8> = (0..KEYS).map(|_| key_len(&mut rng) as u8).collect();
+        let (key_lens, filled) = keys_and_fill(seed);
         let reuse = variant == Variant::Reuse;
         let mut s = Service {
             reuse,
@@ -160,11 +226,8 @@ impl Service {
             stall: None,
             handled: 0,
         };
-        for key in 0..KEYS {
-            if rng.below(100) < FILLED_PERCENT {
-                let len = value_len(&mut rng);
-                s.set(key, len);
-            }
+        for (key, len) in filled {
+            s.set(key, len);
         }
         s
     }

@@ -29,6 +29,7 @@ mod outputs;
 mod perf_crosscheck;
 mod program;
 mod run;
+mod serve;
 mod service;
 mod trace;
 mod workers;

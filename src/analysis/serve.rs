@@ -1,0 +1,300 @@
+//! What a `serve` session says: per rate and allocator, the tail latency from each
+//! request's intended start (median over the server processes), compared with the first
+//! allocator's round by round; the server's memory per byte it says it holds; its
+//! faults and CPU per request; and the highest rate whose p99 held the target.
+
+use crate::analysis::stats::{compare_paired, median, Comparison};
+use crate::model::serve::{RatePhase, ServeRecord};
+
+/// One allocator at one rate, over its server processes.
+#[derive(Clone, Debug)]
+pub struct ServeRow {
+    /// The allocator as given.
+    pub allocator: String,
+    /// Requests per second asked for.
+    pub rate_per_s: u64,
+    /// Processes that ran this rate.
+    pub processes: usize,
+    /// Medians over the processes of each one's percentile from the intended start, ns.
+    pub p50_ns: f64,
+    pub p99_ns: f64,
+    pub p999_ns: f64,
+    /// The largest latency of any process, ns.
+    pub max_ns: f64,
+    /// Median over processes of the p99 from the moment each request was written, ns.
+    pub p99_from_sent_ns: f64,
+    /// Each process's p99 from the intended start, in round order (round, ns).
+    pub p99_by_round: Vec<(u32, f64)>,
+    /// The p99 against the first allocator's at this rate, paired by round.
+    pub vs_first: Option<Comparison>,
+    /// Replies per second that came back (median over processes).
+    pub served_per_s: f64,
+    /// Minor faults of the server per 1,000 requests in this phase (median).
+    pub faults_per_1000: f64,
+    /// The server's CPU time per request in this phase, µs (median).
+    pub cpu_us_per_request: f64,
+    /// Resident set at the phase's end (median), bytes.
+    pub rss_end: f64,
+    /// What the server says it holds at the phase's end (`used_memory`, median), bytes.
+    pub used_end: Option<f64>,
+    /// The latest a request went out after it was due (largest over processes), ns.
+    pub send_lag_max_ns: u64,
+    /// The longest one write of requests took (largest over processes), ns.
+    pub write_wait_max_ns: u64,
+}
+
+impl ServeRow {
+    /// Resident bytes per byte the server says it holds, at the phase's end.
+    pub fn rss_per_used(&self) -> Option<f64> {
+        self.used_end.filter(|u| *u > 0.0).map(|u| self.rss_end / u)
+    }
+}
+
+/// A phase's percentile from the intended start, ns.
+fn quantile(p: &RatePhase, q: f64, from_sent: bool) -> Option<f64> {
+    let h = if from_sent {
+        &p.from_sent
+    } else {
+        &p.from_intended
+    };
+    let h = h.decode().ok()?;
+    (!h.is_empty()).then(|| h.value_at_quantile(q) as f64)
+}
+
+fn med(v: impl Iterator<Item = f64>) -> f64 {
+    let v: Vec<f64> = v.filter(|x| x.is_finite()).collect();
+    median(&v).unwrap_or(f64::NAN)
+}
+
+/// Every allocator's row at every rate, rates in the record's order, allocators in theirs.
+pub fn rows(record: &ServeRecord) -> Vec<ServeRow> {
+    let mut rows = Vec::new();
+    for &rate in &record.rates_per_s {
+        let mut first: Option<Vec<(u32, f64)>> = None;
+        for a in &record.allocators {
+            let phases: Vec<(u32, &RatePhase)> = a
+                .runs
+                .iter()
+                .filter_map(|r| {
+                    r.phases
+                        .iter()
+                        .find(|p| p.rate_per_s == rate)
+                        .map(|p| (r.round, p))
+                })
+                .collect();
+            if phases.is_empty() {
+                continue;
+            }
+            let p99_by_round: Vec<(u32, f64)> = phases
+                .iter()
+                .filter_map(|(r, p)| Some((*r, quantile(p, 0.99, false)?)))
+                .collect();
+            let vs_first = match &first {
+                None => {
+                    first = Some(p99_by_round.clone());
+                    None
+                }
+                Some(base) => {
+                    let pairs: Vec<(f64, f64)> = base
+                        .iter()
+                        .filter_map(|(r, b)| {
+                            p99_by_round
+                                .iter()
+                                .find(|(r2, _)| r2 == r)
+                                .map(|(_, v)| (*b, *v))
+                        })
+                        .collect();
+                    compare_paired(&pairs, record.noise_threshold, record.confidence)
+                }
+            };
+            let per_request = |p: &RatePhase, x: u64| x as f64 / p.answered.max(1) as f64;
+            rows.push(ServeRow {
+                allocator: a.allocator.clone(),
+                rate_per_s: rate,
+                processes: phases.len(),
+                p50_ns: med(phases.iter().filter_map(|(_, p)| quantile(p, 0.5, false))),
+                p99_ns: med(p99_by_round.iter().map(|(_, v)| *v)),
+                p999_ns: med(phases.iter().filter_map(|(_, p)| quantile(p, 0.999, false))),
+                max_ns: phases
+                    .iter()
+                    .filter_map(|(_, p)| quantile(p, 1.0, false))
+                    .fold(0.0, f64::max),
+                p99_from_sent_ns: med(phases.iter().filter_map(|(_, p)| quantile(p, 0.99, true))),
+                p99_by_round,
+                vs_first,
+                served_per_s: med(phases
+                    .iter()
+                    .map(|(_, p)| p.answered as f64 / (p.sent_for_ns.max(1) as f64 / 1e9))),
+                faults_per_1000: med(phases.iter().map(|(_, p)| {
+                    1000.0 * per_request(p, p.end.minflt.saturating_sub(p.start.minflt))
+                })),
+                cpu_us_per_request: med(phases.iter().map(|(_, p)| {
+                    let cpu = (p.end.utime_ns + p.end.stime_ns)
+                        .saturating_sub(p.start.utime_ns + p.start.stime_ns);
+                    per_request(p, cpu) / 1e3
+                })),
+                rss_end: med(phases.iter().map(|(_, p)| p.end.rss_bytes as f64)),
+                used_end: {
+                    let v: Vec<f64> = phases
+                        .iter()
+                        .filter_map(|(_, p)| p.end.used_memory.map(|u| u as f64))
+                        .collect();
+                    median(&v)
+                },
+                send_lag_max_ns: phases
+                    .iter()
+                    .map(|(_, p)| p.send_lag_max_ns)
+                    .max()
+                    .unwrap_or(0),
+                write_wait_max_ns: phases
+                    .iter()
+                    .map(|(_, p)| p.write_wait_max_ns)
+                    .max()
+                    .unwrap_or(0),
+            });
+        }
+    }
+    rows
+}
+
+/// Per allocator, the highest rate at which every one of its processes kept its p99
+/// from the intended start under `target_ns`; None where no rate did.
+pub fn highest_rate_under(rows: &[ServeRow], allocator: &str, target_ns: f64) -> Option<u64> {
+    rows.iter()
+        .filter(|r| r.allocator == allocator)
+        .filter(|r| {
+            !r.p99_by_round.is_empty() && r.p99_by_round.iter().all(|(_, v)| *v < target_ns)
+        })
+        .map(|r| r.rate_per_s)
+        .max()
+}
+
+/// The answer, one line per finding: each rate's tail against the first allocator, the
+/// corrected against the uncorrected tail, memory per held byte, and the target.
+pub fn answer(record: &ServeRecord, rows: &[ServeRow], target_ns: f64) -> Vec<String> {
+    use crate::fmt::{fmt_ns, group_thousands};
+    let mut out = Vec::new();
+    let first = record.allocators.first().map(|a| a.allocator.as_str());
+    for &rate in &record.rates_per_s {
+        let at: Vec<&ServeRow> = rows.iter().filter(|r| r.rate_per_s == rate).collect();
+        if at.is_empty() {
+            continue;
+        }
+        let mut parts = Vec::new();
+        for r in &at {
+            let against = match &r.vs_first {
+                Some(c) => {
+                    let interval = c
+                        .interval
+                        .map(|i| format!(" [{:.2}x, {:.2}x]", i.low, i.high))
+                        .unwrap_or_default();
+                    let verdict = c.verdict.map_or("undecided", |v| v.words());
+                    format!(
+                        ", {:.2}x {}'s{interval}: {verdict}",
+                        c.ratio,
+                        first.unwrap_or("?")
+                    )
+                }
+                None => String::new(),
+            };
+            parts.push(format!("{} {}{against}", r.allocator, fmt_ns(r.p99_ns)));
+        }
+        out.push(format!(
+            "at {} requests/s, p99 from the intended start (median of {} process(es)): {}",
+            group_thousands(rate as i64),
+            at.iter().map(|r| r.processes).max().unwrap_or(0),
+            parts.join("; ")
+        ));
+    }
+    // Where the tail from the intended start is well above the tail from the sends:
+    // requests went out late, and the record says whether the server held them back.
+    if let Some(r) = rows
+        .iter()
+        .filter(|r| r.p99_from_sent_ns > 0.0)
+        .max_by(|a, b| (a.p99_ns / a.p99_from_sent_ns).total_cmp(&(b.p99_ns / b.p99_from_sent_ns)))
+    {
+        let ratio = r.p99_ns / r.p99_from_sent_ns;
+        if ratio >= 1.5 {
+            let why = if r.write_wait_max_ns * 2 >= r.send_lag_max_ns {
+                format!(
+                    "the server stopped reading: one write of requests waited {} for room in its socket, so the requests due meanwhile went out late",
+                    fmt_ns(r.write_wait_max_ns as f64)
+                )
+            } else {
+                format!(
+                    "no write waited longer than {} for the server, so the lateness was the load generator's own (its threads woke late on this host); that part of the tail is not the server's",
+                    fmt_ns(r.write_wait_max_ns as f64)
+                )
+            };
+            out.push(format!(
+                "{} at {} requests/s: p99 {} from the intended start against {} from each request's write ({ratio:.1}x); requests went out up to {} after they were due: {why}",
+                r.allocator,
+                group_thousands(r.rate_per_s as i64),
+                fmt_ns(r.p99_ns),
+                fmt_ns(r.p99_from_sent_ns),
+                fmt_ns(r.send_lag_max_ns as f64)
+            ));
+        }
+    }
+    // Memory per byte the server says it holds, at the end of the last rate.
+    if let Some(&last) = record.rates_per_s.last() {
+        let mem: Vec<String> = rows
+            .iter()
+            .filter(|r| r.rate_per_s == last)
+            .map(|r| match r.rss_per_used() {
+                Some(x) => format!(
+                    "{} {:.2} ({} resident, {} used_memory)",
+                    r.allocator,
+                    x,
+                    crate::fmt::human_bytes(r.rss_end as u64),
+                    crate::fmt::human_bytes(r.used_end.unwrap_or(0.0) as u64)
+                ),
+                None => format!(
+                    "{} {} resident (the server gave no used_memory)",
+                    r.allocator,
+                    crate::fmt::human_bytes(r.rss_end as u64)
+                ),
+            })
+            .collect();
+        if !mem.is_empty() {
+            out.push(format!(
+                "resident bytes per byte the server says it holds, after every rate's churn: {}",
+                mem.join("; ")
+            ));
+        }
+        let faults: Vec<String> = rows
+            .iter()
+            .filter(|r| r.rate_per_s == last)
+            .map(|r| {
+                format!(
+                    "{} {:.1} faults and {:.2} ms CPU",
+                    r.allocator, r.faults_per_1000, r.cpu_us_per_request
+                )
+            })
+            .collect();
+        out.push(format!(
+            "per 1,000 requests at {} requests/s, the server's: {}; which allocator call caused the faults was not recorded (no trace of the server's calls)",
+            group_thousands(last as i64),
+            faults.join("; ")
+        ));
+    }
+    let held: Vec<String> = record
+        .allocators
+        .iter()
+        .filter(|a| !a.runs.is_empty())
+        .map(
+            |a| match highest_rate_under(rows, &a.allocator, target_ns) {
+                Some(r) => format!("{} {}/s", a.allocator, group_thousands(r as i64)),
+                None => format!("{} none", a.allocator),
+            },
+        )
+        .collect();
+    if !held.is_empty() {
+        out.push(format!(
+            "highest rate whose p99 stayed under {} in every process: {}",
+            fmt_ns(target_ns),
+            held.join(", ")
+        ));
+    }
+    out
+}

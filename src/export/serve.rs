@@ -1,0 +1,246 @@
+//! A `serve` session's outputs: the answer-first screen, `serve.json`, `summary.csv`,
+//! `histograms/<allocator>.<rate>.us.hgrm` (latency from the intended start) and
+//! `….from-sent.us.hgrm`, `memory/<allocator>.csv` and REPORT.md.
+
+use crate::analysis::serve::{answer, rows, ServeRow};
+use crate::export::folder::Folder;
+use crate::fmt::{fmt_ns, group_thousands, human_bytes};
+use crate::model::serve::ServeRecord;
+use crate::model::spec::file_stem;
+
+/// The table: one line per rate and allocator.
+pub fn table(rows: &[ServeRow]) -> String {
+    let mut s = format!(
+        "{:<14} {:>9} {:>5} {:>9} {:>9} {:>9} {:>9} {:>10} {:>8} {:>9}\n",
+        "allocator",
+        "rate/s",
+        "procs",
+        "p50",
+        "p99",
+        "p99.9",
+        "max",
+        "p99 sent",
+        "RSS/used",
+        "flt/1k"
+    );
+    for r in rows {
+        s.push_str(&format!(
+            "{:<14} {:>9} {:>5} {:>9} {:>9} {:>9} {:>9} {:>10} {:>8} {:>9.1}\n",
+            r.allocator,
+            group_thousands(r.rate_per_s as i64),
+            r.processes,
+            fmt_ns(r.p50_ns),
+            fmt_ns(r.p99_ns),
+            fmt_ns(r.p999_ns),
+            fmt_ns(r.max_ns),
+            fmt_ns(r.p99_from_sent_ns),
+            r.rss_per_used().map_or("-".into(), |x| format!("{x:.2}")),
+            r.faults_per_1000
+        ));
+    }
+    s
+}
+
+/// What the session was, in one paragraph.
+pub fn header(record: &ServeRecord) -> String {
+    format!(
+        "server: {}\nload: RESP, open loop, rates {} requests/s, {} s each over {} connection(s); the built-in service's requests (75 % GET, 20 % SET, 5 % DEL over 16,384 keys, values of Facebook's ETC sizes, seed {}); latency from each request's intended start; {} server process(es) per allocator, one per round in a shuffled order (seed {})\n",
+        crate::fmt::shell_words(&record.command),
+        record
+            .rates_per_s
+            .iter()
+            .map(|r| group_thousands(*r as i64))
+            .collect::<Vec<_>>()
+            .join(", "),
+        crate::fmt::trim_float(record.seconds_per_rate),
+        record.connections,
+        record.seed,
+        record.processes,
+        record.order_seed
+    )
+}
+
+/// The failures, one line each.
+pub fn failures(record: &ServeRecord) -> Vec<String> {
+    record
+        .allocators
+        .iter()
+        .filter_map(|a| {
+            let why = a.failure.as_ref()?;
+            let tail = a
+                .stderr_tail
+                .as_deref()
+                .map(|t| {
+                    let last: Vec<&str> = t.lines().filter(|l| !l.trim().is_empty()).collect();
+                    format!(
+                        "; its stderr ended with: {}",
+                        last[last.len().saturating_sub(2)..].join(" / ")
+                    )
+                })
+                .unwrap_or_default();
+            Some(format!("{} failed: {why}{tail}", a.allocator))
+        })
+        .collect()
+}
+
+/// The screen: the answer first, then the table, then what failed.
+pub fn screen(record: &ServeRecord, target_ns: f64, width: usize) -> String {
+    let rows = rows(record);
+    let mut s = String::new();
+    if !record.complete {
+        s.push_str("incomplete: interrupted before every planned server process ran; the figures are from those that finished\n");
+    }
+    for l in answer(record, &rows, target_ns) {
+        s.push_str(&crate::fmt::wrap(&l, width, "", "      "));
+    }
+    for l in failures(record) {
+        s.push_str(&crate::fmt::wrap(&l, width, "", "      "));
+    }
+    s.push('\n');
+    s.push_str(&table(&rows));
+    s.push('\n');
+    s.push_str(&crate::fmt::wrap(&header(record), width, "", "  "));
+    s
+}
+
+/// REPORT.md.
+pub fn report(record: &ServeRecord, target_ns: f64) -> String {
+    let rows = rows(record);
+    let mut s = String::from("# alloclab serve\n\n");
+    if !record.complete {
+        s.push_str("> **Incomplete:** interrupted before every planned server process ran.\n\n");
+    }
+    s.push_str("## Answer\n\n");
+    for l in answer(record, &rows, target_ns) {
+        s.push_str(&format!("- {l}\n"));
+    }
+    for l in failures(record) {
+        s.push_str(&format!("- {l}\n"));
+    }
+    s.push_str("\n## Per rate\n\n| allocator | rate/s | processes | p50 | p99 | p99.9 | max | p99 from the send | RSS | used_memory | faults per 1,000 | CPU per request |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for r in &rows {
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.1} µs |\n",
+            r.allocator,
+            group_thousands(r.rate_per_s as i64),
+            r.processes,
+            fmt_ns(r.p50_ns),
+            fmt_ns(r.p99_ns),
+            fmt_ns(r.p999_ns),
+            fmt_ns(r.max_ns),
+            fmt_ns(r.p99_from_sent_ns),
+            human_bytes(r.rss_end as u64),
+            r.used_end.map_or("-".into(), |u| human_bytes(u as u64)),
+            r.faults_per_1000,
+            r.cpu_us_per_request
+        ));
+    }
+    s.push_str("\n## Method\n\n");
+    s.push_str(&header(record));
+    s.push_str("\nEvery server process is started under its allocator (preloaded as `alloclab exec` does), waited for until it answers PING, filled with the keys that hold a value, then driven at each rate in turn and stopped with `SHUTDOWN NOSAVE`. RSS is read from /proc/<pid>/statm and used_memory from the server's `INFO memory` at the end of each rate; faults and CPU per request from /proc/<pid>/stat across the rate's phase. The load generator runs on the same machine and shares its cores with the server: its own lateness (the latest a request went out after it was due) is in serve.json as `send_lag_max_ns`, and it is in the latency from the intended start.\n");
+    s
+}
+
+/// summary.csv: one line per allocator and rate.
+fn summary_csv(rows: &[ServeRow]) -> String {
+    let mut s = String::from("allocator,rate_per_s,processes,p50_ns,p99_ns,p999_ns,max_ns,p99_from_sent_ns,p99_vs_first,p99_vs_first_low,p99_vs_first_high,verdict,served_per_s,rss_end_bytes,used_memory_end_bytes,faults_per_1000,cpu_us_per_request\n");
+    let opt = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x}"));
+    for r in rows {
+        let c = r.vs_first.as_ref();
+        s.push_str(&format!(
+            "{},{},{},{},{},{},{},{},{},{},{},{},{:.1},{},{},{:.3},{:.3}\n",
+            crate::export::csv::field(&r.allocator),
+            r.rate_per_s,
+            r.processes,
+            r.p50_ns,
+            r.p99_ns,
+            r.p999_ns,
+            r.max_ns,
+            r.p99_from_sent_ns,
+            opt(c.map(|c| c.ratio)),
+            opt(c.and_then(|c| c.interval).map(|i| i.low)),
+            opt(c.and_then(|c| c.interval).map(|i| i.high)),
+            c.and_then(|c| c.verdict).map_or("", |v| v.words()),
+            r.served_per_s,
+            r.rss_end,
+            opt(r.used_end),
+            r.faults_per_1000,
+            r.cpu_us_per_request
+        ));
+    }
+    s
+}
+
+/// Writes every file of the session into `folder` (after every server process).
+pub fn save(folder: &Folder, record: &ServeRecord, target_ns: f64) -> Result<(), String> {
+    let err = |e: crate::export::results::ResultsError| e.to_string();
+    folder.json("serve.json", record).map_err(err)?;
+    folder.json("env.json", &record.environment).map_err(err)?;
+    let rows = rows(record);
+    folder
+        .text("summary.csv", &summary_csv(&rows))
+        .map_err(err)?;
+    for a in &record.allocators {
+        for &rate in &record.rates_per_s {
+            for (from_sent, suffix, what) in [
+                (false, "", "from each request's intended start"),
+                (true, ".from-sent", "from each request's write"),
+            ] {
+                let mut merged: Option<hdrhistogram::Histogram<u64>> = None;
+                let mut intervals = Vec::new();
+                for r in &a.runs {
+                    let Some(p) = r.phases.iter().find(|p| p.rate_per_s == rate) else {
+                        continue;
+                    };
+                    let h = if from_sent {
+                        &p.from_sent
+                    } else {
+                        &p.from_intended
+                    };
+                    let Ok(h) = h.decode() else { continue };
+                    match &mut merged {
+                        None => merged = Some(h.clone()),
+                        Some(m) => {
+                            let _ = m.add(&h);
+                        }
+                    }
+                    intervals.push(crate::export::hlog::Interval {
+                        label: format!("server process of round {}", r.round),
+                        start_unix_ns: None,
+                        length_ns: p.sent_for_ns,
+                        histogram: h,
+                    });
+                }
+                let Some(m) = merged else { continue };
+                let log = crate::export::hlog::IntervalLog {
+                    what: format!(
+                        "latency {what} of {} at {rate} requests/s; one interval per server process",
+                        a.allocator
+                    ),
+                    intervals,
+                };
+                folder
+                    .histogram(
+                        &format!("{}.{rate}-per-s{suffix}", file_stem(&a.allocator)),
+                        &m,
+                        &log,
+                    )
+                    .map_err(err)?;
+            }
+        }
+        let runs: Vec<(String, &[crate::model::memory::MemorySample])> = a
+            .runs
+            .iter()
+            .map(|r| (r.round.to_string(), &r.memory[..]))
+            .collect();
+        if let Some(text) = crate::export::results::memory_csv("process", &runs) {
+            folder
+                .text(&format!("memory/{}.csv", file_stem(&a.allocator)), &text)
+                .map_err(err)?;
+        }
+    }
+    folder
+        .text("REPORT.md", &report(record, target_ns))
+        .map_err(err)?;
+    Ok(())
+}
