@@ -980,6 +980,7 @@ mod tests {
             traced_note: None,
             traced_run: Some(t),
             evidence: None,
+            own_allocator: None,
             command_index: None,
         }
     }

@@ -1,7 +1,9 @@
 //! `alloclab exec`: any program, run again and again under each allocator, with the same
 //! counters as the lab's own workloads.
 //!
-//! `system` runs the command as it is; `jemalloc` and `mimalloc` preload the project's own
+//! `system` runs the command as it is, unless the program links an allocator library
+//! itself ([`elf::own_allocator`]): then it preloads the project's glibc shim, so that
+//! glibc's malloc serves it; `jemalloc` and `mimalloc` preload the project's own
 //! libraries (`preload/`, built from the same crates and versions as the workers);
 //! `name=/path/to/lib.so` preloads any other allocator. Each allocator gets its knobs'
 //! environment and nothing inherited that configures an allocator. A probe first checks
@@ -10,6 +12,7 @@
 //! allocator once per round, in an order shuffled in every round from a recorded seed.
 //! Every run is accounted for on its own ([`launch`]).
 
+use super::elf;
 use super::probe;
 use super::schedule::{Next, Order, Pass, Rounds, Schedule};
 use super::spawn::{self as launch, LaunchOptions, Prepared, Termination};
@@ -35,17 +38,29 @@ fn kind(a: &AllocatorSpec) -> &'static str {
     }
 }
 
-/// The library to preload for `a` under a command, if any: none for glibc, the project's
-/// preload library for the other built-ins, the library itself for an installed one.
-pub fn preload(a: &AllocatorSpec, dir: &Path) -> Option<PathBuf> {
+/// The library to preload for `a` under a command, if any: for glibc none, or the
+/// project's glibc shim where the program links an allocator library itself (`own`, from
+/// [`own_allocator`]); the project's preload library for the other built-ins; the library
+/// itself for an installed one.
+pub fn preload(a: &AllocatorSpec, dir: &Path, own: Option<&str>) -> Option<PathBuf> {
     if let Some(l) = &a.library {
         // A bare file name is looked up as the lab does everywhere; a path that does
         // not resolve is kept as given, and the run says it does not exist.
         return Some(l.resolve().unwrap_or_else(|_| probe::absolute(&l.path)));
     }
     match a.allocator {
-        Allocator::System => None,
+        Allocator::System if own.is_none() => None,
         x => Some(probe::absolute(&dir.join(preload_file(x)))),
+    }
+}
+
+/// The allocator library that `program` links itself, where it matters to `a`: under
+/// glibc (`system`), whose malloc it would replace without a preload. The other allocators'
+/// preloads come before it in the search order.
+pub fn own_allocator(a: &AllocatorSpec, program: &Path) -> Option<String> {
+    match (&a.library, a.allocator) {
+        (None, Allocator::System) => elf::own_allocator(program),
+        _ => None,
     }
 }
 
@@ -206,7 +221,8 @@ pub fn prepare_wrapped(
     wrapper: Option<&[OsString]>,
     extra_env: &[(OsString, OsString)],
 ) -> (AllocatorRuns, Option<Prepared>) {
-    let preload = preload(a, &settings.preload_dir);
+    let own = own_allocator(a, program);
+    let preload = preload(a, &settings.preload_dir, own.as_deref());
     let env = child_env(a, preload.as_deref());
     let mut row = AllocatorRuns {
         allocator: a.to_string(),
@@ -230,6 +246,7 @@ pub fn prepare_wrapped(
         traced_run: None,
         evidence: None,
         command_index: None,
+        own_allocator: own,
     };
     let fail = |mut row: AllocatorRuns, why: String| {
         row.failure = Some(why);
@@ -292,7 +309,8 @@ pub fn prepare_wrapped(
     }
     if a.library.is_none() {
         let spec = a;
-        if spec.allocator != Allocator::System
+        // glibc's shim says "system", as the other preloads say their allocator.
+        if (spec.allocator != Allocator::System || preload.is_some())
             && report.preload_allocator.as_deref() != Some(spec.allocator.name())
         {
             let why = format!(
@@ -879,7 +897,7 @@ mod tests {
             ["system", "jemalloc", "tc"]
         );
         assert_eq!(
-            preload(&a[2], Path::new("/d")),
+            preload(&a[2], Path::new("/d"), None),
             Some(PathBuf::from("/usr/lib/libtcmalloc.so.4"))
         );
         let a = parse("system:top_pad=64M;mimalloc:purge_delay=0;x=/a/b.so").unwrap();
@@ -905,10 +923,17 @@ mod tests {
     fn preloads_are_where_cargo_builds_them() {
         let dir = Path::new("/d");
         assert_eq!(
-            preload(&AllocatorSpec::plain(Allocator::Jemalloc), dir),
+            preload(&AllocatorSpec::plain(Allocator::Jemalloc), dir, None),
             Some(PathBuf::from("/d/liballoclab_preload_jemalloc.so"))
         );
-        assert_eq!(preload(&AllocatorSpec::plain(Allocator::System), dir), None);
+        let system = AllocatorSpec::plain(Allocator::System);
+        assert_eq!(preload(&system, dir, None), None);
+        // glibc's shim, only over a program that links an allocator library itself.
+        assert_eq!(
+            preload(&system, dir, Some("libjemalloc.so.2")),
+            Some(PathBuf::from("/d/liballoclab_preload_system.so"))
+        );
+        assert_eq!(own_allocator(&system, Path::new("/bin/true")), None);
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //!   for workers and commands alike.
 //! * [`executor`]: a built-in cell's run (a worker process; the ptrace method's traced
 //!   pass) and what its output means; [`command`]: a command's preparation (preload,
-//!   knobs, the probe) and its session; [`program`]: a command at any size (`{size}`,
+//!   knobs, the probe) and its session, [`elf`] what a command links by itself; [`program`]: a command at any size (`{size}`,
 //!   `{calls}`).
 //! * [`trace`]: a worker's timeline run under `perf record`, its samples read back.
 //! * [`preflight`], [`calibrate`], [`lifetime`]: checks before anything runs, the
@@ -16,6 +16,7 @@
 
 pub mod calibrate;
 pub mod command;
+pub mod elf;
 pub mod evidence;
 pub mod executor;
 pub mod lifetime;

@@ -460,6 +460,19 @@ pub fn header(record: &ExecRecord) -> String {
         s.push_str(&versions.join(" · "));
         s.push('\n');
     }
+    // A program that links its own allocator: what its system row ran instead.
+    for a in &record.allocators {
+        let program = match a.command_index {
+            Some(k) => record.commands.get(k).map(|c| c.command.as_slice()),
+            None => Some(record.command.as_slice()),
+        }
+        .and_then(|c| c.first())
+        .map_or("the program", String::as_str);
+        if let Some(note) = a.own_allocator_note(program) {
+            s.push_str(&note);
+            s.push('\n');
+        }
+    }
     if !record.complete {
         let ran: Vec<String> = record
             .allocators

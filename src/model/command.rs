@@ -101,6 +101,25 @@ pub struct AllocatorRuns {
     /// records from before the lab recorded it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<crate::model::evidence::Recorded>,
+    /// The allocator library the program links itself (`libjemalloc.so.2`), on a `system`
+    /// row: glibc's shim was preloaded over it, so that glibc's malloc served the runs
+    /// ([`AllocatorRuns::own_allocator_note`]). None where the program links none, and in
+    /// records from before the lab looked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_allocator: Option<String>,
+}
+
+impl AllocatorRuns {
+    /// What a row whose program links its own allocator library ran, in one sentence
+    /// (`program` the program's name as the command gives it).
+    pub fn own_allocator_note(&self, program: &str) -> Option<String> {
+        let own = self.own_allocator.as_deref()?;
+        let name = program.rsplit('/').next().unwrap_or(program);
+        Some(format!(
+            "{name} links {own} itself: {} preloads alloclab's glibc shim so that glibc's malloc serves it; to measure the program as shipped, name its library ({own}) as an allocator",
+            self.allocator
+        ))
+    }
 }
 
 /// What the extra traced run measured besides its counts.

@@ -173,6 +173,12 @@ const KNOWN: &[&str] = &[
     "libtbbmalloc",
 ];
 
+/// Whether the library file `file` (a path or a soname: `libjemalloc.so.2`) is one of the
+/// allocator libraries people install ([`KNOWN`]).
+pub fn is_allocator_library(file: &str) -> bool {
+    KNOWN.contains(&name_of_file(file).as_str())
+}
+
 /// The allocator libraries installed in the standard directories, one spec per file
 /// (the shortest name the loader resolves: `libtcmalloc_minimal.so.4` rather than
 /// `libtcmalloc_minimal.so.4.5.9`), named after the file.
@@ -185,7 +191,7 @@ pub fn installed() -> Vec<Library> {
         let mut names: Vec<String> = entries
             .flatten()
             .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.contains(".so") && KNOWN.contains(&name_of_file(n).as_str()))
+            .filter(|n| n.contains(".so") && is_allocator_library(n))
             .collect();
         // Shorter names first: `.so.4` before `.so.4.5.9`; the bare `.so` (a
         // development link) is skipped when a versioned name exists.
