@@ -1185,3 +1185,155 @@ fn a_killed_session_states_no_reason_it_did_not_record() {
         assert_eq!(cells[col], "", "{csv}");
     }
 }
+
+/// A C program that mallocs 100 blocks and appends to the file `argv[1]` one line: its
+/// LD_PRELOAD, where `malloc` resolves, and how many bytes glibc's own heap holds
+/// (`mallinfo2`: 0 when another allocator serves every malloc).
+const WHERE_MALLOC: &str = r#"#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv) {
+    void *blocks[100];
+    for (int i = 0; i < 100; i++) blocks[i] = malloc(1000);
+    Dl_info info;
+    void *m = dlsym(RTLD_DEFAULT, "malloc");
+    const char *from = m && dladdr(m, &info) ? info.dli_fname : "?";
+    const char *preload = getenv("LD_PRELOAD");
+    struct mallinfo2 mi = mallinfo2();
+    FILE *f = fopen(argv[1], "a");
+    fprintf(f, "%s %s %zu\n", preload ? preload : "-", from, mi.uordblks);
+    fclose(f);
+    for (int i = 0; i < 100; i++) free(blocks[i]);
+    return 0;
+}
+"#;
+
+/// Each line the program compiled from [`WHERE_MALLOC`] wrote: (LD_PRELOAD, where malloc
+/// resolved, bytes in glibc's heap).
+fn where_malloc_lines(file: &Path) -> Vec<(String, String, u64)> {
+    std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let w: Vec<&str> = l.split(' ').collect();
+            assert_eq!(w.len(), 3, "{l}");
+            (w[0].to_string(), w[1].to_string(), w[2].parse().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn a_program_that_links_its_own_allocator_runs_glibc_under_system() {
+    let lib = Path::new("/lib/x86_64-linux-gnu/libjemalloc.so.2");
+    if !lib.is_file() {
+        eprintln!(
+            "skipped: {} is not installed (apt-get install libjemalloc2), so no program here links it",
+            lib.display()
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let c = dir.path().join("where.c");
+    std::fs::write(&c, WHERE_MALLOC).unwrap();
+    let compile = |bin: &Path, extra: &[&Path]| {
+        let o = Command::new("cc")
+            .args(["-O2", "-o"])
+            .arg(bin)
+            .arg(&c)
+            .args(extra)
+            .output()
+            .expect("a C compiler (cc) is on PATH, as the README's set-up asks");
+        assert!(o.status.success(), "{}", stderr(&o));
+    };
+    let own = dir.path().join("own");
+    compile(&own, &[lib]);
+    let plain = dir.path().join("plain");
+    compile(&plain, &[]);
+    assert_eq!(
+        alloclab::engine::elf::own_allocator(&own).as_deref(),
+        Some("libjemalloc.so.2")
+    );
+
+    // Linked with libjemalloc: system preloads glibc's shim, jemalloc its own preload.
+    let log = dir.path().join("own.log");
+    let out = dir.path().join("own-out");
+    let o = Command::new(driver_path())
+        .args(["exec", "--runs", "1", "--warmup", "0"])
+        .args(["--allocators", "system,jemalloc", "--out"])
+        .arg(&out)
+        .arg("--")
+        .arg(&own)
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let record = read_record(&out);
+    let system = &record.allocators[0];
+    assert_eq!(system.allocator, "system");
+    assert_eq!(system.own_allocator.as_deref(), Some("libjemalloc.so.2"));
+    let shim = preload("system");
+    assert!(
+        system
+            .preload
+            .as_deref()
+            .is_some_and(|p| alloclab::engine::probe::same_file(Path::new(p), &shim)),
+        "{:?}",
+        system.preload
+    );
+    assert_eq!(system.malloc_from, system.preload);
+    assert_eq!(record.allocators[1].own_allocator, None);
+    let report = std::fs::read_to_string(out.join("REPORT.md")).unwrap();
+    assert!(
+        unwrapped(&report).contains("own links libjemalloc.so.2 itself: system preloads alloclab's glibc shim so that glibc's malloc serves it; to measure the program as shipped, name its library (libjemalloc.so.2) as an allocator"),
+        "{report}"
+    );
+    // What the program itself saw: under system the shim's malloc and glibc's heap in use;
+    // under jemalloc the jemalloc preload's and an empty glibc heap.
+    let lines = where_malloc_lines(&log);
+    let (mut under_system, mut under_jemalloc) = (0, 0);
+    for (preload, from, glibc_heap) in &lines {
+        if preload.ends_with("liballoclab_preload_system.so") {
+            under_system += 1;
+            assert!(from.ends_with("liballoclab_preload_system.so"), "{lines:?}");
+            assert!(*glibc_heap >= 100 * 1000, "{lines:?}");
+        } else {
+            assert!(
+                preload.ends_with("liballoclab_preload_jemalloc.so"),
+                "{lines:?}"
+            );
+            under_jemalloc += 1;
+            assert_eq!(*glibc_heap, 0, "{lines:?}");
+        }
+    }
+    assert!(under_system >= 1 && under_jemalloc >= 1, "{lines:?}");
+
+    // Not linked with an allocator: system runs it as it is, glibc's malloc from libc.so.6.
+    let log = dir.path().join("plain.log");
+    let out = dir.path().join("plain-out");
+    let o = Command::new(driver_path())
+        .args(["exec", "--runs", "1", "--warmup", "0"])
+        .args(["--allocators", "system", "--out"])
+        .arg(&out)
+        .arg("--")
+        .arg(&plain)
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let record = read_record(&out);
+    let system = &record.allocators[0];
+    assert_eq!(system.own_allocator, None);
+    assert_eq!(system.preload, None);
+    assert!(!system.env.contains_key("LD_PRELOAD"), "{:?}", system.env);
+    let lines = where_malloc_lines(&log);
+    assert!(!lines.is_empty());
+    for (preload, from, glibc_heap) in &lines {
+        assert_eq!(preload, "-", "{lines:?}");
+        assert!(from.contains("libc.so"), "{lines:?}");
+        assert!(*glibc_heap >= 100 * 1000, "{lines:?}");
+    }
+    let report = std::fs::read_to_string(out.join("REPORT.md")).unwrap();
+    assert!(!report.contains("glibc shim"), "{report}");
+}
