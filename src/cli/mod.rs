@@ -174,7 +174,7 @@ pub enum Command {
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  alloclab exec --runs 10 -- python3 my_script.py\n  alloclab exec --allocators \\\n    'system;jemalloc:dirty_decay_ms=-1;gperftools=libtcmalloc_minimal.so.4' \\\n    -- ./server --bench\n\nsystem runs the command as it is (glibc malloc); jemalloc, mimalloc, tcmalloc, snmalloc and rpmalloc preload the project's libraries (liballoclab_preload_*.so beside alloclab, or in $ALLOCLAB_PRELOAD_DIR); name=/path/lib.so preloads any other allocator."
+    after_help = "Examples:\n  alloclab exec --runs 10 -- python3 my_script.py\n  alloclab exec --allocators \\\n    'system;jemalloc:dirty_decay_ms=-1;gperftools=libtcmalloc_minimal.so.4' \\\n    -- ./server --bench\n\nsystem runs the command as it is (glibc malloc; a program that links an allocator library itself, as Debian's redis-server links libjemalloc.so.2, gets alloclab's glibc shim preloaded so that glibc's malloc serves it); jemalloc, mimalloc, tcmalloc, snmalloc and rpmalloc preload the project's libraries (liballoclab_preload_*.so beside alloclab, or in $ALLOCLAB_PRELOAD_DIR); name=/path/lib.so preloads any other allocator."
 )]
 pub struct ExecArgs {
     /// Allocators, comma-separated (system,jemalloc,mimalloc,tcmalloc,snmalloc,rpmalloc,

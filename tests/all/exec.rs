@@ -281,6 +281,15 @@ fn the_malloc_family_keeps_its_c_semantics_under_every_preload() {
     let t = temporaries().display().to_string();
     let out = exec(&["--runs", "1", "--warmup", "0"], &[&t, "--check-family"]);
     assert!(out.status.success(), "{out:?}");
+    // glibc's shim (preloaded under system over a program with its own allocator), which
+    // no default allocator of this program preloads.
+    let out = Command::new(&t)
+        .arg("--check-family")
+        .env("LD_PRELOAD", preload("system"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(stdout(&out).trim(), "malloc family ok", "{out:?}");
     // Threads and a forked child allocating at once.
     let out = exec(
         &["--runs", "1", "--warmup", "0"],
