@@ -27,6 +27,9 @@ pub struct ServeRow {
     pub p99_by_round: Vec<(u32, f64)>,
     /// The p99 against the first allocator's at this rate, paired by round.
     pub vs_first: Option<Comparison>,
+    /// The server's CPU time per request against the first allocator's, paired by round
+    /// (what a throughput benchmark compares, at a rate below saturation).
+    pub cpu_vs_first: Option<Comparison>,
     /// Replies per second that came back (median over processes).
     pub served_per_s: f64,
     /// Minor faults of the server per 1,000 requests in this phase (median).
@@ -41,6 +44,9 @@ pub struct ServeRow {
     pub send_lag_max_ns: u64,
     /// The longest one write of requests took (largest over processes), ns.
     pub write_wait_max_ns: u64,
+    /// The server's memory syscalls per 1,000 requests (median over the processes that
+    /// counted them): brk, mmap, munmap, madvise DONTNEED, FREE, other; or why none.
+    pub calls_per_1000: Result<[f64; 6], String>,
 }
 
 impl ServeRow {
@@ -66,11 +72,111 @@ fn med(v: impl Iterator<Item = f64>) -> f64 {
     median(&v).unwrap_or(f64::NAN)
 }
 
+/// The memory syscalls per 1,000 requests of `phases`, each kind's median over the
+/// phases that counted them; the first reason where none did.
+fn calls_per_1000(phases: &[(u32, &RatePhase)]) -> Result<[f64; 6], String> {
+    let counted: Vec<([u64; 6], u64)> = phases
+        .iter()
+        .filter_map(|(_, p)| {
+            let c = p.calls?;
+            Some((
+                [
+                    c.brk,
+                    c.mmap,
+                    c.munmap,
+                    c.madvise_dontneed,
+                    c.madvise_free,
+                    c.madvise_other,
+                ],
+                p.answered.max(1),
+            ))
+        })
+        .collect();
+    if counted.is_empty() {
+        return Err(phases
+            .iter()
+            .find_map(|(_, p)| p.calls_unavailable.clone())
+            .unwrap_or_else(|| "not counted".into()));
+    }
+    let mut out = [0.0; 6];
+    for (k, o) in out.iter_mut().enumerate() {
+        *o = med(counted
+            .iter()
+            .map(|(c, n)| 1000.0 * c[k] as f64 / *n as f64));
+    }
+    Ok(out)
+}
+
+/// The calls of a row in words: only the kinds it made.
+pub fn calls_words(calls: &[f64; 6]) -> String {
+    const NAMES: [&str; 6] = [
+        "brk",
+        "mmap",
+        "munmap",
+        "madvise(DONTNEED)",
+        "madvise(FREE)",
+        "other madvise",
+    ];
+    let made: Vec<String> = calls
+        .iter()
+        .zip(NAMES)
+        .filter(|(v, _)| **v > 0.0)
+        .map(|(v, n)| format!("{} {n}", crate::fmt::fmt_count(*v)))
+        .collect();
+    if made.is_empty() {
+        "no memory syscalls".into()
+    } else {
+        made.join(", ")
+    }
+}
+
+/// `values` (round, value) against the first allocator's, paired by round; the first
+/// allocator's own are kept in `first` (and compared with nothing).
+fn against(
+    first: &mut Option<Vec<(u32, f64)>>,
+    values: &[(u32, f64)],
+    record: &ServeRecord,
+) -> Option<Comparison> {
+    let Some(base) = first else {
+        *first = Some(values.to_vec());
+        return None;
+    };
+    let pairs: Vec<(f64, f64)> = base
+        .iter()
+        .filter_map(|(r, b)| values.iter().find(|(r2, _)| r2 == r).map(|(_, v)| (*b, *v)))
+        .collect();
+    compare_paired(&pairs, record.noise_threshold, record.confidence)
+}
+
+/// A comparison in words: the ratio, its interval and the verdict; an interval that
+/// reaches beyond the noise band on either side decides nothing, whatever its centre.
+pub fn comparison_words(c: &Comparison, first: &str, band: f64) -> String {
+    let interval = c
+        .interval
+        .map(|i| format!(" [{:.2}x, {:.2}x]", i.low, i.high))
+        .unwrap_or_default();
+    let open = c.interval.is_none_or(|i| {
+        (i.low < 1.0 - band && i.high > 1.0 - band) || (i.low < 1.0 + band && i.high > 1.0 + band)
+    });
+    let verdict = match c.verdict {
+        Some(crate::analysis::stats::Verdict::NoSignificantDifference) if open => {
+            format!(
+                "undecided (the interval reaches beyond ±{:.0} %)",
+                band * 100.0
+            )
+        }
+        Some(v) => v.words().to_string(),
+        None => "undecided".into(),
+    };
+    format!("{:.2}x {first}'s{interval}: {verdict}", c.ratio)
+}
+
 /// Every allocator's row at every rate, rates in the record's order, allocators in theirs.
 pub fn rows(record: &ServeRecord) -> Vec<ServeRow> {
     let mut rows = Vec::new();
     for &rate in &record.rates_per_s {
         let mut first: Option<Vec<(u32, f64)>> = None;
+        let mut first_cpu: Option<Vec<(u32, f64)>> = None;
         for a in &record.allocators {
             let phases: Vec<(u32, &RatePhase)> = a
                 .runs
@@ -89,25 +195,17 @@ pub fn rows(record: &ServeRecord) -> Vec<ServeRow> {
                 .iter()
                 .filter_map(|(r, p)| Some((*r, quantile(p, 0.99, false)?)))
                 .collect();
-            let vs_first = match &first {
-                None => {
-                    first = Some(p99_by_round.clone());
-                    None
-                }
-                Some(base) => {
-                    let pairs: Vec<(f64, f64)> = base
-                        .iter()
-                        .filter_map(|(r, b)| {
-                            p99_by_round
-                                .iter()
-                                .find(|(r2, _)| r2 == r)
-                                .map(|(_, v)| (*b, *v))
-                        })
-                        .collect();
-                    compare_paired(&pairs, record.noise_threshold, record.confidence)
-                }
-            };
             let per_request = |p: &RatePhase, x: u64| x as f64 / p.answered.max(1) as f64;
+            let cpu_by_round: Vec<(u32, f64)> = phases
+                .iter()
+                .map(|(r, p)| {
+                    let cpu = (p.end.utime_ns + p.end.stime_ns)
+                        .saturating_sub(p.start.utime_ns + p.start.stime_ns);
+                    (*r, per_request(p, cpu))
+                })
+                .collect();
+            let vs_first = against(&mut first, &p99_by_round, record);
+            let cpu_vs_first = against(&mut first_cpu, &cpu_by_round, record);
             rows.push(ServeRow {
                 allocator: a.allocator.clone(),
                 rate_per_s: rate,
@@ -122,6 +220,7 @@ pub fn rows(record: &ServeRecord) -> Vec<ServeRow> {
                 p99_from_sent_ns: med(phases.iter().filter_map(|(_, p)| quantile(p, 0.99, true))),
                 p99_by_round,
                 vs_first,
+                cpu_vs_first,
                 served_per_s: med(phases
                     .iter()
                     .map(|(_, p)| p.answered as f64 / (p.sent_for_ns.max(1) as f64 / 1e9))),
@@ -146,6 +245,7 @@ pub fn rows(record: &ServeRecord) -> Vec<ServeRow> {
                     .map(|(_, p)| p.send_lag_max_ns)
                     .max()
                     .unwrap_or(0),
+                calls_per_1000: calls_per_1000(&phases),
                 write_wait_max_ns: phases
                     .iter()
                     .map(|(_, p)| p.write_wait_max_ns)
@@ -183,18 +283,10 @@ pub fn answer(record: &ServeRecord, rows: &[ServeRow], target_ns: f64) -> Vec<St
         let mut parts = Vec::new();
         for r in &at {
             let against = match &r.vs_first {
-                Some(c) => {
-                    let interval = c
-                        .interval
-                        .map(|i| format!(" [{:.2}x, {:.2}x]", i.low, i.high))
-                        .unwrap_or_default();
-                    let verdict = c.verdict.map_or("undecided", |v| v.words());
-                    format!(
-                        ", {:.2}x {}'s{interval}: {verdict}",
-                        c.ratio,
-                        first.unwrap_or("?")
-                    )
-                }
+                Some(c) => format!(
+                    ", {}",
+                    comparison_words(c, first.unwrap_or("?"), record.noise_threshold)
+                ),
                 None => String::new(),
             };
             parts.push(format!("{} {}{against}", r.allocator, fmt_ns(r.p99_ns)));
@@ -205,6 +297,29 @@ pub fn answer(record: &ServeRecord, rows: &[ServeRow], target_ns: f64) -> Vec<St
             at.iter().map(|r| r.processes).max().unwrap_or(0),
             parts.join("; ")
         ));
+    }
+    // CPU per request: what a throughput benchmark compares.
+    if let Some(&last) = record.rates_per_s.last() {
+        let cpu: Vec<String> = rows
+            .iter()
+            .filter(|r| r.rate_per_s == last)
+            .map(|r| match &r.cpu_vs_first {
+                Some(c) => format!(
+                    "{} {}, {}",
+                    r.allocator,
+                    fmt_ns(r.cpu_us_per_request * 1e3),
+                    comparison_words(c, first.unwrap_or("?"), record.noise_threshold)
+                ),
+                None => format!("{} {}", r.allocator, fmt_ns(r.cpu_us_per_request * 1e3)),
+            })
+            .collect();
+        if cpu.len() > 1 {
+            out.push(format!(
+                "the server's CPU time per request at {} requests/s (what a throughput benchmark compares): {}",
+                group_thousands(last as i64),
+                cpu.join("; ")
+            ));
+        }
     }
     // Where the tail from the intended start is well above the tail from the sends:
     // requests went out late, and the record says whether the server held them back.
@@ -262,18 +377,31 @@ pub fn answer(record: &ServeRecord, rows: &[ServeRow], target_ns: f64) -> Vec<St
                 mem.join("; ")
             ));
         }
+        let mut unavailable = None;
         let faults: Vec<String> = rows
             .iter()
             .filter(|r| r.rate_per_s == last)
             .map(|r| {
+                let calls = match &r.calls_per_1000 {
+                    Ok(c) => format!(", {}", calls_words(c)),
+                    Err(why) => {
+                        unavailable.get_or_insert(why.clone());
+                        String::new()
+                    }
+                };
                 format!(
-                    "{} {:.1} faults and {:.2} ms CPU",
-                    r.allocator, r.faults_per_1000, r.cpu_us_per_request
+                    "{} {} faults{calls}",
+                    r.allocator,
+                    crate::fmt::fmt_count(r.faults_per_1000)
                 )
             })
             .collect();
+        let tail = match unavailable {
+            Some(why) => format!("; memory syscalls not counted: {why}"),
+            None => "; these count the calls made, not whether the faults landed on the pages they gave back (no addresses were recorded)".into(),
+        };
         out.push(format!(
-            "per 1,000 requests at {} requests/s, the server's: {}; which allocator call caused the faults was not recorded (no trace of the server's calls)",
+            "per 1,000 requests at {} requests/s, the server's: {}{tail}",
             group_thousands(last as i64),
             faults.join("; ")
         ));

@@ -46,10 +46,20 @@ impl Command {
             .first()
             .map(|p| p.to_string_lossy().into_owned())
             .unwrap_or_default();
-        command
+        let words: Vec<String> = command
             .iter()
-            .skip(1)
             .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        // `--port {port}` (serve) is the server's own: the placeholder says so.
+        let port_of_server = |i: usize| {
+            words[i].contains("{port}") || words.get(i + 1).is_some_and(|n| n.contains("{port}"))
+        };
+        words
+            .iter()
+            .enumerate()
+            .skip(1)
+            .filter(|(i, _)| !port_of_server(*i))
+            .map(|(_, a)| a.clone())
             .filter(|a| longs.iter().any(|l| a.split('=').next() == Some(l.as_str())))
             .map(|a| format!(
                 "warning: {a} comes after the command, so it goes to {program}, not to alloclab {name}; if it was meant for alloclab, put it before the command (alloclab {name} {a} … -- {program} …)"

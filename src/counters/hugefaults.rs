@@ -29,6 +29,28 @@ const THP_DIR: &str = "/sys/kernel/mm/transparent_hugepage";
 /// the lab builds for (x86_64, aarch64, riscv64 share the encoding).
 const PERF_EVENT_IOC_SET_FILTER: libc::c_ulong = 0x4008_2406;
 
+/// Sets a tracepoint counter's filter (`behavior == 4`): it then counts only the events
+/// whose fields match.
+pub fn set_filter(counter: &Counter, text: &str) -> Result<(), String> {
+    let c = std::ffi::CString::new(text).map_err(|e| e.to_string())?;
+    // SAFETY: the descriptor is the counter's, open; the filter is NUL-terminated and
+    // outlives the call, which copies it.
+    let rc = unsafe {
+        libc::ioctl(
+            counter.as_raw_fd(),
+            PERF_EVENT_IOC_SET_FILTER as _,
+            c.as_ptr(),
+        )
+    };
+    if rc != 0 {
+        return Err(format!(
+            "setting the filter '{text}' failed: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
+}
+
 /// The tracepoint's filter for huge pages of `order` that were found.
 fn filter(order: u32) -> String {
     format!("order == {order} && pfn != {}", u64::MAX)
@@ -115,23 +137,7 @@ impl HugeFaultCounter {
                     .unwrap_or_else(|_| "unknown".into())
             ))
         })?;
-        let text = std::ffi::CString::new(filter(order)).map_err(|e| e.to_string())?;
-        // SAFETY: the descriptor is the counter's, open; the filter is NUL-terminated
-        // and outlives the call, which copies it.
-        let rc = unsafe {
-            libc::ioctl(
-                counter.as_raw_fd(),
-                PERF_EVENT_IOC_SET_FILTER as _,
-                text.as_ptr(),
-            )
-        };
-        if rc != 0 {
-            return Err(why(format!(
-                "setting the filter '{}' failed: {}",
-                filter(order),
-                std::io::Error::last_os_error()
-            )));
-        }
+        set_filter(&counter, &filter(order)).map_err(why)?;
         Ok(HugeFaultCounter {
             counter: Some(counter),
             huge_bytes,

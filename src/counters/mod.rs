@@ -2,6 +2,7 @@
 //! time), resident memory, and memory-syscall counts from perf tracepoints. Each source
 //! answers with a value or an honest `Unavailable` reason, never a stand-in 0.
 
+pub mod calls;
 pub mod conditions;
 pub mod envinfo;
 pub mod hugefaults;

@@ -196,6 +196,7 @@ fn load(
     for &rate in &settings.rates {
         let at = crate::fmt::group_thousands(rate as i64);
         let before = reading(pid, start, c).ok_or_else(gone)?;
+        let mut calls = crate::counters::calls::ProcessCalls::open(pid);
         let p = resp::drive(
             addr,
             &mut wire,
@@ -205,6 +206,8 @@ fn load(
             Duration::from_secs(10),
         )
         .map_err(|e| format!("connecting the load at {at} requests/s failed: {e}"))?;
+        let counted = calls.as_mut().map_err(|e| e.clone()).and_then(|c| c.read());
+        drop(calls);
         let after = reading(pid, start, c).ok_or_else(gone)?;
         if crate::ui::interrupt::interrupted() {
             return Err("interrupted".into());
@@ -235,6 +238,8 @@ fn load(
             from_sent: EncodedHistogram::encode(&p.from_sent),
             send_lag_max_ns: p.send_lag_max_ns,
             write_wait_max_ns: p.write_wait_max_ns,
+            calls: counted.as_ref().ok().copied(),
+            calls_unavailable: counted.err().map(|e| e.0),
             start: before,
             end: after,
         });
@@ -364,6 +369,7 @@ pub fn run_session(
                 allocator: a.to_string(),
                 preload: None,
                 malloc_from: None,
+                own_allocator: None,
                 version: None,
                 failure: None,
                 stderr_tail: None,
@@ -399,6 +405,7 @@ pub fn run_session(
             let entry = &mut record.allocators[i];
             entry.preload = row.preload.clone();
             entry.malloc_from = row.malloc_from.clone();
+            entry.own_allocator = row.own_allocator.clone();
             entry.version = row.version.clone();
             let Some(prepared) = prepared else {
                 entry.failure = row.failure;

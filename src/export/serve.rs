@@ -60,6 +60,24 @@ pub fn header(record: &ServeRecord) -> String {
     )
 }
 
+/// What runs under an allocator whose name alone would mislead (a server that links its
+/// own allocator library), one line each.
+pub fn notes(record: &ServeRecord) -> Vec<String> {
+    let program = record.command.first().map_or("the server", String::as_str);
+    let name = program.rsplit('/').next().unwrap_or(program);
+    record
+        .allocators
+        .iter()
+        .filter_map(|a| {
+            let own = a.own_allocator.as_deref()?;
+            Some(format!(
+                "{name} links {own} itself: {} preloads alloclab's glibc shim so that glibc's malloc serves it; to measure it as shipped, name {own} as an allocator",
+                a.allocator
+            ))
+        })
+        .collect()
+}
+
 /// The failures, one line each.
 pub fn failures(record: &ServeRecord) -> Vec<String> {
     record
@@ -93,7 +111,7 @@ pub fn screen(record: &ServeRecord, target_ns: f64, width: usize) -> String {
     for l in answer(record, &rows, target_ns) {
         s.push_str(&crate::fmt::wrap(&l, width, "", "      "));
     }
-    for l in failures(record) {
+    for l in failures(record).into_iter().chain(notes(record)) {
         s.push_str(&crate::fmt::wrap(&l, width, "", "      "));
     }
     s.push('\n');
@@ -114,7 +132,7 @@ pub fn report(record: &ServeRecord, target_ns: f64) -> String {
     for l in answer(record, &rows, target_ns) {
         s.push_str(&format!("- {l}\n"));
     }
-    for l in failures(record) {
+    for l in failures(record).into_iter().chain(notes(record)) {
         s.push_str(&format!("- {l}\n"));
     }
     s.push_str("\n## Per rate\n\n| allocator | rate/s | processes | p50 | p99 | p99.9 | max | p99 from the send | RSS | used_memory | faults per 1,000 | CPU per request |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
@@ -169,6 +187,23 @@ fn summary_csv(rows: &[ServeRow]) -> String {
         ));
     }
     s
+}
+
+/// findings.json of a serve folder: the answer's items, word for word as the screen and
+/// REPORT.md print them, what failed and the notes.
+#[derive(serde::Serialize)]
+struct ServeFindings {
+    schema: &'static str,
+    command: Vec<String>,
+    complete: bool,
+    noise_threshold: f64,
+    confidence: f64,
+    p99_target_ns: f64,
+    answer: Vec<crate::analysis::findings::Item>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    failed: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    notes: Vec<String>,
 }
 
 /// Writes every file of the session into `folder` (after every server process).
@@ -240,7 +275,41 @@ pub fn save(folder: &Folder, record: &ServeRecord, target_ns: f64) -> Result<(),
         }
     }
     folder
-        .text("REPORT.md", &report(record, target_ns))
+        .json(
+            "findings.json",
+            &ServeFindings {
+                schema: crate::analysis::findings::SCHEMA,
+                command: record.command.clone(),
+                complete: record.complete,
+                noise_threshold: record.noise_threshold,
+                confidence: record.confidence,
+                p99_target_ns: target_ns,
+                answer: answer(record, &rows, target_ns)
+                    .into_iter()
+                    .map(crate::analysis::findings::Item::text)
+                    .collect(),
+                failed: failures(record),
+                notes: notes(record),
+            },
+        )
+        .map_err(err)?;
+    let md = report(record, target_ns);
+    folder.text("REPORT.md", &md).map_err(err)?;
+    folder
+        .text("report.html", &page(record, &md))
         .map_err(err)?;
     Ok(())
+}
+
+/// report.html: REPORT.md as one self-contained page, titled with the server's command.
+fn page(record: &ServeRecord, md: &str) -> String {
+    let title = format!(
+        "alloclab serve — {}",
+        crate::fmt::shell_words(&record.command)
+    );
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{}</title><style>body{{font:15px/1.5 system-ui,sans-serif;max-width:72rem;margin:1.5rem auto;padding:0 1rem;color:#222}}table{{border-collapse:collapse;display:block;overflow-x:auto}}td,th{{border:1px solid #ccc;padding:.2rem .5rem;text-align:right}}td:first-child,th:first-child{{text-align:left}}code{{background:#f3f3f3}}li{{margin:.3rem 0}}</style></head><body>\n{}\n</body></html>\n",
+        crate::export::escape_markup(&title),
+        crate::export::markdown::to_html(md)
+    )
 }

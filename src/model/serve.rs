@@ -38,10 +38,34 @@ pub struct RatePhase {
     /// reading and the socket's buffer filled, short when the late sends were the load
     /// generator's own lateness.
     pub write_wait_max_ns: u64,
+    /// The server's memory syscalls during the phase (every thread), madvise by advice;
+    /// None where they could not be counted ([`RatePhase::calls_unavailable`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls: Option<CallCounts>,
+    /// Why the calls were not counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls_unavailable: Option<String>,
     /// The server process's reading just before the phase's first request.
     pub start: ServerReading,
     /// Its reading once the phase's replies were in.
     pub end: ServerReading,
+}
+
+/// Memory syscalls in a window, madvise by advice.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallCounts {
+    /// brk calls (the heap's end set: grown or trimmed; the direction is not in a count).
+    pub brk: u64,
+    /// mmap calls.
+    pub mmap: u64,
+    /// munmap calls.
+    pub munmap: u64,
+    /// madvise(MADV_DONTNEED): pages dropped at once, faulted in afresh when touched.
+    pub madvise_dontneed: u64,
+    /// madvise(MADV_FREE): pages the kernel may reclaim lazily.
+    pub madvise_free: u64,
+    /// madvise with any other advice.
+    pub madvise_other: u64,
 }
 
 /// The server process's figures at one instant, read from /proc/<pid> and from the
@@ -113,6 +137,11 @@ pub struct ServerAllocator {
     pub preload: Option<String>,
     /// Where the probe found `malloc` under this environment.
     pub malloc_from: Option<String>,
+    /// The allocator library the server links itself (DT_NEEDED), where it links one:
+    /// under `system` it then runs glibc's malloc through the lab's shim, and the
+    /// library as shipped is measured by naming it as an allocator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_allocator: Option<String>,
     /// The allocator's version, where it was read.
     pub version: Option<String>,
     /// Why this allocator failed (its remaining processes were skipped).

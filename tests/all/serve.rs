@@ -87,9 +87,14 @@ fn a_stall_of_the_server_is_in_the_tail_from_the_intended_start() {
         "the answer first: {screen}"
     );
     assert!(screen.contains("resident bytes per byte the server says it holds"));
+    // findings.json holds the answer word for word as the screen prints it.
+    let findings = crate::common::json(&std::fs::read(out.join("findings.json")).unwrap());
+    let first = findings["answer"][0]["text"].as_str().unwrap();
+    assert!(screen.starts_with(first), "{first}");
     for f in [
         "summary.csv",
         "REPORT.md",
+        "report.html",
         "histograms/system.5000-per-s.us.hgrm",
         "histograms/mimalloc.5000-per-s.from-sent.us.hgrm",
         "memory/system.csv",
