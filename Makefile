@@ -8,7 +8,7 @@ EXPERIMENTS := $(wildcard experiments/*.toml)
 CALLS ?= 200
 RUNS ?= 6
 
-.PHONY: build test run-all compare lint numpy bench-numpy bench-compare exec-numpy sweep-numpy trace-numpy man clean
+.PHONY: build test run-all compare lint numpy bench-numpy bench-compare exec-numpy serve-redis sweep-numpy trace-numpy man clean
 
 ## build: the driver, the three worker binaries and the preload libraries of `exec`
 ## (release, for this machine's CPU)
@@ -76,6 +76,17 @@ exec-numpy: build
 	  done; \
 	else \
 	  echo "exec-numpy: skipped, NumPy is not installed for python3 (pip install numpy)"; \
+	fi
+
+## serve-redis: redis-server (Debian's package) under glibc, jemalloc, mimalloc and tcmalloc,
+## driven at RATES requests/s over RESP, open loop, into $(OUT)/serve-redis/ — where
+## redis-server is installed (apt-get install redis-server)
+RATES ?= 10k,40k
+serve-redis: build
+	@if command -v redis-server >/dev/null 2>&1; then \
+	  $(ALLOCLAB) serve --allocators system,jemalloc,mimalloc,tcmalloc --rates $(RATES) --out $(OUT)/serve-redis -- redis-server --port '{port}' --save '' --appendonly no; \
+	else \
+	  echo "serve-redis: skipped, redis-server is not installed (apt-get install redis-server)"; \
 	fi
 
 ## trace-numpy: NumPy's func1 and func2 traced under every allocator, each fault and memory
