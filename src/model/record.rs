@@ -333,10 +333,13 @@ pub struct ServiceFigures {
     pub service_max_ns: u64,
     /// The most a request's actual start lagged its intended one.
     pub start_lag_max_ns: u64,
-    /// Bytes of keys and values the store held when the measured phase began and ended.
-    pub held_start_bytes: u64,
+    /// Bytes of keys and values the store held when the measured phase began; None
+    /// where the kernel does not say what it holds.
+    #[serde(default)]
+    pub held_start_bytes: Option<u64>,
     /// … and when it ended.
-    pub held_end_bytes: u64,
+    #[serde(default)]
+    pub held_end_bytes: Option<u64>,
     /// The program's live bytes (allocated through the global allocator and not yet
     /// freed, as requested) then; None where the counting wrapper is not installed.
     pub live_start_bytes: Option<u64>,

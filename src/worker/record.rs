@@ -124,7 +124,6 @@ impl RunRecord {
             buffers: Vec::new(),
             service: m.paced.as_ref().map(|p| {
                 let s = &p.service_ns;
-                let (held_start, held_end) = m.held_bytes.unwrap_or_default();
                 crate::model::record::ServiceFigures {
                     offered_per_s: spec.size,
                     served_per_s: n as f64 * 1e9 / m.stats.wall_ns.max(1) as f64,
@@ -133,8 +132,8 @@ impl RunRecord {
                     service_p999_ns: crate::model::percentiles::value_at(s, 99.9),
                     service_max_ns: s.max(),
                     start_lag_max_ns: p.start_lag_max_ns,
-                    held_start_bytes: held_start,
-                    held_end_bytes: held_end,
+                    held_start_bytes: m.held_bytes.map(|h| h.0),
+                    held_end_bytes: m.held_bytes.map(|h| h.1),
                     live_start_bytes: m.live_bytes.map(|l| l.0),
                     live_end_bytes: m.live_bytes.map(|l| l.1),
                 }
