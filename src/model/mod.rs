@@ -17,6 +17,7 @@ pub mod memory;
 pub mod metric;
 pub mod overhead;
 pub mod percentiles;
+pub mod random;
 pub mod record;
 pub mod run;
 pub mod serve;

@@ -40,17 +40,18 @@ const MAX_KEY: usize = 250;
 /// What a reply puts before the value (a RESP bulk string's header and trailer at most).
 const REPLY_FRAME: usize = 16;
 
-/// splitmix64: deterministic for a seed, identical in every worker.
+/// splitmix64 ([`crate::model::random::SplitMix`]): deterministic for a seed, identical
+/// in every worker.
 #[derive(Clone, Debug)]
-struct Rng(u64);
+struct Rng(crate::model::random::SplitMix);
 
 impl Rng {
+    fn new(seed: u64) -> Self {
+        Rng(crate::model::random::SplitMix(seed))
+    }
+
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// Uniform in (0, 1), never 0 or 1.
@@ -117,7 +118,7 @@ pub use crate::model::run::Stall;
 /// Every key's length, and the keys holding a value when the store is filled with their
 /// values' lengths: drawn from `seed`, the same in every worker and client.
 fn keys_and_fill(seed: u64) -> (Vec<u8>, Vec<(usize, usize)>) {
-    let mut rng = Rng(seed ^ 0x5EED_5E41_1CE5_0000);
+    let mut rng = Rng::new(seed ^ 0x5EED_5E41_1CE5_0000);
     let key_lens: Vec<u8> = (0..KEYS).map(|_| key_len(&mut rng) as u8).collect();
     let mut filled = Vec::new();
     for key in 0..KEYS {
@@ -153,7 +154,7 @@ impl Wire {
     pub fn new(seed: u64) -> Self {
         let (key_lens, filled) = keys_and_fill(seed);
         Wire {
-            requests: Requests(Rng(seed)),
+            requests: Requests(Rng::new(seed)),
             key_lens,
             filled,
         }
@@ -213,7 +214,7 @@ impl Service {
         let reuse = variant == Variant::Reuse;
         let mut s = Service {
             reuse,
-            requests: Requests(Rng(seed)),
+            requests: Requests(Rng::new(seed)),
             seed,
             period_ns: (1e9 * f64::from(threads.max(1)) / rate_per_s.max(1) as f64) as u64,
             key_lens,
@@ -382,7 +383,7 @@ mod tests {
     #[test]
     fn etc_value_sizes_have_their_published_median_and_the_large_share() {
         // The generalized Pareto's median: σ/k · (2^k − 1) = 169.6 bytes.
-        let mut rng = Rng(7);
+        let mut rng = Rng::new(7);
         let mut v: Vec<usize> = (0..200_000).map(|_| value_len(&mut rng)).collect();
         v.sort_unstable();
         let median = v[v.len() / 2];
@@ -394,7 +395,7 @@ mod tests {
 
     #[test]
     fn etc_key_sizes_sit_around_their_location() {
-        let mut rng = Rng(9);
+        let mut rng = Rng::new(9);
         let mut k: Vec<usize> = (0..100_000).map(|_| key_len(&mut rng)).collect();
         k.sort_unstable();
         // The GEV's median: μ + σ/ξ · ((ln 2)^−ξ − 1) = 33.8.

@@ -48,14 +48,10 @@ fn advise<T>(p: *const T, bytes: usize) {
 
 /// Input bytes, deterministic for a seed (splitmix64), identical in every worker.
 pub fn input_bytes(size: usize, seed: u64) -> Vec<u8> {
-    let mut state = seed;
+    let mut rng = crate::model::random::SplitMix(seed);
     let mut out = Vec::with_capacity(size);
     while out.len() < size {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
+        let z = rng.next_u64();
         let take = (size - out.len()).min(8);
         out.extend_from_slice(&z.to_le_bytes()[..take]);
     }
