@@ -155,6 +155,16 @@ pub fn comparison_words(c: &Comparison, first: &str, band: f64) -> String {
         .interval
         .map(|i| format!(" [{:.2}x, {:.2}x]", i.low, i.high))
         .unwrap_or_default();
+    format!(
+        "{:.2}x {first}'s{interval}: {}",
+        c.ratio,
+        verdict_words(c, band)
+    )
+}
+
+/// A comparison's verdict in words, as every surface gives it: an interval that reaches
+/// beyond the noise band on either side decides nothing, whatever its centre.
+pub fn verdict_words(c: &Comparison, band: f64) -> String {
     let open = c.interval.is_none_or(|i| {
         (i.low < 1.0 - band && i.high > 1.0 - band) || (i.low < 1.0 + band && i.high > 1.0 + band)
     });
@@ -168,7 +178,7 @@ pub fn comparison_words(c: &Comparison, first: &str, band: f64) -> String {
         Some(v) => v.words().to_string(),
         None => "undecided".into(),
     };
-    format!("{:.2}x {first}'s{interval}: {verdict}", c.ratio)
+    verdict
 }
 
 /// Every allocator's row at every rate, rates in the record's order, allocators in theirs.

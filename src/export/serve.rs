@@ -160,7 +160,7 @@ pub fn report(record: &ServeRecord, target_ns: f64) -> String {
 }
 
 /// summary.csv: one line per allocator and rate.
-fn summary_csv(rows: &[ServeRow]) -> String {
+fn summary_csv(rows: &[ServeRow], record_band: f64) -> String {
     let mut s = String::from("allocator,rate_per_s,processes,p50_ns,p99_ns,p999_ns,max_ns,p99_from_sent_ns,p99_vs_first,p99_vs_first_low,p99_vs_first_high,verdict,served_per_s,rss_end_bytes,used_memory_end_bytes,faults_per_1000,cpu_us_per_request\n");
     let opt = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x}"));
     for r in rows {
@@ -178,7 +178,9 @@ fn summary_csv(rows: &[ServeRow]) -> String {
             opt(c.map(|c| c.ratio)),
             opt(c.and_then(|c| c.interval).map(|i| i.low)),
             opt(c.and_then(|c| c.interval).map(|i| i.high)),
-            c.and_then(|c| c.verdict).map_or("", |v| v.words()),
+            c.map_or(String::new(), |c| crate::export::csv::field(
+                &crate::analysis::serve::verdict_words(c, record_band)
+            )),
             r.served_per_s,
             r.rss_end,
             opt(r.used_end),
@@ -213,7 +215,7 @@ pub fn save(folder: &Folder, record: &ServeRecord, target_ns: f64) -> Result<(),
     folder.json("env.json", &record.environment).map_err(err)?;
     let rows = rows(record);
     folder
-        .text("summary.csv", &summary_csv(&rows))
+        .text("summary.csv", &summary_csv(&rows, record.noise_threshold))
         .map_err(err)?;
     for a in &record.allocators {
         for &rate in &record.rates_per_s {
