@@ -387,6 +387,52 @@ pub fn answer(record: &ServeRecord, rows: &[ServeRow], target_ns: f64) -> Vec<St
                 mem.join("; ")
             ));
         }
+        // Over the server's life: after the fill, then after each rate's churn.
+        let life: Vec<String> = record
+            .allocators
+            .iter()
+            .filter(|a| !a.runs.is_empty())
+            .map(|a| {
+                let at = |pick: &dyn Fn(
+                    &crate::model::serve::ServerRun,
+                ) -> Option<(u64, Option<u64>)>| {
+                    let v: Vec<(u64, Option<u64>)> = a.runs.iter().filter_map(pick).collect();
+                    let rss = med(v.iter().map(|(r, _)| *r as f64));
+                    let used: Vec<f64> =
+                        v.iter().filter_map(|(_, u)| u.map(|u| u as f64)).collect();
+                    (rss, median(&used))
+                };
+                let mut points = vec![at(&|r| {
+                    Some((r.after_fill.rss_bytes, r.after_fill.used_memory))
+                })];
+                for &rate in &record.rates_per_s {
+                    points.push(at(&|r| {
+                        r.phases
+                            .iter()
+                            .find(|p| p.rate_per_s == rate)
+                            .map(|p| (p.end.rss_bytes, p.end.used_memory))
+                    }));
+                }
+                let mib = |b: f64| format!("{:.0}", b / f64::from(1u32 << 20));
+                let rss: Vec<String> = points.iter().map(|(r, _)| mib(*r)).collect();
+                let used: Vec<String> = points
+                    .iter()
+                    .map(|(_, u)| u.map_or("?".into(), mib))
+                    .collect();
+                format!(
+                    "{} {} MiB (used_memory {})",
+                    a.allocator,
+                    rss.join(" → "),
+                    used.join(" → ")
+                )
+            })
+            .collect();
+        if !life.is_empty() {
+            out.push(format!(
+                "resident set over the server's life, after the fill then after each rate (median): {}",
+                life.join("; ")
+            ));
+        }
         let mut unavailable = None;
         let faults: Vec<String> = rows
             .iter()
