@@ -181,6 +181,9 @@ pub fn verdict_words(c: &Comparison, band: f64) -> String {
     verdict
 }
 
+/// Picks a server process's resident set and used_memory at one point of its life.
+type Pick<'a> = dyn Fn(&crate::model::serve::ServerRun) -> Option<(u64, Option<u64>)> + 'a;
+
 /// Every allocator's row at every rate, rates in the record's order, allocators in theirs.
 pub fn rows(record: &ServeRecord) -> Vec<ServeRow> {
     let mut rows = Vec::new();
@@ -393,9 +396,7 @@ pub fn answer(record: &ServeRecord, rows: &[ServeRow], target_ns: f64) -> Vec<St
             .iter()
             .filter(|a| !a.runs.is_empty())
             .map(|a| {
-                let at = |pick: &dyn Fn(
-                    &crate::model::serve::ServerRun,
-                ) -> Option<(u64, Option<u64>)>| {
+                let at = |pick: &Pick<'_>| {
                     let v: Vec<(u64, Option<u64>)> = a.runs.iter().filter_map(pick).collect();
                     let rss = med(v.iter().map(|(r, _)| *r as f64));
                     let used: Vec<f64> =
