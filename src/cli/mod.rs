@@ -50,9 +50,18 @@ impl Command {
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
-        // `--port {port}` (serve) is the server's own: the placeholder says so.
+        // `--port {port}` (serve) is the server's own: the placeholder says so; so is
+        // `--port N` when serve was given `--port N` too (a server on a fixed port).
+        let fixed = match self {
+            Command::Serve(a) => a.port.map(|p| p.to_string()),
+            _ => None,
+        };
+        let fixed = fixed.as_deref();
         let port_of_server = |i: usize| {
-            words[i].contains("{port}") || words.get(i + 1).is_some_and(|n| n.contains("{port}"))
+            let is_port = |w: &str| w.contains("{port}") || Some(w) == fixed;
+            is_port(&words[i])
+                || words[i].strip_prefix("--port=").is_some_and(is_port)
+                || words.get(i + 1).is_some_and(|n| is_port(n))
         };
         words
             .iter()

@@ -57,9 +57,28 @@ pub fn parse_rates(text: &str) -> std::result::Result<Vec<u64>, String> {
     Ok(rates)
 }
 
+/// The fewest requests a phase may send: a p99 of fewer is one of its few requests.
+pub const MIN_REQUESTS: f64 = 100.0;
+
+/// Refuses a phase too short for a p99 at the lowest rate.
+pub fn check_requests(lowest_rate: u64, seconds: f64) -> std::result::Result<(), String> {
+    let requests = lowest_rate as f64 * seconds;
+    if requests < MIN_REQUESTS {
+        return Err(format!(
+            "--seconds {} at {} requests/s sends {} request(s): a p99 needs at least {MIN_REQUESTS}; give --seconds {} or more, or a higher rate",
+            seconds,
+            crate::fmt::group_thousands(lowest_rate as i64),
+            requests.floor(),
+            (MIN_REQUESTS / lowest_rate as f64 * 100.0).ceil() / 100.0
+        ));
+    }
+    Ok(())
+}
+
 pub fn run(args: &ServeArgs, level: f64) -> Result<()> {
     let rates = parse_rates(&args.rates).map_err(Error::BadInput)?;
     let target_ns = parse_latency(&args.p99_target).map_err(Error::BadInput)?;
+    check_requests(rates[0], args.seconds).map_err(Error::BadInput)?;
     let has_port = args
         .command
         .iter()
@@ -155,5 +174,9 @@ mod tests {
         assert_eq!(parse_latency("500us").unwrap(), 5e5);
         assert!(parse_latency("1").unwrap_err().contains("unit"));
         assert!(parse_latency("-1ms").unwrap_err().contains("above 0"));
+        assert!(check_requests(1000, 0.001)
+            .unwrap_err()
+            .contains("--seconds 0.1 or more"));
+        assert!(check_requests(1000, 0.1).is_ok());
     }
 }

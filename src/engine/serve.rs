@@ -113,6 +113,8 @@ fn drive_server(
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
     let began = Instant::now();
     let mut said = Vec::new();
+    // What the last connection that took the PING answered instead of +PONG.
+    let mut last_answer: Option<String> = None;
     let mut control = loop {
         if exited.load(Ordering::Acquire)
             || began.elapsed() > settings.ready_timeout
@@ -121,10 +123,15 @@ fn drive_server(
             break None;
         }
         if let Ok(mut c) = Control::connect(addr, Duration::from_millis(500)) {
-            if matches!(c.call(&[b"PING"]), Ok(resp::Reply::Ok)) {
-                break Control::connect(addr, Duration::from_secs(30))
-                    .ok()
-                    .or(Some(c));
+            match c.call(&[b"PING"]) {
+                Ok(resp::Reply::Ok) => {
+                    break Control::connect(addr, Duration::from_secs(30))
+                        .ok()
+                        .or(Some(c));
+                }
+                Ok(resp::Reply::Error(e)) => last_answer = Some(format!("the error {e:?}")),
+                Ok(resp::Reply::Text(t)) => last_answer = Some(format!("{t:?}")),
+                Err(e) => last_answer = Some(e.to_string()),
             }
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -138,10 +145,16 @@ fn drive_server(
         None if exited.load(Ordering::Acquire) => Err(format!(
             "the server ended before it answered PING on port {port}"
         )),
-        None => Err(format!(
-            "the server did not answer PING on 127.0.0.1:{port} within {} s (--ready-timeout); is {PORT} in its arguments where it takes its port?",
-            crate::fmt::trim_float(settings.ready_timeout.as_secs_f64())
-        )),
+        None => Err(match &last_answer {
+            Some(answer) => format!(
+                "the server took connections on 127.0.0.1:{port} but did not answer PING with +PONG within {} s (--ready-timeout); the last try got: {answer}; does it speak RESP (the redis protocol)?",
+                crate::fmt::trim_float(settings.ready_timeout.as_secs_f64())
+            ),
+            None => format!(
+                "the server did not answer PING on 127.0.0.1:{port} within {} s (--ready-timeout); is {PORT} in its arguments where it takes its port?",
+                crate::fmt::trim_float(settings.ready_timeout.as_secs_f64())
+            ),
+        }),
         Some(c) => load(settings, port, pid, start, c, label, round, &mut said),
     };
     // Stop it.
@@ -380,6 +393,9 @@ pub fn run_session(
     if let Some(why) = no_counts {
         observer.say(&format!("note: syscalls not counted: {why}"));
     }
+    // The folder holds a record from the start, so that a session killed before its
+    // first server process ends still leaves a serve.json that says it is incomplete.
+    save(&record)?;
     let mut order: Vec<usize> = (0..exec.allocators.len()).collect();
     let mut shuffle = crate::analysis::stats::SplitMix(exec.order_seed);
     let mut interrupted = false;
@@ -397,7 +413,20 @@ pub fn run_session(
             }
             let a = &exec.allocators[i];
             let port = match settings.port {
-                Some(p) => p,
+                Some(p) => {
+                    if Control::connect(
+                        SocketAddr::from((Ipv4Addr::LOCALHOST, p)),
+                        Duration::from_millis(500),
+                    )
+                    .is_ok()
+                    {
+                        return Err(format!(
+                            "something already listens on 127.0.0.1:{p} (--port) before the server under {} starts: the load would drive it instead; stop it, or put {PORT} in the server's arguments so that the lab picks a free port",
+                            exec.allocators[i]
+                        ));
+                    }
+                    p
+                }
                 None => free_port().map_err(|e| format!("finding a free port: {e}"))?,
             };
             let command = with_port(&exec.command, port);

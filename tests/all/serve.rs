@@ -257,3 +257,160 @@ fn redis_server_runs_under_each_allocator_where_it_is_installed() {
         assert!(p.end.used_memory.is_some_and(|u| u > 1 << 20), "{p:?}");
     }
 }
+
+/// Sessions that cannot measure anything say why, briefly: a fixed --port that something
+/// else already answers on is refused before a server starts (the load would drive the
+/// other program), without taking the server's own `--port N` for a misplaced option of
+/// alloclab's; a phase too short for a p99 is refused; a server that answers PING with
+/// something other than RESP is named as such, its empty stderr not quoted, and the
+/// folder's serve.json parses.
+#[test]
+fn a_taken_port_a_phase_too_short_and_a_server_not_speaking_resp_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = example("resp_kv");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let out = dir.path().join("p");
+    let o = lab(&[
+        "serve",
+        "--allocators",
+        "system",
+        "--processes",
+        "1",
+        "--seconds",
+        "0.5",
+        "--port",
+        &port,
+        "--out",
+        out.to_str().unwrap(),
+        "--",
+        server.to_str().unwrap(),
+        "--port",
+        &port,
+    ]);
+    assert!(!o.status.success());
+    let err = unwrapped(&stderr(&o));
+    assert!(
+        err.contains(&format!("something already listens on 127.0.0.1:{port}")),
+        "{err}"
+    );
+    assert!(!err.contains("warning: --port"), "{err}");
+    drop(taken);
+
+    let o = lab(&[
+        "serve",
+        "--rates",
+        "1k",
+        "--seconds",
+        "0.001",
+        "--",
+        "true",
+        "{port}",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("a p99 needs at least 100"),
+        "{}",
+        stderr(&o)
+    );
+
+    // A server that answers every line with a line that is not RESP.
+    let script = dir.path().join("garbage.py");
+    std::fs::write(
+        &script,
+        "import socket,sys,threading\n\
+         s=socket.socket();s.bind(('127.0.0.1',int(sys.argv[1])));s.listen(8)\n\
+         def h(c):\n\
+         \x20   while c.recv(4096): c.sendall(b'%%garbage\\r\\n')\n\
+         while True:\n\
+         \x20   c,_=s.accept();threading.Thread(target=h,args=(c,),daemon=True).start()\n",
+    )
+    .unwrap();
+    if std::process::Command::new("python3")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped the RESP part: no python3");
+        return;
+    }
+    let out = dir.path().join("g");
+    let o = lab(&[
+        "serve",
+        "--allocators",
+        "system",
+        "--processes",
+        "1",
+        "--seconds",
+        "0.5",
+        "--ready-timeout",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+        "--",
+        "python3",
+        script.to_str().unwrap(),
+        "{port}",
+    ]);
+    assert!(!o.status.success());
+    let text = unwrapped(&stdout(&o));
+    assert!(
+        text.contains("did not answer PING with +PONG")
+            && text.contains("not a RESP reply")
+            && !text.contains("its stderr ended with:")
+            && !text.contains("the server's: ;"),
+        "{text}"
+    );
+    let record = read_record(&out);
+    assert!(record.complete && record.allocators[0].failure.is_some());
+}
+
+/// alloclab killed outright (SIGKILL) while its first server is still starting: the
+/// folder already holds a serve.json that parses and says it is incomplete, and the
+/// server dies with it.
+#[test]
+fn a_session_killed_before_its_first_server_ends_leaves_a_readable_incomplete_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("k");
+    let mut child = std::process::Command::new(crate::common::driver_path())
+        .args([
+            "serve",
+            "--allocators",
+            "system",
+            "--processes",
+            "1",
+            "--seconds",
+            "0.5",
+            "--ready-timeout",
+            "30",
+            "--out",
+            out.to_str().unwrap(),
+            "--",
+            "sleep",
+            "41.25",
+            "{port}",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let begun = std::time::Instant::now();
+    while !out.join("serve.json").is_file() && begun.elapsed().as_secs() < 10 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let record = read_record(&out);
+    assert!(!record.complete);
+    assert!(record.allocators[0].runs.is_empty());
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let left = std::process::Command::new("pgrep")
+        .args(["-f", "^sleep 41.25 "])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&left.stdout).trim().is_empty(),
+        "the server was left running"
+    );
+}
