@@ -457,11 +457,13 @@ pub fn answer(record: &ServeRecord, rows: &[ServeRow], target_ns: f64) -> Vec<St
             Some(why) => format!("; memory syscalls not counted: {why}"),
             None => "; these count the calls made, not whether the faults landed on the pages they gave back (no addresses were recorded)".into(),
         };
-        out.push(format!(
-            "per 1,000 requests at {} requests/s, the server's: {}{tail}",
-            group_thousands(last as i64),
-            faults.join("; ")
-        ));
+        if !faults.is_empty() {
+            out.push(format!(
+                "per 1,000 requests at {} requests/s, the server's: {}{tail}",
+                group_thousands(last as i64),
+                faults.join("; ")
+            ));
+        }
     }
     let held: Vec<String> = record
         .allocators

@@ -9,34 +9,52 @@ use crate::model::serve::ServeRecord;
 use crate::model::spec::file_stem;
 
 /// The table: one line per rate and allocator.
-pub fn table(rows: &[ServeRow]) -> String {
-    let mut s = format!(
-        "{:<14} {:>9} {:>5} {:>9} {:>9} {:>9} {:>9} {:>10} {:>8} {:>9}\n",
-        "allocator",
-        "rate/s",
-        "procs",
-        "p50",
-        "p99",
-        "p99.9",
-        "max",
-        "p99 sent",
-        "RSS/used",
-        "flt/1k"
+pub fn table(rows: &[ServeRow], width: usize) -> String {
+    // Below 100 columns the p99.9 and max columns are left out (REPORT.md, summary.csv
+    // and serve.json keep them), so that the table fits the terminal.
+    let wide = width >= 100;
+    let line = |cells: [String; 10]| {
+        let mut l = format!(
+            "{:<14} {:>9} {:>5} {:>9} {:>9}",
+            cells[0], cells[1], cells[2], cells[3], cells[4]
+        );
+        if wide {
+            l.push_str(&format!(" {:>9} {:>9}", cells[5], cells[6]));
+        }
+        l.push_str(&format!(
+            " {:>10} {:>8} {:>9}\n",
+            cells[7], cells[8], cells[9]
+        ));
+        l
+    };
+    let mut s = line(
+        [
+            "allocator",
+            "rate/s",
+            "procs",
+            "p50",
+            "p99",
+            "p99.9",
+            "max",
+            "p99 sent",
+            "RSS/used",
+            "flt/1k",
+        ]
+        .map(String::from),
     );
     for r in rows {
-        s.push_str(&format!(
-            "{:<14} {:>9} {:>5} {:>9} {:>9} {:>9} {:>9} {:>10} {:>8} {:>9.1}\n",
-            r.allocator,
+        s.push_str(&line([
+            r.allocator.clone(),
             group_thousands(r.rate_per_s as i64),
-            r.processes,
+            r.processes.to_string(),
             fmt_ns(r.p50_ns),
             fmt_ns(r.p99_ns),
             fmt_ns(r.p999_ns),
             fmt_ns(r.max_ns),
             fmt_ns(r.p99_from_sent_ns),
             r.rss_per_used().map_or("-".into(), |x| format!("{x:.2}")),
-            r.faults_per_1000
-        ));
+            format!("{:.1}", r.faults_per_1000),
+        ]));
     }
     s
 }
@@ -89,7 +107,12 @@ pub fn failures(record: &ServeRecord) -> Vec<String> {
                 .stderr_tail
                 .as_deref()
                 .map(|t| {
-                    let last: Vec<&str> = t.lines().filter(|l| !l.trim().is_empty()).collect();
+                    t.lines()
+                        .filter(|l| !l.trim().is_empty())
+                        .collect::<Vec<_>>()
+                })
+                .filter(|last| !last.is_empty())
+                .map(|last| {
                     format!(
                         "; its stderr ended with: {}",
                         last[last.len().saturating_sub(2)..].join(" / ")
@@ -115,9 +138,9 @@ pub fn screen(record: &ServeRecord, target_ns: f64, width: usize) -> String {
         s.push_str(&crate::fmt::wrap(&l, width, "", "      "));
     }
     s.push('\n');
-    s.push_str(&table(&rows));
+    s.push_str(&table(&rows, width));
     s.push('\n');
-    s.push_str(&crate::fmt::wrap(&header(record), width, "", "  "));
+    s.push_str(&crate::fmt::wrap_lines(&header(record), width));
     s
 }
 
