@@ -39,6 +39,11 @@ pub fn parse_latency(text: &str) -> std::result::Result<f64, String> {
 pub fn parse_rates(text: &str) -> std::result::Result<Vec<u64>, String> {
     let mut rates = Vec::new();
     for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        if item.parse::<f64>() == Ok(0.0) {
+            return Err(format!(
+                "--rates: {item} requests/s is outside 1 to 10,000,000"
+            ));
+        }
         let r = crate::model::spec::parse_size(item).map_err(|e| {
             format!("--rates: {item:?} is not a rate: {e} (write 10k,50k or 10000,50000)")
         })?;
@@ -166,7 +171,7 @@ mod tests {
     #[test]
     fn rates_and_targets_read_as_written_and_bad_ones_say_what_is_right() {
         assert_eq!(parse_rates("50k, 10k,10000").unwrap(), vec![10_000, 50_000]);
-        assert!(parse_rates("0").is_err());
+        assert!(parse_rates("0").unwrap_err().contains("outside 1 to"));
         assert!(parse_rates("20M").unwrap_err().contains("outside"));
         assert!(parse_rates("fast").unwrap_err().contains("10k,50k"));
         assert_eq!(parse_latency("1ms").unwrap(), 1e6);
