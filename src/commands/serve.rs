@@ -80,26 +80,28 @@ pub fn check_requests(lowest_rate: u64, seconds: f64) -> std::result::Result<(),
     Ok(())
 }
 
-pub fn run(args: &ServeArgs, level: f64) -> Result<()> {
-    let rates = parse_rates(&args.rates).map_err(Error::BadInput)?;
-    let target_ns = parse_latency(&args.p99_target).map_err(Error::BadInput)?;
-    check_requests(rates[0], args.seconds).map_err(Error::BadInput)?;
+/// What was asked, validated before anything starts: the session's settings and the p99
+/// target in ns, or what is wrong with the input.
+fn settings(args: &ServeArgs, level: f64) -> std::result::Result<(ServeSettings, f64), String> {
+    let rates = parse_rates(&args.rates)?;
+    let target_ns = parse_latency(&args.p99_target)?;
+    check_requests(rates[0], args.seconds)?;
     let has_port = args
         .command
         .iter()
         .any(|a| a.to_string_lossy().contains(PORT));
     if !has_port && args.port.is_none() {
-        return Err(Error::BadInput(format!(
+        return Err(format!(
             "the server's arguments have no {PORT} and no --port was given: put {PORT} where it takes its port (redis-server --port {PORT}), or give --port N if it always listens on N"
-        )));
+        ));
     }
     if has_port && args.port.is_some() {
-        return Err(Error::BadInput(format!(
+        return Err(format!(
             "--port and {PORT} both given: the lab picks a free port for {PORT}; drop one"
-        )));
+        ));
     }
-    let allocators = crate::model::knobs::parse_spec_list(&args.allocators)
-        .map_err(|e| Error::BadInput(e.to_string()))?;
+    let allocators =
+        crate::model::knobs::parse_spec_list(&args.allocators).map_err(|e| e.to_string())?;
     let exec = command_settings(
         allocators,
         &args.command,
@@ -114,8 +116,7 @@ pub fn run(args: &ServeArgs, level: f64) -> Result<()> {
             level,
             order_seed: args.order_seed,
         },
-    )
-    .map_err(Error::BadInput)?;
+    )?;
     let settings = ServeSettings {
         exec,
         rates,
@@ -126,6 +127,11 @@ pub fn run(args: &ServeArgs, level: f64) -> Result<()> {
         ready_timeout: Duration::from_secs_f64(args.ready_timeout),
         port: args.port,
     };
+    Ok((settings, target_ns))
+}
+
+pub fn run(args: &ServeArgs, level: f64) -> Result<()> {
+    let (settings, target_ns) = settings(args, level).map_err(Error::BadInput)?;
     let mut folder = args
         .out
         .as_deref()
