@@ -154,7 +154,7 @@ pub fn comparison_words(c: &Comparison, first: &str, band: f64) -> String {
     let interval = c
         .interval
         .map(|i| format!(" [{:.2}x, {:.2}x]", i.low, i.high))
-        .unwrap_or_default();
+        .unwrap_or_else(|| format!(" (no interval from {} pair(s) of processes)", c.pairs));
     format!(
         "{:.2}x {first}'s{interval}: {}",
         c.ratio,
